@@ -1,0 +1,409 @@
+package engine
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+)
+
+// maxChunkLine bounds a chunk-size line with its extensions.
+const maxChunkLine = 4 << 10
+
+// Chunked decoding states.
+const (
+	chunkSize = iota
+	chunkData
+	chunkDataEnd
+	chunkTrailer
+)
+
+// bodyReader is Request.Body. It reads the body from the connection's
+// buffer first and the socket after, never past the end of the body, under
+// the body timeout and minimum rate.
+type bodyReader struct {
+	c       *conn
+	req     *Request
+	chunked bool
+	done    bool
+	state   int
+	left    int64 // bytes left in the body (length) or in the chunk (chunked)
+	read    int64 // body bytes delivered
+	limit   int64 // Limits.MaxBodyBytes, -1 for none
+	started int64 // coarse time of the first body read, for the rate
+	err     error // sticky error for the handler
+
+	continueSent bool
+	refusal      *ProtocolError // why the body was refused, for the response
+}
+
+var _ io.Reader = (*bodyReader)(nil)
+
+func (b *bodyReader) start(c *conn, req *Request) {
+	*b = bodyReader{c: c, req: req, limit: c.srv.limits.MaxBodyBytes}
+	switch {
+	case req.ContentLength < 0:
+		b.chunked = true
+	case req.ContentLength == 0:
+		b.done = true
+	default:
+		b.left = req.ContentLength
+	}
+}
+
+// Read implements io.Reader.
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.req.expectCont && !b.continueSent && !b.c.s.resp.committed {
+		b.continueSent = true
+		if err := b.c.appendOut("HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return 0, b.fail(err)
+		}
+	}
+	if b.chunked {
+		return b.readChunked(p)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.readData(p)
+	if err != nil {
+		return n, err
+	}
+	b.left -= int64(n)
+	b.read += int64(n)
+	if b.left == 0 {
+		b.done = true
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readData reads body bytes (never more than len(p), which the caller
+// bounds by what is left) from the buffer, or from the socket: large reads
+// go straight into p.
+func (b *bodyReader) readData(p []byte) (int, error) {
+	c := b.c
+	if c.r == c.w {
+		if len(p) >= readBufSize {
+			if err := b.arm(); err != nil {
+				return 0, err
+			}
+			n, err := c.nc.Read(p)
+			c.th.Clear()
+			if n > 0 {
+				return n, nil
+			}
+			return 0, b.fail(err)
+		}
+		if err := b.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, c.rbuf[c.r:c.w])
+	c.r += n
+	return n, nil
+}
+
+// arm flushes pending output and sets the body deadline: BodyTimeout from
+// the first body read plus one second per MinBodyRate bytes received.
+func (b *bodyReader) arm() error {
+	c := b.c
+	if err := c.flush(); err != nil {
+		return b.fail(err)
+	}
+	lim := &c.srv.limits
+	if b.started == 0 {
+		b.started = c.srv.tm.Now()
+	}
+	deadline := b.started + int64(lim.BodyTimeout)
+	if lim.MinBodyRate > 0 {
+		deadline += b.read * 1e9 / lim.MinBodyRate
+	}
+	c.th.SetDeadlineAt(deadline)
+	return nil
+}
+
+// fill reads more bytes into the connection buffer.
+func (b *bodyReader) fill() error {
+	if err := b.arm(); err != nil {
+		return err
+	}
+	err := b.c.fill(b.c.srv.limits.MaxHeaderBytes + 2)
+	b.c.th.Clear()
+	if err != nil {
+		return b.fail(err)
+	}
+	return nil
+}
+
+// fail records why the body could not be read and returns the error for
+// the handler.
+func (b *bodyReader) fail(err error) error {
+	b.c.closeAfter = true
+	switch {
+	case b.c.interrupted.Load():
+		b.refusal = errBodyTimeout
+		b.err = os.ErrDeadlineExceeded
+	case err == io.EOF || err == errBufferFull:
+		b.refusal = errBodyEOF
+		b.err = io.ErrUnexpectedEOF
+	default:
+		if pe, ok := err.(*ProtocolError); ok {
+			b.refusal = pe
+		}
+		b.err = err
+	}
+	return b.err
+}
+
+var errBodyTimeout = &ProtocolError{Status: 408, Msg: "request body too slow", Close: true}
+
+func (b *bodyReader) tooLarge() error {
+	b.c.closeAfter = true
+	b.refusal = errBodyTooLarge
+	b.err = &http.MaxBytesError{Limit: b.limit}
+	return b.err
+}
+
+func (b *bodyReader) readChunked(p []byte) (int, error) {
+	c := b.c
+	for {
+		switch b.state {
+		case chunkSize:
+			line, err := b.line(maxChunkLine, errChunkLine)
+			if err != nil {
+				return 0, err
+			}
+			size, err := parseChunkLine(line)
+			if err != nil {
+				return 0, b.fail(err)
+			}
+			if size == 0 {
+				b.state = chunkTrailer
+				continue
+			}
+			if b.limit >= 0 && b.read+size > b.limit {
+				return 0, b.tooLarge()
+			}
+			b.left, b.state = size, chunkData
+		case chunkData:
+			if int64(len(p)) > b.left {
+				p = p[:b.left]
+			}
+			n, err := b.readData(p)
+			if err != nil {
+				return n, err
+			}
+			b.left -= int64(n)
+			b.read += int64(n)
+			if b.left == 0 {
+				b.state = chunkDataEnd
+			}
+			return n, nil
+		case chunkDataEnd:
+			for c.w-c.r < 2 {
+				if err := b.fill(); err != nil {
+					return 0, err
+				}
+			}
+			if c.rbuf[c.r] != '\r' || c.rbuf[c.r+1] != '\n' {
+				return 0, b.fail(errChunkEnd)
+			}
+			c.r += 2
+			b.state = chunkSize
+		case chunkTrailer:
+			if err := b.readTrailer(); err != nil {
+				return 0, err
+			}
+			b.done = true
+			return 0, io.EOF
+		}
+	}
+}
+
+// line returns the next CRLF-terminated line from the buffer without its
+// CRLF, consuming it. The slice is valid until the next read. A bare LF or
+// CR is refused.
+func (b *bodyReader) line(max int, tooLong *ProtocolError) ([]byte, error) {
+	c := b.c
+	for {
+		if i := bytes.IndexByte(c.rbuf[c.r:c.w], '\n'); i >= 0 {
+			line := c.rbuf[c.r : c.r+i]
+			c.r += i + 1
+			if i == 0 || line[i-1] != '\r' {
+				return nil, b.fail(errChunkSize)
+			}
+			line = line[:i-1]
+			if bytes.IndexByte(line, '\r') >= 0 {
+				return nil, b.fail(errBareCR)
+			}
+			return line, nil
+		}
+		if c.w-c.r >= max {
+			return nil, b.fail(tooLong)
+		}
+		if err := b.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readTrailer reads the trailer section (RFC 9112 §7.1.2) up to its empty
+// line, validating each field as a header field and copying it into
+// Request.Trailer.
+func (b *bodyReader) readTrailer() error {
+	lim := &b.c.srv.limits
+	total := 0
+	for {
+		line, err := b.line(lim.MaxHeaderBytes, errHeaderTooLarge)
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		total += len(line) + 2
+		if total > lim.MaxHeaderBytes || len(b.req.Trailer) >= lim.MaxHeaderCount {
+			return b.fail(errHeaderTooLarge)
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return b.fail(errObsFold)
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !isToken(line[:colon]) {
+			return b.fail(errTrailer)
+		}
+		value := trimOWS(line[colon+1:])
+		for _, ch := range value {
+			if !valueChars[ch] {
+				return b.fail(errTrailer)
+			}
+		}
+		field := make([]byte, len(line))
+		copy(field, line)
+		b.req.Trailer = append(b.req.Trailer, Field{
+			Name:  field[:colon],
+			Value: trimOWS(field[colon+1:]),
+		})
+	}
+}
+
+// parseChunkLine parses chunk-size [ chunk-ext ] (RFC 9112 §7.1, §7.1.1).
+func parseChunkLine(line []byte) (int64, error) {
+	var size int64
+	i := 0
+	for ; i < len(line); i++ {
+		d, ok := unhex(line[i])
+		if !ok {
+			break
+		}
+		if i >= 15 {
+			return 0, errChunkSize
+		}
+		size = size<<4 | int64(d)
+	}
+	if i == 0 {
+		return 0, errChunkSize
+	}
+	if !validChunkExt(line[i:]) {
+		return 0, errChunkExt
+	}
+	return size, nil
+}
+
+// validChunkExt checks *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] ).
+func validChunkExt(s []byte) bool {
+	skip := func() {
+		for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+			s = s[1:]
+		}
+	}
+	token := func() bool {
+		n := 0
+		for n < len(s) && tokenChars[s[n]] {
+			n++
+		}
+		s = s[n:]
+		return n > 0
+	}
+	for {
+		skip()
+		if len(s) == 0 {
+			return true
+		}
+		if s[0] != ';' {
+			return false
+		}
+		s = s[1:]
+		skip()
+		if !token() {
+			return false
+		}
+		skip()
+		if len(s) == 0 || s[0] != '=' {
+			continue
+		}
+		s = s[1:]
+		skip()
+		if len(s) > 0 && s[0] == '"' {
+			if s = quotedStringRest(s[1:]); s == nil {
+				return false
+			}
+		} else if !token() {
+			return false
+		}
+	}
+}
+
+// quotedStringRest consumes the rest of a quoted-string after its opening
+// quote and returns what follows it, or nil if it is malformed.
+func quotedStringRest(s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return s[i+1:]
+		case c == '\\':
+			i++
+			if i == len(s) || !valueChars[s[i]] {
+				return nil
+			}
+		case !valueChars[c]:
+			return nil
+		}
+	}
+	return nil
+}
+
+// discard reads and drops what the handler left of the body, up to
+// MaxDrainBytes, so the connection can serve its next request. It reports
+// whether the body was consumed completely.
+func (b *bodyReader) discard() bool {
+	if b.done {
+		return true
+	}
+	if b.err != nil || b.req.expectCont && !b.continueSent {
+		return false
+	}
+	scratch := b.c.s.bodyBuf[:cap(b.c.s.bodyBuf)]
+	budget := b.c.srv.limits.MaxDrainBytes
+	for budget > 0 {
+		n, err := b.Read(scratch)
+		budget -= int64(n)
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}

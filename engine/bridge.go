@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// FromHTTP adapts a net/http handler to the engine, so any http.Handler
+// (and any middleware stack) can be served by a Server. Each request costs
+// the allocations of building an *http.Request and its header map; native
+// Handlers avoid them.
+//
+// The *http.Request's context is cancelled when the handler returns.
+// Flush (http.Flusher) and io.ReaderFrom (sendfile for *os.File sources,
+// as http.ServeContent uses) are supported; hijacking is not.
+func FromHTTP(h http.Handler) Handler {
+	return HandlerFunc(func(w ResponseWriter, r *Request) {
+		hr, err := toHTTPRequest(r)
+		if err != nil {
+			Error(w, http.StatusBadRequest, "invalid request-target")
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		hw := &httpWriter{w: w, h: make(http.Header)}
+		h.ServeHTTP(hw, hr.WithContext(ctx))
+		hw.commit(http.StatusOK)
+	})
+}
+
+// toHTTPRequest builds the net/http view of r. Strings are copies, so the
+// result may outlive the handler (its Body may not).
+func toHTTPRequest(r *Request) (*http.Request, error) {
+	target := string(r.Target)
+	var u *url.URL
+	var err error
+	if string(r.Method) == "CONNECT" {
+		u = &url.URL{Host: target}
+	} else {
+		u, err = url.ParseRequestURI(target)
+		if err != nil {
+			return nil, err
+		}
+	}
+	hdr := make(http.Header, len(r.Fields))
+	for _, f := range r.Fields {
+		name := http.CanonicalHeaderKey(string(f.Name))
+		if name == "Host" {
+			continue // net/http keeps it in Request.Host
+		}
+		hdr[name] = append(hdr[name], string(f.Value))
+	}
+	hr := &http.Request{
+		Method:        string(r.Method),
+		URL:           u,
+		Proto:         "HTTP/1." + strconv.Itoa(r.ProtoMinor),
+		ProtoMajor:    1,
+		ProtoMinor:    r.ProtoMinor,
+		Header:        hdr,
+		Host:          string(r.Host),
+		RequestURI:    target,
+		ContentLength: r.ContentLength,
+		Close:         r.close,
+		Body:          http.NoBody,
+		Trailer:       nil,
+	}
+	if r.RemoteAddr != nil {
+		hr.RemoteAddr = r.RemoteAddr.String()
+	}
+	if r.ContentLength < 0 {
+		hr.TransferEncoding = []string{"chunked"}
+		hr.ContentLength = -1
+	}
+	if r.ContentLength != 0 {
+		hr.Body = &httpBody{r: r, req: hr}
+	}
+	return hr, nil
+}
+
+// httpBody is the *http.Request Body: it reads the engine body and, at its
+// end, copies the trailer into Request.Trailer.
+type httpBody struct {
+	r   *Request
+	req *http.Request
+}
+
+func (b *httpBody) Read(p []byte) (int, error) {
+	n, err := b.r.Body.Read(p)
+	if err == io.EOF && len(b.r.Trailer) > 0 && b.req.Trailer == nil {
+		b.req.Trailer = make(http.Header, len(b.r.Trailer))
+		for _, f := range b.r.Trailer {
+			b.req.Trailer.Add(string(f.Name), string(f.Value))
+		}
+	}
+	return n, err
+}
+
+func (b *httpBody) Close() error { return nil }
+
+// httpWriter is the http.ResponseWriter over an engine ResponseWriter.
+type httpWriter struct {
+	w         ResponseWriter
+	h         http.Header
+	committed bool
+}
+
+var (
+	_ http.ResponseWriter = (*httpWriter)(nil)
+	_ http.Flusher        = (*httpWriter)(nil)
+	_ io.ReaderFrom       = (*httpWriter)(nil)
+)
+
+func (hw *httpWriter) Header() http.Header { return hw.h }
+
+func (hw *httpWriter) WriteHeader(code int) {
+	if hw.committed {
+		return
+	}
+	if code >= 100 && code < 200 && code != 101 {
+		hw.copyHeader()
+		hw.w.WriteHeader(code)
+		return
+	}
+	hw.commit(code)
+}
+
+// commit copies the header map into the engine's header and sets the status.
+func (hw *httpWriter) commit(code int) {
+	if hw.committed {
+		return
+	}
+	hw.committed = true
+	hw.copyHeader()
+	hw.w.WriteHeader(code)
+}
+
+func (hw *httpWriter) copyHeader() {
+	eh := hw.w.Header()
+	eh.reset()
+	keys := make([]string, 0, len(hw.h))
+	for k := range hw.h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			continue
+		}
+		for _, v := range hw.h[k] {
+			eh.Add(k, v)
+		}
+	}
+}
+
+func (hw *httpWriter) Write(p []byte) (int, error) {
+	hw.commit(http.StatusOK)
+	return hw.w.Write(p)
+}
+
+func (hw *httpWriter) WriteString(s string) (int, error) {
+	hw.commit(http.StatusOK)
+	return hw.w.WriteString(s)
+}
+
+func (hw *httpWriter) Flush() {
+	hw.commit(http.StatusOK)
+	hw.w.Flush()
+}
+
+// ReadFrom sends an *os.File (or an io.LimitedReader over one, as io.CopyN
+// makes) with SendFile from its current offset, and copies anything else.
+func (hw *httpWriter) ReadFrom(src io.Reader) (int64, error) {
+	hw.commit(http.StatusOK)
+	lr, limited := src.(*io.LimitedReader)
+	f, isFile := src.(*os.File)
+	if limited {
+		f, isFile = lr.R.(*os.File)
+	}
+	fs, canSend := hw.w.(FileSender)
+	if !isFile || !canSend {
+		return io.Copy(writerOnly{hw.w}, src)
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	n := fi.Size() - off
+	if limited {
+		n = min(n, lr.N)
+	}
+	if n <= 0 {
+		return 0, nil
+	}
+	if err := fs.SendFile(f, off, n); err != nil {
+		return 0, err
+	}
+	if limited {
+		lr.N -= n
+	}
+	_, err = f.Seek(off+n, io.SeekStart)
+	return n, err
+}
+
+type writerOnly struct{ io.Writer }
+
+// ToHTTP adapts a native Handler to net/http, so it can run inside an
+// http.Server (for TLS or HTTP/2, say). The Request it sees is built from
+// the *http.Request: its slices are copies, its Fields sorted by name.
+func ToHTTP(h Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+		r := fromHTTPRequest(hr)
+		ew := &nativeWriter{w: w}
+		ew.hdr.contentLength = -1
+		h.Serve(ew, r)
+		ew.commit()
+	})
+}
+
+func fromHTTPRequest(hr *http.Request) *Request {
+	r := &Request{
+		Method:        []byte(hr.Method),
+		Target:        []byte(hr.RequestURI),
+		RawPath:       []byte(hr.URL.EscapedPath()),
+		Path:          []byte(hr.URL.Path),
+		Query:         []byte(hr.URL.RawQuery),
+		Host:          []byte(hr.Host),
+		ProtoMinor:    hr.ProtoMinor,
+		ContentLength: hr.ContentLength,
+		Body:          hr.Body,
+		close:         hr.Close,
+	}
+	if hr.ProtoMajor > 1 {
+		r.ProtoMinor = 1
+	}
+	if len(r.Target) == 0 {
+		r.Target = []byte(hr.URL.RequestURI())
+	}
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	keys := make([]string, 0, len(hr.Header))
+	for k := range hr.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range hr.Header[k] {
+			r.Fields = append(r.Fields, Field{Name: []byte(k), Value: []byte(v)})
+		}
+	}
+	if hr.Host != "" {
+		r.Fields = append(r.Fields, Field{Name: []byte("Host"), Value: []byte(hr.Host)})
+	}
+	if addr, err := net.ResolveTCPAddr("tcp", hr.RemoteAddr); err == nil {
+		r.RemoteAddr = addr
+	}
+	return r
+}
+
+// nativeWriter is the engine ResponseWriter over an http.ResponseWriter.
+type nativeWriter struct {
+	w         http.ResponseWriter
+	hdr       Header
+	status    int
+	committed bool
+}
+
+var (
+	_ ResponseWriter = (*nativeWriter)(nil)
+	_ FileSender     = (*nativeWriter)(nil)
+)
+
+func (nw *nativeWriter) Header() *Header { return &nw.hdr }
+
+func (nw *nativeWriter) WriteHeader(code int) {
+	if nw.committed || nw.status != 0 {
+		return
+	}
+	if code >= 100 && code < 200 && code != 101 {
+		nw.copyHeader()
+		nw.w.WriteHeader(code)
+		return
+	}
+	nw.status = code
+}
+
+func (nw *nativeWriter) copyHeader() {
+	h := nw.w.Header()
+	nw.hdr.Values(func(name, value string) bool {
+		h.Add(name, value)
+		return true
+	})
+	if nw.hdr.contentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(nw.hdr.contentLength, 10))
+	}
+	if nw.hdr.close {
+		h.Set("Connection", "close")
+	}
+}
+
+func (nw *nativeWriter) commit() {
+	if nw.committed {
+		return
+	}
+	nw.committed = true
+	if nw.status == 0 {
+		nw.status = http.StatusOK
+	}
+	nw.copyHeader()
+	nw.w.WriteHeader(nw.status)
+}
+
+func (nw *nativeWriter) Write(p []byte) (int, error) {
+	nw.commit()
+	return nw.w.Write(p)
+}
+
+func (nw *nativeWriter) WriteString(s string) (int, error) {
+	nw.commit()
+	return io.WriteString(nw.w, s)
+}
+
+func (nw *nativeWriter) Flush() error {
+	nw.commit()
+	return http.NewResponseController(nw.w).Flush()
+}
+
+func (nw *nativeWriter) SendFile(f *os.File, offset, n int64) error {
+	if nw.hdr.contentLength < 0 && !nw.committed {
+		nw.hdr.contentLength = n
+	}
+	nw.commit()
+	_, err := io.Copy(nw.w, io.NewSectionReader(f, offset, n))
+	return err
+}

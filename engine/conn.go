@@ -1,0 +1,402 @@
+package engine
+
+import (
+	"errors"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sluice-server/sluice/engine/timeout"
+)
+
+// aLongTimeAgo is a deadline in the past: setting it interrupts blocked I/O.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// conn is one client connection, served by one goroutine. While idle it
+// holds no session (no buffers); see session.
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	rc     syscall.RawConn // nil if nc offers none; then idle reads use a buffer
+	th     *timeout.Handle
+	remote net.Addr
+
+	s      *session // nil while idle
+	rbuf   []byte   // s.rbuf, or a larger buffer for a big request head
+	r, w   int      // rbuf[r:w] is received and not yet consumed
+	pin    int      // rbuf[:pin] holds the head of the request being served
+	served int      // requests served on this connection
+
+	interrupted atomic.Bool // a timeout or shutdown fired
+	closeAfter  bool        // close once the current response is sent
+	unread      bool        // the client may have sent bytes we did not read
+
+	// State for rawRead, bound once so the idle wait does not allocate.
+	rawReadFn func(fd uintptr) bool
+	rawN      int
+	rawErr    error
+}
+
+func newConn(srv *Server, nc net.Conn) *conn {
+	c := &conn{srv: srv, nc: nc, remote: nc.RemoteAddr()}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.rc = rc
+			c.rawReadFn = c.rawRead
+		}
+	}
+	c.th = srv.tm.Register(c.interrupt)
+	return c
+}
+
+// interrupt is the timeout manager's action: it wakes any blocked I/O on
+// the connection, which then closes. It is called from the sweeper.
+func (c *conn) interrupt() {
+	c.interrupted.Store(true)
+	c.nc.SetDeadline(aLongTimeAgo)
+}
+
+// serve runs the connection until the client or the server ends it.
+func (c *conn) serve() {
+	defer c.finish()
+	for {
+		if c.r == c.w && !c.waitForRequest() {
+			return
+		}
+		if !c.serveOne() {
+			return
+		}
+		c.served++
+		if c.srv.shuttingDown() {
+			c.flush()
+			return
+		}
+	}
+}
+
+// waitForRequest flushes pending output, releases the session and waits,
+// idle, for the next request's first bytes. It reports whether any came.
+func (c *conn) waitForRequest() bool {
+	if c.flush() != nil {
+		return false
+	}
+	if c.srv.shuttingDown() {
+		return false
+	}
+	c.th.SetIdle()
+	c.releaseSession()
+	if c.srv.shuttingDown() { // Shutdown may have looked before SetIdle
+		return false
+	}
+	return c.readIdle()
+}
+
+// readIdle waits for and reads the first bytes of a request. With a raw
+// connection it borrows the session only once bytes are ready to read, so
+// a waiting connection holds no buffer.
+func (c *conn) readIdle() bool {
+	if c.rc == nil {
+		c.acquireSession()
+		n, _ := c.nc.Read(c.rbuf)
+		c.r, c.w = 0, n
+		return n > 0
+	}
+	c.rawN, c.rawErr = 0, nil
+	if err := c.rc.Read(c.rawReadFn); err != nil {
+		return false
+	}
+	return c.rawErr == nil && c.rawN > 0
+}
+
+// rawRead is called by the runtime poller when the socket may be readable;
+// it returns false to keep waiting.
+func (c *conn) rawRead(fd uintptr) bool {
+	if c.s == nil {
+		c.acquireSession()
+	}
+	for {
+		n, err := syscall.Read(int(fd), c.rbuf)
+		switch err {
+		case nil:
+			c.rawN = n
+			c.r, c.w = 0, n
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			c.releaseSession()
+			return false
+		default:
+			c.rawErr = err
+			return true
+		}
+	}
+}
+
+func (c *conn) acquireSession() {
+	c.s = acquireSession()
+	c.rbuf = c.s.rbuf
+	c.r, c.w, c.pin = 0, 0, 0
+}
+
+func (c *conn) releaseSession() {
+	if c.s == nil {
+		return
+	}
+	releaseSession(c.s)
+	c.s, c.rbuf = nil, nil
+	c.r, c.w, c.pin = 0, 0, 0
+}
+
+// finish sends what is pending, closes the connection and returns its
+// resources. When the server chose to close while the client may still be
+// sending, it closes gracefully (see linger).
+func (c *conn) finish() {
+	if c.s != nil && !c.interrupted.Load() && c.flush() == nil && (c.unread || c.r < c.w) {
+		c.linger()
+	}
+	c.th.Cancel()
+	c.nc.Close()
+	c.releaseSession()
+	c.srv.connClosed(c)
+}
+
+// Lingering close bounds: how long and how much the server reads and drops
+// after its last response before closing.
+const (
+	lingerTime  = 2 * time.Second
+	lingerBytes = 256 << 10
+)
+
+// linger half-closes the connection and reads what the client still sends
+// until it closes its side, for a bounded time. Closing a socket with
+// unread input makes the kernel send RST, which can destroy the response
+// before the client reads it (RFC 9112 §9.6).
+func (c *conn) linger() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	for total := 0; total < lingerBytes; {
+		n, err := c.nc.Read(c.rbuf)
+		total += n
+		if err != nil {
+			return
+		}
+	}
+}
+
+// serveOne reads one request head from the buffer (reading more as
+// needed), runs the handler, and finishes the response. It reports whether
+// the connection may serve another request.
+func (c *conn) serveOne() bool {
+	s := c.s
+	req := &s.req
+	lim := &c.srv.limits
+	c.th.SetDeadline(lim.HeaderTimeout) // the whole head must arrive in time
+	var n int
+	var err error
+	for {
+		req.reset()
+		n, err = parseHead(c.rbuf[c.r:c.w], req, lim, &s.pathBuf)
+		if err != errNeedMore {
+			break
+		}
+		if ferr := c.fillHead(); ferr != nil {
+			if c.interrupted.Load() && c.w > c.r && !c.srv.shuttingDown() {
+				c.writeError(errRequestTimeout)
+			}
+			return false
+		}
+	}
+	var perr *ProtocolError
+	if err != nil && !errors.As(err, &perr) {
+		return false
+	}
+	if perr != nil && perr != errExpectation {
+		c.writeError(perr)
+		return false
+	}
+	c.r += n
+	c.pin = c.r
+	c.th.Clear()
+
+	req.RemoteAddr = c.remote
+	resp := &s.resp
+	resp.start(c, req)
+	body := &s.body
+	body.start(c, req)
+	req.Body = body
+
+	switch {
+	case perr != nil: // a head we understood but refuse
+		resp.fail(perr)
+	case !c.srv.knownMethod(req.Method):
+		resp.fail(errUnknownMethod)
+	case c.srv.limits.MaxBodyBytes >= 0 && req.ContentLength > c.srv.limits.MaxBodyBytes:
+		resp.fail(errBodyTooLarge)
+	case c.srv.shuttingDown():
+		resp.Header().Set("Connection", "close")
+		c.runHandler(resp, req)
+	default:
+		c.runHandler(resp, req)
+	}
+	resp.finish()
+	keep := !c.closeAfter && !req.close && !resp.hdr.close && body.discard()
+	if !body.done {
+		c.unread = true
+	}
+	c.pin = 0
+	if c.r == c.w {
+		c.r, c.w = 0, 0
+	}
+	return keep
+}
+
+// runHandler calls the server's handler, turning a panic into a 500.
+func (c *conn) runHandler(w *response, r *Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.closeAfter = true
+			if v != errAbortHandler {
+				c.srv.logger().Error("handler panic", "remote", c.remote.String(),
+					"target", string(r.Target), "panic", v, "stack", string(debug.Stack()))
+			}
+			if !w.committed {
+				w.fail(&ProtocolError{Status: 500, Msg: "internal server error", Close: true})
+			}
+		}
+	}()
+	c.srv.Handler.Serve(w, r)
+}
+
+// fillHead reads more of a request head, first sending any output a
+// pipelining client may be waiting for.
+func (c *conn) fillHead() error {
+	if err := c.flush(); err != nil {
+		return err
+	}
+	return c.fill(c.srv.limits.MaxHeaderBytes + 2)
+}
+
+// fill reads at least one more byte into rbuf[w:], making room first:
+// consumed bytes past pin are reclaimed, and the buffer grows (up to max
+// bytes of unconsumed data) when it is full.
+func (c *conn) fill(max int) error {
+	if c.w == len(c.rbuf) {
+		if err := c.makeRoom(max); err != nil {
+			return err
+		}
+	}
+	n, err := c.nc.Read(c.rbuf[c.w:])
+	c.w += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+var errBufferFull = errors.New("engine: read buffer full")
+
+func (c *conn) makeRoom(max int) error {
+	if c.r > c.pin {
+		n := copy(c.rbuf[c.pin:], c.rbuf[c.r:c.w])
+		c.r, c.w = c.pin, c.pin+n
+		if c.w < len(c.rbuf) {
+			return nil
+		}
+	}
+	unread := c.w - c.r
+	if unread >= max {
+		return errBufferFull
+	}
+	size := 2 * len(c.rbuf)
+	if size > c.pin+max {
+		size = c.pin + max
+	}
+	// The old buffer stays alive (and out of the pool) as long as the
+	// request's slices point into it; the new one holds what is unread.
+	nb := make([]byte, size)
+	copy(nb, c.rbuf[c.r:c.w])
+	c.rbuf = nb
+	c.r, c.w, c.pin = 0, unread, 0
+	return nil
+}
+
+// flush writes the pending output, under the write timeout.
+func (c *conn) flush() error {
+	s := c.s
+	if s == nil || len(s.out) == 0 {
+		return nil
+	}
+	err := c.write(s.out)
+	s.out = s.out[:0]
+	return err
+}
+
+// write sends b in full under the write timeout.
+func (c *conn) write(b []byte) error {
+	c.th.SetDeadline(c.srv.limits.WriteTimeout)
+	_, err := c.nc.Write(b)
+	c.th.Clear()
+	if err != nil {
+		c.closeAfter = true
+	}
+	return err
+}
+
+// writev sends the pending output followed by p in one system call where
+// the platform allows.
+func (c *conn) writev(p []byte) error {
+	s := c.s
+	s.iov = append(s.iov[:0], s.out, p)
+	bufs := net.Buffers(s.iov)
+	c.th.SetDeadline(c.srv.limits.WriteTimeout)
+	_, err := bufs.WriteTo(c.nc)
+	c.th.Clear()
+	s.out = s.out[:0]
+	clear(s.iov[:2])
+	if err != nil {
+		c.closeAfter = true
+	}
+	return err
+}
+
+// writeError sends a refusal of a request whose head could not be parsed,
+// and is always followed by closing the connection.
+func (c *conn) writeError(e *ProtocolError) {
+	if c.interrupted.Load() {
+		c.nc.SetDeadline(time.Time{})
+	}
+	s := c.s
+	b := appendStatusLine(s.out, e.Status)
+	b = c.srv.appendServerFields(b)
+	b = appendErrorBody(b, e, true)
+	s.out = b
+	c.closeAfter = true
+	c.unread = true
+}
+
+// appendErrorBody appends Content-Type, Content-Length, optionally
+// Connection: close, and a short text body naming the error.
+func appendErrorBody(b []byte, e *ProtocolError, close bool) []byte {
+	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
+	if close {
+		b = append(b, "Connection: close\r\n"...)
+	}
+	text := statusText(e.Status)
+	b = append(b, "Content-Length: "...)
+	b = appendInt(b, int64(len(text)+2+len(e.Msg)+1))
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, text...)
+	b = append(b, ": "...)
+	b = append(b, e.Msg...)
+	return append(b, '\n')
+}

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RFC 9112 §9.3.2: pipelined requests are answered in order, and the
+// engine batches the responses into one write when all requests arrived
+// together.
+func TestPipelinedResponsesInOrderInOneWrite(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: ln}
+	addr := serveOn(t, &Server{Handler: echo}, cl)
+
+	var raw strings.Builder
+	for i := 0; i < 16; i++ {
+		fmt.Fprintf(&raw, "GET /%d HTTP/1.1\r\nHost: a\r\n\r\n", i)
+	}
+	c := dial(t, addr)
+	io.WriteString(c, raw.String())
+	br := bufio.NewReader(c)
+	for i := 0; i < 16; i++ {
+		_, body := readResponse(t, br, "GET")
+		if want := fmt.Sprintf("GET /%d ", i); !strings.HasPrefix(body, want) {
+			t.Fatalf("response %d = %q, want prefix %q", i, body, want)
+		}
+	}
+	if n := cl.writes.Load(); n != 1 {
+		t.Errorf("16 pipelined responses took %d writes, want 1", n)
+	}
+}
+
+// A body left unread by the handler is drained so the next pipelined
+// request is parsed from the right place; the chunked body of the second
+// request, with extensions and a trailer, is decoded exactly.
+func TestPipelinedBodiesStayFramed(t *testing.T) {
+	ignore := HandlerFunc(func(w ResponseWriter, r *Request) {
+		if string(r.Path) == "/ignore" {
+			w.WriteString("ignored")
+			return
+		}
+		echo.Serve(w, r)
+	})
+	addr := startServer(t, &Server{Handler: ignore})
+	raw := "POST /ignore HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\nhello world" +
+		"POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"5;name=value;q=\"quoted \\\" str\"\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 42\r\n\r\n" +
+		"GET /last HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+	out := exchange(t, addr, raw)
+	br := bufio.NewReader(strings.NewReader(out))
+	if _, body := readResponse(t, br, "POST"); body != "ignored" {
+		t.Errorf("first body = %q", body)
+	}
+	if _, body := readResponse(t, br, "POST"); body != `POST /echo path=/echo query= host=a minor=1 body="hello world" trailer:X-Sum=42` {
+		t.Errorf("second body = %q", body)
+	}
+	resp, body := readResponse(t, br, "GET")
+	if !strings.HasPrefix(body, "GET /last ") || !resp.Close {
+		t.Errorf("third = %q close=%v", body, resp.Close)
+	}
+}
+
+func TestKeepAliveAndClose(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo})
+	tests := []struct {
+		name      string
+		req       string
+		wantClose bool
+		wantField string
+	}{
+		{"1.1 default keep-alive", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", false, ""},
+		{"1.1 Connection: close", "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", true, "Connection: close\r\n"},
+		{"1.0 default close", "GET / HTTP/1.0\r\n\r\n", true, ""},
+		{"1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", false, "Connection: keep-alive\r\n"},
+		{"1.1 close among tokens", "GET / HTTP/1.1\r\nHost: a\r\nConnection: foo, Close\r\n\r\n", true, "Connection: close\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, addr)
+			io.WriteString(c, tt.req)
+			br := bufio.NewReader(c)
+			resp, _ := readResponse(t, br, "GET")
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			// A second request shows whether the connection stayed open.
+			io.WriteString(c, "GET /again HTTP/1.1\r\nHost: a\r\n\r\n")
+			_, err := http.ReadResponse(br, nil)
+			if closed := err != nil; closed != tt.wantClose {
+				t.Errorf("connection closed = %v (err %v), want %v", closed, err, tt.wantClose)
+			}
+		})
+	}
+	out := exchange(t, addr, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+	mustContain(t, out, "Connection: keep-alive\r\n")
+}
+
+func TestResponseFraming(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		switch string(r.Path) {
+		case "/stream":
+			w.WriteString("part1,")
+			w.Flush()
+			w.WriteString("part2")
+		case "/big":
+			w.Write(make([]byte, 100000))
+		case "/nocontent":
+			w.Header().Set("Content-Length", "5")
+			w.WriteHeader(204)
+		case "/notmodified":
+			w.Header().Set("ETag", `"x"`)
+			w.WriteHeader(304)
+		case "/declared":
+			w.Header().SetContentLength(5)
+			w.WriteString("hello")
+		case "/empty":
+		case "/hints":
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(103)
+			w.Header().Del("Link")
+			w.WriteString("final")
+		}
+	})
+	addr := startServer(t, &Server{Handler: h, ServerHeader: "sluice-test"})
+	tests := []struct {
+		req      string
+		want     []string
+		notWant  []string
+		wantBody string
+	}{
+		{"GET /stream HTTP/1.1\r\nHost: a\r\n\r\n", []string{"Transfer-Encoding: chunked\r\n", "6\r\npart1,\r\n5\r\npart2\r\n0\r\n\r\n"}, []string{"Content-Length"}, ""},
+		{"GET /stream HTTP/1.0\r\n\r\n", []string{"Connection: close\r\n", "\r\n\r\npart1,part2"}, []string{"Transfer-Encoding", "Content-Length"}, ""},
+		{"GET /big HTTP/1.1\r\nHost: a\r\n\r\n", []string{"Transfer-Encoding: chunked\r\n"}, nil, ""},
+		{"HEAD /declared HTTP/1.1\r\nHost: a\r\n\r\n", []string{"Content-Length: 5\r\n"}, []string{"hello"}, ""},
+		{"HEAD /stream HTTP/1.1\r\nHost: a\r\n\r\n", nil, []string{"part1", "0\r\n\r\n"}, ""},
+		{"GET /nocontent HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 204 No Content\r\n"}, []string{"Content-Length", "Transfer-Encoding"}, ""},
+		{"GET /notmodified HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 304 Not Modified\r\n", "ETag: \"x\"\r\n"}, []string{"Content-Length", "Transfer-Encoding"}, ""},
+		{"GET /empty HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 200 OK\r\n", "Content-Length: 0\r\n", "Server: sluice-test\r\n", "Date: "}, nil, ""},
+		{"GET /hints HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n"}, nil, ""},
+		{"GET /hints HTTP/1.0\r\n\r\n", []string{"HTTP/1.1 200 OK\r\n"}, []string{"103"}, ""},
+	}
+	for _, tt := range tests {
+		out := exchange(t, addr, tt.req)
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q: response lacks %q:\n%s", tt.req, w, out)
+			}
+		}
+		for _, w := range tt.notWant {
+			if strings.Contains(out, w) {
+				t.Errorf("%q: response has %q:\n%s", tt.req, w, out)
+			}
+		}
+	}
+	// The chunked 100000-byte body decodes to exactly that.
+	out := exchange(t, addr, "GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+	_, body := readResponse(t, bufio.NewReader(strings.NewReader(out)), "GET")
+	if len(body) != 100000 {
+		t.Errorf("big body = %d bytes", len(body))
+	}
+}
+
+// RFC 9110 §10.1.1: the server sends 100 Continue when the handler reads
+// the body, and skips it (closing afterwards) when the handler answers
+// without reading.
+func TestExpectContinue(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		if string(r.Path) == "/refuse" {
+			Error(w, 401, "no")
+			return
+		}
+		echo.Serve(w, r)
+	})
+	addr := startServer(t, &Server{Handler: h})
+
+	c := dial(t, addr)
+	io.WriteString(c, "PUT /up HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("got %q, %v; want 100 Continue", line, err)
+	}
+	br.ReadString('\n')
+	io.WriteString(c, "hello")
+	resp, body := readResponse(t, br, "PUT")
+	if resp.StatusCode != 200 || !strings.Contains(body, `body="hello"`) {
+		t.Errorf("got %d %q", resp.StatusCode, body)
+	}
+
+	c2 := dial(t, addr)
+	io.WriteString(c2, "PUT /refuse HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+	resp, _ = readResponse(t, bufio.NewReader(c2), "PUT")
+	if resp.StatusCode != 401 || !resp.Close {
+		t.Errorf("refusal: status %d close %v, want 401 and close", resp.StatusCode, resp.Close)
+	}
+
+	out := exchange(t, addr, "PUT /up HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nExpect: something-else\r\n\r\n")
+	if statusOf(out) != 417 {
+		t.Errorf("unknown expectation: %q, want 417", out)
+	}
+}
+
+func TestDrainLimitClosesConnection(t *testing.T) {
+	ignore := HandlerFunc(func(w ResponseWriter, r *Request) { w.WriteString("ok") })
+	addr := startServer(t, &Server{Handler: ignore, Limits: Limits{MaxDrainBytes: 1000}})
+	small := "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 900\r\n\r\n" + strings.Repeat("x", 900) +
+		"GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+	if out := exchange(t, addr, small); strings.Count(out, "HTTP/1.1 200") != 2 {
+		t.Errorf("drainable body: want two responses, got:\n%s", out)
+	}
+	big := "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("x", 100000) +
+		"GET /next HTTP/1.1\r\nHost: a\r\n\r\n"
+	if out := exchange(t, addr, big); strings.Count(out, "HTTP/1.1 200") != 1 {
+		t.Errorf("undrainable body: want one response then close, got:\n%s", out)
+	}
+}
+
+func TestBodyLimits(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo, Limits: Limits{MaxBodyBytes: 10}})
+	out := exchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\nhello world")
+	if statusOf(out) != 413 {
+		t.Errorf("Content-Length over limit: %q, want 413", out)
+	}
+	out = exchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n")
+	if statusOf(out) != 413 {
+		t.Errorf("chunked body over limit: %q, want 413", out)
+	}
+	out = exchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n")
+	if statusOf(out) != 400 {
+		t.Errorf("chunk without CRLF: %q, want 400", out)
+	}
+	out = exchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nshort")
+	if statusOf(out) != 400 {
+		t.Errorf("truncated body: %q, want 400", out)
+	}
+}
+
+func TestUnknownMethodAndRefusals(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo, ExtraMethods: []string{"PROPFIND"}})
+	tests := []struct {
+		req  string
+		want int
+	}{
+		{"BREW / HTTP/1.1\r\nHost: a\r\n\r\n", 501},
+		{"PROPFIND / HTTP/1.1\r\nHost: a\r\n\r\n", 200},
+		{"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+		{"GET / HTTP/1.1\r\n\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+		{"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+		{"GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: a\r\n\r\n", 414},
+		{"GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("b", 17000) + "\r\n\r\n", 431},
+	}
+	for _, tt := range tests {
+		out := exchange(t, addr, tt.req)
+		if got := statusOf(out); got != tt.want {
+			t.Errorf("%.60q: status %d, want %d\n%s", tt.req, got, tt.want, out)
+		}
+		if tt.want >= 400 && !strings.Contains(out, "Content-Type: text/plain") {
+			t.Errorf("%.60q: error without a text body:\n%s", tt.req, out)
+		}
+	}
+}
+
+// A 501 for an unknown method keeps the connection: the head was framed.
+func TestUnknownMethodKeepsConnection(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo})
+	out := exchange(t, addr, "BREW / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /after HTTP/1.1\r\nHost: a\r\n\r\n")
+	if !strings.Contains(out, "501 Not Implemented") || !strings.Contains(out, "GET /after") {
+		t.Errorf("got:\n%s", out)
+	}
+}
+
+func TestHandlerPanicAnswers500AndServerSurvives(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		if string(r.Path) == "/panic" {
+			panic("boom")
+		}
+		w.WriteString("alive")
+	})
+	addr := startServer(t, &Server{Handler: h, Logger: discardLogger()})
+	out := exchange(t, addr, "GET /panic HTTP/1.1\r\nHost: a\r\n\r\n")
+	if statusOf(out) != 500 {
+		t.Errorf("panic: %q, want 500", out)
+	}
+	out = exchange(t, addr, "GET /ok HTTP/1.1\r\nHost: a\r\n\r\n")
+	mustContain(t, out, "200 OK", "alive")
+}
+
+// Header values a handler sets cannot split the response.
+func TestResponseHeaderInjection(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.Header().Set("X-Evil", "a\r\nSet-Cookie: stolen=1")
+		w.WriteString("ok")
+	})
+	addr := startServer(t, &Server{Handler: h})
+	out := exchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if strings.Contains(out, "\r\nSet-Cookie") {
+		t.Errorf("header injection got through:\n%s", out)
+	}
+	mustContain(t, out, "X-Evil: a  Set-Cookie: stolen=1\r\n")
+}
+
+func TestAbsoluteFormUsesTargetAuthority(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo})
+	out := exchange(t, addr, "GET http://example.com:8080/x?y=1 HTTP/1.1\r\nHost: other\r\n\r\n")
+	mustContain(t, out, "path=/x query=y=1 host=example.com:8080")
+}
+
+func TestDateHeaderIsCurrent(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo})
+	out := exchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, _ := readResponse(t, bufio.NewReader(strings.NewReader(out)), "GET")
+	d, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		t.Fatalf("Date %q: %v", resp.Header.Get("Date"), err)
+	}
+	if diff := time.Since(d); diff < -2*time.Second || diff > time.Minute {
+		t.Errorf("Date %v is %v away from now", d, diff)
+	}
+	if resp.Header.Get("Server") != "" {
+		t.Errorf("zero Server.ServerHeader sent Server: %q", resp.Header.Get("Server"))
+	}
+}

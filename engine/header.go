@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Header holds a response's header fields in the order they were set.
+//
+// The engine writes the framing fields itself: Content-Length is kept as a
+// number (SetContentLength, or Set("Content-Length", ...) which parses it),
+// Transfer-Encoding is ignored (the engine chunks when the length is
+// unknown), and "Connection: close" makes the connection close after the
+// response. Set a "Date" or "Server" field to replace the engine's.
+//
+// A Header belongs to one response and is not safe for concurrent use. The
+// strings it is given are kept, not copied.
+type Header struct {
+	fields        []headerField
+	contentLength int64 // -1 when unknown
+	close         bool  // Connection: close
+	hasDate       bool
+	hasServer     bool
+}
+
+type headerField struct{ name, value string }
+
+// Set replaces every field named name (ASCII case-insensitive) with one
+// field name: value.
+func (h *Header) Set(name, value string) {
+	if h.special(name, value) {
+		return
+	}
+	h.Del(name)
+	h.fields = append(h.fields, headerField{name, value})
+}
+
+// Add appends a field, keeping any others of the same name.
+func (h *Header) Add(name, value string) {
+	if h.special(name, value) {
+		return
+	}
+	h.fields = append(h.fields, headerField{name, value})
+}
+
+// Del removes every field named name.
+func (h *Header) Del(name string) {
+	switch {
+	case strings.EqualFold(name, "Content-Length"):
+		h.contentLength = -1
+		return
+	case strings.EqualFold(name, "Connection"):
+		h.close = false
+	case strings.EqualFold(name, "Date"):
+		h.hasDate = false
+	case strings.EqualFold(name, "Server"):
+		h.hasServer = false
+	}
+	kept := h.fields[:0]
+	for _, f := range h.fields {
+		if !strings.EqualFold(f.name, name) {
+			kept = append(kept, f)
+		}
+	}
+	clear(h.fields[len(kept):])
+	h.fields = kept
+}
+
+// Get returns the value of the first field named name, or "".
+func (h *Header) Get(name string) string {
+	if strings.EqualFold(name, "Content-Length") {
+		if h.contentLength < 0 {
+			return ""
+		}
+		return strconv.FormatInt(h.contentLength, 10)
+	}
+	for _, f := range h.fields {
+		if strings.EqualFold(f.name, name) {
+			return f.value
+		}
+	}
+	return ""
+}
+
+// Values calls fn for every field in order until fn returns false.
+// Content-Length is not among them; see ContentLength.
+func (h *Header) Values(fn func(name, value string) bool) {
+	for _, f := range h.fields {
+		if !fn(f.name, f.value) {
+			return
+		}
+	}
+}
+
+// SetContentLength declares the body length; -1 means unknown, in which
+// case the engine computes it for bodies that fit its buffer and chunks
+// longer ones (or, for HTTP/1.0 clients, closes the connection at the end).
+func (h *Header) SetContentLength(n int64) {
+	if n < 0 {
+		n = -1
+	}
+	h.contentLength = n
+}
+
+// ContentLength returns the declared body length, or -1.
+func (h *Header) ContentLength() int64 { return h.contentLength }
+
+// special handles the fields the engine owns. It reports whether the field
+// was consumed rather than stored.
+func (h *Header) special(name, value string) bool {
+	switch len(name) {
+	case 4:
+		if strings.EqualFold(name, "Date") {
+			h.hasDate = true
+		}
+	case 6:
+		if strings.EqualFold(name, "Server") {
+			h.hasServer = true
+		}
+	case 10:
+		if strings.EqualFold(name, "Connection") {
+			if hasToken([]byte(value), "close") {
+				h.close = true
+			}
+			return true
+		}
+	case 14:
+		if strings.EqualFold(name, "Content-Length") {
+			if n, ok := parseContentLength([]byte(strings.TrimSpace(value))); ok {
+				h.contentLength = n
+			}
+			return true
+		}
+	case 17:
+		if strings.EqualFold(name, "Transfer-Encoding") {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Header) reset() {
+	clear(h.fields)
+	*h = Header{fields: h.fields[:0], contentLength: -1}
+}
+
+// appendFields appends every field as "name: value\r\n". Bytes that would
+// end a line or the header (CR, LF, NUL) in a name or value are replaced by
+// a space, so a handler cannot split the response.
+func (h *Header) appendFields(b []byte) []byte {
+	for _, f := range h.fields {
+		b = appendSafe(b, f.name)
+		b = append(b, ": "...)
+		b = appendSafe(b, f.value)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
+
+func appendSafe(b []byte, s string) []byte {
+	if strings.ContainsAny(s, "\r\n\x00") {
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c == '\r' || c == '\n' || c == 0 {
+				c = ' '
+			}
+			b = append(b, c)
+		}
+		return b
+	}
+	return append(b, s...)
+}

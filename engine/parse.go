@@ -1,0 +1,463 @@
+package engine
+
+import "bytes"
+
+// slash is the path of an absolute-form target with an empty path.
+var slash = []byte("/")
+
+// parseHead parses one request head (request line and header section) at
+// the start of buf into req, appending to req.Fields. It returns the number
+// of bytes consumed, or errNeedMore when buf ends before the head does, or
+// a *ProtocolError for a request to refuse.
+//
+// Every slice stored in req points into buf, except Path when it needed
+// percent-decoding: that is decoded into *pathBuf, which is grown as needed.
+// parseHead never allocates otherwise.
+func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, error) {
+	// RFC 9112 §2.2: a server SHOULD ignore empty lines before the request line.
+	pos := 0
+	for pos < len(buf) && (buf[pos] == '\n' || buf[pos] == '\r' && pos+1 < len(buf) && buf[pos+1] == '\n') {
+		if buf[pos] == '\r' {
+			pos++
+		}
+		pos++
+	}
+	start := pos
+
+	lf := bytes.IndexByte(buf[pos:], '\n')
+	if lf < 0 {
+		return 0, partialLineError(buf[pos:], lim)
+	}
+	line := buf[pos : pos+lf]
+	pos += lf + 1
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	if err := parseRequestLine(line, req, lim, pathBuf); err != nil {
+		return 0, err
+	}
+
+	var (
+		hostSeen  bool
+		clSeen    bool
+		teSeen    bool
+		te        teState
+		connClose bool
+		connKeep  bool
+		expect    []byte
+	)
+	for {
+		if pos >= len(buf) {
+			return 0, needMoreOrTooLarge(pos-start, lim)
+		}
+		if buf[pos] == '\n' {
+			pos++
+			break
+		}
+		if buf[pos] == '\r' {
+			if pos+1 >= len(buf) {
+				return 0, needMoreOrTooLarge(pos-start, lim)
+			}
+			if buf[pos+1] != '\n' {
+				return 0, errBareCR
+			}
+			pos += 2
+			break
+		}
+		lf := bytes.IndexByte(buf[pos:], '\n')
+		if lf < 0 {
+			return 0, needMoreOrTooLarge(len(buf)-start, lim)
+		}
+		line := buf[pos : pos+lf]
+		pos += lf + 1
+		if pos-start > lim.MaxHeaderBytes {
+			return 0, errHeaderTooLarge
+		}
+		if line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
+		}
+		if len(line) == 0 {
+			return 0, errBareCR // "\r\r\n" and the like
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return 0, errObsFold
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			if bytes.IndexByte(line, '\r') >= 0 {
+				return 0, errBareCR
+			}
+			return 0, errNoColon
+		}
+		name := line[:colon]
+		if !isToken(name) {
+			if len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
+				return 0, errSpaceBeforeColon
+			}
+			return 0, errFieldName
+		}
+		value := trimOWS(line[colon+1:])
+		for _, c := range value {
+			if !valueChars[c] {
+				if c == '\r' {
+					return 0, errBareCR
+				}
+				return 0, errFieldValue
+			}
+		}
+		if len(req.Fields) >= lim.MaxHeaderCount {
+			return 0, errTooManyFields
+		}
+		req.Fields = append(req.Fields, Field{Name: name, Value: value})
+
+		switch len(name) {
+		case 4:
+			if equalFold(name, "host") {
+				if hostSeen {
+					return 0, errDupHost
+				}
+				hostSeen = true
+				if !validHost(value) {
+					return 0, errBadHost
+				}
+				if req.Host == nil { // absolute-form authority wins (RFC 9112 §3.2.2)
+					req.Host = value
+				}
+			}
+		case 6:
+			if equalFold(name, "expect") {
+				expect = value
+			}
+		case 10:
+			if equalFold(name, "connection") {
+				connClose = connClose || hasToken(value, "close")
+				connKeep = connKeep || hasToken(value, "keep-alive")
+			}
+		case 14:
+			if equalFold(name, "content-length") {
+				n, ok := parseContentLength(value)
+				if !ok {
+					return 0, errContentLength
+				}
+				if clSeen && n != req.ContentLength {
+					return 0, errDupLength
+				}
+				clSeen = true
+				req.ContentLength = n
+			}
+		case 17:
+			if equalFold(name, "transfer-encoding") {
+				teSeen = true
+				if err := te.add(value); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	if pos-start > lim.MaxHeaderBytes {
+		return 0, errHeaderTooLarge
+	}
+
+	// Semantics of the whole head.
+	if req.ProtoMinor >= 1 && !hostSeen {
+		return 0, errNoHost
+	}
+	if req.Host == nil {
+		req.Host = req.Path[:0] // empty, non-nil
+	}
+	if teSeen {
+		if req.ProtoMinor == 0 {
+			return 0, errTEHTTP10
+		}
+		if clSeen {
+			return 0, errCLAndTE
+		}
+		if err := te.verdict(); err != nil {
+			return 0, err
+		}
+		req.ContentLength = -1
+	}
+	if req.ProtoMinor >= 1 {
+		req.close = connClose
+	} else {
+		req.close = connClose || !connKeep
+	}
+	if expect != nil && req.ProtoMinor >= 1 {
+		if !equalFold(expect, "100-continue") {
+			return pos, errExpectation
+		}
+		req.expectCont = true
+	}
+	return pos, nil
+}
+
+// parseRequestLine parses "method SP request-target SP HTTP-version"
+// (RFC 9112 §3), with exactly one SP between the parts.
+func parseRequestLine(line []byte, req *Request, lim *Limits, pathBuf *[]byte) error {
+	sp1 := bytes.IndexByte(line, ' ')
+	if sp1 <= 0 {
+		if bytes.IndexByte(line, '\r') >= 0 {
+			return errBareCR
+		}
+		return errRequestLine
+	}
+	method := line[:sp1]
+	if !isToken(method) {
+		return errMethod
+	}
+	rest := line[sp1+1:]
+	sp2 := bytes.IndexByte(rest, ' ')
+	if sp2 < 0 {
+		if len(rest) > lim.MaxTargetBytes {
+			return errTargetTooLong
+		}
+		return errRequestLine
+	}
+	if sp2 == 0 {
+		return errRequestLine
+	}
+	target, version := rest[:sp2], rest[sp2+1:]
+	if len(target) > lim.MaxTargetBytes {
+		return errTargetTooLong
+	}
+	minor, err := parseVersion(version)
+	if err != nil {
+		if bytes.IndexByte(version, '\r') >= 0 {
+			return errBareCR
+		}
+		return err
+	}
+	req.Method = method
+	req.Target = target
+	req.ProtoMinor = minor
+	return parseTarget(target, req, pathBuf)
+}
+
+// parseVersion parses "HTTP/1.x" and returns x, capped at 1.
+func parseVersion(v []byte) (int, error) {
+	if len(v) != 8 || string(v[:5]) != "HTTP/" || v[6] != '.' ||
+		v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9' {
+		return 0, errVersion
+	}
+	if v[5] != '1' {
+		return 0, errHTTPVersion
+	}
+	if v[7] == '0' {
+		return 0, nil
+	}
+	return 1, nil
+}
+
+// parseTarget classifies the request-target (RFC 9112 §3.2) and fills in
+// RawPath, Path, Query and, for absolute-form, Host.
+func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
+	for _, c := range t {
+		if !targetChars[c] {
+			return errTarget
+		}
+	}
+	isConnect := string(req.Method) == "CONNECT"
+	switch {
+	case isConnect:
+		// authority-form: host:port, nothing else.
+		if t[0] == '/' || bytes.IndexByte(t, '/') >= 0 || bytes.IndexByte(t, '@') >= 0 || !validHost(t) {
+			return errTarget
+		}
+		req.Host = t
+		req.RawPath, req.Path = t[:0], t[:0]
+		return nil
+	case t[0] == '/':
+		// origin-form
+	case len(t) == 1 && t[0] == '*':
+		if string(req.Method) != "OPTIONS" {
+			return errTarget
+		}
+		req.RawPath, req.Path = t, t
+		return nil
+	default:
+		// absolute-form: http or https only.
+		var rest []byte
+		switch {
+		case len(t) > 7 && equalFold(t[:7], "http://"):
+			rest = t[7:]
+		case len(t) > 8 && equalFold(t[:8], "https://"):
+			rest = t[8:]
+		default:
+			return errTarget
+		}
+		end := len(rest)
+		if i := bytes.IndexAny(rest, "/?"); i >= 0 {
+			end = i
+		}
+		authority := rest[:end]
+		if len(authority) == 0 || bytes.IndexByte(authority, '@') >= 0 || !validHost(authority) {
+			return errTarget // RFC 9110 §4.2.1 empty host; §4.2.4 userinfo
+		}
+		req.Host = authority
+		t = rest[end:]
+		if len(t) == 0 || t[0] == '?' {
+			req.RawPath, req.Path = slash, slash
+			if len(t) > 0 {
+				req.Query = t[1:]
+			}
+			return nil
+		}
+	}
+	rawPath := t
+	if q := bytes.IndexByte(t, '?'); q >= 0 {
+		rawPath, req.Query = t[:q], t[q+1:]
+	}
+	req.RawPath = rawPath
+	if bytes.IndexByte(rawPath, '%') < 0 {
+		req.Path = rawPath
+		return nil
+	}
+	p, err := percentDecode((*pathBuf)[:0], rawPath)
+	*pathBuf = p
+	if err != nil {
+		return err
+	}
+	req.Path = p
+	return nil
+}
+
+// percentDecode appends the percent-decoding of s to dst. It refuses a
+// malformed escape and a decoded NUL.
+func percentDecode(dst, s []byte) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			dst = append(dst, c)
+			continue
+		}
+		if i+2 >= len(s) {
+			return dst, errPathEncoding
+		}
+		hi, ok1 := unhex(s[i+1])
+		lo, ok2 := unhex(s[i+2])
+		if !ok1 || !ok2 {
+			return dst, errPathEncoding
+		}
+		c = hi<<4 | lo
+		if c == 0 {
+			return dst, errPathNUL
+		}
+		dst = append(dst, c)
+		i += 2
+	}
+	return dst, nil
+}
+
+// parseContentLength parses 1*DIGIT into a non-negative int64
+// (RFC 9110 §8.6); it refuses signs, spaces, lists and overflow.
+func parseContentLength(v []byte) (int64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	for len(v) > 1 && v[0] == '0' {
+		v = v[1:]
+	}
+	if len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// validHost reports whether v is a plausible uri-host [":" port]
+// (RFC 3986 §3.2.2): reg-name, IPv4 or IP-literal characters only.
+func validHost(v []byte) bool {
+	for _, c := range v {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case indexByte("-._~%!$&'()*+,;=:[]", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// teState accumulates Transfer-Encoding field lines (RFC 9112 §6.1).
+type teState struct {
+	chunked     int  // times "chunked" was listed
+	lastChunked bool // the last coding listed was "chunked"
+	unknown     bool // some other coding was listed
+}
+
+func (s *teState) add(v []byte) error {
+	nonEmpty := false
+	for len(v) > 0 {
+		i := bytes.IndexByte(v, ',')
+		item := v
+		if i >= 0 {
+			item, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
+		item = trimOWS(item)
+		if len(item) == 0 {
+			continue // empty list elements are ignored (RFC 9110 §5.6.1)
+		}
+		nonEmpty = true
+		if equalFold(item, "chunked") {
+			s.chunked++
+			s.lastChunked = true
+			continue
+		}
+		// transfer-coding = token *( OWS ";" OWS transfer-parameter )
+		name := item
+		if j := bytes.IndexByte(item, ';'); j >= 0 {
+			name = trimOWS(item[:j])
+		}
+		if !isToken(name) {
+			return errTEMalformed
+		}
+		s.unknown = true
+		s.lastChunked = false
+	}
+	if !nonEmpty {
+		return errTEMalformed
+	}
+	return nil
+}
+
+func (s *teState) verdict() error {
+	switch {
+	case s.chunked > 1:
+		return errTEChunkedTwice
+	case !s.lastChunked:
+		return errTENotChunked
+	case s.unknown:
+		return errUnknownTE
+	}
+	return nil
+}
+
+// partialLineError decides, for a request line with no LF yet, whether to
+// wait for more bytes or refuse it as too long.
+func partialLineError(line []byte, lim *Limits) error {
+	if len(line) <= lim.MaxTargetBytes+32 && len(line) < lim.MaxHeaderBytes {
+		return errNeedMore
+	}
+	if sp := bytes.IndexByte(line, ' '); sp > 0 && sp < 32 {
+		return errTargetTooLong
+	}
+	if len(line) < lim.MaxHeaderBytes {
+		return errNeedMore
+	}
+	return errRequestLine
+}
+
+func needMoreOrTooLarge(n int, lim *Limits) error {
+	if n >= lim.MaxHeaderBytes {
+		return errHeaderTooLarge
+	}
+	return errNeedMore
+}

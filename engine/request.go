@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"io"
+	"net"
+)
+
+// Field is one header or trailer field line: a name and a value with the
+// surrounding whitespace removed. Both slices are views into the server's
+// read buffer, valid only while the handler runs.
+type Field struct {
+	Name  []byte
+	Value []byte
+}
+
+// Request is a parsed HTTP/1.x request.
+//
+// Every byte slice in a Request is a view into the connection's read buffer:
+// it is valid only until the handler returns, and must be copied to be
+// kept longer. A Request must not be used from other goroutines after the
+// handler returns. Body is safe to read from one goroutine at a time.
+type Request struct {
+	// Method is the request method, case-sensitive, e.g. "GET".
+	Method []byte
+
+	// Target is the request-target exactly as received (origin-form
+	// "/a%20b?x=1", absolute-form "http://host/a", authority-form
+	// "host:443" for CONNECT, or "*").
+	Target []byte
+
+	// RawPath is the path of Target, still percent-encoded.
+	RawPath []byte
+
+	// Path is RawPath percent-decoded, for routing. It is "*" for
+	// asterisk-form and empty for authority-form. A decoded NUL is refused
+	// with 400 before the handler runs. Path is not dot-segment-cleaned:
+	// components that map paths to files must do that themselves.
+	Path []byte
+
+	// Query is the part of Target after '?', undecoded, without the '?'.
+	Query []byte
+
+	// Host is the authority of an absolute-form target, else the Host
+	// header field's value.
+	Host []byte
+
+	// ProtoMinor is the minor version of HTTP/1.x: 0 or 1 (higher minor
+	// versions are served as 1.1).
+	ProtoMinor int
+
+	// Fields holds the header fields in the order received.
+	Fields []Field
+
+	// ContentLength is the body length from Content-Length; 0 when there
+	// is no body; -1 when the body is chunked.
+	ContentLength int64
+
+	// Body reads the request body. It returns io.EOF at the end of the body
+	// and never reads past it, so a pipelined next request stays intact.
+	// A body over Limits.MaxBodyBytes fails with *http.MaxBytesError.
+	Body io.Reader
+
+	// Trailer holds the trailer fields of a chunked body once Body has
+	// returned io.EOF. Its slices are owned by the Request.
+	Trailer []Field
+
+	// RemoteAddr is the client's address.
+	RemoteAddr net.Addr
+
+	close      bool // client asked to close after this exchange
+	expectCont bool // Expect: 100-continue
+}
+
+// Header returns the value of the first field named name (ASCII
+// case-insensitive), or nil when there is none. It does not allocate.
+func (r *Request) Header(name string) []byte {
+	for i := range r.Fields {
+		if equalFold(r.Fields[i].Name, name) {
+			return r.Fields[i].Value
+		}
+	}
+	return nil
+}
+
+// IsMethod reports whether the request method is m (case-sensitive, as
+// RFC 9110 §9.1 says methods are).
+func (r *Request) IsMethod(m string) bool { return string(r.Method) == m }
+
+// ProtoAtLeast11 reports whether the request is HTTP/1.1 or later.
+func (r *Request) ProtoAtLeast11() bool { return r.ProtoMinor >= 1 }
+
+// WantsClose reports whether the client asked for the connection to close
+// after this response (HTTP/1.1 "Connection: close", or HTTP/1.0 without
+// "Connection: keep-alive").
+func (r *Request) WantsClose() bool { return r.close }
+
+// equalFold reports whether b equals s under ASCII case folding.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		x, y := b[i], s[i]
+		if x == y {
+			continue
+		}
+		if x|0x20 != y|0x20 || x|0x20 < 'a' || x|0x20 > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// reset clears r for reuse, keeping the capacity of its slices.
+func (r *Request) reset() {
+	fields := r.Fields[:0]
+	trailer := r.Trailer[:0]
+	*r = Request{Fields: fields, Trailer: trailer}
+}

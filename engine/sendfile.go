@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// SendFile implements FileSender. A file that fits in the output buffer is
+// read into it with pread(2), so it leaves with its header (and any
+// pipelined responses before it) in one write; a larger one follows the
+// header, sent with MSG_MORE, through sendfile(2).
+func (w *response) SendFile(f *os.File, offset, n int64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if !w.committed {
+		if w.hdr.contentLength < 0 && len(w.c.s.bodyBuf) == 0 {
+			w.hdr.contentLength = n
+		}
+		w.commit(false)
+	}
+	if w.noBody || n == 0 {
+		w.written += n
+		return nil
+	}
+	if w.declared >= 0 && w.written+n > w.declared {
+		w.err = ErrContentLength
+		return w.err
+	}
+	c, s := w.c, w.c.s
+	if w.chunked || c.rc == nil || n <= int64(cap(s.out)-len(s.out)) {
+		return w.copyFile(f, offset, n)
+	}
+	w.written += n
+	if err := c.sendFile(f, offset, n); err != nil {
+		w.err = err
+		c.closeAfter = true
+		return err
+	}
+	return nil
+}
+
+// copyFile sends a file region through the output buffer: read straight
+// into its free space, or, for a chunked body, into the session's body
+// buffer (free once the header is committed) and framed from there.
+func (w *response) copyFile(f *os.File, offset, n int64) error {
+	s := w.c.s
+	for n > 0 {
+		var buf []byte
+		if w.chunked {
+			buf = s.bodyBuf[:min(n, int64(cap(s.bodyBuf)))]
+		} else {
+			room := int64(cap(s.out) - len(s.out))
+			if room == 0 {
+				if err := w.c.flush(); err != nil {
+					w.err = err
+					return err
+				}
+				continue
+			}
+			buf = s.out[len(s.out) : int64(len(s.out))+min(n, room)]
+		}
+		chunk := int64(len(buf))
+		m, err := f.ReadAt(buf, offset)
+		if m > 0 {
+			if _, werr := w.writeBody(buf[:m]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil && !(err == io.EOF && int64(m) == chunk) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the file shrank
+			}
+			w.err = err
+			w.c.closeAfter = true
+			return err
+		}
+		offset += int64(m)
+		n -= int64(m)
+	}
+	return nil
+}
+
+// sendFile writes the pending output with MSG_MORE, so the kernel holds it
+// to share a packet with the file's first bytes, then n bytes of f from
+// offset with sendfile(2), under the write timeout.
+func (c *conn) sendFile(f *os.File, offset, n int64) error {
+	src := int(f.Fd())
+	out := c.s.out
+	var werr error
+	c.th.SetDeadline(c.srv.limits.WriteTimeout)
+	err := c.rc.Write(func(fd uintptr) bool {
+		for len(out) > 0 {
+			m, err := unix.SendmsgN(int(fd), out, nil, nil, unix.MSG_MORE)
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err == syscall.EAGAIN:
+				return false
+			case err != nil:
+				werr = err
+				return true
+			}
+			out = out[m:]
+		}
+		for n > 0 {
+			m, err := unix.Sendfile(int(fd), src, &offset, int(min(n, 1<<30)))
+			if m > 0 {
+				n -= int64(m)
+			}
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err == syscall.EAGAIN:
+				return false
+			case err != nil:
+				werr = err
+				return true
+			case m == 0:
+				werr = io.ErrUnexpectedEOF // the file shrank
+				return true
+			}
+		}
+		return true
+	})
+	c.th.Clear()
+	c.s.out = c.s.out[:0]
+	if err == nil {
+		err = werr
+	}
+	return err
+}

@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sluice-server/sluice/engine/timeout"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("engine: server closed")
+
+// Server serves HTTP/1.x on listeners with one goroutine per connection.
+//
+// Set the exported fields before the first call to Serve and do not change
+// them afterwards. The zero value with a Handler set is a valid
+// configuration. A Server's methods are safe for concurrent use.
+type Server struct {
+	// Handler answers every request.
+	Handler Handler
+
+	// Limits bounds sizes and times; zero fields take their defaults.
+	Limits Limits
+
+	// ServerHeader is the value of the Server header field on every
+	// response; empty sends none.
+	ServerHeader string
+
+	// ExtraMethods lists request methods beyond RFC 9110's (GET, HEAD,
+	// POST, PUT, DELETE, CONNECT, OPTIONS, TRACE) and PATCH that reach the
+	// handler; requests with any other method get 501 Not Implemented.
+	ExtraMethods []string
+
+	// Logger receives errors worth an operator's attention (handler panics,
+	// accept failures). Nil means slog.Default().
+	Logger *slog.Logger
+
+	initOnce   sync.Once
+	limits     Limits
+	serverLine []byte
+	methods    map[string]bool
+	tm         *timeout.Manager
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	closed    atomic.Bool // Shutdown or Close called
+	open      atomic.Int64
+	slot      chan struct{} // signalled when a connection closes
+	stopOnce  sync.Once
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.limits = s.Limits.withDefaults()
+		if s.ServerHeader != "" {
+			s.serverLine = []byte("Server: " + s.ServerHeader + "\r\n")
+		}
+		s.methods = map[string]bool{}
+		for _, m := range s.ExtraMethods {
+			s.methods[m] = true
+		}
+		s.tm = timeout.New(tickFor(&s.limits), s.limits.IdleTimeout)
+		s.listeners = map[net.Listener]struct{}{}
+		s.slot = make(chan struct{}, 1)
+	})
+}
+
+// tickFor picks the timeout manager's tick: a quarter of the shortest
+// timeout, between 10ms and 1s.
+func tickFor(l *Limits) time.Duration {
+	d := min(l.HeaderTimeout, l.BusyIdleTimeout, l.BodyTimeout, l.WriteTimeout, l.IdleTimeout) / 4
+	return max(10*time.Millisecond, min(d, time.Second))
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) shuttingDown() bool { return s.closed.Load() }
+
+// knownMethod reports whether m is a standard method or listed in
+// ExtraMethods.
+func (s *Server) knownMethod(m []byte) bool {
+	switch string(m) {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE":
+		return true
+	}
+	return len(s.methods) > 0 && s.methods[string(m)]
+}
+
+// ListenAndServe listens on the TCP address addr with SO_REUSEPORT and
+// serves it.
+func (s *Server) ListenAndServe(addr string) error {
+	ln, err := Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln and serves each on its own goroutine,
+// until Shutdown or Close (then it returns ErrServerClosed) or a permanent
+// accept error. Temporary accept errors, such as running out of file
+// descriptors (EMFILE, ENFILE), are logged and retried with a backoff of
+// up to one second; at EMFILE the longest-idle connection is also closed.
+// Serve closes ln when it returns.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.Handler == nil {
+		return errors.New("engine: Server.Handler is nil")
+	}
+	s.init()
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closed.Load() {
+				return ErrServerClosed
+			}
+			if !temporaryAcceptError(err) {
+				return err
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				s.tm.CloseIdle(1)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger().Warn("accept failed; retrying", "error", err, "backoff", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		s.admit()
+		go newConn(s, nc).serve()
+	}
+}
+
+// admit counts a new connection and applies the load policy: above half
+// of MaxConns idle connections get BusyIdleTimeout; at MaxConns the
+// longest-idle connection is closed, or, when none is idle, admit waits for
+// a connection to close.
+func (s *Server) admit() {
+	for {
+		n := s.open.Load()
+		if n < int64(s.limits.MaxConns) {
+			s.open.Add(1)
+			s.adjustIdle()
+			return
+		}
+		if s.tm.CloseIdle(1) == 0 {
+			select {
+			case <-s.slot:
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		// The closed connection gives back its slot as it exits.
+		select {
+		case <-s.slot:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) adjustIdle() {
+	d := s.limits.IdleTimeout
+	if s.open.Load() > int64(s.limits.MaxConns/2) {
+		d = s.limits.BusyIdleTimeout
+	}
+	if s.tm.IdleTimeout() != d {
+		s.tm.SetIdleTimeout(d)
+	}
+}
+
+func (s *Server) connClosed(*conn) {
+	s.open.Add(-1)
+	s.adjustIdle()
+	select {
+	case s.slot <- struct{}{}:
+	default:
+	}
+}
+
+// OpenConns returns the number of open connections.
+func (s *Server) OpenConns() int { return int(s.open.Load()) }
+
+// Shutdown stops the server gracefully: it closes the listeners, closes
+// idle connections, lets requests in flight finish (their responses carry
+// "Connection: close"), and returns when every connection is closed. If
+// ctx ends first, the remaining connections are interrupted and ctx's
+// error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.beginClose()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.tm.CloseIdle(int(s.open.Load()) + 1)
+		if s.open.Load() == 0 {
+			s.stopOnce.Do(s.tm.Stop)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			s.tm.ExpireAll()
+			go s.stopWhenDrained()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// stopWhenDrained stops the timeout manager once no connection is open.
+func (s *Server) stopWhenDrained() {
+	for s.open.Load() > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.stopOnce.Do(s.tm.Stop)
+}
+
+// Close stops the server at once: listeners and connections are closed
+// without waiting for requests in flight.
+func (s *Server) Close() error {
+	s.init()
+	s.beginClose()
+	s.tm.ExpireAll()
+	go s.stopWhenDrained()
+	return nil
+}
+
+func (s *Server) beginClose() {
+	s.mu.Lock()
+	s.closed.Store(true)
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	s.mu.Unlock()
+}
+
+// appendServerFields appends the Server and Date lines.
+func (s *Server) appendServerFields(b []byte) []byte {
+	b = append(b, s.serverLine...)
+	return appendDate(b, time.Now())
+}

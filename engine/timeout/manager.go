@@ -1,0 +1,216 @@
+// Package timeout is one timeout manager for many connections, after Warp's
+// TimeManager: instead of a timer per read, each connection owns a Handle
+// whose deadline it moves with a single atomic store, and one sweeper
+// goroutine visits every handle once a tick and fires the ones that expired.
+//
+// Deadlines are measured on a coarse clock that the sweeper advances each
+// tick, so reading the time costs one atomic load and a deadline fires up
+// to one tick late. Choose a tick of a fraction (a quarter, say) of the
+// shortest timeout in use.
+//
+// A Handle is either idle (waiting for a new request; it expires after the
+// manager's idle timeout, which the owner may tighten under load), armed
+// with a deadline, or cleared (no timeout while, say, a handler runs).
+package timeout
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Manager sweeps its handles once a tick. It is safe for concurrent use.
+type Manager struct {
+	now         atomic.Int64 // coarse clock, Unix nanoseconds
+	idleTimeout atomic.Int64 // nanoseconds
+
+	mu      sync.Mutex
+	handles []*Handle
+	fire    []*Handle // the sweeper's scratch; only its goroutine touches it
+
+	tick time.Duration
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Handle is one connection's entry in a Manager. Its methods are safe to
+// call from any goroutine; typically only the connection's own goroutine
+// arms it, while the manager's sweeper fires it.
+type Handle struct {
+	m         *Manager
+	idx       int          // position in m.handles; guarded by m.mu, -1 when cancelled
+	deadline  atomic.Int64 // Unix ns; 0 = none
+	idleSince atomic.Int64 // Unix ns; 0 = not idle
+	onTimeout func()
+}
+
+// New starts a manager that sweeps every tick, with the given idle timeout.
+// Call Stop to end its goroutine.
+func New(tick, idleTimeout time.Duration) *Manager {
+	if tick <= 0 {
+		tick = time.Second
+	}
+	m := &Manager{tick: tick, done: make(chan struct{})}
+	m.now.Store(time.Now().UnixNano())
+	m.idleTimeout.Store(int64(idleTimeout))
+	m.wg.Add(1)
+	go m.run()
+	return m
+}
+
+// Stop ends the sweeper and waits for it. Handles are not fired.
+func (m *Manager) Stop() {
+	close(m.done)
+	m.wg.Wait()
+}
+
+// Now returns the coarse clock in Unix nanoseconds.
+func (m *Manager) Now() int64 { return m.now.Load() }
+
+// SetIdleTimeout changes how long an idle handle may stay idle; it applies
+// to handles already idle at the next sweep.
+func (m *Manager) SetIdleTimeout(d time.Duration) { m.idleTimeout.Store(int64(d)) }
+
+// IdleTimeout returns the current idle timeout.
+func (m *Manager) IdleTimeout() time.Duration { return time.Duration(m.idleTimeout.Load()) }
+
+// Register adds a handle, initially cleared, whose onTimeout the sweeper
+// calls (from its own goroutine, without locks held) when it expires.
+// onTimeout must not block; it typically sets a past deadline on a socket
+// so the owner's blocked read or write returns.
+func (m *Manager) Register(onTimeout func()) *Handle {
+	h := &Handle{m: m, onTimeout: onTimeout}
+	m.mu.Lock()
+	h.idx = len(m.handles)
+	m.handles = append(m.handles, h)
+	m.mu.Unlock()
+	return h
+}
+
+// Cancel removes the handle from its manager; it will not fire afterwards.
+// Cancel is idempotent.
+func (h *Handle) Cancel() {
+	m := h.m
+	m.mu.Lock()
+	if i := h.idx; i >= 0 {
+		last := len(m.handles) - 1
+		m.handles[i] = m.handles[last]
+		m.handles[i].idx = i
+		m.handles[last] = nil
+		m.handles = m.handles[:last]
+		h.idx = -1
+	}
+	m.mu.Unlock()
+}
+
+// SetDeadline arms the handle to fire d from now and ends idleness.
+func (h *Handle) SetDeadline(d time.Duration) {
+	h.idleSince.Store(0)
+	h.deadline.Store(h.m.Now() + int64(d))
+}
+
+// SetDeadlineAt arms the handle to fire at t (Unix ns on the manager's
+// clock) and ends idleness.
+func (h *Handle) SetDeadlineAt(t int64) {
+	h.idleSince.Store(0)
+	h.deadline.Store(t)
+}
+
+// SetIdle marks the handle idle from now: it fires once it has been idle
+// longer than the manager's idle timeout, or when CloseIdle picks it.
+func (h *Handle) SetIdle() {
+	h.deadline.Store(0)
+	h.idleSince.Store(h.m.Now())
+}
+
+// Clear disarms the handle: it will not fire until armed again.
+func (h *Handle) Clear() {
+	h.deadline.Store(0)
+	h.idleSince.Store(0)
+}
+
+// Len returns the number of registered handles.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.handles)
+}
+
+// CloseIdle fires up to n idle handles, longest idle first, at once, and
+// returns how many it fired. A server at its connection limit uses it to
+// make room for new connections.
+func (m *Manager) CloseIdle(n int) int {
+	var fire []*Handle
+	m.mu.Lock()
+	for len(fire) < n {
+		var oldest *Handle
+		var since int64
+		for _, h := range m.handles {
+			if s := h.idleSince.Load(); s != 0 && (oldest == nil || s < since) {
+				oldest, since = h, s
+			}
+		}
+		if oldest == nil {
+			break
+		}
+		oldest.idleSince.Store(0)
+		fire = append(fire, oldest)
+	}
+	m.mu.Unlock()
+	for _, h := range fire {
+		h.onTimeout()
+	}
+	return len(fire)
+}
+
+// ExpireAll fires every handle at once, armed or not. A server closing
+// down uses it to interrupt all its connections.
+func (m *Manager) ExpireAll() {
+	m.mu.Lock()
+	all := append([]*Handle(nil), m.handles...)
+	m.mu.Unlock()
+	for _, h := range all {
+		h.Clear()
+		h.onTimeout()
+	}
+}
+
+func (m *Manager) run() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case now := <-t.C:
+			m.sweep(now.UnixNano())
+		}
+	}
+}
+
+// sweep advances the clock to now and fires every expired handle.
+func (m *Manager) sweep(now int64) {
+	m.now.Store(now)
+	idle := m.idleTimeout.Load()
+	m.mu.Lock()
+	for _, h := range m.handles {
+		if d := h.deadline.Load(); d != 0 && now >= d {
+			if h.deadline.CompareAndSwap(d, 0) {
+				m.fire = append(m.fire, h)
+			}
+			continue
+		}
+		if s := h.idleSince.Load(); s != 0 && now-s >= idle {
+			if h.idleSince.CompareAndSwap(s, 0) {
+				m.fire = append(m.fire, h)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for i, h := range m.fire {
+		h.onTimeout()
+		m.fire[i] = nil
+	}
+	m.fire = m.fire[:0]
+}
