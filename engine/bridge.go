@@ -29,8 +29,12 @@ func FromHTTP(h http.Handler) Handler {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
+		hr = hr.WithContext(ctx)
+		if b, ok := hr.Body.(*httpBody); ok {
+			b.req = hr // the trailer goes to the request the handler sees
+		}
 		hw := &httpWriter{w: w, h: make(http.Header)}
-		h.ServeHTTP(hw, hr.WithContext(ctx))
+		h.ServeHTTP(hw, hr)
 		hw.commit(http.StatusOK)
 	})
 }

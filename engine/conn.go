@@ -33,6 +33,7 @@ type conn struct {
 	interrupted atomic.Bool // a timeout or shutdown fired
 	closeAfter  bool        // close once the current response is sent
 	unread      bool        // the client may have sent bytes we did not read
+	broken      bool        // a write failed: nothing more can be sent
 
 	// State for rawRead, bound once so the idle wait does not allocate.
 	rawReadFn func(fd uintptr) bool
@@ -83,12 +84,19 @@ func (c *conn) waitForRequest() bool {
 	if c.flush() != nil {
 		return false
 	}
-	if c.srv.shuttingDown() {
-		return false
+	if c.served == 0 {
+		// A new connection's first request may be on its way already, so
+		// it is not idle (Shutdown and the connection limit leave it be);
+		// HeaderTimeout bounds the wait instead.
+		c.th.SetDeadline(c.srv.limits.HeaderTimeout)
+	} else {
+		if c.srv.shuttingDown() {
+			return false
+		}
+		c.th.SetIdle()
 	}
-	c.th.SetIdle()
 	c.releaseSession()
-	if c.srv.shuttingDown() { // Shutdown may have looked before SetIdle
+	if c.served > 0 && c.srv.shuttingDown() { // Shutdown may have looked before SetIdle
 		return false
 	}
 	return c.readIdle()
@@ -155,8 +163,15 @@ func (c *conn) releaseSession() {
 // resources. When the server chose to close while the client may still be
 // sending, it closes gracefully (see linger).
 func (c *conn) finish() {
-	if c.s != nil && !c.interrupted.Load() && c.flush() == nil && (c.unread || c.r < c.w) {
-		c.linger()
+	if c.s != nil && !c.broken {
+		if c.interrupted.Load() {
+			// A read timed out; the last response (a 408, say) still gets
+			// its write timeout.
+			c.nc.SetDeadline(time.Time{})
+		}
+		if c.flush() == nil && !c.interrupted.Load() && (c.unread || c.r < c.w) {
+			c.linger()
+		}
 	}
 	c.th.Cancel()
 	c.nc.Close()
@@ -213,8 +228,8 @@ func (c *conn) serveOne() bool {
 			return false
 		}
 	}
-	var perr *ProtocolError
-	if err != nil && !errors.As(err, &perr) {
+	perr, _ := err.(*ProtocolError)
+	if err != nil && perr == nil {
 		return false
 	}
 	if perr != nil && perr != errExpectation {
@@ -347,7 +362,7 @@ func (c *conn) write(b []byte) error {
 	_, err := c.nc.Write(b)
 	c.th.Clear()
 	if err != nil {
-		c.closeAfter = true
+		c.closeAfter, c.broken = true, true
 	}
 	return err
 }
@@ -364,7 +379,7 @@ func (c *conn) writev(p []byte) error {
 	s.out = s.out[:0]
 	clear(s.iov[:2])
 	if err != nil {
-		c.closeAfter = true
+		c.closeAfter, c.broken = true, true
 	}
 	return err
 }
@@ -382,6 +397,7 @@ func (c *conn) writeError(e *ProtocolError) {
 	s.out = b
 	c.closeAfter = true
 	c.unread = true
+	c.flush()
 }
 
 // appendErrorBody appends Content-Type, Content-Length, optionally

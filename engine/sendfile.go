@@ -41,7 +41,7 @@ func (w *response) SendFile(f *os.File, offset, n int64) error {
 	w.written += n
 	if err := c.sendFile(f, offset, n); err != nil {
 		w.err = err
-		c.closeAfter = true
+		c.closeAfter, c.broken = true, true
 		return err
 	}
 	return nil

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// http.FileServer runs on the engine through FromHTTP, including ranges
+// (served with sendfile through io.ReaderFrom).
+func TestFromHTTPFileServer(t *testing.T) {
+	dir := t.TempDir()
+	content := bytes.Repeat([]byte("0123456789"), 20000) // 200 KB: sendfile path
+	os.WriteFile(filepath.Join(dir, "big.bin"), content, 0o644)
+	addr := startServer(t, &Server{Handler: FromHTTP(http.FileServer(http.Dir(dir)))})
+
+	resp, err := http.Get("http://" + addr + "/big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(got, content) {
+		t.Fatalf("GET big.bin: %d, %d bytes", resp.StatusCode, len(got))
+	}
+
+	req, _ := http.NewRequest("GET", "http://"+addr+"/big.bin", nil)
+	req.Header.Set("Range", "bytes=100000-100009")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 206 || string(got) != "0123456789" || resp.Header.Get("Content-Range") != "bytes 100000-100009/200000" {
+		t.Errorf("range: %d %q %q", resp.StatusCode, got, resp.Header.Get("Content-Range"))
+	}
+}
+
+// A net/http handler sees the request as net/http would show it, trailers
+// included, and its streamed response is chunked.
+func TestFromHTTPRequestAndStreaming(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Method", r.Method)
+		w.Header().Set("X-URI", r.RequestURI)
+		w.Header().Set("X-Host", r.Host)
+		w.Header().Set("X-Agent", r.Header.Get("User-Agent"))
+		w.Header().Set("X-Trailer", r.Trailer.Get("X-Sum"))
+		w.WriteHeader(201)
+		w.Write(body)
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "!")
+	})
+	addr := startServer(t, &Server{Handler: FromHTTP(h)})
+	out := exchange(t, addr, "POST /p?q=1 HTTP/1.1\r\nHost: example.org\r\nUser-Agent: ua/1\r\n"+
+		"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 7\r\n\r\n")
+	resp, body := readResponse(t, bufio.NewReader(strings.NewReader(out)), "POST")
+	if resp.StatusCode != 201 || body != "abc!" {
+		t.Fatalf("got %d %q", resp.StatusCode, body)
+	}
+	for k, want := range map[string]string{"X-Method": "POST", "X-Uri": "/p?q=1", "X-Host": "example.org", "X-Agent": "ua/1", "X-Trailer": "7"} {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
+		t.Errorf("flushed response not chunked: %v", resp.TransferEncoding)
+	}
+}
+
+// A native handler runs inside net/http's server through ToHTTP.
+func TestToHTTP(t *testing.T) {
+	ts := httptest.NewServer(ToHTTP(echo))
+	defer ts.Close()
+	resp, err := http.Post(ts.URL+"/x?y=2", "text/plain", strings.NewReader("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `POST /x?y=2 path=/x query=y=2 host=` + strings.TrimPrefix(ts.URL, "http://") + ` minor=1 body="payload"`; string(body) != want {
+		t.Errorf("got  %q\nwant %q", body, want)
+	}
+	if resp.Header.Get("Content-Type") != "text/plain" {
+		t.Errorf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+}
+
+func ExampleFromHTTP() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello from net/http\n")
+	})
+	s := &Server{Handler: FromHTTP(mux)}
+	_ = s // s.ListenAndServe(":8080")
+}

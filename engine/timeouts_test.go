@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each test configures short timeouts and asserts what the server does when
+// they pass, never how long it took.
+
+// A client that dribbles its request head byte by byte is cut off once
+// HeaderTimeout has passed since its first byte, with 408 (slowloris).
+func TestHeaderTimeoutCutsOffDribblingClient(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo, Limits: Limits{HeaderTimeout: 100 * time.Millisecond}})
+	c := dial(t, addr)
+	head := "GET / HTTP/1.1\r\nHost: a\r\nX-Slow: " + strings.Repeat("z", 10000)
+	var werr error
+	for i := 0; i < len(head) && werr == nil; i++ {
+		_, werr = c.Write([]byte{head[i]})
+		time.Sleep(2 * time.Millisecond)
+	}
+	if werr == nil {
+		t.Fatal("server accepted a dribbled 10 KB head for 20s; want it cut off")
+	}
+	c2 := dial(t, addr)
+	io.WriteString(c2, "GET / HTTP/1.1\r\nHo")
+	out, _ := io.ReadAll(c2)
+	if statusOf(string(out)) != 408 {
+		t.Errorf("partial head after timeout got %q, want 408", out)
+	}
+}
+
+// An idle keep-alive connection is closed after IdleTimeout, silently.
+func TestIdleTimeoutClosesKeepAlive(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo, Limits: Limits{IdleTimeout: 50 * time.Millisecond}})
+	c := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	br := bufio.NewReader(c)
+	readResponse(t, br, "GET")
+	rest, err := io.ReadAll(br)
+	if err != nil || len(rest) != 0 {
+		t.Errorf("after idle timeout: read %q, %v; want clean EOF", rest, err)
+	}
+}
+
+// Above half of MaxConns the idle timeout tightens to BusyIdleTimeout.
+func TestBusyIdleTimeoutUnderLoad(t *testing.T) {
+	s := &Server{Handler: echo, Limits: Limits{MaxConns: 4, IdleTimeout: time.Hour, BusyIdleTimeout: 50 * time.Millisecond}}
+	addr := startServer(t, s)
+	var conns []net.Conn
+	for i := 0; i < 3; i++ { // 3 of 4: more than half
+		c := dial(t, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		readResponse(t, bufio.NewReader(c), "GET")
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("conn %d: %v, want EOF from the busy idle timeout", i, err)
+		}
+	}
+}
+
+// At MaxConns, an idle connection is closed to admit a new one.
+func TestAtLimitIdleConnectionMakesRoom(t *testing.T) {
+	s := &Server{Handler: echo, Limits: Limits{MaxConns: 2, IdleTimeout: time.Hour, BusyIdleTimeout: time.Hour}}
+	addr := startServer(t, s)
+	var idle []net.Conn
+	for i := 0; i < 2; i++ {
+		c := dial(t, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		readResponse(t, bufio.NewReader(c), "GET")
+		idle = append(idle, c)
+	}
+	out := exchange(t, addr, "GET /new HTTP/1.1\r\nHost: a\r\n\r\n")
+	mustContain(t, out, "200 OK", "GET /new")
+	closed := 0
+	for _, c := range idle {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Error("no idle connection was closed to admit the new one")
+	}
+}
+
+// A body slower than the minimum rate is cut off; the handler sees an error
+// and the client a 408.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	got := make(chan error, 1)
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		_, err := io.ReadAll(r.Body)
+		got <- err
+	})
+	addr := startServer(t, &Server{Handler: h, Limits: Limits{BodyTimeout: 50 * time.Millisecond, MinBodyRate: 1 << 20}})
+	c := dial(t, addr)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\nslow")
+	if err := <-got; err == nil {
+		t.Fatal("handler read a stalled body without error")
+	}
+	out, _ := io.ReadAll(c)
+	if statusOf(string(out)) != 408 {
+		t.Errorf("got %q, want 408", out)
+	}
+}
+
+// A client that stops reading is disconnected after WriteTimeout; the
+// handler's write fails instead of blocking forever.
+func TestWriteTimeoutFreesHandler(t *testing.T) {
+	got := make(chan error, 1)
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		chunk := make([]byte, 1<<20)
+		for i := 0; i < 1000; i++ {
+			if _, err := w.Write(chunk); err != nil {
+				got <- err
+				return
+			}
+		}
+		got <- errors.New("1 GB written to a client that does not read")
+	})
+	addr := startServer(t, &Server{Handler: h, Limits: Limits{WriteTimeout: 50 * time.Millisecond}})
+	c := dial(t, addr)
+	c.SetReadBuffer(4096)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	select {
+	case err := <-got:
+		if err == nil || strings.Contains(err.Error(), "1 GB") {
+			t.Fatalf("handler write: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("handler still blocked in Write")
+	}
+}
