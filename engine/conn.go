@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -22,7 +23,6 @@ type conn struct {
 	nc     net.Conn
 	rc     syscall.RawConn // nil if nc offers none; then idle reads use a buffer
 	th     *timeout.Handle
-	remote net.Addr
 
 	s      *session // nil while idle
 	rbuf   []byte   // s.rbuf, or a larger buffer for a big request head
@@ -39,50 +39,104 @@ type conn struct {
 	rawReadFn func(fd uintptr) bool
 	rawN      int
 	rawErr    error
+
+	// wait is waitActive, waitIdle while blocked for a request, or
+	// waitMoving once the sweeper asked to move that wait to a fresh
+	// goroutine; moveMu orders the sweeper's deadline change against the
+	// connection's own.
+	wait   atomic.Int32
+	moveMu sync.Mutex
 }
 
+// Values of conn.wait.
+const (
+	waitActive = iota
+	waitIdle
+	waitMoving
+)
+
+// Outcomes of an idle wait.
+type idleResult int
+
+const (
+	idleClosed idleResult = iota // the client left or the server closes
+	idleData                     // request bytes are in the buffer
+	idleMoved                    // another goroutine carries on waiting
+)
+
 func newConn(srv *Server, nc net.Conn) *conn {
-	c := &conn{srv: srv, nc: nc, remote: nc.RemoteAddr()}
+	c := &conn{srv: srv, nc: nc}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
 			c.rawReadFn = c.rawRead
 		}
 	}
-	c.th = srv.tm.Register(c.interrupt)
+	c.th = srv.tm.Register(c)
 	return c
 }
 
-// interrupt is the timeout manager's action: it wakes any blocked I/O on
-// the connection, which then closes. It is called from the sweeper.
-func (c *conn) interrupt() {
+// IdleNotice implements timeout.Owner: it wakes a connection
+// that has waited for a while, so the wait continues on a new goroutine
+// whose stack is minimal instead of the one a handler grew. Idle
+// connections then cost little memory (see readIdle).
+func (c *conn) IdleNotice() {
+	c.moveMu.Lock()
+	if c.wait.CompareAndSwap(waitIdle, waitMoving) {
+		c.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	c.moveMu.Unlock()
+}
+
+// Expire implements timeout.Owner: it wakes any blocked I/O on the
+// connection, which then closes. It is called from the sweeper.
+func (c *conn) Expire() {
 	c.interrupted.Store(true)
 	c.nc.SetDeadline(aLongTimeAgo)
 }
 
 // serve runs the connection until the client or the server ends it.
-func (c *conn) serve() {
-	defer c.finish()
-	for {
-		if c.r == c.w && !c.waitForRequest() {
+func (c *conn) serve() { c.run(false) }
+
+// run is the connection loop; resumed is set on a goroutine that took an
+// idle wait over (see IdleNotice).
+func (c *conn) run(resumed bool) {
+	if resumed {
+		switch c.readIdle() {
+		case idleMoved:
+			return
+		case idleClosed:
+			c.finish()
 			return
 		}
+	}
+	for {
+		if c.r == c.w {
+			switch c.waitForRequest() {
+			case idleMoved:
+				return
+			case idleClosed:
+				c.finish()
+				return
+			}
+		}
 		if !c.serveOne() {
+			c.finish()
 			return
 		}
 		c.served++
 		if c.srv.shuttingDown() {
-			c.flush()
+			c.finish()
 			return
 		}
 	}
 }
 
 // waitForRequest flushes pending output, releases the session and waits,
-// idle, for the next request's first bytes. It reports whether any came.
-func (c *conn) waitForRequest() bool {
+// idle, for the next request's first bytes.
+func (c *conn) waitForRequest() idleResult {
 	if c.flush() != nil {
-		return false
+		return idleClosed
 	}
 	if c.served == 0 {
 		// A new connection's first request may be on its way already, so
@@ -91,32 +145,61 @@ func (c *conn) waitForRequest() bool {
 		c.th.SetDeadline(c.srv.limits.HeaderTimeout)
 	} else {
 		if c.srv.shuttingDown() {
-			return false
+			return idleClosed
 		}
 		c.th.SetIdle()
 	}
 	c.releaseSession()
 	if c.served > 0 && c.srv.shuttingDown() { // Shutdown may have looked before SetIdle
-		return false
+		return idleClosed
+	}
+	if c.served == 1 && c.rc != nil {
+		// After its first exchange a connection waits on a fresh goroutine
+		// at once, shedding the stack the handler grew: many connections
+		// make one request and then idle (see also IdleNotice).
+		idleMoves.Add(1)
+		go c.run(true)
+		return idleMoved
 	}
 	return c.readIdle()
 }
 
 // readIdle waits for and reads the first bytes of a request. With a raw
 // connection it borrows the session only once bytes are ready to read, so
-// a waiting connection holds no buffer.
-func (c *conn) readIdle() bool {
+// a waiting connection holds no buffer. If the sweeper interrupts a long
+// wait to move it (IdleNotice), readIdle starts a goroutine to go on
+// waiting and returns idleMoved: the caller's goroutine must then exit
+// without touching c again.
+func (c *conn) readIdle() idleResult {
 	if c.rc == nil {
 		c.acquireSession()
 		n, _ := c.nc.Read(c.rbuf)
 		c.r, c.w = 0, n
-		return n > 0
+		if n > 0 {
+			return idleData
+		}
+		return idleClosed
 	}
 	c.rawN, c.rawErr = 0, nil
-	if err := c.rc.Read(c.rawReadFn); err != nil {
-		return false
+	c.wait.Store(waitIdle)
+	err := c.rc.Read(c.rawReadFn)
+	if !c.wait.CompareAndSwap(waitIdle, waitActive) {
+		// The sweeper set a read deadline to move this wait; undo it once
+		// it is done setting it.
+		c.moveMu.Lock()
+		c.nc.SetReadDeadline(time.Time{})
+		c.wait.Store(waitActive)
+		c.moveMu.Unlock()
+		if err != nil && !c.interrupted.Load() && !c.srv.shuttingDown() {
+			idleMoves.Add(1)
+			go c.run(true)
+			return idleMoved
+		}
 	}
-	return c.rawErr == nil && c.rawN > 0
+	if err != nil || c.rawErr != nil || c.rawN == 0 {
+		return idleClosed
+	}
+	return idleData
 }
 
 // rawRead is called by the runtime poller when the socket may be readable;
@@ -240,7 +323,7 @@ func (c *conn) serveOne() bool {
 	c.pin = c.r
 	c.th.Clear()
 
-	req.RemoteAddr = c.remote
+	req.RemoteAddr = c.nc.RemoteAddr()
 	resp := &s.resp
 	resp.start(c, req)
 	body := &s.body
@@ -278,7 +361,7 @@ func (c *conn) runHandler(w *response, r *Request) {
 		if v := recover(); v != nil {
 			c.closeAfter = true
 			if v != errAbortHandler {
-				c.srv.logger().Error("handler panic", "remote", c.remote.String(),
+				c.srv.logger().Error("handler panic", "remote", c.nc.RemoteAddr().String(),
 					"target", string(r.Target), "panic", v, "stack", string(debug.Stack()))
 			}
 			if !w.committed {

@@ -138,3 +138,20 @@ func TestWriteTimeoutFreesHandler(t *testing.T) {
 		t.Fatal("handler still blocked in Write")
 	}
 }
+
+// A connection idle past the idle notice moves its wait to a fresh
+// goroutine (to shed the stack its handler grew) and keeps serving.
+func TestIdleWaitMovesAndKeepsServing(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour, BusyIdleTimeout: 100 * time.Millisecond, MaxConns: 1000}})
+	before := idleMoves.Load()
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	for i := 0; i < 3; i++ {
+		io.WriteString(c, "GET /again HTTP/1.1\r\nHost: a\r\n\r\n")
+		if _, body := readResponse(t, br, "GET"); !strings.HasPrefix(body, "GET /again") {
+			t.Fatalf("request %d: %q", i, body)
+		}
+		waitFor(t, "the idle wait to move", func() bool { return idleMoves.Load() > before })
+		before = idleMoves.Load()
+	}
+}

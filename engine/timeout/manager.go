@@ -11,6 +11,10 @@
 // A Handle is either idle (waiting for a new request; it expires after the
 // manager's idle timeout, which the owner may tighten under load), armed
 // with a deadline, or cleared (no timeout while, say, a handler runs).
+//
+// A handle that has been idle for the manager's idle notice period (but
+// not yet its timeout) gets one IdleNotice call: a server uses it to move a
+// long wait to a goroutine with a minimal stack.
 package timeout
 
 import (
@@ -23,10 +27,12 @@ import (
 type Manager struct {
 	now         atomic.Int64 // coarse clock, Unix nanoseconds
 	idleTimeout atomic.Int64 // nanoseconds
+	idleNotice  atomic.Int64 // nanoseconds; 0 = no notices
 
 	mu      sync.Mutex
 	handles []*Handle
 	fire    []*Handle // the sweeper's scratch; only its goroutine touches it
+	notify  []*Handle // likewise
 
 	tick time.Duration
 	done chan struct{}
@@ -41,7 +47,19 @@ type Handle struct {
 	idx       int          // position in m.handles; guarded by m.mu, -1 when cancelled
 	deadline  atomic.Int64 // Unix ns; 0 = none
 	idleSince atomic.Int64 // Unix ns; 0 = not idle
-	onTimeout func()
+	noticed   atomic.Bool  // IdleNotice was called for the current idle period
+	owner     Owner
+}
+
+// Owner is told about its Handle's events. Its methods are called from the
+// sweeper's goroutine without locks held, and must not block: Expire
+// typically sets a past deadline on a socket so the owner's blocked read
+// or write returns.
+type Owner interface {
+	// Expire is called when the handle's deadline or idle timeout passes.
+	Expire()
+	// IdleNotice is called once per idle period, after the idle notice.
+	IdleNotice()
 }
 
 // New starts a manager that sweeps every tick, with the given idle timeout.
@@ -74,12 +92,13 @@ func (m *Manager) SetIdleTimeout(d time.Duration) { m.idleTimeout.Store(int64(d)
 // IdleTimeout returns the current idle timeout.
 func (m *Manager) IdleTimeout() time.Duration { return time.Duration(m.idleTimeout.Load()) }
 
-// Register adds a handle, initially cleared, whose onTimeout the sweeper
-// calls (from its own goroutine, without locks held) when it expires.
-// onTimeout must not block; it typically sets a past deadline on a socket
-// so the owner's blocked read or write returns.
-func (m *Manager) Register(onTimeout func()) *Handle {
-	h := &Handle{m: m, onTimeout: onTimeout}
+// SetIdleNotice sets how long a handle stays idle before its owner's
+// IdleNotice is called; 0 turns notices off.
+func (m *Manager) SetIdleNotice(d time.Duration) { m.idleNotice.Store(int64(d)) }
+
+// Register adds a handle for o, initially cleared.
+func (m *Manager) Register(o Owner) *Handle {
+	h := &Handle{m: m, owner: o}
 	m.mu.Lock()
 	h.idx = len(m.handles)
 	m.handles = append(m.handles, h)
@@ -120,6 +139,7 @@ func (h *Handle) SetDeadlineAt(t int64) {
 // longer than the manager's idle timeout, or when CloseIdle picks it.
 func (h *Handle) SetIdle() {
 	h.deadline.Store(0)
+	h.noticed.Store(false)
 	h.idleSince.Store(h.m.Now())
 }
 
@@ -158,7 +178,7 @@ func (m *Manager) CloseIdle(n int) int {
 	}
 	m.mu.Unlock()
 	for _, h := range fire {
-		h.onTimeout()
+		h.owner.Expire()
 	}
 	return len(fire)
 }
@@ -171,7 +191,7 @@ func (m *Manager) ExpireAll() {
 	m.mu.Unlock()
 	for _, h := range all {
 		h.Clear()
-		h.onTimeout()
+		h.owner.Expire()
 	}
 }
 
@@ -192,7 +212,7 @@ func (m *Manager) run() {
 // sweep advances the clock to now and fires every expired handle.
 func (m *Manager) sweep(now int64) {
 	m.now.Store(now)
-	idle := m.idleTimeout.Load()
+	idle, notice := m.idleTimeout.Load(), m.idleNotice.Load()
 	m.mu.Lock()
 	for _, h := range m.handles {
 		if d := h.deadline.Load(); d != 0 && now >= d {
@@ -201,16 +221,27 @@ func (m *Manager) sweep(now int64) {
 			}
 			continue
 		}
-		if s := h.idleSince.Load(); s != 0 && now-s >= idle {
+		s := h.idleSince.Load()
+		switch {
+		case s == 0:
+		case now-s >= idle:
 			if h.idleSince.CompareAndSwap(s, 0) {
 				m.fire = append(m.fire, h)
 			}
+		case notice > 0 && now-s >= notice && !h.noticed.Load():
+			h.noticed.Store(true)
+			m.notify = append(m.notify, h)
 		}
 	}
 	m.mu.Unlock()
 	for i, h := range m.fire {
-		h.onTimeout()
+		h.owner.Expire()
 		m.fire[i] = nil
 	}
 	m.fire = m.fire[:0]
+	for i, h := range m.notify {
+		h.owner.IdleNotice()
+		m.notify[i] = nil
+	}
+	m.notify = m.notify[:0]
 }
