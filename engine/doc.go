@@ -1,0 +1,51 @@
+// Package engine is Sluice's HTTP/1.1 server: a strict, zero-copy request
+// parser, one goroutine per connection, and responses composed into as few
+// writes as possible.
+//
+// # Serving
+//
+// A Server calls one Handler per request with a ResponseWriter and a
+// *Request whose byte slices point into the connection's read buffer, so a
+// typical GET is served without allocating. Those slices are valid only
+// until the handler returns. Any net/http handler can be served through
+// FromHTTP, and any Handler can run inside net/http through ToHTTP.
+//
+// # Connections
+//
+// Each connection is served by its own goroutine. Buffers come from a pool
+// only while a request is in flight; a keep-alive connection waiting for
+// its next request holds no buffers, and its wait moves to a goroutine with
+// a minimal stack, so idle connections cost about 4 KB each.
+//
+// Pipelined requests are answered in order; responses are flushed when no
+// further complete request is already buffered, so a burst of pipelined
+// requests is answered with one write. Bodies are read with Content-Length
+// or chunked framing, never past their end; a body the handler leaves
+// unread is drained (up to Limits.MaxDrainBytes) to keep the connection.
+//
+// # Timeouts
+//
+// One timeout manager (package timeout) watches every connection: the
+// request head must arrive within Limits.HeaderTimeout of its first byte,
+// bodies must keep up a minimum rate, writes must progress, and idle
+// connections close after Limits.IdleTimeout, tightening to
+// Limits.BusyIdleTimeout when more than half of Limits.MaxConns are open.
+// At MaxConns the longest-idle connection is closed to admit a new one.
+//
+// # Strictness
+//
+// Requests are checked against RFC 9112 and RFC 9110 before any handler
+// runs. Smuggling shapes (Content-Length with Transfer-Encoding,
+// conflicting lengths, chunked not last, obs-fold, bare CR, whitespace
+// before a colon, control bytes in fields, duplicate or missing Host) get
+// 400 and the connection is closed; unknown methods and transfer codings
+// 501, HTTP versions other than 1.x 505, over-long targets 414, over-large
+// headers 431, over-large bodies 413. Each refusal is a short text/plain
+// body naming the problem. A bare LF is accepted as a line ending in the
+// head, as RFC 9112 §2.2 allows, but not in chunked framing.
+//
+// # Shutdown
+//
+// Shutdown stops accepting, closes idle connections, and waits for
+// requests in flight, whose responses carry "Connection: close".
+package engine

@@ -1,0 +1,52 @@
+package engine_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// A native handler: it reads the request's fields without copying them and
+// lets the engine compute Content-Length for the small body.
+func Example() {
+	hello := engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteString("Hello, ")
+		w.Write(r.Path[1:])
+		w.WriteString("!\n")
+	})
+	srv := &engine.Server{Handler: hello, ServerHeader: "sluice"}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	resp, err := http.Get("http://" + ln.Addr().String() + "/world")
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Print(resp.Status, " ", resp.Header.Get("Content-Length"), " ", string(body))
+	// Output: 200 OK 14 Hello, world!
+}
+
+// Requests the engine refuses never reach the handler.
+func Example_strictness() {
+	srv := &engine.Server{Handler: engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {})}
+	ln, _ := engine.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	c, _ := net.Dial("tcp", ln.Addr().String())
+	defer c.Close()
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n")
+	out, _ := io.ReadAll(c)
+	fmt.Printf("%s", out[:len("HTTP/1.1 400 Bad Request")])
+	// Output: HTTP/1.1 400 Bad Request
+}

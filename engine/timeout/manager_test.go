@@ -1,0 +1,151 @@
+package timeout
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type owner struct {
+	expired, noticed atomic.Int32
+}
+
+func (o *owner) Expire()     { o.expired.Add(1) }
+func (o *owner) IdleNotice() { o.noticed.Add(1) }
+
+// sweepAt advances the manager's clock by d and sweeps, so the tests drive
+// time themselves instead of sleeping.
+func sweepAt(m *Manager, d time.Duration) { m.sweep(m.Now() + int64(d)) }
+
+func newManager(t *testing.T, idle time.Duration) *Manager {
+	m := New(time.Hour, idle) // the ticker never fires during a test
+	t.Cleanup(m.Stop)
+	return m
+}
+
+func TestDeadlineFiresOnceWhenPassed(t *testing.T) {
+	m := newManager(t, time.Hour)
+	o := &owner{}
+	h := m.Register(o)
+	h.SetDeadline(10 * time.Second)
+	sweepAt(m, 9*time.Second)
+	if o.expired.Load() != 0 {
+		t.Fatal("fired before its deadline")
+	}
+	sweepAt(m, 10*time.Second)
+	sweepAt(m, 1*time.Second)
+	if n := o.expired.Load(); n != 1 {
+		t.Fatalf("fired %d times, want 1", n)
+	}
+}
+
+func TestClearedHandleNeverFires(t *testing.T) {
+	m := newManager(t, time.Second)
+	o := &owner{}
+	h := m.Register(o)
+	h.SetDeadline(time.Second)
+	h.Clear()
+	sweepAt(m, time.Hour)
+	if o.expired.Load() != 0 || o.noticed.Load() != 0 {
+		t.Fatal("a cleared handle fired")
+	}
+}
+
+func TestIdleNoticeThenTimeout(t *testing.T) {
+	m := newManager(t, 10*time.Second)
+	m.SetIdleNotice(time.Second)
+	o := &owner{}
+	h := m.Register(o)
+	h.SetIdle()
+	sweepAt(m, 500*time.Millisecond)
+	if o.noticed.Load() != 0 {
+		t.Fatal("noticed too early")
+	}
+	sweepAt(m, time.Second)
+	sweepAt(m, time.Second)
+	if n := o.noticed.Load(); n != 1 {
+		t.Fatalf("noticed %d times, want once per idle period", n)
+	}
+	h.SetIdle() // a new idle period
+	sweepAt(m, 2*time.Second)
+	if n := o.noticed.Load(); n != 2 {
+		t.Fatalf("noticed %d times after a second idle period, want 2", n)
+	}
+	if o.expired.Load() != 0 {
+		t.Fatal("expired before the idle timeout")
+	}
+	m.SetIdleTimeout(time.Second) // tightened under load
+	sweepAt(m, time.Second)
+	if o.expired.Load() != 1 {
+		t.Fatal("idle handle outlived the tightened idle timeout")
+	}
+}
+
+func TestCloseIdlePicksLongestIdle(t *testing.T) {
+	m := newManager(t, time.Hour)
+	older, newer, busy := &owner{}, &owner{}, &owner{}
+	m.Register(older).SetIdle()
+	sweepAt(m, time.Second) // advance the clock
+	m.Register(newer).SetIdle()
+	m.Register(busy).SetDeadline(time.Hour)
+	if n := m.CloseIdle(1); n != 1 {
+		t.Fatalf("CloseIdle(1) = %d", n)
+	}
+	if older.expired.Load() != 1 || newer.expired.Load() != 0 {
+		t.Fatal("CloseIdle did not pick the longest-idle handle")
+	}
+	if n := m.CloseIdle(5); n != 1 || busy.expired.Load() != 0 {
+		t.Fatalf("CloseIdle(5) = %d; busy expired %d", n, busy.expired.Load())
+	}
+}
+
+func TestCancelRemovesHandle(t *testing.T) {
+	m := newManager(t, time.Hour)
+	var hs []*Handle
+	owners := make([]*owner, 5)
+	for i := range owners {
+		owners[i] = &owner{}
+		h := m.Register(owners[i])
+		h.SetDeadline(time.Second)
+		hs = append(hs, h)
+	}
+	hs[1].Cancel()
+	hs[1].Cancel() // idempotent
+	hs[3].Cancel()
+	if m.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", m.Len())
+	}
+	sweepAt(m, time.Minute)
+	for i, o := range owners {
+		want := int32(1)
+		if i == 1 || i == 3 {
+			want = 0
+		}
+		if o.expired.Load() != want {
+			t.Errorf("owner %d expired %d times, want %d", i, o.expired.Load(), want)
+		}
+	}
+}
+
+func TestExpireAll(t *testing.T) {
+	m := newManager(t, time.Hour)
+	a, b := &owner{}, &owner{}
+	m.Register(a)
+	m.Register(b).SetIdle()
+	m.ExpireAll()
+	if a.expired.Load() != 1 || b.expired.Load() != 1 {
+		t.Fatal("ExpireAll missed a handle")
+	}
+}
+
+func BenchmarkSweep10k(b *testing.B) {
+	m := New(time.Hour, time.Hour)
+	defer m.Stop()
+	for i := 0; i < 10000; i++ {
+		m.Register(&owner{}).SetIdle()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.sweep(m.Now())
+	}
+}
