@@ -22,7 +22,7 @@ import (
 // as http.ServeContent uses) are supported; hijacking is not.
 func FromHTTP(h http.Handler) Handler {
 	return HandlerFunc(func(w ResponseWriter, r *Request) {
-		hr, err := toHTTPRequest(r)
+		hr, err := NewHTTPRequest(r)
 		if err != nil {
 			Error(w, http.StatusBadRequest, "invalid request-target")
 			return
@@ -33,15 +33,16 @@ func FromHTTP(h http.Handler) Handler {
 		if b, ok := hr.Body.(*httpBody); ok {
 			b.req = hr // the trailer goes to the request the handler sees
 		}
-		hw := &httpWriter{w: w, h: make(http.Header)}
+		hw, finish := NewHTTPResponseWriter(w)
 		h.ServeHTTP(hw, hr)
-		hw.commit(http.StatusOK)
+		finish()
 	})
 }
 
-// toHTTPRequest builds the net/http view of r. Strings are copies, so the
-// result may outlive the handler (its Body may not).
-func toHTTPRequest(r *Request) (*http.Request, error) {
+// NewHTTPRequest builds the net/http view of r, for code that bridges to
+// net/http. Its strings are copies, so it may outlive the handler; its
+// Body may not.
+func NewHTTPRequest(r *Request) (*http.Request, error) {
 	target := string(r.Target)
 	var u *url.URL
 	var err error
@@ -107,6 +108,35 @@ func (b *httpBody) Read(p []byte) (int, error) {
 }
 
 func (b *httpBody) Close() error { return nil }
+
+// NewHTTPResponseWriter returns an http.ResponseWriter (with Flusher and
+// io.ReaderFrom) that writes through w, and the function to call when the
+// net/http code is done: it sends the header if nothing was written.
+// The header map starts with the fields w's header already holds.
+func NewHTTPResponseWriter(w ResponseWriter) (http.ResponseWriter, func()) {
+	hw := &httpWriter{w: w, h: make(http.Header)}
+	eh := w.Header()
+	eh.Values(func(name, value string) bool {
+		hw.h.Add(name, value)
+		return true
+	})
+	if n := eh.ContentLength(); n >= 0 {
+		hw.h.Set("Content-Length", strconv.FormatInt(n, 10))
+	}
+	if eh.close {
+		hw.h.Set("Connection", "close")
+	}
+	return hw, func() { hw.commit(http.StatusOK) }
+}
+
+// NewResponseWriter returns an engine ResponseWriter (with FileSender)
+// that writes through a net/http one, and the function to call when the
+// engine handler is done: it sends the header if nothing was written.
+func NewResponseWriter(w http.ResponseWriter) (ResponseWriter, func()) {
+	nw := &nativeWriter{w: w}
+	nw.hdr.contentLength = -1
+	return nw, nw.commit
+}
 
 // httpWriter is the http.ResponseWriter over an engine ResponseWriter.
 type httpWriter struct {
@@ -223,15 +253,15 @@ type writerOnly struct{ io.Writer }
 // the *http.Request: its slices are copies, its Fields sorted by name.
 func ToHTTP(h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
-		r := fromHTTPRequest(hr)
-		ew := &nativeWriter{w: w}
-		ew.hdr.contentLength = -1
-		h.Serve(ew, r)
-		ew.commit()
+		ew, finish := NewResponseWriter(w)
+		h.Serve(ew, NewRequest(hr))
+		finish()
 	})
 }
 
-func fromHTTPRequest(hr *http.Request) *Request {
+// NewRequest builds the engine view of a net/http request: its slices are
+// copies, its Fields sorted by name.
+func NewRequest(hr *http.Request) *Request {
 	r := &Request{
 		Method:        []byte(hr.Method),
 		Target:        []byte(hr.RequestURI),

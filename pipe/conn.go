@@ -1,0 +1,147 @@
+package pipe
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Conn is one request on its way through a pipeline: the request, the
+// response being set up (status and header), the content source and the
+// filters the content will pass through.
+//
+// Components see a Conn in the setup phase, in pipeline order. When the
+// setup is done the content phase runs: the source's Content writes into
+// the filters, which are stacked when the header is final, and the bottom
+// of the stack writes to the client. A Conn and its Request are valid only
+// while the request is served and must not be used by two goroutines at a
+// time.
+type Conn struct {
+	_ noCopy
+
+	// Request is the request being served. Its byte slices point into the
+	// connection's buffer: copy what must outlive the request.
+	Request *engine.Request
+
+	w       engine.ResponseWriter
+	status  int
+	content Content
+	filters []Filter
+
+	top      topWriter
+	wire     wireWriter
+	wraps    []Writer // the filter writers, head first, once committed
+	finished bool
+	done     chan bool // ProcNetwork's completion signal
+}
+
+var connPool = sync.Pool{New: func() any {
+	c := &Conn{done: make(chan bool, 1)}
+	c.top.c, c.wire.c = c, c
+	return c
+}}
+
+func acquireConn(w engine.ResponseWriter, r *engine.Request) *Conn {
+	c := connPool.Get().(*Conn)
+	c.Request, c.w = r, w
+	return c
+}
+
+func releaseConn(c *Conn) {
+	clear(c.filters)
+	clear(c.wraps)
+	c.Request, c.w, c.content = nil, nil, nil
+	c.filters, c.wraps = c.filters[:0], c.wraps[:0]
+	c.status, c.finished = 0, false
+	c.top.committed, c.wire.started = false, false
+	connPool.Put(c)
+}
+
+// Header returns the response header to set up. Filters may still change
+// it when they are stacked; it is sent with the first content byte.
+func (c *Conn) Header() *engine.Header { return c.w.Header() }
+
+// SetStatus sets the response status (200 if never set).
+func (c *Conn) SetStatus(code int) { c.status = code }
+
+// Status returns the response status set so far, 200 if none.
+func (c *Conn) Status() int {
+	if c.status == 0 {
+		return http.StatusOK
+	}
+	return c.status
+}
+
+// SetContent sets the Content that writes the body in the content phase;
+// nil means no body. It replaces any earlier content.
+func (c *Conn) SetContent(content Content) { c.content = content }
+
+// AddFilter adds f to the filters the content passes through, after those
+// added before it.
+func (c *Conn) AddFilter(f Filter) { c.filters = append(c.filters, f) }
+
+// Error sets up a short plain-text error response — status and "status
+// text: msg" as the body — and returns false, so a Pipe can end with
+// `return c.Error(403, "forbidden")`.
+func (c *Conn) Error(status int, msg string) bool {
+	h := c.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.SetContentLength(-1)
+	c.status = status
+	text := http.StatusText(status)
+	c.content = func(w Writer) error {
+		_, err := w.Write([]byte(statusLine(status, text) + ": " + msg + "\n"))
+		return err
+	}
+	return false
+}
+
+func statusLine(code int, text string) string {
+	b := make([]byte, 0, 4+len(text))
+	b = append(b, byte('0'+code/100), byte('0'+code/10%10), byte('0'+code%10))
+	if text != "" {
+		b = append(b, ' ')
+		b = append(b, text...)
+	}
+	return string(b)
+}
+
+// Finish runs the content phase now, if it has not run yet: the content
+// writes through the filters and the response is complete. The pipeline
+// handler calls it after the setup phase; a component calls it only to
+// finish the response inside its own Handle (as net/http middleware does).
+func (c *Conn) Finish() {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	var err error
+	if c.content != nil {
+		err = c.content(&c.top)
+	}
+	if err != nil && !c.top.committed {
+		c.content = nil
+		c.filters = c.filters[:0]
+		c.Header().Del("Content-Encoding")
+		c.Error(http.StatusInternalServerError, "content failed")
+		c.finished = false
+		c.Finish()
+		return
+	}
+	if cerr := c.top.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// Part of the response is out; the only honest signal left is to
+		// cut the connection so the client sees it incomplete.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// noCopy makes `go vet` report copies of a struct that embeds it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}

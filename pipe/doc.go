@@ -1,0 +1,43 @@
+// Package pipe builds web servers out of small components, after the
+// webpipes toolkit: every route is a pipeline, and the code (or the config
+// file) that builds it reads like the network it runs.
+//
+// # Components
+//
+// A Component has one method, Handle(*Conn) bool. Three function types
+// cover the kinds of component:
+//
+//   - a Pipe inspects or routes the request, and may answer it and stop
+//     the pipeline (an authentication check, a router, a logger);
+//   - a Source produces the body (files, text, a template);
+//   - a Filter transforms the body (compression, rot13).
+//
+// # Two phases
+//
+// Answering a request has a setup phase and a content phase. In the setup
+// phase the components run in pipeline order on a Conn: pipes decide,
+// the source sets the status and header and hands over the Content that
+// will write the body, filters register themselves. In the content phase
+// the Content writes into a stack of filter writers: each filter wraps the
+// writer beneath it (as gzip.NewWriter wraps its output), so content
+// passes the filters in the order the pipeline lists them with no
+// goroutine, pipe or copy per filter. Filters are stacked when the header
+// is final — at the source's first write — so they can decide by the
+// source's Content-Type or length, and leave the content alone by
+// returning nil. Flush goes through every filter to the client.
+//
+// # Running a pipeline
+//
+// A Chain runs components as function calls; a ProcNetwork runs the same
+// components as a process network, one goroutine per component joined by
+// channels. Either is a Component, so pipelines nest: a Router sends each
+// request down the pipeline of the route that matches it, Branch and If
+// choose sub-pipelines by any condition. Handler serves a pipeline with
+// the engine, HTTPHandler with net/http.
+//
+// # net/http
+//
+// FromHTTP makes any http.Handler a source and Middleware makes any
+// func(http.Handler) http.Handler a component that wraps the rest of the
+// pipeline.
+package pipe

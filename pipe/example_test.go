@@ -1,0 +1,63 @@
+package pipe_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// hello is a Source: it sets the header in the setup phase and writes the
+// body in the content phase.
+func hello(c *pipe.Conn) pipe.Content {
+	c.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	return func(w pipe.Writer) error {
+		_, err := io.WriteString(w, "hello, world\n")
+		return err
+	}
+}
+
+// shout is a Filter that upper-cases the body.
+func shout(c *pipe.Conn) pipe.Wrap {
+	c.Header().SetContentLength(-1)
+	return func(next pipe.Writer) pipe.Writer { return upperWriter{next} }
+}
+
+type upperWriter struct{ pipe.Writer }
+
+func (u upperWriter) Write(p []byte) (int, error) {
+	return u.Writer.Write([]byte(strings.ToUpper(string(p))))
+}
+func (u upperWriter) Close() error { return nil }
+
+// A router with two routes: /hello answers plainly, /loud/ through a filter.
+func Example() {
+	rt, err := pipe.NewRouter(
+		pipe.Route{Match: []string{"/hello"}, Pipeline: pipe.Source(hello)},
+		pipe.Route{Match: []string{"/loud/"}, Pipeline: pipe.Chain{pipe.Source(hello), pipe.Filter(shout)}},
+	)
+	if err != nil {
+		panic(err)
+	}
+	srv := &engine.Server{Handler: pipe.Handler(rt)}
+	ln, _ := engine.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	for _, path := range []string{"/hello", "/loud/x", "/other"} {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%s %d %s", path, resp.StatusCode, body)
+	}
+	// Output:
+	// /hello 200 hello, world
+	// /loud/x 200 HELLO, WORLD
+	// /other 404 404 Not Found: no route for this path
+}

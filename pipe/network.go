@@ -1,0 +1,89 @@
+package pipe
+
+import (
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// ProcNetwork runs components as a process network, the paper's second
+// strategy: one goroutine per component, joined by channels, each passing
+// a Conn to the next once it has done its part of the setup phase. The
+// same components run unchanged in a Chain; a ProcNetwork costs a
+// goroutine hand-off per component per request (see the benchmark in
+// docs/pipe.md) in exchange for the isolation of a network.
+//
+// A ProcNetwork is a Component, so it can serve a route (NetworkHandler)
+// or be one stage of a larger pipeline. It is safe for concurrent use;
+// requests pass through each stage one at a time, in order.
+type ProcNetwork struct {
+	in   chan *Conn
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+// NewProcNetwork starts one goroutine per component. Stop ends them.
+func NewProcNetwork(components ...Component) *ProcNetwork {
+	n := &ProcNetwork{in: make(chan *Conn)}
+	in := n.in
+	for _, comp := range components {
+		out := make(chan *Conn)
+		n.wg.Add(1)
+		go n.stage(comp, in, out)
+		in = out
+	}
+	n.wg.Add(1)
+	go n.sink(in)
+	return n
+}
+
+func (n *ProcNetwork) stage(comp Component, in <-chan *Conn, out chan<- *Conn) {
+	defer n.wg.Done()
+	defer close(out)
+	for c := range in {
+		if handleSafely(comp, c) {
+			out <- c
+		} else {
+			c.done <- false
+		}
+	}
+}
+
+// handleSafely runs comp on a stage goroutine, where a panic would take the
+// process down: it answers 500 instead, like the engine does for handlers.
+func handleSafely(comp Component, c *Conn) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("pipeline component panic", "panic", v, "stack", string(debug.Stack()))
+			ok = c.Error(http.StatusInternalServerError, "internal server error")
+		}
+	}()
+	return comp.Handle(c)
+}
+
+func (n *ProcNetwork) sink(in <-chan *Conn) {
+	defer n.wg.Done()
+	for c := range in {
+		c.done <- true
+	}
+}
+
+// Handle sends c through the network and waits for it to come out.
+func (n *ProcNetwork) Handle(c *Conn) bool {
+	n.in <- c
+	return <-c.done
+}
+
+// Stop ends the network's goroutines once the requests in it are through.
+// Handle must not be called after Stop.
+func (n *ProcNetwork) Stop() {
+	n.once.Do(func() { close(n.in) })
+	n.wg.Wait()
+}
+
+// NetworkHandler serves a process network with the engine; it is Handler
+// for a ProcNetwork, named after the paper's handler.
+func NetworkHandler(n *ProcNetwork) engine.Handler { return Handler(n) }

@@ -1,0 +1,343 @@
+package pipe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// serve runs comp behind the engine on a loopback port and returns its
+// base URL.
+func serve(t *testing.T, comp Component) string {
+	t.Helper()
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &engine.Server{Handler: Handler(comp)}
+	go s.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// text is a test Source.
+func text(s string) Source {
+	return func(c *Conn) Content {
+		c.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		return func(w Writer) error {
+			_, err := io.WriteString(w, s)
+			return err
+		}
+	}
+}
+
+// mapBytes is a test Filter applying f to every byte and tagging the header.
+func mapBytes(tag string, f func(byte) byte) Filter {
+	return func(c *Conn) Wrap {
+		c.Header().Add("X-Filters", tag)
+		c.Header().SetContentLength(-1)
+		return func(next Writer) Writer { return &mapWriter{next: next, f: f} }
+	}
+}
+
+type mapWriter struct {
+	next Writer
+	f    func(byte) byte
+}
+
+func (m *mapWriter) Write(p []byte) (int, error) {
+	q := make([]byte, len(p))
+	for i, b := range p {
+		q[i] = m.f(b)
+	}
+	return m.next.Write(q)
+}
+func (m *mapWriter) Flush() error { return m.next.Flush() }
+func (m *mapWriter) Close() error { return nil }
+
+var (
+	upper = mapBytes("upper", func(b byte) byte {
+		if 'a' <= b && b <= 'z' {
+			return b - 32
+		}
+		return b
+	})
+	shift = mapBytes("shift", func(b byte) byte {
+		if 'A' <= b && b < 'Z' {
+			return b + 1
+		}
+		return b
+	})
+)
+
+// Content passes the filters in the order the pipeline lists them.
+func TestChainRunsFiltersInOrder(t *testing.T) {
+	url := serve(t, Chain{text("hal"), upper, shift})
+	resp, body := get(t, url+"/")
+	if body != "IBM" {
+		t.Errorf("body = %q, want IBM (upper, then shift)", body)
+	}
+	if got := resp.Header.Values("X-Filters"); strings.Join(got, ",") != "upper,shift" {
+		t.Errorf("X-Filters = %v", got)
+	}
+}
+
+// A Chain and a ProcNetwork of the same components answer identically.
+func TestProcNetworkMatchesChain(t *testing.T) {
+	comps := []Component{logHeader("a"), text("network"), upper, logHeader("b")}
+	pn := NewProcNetwork(comps...)
+	defer pn.Stop()
+	chainURL, netURL := serve(t, Chain(comps)), serve(t, pn)
+	r1, b1 := get(t, chainURL+"/x")
+	r2, b2 := get(t, netURL+"/x")
+	if b1 != b2 || b1 != "NETWORK" {
+		t.Errorf("chain %q, network %q", b1, b2)
+	}
+	if r1.Header.Get("X-Seen") != r2.Header.Get("X-Seen") || r1.Header.Get("X-Seen") != "a,b" {
+		t.Errorf("X-Seen chain %q, network %q", r1.Header.Get("X-Seen"), r2.Header.Get("X-Seen"))
+	}
+}
+
+func logHeader(tag string) Pipe {
+	return func(c *Conn) bool {
+		seen := tag
+		if prev := c.Header().Get("X-Seen"); prev != "" {
+			seen = prev + "," + tag
+		}
+		c.Header().Set("X-Seen", seen)
+		return true
+	}
+}
+
+// A pipe that answers stops the pipeline: later components never run.
+func TestPipeAnswersAndStops(t *testing.T) {
+	ran := false
+	deny := Pipe(func(c *Conn) bool {
+		if c.Request.Header("Authorization") == nil {
+			c.Header().Set("WWW-Authenticate", `Basic realm="x"`)
+			return c.Error(401, "credentials required")
+		}
+		return true
+	})
+	after := Pipe(func(c *Conn) bool { ran = true; return true })
+	url := serve(t, Chain{deny, after, text("secret")})
+	resp, body := get(t, url+"/")
+	if resp.StatusCode != 401 || !strings.Contains(body, "credentials required") || ran {
+		t.Errorf("status %d body %q after-ran %v", resp.StatusCode, body, ran)
+	}
+	if resp, body = get(t, url+"/", "Authorization", "Basic eDp5"); resp.StatusCode != 200 || body != "secret" {
+		t.Errorf("authorized: %d %q", resp.StatusCode, body)
+	}
+}
+
+// Flush reaches the client through any stack of filters.
+func TestFlushThroughFilters(t *testing.T) {
+	release := make(chan struct{})
+	stream := Source(func(c *Conn) Content {
+		return func(w Writer) error {
+			io.WriteString(w, "first;")
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			<-release
+			_, err := io.WriteString(w, "second")
+			return err
+		}
+	})
+	url := serve(t, Chain{stream, upper, shift})
+	resp, err := http.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	first, err := br.ReadString(';')
+	if err != nil || first != "GJSTU;" {
+		t.Fatalf("first part %q, %v", first, err)
+	}
+	close(release)
+	rest, _ := io.ReadAll(br)
+	if string(rest) != "TFDPOE" {
+		t.Errorf("rest %q", rest)
+	}
+}
+
+func TestRouter(t *testing.T) {
+	rt, err := NewRouter(
+		Route{Match: []string{"/index"}, Pipeline: text("index-exact")},
+		Route{Match: []string{"/a/"}, Pipeline: text("prefix-a")},
+		Route{Match: []string{"/a/b/"}, Pipeline: text("prefix-ab")},
+		Route{Match: []string{"/a/b/c"}, Pipeline: text("exact-abc")},
+		Route{Match: []string{"/h/"}, Host: "*.example.com", Pipeline: text("host-wild")},
+		Route{Match: []string{"/h/"}, Host: "example.com", Pipeline: text("host-exact")},
+		Route{Match: []string{"/h/"}, Pipeline: text("host-any")},
+		Route{Match: []string{"/form"}, Methods: []string{"POST"}, Pipeline: text("posted")},
+		Route{Match: []string{"/form"}, Methods: []string{"PUT"}, Pipeline: text("put")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, rt)
+	tests := []struct {
+		path, host, want string
+		status           int
+	}{
+		{"/index", "", "index-exact", 200},
+		{"/index/", "", "no route", 404},
+		{"/a/x", "", "prefix-a", 200},
+		{"/a/b/x", "", "prefix-ab", 200},
+		{"/a/b/c", "", "exact-abc", 200},
+		{"/a/b/cd", "", "prefix-ab", 200},
+		{"/nothing", "", "no route", 404},
+		{"/h/1", "www.Example.com:8080", "host-wild", 200},
+		{"/h/1", "EXAMPLE.COM", "host-exact", 200},
+		{"/h/1", "other.org", "host-any", 200},
+		{"/form", "", "method not allowed", 405},
+		{"/a%2Fb/c", "", "exact-abc", 200}, // routing uses the decoded path
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest("GET", url+tt.path, nil)
+		if tt.host != "" {
+			req.Host = tt.host
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.want) {
+			t.Errorf("%s (host %q): %d %q, want %d %q", tt.path, tt.host, resp.StatusCode, b, tt.status, tt.want)
+		}
+		if tt.status == 405 && resp.Header.Get("Allow") != "POST, PUT" {
+			t.Errorf("Allow = %q", resp.Header.Get("Allow"))
+		}
+	}
+	if _, err := NewRouter(Route{Match: []string{"/x"}, Pipeline: text("1")}, Route{Match: []string{"/x"}, Pipeline: text("2")}); err == nil {
+		t.Error("duplicate route accepted")
+	}
+}
+
+func TestIfAndBranch(t *testing.T) {
+	isHead := func(c *Conn) bool { return c.Request.IsMethod("HEAD") }
+	hasQ := func(c *Conn) bool { return len(c.Request.Query) > 0 }
+	url := serve(t, Chain{
+		Branch(text("plain"), Case{When: hasQ, Then: text("query")}),
+		If(func(c *Conn) bool { return strings.HasSuffix(string(c.Request.Path), "/loud") }, upper),
+		If(isHead, Pipe(func(c *Conn) bool { return c.Error(405, "no HEAD") })),
+	})
+	for path, want := range map[string]string{"/": "plain", "/?q": "query", "/loud?q": "QUERY"} {
+		if _, body := get(t, url+path); body != want {
+			t.Errorf("%s: %q, want %q", path, body, want)
+		}
+	}
+}
+
+// net/http handlers are sources, and filters apply to what they write;
+// files they serve with io.Copy go out with sendfile when nothing filters.
+func TestFromHTTP(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.txt"), bytes.Repeat([]byte("abc"), 50000), 0o644)
+	fs := FromHTTP(http.FileServer(http.Dir(dir)))
+	plain := serve(t, fs)
+	resp, body := get(t, plain+"/f.txt")
+	if resp.StatusCode != 200 || len(body) != 150000 || resp.Header.Get("Content-Length") != "150000" {
+		t.Errorf("plain: %d, %d bytes, CL %q", resp.StatusCode, len(body), resp.Header.Get("Content-Length"))
+	}
+	filtered := serve(t, Chain{fs, upper})
+	resp, body = get(t, filtered+"/f.txt")
+	if body != strings.Repeat("ABC", 50000) || resp.Header.Get("Content-Length") != "" {
+		t.Errorf("filtered: %.20q… CL %q", body, resp.Header.Get("Content-Length"))
+	}
+	resp, _ = get(t, plain+"/missing")
+	if resp.StatusCode != 404 {
+		t.Errorf("missing: %d", resp.StatusCode)
+	}
+}
+
+// net/http middleware wraps the rest of the pipeline.
+func TestMiddleware(t *testing.T) {
+	tag := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Middleware", "yes")
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/rewritten" + r.URL.Path
+			next.ServeHTTP(w, r2)
+		})
+	}
+	gate := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("key") != "k" {
+				http.Error(w, "gated", http.StatusForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	echoPath := Source(func(c *Conn) Content {
+		path := string(c.Request.Path)
+		return func(w Writer) error { _, err := io.WriteString(w, path); return err }
+	})
+	url := serve(t, Chain{Middleware(gate), Middleware(tag), echoPath, upper})
+	resp, body := get(t, url+"/p?key=k")
+	if resp.StatusCode != 200 || body != "/REWRITTEN/P" || resp.Header.Get("X-Middleware") != "yes" {
+		t.Errorf("through: %d %q %q", resp.StatusCode, body, resp.Header.Get("X-Middleware"))
+	}
+	resp, body = get(t, url+"/p")
+	if resp.StatusCode != 403 || !strings.Contains(body, "gated") {
+		t.Errorf("gated: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestHTTPHandler(t *testing.T) {
+	ts := httptest.NewServer(HTTPHandler(Chain{text("via net/http"), upper}))
+	defer ts.Close()
+	_, body := get(t, ts.URL+"/")
+	if body != "VIA NET/HTTP" {
+		t.Errorf("body %q", body)
+	}
+}
+
+// A source that fails before writing answers 500.
+func TestContentErrorBeforeWriting(t *testing.T) {
+	fail := Source(func(c *Conn) Content {
+		return func(w Writer) error { return fmt.Errorf("disk on fire") }
+	})
+	resp, body := get(t, serve(t, Chain{fail, upper})+"/")
+	if resp.StatusCode != 500 || !strings.Contains(body, "content failed") {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+}

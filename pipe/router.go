@@ -1,0 +1,192 @@
+package pipe
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// Route sends matching requests down a pipeline.
+type Route struct {
+	// Match lists path patterns: one ending in '/' matches every path
+	// under it (a prefix); any other matches that path exactly. Paths are
+	// the decoded request path.
+	Match []string
+
+	// Host, if set, restricts the route to requests for that host
+	// (ASCII case-insensitive, port ignored); "*.example.com" matches any
+	// subdomain of example.com.
+	Host string
+
+	// Methods, if set, restricts the route to those methods; a request
+	// whose path matches only routes of other methods gets 405 with Allow.
+	Methods []string
+
+	// Pipeline serves the requests the route matches.
+	Pipeline Component
+}
+
+// Router is a Component that sends each request down the pipeline of the
+// most specific route that matches it: an exact path before any prefix,
+// a longer prefix before a shorter one, a route with a Host before one
+// without. Requests no route matches get 404. A Router is immutable and
+// safe for concurrent use.
+type Router struct {
+	exact  map[string][]*route
+	prefix []*route // longest pattern first
+}
+
+type route struct {
+	pattern string
+	host    string // lower-case; "" for any
+	methods []string
+	comp    Component
+}
+
+// NewRouter builds a router. It refuses an empty pattern, a route without
+// a pipeline, and two routes with the same pattern, host and an
+// overlapping method set.
+func NewRouter(routes ...Route) (*Router, error) {
+	rt := &Router{exact: map[string][]*route{}}
+	seen := map[string][]*route{}
+	for i, r := range routes {
+		if r.Pipeline == nil {
+			return nil, fmt.Errorf("route %d: no pipeline", i)
+		}
+		if len(r.Match) == 0 {
+			return nil, fmt.Errorf("route %d: no match pattern", i)
+		}
+		for _, p := range r.Match {
+			if p == "" || p[0] != '/' {
+				return nil, fmt.Errorf("route %d: pattern %q must start with /", i, p)
+			}
+			e := &route{pattern: p, host: strings.ToLower(r.Host), methods: r.Methods, comp: r.Pipeline}
+			key := p + " " + e.host
+			for _, o := range seen[key] {
+				if methodsOverlap(o.methods, e.methods) {
+					return nil, fmt.Errorf("route %d: pattern %q (host %q) is matched twice", i, p, r.Host)
+				}
+			}
+			seen[key] = append(seen[key], e)
+			if strings.HasSuffix(p, "/") {
+				rt.prefix = append(rt.prefix, e)
+			} else {
+				rt.exact[p] = append(rt.exact[p], e)
+			}
+		}
+	}
+	sort.SliceStable(rt.prefix, func(i, j int) bool {
+		if len(rt.prefix[i].pattern) != len(rt.prefix[j].pattern) {
+			return len(rt.prefix[i].pattern) > len(rt.prefix[j].pattern)
+		}
+		return rt.prefix[i].host != "" && rt.prefix[j].host == ""
+	})
+	for _, es := range rt.exact {
+		sort.SliceStable(es, func(i, j int) bool { return es[i].host != "" && es[j].host == "" })
+	}
+	return rt, nil
+}
+
+func methodsOverlap(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Handle implements Component.
+func (rt *Router) Handle(c *Conn) bool {
+	r := c.Request
+	host := hostOnly(r.Host)
+	var allow []string
+	try := func(e *route) (Component, bool) {
+		if e.host != "" && !hostMatches(e.host, host) {
+			return nil, false
+		}
+		if len(e.methods) > 0 && !hasMethod(e.methods, r.Method) {
+			allow = append(allow, e.methods...)
+			return nil, false
+		}
+		return e.comp, true
+	}
+	for _, e := range rt.exact[string(r.Path)] {
+		if comp, ok := try(e); ok {
+			return comp.Handle(c)
+		}
+	}
+	for _, e := range rt.prefix {
+		if p := e.pattern; len(r.Path) >= len(p) && string(r.Path[:len(p)]) == p {
+			if comp, ok := try(e); ok {
+				return comp.Handle(c)
+			}
+		}
+	}
+	if allow != nil {
+		c.Header().Set("Allow", strings.Join(dedupe(allow), ", "))
+		return c.Error(http.StatusMethodNotAllowed, "method not allowed here")
+	}
+	return c.Error(http.StatusNotFound, "no route for this path")
+}
+
+func hasMethod(ms []string, m []byte) bool {
+	for _, x := range ms {
+		if x == string(m) {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// hostOnly strips the port from a Host value (keeping IPv6 brackets).
+func hostOnly(h []byte) []byte {
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[i:], ']') < 0 {
+		return h[:i]
+	}
+	return h
+}
+
+// hostMatches compares a lower-case pattern with a request host, ASCII
+// case-insensitively; "*.example.com" matches subdomains of example.com.
+func hostMatches(pattern string, host []byte) bool {
+	if strings.HasPrefix(pattern, "*.") {
+		suffix := pattern[1:]
+		return len(host) > len(suffix) && asciiEqualFold(host[len(host)-len(suffix):], suffix)
+	}
+	return asciiEqualFold(host, pattern)
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,118 @@
+package pipe
+
+import (
+	"io"
+	"os"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// topWriter is the Writer a Content writes to. Its first Write, Flush or
+// Close commits the response: the filters decide with the final header
+// and are stacked, and the stack's head receives the content.
+type topWriter struct {
+	c         *Conn
+	committed bool
+	head      Writer
+}
+
+func (t *topWriter) commit() {
+	t.committed = true
+	c := t.c
+	var wraps []Wrap
+	for _, f := range c.filters {
+		if wrap := f(c); wrap != nil {
+			wraps = append(wraps, wrap)
+		}
+	}
+	var w Writer = &c.wire
+	c.wraps = c.wraps[:0]
+	for i := len(wraps) - 1; i >= 0; i-- {
+		w = wraps[i](w)
+		c.wraps = append(c.wraps, w)
+	}
+	t.head = w
+}
+
+func (t *topWriter) Write(p []byte) (int, error) {
+	if !t.committed {
+		t.commit()
+	}
+	return t.head.Write(p)
+}
+
+func (t *topWriter) Flush() error {
+	if !t.committed {
+		t.commit()
+	}
+	return t.head.Flush()
+}
+
+// Close closes the filter writers from the head down, each writing what it
+// still holds into the one beneath, then starts the response if nothing
+// was written.
+func (t *topWriter) Close() error {
+	if !t.committed {
+		t.commit()
+	}
+	var first error
+	for i := len(t.c.wraps) - 1; i >= 0; i-- {
+		if err := t.c.wraps[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := t.c.wire.Close(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// wireWriter is the bottom of every stack: it sends the status and header
+// with its first byte and then writes to the engine.
+type wireWriter struct {
+	c       *Conn
+	started bool
+}
+
+func (w *wireWriter) start() {
+	if !w.started {
+		w.started = true
+		w.c.w.WriteHeader(w.c.Status())
+	}
+}
+
+func (w *wireWriter) Write(p []byte) (int, error) {
+	w.start()
+	return w.c.w.Write(p)
+}
+
+func (w *wireWriter) Flush() error {
+	w.start()
+	return w.c.w.Flush()
+}
+
+func (w *wireWriter) Close() error {
+	w.start()
+	return nil
+}
+
+// SendFile writes n bytes of f from offset as content. When w is the
+// bottom of the stack (no filter applies) and the engine can, the bytes go
+// from the file to the socket with sendfile(2); otherwise they are copied
+// through w. It does not use or move f's offset.
+func SendFile(w Writer, f *os.File, offset, n int64) error {
+	if t, ok := w.(*topWriter); ok {
+		if !t.committed {
+			t.commit()
+		}
+		w = t.head
+	}
+	if wire, ok := w.(*wireWriter); ok {
+		if fs, ok := wire.c.w.(engine.FileSender); ok {
+			wire.start()
+			return fs.SendFile(f, offset, n)
+		}
+	}
+	_, err := io.Copy(w, io.NewSectionReader(f, offset, n))
+	return err
+}
