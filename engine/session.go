@@ -22,7 +22,6 @@ type session struct {
 	out     []byte // pending output, cap writeBufSize
 	bodyBuf []byte // body written before the header is committed
 	pathBuf []byte // percent-decoded path
-	trailer []byte // copies of trailer fields
 	iov     [][]byte
 
 	req  Request
