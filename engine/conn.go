@@ -19,10 +19,10 @@ var aLongTimeAgo = time.Unix(1, 0)
 // conn is one client connection, served by one goroutine. While idle it
 // holds no session (no buffers); see session.
 type conn struct {
-	srv    *Server
-	nc     net.Conn
-	rc     syscall.RawConn // nil if nc offers none; then idle reads use a buffer
-	th     *timeout.Handle
+	srv *Server
+	nc  net.Conn
+	rc  syscall.RawConn // nil if nc offers none; then idle reads use a buffer
+	th  *timeout.Handle
 
 	s      *session // nil while idle
 	rbuf   []byte   // s.rbuf, or a larger buffer for a big request head

@@ -1,0 +1,44 @@
+# Sluice development gates. See README.md, "Development".
+
+GO          ?= go
+BIN         ?= bin/sluice
+FUZZTIME    ?= 30s
+STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+
+.PHONY: all build test lint fuzz bench clean
+
+all: lint test
+
+## build: the sluice binary, at $(BIN)
+build:
+	$(GO) build -o $(BIN) ./cmd/sluice
+
+## test: every test, with the race detector, in random order
+test:
+	$(GO) test -race -shuffle=on -timeout 20m ./...
+
+## lint: gofmt (fails on any file to format), go vet, staticcheck
+lint: | $(STATICCHECK)
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: files need formatting:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+## fuzz: every Fuzz target of every package, each for FUZZTIME (default 30s)
+fuzz:
+	@status=0; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || status=1; \
+		done; \
+	done; exit $$status
+
+## bench: Go benchmarks, then the engine benchmark against its peers
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@if [ -f bench/engine.sh ]; then bash bench/engine.sh --sluice $(BIN); fi
+
+clean:
+	rm -rf bin

@@ -1,0 +1,123 @@
+// Command sluice is the Sluice web server.
+//
+//	sluice serve [--root DIR] [--listen ADDR] [--server-header NAME]
+//	sluice demo [--listen ADDR]
+//	sluice version
+//	sluice help [COMMAND]
+//
+// Exit status: 0 on success, including a graceful shutdown on SIGINT or
+// SIGTERM; 1 on a runtime or configuration error; 2 on a usage error.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // runtime or configuration error
+	exitUsage = 2 // bad command line
+)
+
+const usageText = `Usage: sluice <command> [flags]
+
+Sluice is a web server and a Go toolkit for building web servers.
+
+Commands:
+  serve     serve a directory over HTTP
+  demo      serve the demo site built into the binary
+  version   print the version
+  help      print help for a command
+
+Run 'sluice help <command>' or 'sluice <command> --help' for a command's flags.
+
+Exit status: 0 on success (including a graceful shutdown on SIGINT or
+SIGTERM), 1 on a runtime or configuration error, 2 on a usage error.
+`
+
+// command is one subcommand. setup defines its flags on fs and returns
+// what runs once they are parsed, which returns the exit status.
+type command struct {
+	name, synopsis string
+	setup          func(fs *flag.FlagSet) (exec func(stdout, stderr io.Writer) int)
+}
+
+var commands = []command{serveCommand, demoCommand, versionCommand}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run executes the command line args and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	switch name := args[0]; name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && name == "help" {
+			if c := lookup(args[1]); c != nil {
+				fs := newFlagSet(c)
+				c.setup(fs)
+				usage(c, fs, stdout)
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "sluice help: unknown command %q\n\n%s", args[1], usageText)
+			return exitUsage
+		}
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	default:
+		c := lookup(name)
+		if c == nil {
+			fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", name, usageText)
+			return exitUsage
+		}
+		fs := newFlagSet(c)
+		exec := c.setup(fs)
+		switch err := fs.Parse(args[1:]); {
+		case errors.Is(err, flag.ErrHelp):
+			usage(c, fs, stdout)
+			return exitOK
+		case err != nil:
+			fmt.Fprintf(stderr, "sluice %s: %v\n\n", c.name, err)
+			usage(c, fs, stderr)
+			return exitUsage
+		case fs.NArg() > 0:
+			fmt.Fprintf(stderr, "sluice %s: unexpected argument %q\n\n", c.name, fs.Arg(0))
+			usage(c, fs, stderr)
+			return exitUsage
+		}
+		return exec(stdout, stderr)
+	}
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// newFlagSet returns a FlagSet that reports errors to run, not itself.
+func newFlagSet(c *command) *flag.FlagSet {
+	fs := flag.NewFlagSet("sluice "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// usage prints a command's help to w.
+func usage(c *command, fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n\n", c.synopsis)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprint(w, "\nExit status: 0 on success, 1 on a runtime or configuration error, 2 on a usage error.\n")
+}

@@ -1,0 +1,283 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the sluice command built by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-cmd-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "sluice")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building sluice:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is how a finished sluice process ended.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// sluice runs the binary to completion with args.
+func sluice(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("sluice %q: %v", args, err)
+	}
+	return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+}
+
+// server is a running sluice process.
+type server struct {
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex
+	log  strings.Builder // stderr
+	done chan struct{}   // closed when stderr is drained
+}
+
+var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+// start runs sluice with args, which must listen on 127.0.0.1:0, and
+// waits for it to log its address. The process is killed when the test
+// ends, if still running.
+func start(t *testing.T, args ...string) *server {
+	t.Helper()
+	s := &server{cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		defer close(s.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.log.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		close(addr)
+	}()
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			s.cmd.Wait()
+			t.Fatalf("sluice %q exited before listening:\n%s", args, s.stderr())
+		}
+		s.addr = a
+	case <-time.After(20 * time.Second):
+		t.Fatalf("sluice %q did not log its address:\n%s", args, s.stderr())
+	}
+	return s
+}
+
+func (s *server) stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// stop sends sig and returns the exit status.
+func (s *server) stop(t *testing.T, sig os.Signal) int {
+	t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	<-s.done
+	err := s.cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+func get(t *testing.T, url string) (int, http.Header, string) {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "index.html"), []byte("<p>home</p>"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("file a\n"), 0o644)
+	s := start(t, "serve", "--root", dir, "--listen", "127.0.0.1:0")
+	if code, h, body := get(t, "http://"+s.addr+"/a.txt"); code != 200 || body != "file a\n" || h.Get("Server") != "sluice" {
+		t.Errorf("GET /a.txt = %d %q Server %q", code, body, h.Get("Server"))
+	}
+	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "<p>home</p>" {
+		t.Errorf("GET / = %d %q", code, body)
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status after SIGTERM = %d, want 0\n%s", code, s.stderr())
+	}
+}
+
+func TestServeServerHeader(t *testing.T) {
+	s := start(t, "serve", "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--server-header", "edge/1")
+	if _, h, _ := get(t, "http://"+s.addr+"/"); h.Get("Server") != "edge/1" {
+		t.Errorf("Server = %q, want edge/1", h.Get("Server"))
+	}
+	s2 := start(t, "serve", "-root", t.TempDir(), "-listen=127.0.0.1:0", "-server-header=")
+	if _, h, _ := get(t, "http://"+s2.addr+"/"); h.Values("Server") != nil {
+		t.Errorf("Server = %q, want none", h.Values("Server"))
+	}
+}
+
+func TestDemo(t *testing.T) {
+	s := start(t, "demo", "--listen", "127.0.0.1:0")
+	code, h, body := get(t, "http://"+s.addr+"/")
+	if code != 200 || !strings.Contains(body, "Sluice") || !strings.Contains(body, `href="/hello.txt"`) {
+		t.Errorf("GET / = %d %.100q", code, body)
+	}
+	if h.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Errorf("GET /: Content-Type %q", h.Get("Content-Type"))
+	}
+	for path, want := range map[string]int{"/hello.txt": 200, "/about/": 200, "/style.css": 200, "/about": 301, "/nope": 404} {
+		if code, _, _ := get(t, "http://"+s.addr+path); code != want {
+			t.Errorf("GET %s = %d, want %d", path, code, want)
+		}
+	}
+	if code := s.stop(t, os.Interrupt); code != 0 {
+		t.Errorf("exit status after SIGINT = %d, want 0\n%s", code, s.stderr())
+	}
+}
+
+// SIGTERM closes idle keep-alive connections and exits 0.
+func TestGracefulShutdown(t *testing.T) {
+	s := start(t, "demo", "--listen", "127.0.0.1:0")
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(c)
+	c.Write([]byte("GET /hello.txt HTTP/1.1\r\nHost: a\r\n\r\n"))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /hello.txt: %v %v", resp, err)
+	}
+	io.ReadAll(resp.Body)
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status = %d, want 0\n%s", code, s.stderr())
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("idle connection after shutdown: read %v, want EOF", err)
+	}
+	for _, want := range []string{"shutting down", "stopped"} {
+		if !strings.Contains(s.stderr(), want) {
+			t.Errorf("log lacks %q:\n%s", want, s.stderr())
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"-h"}, {"help"}, {"help", "serve"}, {"serve", "--help"}, {"serve", "-h"},
+		{"demo", "--help"}, {"help", "demo"}, {"version", "--help"},
+	} {
+		r := sluice(t, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage: sluice") || !strings.Contains(r.stdout, "Exit status") {
+			t.Errorf("sluice %q = %d, stdout %q", args, r.code, r.stdout)
+		}
+	}
+	if r := sluice(t, "serve", "--help"); !strings.Contains(r.stdout, "-root") || !strings.Contains(r.stdout, "-server-header") {
+		t.Errorf("serve --help does not list its flags:\n%s", r.stdout)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{}, {"serve", "--bogus"}, {"demo", "--root", "."}, {"nosuchcommand"}, {"serve", "extra"},
+		{"help", "nosuchcommand"}, {"serve", "--listen"},
+	} {
+		r := sluice(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "Usage: sluice") {
+			t.Errorf("sluice %q = %d, stderr %q; want 2 and usage", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestRuntimeErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--root", filepath.Join(t.TempDir(), "missing"), "--listen", "127.0.0.1:0"},
+		{"serve", "--root", t.TempDir(), "--listen", "256.0.0.1:bad"},
+	} {
+		r := sluice(t, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "level=ERROR") {
+			t.Errorf("sluice %q = %d, stderr %q; want 1 and an error", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := sluice(t, "version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "sluice ") || !strings.Contains(r.stdout, "go1.") {
+		t.Errorf("sluice version = %d %q", r.code, r.stdout)
+	}
+}

@@ -1,0 +1,104 @@
+package files
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// cache maps cleaned request paths to entries, like Warp's FileInfoCache:
+// a hit costs a read lock and a map lookup. It bounds the number of
+// entries and the bytes of content held. A cache is safe for concurrent
+// use.
+type cache struct {
+	expiry     time.Duration
+	maxEntries int
+	maxBytes   int64
+	epoch      time.Time
+
+	held atomic.Int64 // content bytes held by entries in m
+
+	mu sync.RWMutex
+	m  map[string]*entry
+}
+
+func newCache(o Options) *cache {
+	return &cache{
+		expiry:     o.Expiry,
+		maxEntries: o.MaxEntries,
+		maxBytes:   o.MaxMemBytes,
+		epoch:      time.Now(),
+		m:          make(map[string]*entry),
+	}
+}
+
+// now reads the cache's monotonic clock.
+func (c *cache) now() int64 { return int64(time.Since(c.epoch)) }
+
+// get returns the entry for key, or nil. It does not allocate.
+func (c *cache) get(key []byte) *entry {
+	c.mu.RLock()
+	e := c.m[string(key)]
+	c.mu.RUnlock()
+	return e
+}
+
+// getString is get for a string key.
+func (c *cache) getString(key string) *entry {
+	c.mu.RLock()
+	e := c.m[key]
+	c.mu.RUnlock()
+	return e
+}
+
+// fits reports whether n more content bytes may be held.
+func (c *cache) fits(n int64) bool { return c.held.Load()+n <= c.maxBytes }
+
+// put makes e the entry for its key, fresh for one expiry, unless the key
+// now holds an entry other than old (another request was faster).
+func (c *cache) put(old, e *entry) {
+	e.expires.Store(c.now() + int64(c.expiry))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.m[e.key]
+	if cur != old {
+		return
+	}
+	if cur == nil && len(c.m) >= c.maxEntries {
+		c.evict()
+	}
+	if cur != nil {
+		c.held.Add(-int64(len(cur.body)))
+	}
+	c.held.Add(int64(len(e.body)))
+	c.m[e.key] = e
+}
+
+// renew keeps e, unchanged on disk, fresh for another expiry.
+func (c *cache) renew(e *entry) { e.expires.Store(c.now() + int64(c.expiry)) }
+
+// evict makes room for an eighth of maxEntries: expired entries first,
+// then arbitrary ones (map order is random). Called with mu held.
+func (c *cache) evict() {
+	target := c.maxEntries - max(1, c.maxEntries/8)
+	now := c.now()
+	for k, e := range c.m {
+		if len(c.m) <= target {
+			return
+		}
+		if now >= e.expires.Load() {
+			c.drop(k, e)
+		}
+	}
+	for k, e := range c.m {
+		if len(c.m) <= target {
+			return
+		}
+		c.drop(k, e)
+	}
+}
+
+func (c *cache) drop(k string, e *entry) {
+	delete(c.m, k)
+	c.held.Add(-int64(len(e.body)))
+}

@@ -1,0 +1,178 @@
+package files
+
+import (
+	"errors"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// entry is what the Server knows about one cleaned request path. Apart
+// from expires and refreshing, an entry is immutable once it is in the
+// cache, so requests read it without locking; a change on disk makes a
+// new entry.
+type entry struct {
+	status   int    // http.StatusOK for a file, or 301, 403, 404
+	location string // for 301: the escaped path with a slash added
+
+	// For a file (status 200):
+	name    string // the fs.FS name of the file (the index for a directory)
+	size    int64
+	modTime time.Time
+	ino     uint64
+	body    []byte // the content, when held is true
+	held    bool
+
+	// Precomputed header values; lastMod and etag may be empty.
+	ctype, lastMod, etag string
+
+	key        string       // the cache key
+	expires    atomic.Int64 // cache clock reading after which to revalidate
+	refreshing atomic.Bool  // one request is revalidating
+}
+
+// sameFile reports whether fi describes the same unchanged file as e.
+func (e *entry) sameFile(fi fs.FileInfo) bool {
+	return e.status == http.StatusOK && e.size == fi.Size() &&
+		e.modTime.Equal(fi.ModTime()) && e.ino == inode(fi)
+}
+
+// sameAs reports whether n says what e says, so e may be kept.
+func (e *entry) sameAs(n *entry) bool {
+	if e.status != n.status || e.location != n.location {
+		return false
+	}
+	return e.status != http.StatusOK ||
+		e.name == n.name && e.size == n.size && e.modTime.Equal(n.modTime) && e.ino == n.ino
+}
+
+// errChanged reports a file that changed while it was being read.
+var errChanged = errors.New("files: file changed while read")
+
+// resolve finds what key names in fsys, without reading content: a file
+// entry, a redirect, or a 403/404. It returns an error only for failures
+// that should not be cached (an I/O error, running out of descriptors).
+func resolve(fsys fs.FS, key, index string) (*entry, error) {
+	name := fsName(key)
+	fi, err := fs.Stat(fsys, name)
+	if err != nil {
+		return failure(key, err)
+	}
+	slash := key[len(key)-1] == '/'
+	if fi.IsDir() {
+		if !slash {
+			return &entry{status: http.StatusMovedPermanently, key: key, location: escapePath(key + "/")}, nil
+		}
+		if name == "." {
+			name = index
+		} else {
+			name += "/" + index
+		}
+		if fi, err = fs.Stat(fsys, name); err != nil {
+			return failure(key, err)
+		}
+	} else if slash {
+		return &entry{status: http.StatusNotFound, key: key}, nil
+	}
+	if !fi.Mode().IsRegular() {
+		return &entry{status: http.StatusNotFound, key: key}, nil
+	}
+	return fileEntry(key, name, fi), nil
+}
+
+// failure maps a file system error to a cacheable 403 or 404 entry, or
+// passes on an error that should be retried.
+func failure(key string, err error) (*entry, error) {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return &entry{status: http.StatusForbidden, key: key}, nil
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE),
+		errors.Is(err, syscall.ENOMEM), errors.Is(err, syscall.EIO),
+		errors.Is(err, syscall.EINTR):
+		return nil, err
+	}
+	// Not found, not a directory, a loop, a name too long, or a symbolic
+	// link escaping the root.
+	return &entry{status: http.StatusNotFound, key: key}, nil
+}
+
+// fileEntry describes the regular file name from its FileInfo.
+func fileEntry(key, name string, fi fs.FileInfo) *entry {
+	e := &entry{
+		status:  http.StatusOK,
+		key:     key,
+		name:    name,
+		size:    fi.Size(),
+		modTime: fi.ModTime(),
+		ino:     inode(fi),
+		ctype:   typeByName(name),
+	}
+	if !e.modTime.IsZero() {
+		e.lastMod = e.modTime.UTC().Format(http.TimeFormat)
+		e.etag = makeETag(e.ino, e.size, e.modTime)
+	}
+	return e
+}
+
+// load reads a small file's content into e, which must not be shared
+// yet. The content is read from an open file whose FileInfo must still
+// match e; a file changing meanwhile gives errChanged.
+func (e *entry) load(fsys fs.FS) error {
+	f, err := fsys.Open(e.name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !e.sameFile(fi) {
+		return errChanged
+	}
+	body := make([]byte, e.size)
+	if _, err := io.ReadFull(f, body); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			err = errChanged
+		}
+		return err
+	}
+	e.body, e.held = body, true
+	if e.etag == "" {
+		e.etag = contentETag(body)
+	}
+	return nil
+}
+
+// makeETag makes a strong entity tag from a file's inode, size and
+// modification time, as "inode-size-mtime" in hexadecimal.
+func makeETag(ino uint64, size int64, mod time.Time) string {
+	b := make([]byte, 0, 48)
+	b = append(b, '"')
+	if ino != 0 {
+		b = strconv.AppendUint(b, ino, 16)
+		b = append(b, '-')
+	}
+	b = strconv.AppendInt(b, size, 16)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, mod.UnixNano(), 16)
+	return string(append(b, '"'))
+}
+
+// contentETag makes a strong entity tag from the content itself, for files
+// without a modification time (embed.FS).
+func contentETag(body []byte) string {
+	h := fnv.New64a()
+	h.Write(body)
+	b := make([]byte, 0, 40)
+	b = append(b, '"')
+	b = strconv.AppendInt(b, int64(len(body)), 16)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, h.Sum64(), 16)
+	return string(append(b, '"'))
+}

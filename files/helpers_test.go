@@ -1,0 +1,146 @@
+package files_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/files"
+)
+
+// serve starts an engine.Server with h on a loopback port and returns its
+// address; the server is shut down when the test ends.
+func serve(t testing.TB, h engine.Handler) string {
+	t.Helper()
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: h, ServerHeader: "sluice"}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-done; err != engine.ErrServerClosed {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// serveDir serves dir with files.New and returns the base URL.
+func serveDir(t testing.TB, dir string, opts files.Options) string {
+	t.Helper()
+	fsrv, err := files.New(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fsrv.Close() })
+	return "http://" + serve(t, fsrv)
+}
+
+// writeFiles creates the files named in m (slash-separated, relative to
+// dir), with their parent directories.
+func writeFiles(t testing.TB, dir string, m map[string]string) {
+	t.Helper()
+	for name, content := range m {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// client does not follow redirects, so tests see them.
+var client = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout:       10 * time.Second,
+}
+
+// get sends method url with the extra header fields given as name, value
+// pairs and returns the response with its body read.
+func get(t testing.TB, method, url string, fields ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(fields); i += 2 {
+		req.Header.Set(fields[i], fields[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, url, err)
+	}
+	return resp, string(b)
+}
+
+// exchange writes raw request bytes on a new connection, half-closes it,
+// and returns everything the server sends until it closes.
+func exchange(t testing.TB, addr, raw string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).CloseWrite()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading response to %q: %v", raw, err)
+	}
+	return string(b)
+}
+
+// readResponse reads one response to method from br, with its body.
+func readResponse(t testing.TB, br *bufio.Reader, method string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("ReadResponse: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading body: %v", err)
+	}
+	return resp, string(b)
+}
+
+// waitFor polls cond until it holds, failing after 10s; it asserts no
+// timing.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func hostOf(url string) string { return strings.TrimPrefix(url, "http://") }
