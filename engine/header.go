@@ -45,20 +45,28 @@ func (h *Header) Add(name, value string) {
 
 // Del removes every field named name.
 func (h *Header) Del(name string) {
-	switch {
-	case strings.EqualFold(name, "Content-Length"):
-		h.contentLength = -1
-		return
-	case strings.EqualFold(name, "Connection"):
-		h.close = false
-	case strings.EqualFold(name, "Date"):
-		h.hasDate = false
-	case strings.EqualFold(name, "Server"):
-		h.hasServer = false
+	switch len(name) {
+	case 4:
+		if strings.EqualFold(name, "Date") {
+			h.hasDate = false
+		}
+	case 6:
+		if strings.EqualFold(name, "Server") {
+			h.hasServer = false
+		}
+	case 10:
+		if strings.EqualFold(name, "Connection") {
+			h.close = false
+		}
+	case 14:
+		if strings.EqualFold(name, "Content-Length") {
+			h.contentLength = -1
+			return
+		}
 	}
 	kept := h.fields[:0]
 	for _, f := range h.fields {
-		if !strings.EqualFold(f.name, name) {
+		if len(f.name) != len(name) || !strings.EqualFold(f.name, name) {
 			kept = append(kept, f)
 		}
 	}
@@ -68,14 +76,14 @@ func (h *Header) Del(name string) {
 
 // Get returns the value of the first field named name, or "".
 func (h *Header) Get(name string) string {
-	if strings.EqualFold(name, "Content-Length") {
+	if len(name) == 14 && strings.EqualFold(name, "Content-Length") {
 		if h.contentLength < 0 {
 			return ""
 		}
 		return strconv.FormatInt(h.contentLength, 10)
 	}
 	for _, f := range h.fields {
-		if strings.EqualFold(f.name, name) {
+		if len(f.name) == len(name) && strings.EqualFold(f.name, name) {
 			return f.value
 		}
 	}
@@ -158,15 +166,21 @@ func (h *Header) appendFields(b []byte) []byte {
 }
 
 func appendSafe(b []byte, s string) []byte {
-	if strings.ContainsAny(s, "\r\n\x00") {
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if c == '\r' || c == '\n' || c == 0 {
-				c = ' '
-			}
-			b = append(b, c)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\r' || c == '\n' || c == 0 {
+			return appendReplaced(b, s)
 		}
-		return b
 	}
 	return append(b, s...)
+}
+
+func appendReplaced(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\r' || c == '\n' || c == 0 {
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	return b
 }

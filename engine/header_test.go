@@ -1,0 +1,53 @@
+package engine
+
+import "testing"
+
+func TestHeaderSetAddDel(t *testing.T) {
+	var h Header
+	h.reset()
+	h.Set("X-A", "1")
+	h.Add("x-a", "2")
+	h.Set("Content-Type", "text/plain")
+	if got := h.Get("X-a"); got != "1" {
+		t.Errorf("Get = %q, want the first value", got)
+	}
+	h.Set("x-A", "3")
+	var all []string
+	h.Values(func(n, v string) bool { all = append(all, n+"="+v); return true })
+	if len(all) != 2 || all[0] != "Content-Type=text/plain" || all[1] != "x-A=3" {
+		t.Errorf("after Set: %v", all)
+	}
+	h.Set("Content-Length", " 42 ")
+	if h.ContentLength() != 42 || h.Get("content-length") != "42" {
+		t.Errorf("Content-Length = %d %q", h.ContentLength(), h.Get("content-length"))
+	}
+	h.Del("CONTENT-LENGTH")
+	if h.ContentLength() != -1 {
+		t.Errorf("Content-Length after Del = %d", h.ContentLength())
+	}
+	h.Set("Connection", "keep-alive, close")
+	if !h.close {
+		t.Error("Connection: close not recorded")
+	}
+	h.Del("connection")
+	h.Set("Transfer-Encoding", "chunked")
+	h.Values(func(n, v string) bool {
+		if n == "Transfer-Encoding" || n == "Connection" {
+			t.Errorf("framing field %s stored", n)
+		}
+		return true
+	})
+}
+
+func BenchmarkHeaderSet(b *testing.B) {
+	var h Header
+	b.ReportAllocs()
+	for b.Loop() {
+		h.reset()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Last-Modified", "Sun, 22 Nov 2026 05:00:00 GMT")
+		h.Set("ETag", `"97-abcdef"`)
+		h.Set("Cache-Control", "max-age=60")
+		h.SetContentLength(151)
+	}
+}
