@@ -298,6 +298,7 @@ func (b *bodyReader) readTrailer() error {
 }
 
 // parseChunkLine parses chunk-size [ chunk-ext ] (RFC 9112 §7.1, §7.1.1).
+// Leading zeros are allowed; a size above math.MaxInt64 is refused.
 func parseChunkLine(line []byte) (int64, error) {
 	var size int64
 	i := 0
@@ -306,7 +307,7 @@ func parseChunkLine(line []byte) (int64, error) {
 		if !ok {
 			break
 		}
-		if i >= 15 {
+		if size >= 1<<59 { // size<<4 would overflow int64
 			return 0, errChunkSize
 		}
 		size = size<<4 | int64(d)
@@ -321,11 +322,14 @@ func parseChunkLine(line []byte) (int64, error) {
 }
 
 // validChunkExt checks *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] ).
+// Whitespace is allowed only where that grammar puts BWS: whitespace that
+// ends the line (after the size, a name or a value) is refused.
 func validChunkExt(s []byte) bool {
-	skip := func() {
-		for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-			s = s[1:]
+	skip := func(b []byte) []byte {
+		for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+			b = b[1:]
 		}
+		return b
 	}
 	token := func() bool {
 		n := 0
@@ -335,33 +339,27 @@ func validChunkExt(s []byte) bool {
 		s = s[n:]
 		return n > 0
 	}
-	for {
-		skip()
-		if len(s) == 0 {
-			return true
-		}
-		if s[0] != ';' {
+	for len(s) > 0 {
+		s = skip(s)
+		if len(s) == 0 || s[0] != ';' {
 			return false
 		}
-		s = s[1:]
-		skip()
+		s = skip(s[1:])
 		if !token() {
 			return false
 		}
-		skip()
-		if len(s) == 0 || s[0] != '=' {
-			continue
-		}
-		s = s[1:]
-		skip()
-		if len(s) > 0 && s[0] == '"' {
-			if s = quotedStringRest(s[1:]); s == nil {
+		if r := skip(s); len(r) > 0 && r[0] == '=' {
+			s = skip(r[1:])
+			if len(s) > 0 && s[0] == '"' {
+				if s = quotedStringRest(s[1:]); s == nil {
+					return false
+				}
+			} else if !token() {
 				return false
 			}
-		} else if !token() {
-			return false
 		}
 	}
+	return true
 }
 
 // quotedStringRest consumes the rest of a quoted-string after its opening

@@ -1,9 +1,9 @@
 package engine
 
-import "bytes"
-
-// slash is the path of an absolute-form target with an empty path.
-var slash = []byte("/")
+import (
+	"bytes"
+	"net/netip"
+)
 
 // parseHead parses one request head (request line and header section) at
 // the start of buf into req, appending to req.Fields. It returns the number
@@ -30,7 +30,13 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 	}
 	line := buf[pos : pos+lf]
 	pos += lf + 1
-	if len(line) > 0 && line[len(line)-1] == '\r' {
+	// RFC 9112 §2.2 lets a recipient take a bare LF for CRLF. We do, but
+	// only for a head that ends every line the same way as its request
+	// line: a bare LF among CRLFs (or the reverse) is how a request is
+	// smuggled past an intermediary that does not split lines at a bare LF
+	// (RFC 9112 §11.2), so such a head is refused.
+	crlf := len(line) > 0 && line[len(line)-1] == '\r'
+	if crlf {
 		line = line[:len(line)-1]
 	}
 	if err := parseRequestLine(line, req, lim, pathBuf); err != nil {
@@ -50,19 +56,27 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 		if pos >= len(buf) {
 			return 0, needMoreOrTooLarge(pos-start, lim)
 		}
-		if buf[pos] == '\n' {
+		if c := buf[pos]; c == '\n' || c == '\r' {
+			// The empty line that ends the head.
+			if c == '\r' {
+				if pos+1 >= len(buf) {
+					return 0, needMoreOrTooLarge(pos-start, lim)
+				}
+				if buf[pos+1] != '\n' {
+					return 0, errBareCR
+				}
+				pos++
+			}
+			if (c == '\r') != crlf {
+				return 0, errMixedEOL
+			}
 			pos++
 			break
-		}
-		if buf[pos] == '\r' {
-			if pos+1 >= len(buf) {
-				return 0, needMoreOrTooLarge(pos-start, lim)
-			}
-			if buf[pos+1] != '\n' {
-				return 0, errBareCR
-			}
-			pos += 2
-			break
+		} else if c == ' ' || c == '\t' {
+			// Obsolete line folding (RFC 9112 §5.2), or whitespace before
+			// the first field line (§2.2): refused without waiting for the
+			// rest of the line.
+			return 0, errObsFold
 		}
 		lf := bytes.IndexByte(buf[pos:], '\n')
 		if lf < 0 {
@@ -73,14 +87,13 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 		if pos-start > lim.MaxHeaderBytes {
 			return 0, errHeaderTooLarge
 		}
-		if line[len(line)-1] == '\r' {
+		if hasCR := line[len(line)-1] == '\r'; hasCR != crlf {
+			if hasCR && len(line) > 1 && line[len(line)-2] == '\r' {
+				return 0, errBareCR // "\r\r\n"
+			}
+			return 0, errMixedEOL
+		} else if hasCR {
 			line = line[:len(line)-1]
-		}
-		if len(line) == 0 {
-			return 0, errBareCR // "\r\r\n" and the like
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return 0, errObsFold
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon < 0 {
@@ -182,7 +195,8 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 	} else {
 		req.close = connClose || !connKeep
 	}
-	if expect != nil && req.ProtoMinor >= 1 {
+	// An empty Expect lists no expectation (Expect = #expectation).
+	if len(expect) > 0 && req.ProtoMinor >= 1 {
 		if !equalFold(expect, "100-continue") {
 			return pos, errExpectation
 		}
@@ -259,8 +273,9 @@ func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
 	isConnect := string(req.Method) == "CONNECT"
 	switch {
 	case isConnect:
-		// authority-form: host:port, nothing else.
-		if t[0] == '/' || bytes.IndexByte(t, '/') >= 0 || bytes.IndexByte(t, '@') >= 0 || !validHost(t) {
+		// authority-form = uri-host ":" port (RFC 9112 §3.2.3), nothing
+		// else: no userinfo, path, query or fragment.
+		if !validAuthorityForm(t) {
 			return errTarget
 		}
 		req.Host = t
@@ -276,12 +291,12 @@ func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
 		return nil
 	default:
 		// absolute-form: http or https only.
-		var rest []byte
+		var rest, slash []byte
 		switch {
 		case len(t) > 7 && equalFold(t[:7], "http://"):
-			rest = t[7:]
+			rest, slash = t[7:], t[6:7]
 		case len(t) > 8 && equalFold(t[:8], "https://"):
-			rest = t[8:]
+			rest, slash = t[8:], t[7:8]
 		default:
 			return errTarget
 		}
@@ -289,13 +304,17 @@ func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
 		if i := bytes.IndexAny(rest, "/?"); i >= 0 {
 			end = i
 		}
+		// RFC 9110 §4.2.1: a non-empty host; §4.2.4: no userinfo (which
+		// splitHostPort refuses with its '@').
 		authority := rest[:end]
-		if len(authority) == 0 || bytes.IndexByte(authority, '@') >= 0 || !validHost(authority) {
-			return errTarget // RFC 9110 §4.2.1 empty host; §4.2.4 userinfo
+		if host, _, ok := splitHostPort(authority); !ok || len(host) == 0 {
+			return errTarget
 		}
 		req.Host = authority
 		t = rest[end:]
 		if len(t) == 0 || t[0] == '?' {
+			// An empty path is "/" (RFC 9110 §4.2.3): the one after
+			// "http:/", so that Path, too, is a view into the buffer.
 			req.RawPath, req.Path = slash, slash
 			if len(t) > 0 {
 				req.Query = t[1:]
@@ -349,39 +368,117 @@ func percentDecode(dst, s []byte) ([]byte, error) {
 }
 
 // parseContentLength parses 1*DIGIT into a non-negative int64
-// (RFC 9110 §8.6); it refuses signs, spaces, lists and overflow.
+// (RFC 9110 §8.6); it refuses signs, spaces, lists and values above
+// math.MaxInt64.
 func parseContentLength(v []byte) (int64, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
-	for len(v) > 1 && v[0] == '0' {
-		v = v[1:]
-	}
-	if len(v) > 18 {
-		return 0, false
-	}
+	const maxInt64 = 1<<63 - 1
 	var n int64
 	for _, c := range v {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		n = n*10 + int64(c-'0')
+		d := int64(c - '0')
+		if n > (maxInt64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
 	}
 	return n, true
 }
 
-// validHost reports whether v is a plausible uri-host [":" port]
-// (RFC 3986 §3.2.2): reg-name, IPv4 or IP-literal characters only.
+// validHost reports whether v is uri-host [ ":" port ] (RFC 3986 §3.2.2,
+// §3.2.3), the form of a Host field value (RFC 9112 §3.2). The host may be
+// empty (RFC 9112 §3.2: "Host:" when the target has no authority).
 func validHost(v []byte) bool {
-	for _, c := range v {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case indexByte("-._~%!$&'()*+,;=:[]", c) >= 0:
-		default:
-			return false
+	_, _, ok := splitHostPort(v)
+	return ok
+}
+
+// validAuthorityForm reports whether t is uri-host ":" port with a
+// non-empty host (RFC 9112 §3.2.3).
+func validAuthorityForm(t []byte) bool {
+	host, port, ok := splitHostPort(t)
+	return ok && len(host) > 0 && port != nil
+}
+
+// splitHostPort splits uri-host [ ":" port ] into the host and the port
+// (nil when there is no ":"), and reports whether v has that form: host is
+// an IP-literal holding an IPv6 address, or a reg-name (which includes
+// IPv4 addresses) of unreserved, sub-delims and pct-encoded non-ASCII
+// octets; port is *DIGIT. There is no userinfo.
+func splitHostPort(v []byte) (host, port []byte, ok bool) {
+	host = v
+	if len(v) > 0 && v[0] == '[' {
+		end := bytes.IndexByte(v, ']')
+		if end < 0 || !validIPLiteral(v[1:end]) {
+			return nil, nil, false
+		}
+		host = v[:end+1]
+		if rest := v[end+1:]; len(rest) > 0 {
+			if rest[0] != ':' {
+				return nil, nil, false
+			}
+			port = rest[1:]
+		}
+	} else {
+		if i := bytes.IndexByte(v, ':'); i >= 0 {
+			host, port = v[:i], v[i+1:]
+		}
+		for i := 0; i < len(host); i++ {
+			switch c := host[i]; {
+			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			case indexByte("-._~!$&'()*+,;=", c) >= 0:
+			case c == '%':
+				// pct-encoded, and only for the octets of a UTF-8
+				// character (RFC 3986 §3.2.2): never "%00" or "%2F".
+				if i+2 >= len(host) {
+					return nil, nil, false
+				}
+				if hi, ok := unhex(host[i+1]); !ok || hi < 8 {
+					return nil, nil, false
+				}
+				if _, ok := unhex(host[i+2]); !ok {
+					return nil, nil, false
+				}
+				i += 2
+			default:
+				return nil, nil, false
+			}
 		}
 	}
-	return true
+	for _, c := range port {
+		if c < '0' || c > '9' {
+			return nil, nil, false
+		}
+	}
+	return host, port, true
+}
+
+// validIPLiteral reports whether a, the inside of "[...]", is an IPv6
+// address, optionally with an RFC 6874 zone ("%25" zone). IPvFuture is
+// refused: RFC 3986 §3.2.2 says to answer an unknown version flag with an
+// error.
+func validIPLiteral(a []byte) bool {
+	if i := bytes.Index(a, []byte("%25")); i >= 0 {
+		zone := a[i+3:]
+		if len(zone) == 0 {
+			return false
+		}
+		for _, c := range zone {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || indexByte("-._~%", c) >= 0) {
+				return false
+			}
+		}
+		a = a[:i]
+	}
+	if len(a) < 2 || len(a) > 45 || bytes.IndexByte(a, ':') < 0 {
+		return false
+	}
+	addr, err := netip.ParseAddr(string(a))
+	return err == nil && addr.Is6() && addr.Zone() == ""
 }
 
 // teState accumulates Transfer-Encoding field lines (RFC 9112 §6.1).
@@ -441,13 +538,18 @@ func (s *teState) verdict() error {
 }
 
 // partialLineError decides, for a request line with no LF yet, whether to
-// wait for more bytes or refuse it as too long.
+// wait for more bytes or refuse it: 414 once the target received so far is
+// over the limit (whatever the method's length), 400 once the line could
+// not fit in a head anyway.
 func partialLineError(line []byte, lim *Limits) error {
-	if len(line) <= lim.MaxTargetBytes+32 && len(line) < lim.MaxHeaderBytes {
-		return errNeedMore
-	}
-	if sp := bytes.IndexByte(line, ' '); sp > 0 && sp < 32 {
-		return errTargetTooLong
+	if sp := bytes.IndexByte(line, ' '); sp > 0 {
+		target := line[sp+1:]
+		if sp2 := bytes.IndexByte(target, ' '); sp2 >= 0 {
+			target = target[:sp2]
+		}
+		if len(target) > lim.MaxTargetBytes {
+			return errTargetTooLong
+		}
 	}
 	if len(line) < lim.MaxHeaderBytes {
 		return errNeedMore
