@@ -240,7 +240,7 @@ func (b *bodyReader) line(max int, tooLong *ProtocolError) ([]byte, error) {
 			line := c.rbuf[c.r : c.r+i]
 			c.r += i + 1
 			if i == 0 || line[i-1] != '\r' {
-				return nil, b.fail(errChunkSize)
+				return nil, b.fail(errChunkBareLF)
 			}
 			line = line[:i-1]
 			if bytes.IndexByte(line, '\r') >= 0 {

@@ -305,7 +305,10 @@ func (c *conn) serveOne() bool {
 			break
 		}
 		if ferr := c.fillHead(); ferr != nil {
-			if c.interrupted.Load() && c.w > c.r && !c.srv.shuttingDown() {
+			switch {
+			case ferr == errBufferFull: // e.g. a flood of empty lines before the request line
+				c.writeError(errHeaderTooLarge)
+			case c.interrupted.Load() && c.w > c.r && !c.srv.shuttingDown():
 				c.writeError(errRequestTimeout)
 			}
 			return false
@@ -330,6 +333,12 @@ func (c *conn) serveOne() bool {
 	body.start(c, req)
 	req.Body = body
 
+	if req.IsMethod("CONNECT") {
+		// The engine does not tunnel: after a 2xx the bytes that follow
+		// would be tunnel data, not requests (RFC 9110 §9.3.6). Whatever the
+		// handler answers, the connection ends with it.
+		c.closeAfter = true
+	}
 	switch {
 	case perr != nil: // a head we understood but refuse
 		resp.fail(perr)

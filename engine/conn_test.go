@@ -330,3 +330,32 @@ func TestDateHeaderIsCurrent(t *testing.T) {
 		t.Errorf("zero Server.ServerHeader sent Server: %q", resp.Header.Get("Server"))
 	}
 }
+
+// RFC 9110 §9.3.6: bytes after a CONNECT are not requests; the engine
+// does not tunnel, so the connection ends with the CONNECT's response.
+func TestConnectEndsConnection(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) { w.WriteString("tunnel? no") })
+	addr := startServer(t, &Server{Handler: h})
+	out := exchange(t, addr, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n")
+	if strings.Count(out, "HTTP/1.1 ") != 1 || !strings.Contains(out, "Connection: close") {
+		t.Errorf("got:\n%s", out)
+	}
+}
+
+// A flood of empty lines before the request line is refused, not dropped.
+func TestEmptyLineFloodRefused(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo})
+	out := exchange(t, addr, strings.Repeat("\r\n", 20000)+"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if got := statusOf(out); got != 431 {
+		t.Errorf("status %d, want 431:\n%.300s", got, out)
+	}
+}
+
+// A bare LF in chunked framing is refused with a message that says so.
+func TestChunkedBareLF(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo})
+	out := exchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n")
+	if statusOf(out) != 400 || !strings.Contains(out, "not ended by CRLF") {
+		t.Errorf("got:\n%.300s", out)
+	}
+}

@@ -46,6 +46,7 @@ var (
 	errChunkExt         = badRequest("malformed chunk extension")                 // RFC 9112 §7.1.1
 	errChunkEnd         = badRequest("chunk data not followed by CRLF")           // RFC 9112 §7.1
 	errChunkLine        = badRequest("chunk line too long")                       // RFC 9112 §7.1
+	errChunkBareLF      = badRequest("chunked framing line not ended by CRLF")    // RFC 9112 §7.1
 	errTrailer          = badRequest("malformed trailer section")                 // RFC 9112 §7.1.2
 	errBodyEOF          = badRequest("request body ended early")                  // RFC 9112 §6.3
 

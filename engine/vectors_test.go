@@ -660,7 +660,7 @@ func vecOurClass(refusal string) string {
 			errFieldValue, errNoHost, errDupHost, errBadHost, errHeaderTooLarge, errTooManyFields}},
 		{"framing", []*ProtocolError{errContentLength, errDupLength, errCLAndTE, errTENotChunked,
 			errTEChunkedTwice, errTEMalformed, errTEHTTP10, errUnknownTE}},
-		{"chunk", []*ProtocolError{errChunkSize, errChunkExt, errChunkEnd, errChunkLine, errTrailer}},
+		{"chunk", []*ProtocolError{errChunkSize, errChunkExt, errChunkEnd, errChunkLine, errChunkBareLF, errTrailer}},
 	}
 	for _, c := range classes {
 		for _, e := range c.errs {
