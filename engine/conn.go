@@ -326,7 +326,7 @@ func (c *conn) serveOne() bool {
 	c.pin = c.r
 	c.th.Clear()
 
-	req.RemoteAddr = c.nc.RemoteAddr()
+	req.RemoteAddr, req.LocalAddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
 	resp := &s.resp
 	resp.start(c, req)
 	body := &s.body
@@ -373,7 +373,11 @@ func (c *conn) runHandler(w *response, r *Request) {
 				c.srv.logger().Error("handler panic", "remote", c.nc.RemoteAddr().String(),
 					"target", string(r.Target), "panic", v, "stack", string(debug.Stack()))
 			}
-			if !w.committed {
+			if w.committed {
+				// Part of the response is out: it must not look complete,
+				// so no chunked terminator, and the connection ends.
+				w.err = errAborted
+			} else {
 				w.fail(&ProtocolError{Status: 500, Msg: "internal server error", Close: true})
 			}
 		}

@@ -359,3 +359,22 @@ func TestChunkedBareLF(t *testing.T) {
 		t.Errorf("got:\n%.300s", out)
 	}
 }
+
+// A handler that panics mid-body (http.ErrAbortHandler, as pipe does when
+// content fails) leaves a response that cannot be mistaken for complete.
+func TestAbortAfterCommitTruncates(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.WriteString("partial")
+		w.Flush()
+		panic(http.ErrAbortHandler)
+	})
+	addr := startServer(t, &Server{Handler: h})
+	out := exchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if !strings.Contains(out, "partial") || strings.HasSuffix(out, "0\r\n\r\n") {
+		t.Errorf("aborted chunked response ends like a complete one:\n%q", out)
+	}
+	_, err := http.ReadResponse(bufio.NewReader(strings.NewReader(out)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -11,7 +11,8 @@ import (
 // number (SetContentLength, or Set("Content-Length", ...) which parses it),
 // Transfer-Encoding is ignored (the engine chunks when the length is
 // unknown), and "Connection: close" makes the connection close after the
-// response. Set a "Date" or "Server" field to replace the engine's.
+// response. Set a "Date" or "Server" field to replace the engine's;
+// Set("Server", "") sends no Server field at all.
 //
 // A Header belongs to one response and is not safe for concurrent use. The
 // strings it is given are kept, not copied.
@@ -124,6 +125,7 @@ func (h *Header) special(name, value string) bool {
 	case 6:
 		if strings.EqualFold(name, "Server") {
 			h.hasServer = true
+			return value == "" // an empty Server field means none at all
 		}
 	case 10:
 		if strings.EqualFold(name, "Connection") {

@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestHeaderSetAddDel(t *testing.T) {
 	var h Header
@@ -49,5 +52,22 @@ func BenchmarkHeaderSet(b *testing.B) {
 		h.Set("ETag", `"97-abcdef"`)
 		h.Set("Cache-Control", "max-age=60")
 		h.SetContentLength(151)
+	}
+}
+
+func TestEmptyServerFieldSuppressesServerHeader(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		if string(r.Path) == "/none" {
+			w.Header().Set("Server", "")
+		}
+		w.WriteHeader(204)
+		w.Write(nil) // an empty write is fine on a 204
+	})
+	addr := startServer(t, &Server{Handler: h, ServerHeader: "sluice"})
+	if out := exchange(t, addr, "GET /none HTTP/1.1\r\nHost: a\r\n\r\n"); strings.Contains(out, "Server:") {
+		t.Errorf("Server field sent:\n%s", out)
+	}
+	if out := exchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"); !strings.Contains(out, "Server: sluice\r\n") {
+		t.Errorf("default Server field missing:\n%s", out)
 	}
 }

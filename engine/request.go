@@ -67,6 +67,9 @@ type Request struct {
 	// RemoteAddr is the client's address.
 	RemoteAddr net.Addr
 
+	// LocalAddr is the server address the request arrived on.
+	LocalAddr net.Addr
+
 	close      bool // client asked to close after this exchange
 	expectCont bool // Expect: 100-continue
 }

@@ -105,7 +105,7 @@ func (w *response) Write(p []byte) (int, error) {
 	}
 	if !w.committed {
 		if w.noBody {
-			if !w.isHead {
+			if !w.isHead && len(p) > 0 {
 				return 0, http.ErrBodyNotAllowed
 			}
 			w.written += int64(len(p))
@@ -234,6 +234,9 @@ func appendContentLength(b []byte, n int64) []byte {
 }
 
 func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
+
+// errAborted marks a response cut short by a handler panic.
+var errAborted = errors.New("engine: handler aborted the response")
 
 // ErrContentLength is returned by Write when a handler writes more bytes
 // than the Content-Length it declared.

@@ -34,7 +34,10 @@ type Conn struct {
 	wraps    []Writer // the filter writers, head first, once committed
 	finished bool
 	done     chan bool // ProcNetwork's completion signal
+	values   []keyValue
 }
+
+type keyValue struct{ key, value string }
 
 var connPool = sync.Pool{New: func() any {
 	c := &Conn{done: make(chan bool, 1)}
@@ -51,6 +54,8 @@ func acquireConn(w engine.ResponseWriter, r *engine.Request) *Conn {
 func releaseConn(c *Conn) {
 	clear(c.filters)
 	clear(c.wraps)
+	clear(c.values)
+	c.values = c.values[:0]
 	c.Request, c.w, c.content = nil, nil, nil
 	c.filters, c.wraps = c.filters[:0], c.wraps[:0]
 	c.status, c.finished = 0, false
@@ -80,6 +85,29 @@ func (c *Conn) SetContent(content Content) { c.content = content }
 // AddFilter adds f to the filters the content passes through, after those
 // added before it.
 func (c *Conn) AddFilter(f Filter) { c.filters = append(c.filters, f) }
+
+// SetValue records a per-request value for later components, such as the
+// user an authentication component admitted ("user", read by cgi for
+// REMOTE_USER and by log). Setting a key again replaces its value.
+func (c *Conn) SetValue(key, value string) {
+	for i := range c.values {
+		if c.values[i].key == key {
+			c.values[i].value = value
+			return
+		}
+	}
+	c.values = append(c.values, keyValue{key, value})
+}
+
+// Value returns the value recorded for key, or "".
+func (c *Conn) Value(key string) string {
+	for _, kv := range c.values {
+		if kv.key == key {
+			return kv.value
+		}
+	}
+	return ""
+}
 
 // Error sets up a short plain-text error response — status and "status
 // text: msg" as the body — and returns false, so a Pipe can end with
@@ -122,8 +150,9 @@ func (c *Conn) Finish() {
 		err = c.content(&c.top)
 	}
 	if err != nil && !c.top.committed {
+		// Nothing is out yet: answer 500 instead, through the same filters
+		// (they have not decided anything yet; a logger still sees it).
 		c.content = nil
-		c.filters = c.filters[:0]
 		c.Header().Del("Content-Encoding")
 		c.Error(http.StatusInternalServerError, "content failed")
 		c.finished = false

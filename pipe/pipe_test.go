@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -337,7 +338,62 @@ func TestContentErrorBeforeWriting(t *testing.T) {
 		return func(w Writer) error { return fmt.Errorf("disk on fire") }
 	})
 	resp, body := get(t, serve(t, Chain{fail, upper})+"/")
-	if resp.StatusCode != 500 || !strings.Contains(body, "content failed") {
+	if resp.StatusCode != 500 || !strings.Contains(strings.ToLower(body), "content failed") { // the filters apply to the error too
 		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+}
+
+// countWriter observes bytes and forwards SendFile, so sendfile survives it.
+type countWriter struct {
+	next     Writer
+	n        *atomic.Int64
+	sendfile *atomic.Bool
+}
+
+func (cw countWriter) Write(p []byte) (int, error) { cw.n.Add(int64(len(p))); return cw.next.Write(p) }
+func (cw countWriter) Flush() error                { return cw.next.Flush() }
+func (cw countWriter) Close() error                { return nil }
+func (cw countWriter) SendFile(f *os.File, off, n int64) error {
+	cw.n.Add(n)
+	cw.sendfile.Store(true)
+	return SendFile(cw.next, f, off, n)
+}
+
+func TestSendFileThroughObservingFilter(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	os.WriteFile(path, bytes.Repeat([]byte("z"), 100000), 0o644)
+	var counted atomic.Int64
+	var usedSendfile atomic.Bool
+	src := Source(func(c *Conn) Content {
+		c.Header().SetContentLength(100000)
+		return func(w Writer) error {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return SendFile(w, f, 0, 100000)
+		}
+	})
+	observe := Filter(func(c *Conn) Wrap {
+		return func(next Writer) Writer { return countWriter{next, &counted, &usedSendfile} }
+	})
+	_, body := get(t, serve(t, Chain{src, observe})+"/")
+	if len(body) != 100000 || counted.Load() != 100000 || !usedSendfile.Load() {
+		t.Errorf("body %d bytes, counted %d, by reference %v", len(body), counted.Load(), usedSendfile.Load())
+	}
+}
+
+func TestValues(t *testing.T) {
+	url := serve(t, Chain{
+		Pipe(func(c *Conn) bool { c.SetValue("user", "ada"); c.SetValue("user", "grace"); return true }),
+		Source(func(c *Conn) Content {
+			u := c.Value("user") + "/" + c.Value("missing")
+			return func(w Writer) error { _, err := io.WriteString(w, u); return err }
+		}),
+	})
+	if _, body := get(t, url+"/"); body != "grace/" {
+		t.Errorf("body %q", body)
 	}
 }

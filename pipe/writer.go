@@ -96,10 +96,19 @@ func (w *wireWriter) Close() error {
 	return nil
 }
 
-// SendFile writes n bytes of f from offset as content. When w is the
-// bottom of the stack (no filter applies) and the engine can, the bytes go
-// from the file to the socket with sendfile(2); otherwise they are copied
-// through w. It does not use or move f's offset.
+// FileWriter is a Writer that can take file content by reference. The
+// bottom of every stack is one (it uses sendfile(2) when the engine can);
+// a filter that only observes the bytes (a logger counting them) can be
+// one too by forwarding SendFile to the writer beneath, so sendfile
+// survives it.
+type FileWriter interface {
+	Writer
+	SendFile(f *os.File, offset, n int64) error
+}
+
+// SendFile writes n bytes of f from offset as content: by reference when
+// the head of the stack is a FileWriter (no transforming filter applies),
+// copying through w otherwise. It does not use or move f's offset.
 func SendFile(w Writer, f *os.File, offset, n int64) error {
 	if t, ok := w.(*topWriter); ok {
 		if !t.committed {
@@ -107,12 +116,19 @@ func SendFile(w Writer, f *os.File, offset, n int64) error {
 		}
 		w = t.head
 	}
-	if wire, ok := w.(*wireWriter); ok {
-		if fs, ok := wire.c.w.(engine.FileSender); ok {
-			wire.start()
-			return fs.SendFile(f, offset, n)
-		}
+	if fw, ok := w.(FileWriter); ok {
+		return fw.SendFile(f, offset, n)
 	}
 	_, err := io.Copy(w, io.NewSectionReader(f, offset, n))
+	return err
+}
+
+// SendFile implements FileWriter.
+func (w *wireWriter) SendFile(f *os.File, offset, n int64) error {
+	w.start()
+	if fs, ok := w.c.w.(engine.FileSender); ok {
+		return fs.SendFile(f, offset, n)
+	}
+	_, err := io.Copy(w.c.w, io.NewSectionReader(f, offset, n))
 	return err
 }
