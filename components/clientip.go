@@ -1,0 +1,335 @@
+package components
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Client addresses behind proxies
+//
+// ipfilter, ratelimit, htaccess and log act on the client's address. By
+// default that is the TCP peer's address. When the server sits behind
+// reverse proxies, list them in the component's trusted_proxies option
+// (CIDRs or single addresses, IPv4 or IPv6): only when the TCP peer is one
+// of them is the proxy header believed, and then it is read from the right
+// — the end the trusted proxies appended to — skipping every address that
+// is itself a trusted proxy. The first address that is not trusted is the
+// client; if every address is trusted, the leftmost is. An entry that does
+// not parse as an address ("unknown", an obfuscated "_hidden" node, junk)
+// ends the walk: the last trusted hop before it is taken as the client,
+// since nothing to its left can be vouched for.
+//
+// The header is named by the client_ip_header option:
+//
+//   - "X-Forwarded-For" (the default): comma-separated addresses, several
+//     fields joined in order; "X-Real-IP" and similar single-address
+//     headers are read the same way.
+//   - "Forwarded" (RFC 7239): the for= parameter of each forwarded-element,
+//     quoted or not, with an optional port ("[2001:db8::1]:4711").
+//
+// Only one header is read. Believing both would let a client spoof its
+// address through whichever header its proxy passes along untouched.
+
+// clientIP resolves a request's client address. It is immutable after
+// construction and safe for concurrent use.
+type clientIP struct {
+	trusted   []netip.Prefix
+	name      []byte // the header field to read when the peer is trusted
+	forwarded bool   // header is RFC 7239 Forwarded
+}
+
+// newClientIP checks the trusted_proxies and client_ip_header options.
+func newClientIP(trusted []string, header string) (*clientIP, error) {
+	if header == "" {
+		header = "X-Forwarded-For"
+	}
+	if strings.ContainsAny(header, " \t:\r\n") {
+		return nil, fmt.Errorf("client_ip_header: %q is not a header name", header)
+	}
+	ci := &clientIP{name: []byte(header), forwarded: strings.EqualFold(header, "Forwarded")}
+	for _, s := range trusted {
+		p, err := cipParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted_proxies: %w", err)
+		}
+		ci.trusted = append(ci.trusted, p)
+	}
+	return ci, nil
+}
+
+// cipParsePrefix parses a CIDR ("10.0.0.0/8", "2001:db8::/32") or a
+// single address (a /32 or /128). IPv4-mapped IPv6 forms are unmapped so
+// they match IPv4 clients. Host bits are masked off.
+func cipParsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q is not an IP address or CIDR", s)
+		}
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not an IP address or CIDR", s)
+	}
+	if a := p.Addr(); a.Is4In6() {
+		if p.Bits() < 96 {
+			return netip.Prefix{}, fmt.Errorf("%q: an IPv4-mapped prefix needs at least 96 bits", s)
+		}
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), nil
+}
+
+// isTrusted reports whether a is one of the trusted proxies.
+func (ci *clientIP) isTrusted(a netip.Addr) bool {
+	for _, p := range ci.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// addr returns the client address of r, unmapped (an IPv4 client over an
+// IPv6 socket is IPv4). It is the invalid Addr when the peer has no IP
+// address (a Unix socket).
+func (ci *clientIP) addr(r *engine.Request) netip.Addr {
+	peer := cipPeer(r.RemoteAddr)
+	if len(ci.trusted) == 0 || !peer.IsValid() || !ci.isTrusted(peer) {
+		return peer
+	}
+	if ci.forwarded {
+		return ci.walkForwarded(r, peer)
+	}
+	return ci.walkList(r, peer)
+}
+
+// cipPeer is the IP address of a connection's peer.
+func cipPeer(a net.Addr) netip.Addr {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap()
+	case nil:
+		return netip.Addr{}
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// walkList reads comma-separated addresses from the right, over every
+// field named ci.name from the last to the first.
+func (ci *clientIP) walkList(r *engine.Request, client netip.Addr) netip.Addr {
+	for i := len(r.Fields) - 1; i >= 0; i-- {
+		f := &r.Fields[i]
+		if !bytes.EqualFold(f.Name, ci.name) {
+			continue
+		}
+		v := f.Value
+		for {
+			j := bytes.LastIndexByte(v, ',')
+			// Empty list elements are allowed (RFC 9110 §5.6.1).
+			if elem := cipTrim(v[j+1:]); len(elem) > 0 {
+				a, ok := cipParseNode(elem)
+				if !ok {
+					return client
+				}
+				client = a
+				if !ci.isTrusted(a) {
+					return a
+				}
+			}
+			if j < 0 {
+				break
+			}
+			v = v[:j]
+		}
+	}
+	return client
+}
+
+// walkForwarded reads the for= parameters of RFC 7239 Forwarded fields
+// from the right.
+func (ci *clientIP) walkForwarded(r *engine.Request, client netip.Addr) netip.Addr {
+	var buf [8][]byte
+	nodes := buf[:0]
+	for i := range r.Fields {
+		f := &r.Fields[i]
+		if bytes.EqualFold(f.Name, ci.name) {
+			nodes = cipForwardedFor(nodes, f.Value)
+		}
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		a, ok := cipParseNode(nodes[i])
+		if !ok {
+			return client
+		}
+		client = a
+		if !ci.isTrusted(a) {
+			return a
+		}
+	}
+	return client
+}
+
+// cipForwardedFor appends the for= value of every forwarded-element in
+// v (RFC 7239 §4), unquoted; an element without for= contributes an empty
+// value, which does not parse as an address and so ends the walk there.
+func cipForwardedFor(nodes [][]byte, v []byte) [][]byte {
+	var forVal []byte
+	hasElem := false
+	i := 0
+	for i <= len(v) {
+		// One pair: token "=" ( token / quoted-string ).
+		for i < len(v) && (v[i] == ' ' || v[i] == '\t') {
+			i++
+		}
+		if i == len(v) {
+			break
+		}
+		start := i
+		for i < len(v) && v[i] != '=' && v[i] != ';' && v[i] != ',' {
+			i++
+		}
+		name := cipTrim(v[start:i])
+		var val []byte
+		if i < len(v) && v[i] == '=' {
+			i++
+			if i < len(v) && v[i] == '"' {
+				i++
+				s := i
+				for i < len(v) && v[i] != '"' {
+					if v[i] == '\\' {
+						i++ // quoted-pair; addresses never need one
+					}
+					i++
+				}
+				val = v[s:min(i, len(v))]
+				if i < len(v) {
+					i++ // closing quote
+				}
+			} else {
+				s := i
+				for i < len(v) && v[i] != ';' && v[i] != ',' {
+					i++
+				}
+				val = cipTrim(v[s:i])
+			}
+		}
+		if len(name) > 0 {
+			hasElem = true
+			if bytes.EqualFold(name, []byte("for")) {
+				forVal = val
+			}
+		}
+		for i < len(v) && (v[i] == ' ' || v[i] == '\t') {
+			i++
+		}
+		if i < len(v) && v[i] == ';' {
+			i++
+			continue
+		}
+		// ',' or the end closes the element.
+		if hasElem {
+			nodes = append(nodes, forVal)
+		}
+		forVal, hasElem = nil, false
+		i++
+	}
+	if hasElem {
+		nodes = append(nodes, forVal)
+	}
+	return nodes
+}
+
+// cipParseNode parses an address as proxies write it: "192.0.2.1",
+// "192.0.2.1:8080", "2001:db8::1", "[2001:db8::1]" or "[2001:db8::1]:8080".
+func cipParseNode(b []byte) (netip.Addr, bool) {
+	if len(b) > 0 && b[0] == '[' {
+		end := bytes.IndexByte(b, ']')
+		if end < 0 {
+			return netip.Addr{}, false
+		}
+		if rest := b[end+1:]; len(rest) > 0 && (rest[0] != ':' || !cipDigits(rest[1:])) {
+			return netip.Addr{}, false
+		}
+		b = b[1:end]
+	} else if i := bytes.IndexByte(b, ':'); i >= 0 && bytes.LastIndexByte(b, ':') == i {
+		if !cipDigits(b[i+1:]) {
+			return netip.Addr{}, false
+		}
+		b = b[:i] // IPv4 with a port
+	}
+	if a, ok := cipParseIPv4(b); ok {
+		return a, true
+	}
+	a, err := netip.ParseAddr(string(b))
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
+
+// cipParseIPv4 parses a dotted-quad IPv4 address without allocating (the
+// common case behind proxies); anything else is left to netip.
+func cipParseIPv4(b []byte) (netip.Addr, bool) {
+	var ip [4]byte
+	n, digits, val := 0, 0, 0
+	for i := 0; i <= len(b); i++ {
+		if i == len(b) || b[i] == '.' {
+			if digits == 0 || n == 4 {
+				return netip.Addr{}, false
+			}
+			ip[n] = byte(val)
+			n, digits, val = n+1, 0, 0
+			continue
+		}
+		c := b[i]
+		if c < '0' || c > '9' || (digits == 1 && val == 0) {
+			return netip.Addr{}, false // not a digit, or a leading zero
+		}
+		val = val*10 + int(c-'0')
+		digits++
+		if val > 255 {
+			return netip.Addr{}, false
+		}
+	}
+	if n != 4 {
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4(ip), true
+}
+
+func cipDigits(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// cipTrim removes the optional whitespace (spaces and tabs) around b.
+func cipTrim(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

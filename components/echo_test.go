@@ -1,0 +1,148 @@
+package components
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestEchoRaw(t *testing.T) {
+	comp, err := NewEcho(EchoOptions{Max: 1000})
+	url := builtinServe(t, builtinComp(t, comp, err))
+	tests := []struct {
+		name   string
+		method string
+		body   io.Reader
+		hdr    []string
+		status int
+		want   string
+		ctype  string
+	}{
+		{"POST", "POST", strings.NewReader("hello, echo"), []string{"Content-Type", "text/x-greeting"}, 200, "hello, echo", "text/x-greeting"},
+		{"PUT binary", "PUT", bytes.NewReader([]byte{0, 1, 2, 255}), nil, 200, "\x00\x01\x02\xff", "application/octet-stream"},
+		{"GET without body", "GET", nil, nil, 200, "", "application/octet-stream"},
+		{"DELETE", "DELETE", strings.NewReader("gone"), nil, 200, "gone", "application/octet-stream"},
+		{"at max", "POST", strings.NewReader(strings.Repeat("m", 1000)), nil, 200, strings.Repeat("m", 1000), "application/octet-stream"},
+		{"over max", "POST", strings.NewReader(strings.Repeat("m", 1001)), nil, 413, "", ""},
+		// A reader the client cannot measure is sent chunked.
+		{"chunked", "POST", io.MultiReader(strings.NewReader("chunk"), strings.NewReader("ed")), nil, 200, "chunked", "application/octet-stream"},
+		{"chunked over max", "POST", io.MultiReader(strings.NewReader(strings.Repeat("c", 600)), strings.NewReader(strings.Repeat("c", 600))), nil, 413, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := builtinDo(t, tt.method, url+"/echo", tt.body, tt.hdr...)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d (%q)", resp.StatusCode, tt.status, body)
+			}
+			if tt.status != 200 {
+				return
+			}
+			if string(body) != tt.want || resp.Header.Get("Content-Type") != tt.ctype {
+				t.Errorf("got %q %q, want %q %q", resp.Header.Get("Content-Type"), body, tt.ctype, tt.want)
+			}
+			if resp.ContentLength != int64(len(tt.want)) || len(resp.TransferEncoding) > 0 {
+				t.Errorf("framing: Content-Length %d, Transfer-Encoding %v", resp.ContentLength, resp.TransferEncoding)
+			}
+		})
+	}
+}
+
+// The json format reports the request exactly as it was received, every
+// value base64-encoded.
+func TestEchoJSON(t *testing.T) {
+	comp, err := NewEcho(EchoOptions{Format: "json"})
+	url := builtinServe(t, builtinComp(t, comp, err))
+	raw := "PATCH /p%61th/x?q=1&r=%zz HTTP/1.1\r\n" +
+		"host: Example.COM\r\n" +
+		"X-Odd-Case:   spaced value  \r\n" +
+		"X-Bytes: caf\xc3\xa9 \x80\r\n" +
+		"X-Dup: 1\r\n" +
+		"x-dup: 2\r\n" +
+		"Transfer-Encoding: chunked\r\n" +
+		"Connection: close\r\n" +
+		"\r\n" +
+		"5\r\nhello\r\n3\r\n\x00\xff!\r\n0\r\n\r\n"
+	resp, body := builtinRaw(t, url, raw)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("%d %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	var got struct {
+		Method, URI, Version, Body string
+		Headers                    [][2]string
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	dec := func(s string) string {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			t.Fatalf("%q is not base64: %v", s, err)
+		}
+		return string(b)
+	}
+	if m, u, v, b := dec(got.Method), dec(got.URI), dec(got.Version), dec(got.Body); m != "PATCH" || u != "/p%61th/x?q=1&r=%zz" || v != "HTTP/1.1" || b != "hello\x00\xff!" {
+		t.Errorf("method %q uri %q version %q body %q", m, u, v, b)
+	}
+	var hdrs []string
+	for _, h := range got.Headers {
+		hdrs = append(hdrs, dec(h[0])+": "+dec(h[1]))
+	}
+	want := []string{"host: Example.COM", "X-Odd-Case: spaced value", "X-Bytes: caf\xc3\xa9 \x80", "X-Dup: 1", "x-dup: 2",
+		"Transfer-Encoding: chunked", "Connection: close"}
+	if fmt.Sprintf("%q", hdrs) != fmt.Sprintf("%q", want) {
+		t.Errorf("headers\n got %q\nwant %q", hdrs, want)
+	}
+
+	resp, body = builtinRaw(t, url, "GET / HTTP/1.0\r\n\r\n")
+	if err := json.Unmarshal(body, &got); err != nil || dec(got.Version) != "HTTP/1.0" || len(got.Headers) != 0 || got.Body != "" {
+		t.Errorf("HTTP/1.0: %d %s (%v)", resp.StatusCode, body, err)
+	}
+}
+
+func TestEchoOptionErrors(t *testing.T) {
+	for _, opts := range []EchoOptions{{Format: "xml"}, {Max: -1}} {
+		if _, err := NewEcho(opts); err == nil || !strings.HasPrefix(err.Error(), "echo: ") {
+			t.Errorf("NewEcho(%+v) error = %v", opts, err)
+		}
+	}
+}
+
+func ExampleNewEcho() {
+	echo, err := NewEcho(EchoOptions{Format: "json"})
+	if err != nil {
+		panic(err)
+	}
+	_, url, stop := builtinListen(echo)
+	defer stop()
+
+	req, _ := http.NewRequest("POST", url+"/hi?x=1", strings.NewReader("body"))
+	req.Host = "example.com"
+	req.Header = http.Header{"User-Agent": {"example"}}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Method, URI, Version, Body []byte // base64 in JSON: decoded by encoding/json
+		Headers                    [][2][]byte
+	}
+	json.NewDecoder(resp.Body).Decode(&got)
+	fmt.Printf("%s %s %s\n", got.Method, got.URI, got.Version)
+	for _, h := range got.Headers {
+		fmt.Printf("%s: %s\n", h[0], h[1])
+	}
+	fmt.Printf("%s\n", got.Body)
+	// Output:
+	// POST /hi?x=1 HTTP/1.1
+	// Host: example.com
+	// User-Agent: example
+	// Content-Length: 4
+	// Accept-Encoding: gzip
+	// body
+}

@@ -1,0 +1,188 @@
+package components
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// HeadersOptions configures the headers pipe. Field names are matched
+// ASCII case-insensitively.
+type HeadersOptions struct {
+	// Set replaces the response fields of these names with one field each.
+	Set map[string]string `yaml:"set"`
+
+	// Add appends a response field per entry, keeping fields already set.
+	Add map[string]string `yaml:"add"`
+
+	// Remove deletes every response field of these names.
+	Remove []string `yaml:"remove"`
+
+	// RequestSet replaces the request fields of these names (so later
+	// components see the new value), adding them when absent. Setting
+	// Host also changes the request's host.
+	RequestSet map[string]string `yaml:"request_set"`
+
+	// RequestRemove deletes every request field of these names.
+	RequestRemove []string `yaml:"request_remove"`
+}
+
+// NewHeaders returns the headers Pipe.
+//
+// Request fields are changed at once, in the setup phase, for the
+// components after it; the engine's Request.Fields slice is edited in
+// place: removed fields are dropped from it and set fields point at byte
+// slices the component owns and shares between requests (read-only: a
+// component must not write into Request slices).
+//
+// Response fields are changed when the response header is final, after
+// the source and every earlier component set theirs (it registers a
+// Filter that changes no content), so Set and Remove apply to fields a
+// source sets as well, including net/http handlers. The order is Remove,
+// then Set, then Add. Content-Length and Transfer-Encoding are the
+// engine's and cannot be set; removing Date or Server makes the engine
+// send its own.
+//
+// The pipe is immutable and safe for concurrent use.
+func NewHeaders(opts HeadersOptions) (pipe.Component, error) {
+	hd := &headers{}
+	var err error
+	if hd.set, err = headersPairs("set", opts.Set, true); err != nil {
+		return nil, err
+	}
+	if hd.add, err = headersPairs("add", opts.Add, true); err != nil {
+		return nil, err
+	}
+	if hd.reqSet, err = headersPairs("request_set", opts.RequestSet, false); err != nil {
+		return nil, err
+	}
+	if hd.remove, err = headersNames("remove", opts.Remove); err != nil {
+		return nil, err
+	}
+	if hd.reqRemove, err = headersNames("request_remove", opts.RequestRemove); err != nil {
+		return nil, err
+	}
+	for _, p := range hd.reqSet {
+		hd.reqSetBytes = append(hd.reqSetBytes, engine.Field{Name: []byte(p.name), Value: []byte(p.value)})
+	}
+	if len(hd.set)+len(hd.add)+len(hd.remove) > 0 {
+		hd.respFilter = pipe.Filter(hd.response)
+	}
+	return pipe.Pipe(hd.handle), nil
+}
+
+type headers struct {
+	set, add, reqSet  []headersPair
+	remove, reqRemove []string
+	reqSetBytes       []engine.Field
+	respFilter        pipe.Filter
+}
+
+type headersPair struct{ name, value string }
+
+// headersPairs validates a map of fields and orders it by name, so the
+// fields are sent in a stable order.
+func headersPairs(opt string, m map[string]string, response bool) ([]headersPair, error) {
+	var ps []headersPair
+	for name, value := range m {
+		if err := headersCheckName(opt, name); err != nil {
+			return nil, err
+		}
+		if response && (strings.EqualFold(name, "Content-Length") || strings.EqualFold(name, "Transfer-Encoding")) {
+			return nil, fmt.Errorf("headers: %s: %s is set by the server, not by configuration", opt, name)
+		}
+		if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("headers: %s: value of %s contains control characters", opt, name)
+		}
+		ps = append(ps, headersPair{name, strings.TrimSpace(value)})
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
+	return ps, nil
+}
+
+func headersNames(opt string, names []string) ([]string, error) {
+	for _, n := range names {
+		if err := headersCheckName(opt, n); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// headersCheckName accepts an RFC 9110 token.
+func headersCheckName(opt, name string) error {
+	if name == "" {
+		return fmt.Errorf("headers: %s: empty field name", opt)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return fmt.Errorf("headers: %s: %q is not a valid field name", opt, name)
+		}
+	}
+	return nil
+}
+
+func (hd *headers) handle(c *pipe.Conn) bool {
+	r := c.Request
+	for _, name := range hd.reqRemove {
+		r.Fields = headersDelete(r.Fields, name, -1)
+	}
+	for i := range hd.reqSetBytes {
+		f := &hd.reqSetBytes[i]
+		name := hd.reqSet[i].name
+		at := -1
+		for j := range r.Fields {
+			if headersEqualFold(r.Fields[j].Name, name) {
+				at = j
+				break
+			}
+		}
+		if at < 0 {
+			r.Fields = append(r.Fields, *f)
+		} else {
+			r.Fields[at].Value = f.Value
+			r.Fields = headersDelete(r.Fields, name, at)
+		}
+		if strings.EqualFold(name, "Host") {
+			r.Host = f.Value
+		}
+	}
+	if hd.respFilter != nil {
+		c.AddFilter(hd.respFilter)
+	}
+	return true
+}
+
+// headersDelete removes the fields named name except the one at keep,
+// preserving order.
+func headersDelete(fs []engine.Field, name string, keep int) []engine.Field {
+	out := fs[:0]
+	for i, f := range fs {
+		if i == keep || !headersEqualFold(f.Name, name) {
+			out = append(out, f)
+		}
+	}
+	clear(fs[len(out):])
+	return out
+}
+
+func headersEqualFold(b []byte, s string) bool { return compressEqualFold(b, s) }
+
+// response edits the final response header.
+func (hd *headers) response(c *pipe.Conn) pipe.Wrap {
+	h := c.Header()
+	for _, name := range hd.remove {
+		h.Del(name)
+	}
+	for _, p := range hd.set {
+		h.Set(p.name, p.value)
+	}
+	for _, p := range hd.add {
+		h.Add(p.name, p.value)
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+package components
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// logArrival is the fixed arrival time of the format tests.
+var logArrival = time.Date(2000, 10, 10, 13, 55, 36, 0, time.FixedZone("", -7*3600))
+
+// logOpen makes a Log with a fixed clock, closed at the end of the test.
+func logOpen(t *testing.T, opts LogOptions) *Log {
+	t.Helper()
+	l, err := newLog(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.now = func() time.Time { return logArrival }
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// logLines syncs l and returns the lines of file.
+func logLines(t *testing.T, l *Log, file string) []string {
+	t.Helper()
+	l.Sync()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.TrimSuffix(string(data), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func TestLogFormats(t *testing.T) {
+	auth := base64.StdEncoding.EncodeToString([]byte("alice:pw"))
+	req := "GET /docs/a%20b.html?q=1 HTTP/1.1\r\nHost: example.com\r\n" +
+		"Referer: http://example.com/\r\nUser-Agent: Mozilla \"quoted\" \\ caf\xc3\xa9 \xff\r\n" +
+		"Authorization: Basic " + auth + "\r\nX-Forwarded-For: 192.0.2.44\r\nConnection: close\r\n\r\n"
+	tests := []struct {
+		format string
+		want   string
+	}{
+		{"common", `192.0.2.44 - alice [10/Oct/2000:13:55:36 -0700] "GET /docs/a%20b.html?q=1 HTTP/1.1" 200 5`},
+		{"combined", `192.0.2.44 - alice [10/Oct/2000:13:55:36 -0700] "GET /docs/a%20b.html?q=1 HTTP/1.1" 200 5 ` +
+			`"http://example.com/" "Mozilla \"quoted\" \\ caf\xc3\xa9 \xff"`},
+		{"", `192.0.2.44 - alice [10/Oct/2000:13:55:36 -0700] "GET /docs/a%20b.html?q=1 HTTP/1.1" 200 5 ` +
+			`"http://example.com/" "Mozilla \"quoted\" \\ caf\xc3\xa9 \xff"`},
+		{"json", `{"time":"2000-10-10T13:55:36.000-07:00","remote":"192.0.2.44","user":"alice","method":"GET",` +
+			`"uri":"/docs/a%20b.html?q=1","proto":"HTTP/1.1","host":"example.com","status":200,"bytes":5,` +
+			`"referer":"http://example.com/","user_agent":"Mozilla \"quoted\" \\ café \ufffd","duration_ms":0.000}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "access.log")
+			l := logOpen(t, LogOptions{File: file, Format: tt.format, TrustedProxies: []string{"127.0.0.1"}})
+			url := guardServe(t, pipe.Chain{l, guardText("hello")})
+			if resp, body := guardRaw(t, url, req); resp.StatusCode != 200 || body != "hello" {
+				t.Fatalf("%d %q", resp.StatusCode, body)
+			}
+			lines := logLines(t, l, file)
+			if len(lines) != 1 {
+				t.Fatalf("lines: %q", lines)
+			}
+			want := tt.want
+			if tt.format == "combined" || tt.format == "" {
+				// Non-ASCII bytes are escaped as \xhh, as Apache does.
+				want = strings.NewReplacer("\xc3\xa9", `\xc3\xa9`, "\xff", `\xff`).Replace(want)
+			}
+			if lines[0] != want {
+				t.Errorf("line\n got %s\nwant %s", lines[0], want)
+			}
+			if tt.format == "json" {
+				var v map[string]any
+				if err := json.Unmarshal([]byte(lines[0]), &v); err != nil {
+					t.Errorf("not JSON: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// The line has the final status and the body's length, whoever answered.
+func TestLogStatusAndBytes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "access.log")
+	l := logOpen(t, LogOptions{File: file, Format: "json"})
+	deny := pipe.Pipe(func(c *pipe.Conn) bool {
+		if strings.HasPrefix(string(c.Request.Path), "/private") {
+			return c.Error(403, "no")
+		}
+		return true
+	})
+	empty := pipe.Source(func(c *pipe.Conn) pipe.Content { c.SetStatus(204); return nil })
+	stream := pipe.Source(func(c *pipe.Conn) pipe.Content {
+		return func(w pipe.Writer) error {
+			for range 100 {
+				if _, err := w.Write([]byte(strings.Repeat("x", 1000))); err != nil {
+					return err
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	})
+	rt, err := pipe.NewRouter(
+		pipe.Route{Match: []string{"/empty"}, Pipeline: empty},
+		pipe.Route{Match: []string{"/stream"}, Pipeline: stream},
+		pipe.Route{Match: []string{"/"}, Pipeline: guardText("hello")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := guardServe(t, pipe.Chain{l, deny, rt})
+	for _, p := range []string{"/", "/private/x", "/empty", "/stream", "/nothing-here/"} {
+		guardGet(t, url+p)
+	}
+	want := []struct {
+		uri          string
+		status, size int
+	}{
+		{"/", 200, 5},
+		{"/private/x", 403, len("403 Forbidden: no\n")},
+		{"/empty", 204, 0},
+		{"/stream", 200, 100000},
+		{"/nothing-here/", 200, 5},
+	}
+	lines := logLines(t, l, file)
+	if len(lines) != len(want) {
+		t.Fatalf("lines: %q", lines)
+	}
+	for i, line := range lines {
+		var v struct {
+			URI    string
+			Status int
+			Bytes  int
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if v.URI != want[i].uri || v.Status != want[i].status || v.Bytes != want[i].size {
+			t.Errorf("line %d: %+v, want %+v", i, v, want[i])
+		}
+	}
+}
+
+// logrotate's way: rename the file, then have the log reopen its path.
+func TestLogRotateReopen(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "access.log")
+	l := logOpen(t, LogOptions{File: file, Format: "common"})
+	url := guardServe(t, pipe.Chain{l, guardText("x")})
+	guardGet(t, url+"/1")
+	guardGet(t, url+"/2")
+	l.Sync()
+	if err := os.Rename(file, file+".1"); err != nil {
+		t.Fatal(err)
+	}
+	guardGet(t, url+"/3") // still written to the renamed file
+	if err := l.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	guardGet(t, url+"/4")
+	guardGet(t, url+"/5")
+	old, cur := logLines(t, l, file+".1"), logLines(t, l, file)
+	if len(old) != 3 || !strings.Contains(old[2], "GET /3 ") {
+		t.Errorf("rotated file: %q", old)
+	}
+	if len(cur) != 2 || !strings.Contains(cur[0], "GET /4 ") || !strings.Contains(cur[1], "GET /5 ") {
+		t.Errorf("new file: %q", cur)
+	}
+
+	// A path that cannot be reopened keeps the old file.
+	if err := os.Rename(dir, dir+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(dir+".gone", dir)
+	if err := l.Reopen(); err == nil {
+		t.Error("Reopen into a missing directory succeeded")
+	}
+	guardGet(t, url+"/6")
+	l.Sync()
+	if data, _ := os.ReadFile(filepath.Join(dir+".gone", "access.log")); !strings.Contains(string(data), "GET /6 ") {
+		t.Errorf("line lost after a failed reopen: %q", data)
+	}
+}
+
+// After Close, lines are dropped and counted, and requests still served.
+func TestLogClosed(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "access.log")
+	l := logOpen(t, LogOptions{File: file})
+	url := guardServe(t, pipe.Chain{l, guardText("x")})
+	guardGet(t, url+"/before")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := guardGet(t, url+"/after"); resp.StatusCode != 200 {
+		t.Errorf("after Close: %d", resp.StatusCode)
+	}
+	if l.Dropped() != 1 {
+		t.Errorf("Dropped = %d, want 1", l.Dropped())
+	}
+	if err := l.Reopen(); err == nil {
+		t.Error("Reopen after Close succeeded")
+	}
+	l.Sync() // returns at once
+	data, _ := os.ReadFile(file)
+	if strings.Count(string(data), "\n") != 1 || !strings.Contains(string(data), "/before") {
+		t.Errorf("file: %q", data)
+	}
+}
+
+func TestLogOptions(t *testing.T) {
+	for _, tt := range []struct {
+		opts LogOptions
+		err  string
+	}{
+		{LogOptions{Format: "xml"}, `log: unknown format "xml"`},
+		{LogOptions{Buffer: -1}, "log: buffer must not be negative"},
+		{LogOptions{File: filepath.Join(t.TempDir(), "no", "such", "dir")}, "no such file or directory"},
+		{LogOptions{TrustedProxies: []string{"x"}}, "log: trusted_proxies"},
+	} {
+		if _, err := NewLog(tt.opts); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("NewLog(%+v) = %v, want %q", tt.opts, err, tt.err)
+		}
+	}
+	for _, f := range []string{"", "-", "stdout", "stderr"} {
+		l, err := newLog(LogOptions{File: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := os.Stdout; (f == "stderr") != (l.out != want) || l.Reopen() != nil {
+			t.Errorf("file %q: out %v", f, l.out.Name())
+		}
+		l.Close()
+	}
+}
+
+func TestLogEscaping(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":        "plain",
+		`"q"`:          `\"q\"`,
+		`a\b`:          `a\\b`,
+		"tab\tnl\n":    `tab\tnl\n`,
+		"\x01\x7f\x80": `\x01\x7f\x80`,
+	} {
+		if got := string(appendLogField(nil, []byte(in))); got != want {
+			t.Errorf("appendLogField(%q) = %s, want %s", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"plain":        `"plain"`,
+		"\"\\/":        `"\"\\/"`,
+		"\x00\x1f\x7f": `"\u0000\u001f\u007f"`,
+		"é\xe9€":       `"é\ufffd€"`,
+	} {
+		got := appendJSONString(nil, []byte(in))
+		if string(got) != want {
+			t.Errorf("appendJSONString(%q) = %s, want %s", in, got, want)
+		}
+		var s string
+		if err := json.Unmarshal(got, &s); err != nil {
+			t.Errorf("%s: %v", got, err)
+		}
+	}
+}
+
+func ExampleNewLog() {
+	dir, err := os.MkdirTemp("", "log-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "access.log")
+
+	comp, err := NewLog(LogOptions{File: file, Format: "json"})
+	if err != nil {
+		panic(err)
+	}
+	access := comp.(*Log)
+	defer access.Close()
+	url, stop := guardExampleServe(pipe.Chain{access, guardText("hello\n")})
+	defer stop()
+	guardExampleGet(url + "/hello?lang=en")
+
+	access.Sync() // wait for the writer, as a test must
+	data, _ := os.ReadFile(file)
+	var line struct {
+		Method, URI, Proto string
+		Status, Bytes      int
+	}
+	json.Unmarshal(data, &line)
+	fmt.Printf("%+v\n", line)
+	// Output:
+	// {Method:GET URI:/hello?lang=en Proto:HTTP/1.1 Status:200 Bytes:6}
+}
+
+func BenchmarkLog(b *testing.B) {
+	for _, format := range []string{"common", "combined", "json"} {
+		b.Run(format, func(b *testing.B) {
+			l, err := newLog(LogOptions{File: filepath.Join(b.TempDir(), "access.log"), Format: format, Buffer: 1 << 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			r := &engine.Request{
+				Method: []byte("GET"), Target: []byte("/docs/index.html?x=1"), ProtoMinor: 1,
+				Host: []byte("example.com"), RemoteAddr: guardTCP("192.0.2.1"),
+				Fields: []engine.Field{
+					{Name: []byte("User-Agent"), Value: []byte("Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0")},
+					{Name: []byte("Referer"), Value: []byte("https://example.com/")},
+				},
+			}
+			start := time.Now()
+			b.ReportAllocs()
+			for b.Loop() {
+				l.emit(r, 200, start, 1234)
+			}
+			l.Sync()
+			b.ReportMetric(float64(l.Dropped()), "dropped")
+		})
+	}
+}

@@ -1,0 +1,228 @@
+package components
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// Stats holds server counters: requests, responses by status class, body
+// bytes and delivery errors, recorded by the count pipe and shown by the
+// status source. Its methods are safe for concurrent use (the counters are
+// atomic); the zero value is ready, though only NewStats records a start
+// time for the uptime.
+type Stats struct {
+	start    time.Time
+	requests atomic.Uint64
+	classes  [5]atomic.Uint64 // 1xx … 5xx
+	bytes    atomic.Uint64
+	errors   atomic.Uint64
+}
+
+// NewStats returns Stats that start now.
+func NewStats() *Stats { return &Stats{start: time.Now()} }
+
+// DefaultStats is the Stats that count and status use unless given
+// others: one per process (each worker process counts its own).
+var DefaultStats = NewStats()
+
+func (s *Stats) addStatus(code int) {
+	if i := code/100 - 1; i >= 0 && i < len(s.classes) {
+		s.classes[i].Add(1)
+	}
+}
+
+// StatsSnapshot is a copy of the counters at one moment.
+type StatsSnapshot struct {
+	// Connections is the number of open client connections, or -1 when
+	// unknown (the status source was given no connection counter).
+	Connections int `json:"connections"`
+	// Requests counts the requests that reached a count pipe.
+	Requests uint64 `json:"requests"`
+	// Responses counts responses by status class: "1xx" … "5xx".
+	Responses map[string]uint64 `json:"responses"`
+	// Bytes counts response body bytes that passed a count pipe.
+	Bytes uint64 `json:"bytes"`
+	// Errors counts responses whose body could not be delivered (the
+	// client went away or stopped reading).
+	Errors uint64 `json:"errors"`
+	// UptimeSeconds is the time since the Stats were created.
+	UptimeSeconds float64 `json:"uptime_seconds"`
+}
+
+// Snapshot returns the counters now. Each counter is read atomically; the
+// set is not a single atomic view.
+func (s *Stats) Snapshot() StatsSnapshot {
+	snap := StatsSnapshot{
+		Connections: -1,
+		Requests:    s.requests.Load(),
+		Responses:   make(map[string]uint64, len(s.classes)),
+		Bytes:       s.bytes.Load(),
+		Errors:      s.errors.Load(),
+	}
+	for i := range s.classes {
+		snap.Responses[statusClassName(i)] = s.classes[i].Load()
+	}
+	if !s.start.IsZero() {
+		snap.UptimeSeconds = time.Since(s.start).Seconds()
+	}
+	return snap
+}
+
+func statusClassName(i int) string { return strconv.Itoa(i+1) + "xx" }
+
+// StatusOptions configures the status source. A config scalar
+// (`status: prometheus`) sets Format.
+type StatusOptions struct {
+	// Format fixes the format: "html", "json" or "prometheus". Empty
+	// chooses per request: the query parameter format=html|json|prometheus
+	// first, then PrometheusPath, then the Accept field (application/json
+	// → JSON; text/plain, as Prometheus scrapers ask → Prometheus); HTML
+	// otherwise.
+	Format string `yaml:"format"`
+
+	// PrometheusPath is a request path answered in the Prometheus text
+	// format (for instance "/metrics", routed to this source too).
+	PrometheusPath string `yaml:"prometheus_path"`
+
+	// Stats are the counters shown. Nil means DefaultStats. (Not settable
+	// from a config file.)
+	Stats *Stats `yaml:"-"`
+
+	// Conns reports the open connections, typically the serving
+	// engine.Server's OpenConns. Nil leaves the connection count out.
+	// (Not settable from a config file.)
+	Conns func() int `yaml:"-"`
+}
+
+// NewStatus returns the status Source: a page of the server counters (see
+// Stats) as HTML, JSON (a StatsSnapshot) or the Prometheus text exposition
+// format 0.0.4. Responses are marked Cache-Control: no-store. It is safe
+// for concurrent use.
+func NewStatus(opts StatusOptions) (pipe.Component, error) {
+	st := &status{opts: opts}
+	if st.opts.Stats == nil {
+		st.opts.Stats = DefaultStats
+	}
+	switch opts.Format {
+	case "", "html", "json", "prometheus":
+	default:
+		return nil, fmt.Errorf("status: unknown format %q (want html, json or prometheus)", opts.Format)
+	}
+	if p := opts.PrometheusPath; p != "" && p[0] != '/' {
+		return nil, fmt.Errorf("status: prometheus_path %q must start with /", p)
+	}
+	return pipe.Source(st.source), nil
+}
+
+type status struct{ opts StatusOptions }
+
+func (st *status) source(c *pipe.Conn) pipe.Content {
+	format := st.format(c)
+	snap := st.opts.Stats.Snapshot()
+	if st.opts.Conns != nil {
+		snap.Connections = st.opts.Conns()
+	}
+	var b bytes.Buffer
+	h := c.Header()
+	switch format {
+	case "json":
+		h.Set("Content-Type", "application/json")
+		json.NewEncoder(&b).Encode(snap)
+	case "prometheus":
+		h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		statusPrometheus(&b, &snap, st.opts.Stats)
+	default:
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		statusHTML(&b, &snap)
+	}
+	if st.opts.Format == "" {
+		h.Add("Vary", "Accept")
+	}
+	h.Set("Cache-Control", "no-store")
+	h.SetContentLength(int64(b.Len()))
+	return func(w pipe.Writer) error {
+		_, err := w.Write(b.Bytes())
+		return err
+	}
+}
+
+// format picks the format of one response.
+func (st *status) format(c *pipe.Conn) string {
+	if st.opts.Format != "" {
+		return st.opts.Format
+	}
+	r := c.Request
+	if len(r.Query) > 0 {
+		if q, err := url.ParseQuery(string(r.Query)); err == nil {
+			switch f := q.Get("format"); f {
+			case "html", "json", "prometheus":
+				return f
+			}
+		}
+	}
+	if p := st.opts.PrometheusPath; p != "" && string(r.Path) == p {
+		return "prometheus"
+	}
+	accept := r.Header("Accept")
+	switch {
+	case bytes.Contains(accept, []byte("application/json")):
+		return "json"
+	case bytes.Contains(accept, []byte("text/html")):
+		return "html"
+	case bytes.Contains(accept, []byte("text/plain")), bytes.Contains(accept, []byte("application/openmetrics-text")):
+		return "prometheus"
+	}
+	return "html"
+}
+
+// statusPrometheus writes the text exposition format by hand: a handful
+// of counters in a small, stable format do not need client_golang and its
+// dependencies.
+func statusPrometheus(b *bytes.Buffer, s *StatsSnapshot, st *Stats) {
+	metric := func(name, typ, help string) {
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	if s.Connections >= 0 {
+		metric("sluice_connections_open", "gauge", "Open client connections.")
+		fmt.Fprintf(b, "sluice_connections_open %d\n", s.Connections)
+	}
+	metric("sluice_requests_total", "counter", "Requests counted.")
+	fmt.Fprintf(b, "sluice_requests_total %d\n", s.Requests)
+	metric("sluice_responses_total", "counter", "Responses by status class.")
+	for i := range len(st.classes) {
+		name := statusClassName(i)
+		fmt.Fprintf(b, "sluice_responses_total{class=%q} %d\n", name, s.Responses[name])
+	}
+	metric("sluice_response_body_bytes_total", "counter", "Response body bytes counted.")
+	fmt.Fprintf(b, "sluice_response_body_bytes_total %d\n", s.Bytes)
+	metric("sluice_response_errors_total", "counter", "Responses whose body could not be delivered.")
+	fmt.Fprintf(b, "sluice_response_errors_total %d\n", s.Errors)
+	metric("sluice_uptime_seconds", "gauge", "Seconds since the counters started.")
+	fmt.Fprintf(b, "sluice_uptime_seconds %.3f\n", s.UptimeSeconds)
+}
+
+func statusHTML(b *bytes.Buffer, s *StatsSnapshot) {
+	b.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Sluice status</title>\n" +
+		"<style>body{font-family:sans-serif;margin:2em}td,th{padding:.2em 1em;text-align:right}th{text-align:left}</style>\n" +
+		"</head><body>\n<h1>Sluice status</h1>\n<table>\n")
+	row := func(name string, v any) { fmt.Fprintf(b, "<tr><th>%s</th><td>%v</td></tr>\n", name, v) }
+	if s.Connections >= 0 {
+		row("Open connections", s.Connections)
+	}
+	row("Requests", s.Requests)
+	for i := range 5 {
+		name := statusClassName(i)
+		row("Responses "+name, s.Responses[name])
+	}
+	row("Body bytes", s.Bytes)
+	row("Delivery errors", s.Errors)
+	row("Uptime", time.Duration(s.UptimeSeconds*float64(time.Second)).Truncate(time.Second))
+	b.WriteString("</table>\n</body></html>\n")
+}
