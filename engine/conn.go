@@ -325,6 +325,7 @@ func (c *conn) serveOne() bool {
 	c.r += n
 	c.pin = c.r
 	c.th.Clear()
+	c.srv.stats.requests.Add(1)
 
 	req.RemoteAddr, req.LocalAddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
 	resp := &s.resp
@@ -369,6 +370,7 @@ func (c *conn) runHandler(w *response, r *Request) {
 	defer func() {
 		if v := recover(); v != nil {
 			c.closeAfter = true
+			c.srv.stats.panics.Add(1)
 			if v != errAbortHandler {
 				c.srv.logger().Error("handler panic", "remote", c.nc.RemoteAddr().String(),
 					"target", string(r.Target), "panic", v, "stack", string(debug.Stack()))
@@ -455,7 +457,8 @@ func (c *conn) flush() error {
 // write sends b in full under the write timeout.
 func (c *conn) write(b []byte) error {
 	c.th.SetDeadline(c.srv.limits.WriteTimeout)
-	_, err := c.nc.Write(b)
+	n, err := c.nc.Write(b)
+	c.srv.stats.bytesWritten.Add(uint64(n))
 	c.th.Clear()
 	if err != nil {
 		c.closeAfter, c.broken = true, true
@@ -470,7 +473,8 @@ func (c *conn) writev(p []byte) error {
 	s.iov = append(s.iov[:0], s.out, p)
 	bufs := net.Buffers(s.iov)
 	c.th.SetDeadline(c.srv.limits.WriteTimeout)
-	_, err := bufs.WriteTo(c.nc)
+	n, err := bufs.WriteTo(c.nc)
+	c.srv.stats.bytesWritten.Add(uint64(n))
 	c.th.Clear()
 	s.out = s.out[:0]
 	clear(s.iov[:2])
@@ -486,6 +490,7 @@ func (c *conn) writeError(e *ProtocolError) {
 	if c.interrupted.Load() {
 		c.nc.SetDeadline(time.Time{})
 	}
+	c.srv.stats.refused.Add(1)
 	s := c.s
 	b := appendStatusLine(s.out, e.Status)
 	b = c.srv.appendServerFields(b)

@@ -378,3 +378,15 @@ func TestAbortAfterCommitTruncates(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestServerStats(t *testing.T) {
+	s := &Server{Handler: echo}
+	addr := startServer(t, s)
+	exchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	exchange(t, addr, "GET / HTTP/1.1\r\n\r\n") // no Host: refused
+	waitFor(t, "connections to close", func() bool { return s.OpenConns() == 0 })
+	st := s.Stats()
+	if st.Accepted != 2 || st.Requests != 2 || st.Refused != 1 || st.BytesWritten == 0 || st.Open != 0 {
+		t.Errorf("stats = %+v", st)
+	}
+}

@@ -296,6 +296,9 @@ func (w *response) fail(e *ProtocolError) {
 		w.c.closeAfter = true
 		return
 	}
+	if e.Status != 500 {
+		w.c.srv.stats.refused.Add(1)
+	}
 	w.hdr.reset()
 	w.c.s.bodyBuf = w.c.s.bodyBuf[:0]
 	w.written = 0

@@ -95,6 +95,7 @@ func (c *conn) sendFile(f *os.File, offset, n int64) error {
 	src := int(f.Fd())
 	out := c.s.out
 	var werr error
+	var sent int64
 	c.th.SetDeadline(c.srv.limits.WriteTimeout)
 	err := c.rc.Write(func(fd uintptr) bool {
 		for len(out) > 0 {
@@ -109,11 +110,13 @@ func (c *conn) sendFile(f *os.File, offset, n int64) error {
 				return true
 			}
 			out = out[m:]
+			sent += int64(m)
 		}
 		for n > 0 {
 			m, err := unix.Sendfile(int(fd), src, &offset, int(min(n, 1<<30)))
 			if m > 0 {
 				n -= int64(m)
+				sent += int64(m)
 			}
 			switch {
 			case err == syscall.EINTR:
@@ -131,6 +134,7 @@ func (c *conn) sendFile(f *os.File, offset, n int64) error {
 		return true
 	})
 	c.th.Clear()
+	c.srv.stats.bytesWritten.Add(uint64(sent))
 	c.s.out = c.s.out[:0]
 	if err == nil {
 		err = werr

@@ -53,6 +53,35 @@ type Server struct {
 	open      atomic.Int64
 	slot      chan struct{} // signalled when a connection closes
 	stopOnce  sync.Once
+	stats     counters
+}
+
+// counters are a Server's statistics, updated atomically.
+type counters struct {
+	accepted, requests, refused, panics, bytesWritten atomic.Uint64
+}
+
+// Stats is a snapshot of a Server's counters since it started.
+type Stats struct {
+	Accepted     uint64 // connections accepted
+	Open         int64  // connections open now
+	Requests     uint64 // requests whose head parsed (a handler or an engine answer followed)
+	Refused      uint64 // requests the engine itself refused (malformed heads, limits, unknown methods)
+	Panics       uint64 // handler panics
+	BytesWritten uint64 // response bytes written to sockets, headers included
+}
+
+// Stats returns the server's counters. It is safe to call at any time
+// from any goroutine.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Accepted:     s.stats.accepted.Load(),
+		Open:         s.open.Load(),
+		Requests:     s.stats.requests.Load(),
+		Refused:      s.stats.refused.Load(),
+		Panics:       s.stats.panics.Load(),
+		BytesWritten: s.stats.bytesWritten.Load(),
+	}
 }
 
 func (s *Server) init() {
@@ -162,6 +191,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		s.stats.accepted.Add(1)
 		s.admit()
 		go newConn(s, nc).serve()
 	}
