@@ -17,19 +17,22 @@ type cache struct {
 	epoch      time.Time
 
 	held atomic.Int64 // content bytes held by entries in m
+	fds  *fdCache     // the open files of entries in m
 
 	mu sync.RWMutex
 	m  map[string]*entry
 }
 
 func newCache(o Options) *cache {
-	return &cache{
+	c := &cache{
 		expiry:     o.Expiry,
 		maxEntries: o.MaxEntries,
 		maxBytes:   o.MaxMemBytes,
 		epoch:      time.Now(),
 		m:          make(map[string]*entry),
 	}
+	c.fds = newFDCache(o, c.now)
+	return c
 }
 
 // now reads the cache's monotonic clock.
@@ -55,23 +58,44 @@ func (c *cache) getString(key string) *entry {
 func (c *cache) fits(n int64) bool { return c.held.Load()+n <= c.maxBytes }
 
 // put makes e the entry for its key, fresh for one expiry, unless the key
-// now holds an entry other than old (another request was faster).
+// now holds an entry other than old (another request was faster): then e
+// is used by the request that made it but not cached.
 func (c *cache) put(old, e *entry) {
 	e.expires.Store(c.now() + int64(c.expiry))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.m[e.key]
 	if cur != old {
+		e.dropped.Store(true) // never cached: keeps no open file
 		return
 	}
 	if cur == nil && len(c.m) >= c.maxEntries {
 		c.evict()
 	}
 	if cur != nil {
-		c.held.Add(-int64(len(cur.body)))
+		c.release(cur)
 	}
-	c.held.Add(int64(len(e.body)))
+	c.held.Add(heldBytes(e))
 	c.m[e.key] = e
+}
+
+// heldBytes is the content e and its variants hold in memory.
+func heldBytes(e *entry) int64 {
+	n := int64(len(e.body))
+	for _, v := range e.variants {
+		n += int64(len(v.body))
+	}
+	return n
+}
+
+// release accounts for e leaving the cache: its bytes are no longer
+// counted and its open files are closed once no request uses them.
+func (c *cache) release(e *entry) {
+	c.held.Add(-heldBytes(e))
+	c.fds.drop(e)
+	for _, v := range e.variants {
+		c.fds.drop(v)
+	}
 }
 
 // renew keeps e, unchanged on disk, fresh for another expiry.
@@ -100,5 +124,15 @@ func (c *cache) evict() {
 
 func (c *cache) drop(k string, e *entry) {
 	delete(c.m, k)
-	c.held.Add(-int64(len(e.body)))
+	c.release(e)
+}
+
+// close empties the cache and closes the open files it keeps.
+func (c *cache) close() {
+	c.mu.Lock()
+	for k, e := range c.m {
+		c.drop(k, e)
+	}
+	c.mu.Unlock()
+	c.fds.close()
 }

@@ -7,35 +7,82 @@ import (
 	"github.com/sluice-server/sluice/engine"
 )
 
-// precondition evaluates the conditional request fields of a GET or HEAD
-// for the file e in the order of RFC 9110 §13.2.2 and returns the status
-// to answer with instead of the content, or 0 to send the content.
-func precondition(r *engine.Request, e *entry) int {
-	// Steps 1 and 2, If-Match and If-Unmodified-Since (412), come with the
-	// issue for the complete §13 set.
+// validators are what the conditional request fields are evaluated
+// against: the selected representation's entity tag and modification
+// time. Either may be empty (unknown).
+type validators struct {
+	etag    string    // strong entity tag, or ""
+	lastMod string    // Last-Modified field value, or ""
+	modTime time.Time // the modification time lastMod shows
+}
 
-	// Step 3: If-None-Match, with the weak comparison (§13.1.2).
+// precondition evaluates the conditional request fields of a GET or HEAD
+// for an existing representation with validators v, in the order of RFC
+// 9110 §13.2.2. It returns 412 (Precondition Failed), 304 (Not Modified),
+// or 0 to go on with the request. If-Range is evaluated separately
+// (rangeApplies), as the last step.
+func precondition(r *engine.Request, v *validators) int {
+	// Step 1: If-Match, strong comparison; "*" matches the existing
+	// representation (§13.1.1).
+	if im := r.Header("If-Match"); im != nil {
+		if !matchETag(im, v.etag, false) {
+			return http.StatusPreconditionFailed
+		}
+	} else if ius := r.Header("If-Unmodified-Since"); ius != nil && v.lastMod != "" {
+		// Step 2: If-Unmodified-Since, only without If-Match; an invalid
+		// date is ignored (§13.1.4).
+		if t, ok := parseDate(ius, v); ok && v.modTime.Truncate(time.Second).After(t) {
+			return http.StatusPreconditionFailed
+		}
+	}
+
+	// Step 3: If-None-Match, weak comparison (§13.1.2): a match means the
+	// client's copy is current.
 	if inm := r.Header("If-None-Match"); inm != nil {
-		if matchETag(inm, e.etag, true) {
+		if matchETag(inm, v.etag, true) {
 			return http.StatusNotModified
 		}
 		return 0
 	}
 
-	// Step 4: If-Modified-Since, only without If-None-Match and only for
-	// a file with a known modification time.
-	if ims := r.Header("If-Modified-Since"); ims != nil && e.lastMod != "" {
-		if string(ims) == e.lastMod { // the usual echo: no parsing
-			return http.StatusNotModified
-		}
-		t, err := http.ParseTime(string(ims))
-		if err == nil && !e.modTime.Truncate(time.Second).After(t) {
+	// Step 4: If-Modified-Since, only without If-None-Match and only for a
+	// representation with a modification time; an invalid date is ignored
+	// (§13.1.3).
+	if ims := r.Header("If-Modified-Since"); ims != nil && v.lastMod != "" {
+		if t, ok := parseDate(ims, v); ok && !v.modTime.Truncate(time.Second).After(t) {
 			return http.StatusNotModified
 		}
 	}
-
-	// Step 5, If-Range, comes with range requests.
 	return 0
+}
+
+// rangeApplies is step 5 of RFC 9110 §13.2.2: whether a GET's Range field
+// is to be honoured. Without If-Range it is; with it, only when its
+// validator matches the representation's: an entity tag by the strong
+// comparison, a date exactly (§13.1.5). A weak tag never matches.
+func rangeApplies(r *engine.Request, v *validators) bool {
+	ir := r.Header("If-Range")
+	if ir == nil {
+		return true
+	}
+	if len(ir) > 0 && (ir[0] == '"' || ir[0] == 'W') {
+		return v.etag != "" && v.etag[0] == '"' && string(ir) == v.etag
+	}
+	if v.lastMod == "" {
+		return false
+	}
+	t, ok := parseDate(ir, v)
+	return ok && t.Equal(v.modTime.Truncate(time.Second))
+}
+
+// parseDate parses an HTTP-date field value (the three formats of RFC 9110
+// §5.6.7). The usual echo of v.lastMod is recognised without parsing.
+func parseDate(b []byte, v *validators) (time.Time, bool) {
+	if string(b) == v.lastMod {
+		return v.modTime.Truncate(time.Second), true
+	}
+	t, err := http.ParseTime(string(b))
+	return t, err == nil
 }
 
 // matchETag reports whether the If-Match or If-None-Match field value list

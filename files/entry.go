@@ -7,20 +7,22 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 )
 
-// entry is what the Server knows about one cleaned request path. Apart
-// from expires and refreshing, an entry is immutable once it is in the
-// cache, so requests read it without locking; a change on disk makes a
-// new entry.
+// entry is what the Server knows about one cleaned request path, or
+// about one precompressed variant of a file. Apart from its atomic fields,
+// an entry is immutable once it is in the cache, so requests read it
+// without locking; a change on disk makes a new entry.
 type entry struct {
-	status   int    // http.StatusOK for a file, or 301, 403, 404
+	status   int    // http.StatusOK for a file or listing, or 301, 403, 404
 	location string // for 301: the escaped path with a slash added
+	dir      bool   // status 200: a directory to list (Options.Browse)
 
-	// For a file (status 200):
+	// For a file (status 200, not dir):
 	name    string // the fs.FS name of the file (the index for a directory)
 	size    int64
 	modTime time.Time
@@ -31,58 +33,83 @@ type entry struct {
 	// Precomputed header values; lastMod and etag may be empty.
 	ctype, lastMod, etag string
 
+	encoding string   // for a precompressed variant: its content coding
+	variants []*entry // the file's precompressed variants, preferred first
+
 	key        string       // the cache key
 	expires    atomic.Int64 // cache clock reading after which to revalidate
 	refreshing atomic.Bool  // one request is revalidating
+
+	fd      atomic.Pointer[openFile] // the shared open file, see fdCache
+	used    atomic.Int64             // cache clock at the last use of fd
+	dropped atomic.Bool              // left the cache: keep no fd
 }
 
 // sameFile reports whether fi describes the same unchanged file as e.
 func (e *entry) sameFile(fi fs.FileInfo) bool {
-	return e.status == http.StatusOK && e.size == fi.Size() &&
-		e.modTime.Equal(fi.ModTime()) && e.ino == inode(fi)
+	return e.size == fi.Size() && e.modTime.Equal(fi.ModTime()) && e.ino == inode(fi)
 }
 
 // sameAs reports whether n says what e says, so e may be kept.
 func (e *entry) sameAs(n *entry) bool {
-	if e.status != n.status || e.location != n.location {
+	if e.status != n.status || e.location != n.location || e.dir != n.dir || e.name != n.name {
 		return false
 	}
-	return e.status != http.StatusOK ||
-		e.name == n.name && e.size == n.size && e.modTime.Equal(n.modTime) && e.ino == n.ino
+	if e.status != http.StatusOK || e.dir {
+		return true
+	}
+	if e.size != n.size || !e.modTime.Equal(n.modTime) || e.ino != n.ino || len(e.variants) != len(n.variants) {
+		return false
+	}
+	for i, v := range e.variants {
+		if !v.sameAs(n.variants[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // errChanged reports a file that changed while it was being read.
 var errChanged = errors.New("files: file changed while read")
 
-// resolve finds what key names in fsys, without reading content: a file
-// entry, a redirect, or a 403/404. It returns an error only for failures
+// resolve finds what key names in the file system, without reading
+// content: a file entry (with its precompressed variants), a directory to
+// list, a redirect, or a 403/404. It returns an error only for failures
 // that should not be cached (an I/O error, running out of descriptors).
-func resolve(fsys fs.FS, key, index string) (*entry, error) {
+func (s *Server) resolveKey(key string) (*entry, error) {
 	name := fsName(key)
-	fi, err := fs.Stat(fsys, name)
+	fi, err := fs.Stat(s.fsys, name)
 	if err != nil {
 		return failure(key, err)
 	}
 	slash := key[len(key)-1] == '/'
 	if fi.IsDir() {
 		if !slash {
-			return &entry{status: http.StatusMovedPermanently, key: key, location: escapePath(key + "/")}, nil
+			return &entry{status: http.StatusMovedPermanently, key: key, location: escapePath(s.opts.StripPrefix + key + "/")}, nil
 		}
-		if name == "." {
-			name = index
-		} else {
-			name += "/" + index
-		}
-		if fi, err = fs.Stat(fsys, name); err != nil {
+		for _, index := range s.opts.Index {
+			iname := index
+			if name != "." {
+				iname = name + "/" + index
+			}
+			ifi, err := fs.Stat(s.fsys, iname)
+			switch {
+			case err == nil && ifi.Mode().IsRegular():
+				return s.fileEntry(key, iname, ifi), nil
+			case err == nil || errors.Is(err, fs.ErrNotExist):
+				continue
+			}
 			return failure(key, err)
 		}
-	} else if slash {
+		if s.opts.Browse {
+			return &entry{status: http.StatusOK, dir: true, key: key, name: name}, nil
+		}
 		return &entry{status: http.StatusNotFound, key: key}, nil
 	}
-	if !fi.Mode().IsRegular() {
+	if slash || !fi.Mode().IsRegular() {
 		return &entry{status: http.StatusNotFound, key: key}, nil
 	}
-	return fileEntry(key, name, fi), nil
+	return s.fileEntry(key, name, fi), nil
 }
 
 // failure maps a file system error to a cacheable 403 or 404 entry, or
@@ -101,8 +128,37 @@ func failure(key string, err error) (*entry, error) {
 	return &entry{status: http.StatusNotFound, key: key}, nil
 }
 
-// fileEntry describes the regular file name from its FileInfo.
-func fileEntry(key, name string, fi fs.FileInfo) *entry {
+// fileEntry describes the regular file name from its FileInfo, with the
+// precompressed variants found beside it.
+func (s *Server) fileEntry(key, name string, fi fs.FileInfo) *entry {
+	e := newFileEntry(key, name, fi, s.types.byName(name))
+	if len(s.opts.Precompressed) == 0 || isPrecompressedName(name) {
+		return e
+	}
+	for _, coding := range s.opts.Precompressed {
+		vname := name + precompressedExt[coding]
+		vfi, err := fs.Stat(s.fsys, vname)
+		if err != nil || !vfi.Mode().IsRegular() || vfi.ModTime().Before(fi.ModTime()) {
+			continue // missing, or older than the original: stale
+		}
+		v := newFileEntry(key, vname, vfi, e.ctype)
+		v.encoding = coding
+		e.variants = append(e.variants, v)
+	}
+	return e
+}
+
+// isPrecompressedName reports whether name is itself a precompressed file.
+func isPrecompressedName(name string) bool {
+	for _, ext := range precompressedExt {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+func newFileEntry(key, name string, fi fs.FileInfo, ctype string) *entry {
 	e := &entry{
 		status:  http.StatusOK,
 		key:     key,
@@ -110,7 +166,7 @@ func fileEntry(key, name string, fi fs.FileInfo) *entry {
 		size:    fi.Size(),
 		modTime: fi.ModTime(),
 		ino:     inode(fi),
-		ctype:   typeByName(name),
+		ctype:   ctype,
 	}
 	if !e.modTime.IsZero() {
 		e.lastMod = e.modTime.UTC().Format(http.TimeFormat)
@@ -132,7 +188,7 @@ func (e *entry) load(fsys fs.FS) error {
 	if err != nil {
 		return err
 	}
-	if !e.sameFile(fi) {
+	if !fi.Mode().IsRegular() || !e.sameFile(fi) {
 		return errChanged
 	}
 	body := make([]byte, e.size)

@@ -3,12 +3,16 @@ package files_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,10 +32,16 @@ func serve(t testing.TB, h engine.Handler) string {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
+		// The client may hold connections it dialed and never used; the
+		// engine gives those HeaderTimeout (10s) before Shutdown may close
+		// them, so the client closes them first.
+		client.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
+			var b strings.Builder
+			pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Errorf("Shutdown: %v; goroutines:\n%s", err, b.String())
 		}
 		if err := <-done; err != engine.ErrServerClosed {
 			t.Errorf("Serve returned %v, want ErrServerClosed", err)
@@ -66,10 +76,12 @@ func writeFiles(t testing.TB, dir string, m map[string]string) {
 	}
 }
 
-// client does not follow redirects, so tests see them.
+// client does not follow redirects, so tests see them, and does not ask
+// for gzip behind the test's back.
 var client = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	Timeout:       10 * time.Second,
+	Transport:     &http.Transport{DisableCompression: true},
 }
 
 // get sends method url with the extra header fields given as name, value
@@ -144,3 +156,75 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 func hostOf(url string) string { return strings.TrimPrefix(url, "http://") }
+
+// serveAsNobody serves dir with default options and returns the base
+// URL. Run as root, it serves from a child process (this test binary, see
+// TestHelperServeAsNobody) running as uid and gid 65534, because root may
+// read any file and permission tests would prove nothing.
+func serveAsNobody(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return serveDir(t, dir, files.Options{})
+	}
+	// The unprivileged child must reach dir and run a copy of the binary.
+	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	binDir := t.TempDir()
+	os.Chmod(binDir, 0o755)
+	bin := filepath.Join(binDir, "files.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestHelperServeAsNobody$")
+	cmd.Env = append(os.Environ(), "FILES_HELPER_ROOT="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close() // the child exits when its stdin closes
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	if err != nil || !ok {
+		t.Fatalf("helper server said %q, %v", line, err)
+	}
+	return "http://" + addr
+}
+
+// TestHelperServeAsNobody is the child process of serveAsNobody, not a
+// test: it serves $FILES_HELPER_ROOT until its stdin closes.
+func TestHelperServeAsNobody(t *testing.T) {
+	root := os.Getenv("FILES_HELPER_ROOT")
+	if root == "" {
+		t.Skip("helper process for serveAsNobody")
+	}
+	s, err := files.New(root, files.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: s}
+	go srv.Serve(ln)
+	fmt.Printf("ADDR %s\n", ln.Addr())
+	io.Copy(io.Discard, os.Stdin)
+	srv.Shutdown(context.Background())
+}

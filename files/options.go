@@ -1,16 +1,93 @@
 package files
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Options tunes a Server. The zero value gives the defaults documented on
 // each field.
 type Options struct {
+	// Index lists the files tried, in order, for a request ending in a
+	// slash. Nil means DefaultIndex ("index.html"); an empty non-nil list
+	// means no index files.
+	Index []string
+
+	// Browse lists a directory that has no index file: HTML, or JSON when
+	// the client prefers application/json. Without it such a directory is
+	// 404.
+	Browse bool
+
+	// Dotfiles says what happens to a path with a segment starting with
+	// "." (".env", ".git/config"): DotfilesHide (the default) answers 404
+	// as for a missing file, DotfilesDeny answers 403, DotfilesAllow
+	// serves them. A first segment ".well-known" (RFC 8615) is always
+	// served; ".." is never.
+	Dotfiles string
+
+	// FollowSymlinks follows symbolic links wherever they lead, even out
+	// of the root. UNSAFE: anyone who can create a link in the tree (an
+	// upload directory, a shared checkout) can then publish any file the
+	// server can read. By default a link is followed only while it stays
+	// inside the root, checked by the kernel with os.Root.
+	FollowSymlinks bool
+
+	// Types maps file extensions (".md", case-insensitive, with the dot)
+	// to media types, before the built-in table and /etc/mime.types. A
+	// text/* type without a charset parameter gets "; charset=utf-8".
+	Types map[string]string
+
+	// NoSniff adds "X-Content-Type-Options: nosniff" to file responses.
+	NoSniff bool
+
+	// Precompressed lists the content codings whose precompressed files
+	// ("style.css.br" beside "style.css") are served to clients that
+	// accept them, in the server's order of preference: any of "br",
+	// "zstd", "gzip". Nil means DefaultPrecompressed; an empty non-nil
+	// list turns the feature off.
+	Precompressed []string
+
+	// MaxAge, when positive, sends "Cache-Control: max-age=N" (whole
+	// seconds) and an Expires field MaxAge from now with every file.
+	MaxAge time.Duration
+
+	// Immutable adds "immutable" to Cache-Control (RFC 8246): the files
+	// never change under their names. It needs MaxAge.
+	Immutable bool
+
+	// NoCache sends "Cache-Control: no-cache": caches must revalidate
+	// every time (cheap with the validators every file carries). It
+	// excludes MaxAge.
+	NoCache bool
+
+	// StripPrefix is removed from the start of the request path before
+	// the path is mapped to a file ("/static" serves /static/a.css from
+	// ROOT/a.css). A path without the prefix is 404.
+	StripPrefix string
+
+	// MaxRanges bounds the byte ranges of one request after overlapping
+	// and nearby ranges are merged; a request with more is answered with
+	// the whole file (200). Zero means DefaultMaxRanges.
+	MaxRanges int
+
 	// Expiry is how long what the Server learned about a path (its file's
 	// metadata and content, or that it is missing) is trusted before the
 	// file system is asked again. Zero means DefaultExpiry; a negative
 	// value means every request checks the file system (content held in
 	// memory is still reused while the file is unchanged).
 	Expiry time.Duration
+
+	// OpenExpiry is how long a file kept open for sendfile stays open
+	// without being requested. Zero means DefaultOpenExpiry.
+	OpenExpiry time.Duration
+
+	// MaxOpenFiles bounds the files kept open between requests; files
+	// beyond it are opened and closed per request. Zero means
+	// DefaultMaxOpenFiles; negative keeps none open.
+	MaxOpenFiles int
 
 	// MaxMemFile is the size up to which a file's content is held in
 	// memory and written with its header in one write. Zero means
@@ -24,27 +101,107 @@ type Options struct {
 	// MaxEntries bounds the number of cached paths (including paths found
 	// missing). Zero means DefaultMaxEntries.
 	MaxEntries int
-
-	// Index is the file served for a request ending in a slash. Empty
-	// means "index.html".
-	Index string
 }
+
+// Values of Options.Dotfiles.
+const (
+	DotfilesHide  = "hide"
+	DotfilesDeny  = "deny"
+	DotfilesAllow = "allow"
+)
 
 // Defaults for the zero fields of Options.
 const (
-	DefaultExpiry      = time.Second
-	DefaultMaxMemFile  = 64 << 10
-	DefaultMaxMemBytes = 32 << 20
-	DefaultMaxEntries  = 10000
-	DefaultIndex       = "index.html"
+	DefaultExpiry       = time.Second
+	DefaultOpenExpiry   = 10 * time.Second
+	DefaultMaxOpenFiles = 1000
+	DefaultMaxMemFile   = 64 << 10
+	DefaultMaxMemBytes  = 32 << 20
+	DefaultMaxEntries   = 10000
+	DefaultMaxRanges    = 16
 )
 
+// DefaultIndex is the index file list when Options.Index is nil.
+var DefaultIndex = []string{"index.html"}
+
+// DefaultPrecompressed is the list of precompressed codings when
+// Options.Precompressed is nil.
+var DefaultPrecompressed = []string{"br", "zstd", "gzip"}
+
+// precompressedExt maps a content coding to the extension of its files.
+var precompressedExt = map[string]string{"br": ".br", "zstd": ".zst", "gzip": ".gz"}
+
+// Validate reports the first invalid option, as "files: ..." errors.
+func (o Options) Validate() error {
+	for _, name := range o.Index {
+		if name == "" || strings.ContainsAny(name, "/\\\x00") || name == "." || name == ".." {
+			return fmt.Errorf("files: index %q must be a plain file name", name)
+		}
+	}
+	switch o.Dotfiles {
+	case "", DotfilesHide, DotfilesDeny, DotfilesAllow:
+	default:
+		return fmt.Errorf("files: dotfiles %q: want hide, deny or allow", o.Dotfiles)
+	}
+	seen := map[string]bool{}
+	for _, c := range o.Precompressed {
+		if precompressedExt[c] == "" {
+			return fmt.Errorf("files: unknown precompressed coding %q (want br, zstd or gzip)", c)
+		}
+		if seen[c] {
+			return fmt.Errorf("files: precompressed coding %q listed twice", c)
+		}
+		seen[c] = true
+	}
+	for ext, typ := range o.Types {
+		if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext[1:], "./\\") {
+			return fmt.Errorf("files: type extension %q must look like \".ext\"", ext)
+		}
+		if !validMediaType(typ) {
+			return fmt.Errorf("files: type %q for %q is not a media type", typ, ext)
+		}
+	}
+	switch {
+	case o.MaxAge < 0:
+		return errors.New("files: max_age must not be negative")
+	case o.NoCache && o.MaxAge > 0:
+		return errors.New("files: no_cache and max_age exclude each other")
+	case o.Immutable && o.MaxAge <= 0:
+		return errors.New("files: immutable needs max_age")
+	}
+	if o.StripPrefix != "" && (o.StripPrefix[0] != '/' || strings.HasSuffix(o.StripPrefix, "/")) {
+		return fmt.Errorf("files: strip_prefix %q must start with / and not end with /", o.StripPrefix)
+	}
+	if o.MaxRanges < 0 {
+		return errors.New("files: max_ranges must not be negative")
+	}
+	return nil
+}
+
 func (o Options) withDefaults() Options {
+	if o.Index == nil {
+		o.Index = DefaultIndex
+	}
+	if o.Dotfiles == "" {
+		o.Dotfiles = DotfilesHide
+	}
+	if o.Precompressed == nil {
+		o.Precompressed = DefaultPrecompressed
+	}
+	if o.MaxRanges == 0 {
+		o.MaxRanges = DefaultMaxRanges
+	}
 	if o.Expiry == 0 {
 		o.Expiry = DefaultExpiry
 	}
 	if o.Expiry < 0 {
 		o.Expiry = 0
+	}
+	if o.OpenExpiry <= 0 {
+		o.OpenExpiry = DefaultOpenExpiry
+	}
+	if o.MaxOpenFiles == 0 {
+		o.MaxOpenFiles = DefaultMaxOpenFiles
 	}
 	if o.MaxMemFile == 0 {
 		o.MaxMemFile = DefaultMaxMemFile
@@ -55,8 +212,20 @@ func (o Options) withDefaults() Options {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
 	}
-	if o.Index == "" {
-		o.Index = DefaultIndex
-	}
 	return o
+}
+
+// cacheControl returns the Cache-Control value the options ask for, or "".
+func (o Options) cacheControl() string {
+	switch {
+	case o.NoCache:
+		return "no-cache"
+	case o.MaxAge > 0:
+		v := "max-age=" + strconv.FormatInt(int64(o.MaxAge/time.Second), 10)
+		if o.Immutable {
+			v += ", immutable"
+		}
+		return v
+	}
+	return ""
 }

@@ -6,23 +6,30 @@ import (
 	"strings"
 )
 
+// Verdicts of checkPath.
+const (
+	pathOK      = iota // may be served
+	pathRefused        // never served: 404
+	pathDotfile        // has a dotfile segment: Options.Dotfiles decides
+)
+
 // checkPath vets a decoded request path in one pass without allocating.
-// ok is false for a path that must not be served: not starting with '/',
-// containing NUL or '\\', with a ".." segment, or with a segment starting
-// with '.' other than a first segment ".well-known". clean reports whether
+// It refuses a path not starting with '/', containing NUL or '\\', or with
+// a ".." segment; it flags a path with a segment starting with '.' other
+// than a first segment ".well-known" as pathDotfile. clean reports whether
 // p is already in its canonical form (no empty or "." segment except a
 // trailing slash), so that p itself is the cache key.
-func checkPath(p []byte) (clean, ok bool) {
+func checkPath(p []byte) (clean bool, verdict int) {
 	if len(p) == 0 || p[0] != '/' {
-		return false, false
+		return false, pathRefused
 	}
-	clean = true
+	clean, verdict = true, pathOK
 	segs := 0 // segments that survive cleaning, so far
 	for i := 1; i <= len(p); {
 		j := i
 		for j < len(p) && p[j] != '/' {
 			if p[j] == 0 || p[j] == '\\' {
-				return false, false
+				return false, pathRefused
 			}
 			j++
 		}
@@ -37,15 +44,33 @@ func checkPath(p []byte) (clean, ok bool) {
 		case len(seg) == 1: // "."
 			clean = false
 		case string(seg) == "..":
-			return false, false
+			return false, pathRefused
 		case segs == 0 && string(seg) == ".well-known":
 			segs++
 		default: // dotfile
-			return false, false
+			segs++
+			verdict = pathDotfile
 		}
 		i = j + 1
 	}
-	return clean, true
+	return clean, verdict
+}
+
+// isDotName reports whether a directory entry name is hidden by the
+// dotfile rule at the given cache key of its directory.
+func isDotName(dirKey, name string) bool {
+	return name[0] == '.' && !(dirKey == "/" && name == ".well-known")
+}
+
+// stripPrefix removes prefix (no trailing slash) from p, which must then
+// be empty (the prefix itself, to be redirected to prefix + "/") or
+// continue with '/'. ok is false for a path outside prefix.
+func stripPrefix(p []byte, prefix string) (rest []byte, ok bool) {
+	if len(p) < len(prefix) || string(p[:len(prefix)]) != prefix {
+		return nil, false
+	}
+	rest = p[len(prefix):]
+	return rest, len(rest) == 0 || rest[0] == '/'
 }
 
 // cleanKey returns the canonical form of a path that checkPath accepted:

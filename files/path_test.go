@@ -1,44 +1,52 @@
 package files
 
-import "testing"
+import (
+	"io/fs"
+	"strings"
+	"testing"
+)
 
 func TestCheckPath(t *testing.T) {
+	const ok, refused, dot = pathOK, pathRefused, pathDotfile
 	tests := []struct {
-		path      string
-		clean, ok bool
+		path    string
+		clean   bool
+		verdict int
 	}{
-		{"/", true, true},
-		{"/index.html", true, true},
-		{"/a/b/", true, true},
-		{"/a//b", false, true},
-		{"//", false, true},
-		{"/./a", false, true},
-		{"/a/.", false, true},
-		{"/a/./", false, true},
-		{"/.well-known/x", true, true},
-		{"/./.well-known/x", false, true},
-		{"//.well-known/x", false, true},
-		{"/a..b/c...", true, true},
-		{"/..", false, false},
-		{"/a/../b", false, false},
-		{"/a/..", false, false},
-		{"/.env", false, false},
-		{"/a/.git/config", false, false},
-		{"/.well-known/.x", false, false},
-		{"/a/.well-known/x", false, false},
-		{"/.well-knownx", false, false},
-		{"/a\\b", false, false},
-		{"/a\x00b", false, false},
-		{"", false, false},
-		{"*", false, false},
-		{"a/b", false, false},
+		{"/", true, ok},
+		{"/index.html", true, ok},
+		{"/a/b/", true, ok},
+		{"/a//b", false, ok},
+		{"//", false, ok},
+		{"/./a", false, ok},
+		{"/a/.", false, ok},
+		{"/a/./", false, ok},
+		{"/.well-known/x", true, ok},
+		{"/./.well-known/x", false, ok},
+		{"//.well-known/x", false, ok},
+		{"/a..b/c...", true, ok},
+		{"/..", false, refused},
+		{"/a/../b", false, refused},
+		{"/a/..", false, refused},
+		{"/.env/../x", false, refused},
+		{"/.env", true, dot},
+		{"/a/.git/config", true, dot},
+		{"/.well-known/.x", true, dot},
+		{"/a/.well-known/x", true, dot},
+		{"/.well-knownx", true, dot},
+		{"/a\\b", false, refused},
+		{"/.env\\b", false, refused},
+		{"/a\x00b", false, refused},
+		{"", false, refused},
+		{"*", false, refused},
+		{"a/b", false, refused},
 	}
 	for _, tt := range tests {
-		clean, ok := checkPath([]byte(tt.path))
-		if ok != tt.ok || ok && clean != tt.clean {
-			t.Errorf("checkPath(%q) = %v, %v, want %v, %v", tt.path, clean, ok, tt.clean, tt.ok)
+		clean, verdict := checkPath([]byte(tt.path))
+		if verdict != tt.verdict || verdict != refused && clean != tt.clean {
+			t.Errorf("checkPath(%q) = %v, %v, want %v, %v", tt.path, clean, verdict, tt.clean, tt.verdict)
 		}
-		if ok && clean && cleanKey(tt.path) != tt.path {
+		if verdict != refused && clean && cleanKey(tt.path) != tt.path {
 			t.Errorf("checkPath(%q) says clean, but cleanKey gives %q", tt.path, cleanKey(tt.path))
 		}
 	}
@@ -77,22 +85,25 @@ func FuzzCheckPath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		clean, ok := checkPath([]byte(p))
-		if !ok {
+		clean, verdict := checkPath([]byte(p))
+		if verdict == pathRefused {
 			return
 		}
 		key := cleanKey(p)
 		if clean && key != p {
 			t.Fatalf("checkPath(%q) says clean; cleanKey = %q", p, key)
 		}
-		// What is served never climbs out or shows a dotfile.
-		if _, ok := checkPath([]byte(key)); !ok {
-			t.Fatalf("cleanKey(%q) = %q is refused by checkPath", p, key)
+		// What is served never climbs out, and keeps its dotfile verdict.
+		if _, v := checkPath([]byte(key)); v != verdict {
+			t.Fatalf("cleanKey(%q) = %q has verdict %d, want %d", p, key, v, verdict)
 		}
 		name := fsName(key)
-		for i := 0; i+1 < len(name); i++ {
-			if name[i] == '.' && (i == 0 || name[i-1] == '/') && name[i+1] == '.' {
-				t.Fatalf("%q maps to %q", p, name)
+		if !fs.ValidPath(name) {
+			t.Fatalf("%q maps to the invalid fs.FS name %q", p, name)
+		}
+		for seg := range strings.SplitSeq(name, "/") {
+			if seg == ".." || verdict == pathOK && strings.HasPrefix(seg, ".") && seg != "." && !strings.HasPrefix(name, ".well-known") {
+				t.Fatalf("%q (verdict %d) maps to %q", p, verdict, name)
 			}
 		}
 	})

@@ -5,9 +5,10 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"math"
 	"net/http"
 	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/sluice-server/sluice/engine"
 )
@@ -20,9 +21,13 @@ const allow = "GET, HEAD, OPTIONS"
 // connections. Its zero value is not usable.
 type Server struct {
 	fsys  fs.FS
-	root  *os.Root // New's directory, closed by Close; nil for NewFS
+	root  *os.Root // New's directory, closed by Close; nil for NewFS or FollowSymlinks
 	opts  Options
 	cache *cache
+	types typeTable
+
+	cacheControl string                       // the Cache-Control value, or ""
+	expiresVal   atomic.Pointer[expiresValue] // the Expires value for the current second
 }
 
 var _ engine.Handler = (*Server)(nil)
@@ -32,12 +37,19 @@ var _ engine.Handler = (*Server)(nil)
 // os.Root, so neither a ".." nor a symbolic link can lead outside it, even
 // if the tree changes while a request is served. Symbolic links inside the
 // tree are followed when relative and their target stays inside root;
-// absolute links are refused (404). Replacing root itself (renaming
-// another directory over it) is not seen; its contents may change freely.
+// absolute links and links leading out are refused (404) — unless
+// opts.FollowSymlinks, which serves whatever a link points to (see
+// Options). Replacing root itself (renaming another directory over it) is
+// not seen; its contents may change freely.
 //
-// Files are sent with sendfile(2) when the engine allows. Call Close to
-// release the directory when the Server is no longer used.
+// New fails for invalid options (Options.Validate) and for a root that is
+// not a readable directory. Files are sent with sendfile(2) when the
+// engine allows. Call Close to release the directory and the open files
+// when the Server is no longer used.
 func New(root string, opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, err
@@ -51,7 +63,11 @@ func New(root string, opts Options) (*Server, error) {
 		r.Close()
 		return nil, &fs.PathError{Op: "open", Path: root, Err: errors.New("not a directory")}
 	}
-	s := NewFS(r.FS(), opts)
+	if opts.FollowSymlinks {
+		r.Close()
+		return newServer(os.DirFS(root), opts), nil
+	}
+	s := newServer(r.FS(), opts)
 	s.root = r
 	return s, nil
 }
@@ -59,15 +75,31 @@ func New(root string, opts Options) (*Server, error) {
 // NewFS returns a Server for the files of fsys, such as an embed.FS (use
 // fs.Sub to serve a subdirectory). fsys must be safe for concurrent use.
 // Content is copied through user space; a file fsys opens as an *os.File
-// is still sent with sendfile(2).
+// is still sent with sendfile(2). Options.FollowSymlinks does not apply:
+// fsys decides. NewFS panics on invalid options (see Options.Validate).
 func NewFS(fsys fs.FS, opts Options) *Server {
-	opts = opts.withDefaults()
-	return &Server{fsys: fsys, opts: opts, cache: newCache(opts)}
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
+	return newServer(fsys, opts)
 }
 
-// Close releases the directory opened by New. Requests after Close fail
-// with 404 or 500. It returns nil for a Server made by NewFS.
+func newServer(fsys fs.FS, opts Options) *Server {
+	opts = opts.withDefaults()
+	return &Server{
+		fsys:         fsys,
+		opts:         opts,
+		cache:        newCache(opts),
+		types:        newTypeTable(opts.Types),
+		cacheControl: opts.cacheControl(),
+	}
+}
+
+// Close releases the directory opened by New and the files kept open
+// (files being sent close when their transfer ends). Requests after Close
+// fail with 404 or 500.
 func (s *Server) Close() error {
+	s.cache.close()
 	if s.root == nil {
 		return nil
 	}
@@ -75,70 +107,107 @@ func (s *Server) Close() error {
 }
 
 // Serve implements engine.Handler: it answers GET and HEAD with the file
-// the path names (or 301, 304, 403, 404), OPTIONS with 204, and other
-// methods with 405, as the package documentation describes. It does not
-// read the request body.
+// the path names (200, 206, or 301, 304, 403, 404, 412, 416), OPTIONS
+// with 204, and other methods with 405, as the package documentation
+// describes. It does not read the request body.
 func (s *Server) Serve(w engine.ResponseWriter, r *engine.Request) {
-	switch string(r.Method) {
-	case "GET", "HEAD":
-	case "OPTIONS":
-		w.Header().Set("Allow", allow)
-		w.WriteHeader(http.StatusNoContent)
-		return
-	default:
-		w.Header().Set("Allow", allow)
-		engine.Error(w, http.StatusMethodNotAllowed, "use "+allow)
-		return
+	rp, err := s.decideOpen(r)
+	if err != nil {
+		s.logError(r, err)
+		rp = s.errorReply(http.StatusInternalServerError, r.IsMethod("HEAD"))
 	}
+	rp.SetHeader(w.Header())
+	w.WriteHeader(rp.status)
+	bw, ok := w.(BodyWriter)
+	if !ok {
+		bw = copyWriter{w}
+	}
+	rp.Send(bw) // errors are the engine's: it closes the connection
+	rp.release()
+}
+
+// decideOpen decides the reply to r and takes a reference to the file it
+// sends. When the file changed since it was cached, it looks the path up
+// again, a few times at most.
+func (s *Server) decideOpen(r *engine.Request) (Reply, error) {
 	for attempt := 0; ; attempt++ {
-		e, err := s.lookup(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
+		rp := s.decide(r, attempt > 0)
+		err := rp.open()
+		switch {
+		case err == nil:
+			return rp, nil
+		case err == errChanged && attempt < 3:
+			continue
+		case err == errChanged:
+			return rp, err
 		}
-		switch e.status {
-		case http.StatusOK:
-		case http.StatusMovedPermanently:
-			s.redirect(w, r, e)
-			return
-		default:
-			engine.Error(w, e.status, statusMessage(e.status))
-			return
+		if e, ferr := failure("", err); ferr == nil {
+			return s.errorReply(e.status, rp.head), nil
 		}
-		err = s.serveFile(w, r, e, attempt == 0)
-		if err == nil {
-			return
-		}
-		if attempt > 0 {
-			s.fail(w, r, err)
-			return
-		}
-		// The file changed or vanished since it was cached: look again.
-		e.expires.Store(math.MinInt64)
+		return rp, err
 	}
 }
 
-// fail answers a request that hit an unexpected file system error.
-func (s *Server) fail(w engine.ResponseWriter, r *engine.Request, err error) {
-	if e, ferr := failure("", err); ferr == nil {
-		engine.Error(w, e.status, statusMessage(e.status))
-		return
+// Decide decides the reply to r for a caller that sets the header now and
+// sends the body later, as a pipeline source does: SetHeader, then, in
+// the content phase, Send. The reply holds no open file between the two,
+// so a Send that never happens leaks nothing. Decide reads the request
+// only while it runs.
+func (s *Server) Decide(r *engine.Request) Reply {
+	rp, err := s.decideOpen(r)
+	if err != nil {
+		s.logError(r, err)
+		return s.errorReply(http.StatusInternalServerError, r.IsMethod("HEAD"))
 	}
+	rp.release() // the file stays open in the cache for Send
+	return rp
+}
+
+// copyWriter sends file regions by copying, for ResponseWriters that
+// cannot send files themselves.
+type copyWriter struct{ w engine.ResponseWriter }
+
+func (c copyWriter) Write(p []byte) (int, error) { return c.w.Write(p) }
+
+func (c copyWriter) SendFile(f *os.File, offset, n int64) error {
+	m, err := io.Copy(c.w, io.NewSectionReader(f, offset, n))
+	if err == nil && m < n {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// logError reports an unexpected file system error.
+func (s *Server) logError(r *engine.Request, err error) {
 	slog.Error("files: cannot serve", "path", string(r.Path), "error", err)
-	engine.Error(w, http.StatusInternalServerError, "cannot read file")
 }
 
 // lookup returns the entry for the request's path: from the cache while
 // fresh, else resolved from the file system. While one request revalidates
 // an expired entry, others keep using it.
-func (s *Server) lookup(r *engine.Request) (*entry, error) {
+// With force, a cached entry is looked up again even if fresh.
+func (s *Server) lookup(r *engine.Request, force bool) (*entry, error) {
 	if hasEncodedSlash(r.RawPath) {
 		return notFound, nil
 	}
 	p := r.Path
-	clean, ok := checkPath(p)
-	if !ok {
+	if s.opts.StripPrefix != "" {
+		var ok bool
+		if p, ok = stripPrefix(p, s.opts.StripPrefix); !ok {
+			return notFound, nil
+		}
+		if len(p) == 0 {
+			return &entry{status: http.StatusMovedPermanently, location: escapePath(s.opts.StripPrefix + "/")}, nil
+		}
+	}
+	clean, verdict := checkPath(p)
+	switch {
+	case verdict == pathRefused:
 		return notFound, nil
+	case verdict == pathDotfile && s.opts.Dotfiles == DotfilesHide:
+		return notFound, nil
+	case verdict == pathDotfile && s.opts.Dotfiles == DotfilesDeny:
+		return forbidden, nil
 	}
 	var e *entry
 	key := ""
@@ -148,8 +217,11 @@ func (s *Server) lookup(r *engine.Request) (*entry, error) {
 		key = cleanKey(string(p))
 		e = s.cache.getString(key)
 	}
-	if e != nil && (s.cache.now() < e.expires.Load() || !e.refreshing.CompareAndSwap(false, true)) {
+	if e != nil && !force && (s.cache.now() < e.expires.Load() || !e.refreshing.CompareAndSwap(false, true)) {
 		return e, nil
+	}
+	if e != nil && force {
+		e.refreshing.Store(true)
 	}
 	if key == "" {
 		key = string(p)
@@ -161,22 +233,24 @@ func (s *Server) lookup(r *engine.Request) (*entry, error) {
 	return n, err
 }
 
-// notFound answers paths refused before the file system is asked.
-var notFound = &entry{status: http.StatusNotFound}
+// Entries answering paths refused before the file system is asked.
+var (
+	notFound  = &entry{status: http.StatusNotFound}
+	forbidden = &entry{status: http.StatusForbidden}
+)
 
 // resolve looks key up in the file system and caches the result. old is
 // the expired entry, or nil; it is kept when nothing changed.
 func (s *Server) resolve(key string, old *entry) (*entry, error) {
-	n, err := resolve(s.fsys, key, s.opts.Index)
+	n, err := s.resolveKey(key)
 	if err != nil {
 		return nil, err
 	}
-	hold := n.status == http.StatusOK && n.size <= s.opts.MaxMemFile
-	if old != nil && old.sameAs(n) && (old.held || !hold) {
+	if old != nil && old.sameAs(n) && !s.wantsLoad(old) {
 		s.cache.renew(old)
 		return old, nil
 	}
-	if hold && s.cache.fits(n.size) {
+	if s.wantsLoad1(n) {
 		switch err := n.load(s.fsys); {
 		case err == errChanged:
 			// Serve it from disk this time; the next expiry reads it again.
@@ -186,86 +260,92 @@ func (s *Server) resolve(key string, old *entry) (*entry, error) {
 			}
 		}
 	}
+	for i := 0; i < len(n.variants); i++ {
+		v := n.variants[i]
+		if !s.wantsLoad1(v) {
+			continue
+		}
+		if err := v.load(s.fsys); err != nil && err != errChanged {
+			// An unreadable variant is not offered; the original still is.
+			n.variants = append(n.variants[:i:i], n.variants[i+1:]...)
+			i--
+		}
+	}
 	s.cache.put(old, n)
 	return n, nil
 }
 
-// serveFile answers with the file e, or a 304. A file not held in memory
-// is opened first; if that fails, or verify is set and the open file no
-// longer matches e, serveFile writes nothing and returns the error
-// (errChanged for a mismatch).
-func (s *Server) serveFile(w engine.ResponseWriter, r *engine.Request, e *entry, verify bool) error {
-	status := precondition(r, e)
-	var f fs.File
-	if status == 0 && !e.held && !r.IsMethod("HEAD") {
-		var err error
-		if f, err = s.fsys.Open(e.name); err != nil {
-			return err
-		}
-		defer f.Close()
-		if verify {
-			fi, err := f.Stat()
-			if err != nil {
-				return err
-			}
-			if !e.sameFile(fi) {
-				return errChanged
-			}
+// wantsLoad reports whether e or one of its variants is a file small
+// enough to hold in memory, not held yet, that fits the memory budget.
+func (s *Server) wantsLoad(e *entry) bool {
+	if s.wantsLoad1(e) {
+		return true
+	}
+	for _, v := range e.variants {
+		if s.wantsLoad1(v) {
+			return true
 		}
 	}
-	h := w.Header()
-	if e.etag != "" {
-		h.Set("ETag", e.etag)
-	}
-	if e.lastMod != "" {
-		h.Set("Last-Modified", e.lastMod)
-	}
-	if status != 0 {
-		w.WriteHeader(status)
-		return nil
-	}
-	h.Set("Content-Type", e.ctype)
-	h.SetContentLength(e.size)
-	switch {
-	case e.held:
-		w.Write(e.body)
-	case f == nil: // HEAD
-	default:
-		sendFile(w, f, e.size)
-	}
-	return nil
+	return false
 }
 
-// sendFile sends n bytes of f as the body: with sendfile(2) when both
-// sides allow, else by copying. Errors are the engine's to handle (it
-// closes the connection); there is nothing left to answer.
-func sendFile(w engine.ResponseWriter, f fs.File, n int64) {
-	if fsnd, ok := w.(engine.FileSender); ok {
-		if osf, ok := f.(*os.File); ok {
-			fsnd.SendFile(osf, 0, n)
-			return
+func (s *Server) wantsLoad1(e *entry) bool {
+	return e.status == http.StatusOK && !e.dir && !e.held && e.size <= s.opts.MaxMemFile && s.cache.fits(e.size)
+}
+
+// openEntry returns a reference to an open file for e (a file or variant
+// entry not held in memory): e's shared file when it has one, else a
+// newly opened file, verified to still be the file e describes (else
+// errChanged), which becomes e's shared file if the fd cache has room.
+func (s *Server) openEntry(e *entry) (*openFile, error) {
+	now := s.cache.now()
+	if o := e.fd.Load(); o != nil && o.acquire() {
+		if e.used.Load() != now {
+			e.used.Store(now)
+		}
+		return o, nil
+	}
+	f, err := s.fsys.Open(e.name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || !e.sameFile(fi) {
+		f.Close()
+		return nil, errChanged
+	}
+	o := &openFile{f: f}
+	o.osf, _ = f.(*os.File)
+	o.refs.Store(1)
+	if o.osf != nil && s.opts.MaxOpenFiles > 0 {
+		o.refs.Store(2) // one for the cache, if it keeps it
+		e.used.Store(now)
+		if !s.cache.fds.keep(e, o) {
+			o.refs.Store(1)
 		}
 	}
-	io.CopyN(w, f, n)
+	return o, nil
 }
 
-// redirect answers a directory path without its trailing slash with a
-// redirect to the path with it, keeping the query.
-func (s *Server) redirect(w engine.ResponseWriter, r *engine.Request, e *entry) {
-	loc := e.location
-	if len(r.Query) > 0 {
-		loc += "?" + string(r.Query)
-	}
-	w.Header().Set("Location", loc)
-	w.WriteHeader(http.StatusMovedPermanently)
+// expiresValue is the Expires field value for one second.
+type expiresValue struct {
+	sec int64
+	val string
 }
 
-func statusMessage(status int) string {
-	switch status {
-	case http.StatusNotFound:
-		return "no such file"
-	case http.StatusForbidden:
-		return "permission denied"
+// expires returns the Expires value (now + MaxAge), formatted once a
+// second.
+func (s *Server) expires() string {
+	now := time.Now()
+	sec := now.Unix()
+	if ev := s.expiresVal.Load(); ev != nil && ev.sec == sec {
+		return ev.val
 	}
-	return http.StatusText(status)
+	ev := &expiresValue{sec: sec, val: now.Add(s.opts.MaxAge).UTC().Format(http.TimeFormat)}
+	s.expiresVal.Store(ev)
+	return ev.val
 }

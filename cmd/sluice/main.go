@@ -1,12 +1,20 @@
 // Command sluice is the Sluice web server.
 //
-//	sluice serve [--root DIR] [--listen ADDR] [--server-header NAME]
+//	sluice serve [--root DIR] [--listen ADDR] [--browse] [--compress] [--print-config]
+//	sluice serve -c FILE [--listen ADDR] [--pid-file FILE]
+//	sluice check -c FILE [--explain]
+//	sluice graph -c FILE [--svg OUT]
+//	sluice fmt -c FILE [-w]
+//	sluice reload (-c FILE | --pid-file FILE | --pid N)
 //	sluice demo [--listen ADDR]
 //	sluice version
 //	sluice help [COMMAND]
 //
+// The config file format is described in docs/config.md.
+//
 // Exit status: 0 on success, including a graceful shutdown on SIGINT or
-// SIGTERM; 1 on a runtime or configuration error; 2 on a usage error.
+// SIGTERM; 1 on a runtime or configuration error (an invalid config file
+// prints every error as FILE:LINE:COL: message); 2 on a usage error.
 package main
 
 import (
@@ -29,7 +37,11 @@ const usageText = `Usage: sluice <command> [flags]
 Sluice is a web server and a Go toolkit for building web servers.
 
 Commands:
-  serve     serve a directory over HTTP
+  serve     serve a directory, or a config file (-c FILE), over HTTP
+  check     check a config file; --explain describes its pipelines
+  graph     draw a config file's process network (Graphviz DOT or SVG)
+  fmt       format a config file canonically, keeping comments
+  reload    make a running server load its config file again (SIGHUP)
   demo      serve the demo site built into the binary
   version   print the version
   help      print help for a command
@@ -38,6 +50,7 @@ Run 'sluice help <command>' or 'sluice <command> --help' for a command's flags.
 
 Exit status: 0 on success (including a graceful shutdown on SIGINT or
 SIGTERM), 1 on a runtime or configuration error, 2 on a usage error.
+The config file format is described in docs/config.md.
 `
 
 // command is one subcommand. setup defines its flags on fs and returns
@@ -47,7 +60,7 @@ type command struct {
 	setup          func(fs *flag.FlagSet) (exec func(stdout, stderr io.Writer) int)
 }
 
-var commands = []command{serveCommand, demoCommand, versionCommand}
+var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, demoCommand, versionCommand}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -92,7 +105,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			usage(c, fs, stderr)
 			return exitUsage
 		}
-		return exec(stdout, stderr)
+		code := exec(stdout, stderr)
+		if code == exitUsage { // exec printed what is wrong
+			fmt.Fprintln(stderr)
+			usage(c, fs, stderr)
+		}
+		return code
 	}
 }
 

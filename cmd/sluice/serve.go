@@ -1,16 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/demo"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/files"
@@ -20,24 +27,215 @@ import (
 // SIGINT or SIGTERM.
 const shutdownGrace = 10 * time.Second
 
+// flagsSource names the config the serve flags stand for, in messages.
+const flagsSource = "(command line)"
+
+// serveFlags are the flags of sluice serve.
+type serveFlags struct {
+	file, root, listen, serverHeader, workers, pidFile string
+	browse, compress, printConfig                      bool
+	set                                                map[string]bool // flags given
+}
+
 var serveCommand = command{
-	name:     "serve",
-	synopsis: "sluice serve [--root DIR] [--listen ADDR] [--server-header NAME]\n\nServes the files under DIR over HTTP/1.1 until SIGINT or SIGTERM.",
+	name: "serve",
+	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--browse] [--compress] [--workers N|auto] [--print-config]
+       sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE]
+
+Serves the files under DIR, or the routes of the config file FILE (see
+docs/config.md), over HTTP/1.1 until SIGINT or SIGTERM, which shut down
+gracefully (requests in flight get 10s). The flags without -c stand for a
+config file: --print-config prints it and exits.
+
+SIGHUP loads the config again: a valid one takes over for new requests
+while requests in flight finish on the old one; an invalid one is logged
+and the running config keeps serving (see 'sluice help reload'). SIGUSR1
+reopens the log files (after logrotate). With -c, --listen, --workers and
+--pid-file override the file's listen, workers and pid_file.`,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
-		root := fs.String("root", ".", "the directory to serve")
-		listen := fs.String("listen", ":8080", "the TCP address to listen on, host:port")
-		server := fs.String("server-header", "sluice", "the Server header field value; empty sends none")
-		return func(_, stderr io.Writer) int {
-			log := newLogger(stderr)
-			h, err := files.New(*root, files.Options{})
-			if err != nil {
-				log.Error("cannot serve root", "root", *root, "error", err)
-				return exitError
-			}
-			defer h.Close()
-			return listenAndServe(log, &engine.Server{Handler: h, ServerHeader: *server}, *listen, "root", *root)
+		f := &serveFlags{}
+		fs.StringVar(&f.file, "c", "", "serve the config `FILE` (YAML or JSON)")
+		fs.StringVar(&f.file, "config", "", "same as -c")
+		fs.StringVar(&f.root, "root", ".", "the `DIR`ectory to serve (without -c)")
+		fs.StringVar(&f.listen, "listen", config.DefaultListen, "the `ADDR`ess to listen on: host:port, :port or unix:/path")
+		fs.BoolVar(&f.browse, "browse", false, "list the files of directories without an index file (without -c)")
+		fs.BoolVar(&f.compress, "compress", false, "compress responses with zstd, br or gzip as the client accepts (without -c)")
+		fs.StringVar(&f.serverHeader, "server-header", config.DefaultServerHeader, "the Server header field `value`; empty sends none (without -c)")
+		fs.StringVar(&f.workers, "workers", "1", "worker processes, `N` or auto (only 1 is implemented yet)")
+		fs.StringVar(&f.pidFile, "pid-file", "", "write the process id to `FILE` (for sluice reload)")
+		fs.BoolVar(&f.printConfig, "print-config", false, "print the config file the flags stand for, and exit")
+		return func(stdout, stderr io.Writer) int {
+			f.set = map[string]bool{}
+			fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+			return f.run(stdout, stderr)
 		}
 	},
+}
+
+func (f *serveFlags) run(stdout, stderr io.Writer) int {
+	if f.file != "" {
+		for _, name := range []string{"root", "browse", "compress", "server-header", "print-config"} {
+			if f.set[name] {
+				fmt.Fprintf(stderr, "sluice serve: --%s describes a config; with -c the file does (see sluice fmt and sluice check)\n", name)
+				return exitUsage
+			}
+		}
+	}
+	if f.printConfig {
+		data, err := f.configYAML()
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+			return exitError
+		}
+		stdout.Write(data)
+		return exitOK
+	}
+	log := newLogger(stderr)
+	r := &runner{log: log, srv: &engine.Server{}}
+	loader := &config.Loader{Context: r.context()}
+	if f.file != "" {
+		r.source = f.file
+		r.attrs = []any{"config", f.file}
+		r.load = func() (*config.Config, error) {
+			cfg, err := loader.Load(f.file)
+			if err != nil {
+				return nil, err
+			}
+			return cfg, f.override(cfg)
+		}
+	} else {
+		r.source = flagsSource
+		r.attrs = []any{"root", f.root}
+		r.load = func() (*config.Config, error) {
+			data, err := f.configYAML()
+			if err != nil {
+				return nil, err
+			}
+			return loader.Parse(flagsSource, data)
+		}
+	}
+	return r.run(stderr)
+}
+
+// override applies the command line's --listen, --workers and --pid-file
+// to a config loaded from a file.
+func (f *serveFlags) override(cfg *config.Config) error {
+	if f.set["listen"] {
+		a, err := config.ParseAddress(f.listen)
+		if err != nil {
+			cfg.Close()
+			return fmt.Errorf("--listen: %w", err)
+		}
+		cfg.Listen = []config.Address{a}
+	}
+	if f.set["workers"] {
+		w, err := parseWorkers(f.workers)
+		if err != nil {
+			cfg.Close()
+			return err
+		}
+		cfg.Workers = w
+	}
+	if f.set["pid-file"] {
+		cfg.PidFile = f.pidFile
+	}
+	return nil
+}
+
+func parseWorkers(s string) (int, error) {
+	if s == "auto" {
+		return 0, nil
+	}
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil || n < 1 || fmt.Sprint(n) != s {
+		return 0, fmt.Errorf("--workers: want a number of processes (1 or more) or auto, got %q", s)
+	}
+	return n, nil
+}
+
+// configYAML returns the config file the flags stand for: one route
+// serving the root directory (with an absolute path, so the file means the
+// same wherever it is saved), compressed with --compress.
+func (f *serveFlags) configYAML() ([]byte, error) {
+	root, err := filepath.Abs(f.root)
+	if err != nil {
+		return nil, err
+	}
+	w, err := parseWorkers(f.workers)
+	if err != nil {
+		return nil, err
+	}
+	var filesEntry any = map[string]any{"files": root}
+	if f.browse {
+		filesEntry = map[string]any{"files": yamlMap("root", root, "browse", true)}
+	}
+	pipeline := []any{filesEntry}
+	if f.compress {
+		pipeline = append(pipeline, "compress")
+	}
+	top := yamlMap("listen", f.listen)
+	if w != 1 {
+		top.Content = append(top.Content, yamlMap("workers", f.workers).Content...)
+	}
+	var sh any = f.serverHeader
+	if f.serverHeader == "" {
+		sh = false
+	}
+	top.Content = append(top.Content, yamlMap("server_header", sh).Content...)
+	if f.pidFile != "" {
+		pf, err := filepath.Abs(f.pidFile)
+		if err != nil {
+			return nil, err
+		}
+		top.Content = append(top.Content, yamlMap("pid_file", pf).Content...)
+	}
+	routes := []any{yamlMap("match", "/", "pipeline", pipeline)}
+	top.Content = append(top.Content, yamlMap("routes", routes).Content...)
+	top.HeadComment = "The config file equivalent to: sluice serve " + f.commandLine()
+
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(top); err != nil {
+		return nil, err
+	}
+	enc.Close()
+	return b.Bytes(), nil
+}
+
+// yamlMap builds a YAML mapping node of keys and values, in order.
+func yamlMap(kv ...any) *yaml.Node {
+	m := &yaml.Node{Kind: yaml.MappingNode}
+	for i := 0; i+1 < len(kv); i += 2 {
+		var k, v yaml.Node
+		k.Encode(kv[i])
+		if n, ok := kv[i+1].(*yaml.Node); ok {
+			v = *n
+		} else {
+			v.Encode(kv[i+1])
+		}
+		m.Content = append(m.Content, &k, &v)
+	}
+	return m
+}
+
+// commandLine lists the serve flags given, for the printed config's
+// comment.
+func (f *serveFlags) commandLine() string {
+	var parts []string
+	add := func(name, value string) {
+		if f.set[name] {
+			parts = append(parts, "--"+name+value)
+		}
+	}
+	add("root", " "+f.root)
+	add("listen", " "+f.listen)
+	add("browse", "")
+	add("compress", "")
+	add("server-header", "="+f.serverHeader)
+	add("workers", " "+f.workers)
+	add("pid-file", " "+f.pidFile)
+	return strings.Join(parts, " ")
 }
 
 var demoCommand = command{

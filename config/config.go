@@ -1,0 +1,404 @@
+package config
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// Config is a config file read, checked and built: the server settings
+// and the routes with their components constructed, ready to serve.
+// Close releases what the components hold (open directories, log files).
+type Config struct {
+	// File is the config file's name as given to Load or Parse.
+	File string
+
+	// Listen lists the addresses to listen on, in the order written.
+	Listen []Address
+
+	// Workers is the number of worker processes; 0 means one per CPU
+	// ("auto"). Only 1 is implemented yet (see docs/config.md).
+	Workers int
+
+	// Limits are the engine's limits; fields the file does not set are
+	// zero (the engine's defaults).
+	Limits engine.Limits
+
+	// LimitsSet lists the limits keys the file sets, in the order written.
+	LimitsSet []string
+
+	// Log configures the server's error log.
+	Log Log
+
+	// ServerHeader is the Server field's value; "" sends none.
+	ServerHeader string
+
+	// PidFile, if set, is where the server writes its process id.
+	PidFile string
+
+	// Routes are the routes in the order written.
+	Routes []*Route
+
+	// Router sends each request down the pipeline of its route.
+	Router *pipe.Router
+}
+
+// Log configures the error log: where it goes, in what format, from what
+// level up.
+type Log struct {
+	Level  slog.Level
+	Format string // "text" or "json"
+	Output string // "stderr", "stdout" or a file path
+}
+
+// Route is one route of the file: what it matches and its pipeline.
+type Route struct {
+	Match   []string
+	Host    string
+	Methods []string
+	Stages  []*Stage
+	Line    int // where the route starts in the file
+	Col     int
+}
+
+// Stage is one component of a pipeline, as written and as built.
+type Stage struct {
+	Name         string
+	Registration *components.Registration
+	// Options are the options as written (after ${VAR} expansion), in
+	// order: the shorthand argument under its option's key, or the map's
+	// keys and values. Values are YAML flow text.
+	Options   []Option
+	Component pipe.Component
+	Line, Col int
+}
+
+// Kind is the stage's component kind.
+func (s *Stage) Kind() components.Kind { return s.Registration.Kind }
+
+// Option is one option of a stage as written.
+type Option struct{ Key, Value string }
+
+// Defaults for what a config file leaves out.
+const (
+	DefaultListen       = ":8080"
+	DefaultServerHeader = "sluice"
+)
+
+// Loader reads config files. The zero value reads the process's
+// environment and gives components no server context.
+type Loader struct {
+	// LookupEnv resolves ${VAR} references; nil means os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+
+	// Context is given to every component built.
+	Context components.Context
+}
+
+// Load reads and builds the config file named file with a zero Loader.
+func Load(file string) (*Config, error) { return new(Loader).Load(file) }
+
+// Load reads the config file named file and builds it (see Parse).
+func (l *Loader) Load(file string) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return l.Parse(file, data)
+}
+
+// Parse checks the config data, read from file, and builds its
+// components. Relative paths in it are relative to file's directory. An
+// invalid config gives an Errors listing every problem found, each with
+// its position; components built before the problems were known are
+// closed again.
+func (l *Loader) Parse(file string, data []byte) (*Config, error) {
+	p := &parser{
+		decoder: decoder{file: file},
+		loader:  l,
+		dir:     filepath.Dir(file),
+		cfg:     &Config{File: file},
+	}
+	p.parse(data)
+	if len(p.errs) > 0 {
+		p.cfg.Close()
+		p.errs.sort()
+		return nil, p.errs
+	}
+	return p.cfg, nil
+}
+
+// Close releases the resources the components hold: every component that
+// implements io.Closer is closed. It must be called only once no request
+// uses the config any more (see Switch).
+func (c *Config) Close() error {
+	var errs []error
+	for _, r := range c.Routes {
+		for _, s := range r.Stages {
+			if cl, ok := s.Component.(io.Closer); ok {
+				errs = append(errs, cl.Close())
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Handler returns the engine handler serving the config's routes.
+func (c *Config) Handler() engine.Handler { return pipe.Handler(c.Router) }
+
+// ExtraMethods lists the methods the routes name beyond those the engine
+// knows (engine.Server.ExtraMethods), so that requests with them reach
+// the router.
+func (c *Config) ExtraMethods() []string {
+	var out []string
+	for _, r := range c.Routes {
+		for _, m := range r.Methods {
+			if !standardMethods[m] && !contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+var standardMethods = map[string]bool{
+	"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true,
+	"CONNECT": true, "OPTIONS": true, "TRACE": true, "PATCH": true,
+}
+
+// TopLevelKeys are the keys a config file may set at the top level.
+var TopLevelKeys = []string{"listen", "workers", "limits", "log", "server_header", "pid_file", "routes"}
+
+// RouteKeys are the keys of a route.
+var RouteKeys = []string{"match", "host", "methods", "pipeline"}
+
+// LogKeys are the keys of the log section.
+var LogKeys = []string{"level", "format", "output"}
+
+type parser struct {
+	decoder
+	loader *Loader
+	dir    string
+	cfg    *Config
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (p *parser) parse(data []byte) {
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if err == io.EOF {
+			p.errs = append(p.errs, &Error{File: p.file, Line: 1, Col: 1, Msg: "the config file is empty: it needs at least a routes list"})
+			return
+		}
+		p.syntaxError(err)
+		return
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		p.errorf(&extra, "a config file holds one YAML document; this is a second one")
+	} else if err != io.EOF {
+		p.syntaxError(err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	p.expandEnv(root, map[*yaml.Node]bool{})
+
+	pairs, ok := p.mapping(root, "top-level key", TopLevelKeys)
+	if !ok {
+		return
+	}
+	var routes *yaml.Node
+	c := p.cfg
+	c.Workers = 1
+	c.ServerHeader = DefaultServerHeader
+	c.Log = Log{Level: slog.LevelInfo, Format: "text", Output: "stderr"}
+	for _, kv := range pairs {
+		switch kv.key.Value {
+		case "listen":
+			p.listen(kv.val)
+		case "workers":
+			p.workers(kv.val)
+		case "limits":
+			p.limits(kv.val)
+		case "log":
+			p.log(kv.val)
+		case "server_header":
+			p.serverHeader(kv.val)
+		case "pid_file":
+			if s, ok := p.scalar(kv.val, "pid_file", "a file path"); ok {
+				if s == "" {
+					p.errorf(kv.val, "pid_file: want a file path, got an empty string")
+				} else {
+					c.PidFile = p.path(s)
+				}
+			}
+		case "routes":
+			routes = kv.val
+		}
+	}
+	if c.Listen == nil {
+		c.Listen = []Address{{Network: "tcp", Addr: DefaultListen}}
+	}
+	if routes == nil {
+		p.errorf(root, "no routes: a config file needs a routes list, each route with a match and a pipeline")
+		return
+	}
+	p.routes(routes)
+}
+
+// syntaxError reports a YAML syntax error. The parser gives a line but no
+// column, so the error points at the start of that line.
+func (p *parser) syntaxError(err error) {
+	line, msg := 1, strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: 1, Msg: "YAML syntax: " + msg})
+}
+
+// expandEnv replaces ${VAR} references in every scalar value under n
+// (mapping keys are left alone).
+func (p *parser) expandEnv(n *yaml.Node, seen map[*yaml.Node]bool) {
+	if n == nil || seen[n] {
+		return
+	}
+	seen[n] = true
+	switch n.Kind {
+	case yaml.ScalarNode:
+		lookup := p.loader.LookupEnv
+		if lookup == nil {
+			lookup = os.LookupEnv
+		}
+		v, err := expand(n.Value, lookup)
+		if err != nil {
+			p.errorf(n, "%v", err)
+			p.poison(n)
+			return
+		}
+		n.Value = v
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			p.expandEnv(n.Content[i], seen)
+		}
+	case yaml.SequenceNode, yaml.DocumentNode:
+		for _, c := range n.Content {
+			p.expandEnv(c, seen)
+		}
+	}
+}
+
+// path resolves a path written in the file against the file's directory.
+func (p *parser) path(s string) string {
+	if s == "" || filepath.IsAbs(s) {
+		return s
+	}
+	return filepath.Join(p.dir, s)
+}
+
+func (p *parser) workers(n *yaml.Node) {
+	s, ok := p.scalar(n, "workers", `a number of processes or "auto"`)
+	if !ok {
+		return
+	}
+	if s == "auto" {
+		p.cfg.Workers = 0
+		return
+	}
+	w, err := strconv.Atoi(s)
+	if err != nil || w < 1 {
+		p.errorf(n, `workers: want a number of processes (1 or more) or "auto", got %q`, s)
+		return
+	}
+	p.cfg.Workers = w
+}
+
+func (p *parser) serverHeader(n *yaml.Node) {
+	s, ok := p.scalar(n, "server_header", "a string or false")
+	if !ok {
+		return
+	}
+	n = deref(n)
+	if !quoted(n) && n.Tag == "!!bool" {
+		switch s {
+		case "false", "False", "FALSE":
+			s = ""
+		default:
+			s = DefaultServerHeader
+		}
+	}
+	if strings.ContainsAny(s, "\r\n\x00") {
+		p.errorf(n, "server_header: a header value cannot hold line breaks or NUL")
+		return
+	}
+	p.cfg.ServerHeader = s
+}
+
+func (p *parser) log(n *yaml.Node) {
+	pairs, _ := p.mapping(n, "log key", LogKeys)
+	for _, kv := range pairs {
+		s, ok := p.scalar(kv.val, "log."+kv.key.Value, "a string")
+		if !ok {
+			continue
+		}
+		switch kv.key.Value {
+		case "level":
+			var l slog.Level
+			if err := l.UnmarshalText([]byte(s)); err != nil || strings.ContainsAny(s, "+-") {
+				p.errorf(kv.val, "log.level: want debug, info, warn or error, got %q", s)
+				continue
+			}
+			p.cfg.Log.Level = l
+		case "format":
+			if s != "text" && s != "json" {
+				p.errorf(kv.val, "log.format: want text or json, got %q", s)
+				continue
+			}
+			p.cfg.Log.Format = s
+		case "output":
+			switch s {
+			case "":
+				p.errorf(kv.val, "log.output: want stderr, stdout or a file path, got an empty string")
+			case "stderr", "stdout":
+				p.cfg.Log.Output = s
+			default:
+				path := p.path(s)
+				if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+					p.errorf(kv.val, "log.output: directory %s does not exist", filepath.Dir(path))
+					continue
+				}
+				p.cfg.Log.Output = path
+			}
+		}
+	}
+}
+
+// Reopen reopens the files the components write to (those with a
+// Reopen() error method, such as the access log), typically on SIGUSR1
+// after logrotate has moved them.
+func (c *Config) Reopen() error {
+	var errs []error
+	for _, r := range c.Routes {
+		for _, s := range r.Stages {
+			if ro, ok := s.Component.(interface{ Reopen() error }); ok {
+				errs = append(errs, ro.Reopen())
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,36 @@
+// Package config reads Sluice's config file — YAML, or JSON, which is
+// YAML too — and builds the network of components it describes: each
+// route's pipeline of components, in the order written, behind a
+// pipe.Router.
+//
+// # The file
+//
+//	listen: 127.0.0.1:8080
+//	routes:
+//	  - match: [/js/, /css/]      # trailing slash: prefix; otherwise exact
+//	    pipeline:
+//	      - files: ./public       # name: argument (the main option)
+//	      - compress: [zstd, br, gzip]
+//	  - match: /
+//	    pipeline:
+//	      - log
+//	      - files: {root: ./public, browse: true}   # or a map of options
+//
+// docs/config.md describes every key and component. Components are looked
+// up in the components registry (components.Lookup); their options are
+// decoded by the yaml tags of their options structs, and every key is
+// checked against those tags before anything is decoded.
+//
+// # Errors
+//
+// Load and Parse report every problem they find, not just the first, as
+// an Errors: each Error is FILE:LINE:COL: message. Unknown keys and
+// component names come with a "did you mean", and errors from component
+// constructors (a missing directory, a bad CIDR) carry the position of
+// the pipeline entry.
+//
+// # Reload
+//
+// A Switch serves a Config and swaps in a new one atomically: requests in
+// flight finish on the old config, which is then closed.
+package config

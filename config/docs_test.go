@@ -1,0 +1,328 @@
+package config
+
+import (
+	"fmt"
+	"go/ast"
+	"go/doc"
+	"go/doc/comment"
+	goparser "go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-server/sluice/components"
+)
+
+// The docs are checked against the code: docs/config.md's limits table
+// and component reference are generated from the limits table and from
+// the components' options structs and doc comments. TestDocs fails when
+// they differ (go test ./config -run TestDocs -update rewrites them), and
+// when a key of the file is not documented.
+
+const docsFile = "../docs/config.md"
+
+// generated sections of docs/config.md.
+var docSections = []struct {
+	name string
+	gen  func(t *testing.T) string
+}{
+	{"limits", limitsReference},
+	{"components", componentReference},
+}
+
+func sectionMarkers(name string) (begin, end string) {
+	return "<!-- BEGIN GENERATED " + name + ": go test ./config -run TestDocs -update rewrites this section -->\n",
+		"<!-- END GENERATED " + name + " -->\n"
+}
+
+func TestDocs(t *testing.T) {
+	data, err := os.ReadFile(docsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, sec := range docSections {
+		begin, end := sectionMarkers(sec.name)
+		i, j := strings.Index(text, begin), strings.Index(text, end)
+		if i < 0 || j < i {
+			t.Fatalf("%s lacks the markers of the generated %s section:\n%s%s", docsFile, sec.name, begin, end)
+		}
+		got, want := text[i+len(begin):j], sec.gen(t)
+		if got != want {
+			if *update {
+				text = text[:i+len(begin)] + want + text[j:]
+				continue
+			}
+			t.Errorf("%s: the %s section is out of date: run go test ./config -run TestDocs -update", docsFile, sec.name)
+		}
+	}
+	if *update {
+		if err := os.WriteFile(docsFile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every key is documented.
+	for _, keys := range [][]string{TopLevelKeys, RouteKeys, LogKeys, LimitKeys} {
+		for _, k := range keys {
+			if !strings.Contains(text, "`"+k+"`") && !strings.Contains(text, "`"+k+":") {
+				t.Errorf("%s does not document the key %q", docsFile, k)
+			}
+		}
+	}
+	for _, r := range components.All() {
+		if !strings.Contains(text, "\n### `"+r.Name+"`") {
+			t.Errorf("%s has no section for the component %s", docsFile, r.Name)
+		}
+	}
+}
+
+func limitsReference(*testing.T) string {
+	var b strings.Builder
+	b.WriteString("| key | what it bounds | default | example |\n|---|---|---|---|\n")
+	for _, l := range limits {
+		def := l.deflt
+		if l.off != "" {
+			def += "; `" + l.off + "` for none"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | `%s: %s` |\n", l.key, l.doc, def, l.key, l.example)
+	}
+	return b.String()
+}
+
+// componentDocs holds the components package's documentation.
+type componentDocs struct {
+	pkg   *doc.Package
+	types map[string]*ast.StructType
+}
+
+func loadComponentDocs(t *testing.T) *componentDocs {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("../components/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := goparser.ParseFile(fset, name, nil, goparser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	p, err := doc.NewFromFiles(fset, files, "github.com/sluice-server/sluice/components", doc.PreserveAST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd := &componentDocs{pkg: p, types: map[string]*ast.StructType{}}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				if st, ok := ts.Type.(*ast.StructType); ok {
+					cd.types[ts.Name.Name] = st
+				}
+			}
+			return true
+		})
+	}
+	return cd
+}
+
+// markdown renders a doc comment as Markdown.
+func (cd *componentDocs) markdown(text string) string {
+	pr := cd.pkg.Printer()
+	pr.HeadingLevel = 4
+	pr.DocLinkURL = func(*comment.DocLink) string { return "" }
+	// Backquotes in comments are meant as code: do not escape them.
+	return strings.ReplaceAll(string(pr.Markdown(cd.pkg.Parser().Parse(text))), "\\`", "`")
+}
+
+// firstParagraph returns the first paragraph of a doc comment.
+func firstParagraph(text string) string {
+	paras := strings.SplitAfter(strings.TrimSpace(text), "\n\n")
+	out := paras[0]
+	// A paragraph ending in a colon introduces the next one.
+	for i := 1; i < len(paras) && strings.HasSuffix(strings.TrimSpace(paras[i-1]), ":"); i++ {
+		out += paras[i]
+	}
+	return strings.TrimSpace(out)
+}
+
+func componentReference(t *testing.T) string {
+	cd := loadComponentDocs(t)
+	funcs := map[string]*doc.Func{}
+	for _, f := range cd.pkg.Funcs {
+		funcs[f.Name] = f
+	}
+	for _, ty := range cd.pkg.Types {
+		for _, f := range ty.Funcs {
+			funcs[f.Name] = f
+		}
+	}
+	docTypes := map[string]*doc.Type{}
+	for _, ty := range cd.pkg.Types {
+		docTypes[ty.Name] = ty
+	}
+	var b strings.Builder
+	for _, r := range components.All() {
+		typeName := r.Options.Name()
+		ctor := "New" + strings.TrimSuffix(typeName, "Options")
+		fmt.Fprintf(&b, "### `%s`\n\n", r.Name)
+		fmt.Fprintf(&b, "A %s", r.Kind)
+		if r.Answers {
+			fmt.Fprintf(&b, " that answers every request and ends the pipeline")
+		} else if r.Stops != "" {
+			fmt.Fprintf(&b, " that may answer %s and stop the pipeline", r.Stops)
+		}
+		if r.Scalar != "" {
+			fmt.Fprintf(&b, "; `%s: ARGUMENT` sets `%s`", r.Name, r.Scalar)
+		}
+		fmt.Fprintf(&b, ". Go: [`components.%s`](https://pkg.go.dev/github.com/sluice-server/sluice/components#%s).\n\n", ctor, ctor)
+		// The doc of the component's own type (CGI, Log) when it has
+		// one, else the constructor's.
+		text := ""
+		if ty := docTypes[strings.TrimSuffix(typeName, "Options")]; ty != nil {
+			text = ty.Doc
+		} else if f := funcs[ctor]; f != nil {
+			text = f.Doc
+		}
+		if text == "" {
+			t.Errorf("components: no doc comment for %s", ctor)
+		}
+		b.WriteString(cd.markdown(firstParagraph(text)))
+		b.WriteString("\n")
+		fmt.Fprintf(&b, "```yaml\n- %s\n```\n\n", r.Example)
+		fields := optionFields(r.Options)
+		if len(fields) == 0 {
+			b.WriteString("No options.\n\n")
+			continue
+		}
+		st := cd.types[typeName]
+		if st == nil {
+			t.Errorf("components: no struct type %s", typeName)
+			continue
+		}
+		b.WriteString("Options:\n\n")
+		for _, f := range fields {
+			fmt.Fprintf(&b, "- `%s` (%s)", f.key, optionType(f.field.Type, contains(r.Paths, f.key)))
+			text := fieldDoc(st, f.field.Name)
+			if text == "" {
+				t.Errorf("components: %s.%s has no doc comment", typeName, f.field.Name)
+				b.WriteString("\n")
+				continue
+			}
+			md := strings.TrimSpace(cd.markdown(text))
+			b.WriteString(": ")
+			for i, line := range strings.Split(md, "\n") {
+				if i > 0 && line != "" {
+					b.WriteString("  ")
+				}
+				b.WriteString(line + "\n")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// fieldDoc returns the doc comment of the struct field name.
+func fieldDoc(st *ast.StructType, name string) string {
+	for _, f := range st.Fields.List {
+		for _, n := range f.Names {
+			if n.Name == name && f.Doc != nil {
+				return f.Doc.Text()
+			}
+		}
+	}
+	return ""
+}
+
+// optionType names an option's type for the docs.
+func optionType(t reflect.Type, path bool) string {
+	switch {
+	case path:
+		return "path"
+	case t == reflect.TypeFor[time.Duration]():
+		return "duration"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice:
+		return "list of " + plural(optionType(t.Elem(), false))
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.Interface {
+			return "map"
+		}
+		return "map of " + plural(optionType(t.Elem(), false))
+	case reflect.Pointer:
+		return optionType(t.Elem(), path)
+	case reflect.Struct:
+		return "map"
+	}
+	return "value"
+}
+
+func plural(s string) string {
+	switch s {
+	case "true or false":
+		return "booleans"
+	case "map":
+		return "maps"
+	}
+	return s + "s"
+}
+
+// TestRegistryExamples: each component's example in the docs decodes
+// without error (its options exist and have the right types).
+func TestRegistryExamples(t *testing.T) {
+	for _, r := range components.All() {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(r.Example), &n); err != nil {
+			t.Errorf("%s: example %q: %v", r.Name, r.Example, err)
+			continue
+		}
+		entry := n.Content[0]
+		p := &parser{decoder: decoder{file: r.Name}, loader: &Loader{}, dir: "."}
+		var arg *yaml.Node
+		switch {
+		case entry.Kind == yaml.ScalarNode && entry.Value == r.Name:
+		case entry.Kind == yaml.MappingNode && len(entry.Content) == 2 && entry.Content[0].Value == r.Name:
+			arg = entry.Content[1]
+		default:
+			t.Errorf("%s: example %q is not a pipeline entry for it", r.Name, r.Example)
+			continue
+		}
+		v := reflect.New(r.Options).Elem()
+		switch {
+		case arg == nil:
+		case arg.Kind == yaml.MappingNode:
+			p.options(arg, v, "", r.Name)
+		default:
+			f, ok := fieldByKey(r.Options, r.Scalar)
+			if !ok {
+				t.Errorf("%s: shorthand example but no scalar option", r.Name)
+				continue
+			}
+			p.value(arg, v.FieldByIndex(f.index), r.Scalar)
+		}
+		if len(p.errs) > 0 {
+			t.Errorf("%s: example %q: %v", r.Name, r.Example, p.errs)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Explain writes a description of the network c builds: the server
+// settings, then each route in the order written — what it matches and
+// its components in the order they run, each with its kind and the
+// options the file gives it. `sluice check --explain` prints it.
+func (c *Config) Explain(w io.Writer) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	var addrs []string
+	for _, a := range c.Listen {
+		addrs = append(addrs, a.String())
+	}
+	fmt.Fprintf(tw, "listen\t%s\n", strings.Join(addrs, ", "))
+	workers := strconv.Itoa(c.Workers)
+	if c.Workers == 0 {
+		workers = "auto"
+	}
+	fmt.Fprintf(tw, "workers\t%s\n", workers)
+	sh := strconv.Quote(c.ServerHeader)
+	if c.ServerHeader == "" {
+		sh = "none"
+	}
+	fmt.Fprintf(tw, "server_header\t%s\n", sh)
+	var lims []string
+	for _, k := range c.LimitsSet {
+		v, _ := c.LimitValue(k)
+		lims = append(lims, k+" "+v)
+	}
+	if len(lims) == 0 {
+		lims = []string{"defaults"}
+	}
+	fmt.Fprintf(tw, "limits\t%s\n", strings.Join(lims, ", "))
+	fmt.Fprintf(tw, "log\t%s, %s, to %s\n", strings.ToLower(c.Log.Level.String()), c.Log.Format, c.Log.Output)
+	if c.PidFile != "" {
+		fmt.Fprintf(tw, "pid_file\t%s\n", c.PidFile)
+	}
+	tw.Flush()
+
+	for i, r := range c.Routes {
+		fmt.Fprintf(&b, "\nroute %d: %s", i+1, describeMatch(r.Match))
+		if r.Host != "" {
+			fmt.Fprintf(&b, ", host %s", r.Host)
+		}
+		if len(r.Methods) > 0 {
+			fmt.Fprintf(&b, ", methods %s", strings.Join(r.Methods, " "))
+		}
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for j, s := range r.Stages {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", j+1, s.Name, s.Kind(), describeStage(s))
+		}
+		tw.Flush()
+	}
+	_, err := io.WriteString(w, trimLines(b.String()))
+	return err
+}
+
+// describeMatch lists patterns, marking prefixes.
+func describeMatch(match []string) string {
+	var parts []string
+	for _, m := range match {
+		if strings.HasSuffix(m, "/") {
+			parts = append(parts, m+" (prefix)")
+		} else {
+			parts = append(parts, m+" (exact)")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeStage lists a stage's options as written and, for a pipe that
+// may stop the pipeline, the response it stops with.
+func describeStage(s *Stage) string {
+	var parts []string
+	for _, o := range s.Options {
+		parts = append(parts, o.Key+": "+o.Value)
+	}
+	d := strings.Join(parts, ", ")
+	switch {
+	case s.Registration.Answers:
+		d = strings.TrimSpace(d + "  (answers " + s.Registration.Stops + ", ends the pipeline)")
+	case s.Registration.Stops != "":
+		d = strings.TrimSpace(d + "  (may answer " + s.Registration.Stops + " and stop)")
+	}
+	return d
+}
+
+// trimLines removes trailing spaces tabwriter leaves.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}

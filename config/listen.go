@@ -1,0 +1,84 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Address is one address to listen on.
+type Address struct {
+	Network string // "tcp" or "unix"
+	Addr    string // host:port, or the socket's path
+}
+
+// String returns the address as a config file writes it: "host:port" or
+// "unix:/path".
+func (a Address) String() string {
+	if a.Network == "unix" {
+		return "unix:" + a.Addr
+	}
+	return a.Addr
+}
+
+func (p *parser) listen(n *yaml.Node) {
+	n = deref(n)
+	var elems []*yaml.Node
+	switch n.Kind {
+	case yaml.ScalarNode:
+		elems = []*yaml.Node{n}
+	case yaml.SequenceNode:
+		elems = n.Content
+	}
+	if len(elems) == 0 {
+		p.errorf(n, "listen: want an address (host:port, :port or unix:/path) or a list of them, got %s", describe(n))
+		return
+	}
+	seen := map[Address]*yaml.Node{}
+	p.cfg.Listen = []Address{}
+	for _, e := range elems {
+		s, ok := p.scalar(e, "listen", "an address")
+		if !ok {
+			continue
+		}
+		a, err := ParseAddress(s)
+		if err != nil {
+			p.errorf(e, "listen: %v", err)
+			continue
+		}
+		if a.Network == "unix" {
+			a.Addr = p.path(a.Addr)
+		}
+		if prev := seen[a]; prev != nil {
+			p.errorf(e, "listen: %s is already listed at %d:%d", s, prev.Line, prev.Column)
+			continue
+		}
+		seen[a] = e
+		p.cfg.Listen = append(p.cfg.Listen, a)
+	}
+}
+
+// ParseAddress parses a listen address: "host:port", ":port",
+// "[ipv6]:port" or "unix:/path/to/socket".
+func ParseAddress(s string) (Address, error) {
+	if path, ok := strings.CutPrefix(s, "unix:"); ok {
+		if path == "" {
+			return Address{}, fmt.Errorf("bad address %q: want unix:/path/to/socket", s)
+		}
+		return Address{Network: "unix", Addr: path}, nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return Address{}, fmt.Errorf("bad address %q: want host:port, :port or unix:/path", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return Address{}, fmt.Errorf("bad address %q: the port must be a number from 0 to 65535", s)
+	}
+	if strings.ContainsAny(host, " /") {
+		return Address{}, fmt.Errorf("bad address %q: bad host %q", s, host)
+	}
+	return Address{Network: "tcp", Addr: s}, nil
+}

@@ -1,0 +1,389 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// matchKey identifies what a pattern matches, to find duplicates.
+type matchKey struct{ pattern, host string }
+
+// matched is a pattern already seen, where, and for which methods.
+type matched struct {
+	node    *yaml.Node
+	methods []string
+}
+
+func (p *parser) routes(n *yaml.Node) {
+	n = deref(n)
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.errorf(n, "routes: want a list of routes, each with a match and a pipeline, got %s", describe(n))
+		return
+	}
+	seen := map[matchKey][]matched{}
+	var prs []pipe.Route
+	for _, rn := range n.Content {
+		r := p.route(rn, seen)
+		if r == nil {
+			continue
+		}
+		p.cfg.Routes = append(p.cfg.Routes, r)
+		chain := make(pipe.Chain, 0, len(r.Stages))
+		for _, s := range r.Stages {
+			chain = append(chain, s.Component)
+		}
+		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain})
+	}
+	if len(p.errs) > 0 {
+		return
+	}
+	rt, err := pipe.NewRouter(prs...)
+	if err != nil {
+		p.errorf(n, "routes: %v", err)
+		return
+	}
+	p.cfg.Router = rt
+}
+
+// route parses one route; it returns nil when the route is unusable.
+func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
+	n = deref(n)
+	pairs, ok := p.mapping(n, "route key", RouteKeys)
+	if !ok {
+		return nil
+	}
+	r := &Route{Line: n.Line, Col: n.Column}
+	var matchNode, pipelineNode *yaml.Node
+	var matchNodes []*yaml.Node
+	for _, kv := range pairs {
+		switch kv.key.Value {
+		case "match":
+			matchNode = kv.val
+			matchNodes = p.matches(kv.val, r)
+		case "host":
+			if s, ok := p.scalar(kv.val, "host", "a host name"); ok {
+				if !validHost(s) {
+					p.errorf(kv.val, `host: want a host name such as "example.com" or "*.example.com", got %q`, s)
+				}
+				r.Host = strings.ToLower(s)
+			}
+		case "methods":
+			for i, m := range p.stringList(kv.val, "methods") {
+				if !validMethod(m) {
+					e := elem(kv.val, i)
+					if up := strings.ToUpper(m); validMethod(up) {
+						p.errorf(e, "methods: %q is not a method: methods are case-sensitive (did you mean %q?)", m, up)
+					} else {
+						p.errorf(e, "methods: %q is not a method name", m)
+					}
+					continue
+				}
+				r.Methods = append(r.Methods, m)
+			}
+		case "pipeline":
+			pipelineNode = kv.val
+		}
+	}
+	if matchNode == nil {
+		p.errorf(n, "route has no match: add match: /path (or a list of paths)")
+	}
+	if pipelineNode == nil {
+		p.errorf(n, "route has no pipeline: add pipeline: [a list of components]")
+	} else {
+		p.pipeline(pipelineNode, r)
+	}
+	// Duplicates: the same pattern and host with overlapping methods.
+	for i, pat := range r.Match {
+		k := matchKey{pat, r.Host}
+		for _, m := range seen[k] {
+			if methodsOverlap(m.methods, r.Methods) {
+				p.errorf(matchNodes[i], "match %q is already matched at %d:%d%s", pat, m.node.Line, m.node.Column, hostNote(r.Host))
+				break
+			}
+		}
+		seen[k] = append(seen[k], matched{matchNodes[i], r.Methods})
+	}
+	return r
+}
+
+func hostNote(h string) string {
+	if h == "" {
+		return ""
+	}
+	return " for host " + h
+}
+
+// elem returns the i'th element of a sequence, or n itself for a scalar.
+func elem(n *yaml.Node, i int) *yaml.Node {
+	n = deref(n)
+	if n.Kind == yaml.SequenceNode && i < len(n.Content) {
+		return n.Content[i]
+	}
+	return n
+}
+
+// matches parses a route's match patterns into r.Match and returns the
+// node of each.
+func (p *parser) matches(n *yaml.Node, r *Route) []*yaml.Node {
+	var nodes []*yaml.Node
+	list := p.stringList(n, "match")
+	if len(list) == 0 && deref(n).Kind != yaml.MappingNode {
+		p.errorf(n, "match: want a path or a list of paths, got %s", describe(n))
+	}
+	dup := map[string]bool{}
+	for i, pat := range list {
+		e := elem(n, i)
+		switch {
+		case pat == "" || pat[0] != '/':
+			p.errorf(e, "match: %q must start with /", pat)
+		case strings.ContainsAny(pat, "?#"):
+			p.errorf(e, "match: %q: patterns match the path; the query and fragment are not part of it", pat)
+		case strings.ContainsAny(pat, " \t\r\n"):
+			p.errorf(e, "match: %q contains white space", pat)
+		case dup[pat]:
+			p.errorf(e, "match: %q is listed twice", pat)
+		default:
+			dup[pat] = true
+			r.Match = append(r.Match, pat)
+			nodes = append(nodes, e)
+		}
+	}
+	return nodes
+}
+
+func methodsOverlap(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	for _, x := range a {
+		if contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// validMethod reports whether m is an upper-case method token.
+func validMethod(m string) bool {
+	if m == "" {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if !('A' <= c && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func validHost(h string) bool {
+	h = strings.TrimPrefix(h, "*.")
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == ':' || c == '[' || c == ']') {
+			return false
+		}
+	}
+	return true
+}
+
+// errDecoded tells Build that decoding failed and was reported.
+var errDecoded = errors.New("options not decoded")
+
+// pipeline parses and builds a route's pipeline into r.Stages, and checks
+// the order of its kinds: filters after a source, one source, nothing
+// after a component that answers every request.
+func (p *parser) pipeline(n *yaml.Node, r *Route) {
+	n = deref(n)
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "pipeline: want a list of components, got %s", describe(n))
+		return
+	}
+	if len(n.Content) == 0 {
+		p.errorf(n, "pipeline is empty: it needs at least a source (files, text, …)")
+		return
+	}
+	var source, answer *Stage
+	complete := true
+	for _, en := range n.Content {
+		s := p.stage(en)
+		if s == nil {
+			complete = false
+			continue
+		}
+		r.Stages = append(r.Stages, s)
+		switch {
+		case answer != nil:
+			p.errorf(en, "%s never runs: %s before it (at %d:%d) answers every request", s.Name, answer.Name, answer.Line, answer.Col)
+		case s.Kind() == components.KindFilter && source == nil:
+			p.errorf(en, "%s is a filter but no source comes before it: a filter transforms the content of a source earlier in the pipeline", s.Name)
+		case s.Kind() == components.KindSource && source != nil:
+			p.errorf(en, "%s is a second source: it would replace the content of %s (at %d:%d); a pipeline has one source", s.Name, source.Name, source.Line, source.Col)
+		}
+		if s.Kind() == components.KindSource && source == nil {
+			source = s
+		}
+		if s.Registration.Answers && answer == nil {
+			answer = s
+		}
+	}
+	if complete && source == nil && answer == nil {
+		p.errorf(n, "pipeline has no source: nothing produces the response (add one of: %s)", strings.Join(sourceNames(), ", "))
+	}
+}
+
+func sourceNames() []string {
+	var out []string
+	for _, r := range components.All() {
+		if r.Kind == components.KindSource || r.Answers {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// stage parses one pipeline entry, `name` or `name: argument`, and builds
+// its component. It returns nil when the entry is unusable.
+func (p *parser) stage(n *yaml.Node) *Stage {
+	n = deref(n)
+	var nameNode, arg *yaml.Node
+	switch {
+	case n.Kind == yaml.ScalarNode && !isNull(n):
+		nameNode = n
+	case n.Kind == yaml.MappingNode && len(n.Content) == 2:
+		nameNode, arg = deref(n.Content[0]), n.Content[1]
+	case n.Kind == yaml.MappingNode && len(n.Content) > 2:
+		p.errorf(n.Content[2], "a pipeline entry is one component, `name` or `name: argument`; this one also has %q (a missing \"- \"?)", n.Content[2].Value)
+		return nil
+	default:
+		p.errorf(n, "a pipeline entry is `name` or `name: argument`, got %s", describe(n))
+		return nil
+	}
+	name := nameNode.Value
+	reg, ok := components.Lookup(name)
+	if !ok {
+		if before, _, found := strings.Cut(name, " "); found && nameNode.Kind == yaml.ScalarNode {
+			if _, ok := components.Lookup(before); ok {
+				p.errorf(nameNode, "unknown component %q: write `%s: argument` (with a colon)", name, before)
+				return nil
+			}
+		}
+		p.errorf(nameNode, "unknown component %q%s", name, suggest(name, components.Names()))
+		return nil
+	}
+	s := &Stage{Name: name, Registration: reg, Line: nameNode.Line, Col: nameNode.Column}
+	x := p.loader.Context
+	a := deref(arg)
+	shorthand := !isNull(a) && a.Kind != yaml.MappingNode
+	x.Shorthand = shorthand
+	decode := func(opts any) error {
+		before := len(p.errs)
+		v := reflect.ValueOf(opts).Elem()
+		switch {
+		case isNull(a):
+		case shorthand:
+			f, ok := fieldByKey(reg.Options, reg.Scalar)
+			if reg.Scalar == "" || !ok {
+				if len(optionFields(reg.Options)) == 0 {
+					p.errorf(a, "%s takes no options: write just `%s`", name, name)
+				} else {
+					p.errorf(a, "%s has no shorthand argument: give its options as a map, e.g. `%s: {%s: …}`", name, name, optionFields(reg.Options)[0].key)
+				}
+				break
+			}
+			s.Options = append(s.Options, Option{reg.Scalar, flowText(a)})
+			p.value(a, v.FieldByIndex(f.index), name+": "+reg.Scalar)
+		default:
+			for i := 0; i+1 < len(a.Content); i += 2 {
+				s.Options = append(s.Options, Option{a.Content[i].Value, flowText(a.Content[i+1])})
+			}
+			p.options(a, v, "", name)
+		}
+		if len(p.errs) > before {
+			return errDecoded
+		}
+		for _, key := range reg.Paths {
+			if f, ok := fieldByKey(reg.Options, key); ok && f.field.Type.Kind() == reflect.String {
+				if fv := v.FieldByIndex(f.index); !stdStream(fv.String()) {
+					fv.SetString(p.path(fv.String()))
+				}
+			}
+		}
+		return nil
+	}
+	comp, err := build(reg, decode, x)
+	switch {
+	case errors.Is(err, errDecoded):
+		return s
+	case err != nil:
+		msg := err.Error()
+		if !strings.HasPrefix(msg, name+":") {
+			msg = name + ": " + msg
+		}
+		p.errorf(nameNode, "%s", msg)
+		return s
+	case comp == nil:
+		p.errorf(nameNode, "%s: the constructor returned no component", name)
+		return s
+	}
+	s.Component = comp
+	return s
+}
+
+// build calls reg.Build, turning a panic in a constructor into an error
+// so that one faulty component cannot take the whole check down.
+func build(reg *components.Registration, decode func(any) error, x components.Context) (comp pipe.Component, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			comp, err = nil, fmt.Errorf("%s: constructor panicked: %v", reg.Name, v)
+		}
+	}()
+	return reg.Build(decode, x)
+}
+
+// stdStream reports whether a path option names a standard stream rather
+// than a file, and so is not resolved against the config file's directory.
+func stdStream(s string) bool { return s == "-" || s == "stdout" || s == "stderr" }
+
+// flowText renders a node as one line of YAML flow text.
+func flowText(n *yaml.Node) string {
+	n = deref(n)
+	if isNull(n) {
+		return "null"
+	}
+	c := flowCopy(n)
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// flowCopy copies n without comments, in flow style.
+func flowCopy(n *yaml.Node) *yaml.Node {
+	n = deref(n)
+	// Quoting as written is dropped: the encoder quotes what needs it,
+	// so YAML and JSON files are described alike.
+	c := &yaml.Node{Kind: n.Kind, Tag: n.Tag, Value: n.Value}
+	switch {
+	case n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode:
+		c.Style = yaml.FlowStyle
+	case strings.ContainsAny(n.Value, "\n\r\t"):
+		c.Style = yaml.DoubleQuotedStyle
+	}
+	for _, e := range n.Content {
+		c.Content = append(c.Content, flowCopy(e))
+	}
+	return c
+}

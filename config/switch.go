@@ -1,0 +1,98 @@
+package config
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Switch is an engine.Handler that serves the routes of the current
+// config and lets a new config take over without stopping: Swap makes
+// every request that starts afterwards use the new config, while requests
+// already in flight finish on the old one; the old config is closed once
+// the last of them is done. Switch is safe for concurrent use.
+type Switch struct {
+	cur atomic.Pointer[generation]
+	mu  sync.Mutex // serializes Swap and Close
+}
+
+// generation is one config being served, with a count of its requests in
+// flight.
+type generation struct {
+	cfg     *Config
+	handler engine.Handler
+	active  atomic.Int64
+	retired atomic.Bool
+	once    sync.Once
+}
+
+// NewSwitch returns a Switch serving cfg.
+func NewSwitch(cfg *Config) *Switch {
+	s := &Switch{}
+	s.cur.Store(newGeneration(cfg))
+	return s
+}
+
+func newGeneration(cfg *Config) *generation {
+	return &generation{cfg: cfg, handler: cfg.Handler()}
+}
+
+// Config returns the config new requests are served with.
+func (s *Switch) Config() *Config { return s.cur.Load().cfg }
+
+// Serve implements engine.Handler with the current config's routes.
+func (s *Switch) Serve(w engine.ResponseWriter, r *engine.Request) {
+	g := s.acquire()
+	defer g.release()
+	g.handler.Serve(w, r)
+}
+
+// acquire returns the current generation with its count raised. It checks
+// that the generation is still current after counting the request: if a
+// Swap came in between, the count may already have been seen at zero and
+// the config closed, so it tries again with the new one.
+func (s *Switch) acquire() *generation {
+	for {
+		g := s.cur.Load()
+		g.active.Add(1)
+		if s.cur.Load() == g {
+			return g
+		}
+		g.release()
+	}
+}
+
+func (g *generation) release() {
+	if g.active.Add(-1) == 0 && g.retired.Load() {
+		g.close()
+	}
+}
+
+func (g *generation) close() { g.once.Do(func() { g.cfg.Close() }) }
+
+// retire marks g replaced and closes it if no request uses it.
+func (g *generation) retire() {
+	g.retired.Store(true)
+	if g.active.Load() == 0 {
+		g.close()
+	}
+}
+
+// Swap makes cfg serve every request from now on and returns the config
+// it replaces, which is closed when its last request in flight finishes.
+func (s *Switch) Swap(cfg *Config) (old *Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.cur.Swap(newGeneration(cfg))
+	g.retire()
+	return g.cfg
+}
+
+// Close closes the current config once the requests using it finish.
+// The Switch must not serve requests afterwards.
+func (s *Switch) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur.Load().retire()
+}

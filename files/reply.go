@@ -1,0 +1,341 @@
+package files
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Reply is the Server's answer to one request, decided but not yet sent:
+// the status, the header fields (SetHeader) and the body (Send). The
+// Server's own Serve uses it; so do pipeline sources that set the header
+// in one phase and write the body in another (see Decide).
+//
+// A Reply refers to the Server's cached data, never to the request, so it
+// stays valid after the request's buffers are reused. It is used by one
+// goroutine at a time. The zero Reply is not usable.
+type Reply struct {
+	status int
+	s      *Server
+	head   bool // HEAD: header fields of the GET, no body
+
+	kind   int    // body kind, below
+	v      *entry // the file or variant sent, for file replies
+	vary   bool   // the file has variants: Vary: Accept-Encoding
+	ctype  string // Content-Type, for replies that are not file content
+	data   []byte // bodyBytes
+	length int64  // the Content-Length to declare, or -1
+
+	off, n   int64      // bodyFile: the region of v
+	multi    *multipart // bodyMulti
+	ranges   []byteRange
+	crange   string // Content-Range
+	location string // 301
+	allow    bool   // an Allow field
+	listing  bool   // a directory listing: Vary: Accept
+
+	f *openFile // a reference taken by open, dropped by release
+}
+
+// Body kinds of a Reply.
+const (
+	bodyNone  = iota
+	bodyBytes // data
+	bodyFile  // n bytes of v's file from off
+	bodyMulti // multipart/byteranges of v
+)
+
+// Status returns the reply's status code.
+func (rp *Reply) Status() int { return rp.status }
+
+// HasBody reports whether Send writes anything: false for HEAD, 204, 304
+// and redirects.
+func (rp *Reply) HasBody() bool { return !rp.head && rp.kind != bodyNone }
+
+// BodyWriter receives a Reply's body: Write for bytes, SendFile for file
+// regions (sendfile(2) where possible; it must not move f's offset, as
+// f is shared with concurrent requests). The engine's ResponseWriter is
+// one.
+type BodyWriter interface {
+	Write(p []byte) (int, error)
+	SendFile(f *os.File, offset, n int64) error
+}
+
+// Error bodies, one per status, shared and never modified.
+var errorBodies = map[int][]byte{}
+
+func init() {
+	for status, msg := range map[int]string{
+		http.StatusForbidden:                    "permission denied",
+		http.StatusNotFound:                     "no such file",
+		http.StatusMethodNotAllowed:             "use " + allow,
+		http.StatusPreconditionFailed:           "precondition failed",
+		http.StatusRequestedRangeNotSatisfiable: "no requested range is within the file",
+		http.StatusInternalServerError:          "cannot read file",
+	} {
+		errorBodies[status] = []byte(strconv.Itoa(status) + " " + http.StatusText(status) + ": " + msg + "\n")
+	}
+}
+
+// errorReply answers status with its short plain-text body.
+func (s *Server) errorReply(status int, head bool) Reply {
+	body := errorBodies[status]
+	return Reply{status: status, s: s, head: head, kind: bodyBytes, ctype: "text/plain; charset=utf-8", data: body, length: int64(len(body))}
+}
+
+// decide makes the Reply for r without opening any file. force looks the
+// path up in the file system even when the cache has it.
+func (s *Server) decide(r *engine.Request, force bool) Reply {
+	head := false
+	switch string(r.Method) {
+	case "GET":
+	case "HEAD":
+		head = true
+	case "OPTIONS":
+		return Reply{status: http.StatusNoContent, s: s, allow: true, length: -1}
+	default:
+		rp := s.errorReply(http.StatusMethodNotAllowed, false)
+		rp.allow = true
+		return rp
+	}
+	e, err := s.lookup(r, force)
+	if err != nil {
+		return s.failReply(r, err, head)
+	}
+	switch {
+	case e.status == http.StatusMovedPermanently:
+		loc := e.location
+		if len(r.Query) > 0 {
+			loc += "?" + string(r.Query)
+		}
+		return Reply{status: e.status, s: s, head: head, location: loc, length: -1}
+	case e.status != http.StatusOK:
+		return s.errorReply(e.status, head)
+	case e.dir:
+		return s.listReply(r, e, head)
+	}
+
+	v := negotiate(r.Header("Accept-Encoding"), e)
+	rp := Reply{status: http.StatusOK, s: s, head: head, v: v, vary: len(e.variants) > 0, length: v.size}
+	val := validators{etag: v.etag, lastMod: v.lastMod, modTime: v.modTime}
+	if st := precondition(r, &val); st != 0 {
+		if st == http.StatusNotModified {
+			rp.status, rp.length = st, -1
+			return rp
+		}
+		erp := s.errorReply(st, head)
+		erp.v, erp.vary = v, rp.vary
+		return erp
+	}
+	if rh := r.Header("Range"); rh != nil && !head && rangeApplies(r, &val) {
+		ranges, what := parseRange(rh, v.size, s.opts.MaxRanges)
+		switch what {
+		case rangeUnsatisfiable:
+			erp := s.errorReply(http.StatusRequestedRangeNotSatisfiable, head)
+			erp.v, erp.vary, erp.crange = v, rp.vary, unsatisfiedRange(v.size)
+			return erp
+		case rangeOK:
+			rp.status = http.StatusPartialContent
+			if len(ranges) == 1 {
+				rp.kind, rp.off, rp.n = bodyFile, ranges[0].off, ranges[0].n
+				rp.length, rp.crange = rp.n, contentRange(ranges[0], v.size)
+			} else {
+				rp.kind, rp.ranges = bodyMulti, ranges
+				rp.multi = newMultipart(ranges, v.size, v.ctype)
+				rp.length = rp.multi.length
+			}
+			return rp
+		}
+	}
+	if !head {
+		rp.kind, rp.off, rp.n = bodyFile, 0, v.size
+	}
+	return rp
+}
+
+// listReply answers a directory listing.
+func (s *Server) listReply(r *engine.Request, e *entry, head bool) Reply {
+	val := validators{}
+	if st := precondition(r, &val); st != 0 {
+		return s.errorReply(st, head)
+	}
+	ctype, body, err := s.listing(r, e)
+	if err != nil {
+		return s.failReply(r, err, head)
+	}
+	return Reply{status: http.StatusOK, s: s, head: head, kind: bodyBytes, ctype: ctype, data: body, length: int64(len(body)), listing: true}
+}
+
+// failReply answers a request that hit a file system error.
+func (s *Server) failReply(r *engine.Request, err error, head bool) Reply {
+	if e, ferr := failure("", err); ferr == nil {
+		return s.errorReply(e.status, head)
+	}
+	s.logError(r, err)
+	return s.errorReply(http.StatusInternalServerError, head)
+}
+
+// needsFile reports whether sending the body reads v's file (rather than
+// memory).
+func (rp *Reply) needsFile() bool {
+	return (rp.kind == bodyFile || rp.kind == bodyMulti) && !rp.v.held
+}
+
+// open takes a reference to v's open file for the body, opening it if no
+// request holds it open. It fails with errChanged, having written
+// nothing, when the file on disk is no longer the one the reply was
+// decided for.
+func (rp *Reply) open() error {
+	if !rp.needsFile() || rp.f != nil {
+		return nil
+	}
+	f, err := rp.s.openEntry(rp.v)
+	if err != nil {
+		return err
+	}
+	rp.f = f
+	return nil
+}
+
+// release drops the reference taken by open.
+func (rp *Reply) release() {
+	if rp.f != nil {
+		rp.f.release()
+		rp.f = nil
+	}
+}
+
+// SetHeader sets the reply's header fields on h: Content-Type,
+// Content-Length, the validators, Content-Range, Content-Encoding, Vary,
+// Cache-Control, Expires, Location or Allow as the reply calls for.
+// Fields set before are kept unless the reply sets the same name. It does
+// not allocate.
+func (rp *Reply) SetHeader(h *engine.Header) {
+	s, v := rp.s, rp.v
+	switch {
+	case rp.allow:
+		h.Set("Allow", allow)
+	case rp.location != "":
+		h.Set("Location", rp.location)
+	}
+	if rp.status == http.StatusOK || rp.status == http.StatusPartialContent || rp.status == http.StatusNotModified {
+		if v != nil {
+			if v.etag != "" {
+				h.Set("ETag", v.etag)
+			}
+			if v.lastMod != "" && (rp.status != http.StatusNotModified || v.etag == "") {
+				h.Set("Last-Modified", v.lastMod)
+			}
+		}
+		if s.cacheControl != "" {
+			h.Set("Cache-Control", s.cacheControl)
+			if s.opts.MaxAge > 0 {
+				h.Set("Expires", s.expires())
+			}
+		}
+	}
+	if rp.vary {
+		h.Set("Vary", "Accept-Encoding")
+		if v.encoding != "" && rp.status != http.StatusNotModified {
+			h.Set("Content-Encoding", v.encoding)
+		}
+	}
+	if rp.listing {
+		h.Set("Vary", "Accept")
+	}
+	if rp.status == http.StatusNotModified || rp.status == http.StatusNoContent || rp.status == http.StatusMovedPermanently {
+		return
+	}
+	switch {
+	case rp.multi != nil:
+		h.Set("Content-Type", rp.multi.ctype)
+	case rp.ctype != "":
+		h.Set("Content-Type", rp.ctype)
+	case v != nil:
+		h.Set("Content-Type", v.ctype)
+	}
+	if rp.crange != "" {
+		h.Set("Content-Range", rp.crange)
+	}
+	if rp.ctype == "" && v != nil {
+		h.Set("Accept-Ranges", "bytes")
+	}
+	if s.opts.NoSniff || rp.ctype != "" {
+		h.Set("X-Content-Type-Options", "nosniff")
+	}
+	h.SetContentLength(rp.length)
+}
+
+// Send writes the reply's body to w: nothing for HEAD, 204, 304 and
+// redirects; bytes from memory; or file content, which it reads from a
+// shared open file (taking and dropping a reference, so a client that
+// goes away mid-transfer does not keep the file open). If the file
+// changed on disk since the reply was decided, Send writes nothing and
+// fails; a caller that has not committed the header may decide again.
+func (rp *Reply) Send(w BodyWriter) error {
+	if rp.head {
+		return nil
+	}
+	switch rp.kind {
+	case bodyNone:
+		return nil
+	case bodyBytes:
+		_, err := w.Write(rp.data)
+		return err
+	}
+	opened := rp.f == nil
+	if err := rp.open(); err != nil {
+		return err
+	}
+	if opened {
+		defer rp.release()
+	}
+	if rp.kind == bodyFile {
+		return rp.sendRegion(w, rp.off, rp.n)
+	}
+	m := rp.multi
+	for i, r := range rp.ranges {
+		if _, err := io.WriteString(writerOnly{w}, m.heads[i]); err != nil {
+			return err
+		}
+		if err := rp.sendRegion(w, r.off, r.n); err != nil {
+			return err
+		}
+		if _, err := w.Write(crlf); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(writerOnly{w}, m.tail)
+	return err
+}
+
+var crlf = []byte("\r\n")
+
+// writerOnly hides any WriteString of w, so io.WriteString copies.
+type writerOnly struct{ w BodyWriter }
+
+func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+
+// sendRegion sends n bytes of the representation from off.
+func (rp *Reply) sendRegion(w BodyWriter, off, n int64) error {
+	v := rp.v
+	if v.held {
+		_, err := w.Write(v.body[off : off+n])
+		return err
+	}
+	if rp.f.osf != nil {
+		return w.SendFile(rp.f.osf, off, n)
+	}
+	r, err := rp.f.section(off, n)
+	if err != nil {
+		return err
+	}
+	m, err := io.Copy(writerOnly{w}, r)
+	if err == nil && m < n {
+		err = io.ErrUnexpectedEOF // the file shrank
+	}
+	return err
+}
