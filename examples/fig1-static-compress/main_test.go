@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+func startServer(t *testing.T, network bool) string {
+	t.Helper()
+	comp, stop, err := newServer("public", network)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: pipe.Handler(comp)}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		stop()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// get fetches url offering the coding accept and returns the response and
+// the body decoded by its Content-Encoding.
+func get(t *testing.T, url, accept string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if accept != "" {
+		req.Header.Set("Accept-Encoding", accept)
+	}
+	// No transparent decompression: the test decodes itself.
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r io.Reader = resp.Body
+	switch ce := resp.Header.Get("Content-Encoding"); ce {
+	case "":
+	case "gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	case "br":
+		r = brotli.NewReader(r)
+	case "zstd":
+		zr, err := zstd.NewReader(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		t.Fatalf("unexpected Content-Encoding %q", ce)
+	}
+	body, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// Files under /js/ and /css/ are compressed in the coding the client
+// accepts and decode to the file byte for byte; others are sent as they
+// are — with a chain and with a process network alike.
+func TestStaticCompress(t *testing.T) {
+	for _, network := range []bool{false, true} {
+		base := startServer(t, network)
+		tests := []struct {
+			path, file, accept, encoding string
+		}{
+			{"/js/app.js", "js/app.js", "gzip", "gzip"},
+			{"/js/app.js", "js/app.js", "br", "br"},
+			{"/css/site.css", "css/site.css", "zstd", "zstd"},
+			{"/css/site.css", "css/site.css", "gzip, br;q=0.5", "gzip"},
+			{"/css/site.css", "css/site.css", "", ""},
+			{"/", "index.html", "gzip, br, zstd", ""},
+			{"/", "index.html", "gzip", ""},
+		}
+		for _, tt := range tests {
+			want, err := os.ReadFile(filepath.Join("public", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, body := get(t, base+tt.path, tt.accept)
+			if resp.StatusCode != 200 {
+				t.Errorf("network=%v %s: status %d", network, tt.path, resp.StatusCode)
+				continue
+			}
+			if ce := resp.Header.Get("Content-Encoding"); ce != tt.encoding {
+				t.Errorf("network=%v %s (Accept-Encoding %q): Content-Encoding %q, want %q",
+					network, tt.path, tt.accept, ce, tt.encoding)
+			}
+			if !bytes.Equal(body, want) {
+				t.Errorf("network=%v %s (%s): body differs from the file (%d bytes, want %d)",
+					network, tt.path, tt.accept, len(body), len(want))
+			}
+		}
+		if resp, _ := get(t, base+"/js/missing.js", "gzip"); resp.StatusCode != 404 {
+			t.Errorf("network=%v: missing file: status %d", network, resp.StatusCode)
+		}
+	}
+}
+
+func TestNewServerBadRoot(t *testing.T) {
+	if _, _, err := newServer("no-such-dir", false); err == nil {
+		t.Error("newServer accepted a missing root")
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+func startServer(t *testing.T, network bool) string {
+	t.Helper()
+	comp, stop, err := newServer("public", "users.htpasswd", network)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: pipe.Handler(comp)}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		stop()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func get(t *testing.T, url, user, pass string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// The public area is open; the private area answers 401 with a Basic
+// challenge unless the credentials match the real htpasswd file — with a
+// chain and with a process network alike.
+func TestPrivateArea(t *testing.T) {
+	public, _ := os.ReadFile(filepath.Join("public", "index.html"))
+	private, _ := os.ReadFile(filepath.Join("public", "private", "index.html"))
+	for _, network := range []bool{false, true} {
+		base := startServer(t, network)
+		tests := []struct {
+			path, user, pass string
+			status           int
+			body             string
+		}{
+			{"/", "", "", 200, string(public)},
+			{"/", "alice", "wrong", 200, string(public)},
+			{"/private/", "", "", 401, ""},
+			{"/private/", "alice", "wrong", 401, ""},
+			{"/private/", "mallory", "wonderland", 401, ""},
+			{"/private/index.html", "", "", 401, ""},
+			{"/private", "", "", 401, ""},
+			{"/private/", "alice", "wonderland", 200, string(private)},
+		}
+		for _, tt := range tests {
+			resp, body := get(t, base+tt.path, tt.user, tt.pass)
+			if resp.StatusCode != tt.status {
+				t.Errorf("network=%v %s as %q: status %d, want %d", network, tt.path, tt.user, resp.StatusCode, tt.status)
+				continue
+			}
+			switch tt.status {
+			case 200:
+				if body != tt.body {
+					t.Errorf("network=%v %s: wrong body %.60q", network, tt.path, body)
+				}
+			case 401:
+				if ch := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, `Basic realm="private"`) {
+					t.Errorf("network=%v %s: WWW-Authenticate %q", network, tt.path, ch)
+				}
+				if strings.Contains(body, "Private area") {
+					t.Errorf("network=%v %s: private content leaked with 401", network, tt.path)
+				}
+			}
+		}
+	}
+}
+
+func TestNewServerErrors(t *testing.T) {
+	if _, _, err := newServer("public", "no-such.htpasswd", false); err == nil {
+		t.Error("newServer accepted a missing htpasswd file")
+	}
+	if _, _, err := newServer("no-such-dir", "users.htpasswd", false); err == nil {
+		t.Error("newServer accepted a missing root")
+	}
+}

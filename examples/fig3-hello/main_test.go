@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+func get(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+func checkRoutes(t *testing.T, base string) {
+	t.Helper()
+	index, err := os.ReadFile(filepath.Join("public", "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := get(t, base+"/hello")
+	if resp.StatusCode != 200 || body != "Hello, world!\n" || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Errorf("/hello: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if resp, body := get(t, base+"/"); resp.StatusCode != 200 || body != string(index) {
+		t.Errorf("/: %d %.60q", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, base+"/missing"); resp.StatusCode != 404 {
+		t.Errorf("/missing: %d", resp.StatusCode)
+	}
+}
+
+// The routes, served in the test process.
+func TestHello(t *testing.T) {
+	comp, err := newServer("public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: pipe.Handler(comp)}
+	go srv.Serve(ln)
+	defer srv.Close()
+	checkRoutes(t, "http://"+ln.Addr().String())
+}
+
+// The program itself: built, run as a process on a free port, stopped
+// with SIGTERM.
+func TestHelloProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the program")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build the program with")
+	}
+	bin := filepath.Join(t.TempDir(), "fig3-hello")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// The first line of the log says where it listens.
+	lines := bufio.NewScanner(stderr)
+	if !lines.Scan() {
+		t.Fatalf("no log line: %v", lines.Err())
+	}
+	line := lines.Text()
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("log line %q names no address", line)
+	}
+	checkRoutes(t, strings.TrimSuffix(line[i:], "/"))
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { io.Copy(io.Discard, stderr); done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the program did not stop after SIGTERM")
+	}
+}
