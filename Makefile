@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test lint fuzz bench clean
+.PHONY: all build test lint fuzz bench bench-deps clean
 
 all: lint test
 
@@ -35,10 +35,16 @@ fuzz:
 		done; \
 	done; exit $$status
 
-## bench: Go benchmarks, then the engine benchmark against its peers
-bench: build
+## bench: Go benchmarks, then the harness against the peer servers (report in docs/benchmarks/)
+bench: build bench-deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	@if [ -f bench/engine.sh ]; then bash bench/engine.sh --sluice $(BIN); fi
+	$(GO) run ./bench/cmd/sluicebench --sluice $(BIN)
+
+## bench-deps: the peer servers and load tools the harness measures against
+BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux
+bench-deps:
+	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi
 
 clean:
 	rm -rf bin

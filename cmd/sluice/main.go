@@ -7,6 +7,7 @@
 //	sluice fmt -c FILE [-w]
 //	sluice reload (-c FILE | --pid-file FILE | --pid N)
 //	sluice demo [--listen ADDR]
+//	sluice bench [--quick] [--servers LIST] [--scenarios LIST] [--out DIR]
 //	sluice version
 //	sluice help [COMMAND]
 //
@@ -23,6 +24,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sluice-server/sluice/bench"
 )
 
 // Exit statuses.
@@ -43,6 +46,7 @@ Commands:
   fmt       format a config file canonically, keeping comments
   reload    make a running server load its config file again (SIGHUP)
   demo      serve the demo site built into the binary
+  bench     benchmark Sluice against nginx and other servers (docs/benchmarks/)
   version   print the version
   help      print help for a command
 
@@ -71,6 +75,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch name := args[0]; name {
+	case "bench":
+		// The harness parses its own flags (sluice bench --help).
+		return bench.Main(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && name == "help" {
 			if c := lookup(args[1]); c != nil {

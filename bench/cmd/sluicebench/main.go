@@ -1,0 +1,14 @@
+// Command sluicebench benchmarks Sluice against the web servers installed
+// on this machine and writes a Markdown report with plots; see package
+// bench. It is the same harness as `sluice bench`.
+//
+//	go run ./bench/cmd/sluicebench [--quick] [--servers LIST] [--scenarios LIST] [--out DIR]
+package main
+
+import (
+	"os"
+
+	"github.com/sluice-server/sluice/bench"
+)
+
+func main() { os.Exit(bench.Main(os.Args[1:], os.Stdout, os.Stderr)) }

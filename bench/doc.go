@@ -1,0 +1,30 @@
+// Package bench is Sluice's benchmark harness: it starts Sluice and the
+// servers users know (nginx, Apache httpd, lighttpd, Caddy, h2o, Go
+// net/http, fasthttp), loads each in turn with its own generator (package
+// load), and with wrk and ab where installed, and writes a Markdown report
+// with plots (package report).
+//
+// # Method
+//
+// On a machine with two or more cores, the harness pins itself (the
+// client) to core 0 and every server to core 1 with taskset, so a server
+// has one core and the client never competes with it. Servers are
+// measured one after another in interleaved rounds (server A, B, C, then
+// again), and the report gives the median over rounds with the minimum
+// and maximum. Server CPU time per request comes from utime+stime of the
+// server's process tree in /proc/PID/stat, memory from VmRSS in
+// /proc/PID/status. Errors are counted, never hidden.
+//
+// # Scenarios
+//
+// The scenarios come from the seed papers: Warp's 151-byte page at 1 to
+// 1,000 connections; webpipes' 4 KB file at rising request rates in an
+// open loop; the master–worker paper's ab -n 5000 -c 500; the C10K mix at
+// 10,000 connections; the C++ paper's file-size sweep; pipelining 16
+// deep; idle memory per connection; Chain against ProcNetwork.
+//
+// # Entry points
+//
+// Main is the whole harness behind a command line; `sluice bench` and
+// `go run ./bench/cmd/sluicebench` call it.
+package bench

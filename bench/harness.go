@@ -1,0 +1,332 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluice-server/sluice/bench/peers"
+	"github.com/sluice-server/sluice/bench/report"
+)
+
+// harness is the state of one benchmark run.
+type harness struct {
+	ctx    context.Context
+	o      options
+	prog   *progress
+	repo   string // repository root, "" if not in one
+	tmp    string // scratch directory
+	env    peers.Env
+	peers  []peers.Peer // those that can run
+	rep    report.Report
+	nofile int
+	pinned bool
+	server *peers.Server // the running server, stopped by cleanup
+
+	loadMin, loadMax float64 // 1-minute load average seen during the run
+}
+
+// watchLoad samples the 1-minute load average every 5 s until ctx ends,
+// so the report can say whether other work shared the machine.
+func (h *harness) watchLoad(ctx context.Context) {
+	sample := func() {
+		data, err := os.ReadFile("/proc/loadavg")
+		if err != nil {
+			return
+		}
+		f := strings.Fields(string(data))
+		if len(f) == 0 {
+			return
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return
+		}
+		if h.loadMax == 0 || v < h.loadMin {
+			h.loadMin = v
+		}
+		h.loadMax = max(h.loadMax, v)
+	}
+	sample()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			sample()
+		}
+	}
+}
+
+func newHarness(ctx context.Context, o options, stderr io.Writer) (*harness, error) {
+	h := &harness{ctx: ctx, o: o, repo: repoRoot()}
+	h.prog = newProgress(stderr, 0)
+	h.rep = report.Report{
+		Command: o.commandStr, Reproduce: o.reproduce, Started: time.Now(), Rounds: o.rounds,
+		Duration: o.duration, Sweep: o.sweep, Quick: o.quick, Scenarios: o.scenarios,
+	}
+	if h.o.out == "" {
+		h.o.out = "sluice-bench"
+		if h.repo != "" {
+			h.o.out = filepath.Join(h.repo, "docs", "benchmarks")
+		}
+	}
+	h.pin()
+	h.nofile = raiseNofile()
+	if h.o.maxConns+200 > h.nofile {
+		n := max(h.nofile-200, 1)
+		h.note("RLIMIT_NOFILE is %d here (hard limit), so the %d-connection points use %d connections.", h.nofile, h.o.maxConns, n)
+		h.o.maxConns = n
+	}
+	var err error
+	if h.tmp, err = os.MkdirTemp("", "sluicebench-"); err != nil {
+		return nil, err
+	}
+	os.Chmod(h.tmp, 0o755) // servers that drop privileges read the docroot
+	h.env = peers.Env{Root: filepath.Join(h.tmp, "root"), Host: "127.0.0.1", NoFile: h.nofile, Bin: filepath.Join(h.tmp, "bin")}
+	if err := makeDocroot(h.env.Root); err != nil {
+		return nil, err
+	}
+	if err := h.build(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *harness) note(format string, args ...any) {
+	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	h.rep.Notes = append(h.rep.Notes, msg)
+	h.prog.logf("%s", msg)
+}
+
+func (h *harness) cleanup() {
+	h.server.Stop()
+	h.server = nil
+	h.prog.close()
+	if h.tmp != "" {
+		if h.o.keep {
+			h.prog.logf("scratch directory kept: %s", h.tmp)
+		} else {
+			os.RemoveAll(h.tmp)
+		}
+	}
+}
+
+// pin binds every thread of this process to the client CPUs (threads
+// created later inherit the mask) and sets GOMAXPROCS to match.
+func (h *harness) pin() {
+	if runtime.NumCPU() < 2 {
+		h.note("Only one CPU: client and servers share it; the figures are not comparable to a two-core run.")
+		return
+	}
+	var set unix.CPUSet
+	n := 0
+	for _, f := range splitList(strings.ReplaceAll(h.o.clientCPU, "-", ",")) {
+		if c, err := strconv.Atoi(f); err == nil {
+			set.Set(c)
+			n++
+		}
+	}
+	for range 2 { // again, for threads started during the first pass
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, t := range tasks {
+			if tid, err := strconv.Atoi(t.Name()); err == nil {
+				unix.SchedSetaffinity(tid, &set)
+			}
+		}
+	}
+	runtime.GOMAXPROCS(max(n, 1))
+	h.pinned = true
+}
+
+// raiseNofile raises the soft descriptor limit to the hard one (servers
+// started later inherit it) and returns it.
+func raiseNofile() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 1024
+	}
+	rl.Cur = rl.Max
+	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+	return int(min(rl.Cur, 1<<20))
+}
+
+// Documents served by every peer.
+const (
+	pathIndex    = "/"              // index.html, Warp's 151-byte page
+	pathWebpipes = "/4k.html"       // webpipes' 4 KB file
+	pathTemplate = "/template.html" // C10K mix: stand-in for a template page
+	pathDynamic  = "/dynamic.html"  // C10K mix: stand-in for a database page
+)
+
+// sizes are the file sizes of the C++ paper's sweep (1 KB–300 KB), up to 1 MB.
+var sizes = []int{1 << 10, 5 << 10, 10 << 10, 50 << 10, 100 << 10, 300 << 10, 1 << 20}
+
+func sizePath(n int) string { return fmt.Sprintf("/size-%d.bin", n) }
+
+// makeDocroot writes the documents: index.html of exactly 151 bytes (as in
+// Warp's paper), a 4 KB page, the C10K stand-ins, and the size files.
+func makeDocroot(root string) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	page := func(n int, title string) []byte {
+		head := "<!DOCTYPE html>\n<html><head><title>" + title + "</title></head>\n<body><p>Hello from the Sluice benchmark.</p></body>\n</html>\n"
+		if n < len(head)+8 {
+			panic("page too small")
+		}
+		return []byte(head + "<!--" + strings.Repeat("x", n-len(head)-8) + "-->\n")
+	}
+	files := map[string][]byte{
+		"index.html":    page(151, "Sluice"),
+		"4k.html":       page(4096, "Sluice 4 KB"),
+		"template.html": page(2048, "Sluice template"),
+		"dynamic.html":  page(1024, "Sluice dynamic"),
+	}
+	if len(files["index.html"]) != 151 {
+		return fmt.Errorf("index.html is %d bytes, not 151", len(files["index.html"]))
+	}
+	for _, n := range sizes {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + i%26)
+		}
+		files[strings.TrimPrefix(sizePath(n), "/")] = b
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(root, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// build builds the Go peers and, unless given, sluice; and picks the
+// peers that can run.
+func (h *harness) build() error {
+	if err := os.MkdirAll(h.env.Bin, 0o755); err != nil {
+		return err
+	}
+	goBuild := func(dir, out, pkg string) error {
+		cmd := exec.CommandContext(h.ctx, "go", "build", "-o", filepath.Join(h.env.Bin, out), pkg)
+		cmd.Dir = dir
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		}
+		return nil
+	}
+	want := func(name string) bool { return slices.Contains(h.o.servers, name) }
+	h.env.Sluice = h.o.sluice
+	if h.repo != "" {
+		h.prog.logf("building the Go peers in %s", h.env.Bin)
+		if want("nethttp") {
+			if err := goBuild(h.repo, "nethttp-peer", "./bench/peers/nethttp"); err != nil {
+				h.note("nethttp peer: %v", err)
+			}
+		}
+		if want("fasthttp") {
+			if err := goBuild(filepath.Join(h.repo, "bench", "peers", "fasthttp"), "fasthttp-peer", "."); err != nil {
+				h.note("fasthttp peer: %v", err)
+			}
+		}
+		if h.env.Sluice == "" && want("sluice") {
+			if err := goBuild(h.repo, "sluice", "./cmd/sluice"); err != nil {
+				h.note("sluice: %v", err)
+			} else {
+				h.env.Sluice = filepath.Join(h.env.Bin, "sluice")
+			}
+		}
+	} else if h.env.Sluice == "" {
+		if exe, err := os.Executable(); err == nil && strings.HasPrefix(filepath.Base(exe), "sluice") && !strings.Contains(exe, "sluicebench") {
+			h.env.Sluice = exe
+		}
+	}
+	for _, p := range peers.All() {
+		if !want(p.Name) {
+			continue
+		}
+		info := report.PeerInfo{Name: p.Name, About: p.About}
+		if v, err := p.Version(h.env); err != nil {
+			info.Skipped = err.Error()
+			h.prog.logf("skipping %s: %v", p.Name, err)
+		} else {
+			info.Version = v
+			h.peers = append(h.peers, p)
+		}
+		h.rep.Peers = append(h.rep.Peers, info)
+	}
+	if len(h.peers) == 0 {
+		return fmt.Errorf("no server to measure")
+	}
+	return nil
+}
+
+// freePort returns a loopback port nobody listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start starts peer p on the server CPU in a fresh scratch directory.
+func (h *harness) start(p peers.Peer, label string) (*peers.Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	env := h.env
+	env.Port = port
+	env.Dir = filepath.Join(h.tmp, "run", p.Name+"-"+label)
+	os.RemoveAll(env.Dir)
+	srv, err := peers.Start(p, env, h.o.serverCPU)
+	if err != nil {
+		return nil, err
+	}
+	h.server = srv
+	h.recordConfig(srv)
+	return srv, nil
+}
+
+// recordConfig keeps the first configuration each peer ran with, with
+// the scratch paths replaced by placeholders, for the report.
+func (h *harness) recordConfig(srv *peers.Server) {
+	for i := range h.rep.Peers {
+		pi := &h.rep.Peers[i]
+		if pi.Name != srv.Peer.Name || pi.Command != "" {
+			continue
+		}
+		clean := func(s string) string {
+			s = strings.ReplaceAll(s, srv.Env.Dir, "$RUN")
+			s = strings.ReplaceAll(s, h.env.Root, "$ROOT")
+			s = strings.ReplaceAll(s, h.env.Bin, "$BIN")
+			return strings.ReplaceAll(s, srv.Env.Addr(), "127.0.0.1:$PORT")
+		}
+		pi.Command = clean("taskset -c " + h.o.serverCPU + " " + strings.Join(srv.Argv, " "))
+		pi.Config = clean(srv.Config)
+	}
+}
+
+func (h *harness) stop() {
+	h.server.Stop()
+	h.server = nil
+}
+
+func runtimeNumCPU() int { return runtime.NumCPU() }

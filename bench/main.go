@@ -1,0 +1,229 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluice-server/sluice/bench/peers"
+	"github.com/sluice-server/sluice/bench/report"
+)
+
+// Exit statuses of Main.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// allScenarios is every scenario, in the order each server runs them.
+var allScenarios = []string{
+	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
+	report.C10K, report.Sizes, report.Idle, report.Pipe,
+}
+
+// options is the parsed command line.
+type options struct {
+	out        string
+	servers    []string
+	scenarios  []string
+	rounds     int
+	duration   time.Duration
+	sweep      time.Duration
+	quick      bool
+	sluice     string
+	maxConns   int
+	clientCPU  string
+	serverCPU  string
+	keep       bool
+	from       string
+	reproduce  string
+	commandStr string
+}
+
+const usage = `Usage: sluicebench [flags]
+
+Benchmarks Sluice against the web servers installed here (nginx, Apache
+httpd, lighttpd, Caddy, h2o, Go net/http, fasthttp) and writes a Markdown
+report with plots. The client runs on one core, each server on another;
+servers are measured in interleaved rounds and medians reported.
+
+Flags:
+`
+
+// Main runs the benchmark harness with the command-line arguments args
+// (without the program name) and returns the exit status: 0 on success,
+// 1 if the run failed, 2 on a usage error. Progress and log lines go to
+// stderr (a progress bar only if it is a terminal); stdout gets the path
+// of the report. It pins the calling process to the client CPU.
+func Main(args []string, stdout, stderr io.Writer) int {
+	o, code := parse(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if o.from != "" {
+		return rewrite(o, stdout, stderr)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, err := newHarness(ctx, o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluicebench:", err)
+		return exitError
+	}
+	defer h.cleanup()
+	path, err := h.run()
+	if err != nil {
+		h.prog.logf("%v", err)
+		if ctx.Err() != nil {
+			return 130
+		}
+		return exitError
+	}
+	fmt.Fprintln(stdout, path)
+	return exitOK
+}
+
+// rewrite writes the report from an earlier run's results.json.
+func rewrite(o options, stdout, stderr io.Writer) int {
+	data, err := os.ReadFile(o.from)
+	if err == nil {
+		var rep report.Report
+		if err = json.Unmarshal(data, &rep); err == nil {
+			if o.out == "" {
+				o.out = filepath.Dir(o.from)
+			}
+			var path string
+			if path, err = report.Write(o.out, &rep); err == nil {
+				fmt.Fprintln(stdout, path)
+				return exitOK
+			}
+		}
+	}
+	fmt.Fprintln(stderr, "sluicebench:", err)
+	return exitError
+}
+
+// parse reads the command line; code is -1 to go on, or the exit status.
+func parse(args []string, stderr io.Writer) (o options, code int) {
+	fs := flag.NewFlagSet("sluicebench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "\nServers: %s\nScenarios: %s\n", strings.Join(peers.Names(), ", "), strings.Join(allScenarios, ", "))
+	}
+	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default docs/benchmarks in the repository, or ./sluice-bench")
+	servers := fs.String("servers", strings.Join(peers.Names(), ","), "comma-separated servers to measure")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
+	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
+	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
+	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")
+	quick := fs.Bool("quick", false, "smoke test: 1 round, 1 s runs, fewer sweep points, 2,000 connections at most")
+	sluice := fs.String("sluice", "", "the sluice binary to measure; default: built from ./cmd/sluice in the repository, or this program")
+	maxConns := fs.Int("conns", 10000, "connections for the C10K mix and the largest idle-memory point")
+	clientCPU := fs.String("client-cpu", "0", "CPU list (taskset) for the client")
+	serverCPU := fs.String("server-cpu", "1", "CPU list (taskset) for the servers")
+	keep := fs.Bool("keep", false, "keep the scratch directory (configurations, logs)")
+	from := fs.String("from", "", "measure nothing: write the report from the results.json of an earlier run")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, exitOK
+		}
+		return o, exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sluicebench: unexpected argument %q\n", fs.Arg(0))
+		return o, exitUsage
+	}
+	o = options{
+		out: *out, rounds: *rounds, duration: *duration, sweep: *sweep, quick: *quick,
+		sluice: *sluice, maxConns: *maxConns, clientCPU: *clientCPU, serverCPU: *serverCPU, keep: *keep, from: *from,
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		if !set["rounds"] {
+			o.rounds = 1
+		}
+		if !set["duration"] {
+			o.duration = time.Second
+		}
+		if !set["sweep"] {
+			o.sweep = time.Second
+		}
+		if !set["conns"] {
+			o.maxConns = 2000
+		}
+	}
+	for _, s := range splitList(*servers) {
+		if _, ok := peers.ByName(s); !ok {
+			fmt.Fprintf(stderr, "sluicebench: unknown server %q (have %s)\n", s, strings.Join(peers.Names(), ", "))
+			return o, exitUsage
+		}
+		o.servers = append(o.servers, s)
+	}
+	for _, s := range splitList(*scenarios) {
+		if !slices.Contains(allScenarios, s) {
+			fmt.Fprintf(stderr, "sluicebench: unknown scenario %q (have %s)\n", s, strings.Join(allScenarios, ", "))
+			return o, exitUsage
+		}
+		o.scenarios = append(o.scenarios, s)
+	}
+	if o.rounds < 1 || o.duration <= 0 || o.sweep <= 0 || o.maxConns < 1 {
+		fmt.Fprintln(stderr, "sluicebench: --rounds, --duration, --sweep and --conns must be positive")
+		return o, exitUsage
+	}
+	// The reproduce prefix omits what only changes where the report goes.
+	var flags []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "out", "keep", "scenarios", "servers", "sluice", "from":
+		default:
+			flags = append(flags, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	o.reproduce = strings.Join(append([]string{"go run ./bench/cmd/sluicebench"}, flags...), " ")
+	o.commandStr = strings.Join(append([]string{"sluicebench"}, args...), " ")
+	return o, -1
+}
+
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// repoRoot returns the root of the Sluice repository containing the
+// working directory, or "" if there is none.
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(data), "module github.com/sluice-server/sluice\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}

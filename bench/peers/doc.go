@@ -1,0 +1,14 @@
+// Package peers starts the web servers Sluice is measured against, and
+// Sluice itself, for the benchmark harness.
+//
+// Each Peer writes a configuration for speed into a scratch directory of
+// its own (the texts are in conf/ and are shown in the report), starts
+// the server pinned to a CPU with taskset, waits until it answers, and
+// stops it. A started Server reports the CPU time and resident memory of
+// its whole process tree from /proc. Peers whose program is not installed
+// are reported as unavailable, so the harness can skip them with a note.
+//
+// The Go peers (net/http and fasthttp) are built from bench/peers/nethttp
+// and bench/peers/fasthttp; fasthttp is a module of its own, so Sluice
+// does not depend on it.
+package peers

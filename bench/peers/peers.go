@@ -1,0 +1,239 @@
+package peers
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+//go:embed conf
+var confFS embed.FS
+
+// Env is what a peer needs to start: where to put its files, what to
+// serve, where to listen.
+type Env struct {
+	Dir    string // scratch directory of this server instance (config, logs, pid)
+	Root   string // document root, readable by every user
+	Host   string // listen host, e.g. 127.0.0.1
+	Port   int
+	NoFile int    // descriptors the server may use (the hard RLIMIT_NOFILE)
+	Bin    string // directory holding the built Go peers (nethttp-peer, fasthttp-peer)
+	Sluice string // the sluice binary; empty: the sluice peer is unavailable
+}
+
+// Addr is Host:Port.
+func (e Env) Addr() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
+
+// HalfNoFile is NoFile/2, for lighttpd's max-connections.
+func (e Env) HalfNoFile() int { return e.NoFile / 2 }
+
+// Peer is one server the harness can run.
+type Peer struct {
+	// Name identifies the peer on the command line and in the report.
+	Name string
+
+	// About says in a few words what runs and how it is configured.
+	About string
+
+	// conf names the configuration template in conf/, if any.
+	conf string
+
+	// version returns the server's version, or an error if it cannot run
+	// here.
+	version func(env Env) (string, error)
+
+	// argv returns the command line, given the path of the written
+	// configuration (empty if conf is empty).
+	argv func(env Env, conf string) []string
+
+	// environ is added to the server's environment.
+	environ func(env Env) []string
+}
+
+// All returns every peer, in the order the report lists them.
+func All() []Peer {
+	return []Peer{
+		{
+			Name: "sluice", About: "`sluice serve --root DIR` (the engine and the files handler; GOMAXPROCS 1 from the affinity mask)",
+			version: func(env Env) (string, error) {
+				if env.Sluice == "" {
+					return "", errors.New("no sluice binary")
+				}
+				return firstLine(env.Sluice, "version")
+			},
+			argv: func(env Env, _ string) []string {
+				return []string{env.Sluice, "serve", "--root", env.Root, "--listen", env.Addr()}
+			},
+		},
+		{
+			Name: "nginx", About: "Debian nginx, one worker, sendfile, tcp_nopush, open_file_cache, no access log", conf: "nginx.conf",
+			version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+			argv: func(env Env, conf string) []string {
+				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
+			},
+		},
+		{
+			Name: "apache-default", About: "Debian Apache httpd with Debian's default configuration (MPM event, 25 threads per child, access log)", conf: "apache-default.conf",
+			version: apacheVersion,
+			argv:    apacheArgv,
+			environ: apacheEnviron,
+		},
+		{
+			Name: "apache-tuned", About: "Debian Apache httpd, MPM event tuned for 10,000 connections, four modules, sendfile, no access log", conf: "apache-tuned.conf",
+			version: apacheVersion,
+			argv:    apacheArgv,
+			environ: apacheEnviron,
+		},
+		{
+			Name: "lighttpd", About: "Debian lighttpd, one process, sendfile, stat cache, no access log", conf: "lighttpd.conf",
+			version: func(Env) (string, error) { return firstLine("lighttpd", "-v") },
+			argv: func(env Env, conf string) []string {
+				return []string{"lighttpd", "-D", "-f", conf}
+			},
+		},
+		{
+			Name: "caddy", About: "Debian Caddy, file_server, no admin endpoint, no automatic HTTPS", conf: "Caddyfile",
+			version: func(Env) (string, error) { return firstLine("caddy", "version") },
+			argv: func(env Env, conf string) []string {
+				return []string{"caddy", "run", "--config", conf, "--adapter", "caddyfile"}
+			},
+			environ: func(env Env) []string {
+				return []string{"HOME=" + env.Dir, "XDG_DATA_HOME=" + env.Dir, "XDG_CONFIG_HOME=" + env.Dir}
+			},
+		},
+		{
+			Name: "h2o", About: "Debian h2o, one thread, file.dir, no access log", conf: "h2o.conf",
+			version: func(Env) (string, error) { return firstLine("h2o", "--version") },
+			argv: func(env Env, conf string) []string {
+				return []string{"h2o", "-m", "master", "-c", conf}
+			},
+		},
+		{
+			Name: "nethttp", About: "Go `net/http` `http.FileServer` (bench/peers/nethttp), GOMAXPROCS 1",
+			version: func(env Env) (string, error) {
+				return goPeerVersion(filepath.Join(env.Bin, "nethttp-peer"), "runtime.Version")
+			},
+			argv: func(env Env, _ string) []string {
+				return []string{filepath.Join(env.Bin, "nethttp-peer"), "-listen", env.Addr(), "-root", env.Root}
+			},
+		},
+		{
+			Name: "fasthttp", About: "fasthttp `FS` handler (bench/peers/fasthttp, its own module), GOMAXPROCS 1",
+			version: func(env Env) (string, error) {
+				return goPeerVersion(filepath.Join(env.Bin, "fasthttp-peer"), "github.com/valyala/fasthttp")
+			},
+			argv: func(env Env, _ string) []string {
+				return []string{filepath.Join(env.Bin, "fasthttp-peer"), "-listen", env.Addr(), "-root", env.Root}
+			},
+		},
+	}
+}
+
+// Names lists the names of All.
+func Names() []string {
+	var names []string
+	for _, p := range All() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// ByName returns the peer called name.
+func ByName(name string) (Peer, bool) {
+	for _, p := range All() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Peer{}, false
+}
+
+// Version returns the peer's version, or an error saying why it cannot
+// run here (not installed, not built).
+func (p Peer) Version(env Env) (string, error) { return p.version(env) }
+
+// Config returns the configuration p writes for env, or "" if it uses
+// none (it is configured by its command line).
+func (p Peer) Config(env Env) (string, error) {
+	if p.conf == "" {
+		return "", nil
+	}
+	text, err := confFS.ReadFile("conf/" + p.conf)
+	if err != nil {
+		return "", err
+	}
+	t, err := template.New(p.conf).Option("missingkey=error").Parse(string(text))
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, env); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// CommandLine returns the command that starts p with its configuration at
+// conf.
+func (p Peer) CommandLine(env Env, conf string) []string { return p.argv(env, conf) }
+
+func apacheVersion(Env) (string, error) { return firstLine("apache2", "-v") }
+
+func apacheArgv(env Env, conf string) []string {
+	return []string{"apache2", "-d", "/etc/apache2", "-f", conf, "-DFOREGROUND"}
+}
+
+func apacheEnviron(env Env) []string {
+	return []string{
+		"APACHE_RUN_DIR=" + env.Dir, "APACHE_LOCK_DIR=" + env.Dir, "APACHE_LOG_DIR=" + env.Dir,
+		"APACHE_PID_FILE=" + filepath.Join(env.Dir, "apache2.pid"),
+		"APACHE_RUN_USER=www-data", "APACHE_RUN_GROUP=www-data",
+	}
+}
+
+// firstLine runs name with args and returns the first line of its output
+// (stdout and stderr: nginx -v writes to stderr).
+func firstLine(name string, args ...string) (string, error) {
+	if _, err := exec.LookPath(name); err != nil {
+		return "", fmt.Errorf("%s is not installed", name)
+	}
+	out, err := exec.Command(name, args...).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, line)
+	}
+	return line, nil
+}
+
+var modLine = regexp.MustCompile(`(?m)^\s*(?:go|dep|mod)\s+(\S+)\s+(\S+)`)
+
+// goPeerVersion reads a built Go peer's toolchain or dependency version
+// from its build information (go version -m).
+func goPeerVersion(bin, what string) (string, error) {
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%s was not built", filepath.Base(bin))
+	}
+	out, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		return "", fmt.Errorf("go version -m %s: %v", bin, err)
+	}
+	if what == "runtime.Version" {
+		_, v, _ := strings.Cut(strings.SplitN(string(out), "\n", 2)[0], ": ")
+		return "Go " + strings.TrimPrefix(v, "go"), nil
+	}
+	for _, m := range modLine.FindAllStringSubmatch(string(out), -1) {
+		if m[1] == what {
+			return what + " " + m[2], nil
+		}
+	}
+	return "unknown", nil
+}

@@ -1,0 +1,257 @@
+package peers
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Server is a running peer. Its methods are not safe for concurrent use.
+type Server struct {
+	Peer   Peer
+	Env    Env
+	Config string   // the configuration written, "" if none
+	Argv   []string // the command run (under taskset)
+	Pid    int      // the server's process (taskset execs it)
+
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has been waited for
+}
+
+// Start writes p's configuration into env.Dir, starts p under
+// "taskset -c cpus", and waits (at most 15 s) until GET / answers 200.
+// The server runs in a process group of its own, so Stop can end its
+// children too.
+func Start(p Peer, env Env, cpus string) (*Server, error) {
+	if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	// Servers that drop privileges (Apache, h2o) must reach their files.
+	os.Chmod(env.Dir, 0o755)
+	s := &Server{Peer: p, Env: env, done: make(chan struct{})}
+	conf := ""
+	text, err := p.Config(env)
+	if err != nil {
+		return nil, err
+	}
+	if text != "" {
+		s.Config = text
+		conf = filepath.Join(env.Dir, p.conf)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	s.Argv = p.CommandLine(env, conf)
+	args := append([]string{"-c", cpus}, s.Argv...)
+	s.cmd = exec.Command("taskset", args...)
+	s.cmd.Dir = env.Dir
+	s.cmd.Env = os.Environ()
+	if p.environ != nil {
+		s.cmd.Env = append(s.cmd.Env, p.environ(env)...)
+	}
+	out, err := os.Create(filepath.Join(env.Dir, "output.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	s.cmd.Stdout, s.cmd.Stderr = out, out
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	s.Pid = s.cmd.Process.Pid
+	go func() { s.cmd.Wait(); close(s.done) }()
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := probe(env.Addr())
+		if err == nil {
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("%s exited at start: %s", p.Name, s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, fmt.Errorf("%s did not answer GET / within 15 s (%v): %s", p.Name, err, s.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// probe makes one GET / on a new connection and wants 200.
+func probe(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+addr+"\r\nConnection: close\r\n\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "HTTP/1.1 200") && !strings.HasPrefix(line, "HTTP/1.0 200") {
+		return fmt.Errorf("GET / answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// logTail returns the end of the server's output and error logs.
+func (s *Server) logTail() string {
+	var b strings.Builder
+	for _, name := range []string{"output.log", "error.log"} {
+		data, err := os.ReadFile(filepath.Join(s.Env.Dir, name))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		if len(data) > 800 {
+			data = data[len(data)-800:]
+		}
+		fmt.Fprintf(&b, "[%s] %s ", name, strings.TrimSpace(string(data)))
+	}
+	return b.String()
+}
+
+// Alive reports whether the server process is still running.
+func (s *Server) Alive() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop sends SIGTERM to the server's process group, and SIGKILL if it has
+// not exited within 5 s, then waits until it has.
+func (s *Server) Stop() {
+	if s == nil || s.cmd == nil {
+		return
+	}
+	syscall.Kill(-s.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		syscall.Kill(-s.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	// Children that outlived the leader (an Apache child finishing) go too.
+	syscall.Kill(-s.Pid, syscall.SIGKILL)
+}
+
+// Usage is the resources of a server's process tree at one moment.
+type Usage struct {
+	CPU   time.Duration // user+system time of every process, and of reaped children
+	RSS   int64         // resident set, summed over the processes, in bytes
+	Procs int           // processes in the tree
+}
+
+// clockTick is the unit of times in /proc/PID/stat (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// Usage reads the resources of the server and its descendants from /proc.
+func (s *Server) Usage() (Usage, error) {
+	var u Usage
+	pids, err := tree(s.Pid)
+	if err != nil {
+		return u, err
+	}
+	for _, pid := range pids {
+		st, err := readStat(pid)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		u.CPU += time.Duration(st.utime+st.stime+st.cutime+st.cstime) * clockTick
+		u.RSS += readRSS(pid)
+		u.Procs++
+	}
+	if u.Procs == 0 {
+		return u, errors.New("server process is gone")
+	}
+	return u, nil
+}
+
+type stat struct {
+	ppid                         int
+	utime, stime, cutime, cstime int64
+}
+
+// readStat parses /proc/PID/stat.
+func readStat(pid int) (stat, error) {
+	var st stat
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return st, err
+	}
+	// "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return st, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 15 {
+		return st, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	// f[0] is field 3 (state): ppid is field 4, utime..cstime 14..17.
+	fmt.Sscan(f[1], &st.ppid)
+	fmt.Sscan(f[11], &st.utime)
+	fmt.Sscan(f[12], &st.stime)
+	fmt.Sscan(f[13], &st.cutime)
+	fmt.Sscan(f[14], &st.cstime)
+	return st, nil
+}
+
+// readRSS returns VmRSS of pid in bytes, 0 if unreadable.
+func readRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// tree returns root and all its descendants.
+func tree(root int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	children := map[int][]int{}
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid <= 0 {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil {
+			continue
+		}
+		children[st.ppid] = append(children[st.ppid], pid)
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out, nil
+}

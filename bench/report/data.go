@@ -1,0 +1,163 @@
+// Package report turns the benchmark harness's measurements into a
+// Markdown report with PNG plots (gonum.org/v1/plot) and a JSON file of
+// the raw samples.
+package report
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Scenario identifiers, as used by the harness's --scenarios flag.
+const (
+	Warp      = "warp"      // 151-byte page, keep-alive, 1–1,000 connections
+	Wrk       = "wrk"       // the same at 100 connections, measured by wrk
+	Pipelined = "pipelined" // 151-byte page, 100 connections, 16 requests per write
+	Webpipes  = "webpipes"  // 4 KB file, connection per request, rising open-loop rate
+	AB        = "ab"        // ab -n 5000 -c 500
+	C10K      = "c10k"      // 10,000 keep-alive connections, a mix of pages
+	Sizes     = "sizes"     // file sizes 1 KB–1 MB
+	Idle      = "idle"      // RSS per idle keep-alive connection
+	Pipe      = "pipe"      // Chain vs ProcNetwork (go test -bench)
+)
+
+// Sample is one measurement: one server, one scenario point, one round.
+type Sample struct {
+	Scenario string  `json:"scenario"`
+	Server   string  `json:"server"`
+	Round    int     `json:"round"`
+	X        float64 `json:"x"` // connections, attempted rate, file size or depth
+
+	Attempted float64 `json:"attempted,omitempty"` // open loop: requests/s scheduled
+	RPS       float64 `json:"rps"`                 // successful responses per second
+	OK        int64   `json:"ok"`
+	Errors    int64   `json:"errors"`
+	ErrorText string  `json:"error_text,omitempty"` // breakdown and first error
+	CPUus     float64 `json:"cpu_us_per_req"`       // server CPU-µs per successful request
+	RSS       int64   `json:"rss"`                  // server RSS at the end, bytes
+	MBps      float64 `json:"mb_per_s,omitempty"`   // response bytes per second / 1e6
+	P50ms     float64 `json:"p50_ms"`
+	P99ms     float64 `json:"p99_ms"`
+	MeanMs    float64 `json:"mean_ms"`
+	MaxMs     float64 `json:"max_ms"`
+	PerConn   float64 `json:"rss_per_conn,omitempty"` // idle: bytes of RSS per connection
+	Tool      string  `json:"tool"`                   // sluicebench, wrk or ab
+}
+
+// PeerInfo describes one server of the run.
+type PeerInfo struct {
+	Name    string `json:"name"`
+	About   string `json:"about"`
+	Version string `json:"version,omitempty"`
+	Skipped string `json:"skipped,omitempty"` // why it did not run
+	Command string `json:"command,omitempty"`
+	Config  string `json:"config,omitempty"`
+}
+
+// Report is everything a run produced.
+type Report struct {
+	Command   string        `json:"command"`   // the command line that produced it
+	Reproduce string        `json:"reproduce"` // the command prefix for one figure, e.g. "go run ./bench/cmd/sluicebench"
+	Started   time.Time     `json:"started"`
+	Took      time.Duration `json:"took"`
+	Rounds    int           `json:"rounds"`
+	Duration  time.Duration `json:"duration"` // per measured run
+	Sweep     time.Duration `json:"sweep"`    // per point of a sweep
+	Quick     bool          `json:"quick"`
+	Machine   []string      `json:"machine"` // "key: value" lines
+	Peers     []PeerInfo    `json:"peers"`
+	Samples   []Sample      `json:"samples"`
+	Notes     []string      `json:"notes"`
+	PipeBench string        `json:"pipe_bench,omitempty"` // go test -bench Pipeline output
+	Scenarios []string      `json:"scenarios"`            // the scenarios that ran
+}
+
+// Stat is the median of a figure over rounds, with its range.
+type Stat struct{ Med, Min, Max float64 }
+
+func stat(v []float64) Stat {
+	if len(v) == 0 {
+		return Stat{}
+	}
+	v = slices.Clone(v)
+	sort.Float64s(v)
+	m := v[len(v)/2]
+	if len(v)%2 == 0 {
+		m = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return Stat{Med: m, Min: v[0], Max: v[len(v)-1]}
+}
+
+// Point aggregates the rounds of one server at one scenario point.
+type Point struct {
+	Server string
+	X      float64
+	Rounds []Sample
+}
+
+// Of returns the median, minimum and maximum of f over the rounds.
+func (p Point) Of(f func(Sample) float64) Stat {
+	var v []float64
+	for _, s := range p.Rounds {
+		v = append(v, f(s))
+	}
+	return stat(v)
+}
+
+// Errors sums the errors over the rounds.
+func (p Point) Errors() (errs, total int64) {
+	for _, s := range p.Rounds {
+		errs += s.Errors
+		total += s.OK + s.Errors
+	}
+	return errs, total
+}
+
+// Points groups the samples of a scenario by server (in the order of
+// servers) and X (ascending).
+func (r *Report) Points(scenario string, servers []string) []Point {
+	var pts []Point
+	for _, srv := range servers {
+		byX := map[float64][]Sample{}
+		for _, s := range r.Samples {
+			if s.Scenario == scenario && s.Server == srv {
+				byX[s.X] = append(byX[s.X], s)
+			}
+		}
+		var xs []float64
+		for x := range byX {
+			xs = append(xs, x)
+		}
+		sort.Float64s(xs)
+		for _, x := range xs {
+			pts = append(pts, Point{Server: srv, X: x, Rounds: byX[x]})
+		}
+	}
+	return pts
+}
+
+// Servers returns the names of the peers that ran, in report order.
+func (r *Report) Servers() []string {
+	var names []string
+	for _, p := range r.Peers {
+		if p.Skipped == "" {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// Xs returns the distinct X values of a scenario, ascending.
+func (r *Report) Xs(scenario string) []float64 {
+	seen := map[float64]bool{}
+	var xs []float64
+	for _, s := range r.Samples {
+		if s.Scenario == scenario && !seen[s.X] {
+			seen[s.X] = true
+			xs = append(xs, s.X)
+		}
+	}
+	sort.Float64s(xs)
+	return xs
+}

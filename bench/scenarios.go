@@ -1,0 +1,467 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-server/sluice/bench/load"
+	"github.com/sluice-server/sluice/bench/peers"
+	"github.com/sluice-server/sluice/bench/report"
+)
+
+// Scenario parameters.
+var (
+	warpConns     = []int{1, 10, 100, 1000}
+	webpipesRates = []float64{2000, 5000, 10000, 15000, 20000, 30000}
+)
+
+const (
+	kaConns      = 100 // keep-alive, pipelined and wrk runs
+	pipeDepth    = 16
+	abRequests   = 5000
+	abConcurrent = 500
+	sizeConns    = 10
+	webpipesPool = 1000 // open-loop workers (connections in flight at most)
+)
+
+func (h *harness) has(sc string) bool { return slices.Contains(h.o.scenarios, sc) }
+
+// idlePoints are the idle-memory connection counts.
+func (h *harness) idlePoints() []int {
+	pts := []int{1000, h.o.maxConns}
+	if h.o.maxConns <= 1000 {
+		pts = []int{h.o.maxConns}
+	}
+	return pts
+}
+
+// run measures every server in every round and writes the report; it
+// returns the report's path.
+func (h *harness) run() (string, error) {
+	if h.o.quick {
+		warpConns = []int{1, 100, 1000}
+		webpipesRates = []float64{2000, 10000, 30000}
+		sizes = []int{1 << 10, 100 << 10, 1 << 20}
+	}
+	// Steps: one per measured run, for the progress bar.
+	per := 0
+	for _, sc := range h.o.scenarios {
+		switch sc {
+		case report.Warp:
+			per += len(warpConns)
+		case report.Webpipes:
+			per += len(webpipesRates)
+		case report.Sizes:
+			per += len(sizes)
+		case report.Idle:
+			per += len(h.idlePoints())
+		case report.Pipe:
+		default:
+			per++
+		}
+	}
+	h.prog.total = per*len(h.peers)*h.o.rounds + 1
+	h.prog.logf("%d server(s) × %d round(s), client on CPU %s, servers on CPU %s; scratch %s",
+		len(h.peers), h.o.rounds, h.o.clientCPU, h.o.serverCPU, h.tmp)
+	if _, err := exec.LookPath("wrk"); err != nil && h.has(report.Wrk) {
+		h.note("wrk is not installed: no wrk cross-check.")
+	}
+	if _, err := exec.LookPath("ab"); err != nil && h.has(report.AB) {
+		h.note("ab (apache2-utils) is not installed: the ab -n 5000 -c 500 table is measured with sluicebench's generator in the same shape (5,000 requests, 500 at a time, a connection each).")
+	}
+
+	watch, stopWatch := context.WithCancel(h.ctx)
+	defer stopWatch()
+	done := make(chan struct{})
+	go func() { h.watchLoad(watch); close(done) }()
+	for round := 1; round <= h.o.rounds; round++ {
+		for _, p := range h.peers {
+			if err := h.serverRound(p, round); err != nil {
+				return "", err
+			}
+		}
+	}
+	stopWatch()
+	<-done
+	if h.has(report.Pipe) {
+		h.pipeBench()
+	}
+	h.machine()
+	// Two busy cores (client and server) make a load average near 2;
+	// well above it, other work competed for the CPUs.
+	if h.loadMax > 3 {
+		h.note("The machine was not quiet: the 1-minute load average ranged %.1f–%.1f during the run (a quiet run stays near 2), so other processes competed for both cores and the figures are noisier than the method intends; rerun on an idle machine before quoting them.", h.loadMin, h.loadMax)
+	}
+	h.rep.Took = time.Since(h.rep.Started).Round(time.Second)
+	h.prog.step("writing the report")
+	path, err := report.Write(h.o.out, &h.rep)
+	if err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// serverRound runs every scenario once against peer p.
+func (h *harness) serverRound(p peers.Peer, round int) error {
+	tag := fmt.Sprintf("round %d/%d %s", round, h.o.rounds, p.Name)
+	loaded := slices.ContainsFunc(h.o.scenarios, func(s string) bool { return s != report.Idle && s != report.Pipe })
+	if loaded {
+		srv, err := h.startWarm(p, fmt.Sprint(round))
+		if err != nil {
+			h.note("%s: %v", tag, err)
+			return h.ctx.Err()
+		}
+		steps := []struct {
+			sc  string
+			run func(srv *peers.Server)
+		}{
+			{report.Warp, func(srv *peers.Server) {
+				for _, c := range warpConns {
+					h.step(tag, fmt.Sprintf("warp c=%d", c))
+					h.measure(srv, report.Warp, round, float64(c), load.Config{Paths: []string{pathIndex}, Conns: c, Duration: h.o.sweep})
+				}
+			}},
+			{report.Wrk, func(srv *peers.Server) { h.step(tag, "wrk c=100"); h.wrk(srv, round) }},
+			{report.Pipelined, func(srv *peers.Server) {
+				h.step(tag, "pipelined ×16")
+				h.measure(srv, report.Pipelined, round, pipeDepth, load.Config{Paths: []string{pathIndex}, Conns: kaConns, Pipeline: pipeDepth, Duration: h.o.duration})
+			}},
+			{report.Webpipes, func(srv *peers.Server) {
+				for _, rate := range webpipesRates {
+					h.step(tag, fmt.Sprintf("webpipes %.0f/s", rate))
+					h.measure(srv, report.Webpipes, round, rate, load.Config{Paths: []string{pathWebpipes}, Conns: webpipesPool,
+						Close: true, Rate: rate, Duration: h.o.sweep, Timeout: 2 * time.Second})
+					// Let an overloaded server drain abandoned connections
+					// before the next rate.
+					time.Sleep(time.Second)
+				}
+			}},
+			{report.AB, func(srv *peers.Server) { h.step(tag, "ab -n 5000 -c 500"); h.ab(srv, round) }},
+			{report.C10K, func(srv *peers.Server) {
+				h.step(tag, fmt.Sprintf("c10k %d conns", h.o.maxConns))
+				h.measure(srv, report.C10K, round, float64(h.o.maxConns), load.Config{
+					Paths: []string{pathIndex, pathTemplate, pathDynamic}, Conns: h.o.maxConns,
+					Duration: h.o.duration, Timeout: 10 * time.Second, DialConcurrency: 500})
+			}},
+			{report.Sizes, func(srv *peers.Server) {
+				for _, n := range sizes {
+					h.step(tag, fmt.Sprintf("size %d B", n))
+					h.measure(srv, report.Sizes, round, float64(n), load.Config{Paths: []string{sizePath(n)}, Conns: sizeConns, Duration: h.o.sweep})
+				}
+			}},
+		}
+		for _, s := range steps {
+			if !h.has(s.sc) {
+				continue
+			}
+			if h.ctx.Err() != nil {
+				break
+			}
+			if !srv.Alive() {
+				h.note("%s: the server died before %s; restarted", tag, s.sc)
+				h.stop()
+				if srv, err = h.startWarm(p, fmt.Sprint(round)+"-"+s.sc); err != nil {
+					h.note("%s: %v", tag, err)
+					break
+				}
+			}
+			s.run(srv)
+		}
+		h.stop()
+	}
+	if h.has(report.Idle) {
+		for _, n := range h.idlePoints() {
+			if h.ctx.Err() != nil {
+				break
+			}
+			h.step(tag, fmt.Sprintf("idle %d conns", n))
+			h.idle(p, round, n)
+		}
+	}
+	return h.ctx.Err()
+}
+
+func (h *harness) step(tag, what string) { h.prog.step(tag + ": " + what) }
+
+// startWarm starts p and warms it up for a second at 100 connections.
+func (h *harness) startWarm(p peers.Peer, label string) (*peers.Server, error) {
+	srv, err := h.start(p, label)
+	if err != nil {
+		return nil, err
+	}
+	warm := time.Second
+	if h.o.quick {
+		warm = 300 * time.Millisecond
+	}
+	load.Run(h.ctx, load.Config{Addr: srv.Env.Addr(), Paths: []string{pathIndex}, Conns: kaConns, Duration: warm})
+	return srv, nil
+}
+
+// measure runs the generator against srv and records a sample, with the
+// server's CPU time over the clock's run.
+func (h *harness) measure(srv *peers.Server, sc string, round int, x float64, cfg load.Config) {
+	cfg.Addr = srv.Env.Addr()
+	var u0 peers.Usage
+	cfg.Started = func() { u0, _ = srv.Usage() }
+	res, err := load.Run(h.ctx, cfg)
+	if err != nil {
+		h.note("%s %s: %v", srv.Peer.Name, sc, err)
+		return
+	}
+	u1, _ := srv.Usage()
+	s := report.Sample{
+		Scenario: sc, Server: srv.Peer.Name, Round: round, X: x, Tool: "sluicebench",
+		RPS: res.RPS(), OK: res.OK, Errors: res.Errors.Total(), RSS: u1.RSS,
+		MBps:  float64(res.Bytes) / res.Elapsed.Seconds() / 1e6,
+		P50ms: ms(res.Latency.Quantile(0.5)), P99ms: ms(res.Latency.Quantile(0.99)),
+		MeanMs: ms(res.Latency.Mean()), MaxMs: ms(res.Latency.Max()),
+	}
+	if cfg.Rate > 0 {
+		s.Attempted = float64(res.Attempted) / cfg.Duration.Seconds()
+	}
+	if res.OK > 0 {
+		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(res.OK)
+	}
+	if s.Errors > 0 {
+		s.ErrorText = fmt.Sprintf("%v; first: %v", res.Errors, res.FirstError)
+		if res.Conns < cfg.Conns && !cfg.Close {
+			s.ErrorText = fmt.Sprintf("%d of %d connections opened; %s", res.Conns, cfg.Conns, s.ErrorText)
+		}
+	}
+	h.add(s)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// add records a sample and logs it.
+func (h *harness) add(s report.Sample) {
+	h.rep.Samples = append(h.rep.Samples, s)
+	line := fmt.Sprintf("r%d %-14s %-9s x=%-8g %9.0f req/s %6.1f CPU-µs/req p99 %7.2f ms rss %6.1f MB errors %d",
+		s.Round, s.Server, s.Scenario, s.X, s.RPS, s.CPUus, s.P99ms, float64(s.RSS)/1e6, s.Errors)
+	if s.Scenario == report.Idle {
+		line = fmt.Sprintf("r%d %-14s idle      n=%-8g %6.0f B/conn, %d answered", s.Round, s.Server, s.X, s.PerConn, s.OK)
+	}
+	if s.ErrorText != "" {
+		line += " (" + s.ErrorText + ")"
+	}
+	h.prog.logf("%s", line)
+}
+
+// idle measures the RSS a fresh server spends per idle keep-alive
+// connection, with n connections each having made one request.
+func (h *harness) idle(p peers.Peer, round, n int) {
+	srv, err := h.start(p, fmt.Sprintf("%d-idle%d", round, n))
+	if err != nil {
+		h.note("%s idle: %v", p.Name, err)
+		return
+	}
+	defer h.stop()
+	// A few requests first, so lazily allocated state exists.
+	warm := load.Hold(h.ctx, srv.Env.Addr(), pathIndex, 20, 20, 5*time.Second)
+	warm.Close()
+	time.Sleep(time.Second)
+	u0, err := srv.Usage()
+	if err != nil {
+		h.note("%s idle: %v", p.Name, err)
+		return
+	}
+	held := load.Hold(h.ctx, srv.Env.Addr(), pathIndex, n, 500, 10*time.Second)
+	defer held.Close()
+	// Measure soon: servers (Sluice included) tighten idle timeouts when
+	// crowded, and this is a figure of memory, not of patience.
+	time.Sleep(500 * time.Millisecond)
+	u1, _ := srv.Usage()
+	s := report.Sample{Scenario: report.Idle, Server: p.Name, Round: round, X: float64(n), Tool: "sluicebench",
+		OK: int64(held.OK), Errors: int64(held.Failed), RSS: u1.RSS}
+	if held.OK > 0 {
+		s.PerConn = float64(u1.RSS-u0.RSS) / float64(held.OK)
+	}
+	if held.Failed > 0 {
+		s.ErrorText = fmt.Sprintf("%d failed; first: %v", held.Failed, held.Err)
+	}
+	h.add(s)
+}
+
+// wrk runs wrk -t1 -c100 against srv's 151-byte page, as a cross-check.
+func (h *harness) wrk(srv *peers.Server, round int) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return
+	}
+	secs := max(int(h.o.duration.Seconds()), 1)
+	u0, _ := srv.Usage()
+	out, err := h.client(time.Duration(secs+30)*time.Second, "wrk", "-t1", fmt.Sprintf("-c%d", kaConns),
+		fmt.Sprintf("-d%ds", secs), "--latency", "http://"+srv.Env.Addr()+pathIndex)
+	u1, _ := srv.Usage()
+	if err != nil {
+		h.note("%s wrk: %v: %s", srv.Peer.Name, err, out)
+		return
+	}
+	s := report.Sample{Scenario: report.Wrk, Server: srv.Peer.Name, Round: round, X: kaConns, Tool: "wrk", RSS: u1.RSS}
+	s.RPS = num(out, `Requests/sec:\s+([\d.]+)`)
+	s.OK = int64(num(out, `(\d+) requests in`))
+	if m := regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`).FindStringSubmatch(out); m != nil {
+		for _, v := range m[1:] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			s.Errors += n
+		}
+	}
+	non2xx := int64(num(out, `Non-2xx or 3xx responses:\s+(\d+)`))
+	s.Errors += non2xx
+	s.OK -= non2xx
+	s.P50ms = wrkDur(out, `50%\s+(\S+)`)
+	s.P99ms = wrkDur(out, `99%\s+(\S+)`)
+	s.MeanMs = wrkDur(out, `Latency\s+(\S+)`)
+	s.MaxMs = wrkDur(out, `Latency\s+\S+\s+\S+\s+(\S+)`)
+	if s.OK > 0 {
+		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(s.OK)
+	}
+	if s.Errors > 0 {
+		s.ErrorText = "wrk: socket errors or non-2xx responses"
+	}
+	h.add(s)
+}
+
+// ab runs ab -n 5000 -c 500 (the master–worker paper's test), or the
+// generator in the same shape if ab is not installed.
+func (h *harness) ab(srv *peers.Server, round int) {
+	if _, err := exec.LookPath("ab"); err != nil {
+		h.measure(srv, report.AB, round, abConcurrent, load.Config{Paths: []string{pathIndex}, Conns: abConcurrent,
+			Requests: abRequests, Close: true, Timeout: 30 * time.Second, Duration: 2 * time.Minute})
+		return
+	}
+	u0, _ := srv.Usage()
+	// -r: carry on after socket errors (counted as failed), as the paper's
+	// table, which lists failed requests, implies.
+	out, err := h.client(3*time.Minute, "ab", "-r", "-s", "30", "-n", strconv.Itoa(abRequests), "-c", strconv.Itoa(abConcurrent),
+		"http://"+srv.Env.Addr()+pathIndex)
+	u1, _ := srv.Usage()
+	if err != nil && !strings.Contains(out, "Requests per second") {
+		h.note("%s ab: %v: %s", srv.Peer.Name, err, lastLines(out, 3))
+		return
+	}
+	s := report.Sample{Scenario: report.AB, Server: srv.Peer.Name, Round: round, X: abConcurrent, Tool: "ab", RSS: u1.RSS}
+	complete := int64(num(out, `Complete requests:\s+(\d+)`))
+	failed := int64(num(out, `Failed requests:\s+(\d+)`))
+	non2xx := int64(num(out, `Non-2xx responses:\s+(\d+)`))
+	s.OK = complete - failed - non2xx
+	s.Errors = failed + non2xx + (abRequests - complete)
+	s.RPS = num(out, `Requests per second:\s+([\d.]+)`)
+	s.MeanMs = num(out, `Time per request:\s+([\d.]+) \[ms\] \(mean\)`)
+	s.MBps = num(out, `Transfer rate:\s+([\d.]+)`) * 1024 / 1e6
+	s.P50ms = num(out, `\n\s+50%\s+(\d+)`)
+	s.P99ms = num(out, `\n\s+99%\s+(\d+)`)
+	s.MaxMs = num(out, `\n\s+100%\s+(\d+)`)
+	if s.OK > 0 {
+		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(s.OK)
+	}
+	if s.Errors > 0 {
+		s.ErrorText = strings.TrimSpace(regexp.MustCompile(`Failed requests:.*\n(?:\s+\(.*\n)?`).FindString(out))
+	}
+	h.add(s)
+}
+
+// client runs a client program on the client CPU, bounded by limit.
+func (h *harness) client(limit time.Duration, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(h.ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "taskset", append([]string{"-c", h.o.clientCPU, name}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func num(out, re string) float64 {
+	m := regexp.MustCompile(re).FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+// wrkDur parses a wrk duration ("812.00us", "1.20ms", "2.01s") into ms.
+func wrkDur(out, re string) float64 {
+	m := regexp.MustCompile(re).FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	for _, u := range []struct {
+		suffix string
+		ms     float64
+	}{{"us", 1e-3}, {"ms", 1}, {"m", 60e3}, {"s", 1e3}} {
+		if v, ok := strings.CutSuffix(m[1], u.suffix); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f * u.ms
+		}
+	}
+	return 0
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], " / ")
+}
+
+// pipeBench runs the pipe package's Chain vs ProcNetwork benchmark.
+func (h *harness) pipeBench() {
+	h.prog.step("go test -bench Pipeline ./pipe")
+	if h.repo == "" {
+		h.note("Chain vs ProcNetwork: not in the Sluice repository, so `go test -bench Pipeline ./pipe` did not run.")
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "x", "-bench", "Pipeline", "./pipe")
+	cmd.Dir = h.repo
+	out, err := cmd.CombinedOutput()
+	h.rep.PipeBench = strings.TrimSpace(string(out))
+	if err != nil {
+		h.note("go test -bench Pipeline ./pipe: %v", err)
+	}
+}
+
+// machine records the machine and the versions of the tools.
+func (h *harness) machine() {
+	add := func(k, v string) { h.rep.Machine = append(h.rep.Machine, k+": "+v) }
+	cpu := "unknown"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`(?m)^model name\s*:\s*(.*)$`).FindStringSubmatch(string(data)); m != nil {
+			cpu = m[1]
+		}
+	}
+	add("CPU", fmt.Sprintf("%s, %d logical CPUs", cpu, runtimeNumCPU()))
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		add("memory", fmt.Sprintf("%.1f GiB", num(string(data), `MemTotal:\s+(\d+)`)/(1<<20)))
+	}
+	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
+		add("kernel", strings.TrimSpace(string(out)))
+	}
+	add("RLIMIT_NOFILE", strconv.Itoa(h.nofile))
+	add("load average (1 min) during the run", fmt.Sprintf("%.1f–%.1f", h.loadMin, h.loadMax))
+	if h.pinned {
+		add("pinning", fmt.Sprintf("client (this harness, wrk, ab) on CPU %s, servers on CPU %s (taskset)", h.o.clientCPU, h.o.serverCPU))
+	}
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		add("Go", strings.TrimSpace(string(out)))
+	}
+	if out, err := exec.Command("wrk", "-v").CombinedOutput(); err == nil || len(out) > 0 {
+		if l, _, _ := strings.Cut(string(out), "\n"); strings.HasPrefix(l, "wrk") {
+			add("wrk", l)
+		}
+	}
+	if out, err := exec.Command("ab", "-V").Output(); err == nil {
+		l, _, _ := strings.Cut(string(out), "\n")
+		add("ab", strings.TrimSpace(l))
+	}
+	if h.repo != "" {
+		if out, err := exec.Command("git", "-C", h.repo, "describe", "--always", "--dirty").Output(); err == nil {
+			add("sluice commit", strings.TrimSpace(string(out)))
+		}
+	}
+}
