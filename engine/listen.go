@@ -11,8 +11,12 @@ import (
 // processes (workers) may listen on the same address and the kernel
 // spreads connections among them. network is "tcp", "tcp4", "tcp6" or
 // "unix".
+//
+// Accepted connections get no TCP keep-alive probes (Go would otherwise
+// set four socket options on each): the engine's idle timeout already
+// closes connections that stay silent.
 func Listen(network, addr string) (net.Listener, error) {
-	lc := net.ListenConfig{Control: controlReusePort}
+	lc := net.ListenConfig{Control: controlReusePort, KeepAlive: -1}
 	if network == "unix" {
 		lc.Control = nil
 	}
