@@ -141,15 +141,16 @@ func NewFiles(opts FilesOptions) (pipe.Component, error) {
 // and content. It always returns true: a later component may still
 // act (a filter registers, another source replaces the content).
 func (f *Files) Handle(c *pipe.Conn) bool {
-	rp := f.srv.Decide(c.Request)
-	rp.SetHeader(c.Header())
-	c.SetStatus(rp.Status())
-	if !rp.HasBody() {
+	b := filesBodyPool.Get().(*filesBody)
+	f.srv.Decide(&b.rp, c.Request)
+	b.rp.SetHeader(c.Header())
+	c.SetStatus(b.rp.Status())
+	if !b.rp.HasBody() {
+		b.rp = files.Reply{}
+		filesBodyPool.Put(b)
 		c.SetContent(nil)
 		return true
 	}
-	b := filesBodyPool.Get().(*filesBody)
-	b.rp = rp
 	c.SetContent(b.content)
 	return true
 }

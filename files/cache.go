@@ -66,7 +66,11 @@ func (c *cache) put(old, e *entry) {
 	defer c.mu.Unlock()
 	cur := c.m[e.key]
 	if cur != old {
-		e.dropped.Store(true) // never cached: keeps no open file
+		// Never cached: it keeps no open file.
+		e.dropped.Store(true)
+		for _, v := range e.variants {
+			v.dropped.Store(true)
+		}
 		return
 	}
 	if cur == nil && len(c.m) >= c.maxEntries {

@@ -7,7 +7,6 @@ import (
 	"html"
 	"io/fs"
 	"net/url"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,12 +205,4 @@ func acceptQ(accept []byte, typ, sub string) int {
 		}
 	}
 	return q
-}
-
-// joinName joins a directory's fs.FS name and an entry name.
-func joinName(dir, name string) string {
-	if dir == "." {
-		return name
-	}
-	return path.Join(dir, name)
 }

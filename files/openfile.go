@@ -45,8 +45,9 @@ func (o *openFile) release() {
 	}
 }
 
-// readerAt returns a way to read the file at an offset: the file itself,
-// or, for an fs.File without ReadAt, a reader positioned by Seek.
+// section returns a reader of n bytes of the file from off: a section of
+// the file itself, or, for an fs.File without ReadAt, the file positioned
+// by Seek (or by reading and discarding).
 func (o *openFile) section(off, n int64) (io.Reader, error) {
 	if ra, ok := o.f.(io.ReaderAt); ok {
 		return io.NewSectionReader(ra, off, n), nil
@@ -159,11 +160,4 @@ func (c *fdCache) close() {
 	for e := range c.m {
 		c.forget(e)
 	}
-}
-
-// count returns the number of files kept open (for tests).
-func (c *fdCache) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
 }

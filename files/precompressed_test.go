@@ -40,7 +40,7 @@ func precompressedSite(t *testing.T) (dir string, css, bigJS string) {
 }
 
 func TestPrecompressed(t *testing.T) {
-	dir, css, bigJS := precompressedSite(t)
+	dir, _, bigJS := precompressedSite(t)
 	base := serveDir(t, dir, files.Options{})
 	plain, _ := get(t, "GET", base+"/a.css")
 	etags := map[string]string{"": plain.Header.Get("ETag")}
@@ -112,7 +112,6 @@ func TestPrecompressed(t *testing.T) {
 		resp.Header.Get("Content-Type") != "application/gzip" {
 		t.Errorf("GET /a.css.gz: Content-Encoding %q, Content-Type %q", resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
 	}
-	_ = css
 }
 
 func TestPrecompressedOff(t *testing.T) {

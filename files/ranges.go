@@ -223,6 +223,7 @@ func unsatisfiedRange(size int64) string {
 // part's header, then the part's bytes and CRLF, and the closing
 // delimiter.
 type multipart struct {
+	ranges []byteRange
 	ctype  string   // the response's Content-Type, with the boundary
 	heads  []string // per range: delimiter and part header fields
 	tail   string   // the close delimiter
@@ -236,9 +237,10 @@ func newMultipart(ranges []byteRange, size int64, ctype string) *multipart {
 	b := strconv.AppendUint(rnd[:0], rand.Uint64(), 36)
 	boundary := "sluice-" + string(b)
 	m := &multipart{
-		ctype: "multipart/byteranges; boundary=" + boundary,
-		heads: make([]string, len(ranges)),
-		tail:  "--" + boundary + "--\r\n",
+		ranges: ranges,
+		ctype:  "multipart/byteranges; boundary=" + boundary,
+		heads:  make([]string, len(ranges)),
+		tail:   "--" + boundary + "--\r\n",
 	}
 	for i, r := range ranges {
 		h := "--" + boundary + "\r\nContent-Type: " + ctype + "\r\nContent-Range: " + contentRange(r, size) + "\r\n\r\n"

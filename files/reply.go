@@ -18,27 +18,28 @@ import (
 // stays valid after the request's buffers are reused. It is used by one
 // goroutine at a time. The zero Reply is not usable.
 type Reply struct {
-	status int
 	s      *Server
-	head   bool // HEAD: header fields of the GET, no body
-
-	kind   int    // body kind, below
-	v      *entry // the file or variant sent, for file replies
-	vary   bool   // the file has variants: Vary: Accept-Encoding
+	v      *entry     // the file or variant sent, for file replies
+	f      *openFile  // a reference taken by open, dropped by release
+	multi  *multipart // bodyMulti
+	status int
+	length int64  // the Content-Length to declare, or -1
+	off, n int64  // bodyFile: the region of v
 	ctype  string // Content-Type, for replies that are not file content
 	data   []byte // bodyBytes
-	length int64  // the Content-Length to declare, or -1
-
-	off, n   int64      // bodyFile: the region of v
-	multi    *multipart // bodyMulti
-	ranges   []byteRange
-	crange   string // Content-Range
-	location string // 301
-	allow    bool   // an Allow field
-	listing  bool   // a directory listing: Vary: Accept
-
-	f *openFile // a reference taken by open, dropped by release
+	crange string // Content-Range
+	loc    string // Location of a 301
+	kind   uint8  // body kind, below
+	flags  uint8  // below
 }
+
+// Flags of a Reply.
+const (
+	replyHead    = 1 << iota // HEAD: header fields of the GET, no body
+	replyVary                // the file has variants: Vary: Accept-Encoding
+	replyAllow               // an Allow field
+	replyListing             // a directory listing: Vary: Accept
+)
 
 // Body kinds of a Reply.
 const (
@@ -53,7 +54,7 @@ func (rp *Reply) Status() int { return rp.status }
 
 // HasBody reports whether Send writes anything: false for HEAD, 204, 304
 // and redirects.
-func (rp *Reply) HasBody() bool { return !rp.head && rp.kind != bodyNone }
+func (rp *Reply) HasBody() bool { return rp.flags&replyHead == 0 && rp.kind != bodyNone }
 
 // BodyWriter receives a Reply's body: Write for bytes, SendFile for file
 // regions (sendfile(2) where possible; it must not move f's offset, as
@@ -80,102 +81,125 @@ func init() {
 	}
 }
 
-// errorReply answers status with its short plain-text body.
-func (s *Server) errorReply(status int, head bool) Reply {
+// setError makes rp answer status with its short plain-text body, keeping
+// rp's flags and representation.
+func (rp *Reply) setError(status int) {
 	body := errorBodies[status]
-	return Reply{status: status, s: s, head: head, kind: bodyBytes, ctype: "text/plain; charset=utf-8", data: body, length: int64(len(body))}
+	rp.status, rp.kind, rp.ctype, rp.data, rp.length = status, bodyBytes, "text/plain; charset=utf-8", body, int64(len(body))
 }
 
-// decide makes the Reply for r without opening any file. force looks the
-// path up in the file system even when the cache has it.
-func (s *Server) decide(r *engine.Request, force bool) Reply {
-	head := false
+// decide fills rp, a zero Reply, with the reply to r, without opening any
+// file. force looks the path up in the file system even when the cache
+// has it.
+func (s *Server) decide(rp *Reply, r *engine.Request, force bool) {
+	rp.s, rp.length = s, -1
 	switch string(r.Method) {
 	case "GET":
 	case "HEAD":
-		head = true
+		rp.flags = replyHead
 	case "OPTIONS":
-		return Reply{status: http.StatusNoContent, s: s, allow: true, length: -1}
+		rp.status, rp.flags = http.StatusNoContent, replyAllow
+		return
 	default:
-		rp := s.errorReply(http.StatusMethodNotAllowed, false)
-		rp.allow = true
-		return rp
+		rp.flags = replyAllow
+		rp.setError(http.StatusMethodNotAllowed)
+		return
 	}
 	e, err := s.lookup(r, force)
-	if err != nil {
-		return s.failReply(r, err, head)
-	}
 	switch {
+	case err != nil:
+		s.fail(rp, r, err)
+		return
 	case e.status == http.StatusMovedPermanently:
-		loc := e.location
+		rp.status, rp.loc = e.status, e.location
 		if len(r.Query) > 0 {
-			loc += "?" + string(r.Query)
+			rp.loc += "?" + string(r.Query)
 		}
-		return Reply{status: e.status, s: s, head: head, location: loc, length: -1}
+		return
 	case e.status != http.StatusOK:
-		return s.errorReply(e.status, head)
+		rp.setError(e.status)
+		return
 	case e.dir:
-		return s.listReply(r, e, head)
+		s.list(rp, r, e)
+		return
 	}
+	s.decideFile(rp, r, e)
+}
 
+// decideFile fills rp with the reply for the file entry e.
+func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
 	v := negotiate(r.Header("Accept-Encoding"), e)
-	rp := Reply{status: http.StatusOK, s: s, head: head, v: v, vary: len(e.variants) > 0, length: v.size}
-	val := validators{etag: v.etag, lastMod: v.lastMod, modTime: v.modTime}
-	if st := precondition(r, &val); st != 0 {
-		if st == http.StatusNotModified {
-			rp.status, rp.length = st, -1
-			return rp
-		}
-		erp := s.errorReply(st, head)
-		erp.v, erp.vary = v, rp.vary
-		return erp
+	rp.v, rp.status, rp.length = v, http.StatusOK, v.size
+	if len(e.variants) > 0 {
+		rp.flags |= replyVary
 	}
-	if rh := r.Header("Range"); rh != nil && !head && rangeApplies(r, &val) {
-		ranges, what := parseRange(rh, v.size, s.opts.MaxRanges)
-		switch what {
-		case rangeUnsatisfiable:
-			erp := s.errorReply(http.StatusRequestedRangeNotSatisfiable, head)
-			erp.v, erp.vary, erp.crange = v, rp.vary, unsatisfiedRange(v.size)
-			return erp
-		case rangeOK:
-			rp.status = http.StatusPartialContent
-			if len(ranges) == 1 {
-				rp.kind, rp.off, rp.n = bodyFile, ranges[0].off, ranges[0].n
-				rp.length, rp.crange = rp.n, contentRange(ranges[0], v.size)
-			} else {
-				rp.kind, rp.ranges = bodyMulti, ranges
-				rp.multi = newMultipart(ranges, v.size, v.ctype)
-				rp.length = rp.multi.length
-			}
-			return rp
-		}
+	val := validators{etag: v.etag, lastMod: v.lastMod, modTime: v.modTime}
+	if st := precondition(r, &val); st == http.StatusNotModified {
+		rp.status, rp.length = st, -1
+		return
+	} else if st != 0 {
+		rp.setError(st)
+		return
+	}
+	head := rp.flags&replyHead != 0
+	if rh := r.Header("Range"); rh != nil && !head && rangeApplies(r, &val) && s.decideRange(rp, rh) {
+		return
 	}
 	if !head {
 		rp.kind, rp.off, rp.n = bodyFile, 0, v.size
 	}
-	return rp
 }
 
-// listReply answers a directory listing.
-func (s *Server) listReply(r *engine.Request, e *entry, head bool) Reply {
+// decideRange fills rp for a Range field value rh of a GET and reports
+// whether it did; false means serving the whole representation.
+func (s *Server) decideRange(rp *Reply, rh []byte) bool {
+	v := rp.v
+	ranges, what := parseRange(rh, v.size, s.opts.MaxRanges)
+	switch what {
+	case rangeUnsatisfiable:
+		rp.setError(http.StatusRequestedRangeNotSatisfiable)
+		rp.crange = unsatisfiedRange(v.size)
+	case rangeOK:
+		rp.status = http.StatusPartialContent
+		if len(ranges) == 1 {
+			rp.kind, rp.off, rp.n = bodyFile, ranges[0].off, ranges[0].n
+			rp.length, rp.crange = rp.n, contentRange(ranges[0], v.size)
+		} else {
+			rp.kind = bodyMulti
+			rp.multi = newMultipart(ranges, v.size, v.ctype)
+			rp.length = rp.multi.length
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// list fills rp with a directory listing.
+func (s *Server) list(rp *Reply, r *engine.Request, e *entry) {
 	val := validators{}
 	if st := precondition(r, &val); st != 0 {
-		return s.errorReply(st, head)
+		rp.setError(st)
+		return
 	}
 	ctype, body, err := s.listing(r, e)
 	if err != nil {
-		return s.failReply(r, err, head)
+		s.fail(rp, r, err)
+		return
 	}
-	return Reply{status: http.StatusOK, s: s, head: head, kind: bodyBytes, ctype: ctype, data: body, length: int64(len(body)), listing: true}
+	rp.status, rp.kind, rp.ctype, rp.data, rp.length = http.StatusOK, bodyBytes, ctype, body, int64(len(body))
+	rp.flags |= replyListing
 }
 
-// failReply answers a request that hit a file system error.
-func (s *Server) failReply(r *engine.Request, err error, head bool) Reply {
+// fail makes rp answer a file system error: 403 or 404 where the error
+// says so, else 500 (logged).
+func (s *Server) fail(rp *Reply, r *engine.Request, err error) {
 	if e, ferr := failure("", err); ferr == nil {
-		return s.errorReply(e.status, head)
+		rp.setError(e.status)
+		return
 	}
 	s.logError(r, err)
-	return s.errorReply(http.StatusInternalServerError, head)
+	rp.setError(http.StatusInternalServerError)
 }
 
 // needsFile reports whether sending the body reads v's file (rather than
@@ -216,10 +240,10 @@ func (rp *Reply) release() {
 func (rp *Reply) SetHeader(h *engine.Header) {
 	s, v := rp.s, rp.v
 	switch {
-	case rp.allow:
+	case rp.flags&replyAllow != 0:
 		h.Set("Allow", allow)
-	case rp.location != "":
-		h.Set("Location", rp.location)
+	case rp.loc != "":
+		h.Set("Location", rp.loc)
 	}
 	if rp.status == http.StatusOK || rp.status == http.StatusPartialContent || rp.status == http.StatusNotModified {
 		if v != nil {
@@ -237,13 +261,13 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 			}
 		}
 	}
-	if rp.vary {
+	if rp.flags&replyVary != 0 {
 		h.Set("Vary", "Accept-Encoding")
 		if v.encoding != "" && rp.status != http.StatusNotModified {
 			h.Set("Content-Encoding", v.encoding)
 		}
 	}
-	if rp.listing {
+	if rp.flags&replyListing != 0 {
 		h.Set("Vary", "Accept")
 	}
 	if rp.status == http.StatusNotModified || rp.status == http.StatusNoContent || rp.status == http.StatusMovedPermanently {
@@ -276,7 +300,7 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 // changed on disk since the reply was decided, Send writes nothing and
 // fails; a caller that has not committed the header may decide again.
 func (rp *Reply) Send(w BodyWriter) error {
-	if rp.head {
+	if rp.flags&replyHead != 0 {
 		return nil
 	}
 	switch rp.kind {
@@ -297,7 +321,7 @@ func (rp *Reply) Send(w BodyWriter) error {
 		return rp.sendRegion(w, rp.off, rp.n)
 	}
 	m := rp.multi
-	for i, r := range rp.ranges {
+	for i, r := range m.ranges {
 		if _, err := io.WriteString(writerOnly{w}, m.heads[i]); err != nil {
 			return err
 		}

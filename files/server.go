@@ -111,11 +111,8 @@ func (s *Server) Close() error {
 // with 204, and other methods with 405, as the package documentation
 // describes. It does not read the request body.
 func (s *Server) Serve(w engine.ResponseWriter, r *engine.Request) {
-	rp, err := s.decideOpen(r)
-	if err != nil {
-		s.logError(r, err)
-		rp = s.errorReply(http.StatusInternalServerError, r.IsMethod("HEAD"))
-	}
+	var rp Reply
+	s.decideOpen(&rp, r)
 	rp.SetHeader(w.Header())
 	w.WriteHeader(rp.status)
 	bw, ok := w.(BodyWriter)
@@ -126,41 +123,39 @@ func (s *Server) Serve(w engine.ResponseWriter, r *engine.Request) {
 	rp.release()
 }
 
-// decideOpen decides the reply to r and takes a reference to the file it
-// sends. When the file changed since it was cached, it looks the path up
-// again, a few times at most.
-func (s *Server) decideOpen(r *engine.Request) (Reply, error) {
+// decideOpen fills rp with the reply to r and takes a reference to the
+// file it sends. When the file changed since it was cached, it looks the
+// path up again, a few times at most; a file that keeps changing, or that
+// cannot be opened, gets an error reply.
+func (s *Server) decideOpen(rp *Reply, r *engine.Request) {
 	for attempt := 0; ; attempt++ {
-		rp := s.decide(r, attempt > 0)
+		s.decide(rp, r, attempt > 0)
 		err := rp.open()
 		switch {
 		case err == nil:
-			return rp, nil
+			return
 		case err == errChanged && attempt < 3:
+			*rp = Reply{}
 			continue
-		case err == errChanged:
-			return rp, err
 		}
-		if e, ferr := failure("", err); ferr == nil {
-			return s.errorReply(e.status, rp.head), nil
+		flags := rp.flags & replyHead
+		*rp = Reply{s: s, flags: flags}
+		if err == errChanged {
+			err = errors.New("files: file keeps changing")
 		}
-		return rp, err
+		s.fail(rp, r, err)
+		return
 	}
 }
 
-// Decide decides the reply to r for a caller that sets the header now and
-// sends the body later, as a pipeline source does: SetHeader, then, in
-// the content phase, Send. The reply holds no open file between the two,
-// so a Send that never happens leaks nothing. Decide reads the request
-// only while it runs.
-func (s *Server) Decide(r *engine.Request) Reply {
-	rp, err := s.decideOpen(r)
-	if err != nil {
-		s.logError(r, err)
-		return s.errorReply(http.StatusInternalServerError, r.IsMethod("HEAD"))
-	}
+// Decide fills rp with the reply to r, for a caller that sets the header
+// now and sends the body later, as a pipeline source does: SetHeader,
+// then, in the content phase, Send. rp must be a zero Reply. The reply
+// holds no open file between the two, so a Send that never happens leaks
+// nothing. Decide reads the request only while it runs.
+func (s *Server) Decide(rp *Reply, r *engine.Request) {
+	s.decideOpen(rp, r)
 	rp.release() // the file stays open in the cache for Send
-	return rp
 }
 
 // copyWriter sends file regions by copying, for ResponseWriters that
@@ -197,7 +192,7 @@ func (s *Server) lookup(r *engine.Request, force bool) (*entry, error) {
 			return notFound, nil
 		}
 		if len(p) == 0 {
-			return &entry{status: http.StatusMovedPermanently, location: escapePath(s.opts.StripPrefix + "/")}, nil
+			return s.prefixRedirect(), nil
 		}
 	}
 	clean, verdict := checkPath(p)
@@ -209,6 +204,18 @@ func (s *Server) lookup(r *engine.Request, force bool) (*entry, error) {
 	case verdict == pathDotfile && s.opts.Dotfiles == DotfilesDeny:
 		return forbidden, nil
 	}
+	if clean && !force {
+		if e := s.cache.get(p); e != nil && s.cache.now() < e.expires.Load() {
+			return e, nil // the fast path: a fresh entry under the path itself
+		}
+	}
+	return s.lookupSlow(p, clean, force)
+}
+
+// lookupSlow is lookup for a path that is not clean, not cached or whose
+// entry expired: while one request revalidates an expired entry, others
+// keep using it.
+func (s *Server) lookupSlow(p []byte, clean, force bool) (*entry, error) {
 	var e *entry
 	key := ""
 	if clean {
@@ -231,6 +238,14 @@ func (s *Server) lookup(r *engine.Request, force bool) (*entry, error) {
 		e.refreshing.Store(false)
 	}
 	return n, err
+}
+
+// prefixRedirect answers the StripPrefix path itself: a redirect to it
+// with a slash added. It is kept out of lookup, whose frame stays small.
+//
+//go:noinline
+func (s *Server) prefixRedirect() *entry {
+	return &entry{status: http.StatusMovedPermanently, location: escapePath(s.opts.StripPrefix + "/")}
 }
 
 // Entries answering paths refused before the file system is asked.
@@ -300,7 +315,7 @@ func (s *Server) wantsLoad1(e *entry) bool {
 func (s *Server) openEntry(e *entry) (*openFile, error) {
 	now := s.cache.now()
 	if o := e.fd.Load(); o != nil && o.acquire() {
-		if e.used.Load() != now {
+		if now-e.used.Load() > int64(s.opts.OpenExpiry/8) { // a coarse clock is enough
 			e.used.Store(now)
 		}
 		return o, nil
