@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test lint fuzz bench bench-deps clean
+.PHONY: all build test lint fuzz bench bench-deps redbot clean
 
 all: lint test
 
@@ -45,6 +45,11 @@ BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux
 bench-deps:
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi
+
+## redbot: REDbot (PyPI) against files the files package serves; fails on any BAD finding
+redbot:
+	pip install --quiet redbot
+	$(GO) test ./files -run '^TestREDbot$$' -count=1 -v
 
 clean:
 	rm -rf bin
