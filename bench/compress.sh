@@ -16,6 +16,8 @@
 #   sluice: bench/peers/sluicecompress: pipe.Chain{source serving the page
 #           from memory, compress{encodings: [gzip], levels: {gzip: LEVEL}}}
 #           on engine.Server.
+#   sluice-files: the same with the files component as the source (the
+#           route [files, compress]).
 #
 # Before measuring, a request checks that the response is gzip-encoded and
 # decodes to the page. Measured: wrk -t1 -c100 (keep-alive) with
@@ -144,6 +146,8 @@ start_server() {
 		cmd=(nginx -p "$WORK/run" -c "$WORK/run/nginx.conf" -e "$WORK/run/nginx-error.log") ;;
 	sluice)
 		cmd=("$WORK/sluicecompress" -listen "$HOST:$port" -file "$PAGE" -encoding gzip -level "$LEVEL") ;;
+	sluice-files) # the route [files, compress]: the page read by the files component
+		cmd=("$WORK/sluicecompress" -listen "$HOST:$port" -file "$PAGE" -encoding gzip -level "$LEVEL" -files) ;;
 	*) die "unknown server $name" ;;
 	esac
 	taskset -c 1 "${cmd[@]}" >"$WORK/run/stdout.log" 2>&1 &

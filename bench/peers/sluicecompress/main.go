@@ -3,13 +3,16 @@
 // engine.Server. bench/compress.sh runs it against nginx with `gzip on`.
 //
 // Every request path gets the file (Content-Type text/html, with its
-// Content-Length, which compress drops when it compresses).
+// Content-Length, which compress drops when it compresses); with -files the
+// files component serves the file's directory instead (the route
+// [files, compress]).
 package main
 
 import (
 	"flag"
 	"log"
 	"os"
+	"path/filepath"
 
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/engine"
@@ -21,6 +24,7 @@ func main() {
 	file := flag.String("file", "", "file to serve (required)")
 	encodings := flag.String("encoding", "gzip", "content coding offered")
 	level := flag.Int("level", 1, "compression level (nginx gzip_comp_level 1 is its default)")
+	fromFiles := flag.Bool("files", false, "serve the file's directory with the files component instead of from memory")
 	flag.Parse()
 	if *file == "" {
 		log.Fatal("sluicecompress: -file is required")
@@ -33,7 +37,7 @@ func main() {
 		_, err := w.Write(body)
 		return err
 	}
-	source := pipe.Source(func(c *pipe.Conn) pipe.Content {
+	var source pipe.Component = pipe.Source(func(c *pipe.Conn) pipe.Content {
 		h := c.Header()
 		h.Set("Content-Type", "text/html")
 		h.SetContentLength(int64(len(body)))
@@ -45,6 +49,13 @@ func main() {
 	})
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *fromFiles {
+		files, err := components.NewFiles(components.FilesOptions{Root: filepath.Dir(*file)})
+		if err != nil {
+			log.Fatal(err)
+		}
+		source = files
 	}
 	srv := &engine.Server{Handler: pipe.Handler(pipe.Chain{source, compress})}
 	log.Fatal(srv.ListenAndServe(*listen))
