@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/sluice-server/sluice/accept"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 )
@@ -443,37 +444,11 @@ func compressParseElement(e []byte) (tok []byte, q int, ok bool) {
 		if len(p) < 2 || p[0]|0x20 != 'q' || p[1] != '=' {
 			continue // another parameter: ignored
 		}
-		if q, ok = compressParseQ(compressTrimOWS(p[2:])); !ok {
+		if q, ok = accept.QValue(compressTrimOWS(p[2:])); !ok {
 			return nil, 0, false
 		}
 	}
 	return tok, q, true
-}
-
-// compressParseQ parses a qvalue (RFC 9110 §12.4.2): "0" or "1" with up to
-// three decimals, as thousandths.
-func compressParseQ(b []byte) (int, bool) {
-	if len(b) == 0 || len(b) > 5 || (b[0] != '0' && b[0] != '1') {
-		return 0, false
-	}
-	q := int(b[0]-'0') * 1000
-	if len(b) > 1 {
-		if b[1] != '.' {
-			return 0, false
-		}
-		scale := 100
-		for _, d := range b[2:] {
-			if d < '0' || d > '9' {
-				return 0, false
-			}
-			q += int(d-'0') * scale
-			scale /= 10
-		}
-	}
-	if q > 1000 {
-		return 0, false
-	}
-	return q, true
 }
 
 func compressTrimOWS(b []byte) []byte {

@@ -1,5 +1,7 @@
 package files
 
+import "github.com/sluice-server/sluice/accept"
+
 // negotiate picks the representation of the file e for an Accept-Encoding
 // field value ae (nil when absent): one of e's precompressed variants, or
 // e itself (identity), as RFC 9110 §12.5.3 describes. A coding is
@@ -85,34 +87,9 @@ func parseQ(params []byte) (int, bool) {
 		if len(p) < 2 || p[0]|0x20 != 'q' || p[1] != '=' {
 			continue
 		}
-		return parseQValue(p[2:])
+		return accept.QValue(p[2:])
 	}
 	return 1000, true
-}
-
-// parseQValue parses qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ).
-func parseQValue(b []byte) (int, bool) {
-	if len(b) == 0 || len(b) > 5 || (b[0] != '0' && b[0] != '1') {
-		return 0, false
-	}
-	q := int(b[0]-'0') * 1000
-	if len(b) > 1 {
-		if b[1] != '.' {
-			return 0, false
-		}
-		scale := 100
-		for _, c := range b[2:] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			q += int(c-'0') * scale
-			scale /= 10
-		}
-	}
-	if q > 1000 {
-		return 0, false
-	}
-	return q, true
 }
 
 func cutByte(b []byte, sep byte) (before, after []byte) {
