@@ -87,3 +87,30 @@ func (n *ProcNetwork) Stop() {
 // NetworkHandler serves a process network with the engine; it is Handler
 // for a ProcNetwork, named after the paper's handler.
 func NetworkHandler(n *ProcNetwork) engine.Handler { return Handler(n) }
+
+// Builder makes pipelines that run either as Chains or, with Network set,
+// as ProcNetworks, so one program can switch strategies with a flag. Stop
+// ends the networks it started. A Builder is not safe for concurrent use
+// while building; the pipelines it returns are.
+type Builder struct {
+	Network  bool
+	networks []*ProcNetwork
+}
+
+// Pipeline returns comps as a Chain, or as a started ProcNetwork.
+func (b *Builder) Pipeline(comps ...Component) Component {
+	if !b.Network {
+		return Chain(comps)
+	}
+	n := NewProcNetwork(comps...)
+	b.networks = append(b.networks, n)
+	return n
+}
+
+// Stop stops every ProcNetwork the builder started.
+func (b *Builder) Stop() {
+	for _, n := range b.networks {
+		n.Stop()
+	}
+	b.networks = nil
+}

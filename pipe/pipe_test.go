@@ -397,3 +397,18 @@ func TestValues(t *testing.T) {
 		t.Errorf("body %q", body)
 	}
 }
+
+// A Builder's pipelines answer the same whether they are chains or networks.
+func TestBuilder(t *testing.T) {
+	for _, network := range []bool{false, true} {
+		b := &Builder{Network: network}
+		comp := b.Pipeline(text("built"), upper)
+		if _, isNet := comp.(*ProcNetwork); isNet != network {
+			t.Errorf("Network=%v built a %T", network, comp)
+		}
+		if _, body := get(t, serve(t, comp)+"/"); body != "BUILT" {
+			t.Errorf("Network=%v: body %q", network, body)
+		}
+		b.Stop()
+	}
+}

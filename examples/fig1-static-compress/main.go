@@ -44,20 +44,8 @@ func newServer(root string, network bool) (comp pipe.Component, stop func(), err
 		return nil, nil, err
 	}
 
-	var networks []*pipe.ProcNetwork
-	pipeline := func(comps ...pipe.Component) pipe.Component {
-		if !network {
-			return pipe.Chain(comps)
-		}
-		n := pipe.NewProcNetwork(comps...)
-		networks = append(networks, n)
-		return n
-	}
-	stop = func() {
-		for _, n := range networks {
-			n.Stop()
-		}
-	}
+	b := &pipe.Builder{Network: network}
+	pipeline, stop := b.Pipeline, b.Stop
 	rt, err := pipe.NewRouter(
 		pipe.Route{Match: []string{"/js/", "/css/"}, Pipeline: pipeline(files, compress)},
 		pipe.Route{Match: []string{"/"}, Pipeline: pipeline(files)},

@@ -45,20 +45,8 @@ func newServer(root, htpasswd string, network bool) (comp pipe.Component, stop f
 		return nil, nil, err
 	}
 
-	var networks []*pipe.ProcNetwork
-	pipeline := func(comps ...pipe.Component) pipe.Component {
-		if !network {
-			return pipe.Chain(comps)
-		}
-		n := pipe.NewProcNetwork(comps...)
-		networks = append(networks, n)
-		return n
-	}
-	stop = func() {
-		for _, n := range networks {
-			n.Stop()
-		}
-	}
+	b := &pipe.Builder{Network: network}
+	pipeline, stop := b.Pipeline, b.Stop
 	rt, err := pipe.NewRouter(
 		pipe.Route{Match: []string{"/private/", "/private"}, Pipeline: pipeline(auth, files)},
 		pipe.Route{Match: []string{"/"}, Pipeline: pipeline(files)},
