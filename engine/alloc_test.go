@@ -5,6 +5,7 @@ package engine
 import (
 	"bufio"
 	"io"
+	"os"
 	"testing"
 )
 
@@ -68,5 +69,51 @@ func TestKeepAliveGETAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("keep-alive GET allocates %v times per request, want 0", allocs)
+	}
+}
+
+// Sending a large file (header with MSG_MORE, then sendfile) allocates
+// nothing per response.
+func TestSendFileAllocatesNothing(t *testing.T) {
+	path := t.TempDir() + "/big"
+	if err := os.WriteFile(path, make([]byte, 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.(FileSender).SendFile(f, 0, 64<<10)
+	})
+	addr := startServer(t, &Server{Handler: h})
+	c := dial(t, addr)
+	req := []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	c.Write(req)
+	br := bufio.NewReader(c)
+	var head []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		head = append(head, line...)
+		if string(line) == "\r\n" {
+			break
+		}
+	}
+	buf := make([]byte, len(head)+64<<10) // every response has this length
+	if _, err := io.ReadFull(br, buf[len(head):]); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		c.Write(req)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a sendfile response allocates %v times per request, want 0", allocs)
 	}
 }

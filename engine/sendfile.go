@@ -92,52 +92,67 @@ func (w *response) copyFile(f *os.File, offset, n int64) error {
 // to share a packet with the file's first bytes, then n bytes of f from
 // offset with sendfile(2), under the write timeout.
 func (c *conn) sendFile(f *os.File, offset, n int64) error {
-	src := int(f.Fd())
-	out := c.s.out
-	var werr error
-	var sent int64
+	t := &c.s.transfer
+	*t = fileTransfer{out: c.s.out, src: int(f.Fd()), offset: offset, n: n}
 	c.th.SetDeadline(c.srv.limits.WriteTimeout)
-	err := c.rc.Write(func(fd uintptr) bool {
-		for len(out) > 0 {
-			m, err := unix.SendmsgN(int(fd), out, nil, nil, unix.MSG_MORE)
-			switch {
-			case err == syscall.EINTR:
-				continue
-			case err == syscall.EAGAIN:
-				return false
-			case err != nil:
-				werr = err
-				return true
-			}
-			out = out[m:]
-			sent += int64(m)
-		}
-		for n > 0 {
-			m, err := unix.Sendfile(int(fd), src, &offset, int(min(n, 1<<30)))
-			if m > 0 {
-				n -= int64(m)
-				sent += int64(m)
-			}
-			switch {
-			case err == syscall.EINTR:
-				continue
-			case err == syscall.EAGAIN:
-				return false
-			case err != nil:
-				werr = err
-				return true
-			case m == 0:
-				werr = io.ErrUnexpectedEOF // the file shrank
-				return true
-			}
-		}
-		return true
-	})
+	err := c.rc.Write(c.s.transferFn)
 	c.th.Clear()
-	c.srv.stats.bytesWritten.Add(uint64(sent))
+	c.srv.stats.bytesWritten.Add(uint64(t.sent))
 	c.s.out = c.s.out[:0]
 	if err == nil {
-		err = werr
+		err = t.err
 	}
+	t.out = nil
 	return err
+}
+
+// fileTransfer is the state of one header-then-sendfile write. It lives in
+// the session, and its step function is bound once per session, so a
+// transfer allocates nothing.
+type fileTransfer struct {
+	out    []byte // header (and anything pending) still to send
+	src    int    // file descriptor to send from
+	offset int64
+	n      int64 // file bytes still to send
+	sent   int64
+	err    error
+}
+
+// step is called by the runtime poller when the socket may be writable;
+// it returns false to wait for writability again.
+func (t *fileTransfer) step(fd uintptr) bool {
+	for len(t.out) > 0 {
+		m, err := unix.SendmsgN(int(fd), t.out, nil, nil, unix.MSG_MORE)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return false
+		case err != nil:
+			t.err = err
+			return true
+		}
+		t.out = t.out[m:]
+		t.sent += int64(m)
+	}
+	for t.n > 0 {
+		m, err := unix.Sendfile(int(fd), t.src, &t.offset, int(min(t.n, 1<<30)))
+		if m > 0 {
+			t.n -= int64(m)
+			t.sent += int64(m)
+		}
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return false
+		case err != nil:
+			t.err = err
+			return true
+		case m == 0:
+			t.err = io.ErrUnexpectedEOF // the file shrank
+			return true
+		}
+	}
+	return true
 }

@@ -27,6 +27,9 @@ type session struct {
 	req  Request
 	resp response
 	body bodyReader
+
+	transfer   fileTransfer // a sendfile in progress (see conn.sendFile)
+	transferFn func(fd uintptr) bool
 }
 
 var sessionPool = sync.Pool{New: func() any {
@@ -37,6 +40,7 @@ var sessionPool = sync.Pool{New: func() any {
 		iov:     make([][]byte, 0, 3),
 	}
 	s.req.Fields = make([]Field, 0, 16)
+	s.transferFn = s.transfer.step
 	return s
 }}
 
