@@ -32,6 +32,7 @@ type Conn struct {
 	top      topWriter
 	wire     wireWriter
 	wraps    []Writer // the filter writers, head first, once committed
+	wrapFns  []Wrap   // the filters' Wraps, reused across requests
 	finished bool
 	done     chan bool // ProcNetwork's completion signal
 	values   []keyValue
@@ -54,10 +55,11 @@ func acquireConn(w engine.ResponseWriter, r *engine.Request) *Conn {
 func releaseConn(c *Conn) {
 	clear(c.filters)
 	clear(c.wraps)
+	clear(c.wrapFns)
 	clear(c.values)
 	c.values = c.values[:0]
 	c.Request, c.w, c.content = nil, nil, nil
-	c.filters, c.wraps = c.filters[:0], c.wraps[:0]
+	c.filters, c.wraps, c.wrapFns = c.filters[:0], c.wraps[:0], c.wrapFns[:0]
 	c.status, c.finished = 0, false
 	c.top.committed, c.wire.started = false, false
 	connPool.Put(c)

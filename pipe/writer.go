@@ -19,12 +19,13 @@ type topWriter struct {
 func (t *topWriter) commit() {
 	t.committed = true
 	c := t.c
-	var wraps []Wrap
+	wraps := c.wrapFns[:0]
 	for _, f := range c.filters {
 		if wrap := f(c); wrap != nil {
 			wraps = append(wraps, wrap)
 		}
 	}
+	c.wrapFns = wraps
 	var w Writer = &c.wire
 	c.wraps = c.wraps[:0]
 	for i := len(wraps) - 1; i >= 0; i-- {
