@@ -252,8 +252,12 @@ func (c *conn) finish() {
 			// its write timeout.
 			c.nc.SetDeadline(time.Time{})
 		}
-		if c.flush() == nil && !c.interrupted.Load() && (c.unread || c.r < c.w) {
-			c.linger()
+		if !c.interrupted.Load() && (c.unread || c.r < c.w) {
+			if c.flush() == nil {
+				c.linger()
+			}
+		} else {
+			c.flushBeforeClose()
 		}
 	}
 	c.th.Cancel()
