@@ -52,6 +52,10 @@ type Server struct {
 	closed    atomic.Bool // Shutdown or Close called
 	open      atomic.Int64
 	slot      chan struct{} // signalled when a connection closes
+	quit      chan struct{} // closed by Shutdown or Close: idle workers exit
+
+	handoff     chan *conn   // to an idle worker (see workers.go)
+	idleWorkers atomic.Int32 // workers waiting on handoff
 	stopOnce  sync.Once
 	stats     counters
 }
@@ -98,6 +102,8 @@ func (s *Server) init() {
 		s.tm.SetIdleNotice(min(idleNotice, s.limits.IdleTimeout/2, s.limits.BusyIdleTimeout/2))
 		s.listeners = map[net.Listener]struct{}{}
 		s.slot = make(chan struct{}, 1)
+		s.quit = make(chan struct{})
+		s.handoff = make(chan *conn)
 	})
 }
 
@@ -193,7 +199,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		backoff = 0
 		s.stats.accepted.Add(1)
 		s.admit()
-		go newConn(s, nc).serve()
+		s.startConn(newConn(s, nc))
 	}
 }
 
@@ -292,7 +298,9 @@ func (s *Server) Close() error {
 
 func (s *Server) beginClose() {
 	s.mu.Lock()
-	s.closed.Store(true)
+	if !s.closed.Swap(true) {
+		close(s.quit)
+	}
 	for ln := range s.listeners {
 		ln.Close()
 	}
