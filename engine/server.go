@@ -56,8 +56,8 @@ type Server struct {
 
 	handoff     chan *conn   // to an idle worker (see workers.go)
 	idleWorkers atomic.Int32 // workers waiting on handoff
-	stopOnce  sync.Once
-	stats     counters
+	stopOnce    sync.Once
+	stats       counters
 }
 
 // counters are a Server's statistics, updated atomically.
