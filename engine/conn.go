@@ -209,7 +209,7 @@ func (c *conn) rawRead(fd uintptr) bool {
 		c.acquireSession()
 	}
 	for {
-		n, err := syscall.Read(int(fd), c.rbuf)
+		n, err := recv(int(fd), c.rbuf)
 		switch err {
 		case nil:
 			c.rawN = n
@@ -474,14 +474,20 @@ func (c *conn) write(b []byte) error {
 // the platform allows.
 func (c *conn) writev(p []byte) error {
 	s := c.s
-	s.iov = append(s.iov[:0], s.out, p)
-	bufs := net.Buffers(s.iov)
-	c.th.SetDeadline(c.srv.limits.WriteTimeout)
-	n, err := bufs.WriteTo(c.nc)
-	c.srv.stats.bytesWritten.Add(uint64(n))
-	c.th.Clear()
-	s.out = s.out[:0]
-	clear(s.iov[:2])
+	var err error
+	if c.rc != nil {
+		err = c.transmit(p, -1, 0, 0, 0)
+	} else {
+		s.iov = append(s.iov[:0], s.out, p)
+		bufs := net.Buffers(s.iov)
+		c.th.SetDeadline(c.srv.limits.WriteTimeout)
+		var n int64
+		n, err = bufs.WriteTo(c.nc)
+		c.srv.stats.bytesWritten.Add(uint64(n))
+		c.th.Clear()
+		s.out = s.out[:0]
+		clear(s.iov[:2])
+	}
 	if err != nil {
 		c.closeAfter, c.broken = true, true
 	}

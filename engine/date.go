@@ -18,13 +18,16 @@ var cachedDate atomic.Pointer[dateLine]
 // formatted at most once a second, by whichever goroutine first needs it
 // in that second, as Warp's Date module does; appendDate is safe for
 // concurrent use and does not allocate except to format a new second.
-func appendDate(b []byte, now time.Time) []byte {
-	sec := now.Unix()
+// now is in Unix nanoseconds: the timeout manager's coarse clock, which
+// saves reading the system clock for every response (it lags by at most a
+// tick, a quarter of a second at most).
+func appendDate(b []byte, now int64) []byte {
+	sec := now / int64(time.Second)
 	d := cachedDate.Load()
-	if d == nil || d.unix != sec {
+	if d == nil || sec > d.unix { // a server whose clock lags uses the newer line
 		line := make([]byte, 0, 40)
 		line = append(line, "Date: "...)
-		line = now.UTC().AppendFormat(line, http.TimeFormat)
+		line = time.Unix(sec, 0).UTC().AppendFormat(line, http.TimeFormat)
 		line = append(line, "\r\n"...)
 		d = &dateLine{unix: sec, line: line}
 		cachedDate.Store(d)

@@ -64,13 +64,17 @@ func TestAcceptRecoversFromEMFILE(t *testing.T) {
 	}
 	go io.Copy(io.Discard, br)
 
-	// Exhaust the child's descriptors with connections that send nothing.
+	// Exhaust the child's descriptors with connections that send the start
+	// of a request head and stop. (Connections that send nothing are not
+	// even accepted for a second: the listener defers accepting until
+	// bytes arrive.)
 	var hogs []net.Conn
 	for i := 0; i < 40; i++ {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
+		io.WriteString(c, "GET / HTTP/1.1\r\n")
 		hogs = append(hogs, c)
 	}
 	defer func() {
@@ -78,8 +82,7 @@ func TestAcceptRecoversFromEMFILE(t *testing.T) {
 			c.Close()
 		}
 	}()
-	// The server must keep answering: connections that send nothing time
-	// out, freeing descriptors for the ones waiting in the backlog.
+	// The server must keep answering: connections that stall time out, freeing descriptors for the ones waiting in the backlog.
 	waitFor(t, "a request to be answered despite EMFILE", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {

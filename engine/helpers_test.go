@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -120,17 +121,23 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &countingConn{TCPConn: c.(*net.TCPConn), n: &l.writes}, nil
+	return &countingConn{Conn: c, n: &l.writes}, nil
 }
 
 type countingConn struct {
-	*net.TCPConn
+	net.Conn
 	n *atomic.Int64
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
 	c.n.Add(1)
-	return c.TCPConn.Write(p)
+	return c.Conn.Write(p)
+}
+
+// SyscallConn lets the engine wait for input without a buffer, as it
+// does on the connection wrapped.
+func (c *countingConn) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
 }
 
 // waitFor polls cond until it holds or 10s pass; it does not assert timing.

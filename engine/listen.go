@@ -12,15 +12,19 @@ import (
 // spreads connections among them. network is "tcp", "tcp4", "tcp6" or
 // "unix".
 //
-// Accepted connections get no TCP keep-alive probes (Go would otherwise
-// set four socket options on each): the engine's idle timeout already
-// closes connections that stay silent.
+// A TCP listener from Listen serves its connections with fewer system
+// calls than one from net.Listen (which Serve also accepts): accepted
+// sockets inherit TCP_NODELAY from it, and join the runtime's poller only
+// when an operation would block (see sock_linux.go). Its connections
+// implement net.Conn and syscall.Conn. Accepted connections get no TCP
+// keep-alive probes: the engine's idle timeout already closes connections
+// that stay silent.
 func Listen(network, addr string) (net.Listener, error) {
-	lc := net.ListenConfig{Control: controlReusePort, KeepAlive: -1}
 	if network == "unix" {
-		lc.Control = nil
+		var lc net.ListenConfig
+		return lc.Listen(context.Background(), network, addr)
 	}
-	return lc.Listen(context.Background(), network, addr)
+	return listenTCP(network, addr)
 }
 
 // temporaryAcceptError reports whether an accept error is worth retrying:

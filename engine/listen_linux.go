@@ -1,21 +1,6 @@
 package engine
 
-import (
-	"syscall"
-
-	"golang.org/x/sys/unix"
-)
-
-func controlReusePort(network, address string, c syscall.RawConn) error {
-	var serr error
-	err := c.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-	})
-	if err != nil {
-		return err
-	}
-	return serr
-}
+import "golang.org/x/sys/unix"
 
 // defaultMaxConns is DefaultMaxConns, or three quarters of RLIMIT_NOFILE
 // when that is lower.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 )
 
 // errAbortHandler is http.ErrAbortHandler: a handler panicking with it ends
@@ -177,7 +176,7 @@ func (w *response) commit(final bool) {
 		b = append(b, c.srv.serverLine...)
 	}
 	if !w.hdr.hasDate {
-		b = appendDate(b, time.Now())
+		b = appendDate(b, c.srv.tm.Now())
 	}
 	b = w.hdr.appendFields(b)
 

@@ -92,7 +92,7 @@ func (w *response) copyFile(f *os.File, offset, n int64) error {
 // to share a packet with the file's first bytes, then n bytes of f from
 // offset with sendfile(2), under the write timeout.
 func (c *conn) sendFile(f *os.File, offset, n int64) error {
-	return c.transmit(int(f.Fd()), offset, n)
+	return c.transmit(nil, int(f.Fd()), offset, n, unix.MSG_MORE)
 }
 
 // flushBeforeClose writes the pending output of a connection that closes
@@ -104,19 +104,19 @@ func (c *conn) flushBeforeClose() error {
 	if c.rc == nil || len(c.s.out) == 0 {
 		return c.flush()
 	}
-	err := c.transmit(-1, 0, 0)
+	err := c.transmit(nil, -1, 0, 0, unix.MSG_MORE)
 	if err != nil {
 		c.closeAfter, c.broken = true, true
 	}
 	return err
 }
 
-// transmit writes the pending output with MSG_MORE and then n bytes of the
-// file descriptor src from offset with sendfile(2), under the write
-// timeout.
-func (c *conn) transmit(src int, offset, n int64) error {
+// transmit writes the pending output and tail in one sendmsg(2) with
+// flags, then n bytes of the file descriptor src from offset with
+// sendfile(2), all under the write timeout. It needs c.rc.
+func (c *conn) transmit(tail []byte, src int, offset, n int64, flags int) error {
 	t := &c.s.transfer
-	*t = fileTransfer{out: c.s.out, src: src, offset: offset, n: n}
+	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, src: src, offset: offset, n: n}
 	c.th.SetDeadline(c.srv.limits.WriteTimeout)
 	err := c.rc.Write(c.s.transferFn)
 	c.th.Clear()
@@ -125,27 +125,28 @@ func (c *conn) transmit(src int, offset, n int64) error {
 	if err == nil {
 		err = t.err
 	}
-	t.out = nil
+	t.out, t.tail = nil, nil
 	return err
 }
 
-// fileTransfer is the state of one header-then-sendfile write. It lives in
-// the session, and its step function is bound once per session, so a
-// transfer allocates nothing.
+// fileTransfer is the state of one transmit. It lives in the session, and
+// its step function is bound once per session, so a transfer allocates
+// nothing.
 type fileTransfer struct {
-	out    []byte // header (and anything pending) still to send
-	src    int    // file descriptor to send from
-	offset int64
-	n      int64 // file bytes still to send
-	sent   int64
-	err    error
+	out, tail []byte // bytes still to send before the file
+	flags     int    // of the sendmsg sending them
+	src       int    // file descriptor to send from
+	offset    int64
+	n         int64 // file bytes still to send
+	sent      int64
+	err       error
 }
 
 // step is called by the runtime poller when the socket may be writable;
 // it returns false to wait for writability again.
 func (t *fileTransfer) step(fd uintptr) bool {
-	for len(t.out) > 0 {
-		m, err := unix.SendmsgN(int(fd), t.out, nil, nil, unix.MSG_MORE)
+	for len(t.out)+len(t.tail) > 0 {
+		m, err := send(int(fd), t.out, t.tail, t.flags)
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -155,8 +156,12 @@ func (t *fileTransfer) step(fd uintptr) bool {
 			t.err = err
 			return true
 		}
-		t.out = t.out[m:]
 		t.sent += int64(m)
+		k := min(m, len(t.out))
+		t.out, t.tail = t.out[k:], t.tail[m-k:]
+	}
+	if t.n > 0 {
+		raceReleaseIO(int(fd))
 	}
 	for t.n > 0 {
 		m, err := unix.Sendfile(int(fd), t.src, &t.offset, int(min(t.n, 1<<30)))

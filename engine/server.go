@@ -54,8 +54,8 @@ type Server struct {
 	slot      chan struct{} // signalled when a connection closes
 	quit      chan struct{} // closed by Shutdown or Close: idle workers exit
 
-	handoff     chan *conn   // to an idle worker (see workers.go)
-	idleWorkers atomic.Int32 // workers waiting on handoff
+	workerMu    sync.Mutex
+	idleWorkers []*worker // see workers.go
 	stopOnce    sync.Once
 	stats       counters
 }
@@ -103,7 +103,7 @@ func (s *Server) init() {
 		s.listeners = map[net.Listener]struct{}{}
 		s.slot = make(chan struct{}, 1)
 		s.quit = make(chan struct{})
-		s.handoff = make(chan *conn)
+		go s.reapWorkers()
 	})
 }
 
@@ -310,5 +310,5 @@ func (s *Server) beginClose() {
 // appendServerFields appends the Server and Date lines.
 func (s *Server) appendServerFields(b []byte) []byte {
 	b = append(b, s.serverLine...)
-	return appendDate(b, time.Now())
+	return appendDate(b, s.tm.Now())
 }

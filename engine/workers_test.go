@@ -19,7 +19,7 @@ func TestWorkerServesNextConnection(t *testing.T) {
 		if !strings.HasPrefix(got, "HTTP/1.1 200 ") {
 			t.Fatalf("request %d: %q", i, got)
 		}
-		waitFor(t, "the worker to wait for the next connection", func() bool { return s.idleWorkers.Load() == 1 })
+		waitFor(t, "the worker to wait for the next connection", func() bool { return s.idleWorkerCount() == 1 })
 	}
 	if n := workersStarted.Load() - before; n != 1 {
 		t.Errorf("%d workers started for 5 consecutive connections, want 1", n)
@@ -59,7 +59,7 @@ func TestIdleWorkersExit(t *testing.T) {
 		}
 	}
 	waitFor(t, "the idle connections' workers to return to the pool",
-		func() bool { return s.idleWorkers.Load() == n })
+		func() bool { return s.idleWorkerCount() == n })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -68,5 +68,5 @@ func TestIdleWorkersExit(t *testing.T) {
 	if err := <-done; err != ErrServerClosed {
 		t.Fatalf("Serve: %v", err)
 	}
-	waitFor(t, "idle workers to exit", func() bool { return s.idleWorkers.Load() == 0 })
+	waitFor(t, "idle workers to exit", func() bool { return s.idleWorkerCount() == 0 })
 }

@@ -1,0 +1,434 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A TCP listener's connections are accepted and served with direct
+// system calls on their non-blocking descriptors (sockConn). Go's own
+// accept path spends four system calls per connection that a web server
+// can do without: getsockname (the local address is the listener's),
+// setsockopt TCP_NODELAY (inherited from the listener instead), and the
+// epoll_ctl calls that add the descriptor to the runtime's poller and
+// remove it at close. A sockConn joins the poller only when an operation
+// would block. A short connection — its request already in when it is
+// accepted, its response fitting the socket buffer — is then served with
+// accept4, recvfrom, sendmsg and close alone, like nginx's (which still
+// adds each connection to its epoll set).
+
+// polledConns counts sockConns that joined the poller, for tests.
+var polledConns atomic.Int64
+
+// tcpListener is the listener Listen returns for TCP: its Accept returns
+// sockConns. Accept calls are serialised; Close interrupts a blocked one.
+type tcpListener struct {
+	f    *os.File // the listening socket, registered with the poller
+	rc   syscall.RawConn
+	addr *net.TCPAddr
+	// laddr is addr when it names one IP (every connection's local
+	// address), nil for a wildcard.
+	laddr *net.TCPAddr
+
+	mu       sync.Mutex // serialises Accept
+	acceptFn func(fd uintptr) bool
+	nfd      int // results of acceptFn
+	err      error
+	rsa      unix.RawSockaddrAny
+}
+
+// listenTCP opens a TCP listening socket as Listen describes. Go's
+// ListenConfig makes it (address resolution, dual-stack wildcards,
+// SO_REUSEADDR, the backlog); its Control hook sets SO_REUSEPORT and
+// TCP_NODELAY, which accepted sockets inherit, and keeps a duplicate of
+// the descriptor. The Go listener is then closed and the socket lives on
+// in the duplicate, served by tcpListener.
+func listenTCP(network, addr string) (net.Listener, error) {
+	dup := -1
+	lc := net.ListenConfig{KeepAlive: -1, Control: func(network, address string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
+				return
+			}
+			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); serr != nil {
+				return
+			}
+			// Accept a connection once its first bytes are in (or after
+			// about a second without any, as the kernel counts SYN-ACK
+			// retransmissions), so serving it starts with a read that
+			// succeeds rather than a wait through the poller.
+			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, 1); serr != nil {
+				return
+			}
+			dup, serr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 3)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	lc.SetMultipathTCP(false) // plain TCP, as clients speak it; MPTCP costs more per accept
+	ln, err := lc.Listen(context.Background(), network, addr)
+	if err != nil {
+		if dup >= 0 {
+			unix.Close(dup)
+		}
+		return nil, err
+	}
+	la := ln.Addr().(*net.TCPAddr)
+	ln.Close() // the socket stays open through dup
+	f := os.NewFile(uintptr(dup), "tcp listener "+la.String())
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &tcpListener{f: f, rc: rc, addr: la}
+	if la.IP != nil && !la.IP.IsUnspecified() {
+		l.laddr = la
+	}
+	l.acceptFn = l.step
+	return l, nil
+}
+
+// Addr implements net.Listener.
+func (l *tcpListener) Addr() net.Addr { return l.addr }
+
+// Close implements net.Listener.
+func (l *tcpListener) Close() error { return l.f.Close() }
+
+// Accept implements net.Listener: it waits for and returns the next
+// connection, a *sockConn. Errors are those of a closed listener or of
+// accept4(2), as *os.SyscallError.
+func (l *tcpListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		l.nfd, l.err = -1, nil
+		if err := l.rc.Read(l.acceptFn); err != nil {
+			return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.addr, Err: net.ErrClosed}
+		}
+		if l.err != nil {
+			return nil, l.err
+		}
+		fd := l.nfd
+		if fd <= 2 {
+			// A process started with standard descriptors closed may get
+			// them back for sockets; os.File treats writes to 1 and 2
+			// specially (SIGPIPE on EPIPE), so move the socket away.
+			nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+			unix.Close(fd)
+			if err != nil {
+				return nil, os.NewSyscallError("fcntl", err)
+			}
+			fd = nfd
+		}
+		c := &sockConn{fd: fd}
+		if l.laddr != nil {
+			c.laddr.Store(l.laddr)
+		}
+		if !setTCPAddr(&c.raddr, &c.rip, &l.rsa) {
+			unix.Close(fd) // not an IP connection; cannot happen on a TCP socket
+			continue
+		}
+		return c, nil
+	}
+}
+
+// step is called by the poller when the listener may have a connection;
+// it returns false to wait.
+func (l *tcpListener) step(fd uintptr) bool {
+	for {
+		nfd, err := accept4(int(fd), &l.rsa)
+		switch err {
+		case nil:
+			l.nfd = nfd
+			return true
+		case syscall.EINTR, syscall.ECONNABORTED:
+			continue // a connection reset while queued is not an error of ours
+		case syscall.EAGAIN:
+			return false
+		default:
+			l.err = os.NewSyscallError("accept4", err)
+			return true
+		}
+	}
+}
+
+// sockConn is a TCP connection served with direct system calls until an
+// operation would block; then its descriptor joins the runtime's poller
+// (as an *os.File) and every later operation goes through it. It
+// implements net.Conn, syscall.Conn and CloseWrite.
+//
+// Read, Write, CloseWrite and Close are called by the connection's own
+// goroutine only; the deadline methods may be called from any goroutine
+// (the timeout manager uses them to interrupt a blocked operation).
+// Before the descriptor joins the poller no operation blocks, so a
+// deadline needs no timer: an operation checks it before its system
+// call, and joining the poller hands it over.
+type sockConn struct {
+	fd     int
+	polled atomic.Pointer[polledFile] // set once the descriptor joined the poller
+	mu     sync.Mutex                 // orders joining the poller against the deadline methods and Close
+	closed bool
+	rdl    atomic.Int64 // read deadline (UnixNano, 0 for none) until the poller has it
+	wdl    atomic.Int64 // write deadline, likewise
+
+	raddr net.TCPAddr
+	rip   [16]byte                    // storage of raddr.IP
+	laddr atomic.Pointer[net.TCPAddr] // the listener's, or looked up on first use
+}
+
+// polledFile is a sockConn's descriptor once it joined the poller.
+type polledFile struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+var (
+	_ net.Conn     = (*sockConn)(nil)
+	_ syscall.Conn = (*sockConn)(nil)
+)
+
+// poll makes the descriptor join the runtime's poller, once, carrying
+// over the deadlines set so far.
+func (c *sockConn) poll() (*polledFile, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.polled.Load(); p != nil {
+		return p, nil
+	}
+	if c.closed {
+		return nil, net.ErrClosed
+	}
+	// The descriptor is non-blocking, so os.NewFile registers it with
+	// the poller and its deadlines work.
+	f := os.NewFile(uintptr(c.fd), "tcp")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	if d := c.rdl.Load(); d != 0 {
+		f.SetReadDeadline(time.Unix(0, d))
+	}
+	if d := c.wdl.Load(); d != 0 {
+		f.SetWriteDeadline(time.Unix(0, d))
+	}
+	p := &polledFile{f: f, rc: rc}
+	c.polled.Store(p)
+	polledConns.Add(1)
+	return p, nil
+}
+
+// expired reports whether the deadline d (UnixNano, 0 for none) has passed.
+func expired(d *atomic.Int64) bool {
+	t := d.Load()
+	return t != 0 && t <= time.Now().UnixNano()
+}
+
+// Read implements net.Conn.
+func (c *sockConn) Read(b []byte) (int, error) {
+	if p := c.polled.Load(); p != nil {
+		return p.f.Read(b)
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		if expired(&c.rdl) {
+			return 0, c.opError("read", os.ErrDeadlineExceeded)
+		}
+		n, err := recv(c.fd, b)
+		switch err {
+		case nil:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			p, err := c.poll()
+			if err != nil {
+				return 0, err
+			}
+			return p.f.Read(b)
+		default:
+			return 0, c.opError("read", err)
+		}
+	}
+}
+
+// Write implements net.Conn.
+func (c *sockConn) Write(b []byte) (int, error) {
+	if p := c.polled.Load(); p != nil {
+		return p.f.Write(b)
+	}
+	n := 0
+	for n < len(b) {
+		if expired(&c.wdl) {
+			return n, c.opError("write", os.ErrDeadlineExceeded)
+		}
+		m, err := send(c.fd, b[n:], nil, 0)
+		n += m
+		switch err {
+		case nil, syscall.EINTR:
+		case syscall.EAGAIN:
+			p, err := c.poll()
+			if err != nil {
+				return n, err
+			}
+			m, err := p.f.Write(b[n:])
+			return n + m, err
+		default:
+			return n, c.opError("write", err)
+		}
+	}
+	return n, nil
+}
+
+func (c *sockConn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: &c.raddr, Err: err}
+}
+
+// Close implements net.Conn.
+func (c *sockConn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return net.ErrClosed
+	}
+	c.closed = true
+	p := c.polled.Load()
+	c.mu.Unlock()
+	if p != nil {
+		return p.f.Close()
+	}
+	return unix.Close(c.fd)
+}
+
+// CloseWrite shuts down the sending side of the connection.
+func (c *sockConn) CloseWrite() error {
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+		return c.opError("close", err)
+	}
+	return nil
+}
+
+// RemoteAddr implements net.Conn.
+func (c *sockConn) RemoteAddr() net.Addr { return &c.raddr }
+
+// LocalAddr implements net.Conn: the listener's address, or, for a
+// listener on a wildcard address, the one the connection came in on
+// (looked up once). The result must not be modified.
+func (c *sockConn) LocalAddr() net.Addr {
+	if a := c.laddr.Load(); a != nil {
+		return a
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.laddr.Load(); a != nil {
+		return a
+	}
+	if !c.closed {
+		if a, err := getsockname(c.fd); err == nil {
+			c.laddr.Store(a)
+			return a
+		}
+	}
+	return &net.TCPAddr{}
+}
+
+// SetDeadline implements net.Conn.
+func (c *sockConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// SetReadDeadline implements net.Conn.
+func (c *sockConn) SetReadDeadline(t time.Time) error {
+	return c.setDeadline(&c.rdl, t, (*os.File).SetReadDeadline)
+}
+
+// SetWriteDeadline implements net.Conn.
+func (c *sockConn) SetWriteDeadline(t time.Time) error {
+	return c.setDeadline(&c.wdl, t, (*os.File).SetWriteDeadline)
+}
+
+func (c *sockConn) setDeadline(d *atomic.Int64, t time.Time, set func(*os.File, time.Time) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.polled.Load(); p != nil {
+		return set(p.f, t)
+	}
+	if c.closed {
+		return net.ErrClosed
+	}
+	var ns int64
+	if !t.IsZero() {
+		ns = max(t.UnixNano(), 1)
+	}
+	d.Store(ns)
+	return nil
+}
+
+// SyscallConn implements syscall.Conn. Its Read and Write call f with the
+// descriptor at once and, when f reports it would block, make the
+// descriptor join the poller and wait through it.
+func (c *sockConn) SyscallConn() (syscall.RawConn, error) { return sockRawConn{c}, nil }
+
+// sockRawConn is a sockConn's syscall.RawConn.
+type sockRawConn struct{ c *sockConn }
+
+func (r sockRawConn) Control(f func(fd uintptr)) error {
+	if p := r.c.polled.Load(); p != nil {
+		return p.rc.Control(f)
+	}
+	f(uintptr(r.c.fd))
+	return nil
+}
+
+func (r sockRawConn) Read(f func(fd uintptr) bool) error {
+	return r.c.rawIO(&r.c.rdl, f, syscall.RawConn.Read)
+}
+
+func (r sockRawConn) Write(f func(fd uintptr) bool) error {
+	return r.c.rawIO(&r.c.wdl, f, syscall.RawConn.Write)
+}
+
+func (c *sockConn) rawIO(d *atomic.Int64, f func(uintptr) bool, wait func(syscall.RawConn, func(uintptr) bool) error) error {
+	if p := c.polled.Load(); p != nil {
+		return wait(p.rc, f)
+	}
+	if expired(d) {
+		return os.ErrDeadlineExceeded
+	}
+	if f(uintptr(c.fd)) {
+		return nil
+	}
+	p, err := c.poll()
+	if err != nil {
+		return err
+	}
+	return wait(p.rc, f)
+}
+
+// zoneName names the network interface of an IPv6 scope.
+func zoneName(index int) string {
+	if ifi, err := net.InterfaceByIndex(index); err == nil {
+		return ifi.Name
+	}
+	return strconv.Itoa(index)
+}

@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Accepted connections inherit TCP_NODELAY from the listener (Listen sets
+// it there instead of once per connection).
+func TestAcceptedConnectionsHaveNoDelay(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			c.Write([]byte("x"))
+			defer c.Close()
+			time.Sleep(time.Second)
+		}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*sockConn); !ok {
+		t.Fatalf("Accept returned %T, want *sockConn", c)
+	}
+	rc, err := c.(interface{ SyscallConn() (syscall.RawConn, error) }).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var gerr error
+	rc.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY) })
+	if gerr != nil || v == 0 {
+		t.Errorf("TCP_NODELAY on the accepted socket = %d (%v), want set", v, gerr)
+	}
+}
+
+// A request head that arrives in pieces makes the connection wait through
+// the poller; it is answered once complete, and the connection then keeps
+// serving.
+func TestSlowHeadJoinsPoller(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo})
+	before := polledConns.Load()
+	c := dial(t, addr)
+	io.WriteString(c, "GET /slow HTTP/1.1\r\n")
+	time.Sleep(50 * time.Millisecond) // the server reads the first piece and waits
+	io.WriteString(c, "Host: a\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, body := readResponse(t, br, "GET")
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "GET /slow ") {
+		t.Fatalf("got %d %q", resp.StatusCode, body)
+	}
+	if polledConns.Load() == before {
+		t.Error("the connection never joined the poller, yet it had to wait")
+	}
+	io.WriteString(c, "GET /again HTTP/1.1\r\nHost: a\r\n\r\n")
+	if resp, body = readResponse(t, br, "GET"); resp.StatusCode != 200 || !strings.HasPrefix(body, "GET /again ") {
+		t.Fatalf("second request: %d %q", resp.StatusCode, body)
+	}
+}
+
+// A response larger than the socket buffers, to a client that reads
+// slowly, makes the write wait through the poller; every byte arrives in
+// order.
+func TestLargeResponseToSlowReader(t *testing.T) {
+	const size = 16 << 20
+	payload := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	addr := startServer(t, &Server{Handler: HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.Header().SetContentLength(size)
+		for off := 0; off < size; off += 1 << 20 {
+			if _, err := w.Write(payload[off : off+1<<20]); err != nil {
+				return
+			}
+		}
+	})})
+	c := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	time.Sleep(100 * time.Millisecond) // let the server fill the buffers
+	br := bufio.NewReader(c)
+	resp, body := readResponse(t, br, "GET")
+	if resp.StatusCode != 200 || len(body) != size || body != string(payload) {
+		t.Fatalf("status %d, %d bytes, intact %v", resp.StatusCode, len(body), body == string(payload))
+	}
+}
+
+// On a wildcard listener the local address is looked up per connection;
+// the remote address is the client's.
+func TestSockConnAddresses(t *testing.T) {
+	type addrs struct{ local, remote string }
+	got := make(chan addrs, 1)
+	s := &Server{Handler: HandlerFunc(func(w ResponseWriter, r *Request) {
+		got <- addrs{r.LocalAddr.String(), r.RemoteAddr.String()}
+		w.WriteString("ok")
+	})}
+	for _, network := range []struct{ listen, dial string }{
+		{"0.0.0.0:0", "127.0.0.1"},
+		{"127.0.0.1:0", "127.0.0.1"},
+		{"[::1]:0", "::1"},
+	} {
+		ln, err := Listen("tcp", network.listen)
+		if err != nil {
+			t.Logf("skipping %s: %v", network.listen, err)
+			continue
+		}
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		srv := &Server{Handler: s.Handler}
+		serveOn(t, srv, ln)
+		c := dial(t, net.JoinHostPort(network.dial, port))
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		if _, err := c.Read(make([]byte, 256)); err != nil {
+			t.Fatal(err)
+		}
+		a := <-got
+		if want := net.JoinHostPort(network.dial, port); a.local != want {
+			t.Errorf("listening on %s: LocalAddr %s, want %s", network.listen, a.local, want)
+		}
+		if a.remote != c.LocalAddr().String() {
+			t.Errorf("listening on %s: RemoteAddr %s, want the client's %s", network.listen, a.remote, c.LocalAddr())
+		}
+	}
+}
+
+// Closing the listener ends a Serve blocked in Accept.
+func TestCloseListenerEndsServe(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: echo}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	time.Sleep(20 * time.Millisecond)
+	ln.Close()
+	select {
+	case err := <-done:
+		if err == nil || err == ErrServerClosed {
+			t.Errorf("Serve returned %v, want the listener's error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its listener closed")
+	}
+	s.Close()
+}
