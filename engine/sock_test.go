@@ -37,7 +37,9 @@ func TestAcceptedConnectionsHaveNoDelay(t *testing.T) {
 	if _, ok := c.(*sockConn); !ok {
 		t.Fatalf("Accept returned %T, want *sockConn", c)
 	}
-	rc, err := c.(interface{ SyscallConn() (syscall.RawConn, error) }).SyscallConn()
+	rc, err := c.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	}).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
