@@ -3,6 +3,7 @@
 #
 # Usage: bench/files.sh [--sluice PATH] [--duration 10s] [--rounds 5]
 #                       [--scenarios "ka151 ka4k ka80k ka1m close4k"] [--out FILE]
+#                       [--nginx-deferred]
 #
 # Method (one machine, two cores), as bench/engine.sh: wrk is pinned to
 # core 0 with taskset, each server to core 1. Both servers run for the whole
@@ -23,6 +24,9 @@
 #
 # nginx is tuned: one worker, sendfile on, tcp_nopush on, open_file_cache,
 # access_log off. Sluice runs `sluice serve --root DIR --listen ADDR`.
+# Sluice's listener defers accepting a connection until its first bytes
+# arrive (TCP_DEFER_ACCEPT); --nginx-deferred gives nginx the same
+# (`listen ... deferred`), which its tuned configuration otherwise lacks.
 # The median over rounds is printed as a Markdown table (and written to
 # --out FILE, with wrk's raw output in FILE.wrk/), then the per-round
 # figures.
@@ -38,6 +42,7 @@ DURATION="10s"
 ROUNDS=5
 SCENARIOS="ka151 ka4k ka80k ka1m close4k"
 OUT=""
+NGINX_LISTEN_OPTS=""
 CONNS=100
 WARMUP="2s"
 HOST=127.0.0.1
@@ -51,6 +56,7 @@ while [[ $# -gt 0 ]]; do
 	--rounds) ROUNDS="$2"; shift 2 ;;
 	--scenarios) SCENARIOS="$2"; shift 2 ;;
 	--out) OUT="$2"; shift 2 ;;
+	--nginx-deferred) NGINX_LISTEN_OPTS=" deferred"; shift ;;
 	-h|--help) usage 0 ;;
 	*) echo "files.sh: unknown argument: $1" >&2; usage 2 ;;
 	esac
@@ -153,7 +159,7 @@ http {
     uwsgi_temp_path $WORK/nginx/uwsgi;
     scgi_temp_path $WORK/nginx/scgi;
     server {
-        listen $HOST:$NGINX_PORT backlog=4096;
+        listen $HOST:$NGINX_PORT backlog=4096$NGINX_LISTEN_OPTS;
         root $ROOT;
         index index.html;
     }
@@ -247,6 +253,7 @@ report() {
 	echo "## Static files: Sluice against nginx"
 	echo
 	echo "wrk -t1 -c$CONNS -d$DURATION pinned to core 0; servers pinned to core 1; median of $ROUNDS interleaved rounds."
+	[[ -n $NGINX_LISTEN_OPTS ]] && echo "nginx listens with \`deferred\` (TCP_DEFER_ACCEPT), as Sluice does."
 	echo "CPU-µs/req = server utime+stime (/proc/PID/stat) / requests completed. Errors summed over rounds."
 	echo
 	echo "| scenario | nginx req/s | sluice req/s | nginx CPU-µs/req | sluice CPU-µs/req | sluice/nginx CPU | errors nginx/sluice |"

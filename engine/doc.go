@@ -15,7 +15,16 @@
 // Each connection is served by its own goroutine. Buffers come from a pool
 // only while a request is in flight; a keep-alive connection waiting for
 // its next request holds no buffers, and its wait moves to a goroutine with
-// a minimal stack, so idle connections cost about 4 KB each.
+// a minimal stack, so idle connections cost about 4 KB each. Goroutines
+// that finish a connection wait a while to serve the next one, so short
+// connections do not each grow a new stack.
+//
+// Listeners from Listen serve TCP connections with direct system calls
+// (accept4, recvfrom, sendmsg, sendfile, close); a connection joins the
+// runtime's poller only when an operation would block. They set
+// TCP_NODELAY once for all connections and defer accepting a connection
+// until its first bytes arrive (TCP_DEFER_ACCEPT). Serve also accepts any
+// other net.Listener, whose connections are served through net.Conn.
 //
 // Pipelined requests are answered in order; responses are flushed when no
 // further complete request is already buffered, so a burst of pipelined
