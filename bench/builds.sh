@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# builds.sh - compare server CPU per request of several sluice builds (and
+# optionally nginx) on one file, in interleaved short runs.
+#
+# Usage: bench/builds.sh [--close] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx]
+#
+# Each BIN is a sluice binary, started as `BIN serve --root DIR`; "nginx"
+# adds nginx tuned as in bench/files.sh. wrk (-t1 -c100) is pinned to core
+# 0 and every server to core 1. The builds take turns, one run of --secs
+# each, --runs times, so drifting background load hits all alike; the
+# median CPU-µs per request (utime+stime from /proc/PID/stat ÷ requests)
+# and every run's figure are printed per build. --close sends
+# "Connection: close". Used to measure one engine change at a time
+# (docs/files.md, "What closed the gap").
+#
+# Needs: wrk taskset nginx (if asked for) awk ss.
+set -euo pipefail
+
+CLOSE=""
+RUNS=9
+SECS=2
+SIZE=4096
+BINS=()
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--close) CLOSE=1; shift ;;
+	--runs) RUNS="$2"; shift 2 ;;
+	--secs) SECS="$2"; shift 2 ;;
+	--size) SIZE="$2"; shift 2 ;;
+	-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "builds.sh: unknown option $1" >&2; exit 2 ;;
+	*) BINS+=("$1"); shift ;;
+	esac
+done
+[[ ${#BINS[@]} -gt 0 ]] || { echo "builds.sh: name at least one build" >&2; exit 2; }
+
+WORK=$(mktemp -d /tmp/sluice-builds.XXXXXX)
+chmod 755 "$WORK"
+mkdir -p "$WORK/root"
+head -c "$SIZE" /dev/zero | tr '\0' x >"$WORK/root/f.html"
+chmod 644 "$WORK/root/f.html"
+declare -A PORT PID
+cleanup() {
+	for p in "${PID[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+port=$((21000 + RANDOM % 9000))
+for b in "${BINS[@]}"; do
+	port=$((port + 1))
+	PORT[$b]=$port
+	if [[ $b == nginx ]]; then
+		cat >"$WORK/nginx.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $WORK/nginx.pid; error_log $WORK/error.log warn;
+events { worker_connections 20000; use epoll; multi_accept on; }
+http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_timeout 120s; keepalive_requests 1000000;
+  open_file_cache max=1000 inactive=20s; open_file_cache_valid 60s; server_tokens off; types { text/html html; }
+  client_body_temp_path $WORK/cb; proxy_temp_path $WORK/p; fastcgi_temp_path $WORK/f; uwsgi_temp_path $WORK/u; scgi_temp_path $WORK/s;
+  server { listen 127.0.0.1:$port backlog=4096; root $WORK/root; } }
+CONF
+		taskset -c 1 nginx -c "$WORK/nginx.conf" >/dev/null 2>&1 &
+	else
+		taskset -c 1 "$b" serve --root "$WORK/root" --listen "127.0.0.1:$port" >/dev/null 2>&1 &
+	fi
+	PID[$b]=$!
+done
+sleep 1
+
+ticks() { local s; s=$(cat "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $((${12} + ${13})); }
+wrk_args=(-t1 -c100)
+[[ -n $CLOSE ]] && wrk_args+=(-H "Connection: close")
+CLK=$(getconf CLK_TCK)
+for b in "${BINS[@]}"; do taskset -c 0 wrk "${wrk_args[@]}" -d1s "http://127.0.0.1:${PORT[$b]}/f.html" >/dev/null; done
+: >"$WORK/runs"
+for _ in $(seq "$RUNS"); do
+	for b in "${BINS[@]}"; do
+		t0=$(ticks "${PID[$b]}")
+		out=$(taskset -c 0 wrk "${wrk_args[@]}" -d"${SECS}s" "http://127.0.0.1:${PORT[$b]}/f.html")
+		t1=$(ticks "${PID[$b]}")
+		echo "$out" | awk -v b="$b" -v dt=$((t1 - t0)) -v hz="$CLK" '
+			/requests in/ {n = $1} /Non-2xx|Socket errors/ {e = 1}
+			END {printf "%s %.2f %d\n", b, dt * 1e6 / hz / n, e}' >>"$WORK/runs"
+	done
+done
+for b in "${BINS[@]}"; do
+	awk -v b="$b" '$1 == b {print $2, $3}' "$WORK/runs" | sort -g | awk -v b="$b" '
+		{v[NR] = $1; all = all " " $1; e += $2}
+		END {printf "%-30s median %7.2f CPU-µs/request  (%s )%s\n", b, v[int((NR + 1) / 2)], all, e ? "  ERRORS" : ""}'
+done
