@@ -390,3 +390,23 @@ func TestServerStats(t *testing.T) {
 		t.Errorf("stats = %+v", st)
 	}
 }
+
+// The cached Date line follows the clock: a server whose coarse clock is
+// a second behind another's reuses the newer line, and a clock stepped
+// back further gets its own.
+func TestDateLineFollowsClock(t *testing.T) {
+	saved := cachedDate.Load()
+	defer cachedDate.Store(saved)
+	cachedDate.Store(nil)
+	const sec = int64(time.Second)
+	date := func(unix int64) string { return string(appendDate(nil, unix*sec)) }
+	if got, want := date(1_700_000_000), "Date: Tue, 14 Nov 2023 22:13:20 GMT\r\n"; got != want {
+		t.Fatalf("appendDate = %q, want %q", got, want)
+	}
+	if got := date(1_699_999_999); got != "Date: Tue, 14 Nov 2023 22:13:20 GMT\r\n" {
+		t.Errorf("a clock one second behind got %q, want the newer line", got)
+	}
+	if got := date(1_600_000_000); got != "Date: Sun, 13 Sep 2020 12:26:40 GMT\r\n" {
+		t.Errorf("a clock stepped back got %q", got)
+	}
+}

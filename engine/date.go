@@ -24,7 +24,10 @@ var cachedDate atomic.Pointer[dateLine]
 func appendDate(b []byte, now int64) []byte {
 	sec := now / int64(time.Second)
 	d := cachedDate.Load()
-	if d == nil || sec > d.unix { // a server whose clock lags uses the newer line
+	// Servers' coarse clocks may lag one another by up to a tick: one a
+	// second behind uses the newer line rather than formatting anew. A
+	// clock stepped back further is followed.
+	if d == nil || sec > d.unix || sec < d.unix-1 {
 		line := make([]byte, 0, 40)
 		line = append(line, "Date: "...)
 		line = time.Unix(sec, 0).UTC().AppendFormat(line, http.TimeFormat)

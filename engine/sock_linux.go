@@ -186,7 +186,9 @@ type sockConn struct {
 
 	raddr net.TCPAddr
 	rip   [16]byte                    // storage of raddr.IP
-	laddr atomic.Pointer[net.TCPAddr] // the listener's, or looked up on first use
+	laddr atomic.Pointer[net.TCPAddr] // the listener's, or own (looked up on first use)
+	own   net.TCPAddr                 // the local address of a wildcard listener's connection
+	oip   [16]byte                    // storage of own.IP
 }
 
 // polledFile is a sockConn's descriptor once it joined the poller.
@@ -340,11 +342,9 @@ func (c *sockConn) LocalAddr() net.Addr {
 	if a := c.laddr.Load(); a != nil {
 		return a
 	}
-	if !c.closed {
-		if a, err := getsockname(c.fd); err == nil {
-			c.laddr.Store(a)
-			return a
-		}
+	if !c.closed && getsockname(c.fd, &c.own, &c.oip) == nil {
+		c.laddr.Store(&c.own)
+		return &c.own
 	}
 	return &net.TCPAddr{}
 }

@@ -22,13 +22,8 @@ func TestAcceptedConnectionsHaveNoDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
-			c.Write([]byte("x"))
-			defer c.Close()
-			time.Sleep(time.Second)
-		}
-	}()
+	client := dial(t, ln.Addr().String()) // closed when the test ends
+	client.Write([]byte("x"))             // so the deferred accept completes
 	c, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
@@ -74,9 +69,9 @@ func TestSlowHeadJoinsPoller(t *testing.T) {
 	}
 }
 
-// A response larger than the socket buffers, to a client that reads
-// slowly, makes the write wait through the poller; every byte arrives in
-// order.
+// A response larger than the socket buffers (16 MiB; loopback buffers
+// hold at most a few) makes the write wait through the poller; every byte
+// arrives in order.
 func TestLargeResponseToSlowReader(t *testing.T) {
 	const size = 16 << 20
 	payload := bytes.Repeat([]byte("0123456789abcdef"), size/16)
@@ -88,11 +83,14 @@ func TestLargeResponseToSlowReader(t *testing.T) {
 			}
 		}
 	})})
+	before := polledConns.Load()
 	c := dial(t, addr)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-	time.Sleep(100 * time.Millisecond) // let the server fill the buffers
 	br := bufio.NewReader(c)
 	resp, body := readResponse(t, br, "GET")
+	if polledConns.Load() == before {
+		t.Error("16 MiB left without the write ever waiting through the poller")
+	}
 	if resp.StatusCode != 200 || len(body) != size || body != string(payload) {
 		t.Fatalf("status %d, %d bytes, intact %v", resp.StatusCode, len(body), body == string(payload))
 	}

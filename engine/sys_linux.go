@@ -98,17 +98,17 @@ func networkPort(p uint16) int {
 	return int(b[0])<<8 | int(b[1])
 }
 
-// getsockname returns the local address of the socket fd.
-func getsockname(fd int) (*net.TCPAddr, error) {
+// getsockname sets a, with ip as the storage of a.IP, to the local address
+// of the socket fd.
+func getsockname(fd int, a *net.TCPAddr, ip *[16]byte) error {
 	var rsa unix.RawSockaddrAny
 	l := uint32(unix.SizeofSockaddrAny)
 	_, _, e := syscall.Syscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)))
 	if e != 0 {
-		return nil, e
+		return e
 	}
-	a := new(net.TCPAddr)
-	if !setTCPAddr(a, new([16]byte), &rsa) {
-		return nil, unix.EAFNOSUPPORT
+	if !setTCPAddr(a, ip, &rsa) {
+		return unix.EAFNOSUPPORT
 	}
-	return a, nil
+	return nil
 }
