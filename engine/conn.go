@@ -22,6 +22,7 @@ type conn struct {
 	srv *Server
 	nc  net.Conn
 	rc  syscall.RawConn // nil if nc offers none; then idle reads use a buffer
+	nb  bool            // rc's descriptor is a non-blocking socket (see sysCall)
 	th  *timeout.Handle
 
 	s      *session // nil while idle
@@ -71,6 +72,10 @@ func newConn(srv *Server, nc net.Conn) *conn {
 			c.rc = rc
 			c.rawReadFn = c.rawRead
 		}
+	}
+	switch nc.(type) {
+	case *sockConn, *net.TCPConn, *net.UnixConn:
+		c.nb = true
 	}
 	c.th = srv.tm.Register(c)
 	return c
@@ -209,7 +214,7 @@ func (c *conn) rawRead(fd uintptr) bool {
 		c.acquireSession()
 	}
 	for {
-		n, err := recv(int(fd), c.rbuf)
+		n, err := recv(int(fd), c.rbuf, c.nb)
 		switch err {
 		case nil:
 			c.rawN = n
@@ -476,7 +481,7 @@ func (c *conn) writev(p []byte) error {
 	s := c.s
 	var err error
 	if c.rc != nil {
-		err = c.transmit(p, -1, 0, 0, 0)
+		err = c.transmit(p, nil, 0, 0, 0)
 	} else {
 		s.iov = append(s.iov[:0], s.out, p)
 		bufs := net.Buffers(s.iov)

@@ -92,7 +92,7 @@ func (w *response) copyFile(f *os.File, offset, n int64) error {
 // to share a packet with the file's first bytes, then n bytes of f from
 // offset with sendfile(2), under the write timeout.
 func (c *conn) sendFile(f *os.File, offset, n int64) error {
-	return c.transmit(nil, int(f.Fd()), offset, n, unix.MSG_MORE)
+	return c.transmit(nil, f, offset, n, unix.MSG_MORE)
 }
 
 // flushBeforeClose writes the pending output of a connection that closes
@@ -104,7 +104,7 @@ func (c *conn) flushBeforeClose() error {
 	if c.rc == nil || len(c.s.out) == 0 {
 		return c.flush()
 	}
-	err := c.transmit(nil, -1, 0, 0, unix.MSG_MORE)
+	err := c.transmit(nil, nil, 0, 0, unix.MSG_MORE)
 	if err != nil {
 		c.closeAfter, c.broken = true, true
 	}
@@ -112,11 +112,14 @@ func (c *conn) flushBeforeClose() error {
 }
 
 // transmit writes the pending output and tail in one sendmsg(2) with
-// flags, then n bytes of the file descriptor src from offset with
-// sendfile(2), all under the write timeout. It needs c.rc.
-func (c *conn) transmit(tail []byte, src int, offset, n int64, flags int) error {
+// flags, then n bytes of src (if not nil) from offset with sendfile(2),
+// all under the write timeout. It needs c.rc.
+func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) error {
 	t := &c.s.transfer
-	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, src: src, offset: offset, n: n}
+	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, offset: offset, n: n, nb: c.nb}
+	if src != nil {
+		t.file, t.src, t.now = src, int(src.Fd()), c.srv.tm.Now()
+	}
 	c.th.SetDeadline(c.srv.limits.WriteTimeout)
 	err := c.rc.Write(c.s.transferFn)
 	c.th.Clear()
@@ -125,7 +128,7 @@ func (c *conn) transmit(tail []byte, src int, offset, n int64, flags int) error 
 	if err == nil {
 		err = t.err
 	}
-	t.out, t.tail = nil, nil
+	t.out, t.tail, t.file = nil, nil, nil
 	return err
 }
 
@@ -135,18 +138,26 @@ func (c *conn) transmit(tail []byte, src int, offset, n int64, flags int) error 
 type fileTransfer struct {
 	out, tail []byte // bytes still to send before the file
 	flags     int    // of the sendmsg sending them
-	src       int    // file descriptor to send from
+	file      *os.File // the file to send from, if any
+	src       int      // its descriptor
+	now       int64    // the coarse clock at the start (see residency)
 	offset    int64
 	n         int64 // file bytes still to send
 	sent      int64
 	err       error
+	nb        bool // the socket is non-blocking (see sysCall)
 }
+
+// sendfileSpan bounds the file bytes one sendfile(2) call is asked to
+// send: the range whose residency in the page cache is checked before it
+// (see resident). A socket takes less than this at a time anyway.
+const sendfileSpan = 1 << 20
 
 // step is called by the runtime poller when the socket may be writable;
 // it returns false to wait for writability again.
 func (t *fileTransfer) step(fd uintptr) bool {
 	for len(t.out)+len(t.tail) > 0 {
-		m, err := send(int(fd), t.out, t.tail, t.flags)
+		m, err := send(int(fd), t.out, t.tail, t.flags, t.nb)
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -164,7 +175,12 @@ func (t *fileTransfer) step(fd uintptr) bool {
 		raceReleaseIO(int(fd))
 	}
 	for t.n > 0 {
-		m, err := unix.Sendfile(int(fd), t.src, &t.offset, int(min(t.n, 1<<30)))
+		// A span all in the page cache cannot make sendfile wait for a
+		// disk, so it is sent without giving up the P (see sysCall); a
+		// cold one, as a call that may block.
+		span := min(t.n, sendfileSpan)
+		nb := t.nb && residentFiles.check(t.file, t.src, t.offset, span, t.now)
+		m, err := sendfile(int(fd), t.src, &t.offset, int(span), nb)
 		if m > 0 {
 			t.n -= int64(m)
 			t.sent += int64(m)

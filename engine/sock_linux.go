@@ -250,7 +250,7 @@ func (c *sockConn) Read(b []byte) (int, error) {
 		if expired(&c.rdl) {
 			return 0, c.opError("read", os.ErrDeadlineExceeded)
 		}
-		n, err := recv(c.fd, b)
+		n, err := recv(c.fd, b, true)
 		switch err {
 		case nil:
 			if n == 0 {
@@ -281,7 +281,7 @@ func (c *sockConn) Write(b []byte) (int, error) {
 		if expired(&c.wdl) {
 			return n, c.opError("write", os.ErrDeadlineExceeded)
 		}
-		m, err := send(c.fd, b[n:], nil, 0)
+		m, err := send(c.fd, b[n:], nil, 0, true)
 		n += m
 		switch err {
 		case nil, syscall.EINTR:
@@ -316,7 +316,7 @@ func (c *sockConn) Close() error {
 	if p != nil {
 		return p.f.Close()
 	}
-	return unix.Close(c.fd)
+	return closeSocket(c.fd)
 }
 
 // CloseWrite shuts down the sending side of the connection.

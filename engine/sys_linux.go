@@ -2,6 +2,8 @@ package engine
 
 import (
 	"net"
+	"os"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -11,14 +13,34 @@ import (
 // The few system calls the engine makes itself on sockets, without the
 // allocations and indirections of the general wrappers. The unsafe code
 // of the package is confined to this file.
+//
+// A call on a non-blocking socket returns at once (EAGAIN rather than
+// waiting), so it is made with RawSyscall when the caller says the
+// descriptor is non-blocking (nb): the goroutine keeps its P through the
+// call. syscall.Syscall announces a call that may block, and one that runs
+// past a sysmon tick (20 µs; sending 80 KiB over loopback does, as the
+// kernel runs the receiving side in the same call) has its P handed to
+// another thread, which the goroutine must then win back: two thread
+// switches per response. With nb false (a descriptor that may block) the
+// calls are made with Syscall, as the syscall package makes them.
+
+// sysCall makes the system call trap, raw when nb (see above).
+func sysCall(nb bool, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, syscall.Errno) {
+	if nb {
+		r, _, e := syscall.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+		return r, e
+	}
+	r, _, e := syscall.Syscall6(trap, a1, a2, a3, a4, a5, a6)
+	return r, e
+}
 
 // recv reads from a socket with recvfrom(2), which takes a shorter path
 // through the kernel than read(2) (no file position lock, no VFS layer).
-func recv(fd int, p []byte) (int, error) {
+func recv(fd int, p []byte, nb bool) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r, _, e := syscall.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
+	r, e := sysCall(nb, unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -29,7 +51,7 @@ func recv(fd int, p []byte) (int, error) {
 // send writes a and then b to a socket in one sendmsg(2) with flags
 // (MSG_MORE, say), and returns how many bytes of the two it took. Either
 // may be empty.
-func send(fd int, a, b []byte, flags int) (int, error) {
+func send(fd int, a, b []byte, flags int, nb bool) (int, error) {
 	var iov [2]unix.Iovec
 	n := 0
 	if len(a) > 0 {
@@ -49,19 +71,19 @@ func send(fd int, a, b []byte, flags int) (int, error) {
 	var msg unix.Msghdr
 	msg.Iov = &iov[0]
 	msg.SetIovlen(n)
-	r, _, e := syscall.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags|unix.MSG_NOSIGNAL))
+	r, e := sysCall(nb, unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags|unix.MSG_NOSIGNAL), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
 	return int(r), nil
 }
 
-// accept4 accepts a connection on the listening socket fd as a
-// non-blocking, close-on-exec descriptor, storing the peer's address in
+// accept4 accepts a connection on the non-blocking listening socket fd as
+// a non-blocking, close-on-exec descriptor, storing the peer's address in
 // rsa.
 func accept4(fd int, rsa *unix.RawSockaddrAny) (int, error) {
 	l := uint32(unix.SizeofSockaddrAny)
-	r, _, e := syscall.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(rsa)),
+	r, _, e := syscall.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(rsa)),
 		uintptr(unsafe.Pointer(&l)), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
 	if e != 0 {
 		return -1, e
@@ -103,7 +125,7 @@ func networkPort(p uint16) int {
 func getsockname(fd int, a *net.TCPAddr, ip *[16]byte) error {
 	var rsa unix.RawSockaddrAny
 	l := uint32(unix.SizeofSockaddrAny)
-	_, _, e := syscall.Syscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)))
+	_, _, e := syscall.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)))
 	if e != 0 {
 		return e
 	}
@@ -111,4 +133,53 @@ func getsockname(fd int, a *net.TCPAddr, ip *[16]byte) error {
 		return unix.EAFNOSUPPORT
 	}
 	return nil
+}
+
+// closeSocket closes the non-blocking socket fd. Without SO_LINGER a
+// socket's close does not wait (the kernel sends what is queued, then the
+// FIN, on its own).
+func closeSocket(fd int) error {
+	if _, _, e := syscall.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// sendfile sends up to n bytes of the file in from *off to the socket
+// out with sendfile(2), and advances *off by what it sent. nb says out is
+// non-blocking and the file's bytes are in the page cache (see
+// resident), so the call cannot wait, for the socket or for a disk.
+func sendfile(out, in int, off *int64, n int, nb bool) (int, error) {
+	r, e := sysCall(nb, unix.SYS_SENDFILE, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// noCachestat is set once cachestat(2) is found missing (Linux before
+// 6.5) or refused (a seccomp filter).
+var noCachestat atomic.Bool
+
+var pageSize = int64(os.Getpagesize())
+
+// resident reports whether bytes [off, off+n) of the file fd are all in
+// the page cache, by cachestat(2), so reading them cannot wait for a
+// disk. It reports false when it cannot tell. Its cost grows with n (it
+// counts the range's pages), so callers ask about bounded ranges.
+func resident(fd int, off, n int64) bool {
+	if n <= 0 || noCachestat.Load() {
+		return false
+	}
+	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
+	var st unix.Cachestat_t
+	_, _, e := syscall.RawSyscall6(unix.SYS_CACHESTAT, uintptr(fd), uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&st)), 0, 0, 0)
+	if e != 0 {
+		if e == syscall.ENOSYS || e == syscall.EPERM {
+			noCachestat.Store(true)
+		}
+		return false
+	}
+	pages := (off+n+pageSize-1)/pageSize - off/pageSize
+	return st.Cache >= uint64(pages)
 }
