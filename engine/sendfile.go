@@ -136,8 +136,8 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 // its step function is bound once per session, so a transfer allocates
 // nothing.
 type fileTransfer struct {
-	out, tail []byte // bytes still to send before the file
-	flags     int    // of the sendmsg sending them
+	out, tail []byte   // bytes still to send before the file
+	flags     int      // of the sendmsg sending them
 	file      *os.File // the file to send from, if any
 	src       int      // its descriptor
 	now       int64    // the coarse clock at the start (see residency)
