@@ -7,10 +7,10 @@ import (
 	"syscall"
 )
 
-// Listen opens a listening socket with SO_REUSEPORT set, so several
-// processes (workers) may listen on the same address and the kernel
-// spreads connections among them. network is "tcp", "tcp4", "tcp6" or
-// "unix".
+// Listen opens a listening socket. network is "tcp", "tcp4", "tcp6" or
+// "unix". Like net.Listen, it fails (EADDRINUSE) when another socket
+// listens on the address already: a second server started on a busy port
+// is refused rather than handed a share of its connections.
 //
 // A TCP listener from Listen serves its connections with fewer system
 // calls than one from net.Listen (which Serve also accepts): accepted
@@ -20,11 +20,24 @@ import (
 // keep-alive probes: the engine's idle timeout already closes connections
 // that stay silent.
 func Listen(network, addr string) (net.Listener, error) {
+	return listen(network, addr, false)
+}
+
+// ListenShared is Listen with SO_REUSEPORT set on a TCP socket, so several
+// processes (workers of one server) may listen on the same address, each
+// with its own socket, and the kernel spreads new connections among them.
+// Every socket sharing the address must set it, and belong to the same
+// user. A Unix socket cannot be shared; for "unix" it is Listen.
+func ListenShared(network, addr string) (net.Listener, error) {
+	return listen(network, addr, true)
+}
+
+func listen(network, addr string, shared bool) (net.Listener, error) {
 	if network == "unix" {
 		var lc net.ListenConfig
 		return lc.Listen(context.Background(), network, addr)
 	}
-	return listenTCP(network, addr)
+	return listenTCP(network, addr, shared)
 }
 
 // temporaryAcceptError reports whether an accept error is worth retrying:

@@ -4,15 +4,16 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net"
-	"syscall"
 )
 
-func listenTCP(network, addr string) (net.Listener, error) {
-	lc := net.ListenConfig{Control: controlReusePort, KeepAlive: -1}
+func listenTCP(network, addr string, shared bool) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	if shared {
+		return nil, errors.New("engine: ListenShared: SO_REUSEPORT is supported on Linux only")
+	}
 	return lc.Listen(context.Background(), network, addr)
 }
-
-func controlReusePort(network, address string, c syscall.RawConn) error { return nil }
 
 func defaultMaxConns() int { return DefaultMaxConns }

@@ -142,8 +142,8 @@ func (s *Server) knownMethod(m []byte) bool {
 	return len(s.methods) > 0 && s.methods[string(m)]
 }
 
-// ListenAndServe listens on the TCP address addr with SO_REUSEPORT and
-// serves it.
+// ListenAndServe listens on the TCP address addr (see Listen) and serves
+// it.
 func (s *Server) ListenAndServe(addr string) error {
 	ln, err := Listen("tcp", addr)
 	if err != nil {

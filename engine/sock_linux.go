@@ -48,17 +48,19 @@ type tcpListener struct {
 
 // listenTCP opens a TCP listening socket as Listen describes. Go's
 // ListenConfig makes it (address resolution, dual-stack wildcards,
-// SO_REUSEADDR, the backlog); its Control hook sets SO_REUSEPORT and
-// TCP_NODELAY, which accepted sockets inherit, and keeps a duplicate of
-// the descriptor. The Go listener is then closed and the socket lives on
-// in the duplicate, served by tcpListener.
-func listenTCP(network, addr string) (net.Listener, error) {
+// SO_REUSEADDR, the backlog); its Control hook sets TCP_NODELAY, which
+// accepted sockets inherit, SO_REUSEPORT if shared, and keeps a duplicate
+// of the descriptor. The Go listener is then closed and the socket lives
+// on in the duplicate, served by tcpListener.
+func listenTCP(network, addr string, shared bool) (net.Listener, error) {
 	dup := -1
 	lc := net.ListenConfig{KeepAlive: -1, Control: func(network, address string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
-			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
-				return
+			if shared {
+				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
+					return
+				}
 			}
 			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); serr != nil {
 				return

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -153,4 +154,48 @@ func TestCloseListenerEndsServe(t *testing.T) {
 		t.Fatal("Serve did not return after its listener closed")
 	}
 	s.Close()
+}
+
+// Listen refuses an address another socket listens on; ListenShared
+// sockets share one, and the kernel spreads connections among them.
+func TestListenRefusesBusyAddress(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	if ln2, err := Listen("tcp", addr); !errors.Is(err, syscall.EADDRINUSE) {
+		if ln2 != nil {
+			ln2.Close()
+		}
+		t.Fatalf("second Listen on %s: %v, want EADDRINUSE", addr, err)
+	}
+	if ln2, err := ListenShared("tcp", addr); err == nil {
+		ln2.Close()
+		t.Fatalf("ListenShared joined %s, which Listen holds alone", addr)
+	}
+
+	a, err := ListenShared("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ListenShared("tcp", a.Addr().String())
+	if err != nil {
+		a.Close()
+		t.Fatalf("second ListenShared: %v", err)
+	}
+	hello := func(who string) Handler {
+		return HandlerFunc(func(w ResponseWriter, r *Request) { io.WriteString(w, who) })
+	}
+	serveOn(t, &Server{Handler: hello("a")}, a)
+	serveOn(t, &Server{Handler: hello("b")}, b)
+	seen := map[string]bool{}
+	for i := 0; i < 200 && len(seen) < 2; i++ {
+		out := exchange(t, a.Addr().String(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		seen[out[len(out)-1:]] = true
+	}
+	if !seen["a"] || !seen["b"] {
+		t.Errorf("connections reached %v, want both listeners", seen)
+	}
 }
