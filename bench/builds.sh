@@ -2,10 +2,11 @@
 # builds.sh - compare server CPU per request of several sluice builds (and
 # optionally nginx) on one file, in interleaved short runs.
 #
-# Usage: bench/builds.sh [--close] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx]
+# Usage: bench/builds.sh [--close] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx] [nginx-deferred]
 #
 # Each BIN is a sluice binary, started as `BIN serve --root DIR`; "nginx"
-# adds nginx tuned as in bench/files.sh. wrk (-t1 -c100) is pinned to core
+# adds nginx tuned as in bench/files.sh, "nginx-deferred" the same with
+# `listen ... deferred` (TCP_DEFER_ACCEPT, as Sluice's listener has). wrk (-t1 -c100) is pinned to core
 # 0 and every server to core 1. The builds take turns, one run of --secs
 # each, --runs times, so drifting background load hits all alike; the
 # median CPU-µs per request (utime+stime from /proc/PID/stat ÷ requests)
@@ -27,7 +28,7 @@ while [[ $# -gt 0 ]]; do
 	--runs) RUNS="$2"; shift 2 ;;
 	--secs) SECS="$2"; shift 2 ;;
 	--size) SIZE="$2"; shift 2 ;;
-	-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "builds.sh: unknown option $1" >&2; exit 2 ;;
 	*) BINS+=("$1"); shift ;;
 	esac
@@ -50,16 +51,19 @@ port=$((21000 + RANDOM % 9000))
 for b in "${BINS[@]}"; do
 	port=$((port + 1))
 	PORT[$b]=$port
-	if [[ $b == nginx ]]; then
-		cat >"$WORK/nginx.conf" <<CONF
-daemon off; master_process off; worker_processes 1; pid $WORK/nginx.pid; error_log $WORK/error.log warn;
+	if [[ $b == nginx || $b == nginx-deferred ]]; then
+		opts=""
+		[[ $b == nginx-deferred ]] && opts=" deferred"
+		mkdir -p "$WORK/$b"
+		cat >"$WORK/$b/nginx.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $WORK/$b/nginx.pid; error_log $WORK/$b/error.log warn;
 events { worker_connections 20000; use epoll; multi_accept on; }
 http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_timeout 120s; keepalive_requests 1000000;
   open_file_cache max=1000 inactive=20s; open_file_cache_valid 60s; server_tokens off; types { text/html html; }
-  client_body_temp_path $WORK/cb; proxy_temp_path $WORK/p; fastcgi_temp_path $WORK/f; uwsgi_temp_path $WORK/u; scgi_temp_path $WORK/s;
-  server { listen 127.0.0.1:$port backlog=4096; root $WORK/root; } }
+  client_body_temp_path $WORK/$b/cb; proxy_temp_path $WORK/$b/p; fastcgi_temp_path $WORK/$b/f; uwsgi_temp_path $WORK/$b/u; scgi_temp_path $WORK/$b/s;
+  server { listen 127.0.0.1:$port backlog=4096$opts; root $WORK/root; } }
 CONF
-		taskset -c 1 nginx -c "$WORK/nginx.conf" >/dev/null 2>&1 &
+		taskset -c 1 nginx -c "$WORK/$b/nginx.conf" >/dev/null 2>&1 &
 	else
 		taskset -c 1 "$b" serve --root "$WORK/root" --listen "127.0.0.1:$port" >/dev/null 2>&1 &
 	fi
