@@ -144,10 +144,13 @@ func (c *conn) waitForRequest() idleResult {
 		return idleClosed
 	}
 	if c.served == 0 {
-		// A new connection's first request may be on its way already, so
-		// it is not idle (Shutdown and the connection limit leave it be);
-		// HeaderTimeout bounds the wait instead.
-		c.th.SetDeadline(c.srv.limits.HeaderTimeout)
+		// A new connection waiting for its first request is idle, as
+		// nginx's are: Shutdown and the connection limit may close it
+		// (the listener accepts once a request's first bytes are in, so
+		// it has been silent for a second already; a request already
+		// received is read and served before the wait). HeaderTimeout
+		// bounds the wait.
+		c.th.SetIdleDeadline(c.srv.limits.HeaderTimeout)
 	} else {
 		if c.srv.shuttingDown() {
 			return idleClosed

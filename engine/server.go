@@ -253,7 +253,8 @@ func (s *Server) connClosed(*conn) {
 func (s *Server) OpenConns() int { return int(s.open.Load()) }
 
 // Shutdown stops the server gracefully: it closes the listeners, closes
-// idle connections, lets requests in flight finish (their responses carry
+// idle connections (between requests, or new and silent), lets requests
+// in flight finish (their responses carry
 // "Connection: close"), and returns when every connection is closed. If
 // ctx ends first, the remaining connections are interrupted and ctx's
 // error is returned.

@@ -90,3 +90,34 @@ func TestShutdownDeadline(t *testing.T) {
 		t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
 	}
 }
+
+// A connection that has sent nothing is idle: Shutdown closes it at once
+// rather than waiting out its HeaderTimeout, and still serves a request
+// that has arrived.
+func TestShutdownClosesSilentConnection(t *testing.T) {
+	s := &Server{Handler: HandlerFunc(func(w ResponseWriter, r *Request) { w.WriteString("ok") }),
+		Limits: Limits{HeaderTimeout: time.Minute}}
+	// A plain listener accepts at once (Listen's waits for a request's
+	// first bytes, about a second for a silent client).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	silent := dial(t, ln.Addr().String())
+	waitFor(t, "connection to be accepted", func() bool { return s.OpenConns() == 1 })
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown = %v after %v", err, time.Since(start))
+	}
+	if _, err := silent.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("silent connection: %v, want EOF", err)
+	}
+	if err := <-served; err != ErrServerClosed {
+		t.Errorf("Serve = %v", err)
+	}
+}

@@ -143,6 +143,19 @@ func (h *Handle) SetIdle() {
 	h.idleSince.Store(h.m.Now())
 }
 
+// SetIdleDeadline marks the handle idle from now, as SetIdle does (so
+// CloseIdle may pick it), and also arms it to fire d from now: it fires at
+// the deadline or at the idle timeout, whichever comes first. A server
+// uses it for a new connection waiting for its first request, which may
+// be closed like an idle one but must not wait longer than a request head
+// may take.
+func (h *Handle) SetIdleDeadline(d time.Duration) {
+	now := h.m.Now()
+	h.noticed.Store(false)
+	h.deadline.Store(now + int64(d))
+	h.idleSince.Store(now)
+}
+
 // Clear disarms the handle: it will not fire until armed again.
 func (h *Handle) Clear() {
 	h.deadline.Store(0)
@@ -174,6 +187,7 @@ func (m *Manager) CloseIdle(n int) int {
 			break
 		}
 		oldest.idleSince.Store(0)
+		oldest.deadline.Store(0)
 		fire = append(fire, oldest)
 	}
 	m.mu.Unlock()
@@ -215,17 +229,21 @@ func (m *Manager) sweep(now int64) {
 	idle, notice := m.idleTimeout.Load(), m.idleNotice.Load()
 	m.mu.Lock()
 	for _, h := range m.handles {
-		if d := h.deadline.Load(); d != 0 && now >= d {
+		// Firing disarms both the deadline and the idle period (a handle
+		// set with SetIdleDeadline has both), so a handle fires once.
+		d, s := h.deadline.Load(), h.idleSince.Load()
+		if d != 0 && now >= d {
 			if h.deadline.CompareAndSwap(d, 0) {
+				h.idleSince.CompareAndSwap(s, 0)
 				m.fire = append(m.fire, h)
 			}
 			continue
 		}
-		s := h.idleSince.Load()
 		switch {
 		case s == 0:
 		case now-s >= idle:
 			if h.idleSince.CompareAndSwap(s, 0) {
+				h.deadline.CompareAndSwap(d, 0)
 				m.fire = append(m.fire, h)
 			}
 		case notice > 0 && now-s >= notice && !h.noticed.Load():

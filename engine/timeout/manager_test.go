@@ -149,3 +149,49 @@ func BenchmarkSweep10k(b *testing.B) {
 		m.sweep(m.Now())
 	}
 }
+
+// An idle handle with a deadline fires at whichever comes first, once, and
+// CloseIdle may pick it like any idle handle.
+func TestIdleDeadline(t *testing.T) {
+	m := newManager(t, 10*time.Second)
+	o := &owner{}
+	h := m.Register(o)
+	h.SetIdleDeadline(3 * time.Second)
+	sweepAt(m, 2*time.Second)
+	if o.expired.Load() != 0 {
+		t.Fatal("fired before its deadline")
+	}
+	sweepAt(m, time.Second)
+	sweepAt(m, 10*time.Second)
+	if n := o.expired.Load(); n != 1 {
+		t.Fatalf("fired %d times, want 1 (at the deadline)", n)
+	}
+
+	o2 := &owner{}
+	h2 := m.Register(o2)
+	h2.SetIdleDeadline(time.Hour)
+	sweepAt(m, 10*time.Second)
+	if n := o2.expired.Load(); n != 1 {
+		t.Fatalf("fired %d times at the idle timeout, want 1", n)
+	}
+
+	o3 := &owner{}
+	h3 := m.Register(o3)
+	h3.SetIdleDeadline(time.Hour)
+	if n := m.CloseIdle(1); n != 1 || o3.expired.Load() != 1 {
+		t.Fatalf("CloseIdle closed %d, handle fired %d times; want it picked", n, o3.expired.Load())
+	}
+}
+
+// A handle CloseIdle fired does not fire again at its deadline.
+func TestCloseIdleDisarmsDeadline(t *testing.T) {
+	m := newManager(t, time.Hour)
+	o := &owner{}
+	h := m.Register(o)
+	h.SetIdleDeadline(time.Second)
+	m.CloseIdle(1)
+	sweepAt(m, 2*time.Second)
+	if n := o.expired.Load(); n != 1 {
+		t.Fatalf("fired %d times, want 1", n)
+	}
+}
