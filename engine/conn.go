@@ -157,7 +157,16 @@ func (c *conn) waitForRequest() idleResult {
 		}
 		c.th.SetIdle()
 	}
-	c.releaseSession()
+	if c.rc != nil && c.served > 1 && c.s != nil {
+		// The next request is often in already: rawRead tries to read it
+		// into this session and returns the session to the pool only if
+		// there is nothing to read yet.
+		c.s.reset()
+		c.rbuf = c.s.rbuf // a larger buffer for a big head is dropped
+		c.r, c.w, c.pin = 0, 0, 0
+	} else {
+		c.releaseSession()
+	}
 	if c.served > 0 && c.srv.shuttingDown() { // Shutdown may have looked before SetIdle
 		return idleClosed
 	}

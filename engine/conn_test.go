@@ -410,3 +410,35 @@ func TestDateLineFollowsClock(t *testing.T) {
 		t.Errorf("a clock stepped back got %q", got)
 	}
 }
+
+// Requests on one connection, each sent after the previous response (the
+// session is kept across the wait when the next request is in, returned
+// to the pool when it is not), one with a head larger than the pooled
+// read buffer in the middle: each is parsed from its own bytes.
+func TestKeepAliveSessionAcrossWaits(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo})
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	big := strings.Repeat("v", 3*readBufSize)
+	for i, req := range []string{
+		"GET /1 HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /2 HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /3 HTTP/1.1\r\nHost: a\r\nX-Big: " + big + "\r\n\r\n",
+		"GET /4 HTTP/1.1\r\nHost: b\r\n\r\n",
+		"POST /5 HTTP/1.1\r\nHost: c\r\nContent-Length: 3\r\n\r\nxyz",
+		"GET /6 HTTP/1.1\r\nHost: d\r\n\r\n",
+	} {
+		if i%2 == 1 {
+			time.Sleep(5 * time.Millisecond) // let the server wait for it
+		}
+		io.WriteString(c, req)
+		resp, body := readResponse(t, br, "GET")
+		want := strings.Fields(req)[0] + " " + strings.Fields(req)[1]
+		if resp.StatusCode != 200 || !strings.HasPrefix(body, want) {
+			t.Fatalf("request %d: %d %q, want %q...", i+1, resp.StatusCode, body, want)
+		}
+		if i == 4 && !strings.Contains(body, `body="xyz"`) {
+			t.Errorf("request 5: %q lacks its body", body)
+		}
+	}
+}

@@ -47,6 +47,12 @@ var sessionPool = sync.Pool{New: func() any {
 func acquireSession() *session { return sessionPool.Get().(*session) }
 
 func releaseSession(s *session) {
+	s.reset()
+	sessionPool.Put(s)
+}
+
+// reset readies s for the next request on its connection.
+func (s *session) reset() {
 	s.req.reset()
 	s.resp.reset()
 	s.body = bodyReader{}
@@ -54,7 +60,6 @@ func releaseSession(s *session) {
 	s.bodyBuf = s.bodyBuf[:0]
 	clear(s.iov[:cap(s.iov)])
 	s.iov = s.iov[:0]
-	sessionPool.Put(s)
 }
 
 // noCopy makes `go vet` report copies of a struct that embeds it.
