@@ -31,6 +31,7 @@ type Reply struct {
 	loc    string // Location of a 301
 	kind   uint8  // body kind, below
 	flags  uint8  // below
+	now    int64  // the cache's clock when the reply was decided
 }
 
 // Flags of a Reply.
@@ -92,7 +93,7 @@ func (rp *Reply) setError(status int) {
 // file. force looks the path up in the file system even when the cache
 // has it.
 func (s *Server) decide(rp *Reply, r *engine.Request, force bool) {
-	rp.s, rp.length = s, -1
+	rp.s, rp.length, rp.now = s, -1, s.cache.now()
 	switch string(r.Method) {
 	case "GET":
 	case "HEAD":
@@ -105,7 +106,7 @@ func (s *Server) decide(rp *Reply, r *engine.Request, force bool) {
 		rp.setError(http.StatusMethodNotAllowed)
 		return
 	}
-	e, err := s.lookup(r, force)
+	e, err := s.lookup(r, force, rp.now)
 	switch {
 	case err != nil:
 		s.fail(rp, r, err)
@@ -216,7 +217,7 @@ func (rp *Reply) open() error {
 	if !rp.needsFile() || rp.f != nil {
 		return nil
 	}
-	f, err := rp.s.openEntry(rp.v)
+	f, err := rp.s.openEntry(rp.v, rp.now)
 	if err != nil {
 		return err
 	}

@@ -180,8 +180,9 @@ func (s *Server) logError(r *engine.Request, err error) {
 // lookup returns the entry for the request's path: from the cache while
 // fresh, else resolved from the file system. While one request revalidates
 // an expired entry, others keep using it.
-// With force, a cached entry is looked up again even if fresh.
-func (s *Server) lookup(r *engine.Request, force bool) (*entry, error) {
+// With force, a cached entry is looked up again even if fresh. now is the
+// cache's clock.
+func (s *Server) lookup(r *engine.Request, force bool, now int64) (*entry, error) {
 	if hasEncodedSlash(r.RawPath) {
 		return notFound, nil
 	}
@@ -205,17 +206,17 @@ func (s *Server) lookup(r *engine.Request, force bool) (*entry, error) {
 		return forbidden, nil
 	}
 	if clean && !force {
-		if e := s.cache.get(p); e != nil && s.cache.now() < e.expires.Load() {
+		if e := s.cache.get(p); e != nil && now < e.expires.Load() {
 			return e, nil // the fast path: a fresh entry under the path itself
 		}
 	}
-	return s.lookupSlow(p, clean, force)
+	return s.lookupSlow(p, clean, force, now)
 }
 
 // lookupSlow is lookup for a path that is not clean, not cached or whose
 // entry expired: while one request revalidates an expired entry, others
 // keep using it.
-func (s *Server) lookupSlow(p []byte, clean, force bool) (*entry, error) {
+func (s *Server) lookupSlow(p []byte, clean, force bool, now int64) (*entry, error) {
 	var e *entry
 	key := ""
 	if clean {
@@ -224,7 +225,7 @@ func (s *Server) lookupSlow(p []byte, clean, force bool) (*entry, error) {
 		key = cleanKey(string(p))
 		e = s.cache.getString(key)
 	}
-	if e != nil && !force && (s.cache.now() < e.expires.Load() || !e.refreshing.CompareAndSwap(false, true)) {
+	if e != nil && !force && (now < e.expires.Load() || !e.refreshing.CompareAndSwap(false, true)) {
 		return e, nil
 	}
 	if e != nil && force {
@@ -312,8 +313,8 @@ func (s *Server) wantsLoad1(e *entry) bool {
 // entry not held in memory): e's shared file when it has one, else a
 // newly opened file, verified to still be the file e describes (else
 // errChanged), which becomes e's shared file if the fd cache has room.
-func (s *Server) openEntry(e *entry) (*openFile, error) {
-	now := s.cache.now()
+// now is the cache's clock, as of the request's start.
+func (s *Server) openEntry(e *entry, now int64) (*openFile, error) {
 	if o := e.fd.Load(); o != nil && o.acquire() {
 		if now-e.used.Load() > int64(s.opts.OpenExpiry/8) { // a coarse clock is enough
 			e.used.Store(now)
