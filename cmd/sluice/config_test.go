@@ -451,3 +451,28 @@ func TestServeBrowse(t *testing.T) {
 		t.Errorf("GET /docs/ without --browse = %d, want 404", code)
 	}
 }
+
+// A reload may move a port from one address to an overlapping one (here
+// 127.0.0.1:P to 0.0.0.0:P), which cannot be opened while the old socket
+// listens: the old listener is closed first.
+func TestReloadListenSamePort(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "site.yaml")
+	writeConfig(t, file, reloadConfig("127.0.0.1:0", "one"))
+	s := start(t, "serve", "-c", file)
+	_, port, _ := net.SplitHostPort(s.addr)
+	writeConfig(t, file, reloadConfig("0.0.0.0:"+port, "wildcard"))
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	s.waitLog(t, "msg=reloaded", 1)
+	resp, err := http.Get("http://" + s.addr + "/")
+	if err != nil {
+		t.Fatalf("GET after reload: %v\n%s", err, s.stderr())
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "wildcard" {
+		t.Errorf("after reload: %q, want the new config's answer", b)
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d\n%s", code, s.stderr())
+	}
+}

@@ -285,6 +285,9 @@ func (r *runner) reload() {
 	}
 	r.mu.Unlock()
 	opened, err := r.open(added)
+	if err != nil && errors.Is(err, syscall.EADDRINUSE) {
+		opened, err = r.reopenSharingPort(added, removed)
+	}
 	if err != nil {
 		cfg.Close()
 		r.log.Error("reload rejected; the running config keeps serving", "config", r.source)
@@ -297,6 +300,50 @@ func (r *runner) reload() {
 	}
 	r.closeListeners(removed)
 	r.log.Info("reloaded", "config", r.source, "routes", len(cfg.Routes))
+}
+
+// reopenSharingPort opens the added addresses after closing the removed
+// listeners that share a TCP port with one of them: a socket on
+// 0.0.0.0:8080 cannot be opened while this process still listens on
+// 127.0.0.1:8080 (nor the other way round). Connections still queued on a
+// listener closed this way are reset. If the added addresses still cannot
+// be opened, the closed ones are opened again and the error returned.
+func (r *runner) reopenSharingPort(added []config.Address, removed []*listener) ([]*listener, error) {
+	ports := map[int]bool{}
+	for _, a := range added {
+		if a.Network == "tcp" {
+			if _, p, err := net.SplitHostPort(a.Addr); err == nil {
+				if n, err := strconv.Atoi(p); err == nil {
+					ports[n] = true
+				}
+			}
+		}
+	}
+	var clash []*listener
+	var clashAddrs []config.Address
+	r.mu.Lock()
+	for a, l := range r.lns {
+		if ta, ok := l.ln.Addr().(*net.TCPAddr); ok && ports[ta.Port] && slices.Contains(removed, l) {
+			clash = append(clash, l)
+			clashAddrs = append(clashAddrs, a)
+		}
+	}
+	r.mu.Unlock()
+	if len(clash) == 0 {
+		return nil, syscall.EADDRINUSE
+	}
+	for _, l := range clash {
+		r.log.Info("closing listener first: its port is reused", "addr", l.ln.Addr().String())
+	}
+	r.closeListeners(clash)
+	opened, err := r.open(added)
+	if err == nil {
+		return opened, nil
+	}
+	if back, berr := r.open(clashAddrs); berr == nil {
+		r.serve(back)
+	}
+	return nil, err
 }
 
 // warnRestart warns about settings that changed but only take effect on a
