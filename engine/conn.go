@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"runtime/debug"
@@ -73,9 +74,19 @@ func newConn(srv *Server, nc net.Conn) *conn {
 			c.rawReadFn = c.rawRead
 		}
 	}
+	// The net package's sockets are non-blocking; one whose descriptor
+	// was made blocking behind its back (Fd of a File from it) would
+	// stall a raw call, so the flag is read rather than assumed.
 	switch nc.(type) {
-	case *sockConn, *net.TCPConn, *net.UnixConn:
+	case *sockConn:
 		c.nb = true
+	case *net.TCPConn, *net.UnixConn:
+		if c.rc != nil {
+			c.rc.Control(func(fd uintptr) {
+				fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+				c.nb = err == nil && fl&unix.O_NONBLOCK != 0
+			})
+		}
 	}
 	c.th = srv.tm.Register(c)
 	return c
@@ -137,20 +148,21 @@ func (c *conn) run(resumed bool) {
 	}
 }
 
-// waitForRequest flushes pending output, releases the session and waits,
-// idle, for the next request's first bytes.
+// waitForRequest flushes pending output and waits, idle, for the next
+// request's first bytes. The session is returned to the pool before the
+// wait, or, on a raw connection, kept for the first read and returned
+// only if it finds nothing (see rawRead).
 func (c *conn) waitForRequest() idleResult {
 	if c.flush() != nil {
 		return idleClosed
 	}
 	if c.served == 0 {
-		// A new connection waiting for its first request is idle, as
-		// nginx's are: Shutdown and the connection limit may close it
-		// (the listener accepts once a request's first bytes are in, so
-		// it has been silent for a second already; a request already
-		// received is read and served before the wait). HeaderTimeout
-		// bounds the wait.
-		c.th.SetIdleDeadline(c.srv.limits.HeaderTimeout)
+		// A new connection's first request may be in already (the
+		// listener accepts once its first bytes arrive), so it is not
+		// idle yet; HeaderTimeout bounds the wait. If the first read
+		// finds nothing, rawRead marks it idle, as nginx's are: Shutdown
+		// and the connection limit may then close it.
+		c.th.SetDeadline(c.srv.limits.HeaderTimeout)
 	} else {
 		if c.srv.shuttingDown() {
 			return idleClosed
@@ -161,8 +173,13 @@ func (c *conn) waitForRequest() idleResult {
 		// The next request is often in already: rawRead tries to read it
 		// into this session and returns the session to the pool only if
 		// there is nothing to read yet.
+		if &c.rbuf[0] != &c.s.rbuf[0] {
+			// A larger buffer held a big head: drop it, and the fields
+			// that point into it.
+			clear(c.s.req.Fields[:cap(c.s.req.Fields)])
+			c.rbuf = c.s.rbuf
+		}
 		c.s.reset()
-		c.rbuf = c.s.rbuf // a larger buffer for a big head is dropped
 		c.r, c.w, c.pin = 0, 0, 0
 	} else {
 		c.releaseSession()
@@ -236,6 +253,9 @@ func (c *conn) rawRead(fd uintptr) bool {
 			continue
 		case syscall.EAGAIN:
 			c.releaseSession()
+			if c.served == 0 {
+				c.th.MarkIdle()
+			}
 			return false
 		default:
 			c.rawErr = err

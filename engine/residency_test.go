@@ -42,6 +42,17 @@ func residentFile(t *testing.T, size int) (*os.File, []byte) {
 	return f, data
 }
 
+// isResident is resident's answer, failing the test when the kernel
+// gives none.
+func isResident(t *testing.T, fd int, off, n int64) bool {
+	t.Helper()
+	in, known := resident(fd, off, n)
+	if !known {
+		t.Fatalf("cachestat gave no answer for fd %d", fd)
+	}
+	return in
+}
+
 // evict drops f's pages from the page cache (they are clean: written back
 // first).
 func evict(t *testing.T, f *os.File) {
@@ -57,54 +68,63 @@ func evict(t *testing.T, f *os.File) {
 func TestResidentFollowsPageCache(t *testing.T) {
 	f, _ := residentFile(t, 256<<10)
 	fd := int(f.Fd())
-	if !resident(fd, 0, 256<<10) || !resident(fd, 4097, 10) {
+	if !isResident(t, fd, 0, 256<<10) || !isResident(t, fd, 4097, 10) {
 		t.Fatal("a file just read is not reported resident")
 	}
-	if resident(fd, 0, 256<<10+1) {
+	if isResident(t, fd, 0, 256<<10+1) {
 		t.Error("a span past the end of the file is reported resident")
 	}
 	evict(t, f)
-	if resident(fd, 0, 256<<10) {
+	if isResident(t, fd, 0, 256<<10) {
 		t.Skip("the kernel kept the pages after FADV_DONTNEED")
 	}
 	if _, err := f.ReadAt(make([]byte, 4096), 8192); err != nil {
 		t.Fatal(err)
 	}
-	if !resident(fd, 8192, 4096) {
+	if !isResident(t, fd, 8192, 4096) {
 		t.Error("a page read back is not reported resident")
 	}
-	if resident(fd, 0, 256<<10) {
+	if isResident(t, fd, 0, 256<<10) {
 		t.Error("a file with one page read back is reported resident whole")
 	}
 }
 
 // The kernel is asked about a file's span once per residencyTTL; a span
-// outside the one remembered, or a later time, asks again.
+// outside the one remembered, or a later time, asks again; adjoining spans
+// are remembered as one.
 func TestResidencyRemembersSpans(t *testing.T) {
 	f, _ := residentFile(t, 64<<10)
 	fd := int(f.Fd())
+	if !localFS(fd) {
+		t.Skip("the temporary directory is not on a local file system the engine knows")
+	}
 	var r residency
 	now := time.Now().UnixNano()
-	asked := func() int64 { return residencyQueries.Load() }
-	q := asked()
 	for i := 0; i < 3; i++ {
-		if !r.check(f, fd, 0, 64<<10, now+int64(i)*int64(time.Millisecond)) {
+		if !r.check(f, fd, 0, 32<<10, now+int64(i)*int64(time.Millisecond)) {
 			t.Fatal("resident file not reported resident")
 		}
 	}
-	if got := asked() - q; got != 1 {
+	if got := r.queries.Load(); got != 1 {
 		t.Errorf("three checks within the TTL asked the kernel %d times, want 1", got)
 	}
-	if !r.check(f, fd, 4096, 8192, now) || asked()-q != 1 {
-		t.Errorf("a span inside the remembered one asked the kernel (%d questions)", asked()-q)
+	if !r.check(f, fd, 4096, 8192, now) || r.queries.Load() != 1 {
+		t.Errorf("a span inside the remembered one asked the kernel (%d questions)", r.queries.Load())
 	}
-	if !r.check(f, fd, 0, 64<<10, now+residencyTTL) || asked()-q != 2 {
-		t.Errorf("an expired entry was not checked again (%d questions)", asked()-q)
+	if !r.check(f, fd, 32<<10, 32<<10, now) || r.queries.Load() != 2 {
+		t.Errorf("the next span did not ask the kernel (%d questions)", r.queries.Load())
+	}
+	if !r.check(f, fd, 0, 64<<10, now) || r.queries.Load() != 2 {
+		t.Errorf("the union of two remembered spans asked again (%d questions)", r.queries.Load())
+	}
+	if !r.check(f, fd, 0, 64<<10, now+residencyTTL) || r.queries.Load() != 3 {
+		t.Errorf("an expired entry was not checked again (%d questions)", r.queries.Load())
 	}
 
-	// Entries past the TTL are swept when another is added.
+	// Entries past the TTL are swept.
 	g, _ := residentFile(t, 4096)
 	r.check(g, int(g.Fd()), 0, 4096, now+3*residencyTTL)
+	r.sweep(now + 3*residencyTTL)
 	n := 0
 	r.m.Range(func(k, _ any) bool {
 		n++
@@ -119,7 +139,7 @@ func TestResidencyRemembersSpans(t *testing.T) {
 
 	// A file found not resident is not remembered.
 	evict(t, g)
-	if resident(int(g.Fd()), 0, 4096) {
+	if in, _ := resident(int(g.Fd()), 0, 4096); in {
 		t.Skip("the kernel kept the pages after FADV_DONTNEED")
 	}
 	if r.check(g, int(g.Fd()), 0, 4096, now+4*residencyTTL) {
@@ -127,6 +147,26 @@ func TestResidencyRemembersSpans(t *testing.T) {
 	}
 	if _, ok := r.m.Load(g); ok {
 		t.Error("an evicted file is remembered")
+	}
+}
+
+// A file on a file system the engine does not know as local (procfs
+// here) is never sent raw, and that is remembered.
+func TestResidencyRefusesOtherFileSystems(t *testing.T) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	var r residency
+	now := time.Now().UnixNano()
+	for i := 0; i < 2; i++ {
+		if r.check(f, int(f.Fd()), 0, 100, now) {
+			t.Errorf("check %d: a procfs file may be sent raw", i+1)
+		}
+	}
+	if r.queries.Load() != 1 {
+		t.Errorf("asked %d times, want once", r.queries.Load())
 	}
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/sluice-server/sluice/engine/timeout"
 	"io"
 	"net/http"
 	"os"
@@ -118,7 +119,7 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 	t := &c.s.transfer
 	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, offset: offset, n: n, nb: c.nb}
 	if src != nil {
-		t.file, t.src, t.now = src, int(src.Fd()), c.srv.tm.Now()
+		t.file, t.src, t.clock = src, int(src.Fd()), c.srv.tm
 	}
 	c.th.SetDeadline(c.srv.limits.WriteTimeout)
 	err := c.rc.Write(c.s.transferFn)
@@ -128,7 +129,7 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 	if err == nil {
 		err = t.err
 	}
-	t.out, t.tail, t.file = nil, nil, nil
+	t.out, t.tail, t.file, t.clock = nil, nil, nil, nil
 	return err
 }
 
@@ -136,11 +137,11 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 // its step function is bound once per session, so a transfer allocates
 // nothing.
 type fileTransfer struct {
-	out, tail []byte   // bytes still to send before the file
-	flags     int      // of the sendmsg sending them
-	file      *os.File // the file to send from, if any
-	src       int      // its descriptor
-	now       int64    // the coarse clock at the start (see residency)
+	out, tail []byte           // bytes still to send before the file
+	flags     int              // of the sendmsg sending them
+	file      *os.File         // the file to send from, if any
+	src       int              // its descriptor
+	clock     *timeout.Manager // its coarse clock dates residency answers
 	offset    int64
 	n         int64 // file bytes still to send
 	sent      int64
@@ -179,7 +180,7 @@ func (t *fileTransfer) step(fd uintptr) bool {
 		// disk, so it is sent without giving up the P (see sysCall); a
 		// cold one, as a call that may block.
 		span := min(t.n, sendfileSpan)
-		nb := t.nb && residentFiles.check(t.file, t.src, t.offset, span, t.now)
+		nb := t.nb && residentFiles.check(t.file, t.src, t.offset, span, t.clock.Now())
 		m, err := sendfile(int(fd), t.src, &t.offset, int(span), nb)
 		if m > 0 {
 			t.n -= int64(m)

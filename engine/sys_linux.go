@@ -148,9 +148,9 @@ func closeSocket(fd int) error {
 // sendfile sends up to n bytes of the file in from *off to the socket
 // out with sendfile(2), and advances *off by what it sent. nb says out is
 // non-blocking and the file's bytes are in the page cache (see
-// resident), so the call cannot wait, for the socket or for a disk.
+// residency), so the call should not wait, for the socket or for a disk.
 func sendfile(out, in int, off *int64, n int, nb bool) (int, error) {
-	r, e := sysCall(nb, unix.SYS_SENDFILE, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
+	r, e := sysCall(nb, sysSendfile, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -158,28 +158,29 @@ func sendfile(out, in int, off *int64, n int, nb bool) (int, error) {
 }
 
 // noCachestat is set once cachestat(2) is found missing (Linux before
-// 6.5) or refused (a seccomp filter).
+// 6.5, or filtered out by seccomp).
 var noCachestat atomic.Bool
 
 var pageSize = int64(os.Getpagesize())
 
-// resident reports whether bytes [off, off+n) of the file fd are all in
-// the page cache, by cachestat(2), so reading them cannot wait for a
-// disk. It reports false when it cannot tell. Its cost grows with n (it
-// counts the range's pages), so callers ask about bounded ranges.
-func resident(fd int, off, n int64) bool {
+// resident reports, by cachestat(2), whether bytes [off, off+n) of the
+// file fd are all in the page cache; known is false when the kernel does
+// not say (EPERM: the caller neither owns nor may write the file; a file
+// system without a page cache). Its cost grows with n (it counts the
+// range's pages), so callers ask about bounded ranges.
+func resident(fd int, off, n int64) (in, known bool) {
 	if n <= 0 || noCachestat.Load() {
-		return false
+		return false, false
 	}
 	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
 	var st unix.Cachestat_t
 	_, _, e := syscall.RawSyscall6(unix.SYS_CACHESTAT, uintptr(fd), uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&st)), 0, 0, 0)
 	if e != 0 {
-		if e == syscall.ENOSYS || e == syscall.EPERM {
+		if e == syscall.ENOSYS {
 			noCachestat.Store(true)
 		}
-		return false
+		return false, false
 	}
 	pages := (off+n+pageSize-1)/pageSize - off/pageSize
-	return st.Cache >= uint64(pages)
+	return st.Cache >= uint64(pages), true
 }

@@ -73,7 +73,8 @@ func (s *Server) work(c *conn) {
 }
 
 // reapWorkers stops the workers idle for longer than workerIdleTime, every
-// workerIdleTime, and all of them once the server stops.
+// workerIdleTime, and all of them once the server stops. It also sweeps
+// the expired answers of residentFiles.
 func (s *Server) reapWorkers() {
 	t := time.NewTicker(workerIdleTime)
 	defer t.Stop()
@@ -84,6 +85,7 @@ func (s *Server) reapWorkers() {
 		case <-s.quit:
 			stop = true
 		}
+		residentFiles.sweep(s.tm.Now())
 		old := s.tm.Now() - int64(workerIdleTime)
 		s.workerMu.Lock()
 		n := 0

@@ -312,6 +312,9 @@ func (rp *Reply) Send(w BodyWriter) error {
 		return err
 	}
 	opened := rp.f == nil
+	if opened && rp.needsFile() {
+		rp.now = rp.s.cache.now() // the body may be sent long after Decide
+	}
 	if err := rp.open(); err != nil {
 		return err
 	}

@@ -8,9 +8,10 @@
 // to one tick late. Choose a tick of a fraction (a quarter, say) of the
 // shortest timeout in use.
 //
-// A Handle is either idle (waiting for a new request; it expires after the
+// A Handle is idle (waiting for a new request; it expires after the
 // manager's idle timeout, which the owner may tighten under load), armed
-// with a deadline, or cleared (no timeout while, say, a handler runs).
+// with a deadline, both (MarkIdle: it fires at whichever comes first), or
+// cleared (no timeout while, say, a handler runs).
 //
 // A handle that has been idle for the manager's idle notice period (but
 // not yet its timeout) gets one IdleNotice call: a server uses it to move a
@@ -143,17 +144,16 @@ func (h *Handle) SetIdle() {
 	h.idleSince.Store(h.m.Now())
 }
 
-// SetIdleDeadline marks the handle idle from now, as SetIdle does (so
-// CloseIdle may pick it), and also arms it to fire d from now: it fires at
-// the deadline or at the idle timeout, whichever comes first. A server
-// uses it for a new connection waiting for its first request, which may
-// be closed like an idle one but must not wait longer than a request head
-// may take.
-func (h *Handle) SetIdleDeadline(d time.Duration) {
-	now := h.m.Now()
-	h.noticed.Store(false)
-	h.deadline.Store(now + int64(d))
-	h.idleSince.Store(now)
+// MarkIdle marks an armed handle idle from now as well, unless it is idle
+// already: CloseIdle may then pick it, and it fires at its deadline or at
+// the idle timeout, whichever comes first. A server uses it for a new
+// connection that found no request to read yet: it may be closed like an
+// idle one but must not wait longer than a request head may take.
+func (h *Handle) MarkIdle() {
+	if h.idleSince.Load() == 0 {
+		h.noticed.Store(false)
+		h.idleSince.CompareAndSwap(0, h.m.Now())
+	}
 }
 
 // Clear disarms the handle: it will not fire until armed again.
@@ -187,7 +187,7 @@ func (m *Manager) CloseIdle(n int) int {
 			break
 		}
 		oldest.idleSince.Store(0)
-		oldest.deadline.Store(0)
+		oldest.deadline.Store(0) // fired now; not again at its deadline
 		fire = append(fire, oldest)
 	}
 	m.mu.Unlock()

@@ -156,7 +156,8 @@ func TestIdleDeadline(t *testing.T) {
 	m := newManager(t, 10*time.Second)
 	o := &owner{}
 	h := m.Register(o)
-	h.SetIdleDeadline(3 * time.Second)
+	h.SetDeadline(3 * time.Second)
+	h.MarkIdle()
 	sweepAt(m, 2*time.Second)
 	if o.expired.Load() != 0 {
 		t.Fatal("fired before its deadline")
@@ -169,7 +170,8 @@ func TestIdleDeadline(t *testing.T) {
 
 	o2 := &owner{}
 	h2 := m.Register(o2)
-	h2.SetIdleDeadline(time.Hour)
+	h2.SetDeadline(time.Hour)
+	h2.MarkIdle()
 	sweepAt(m, 10*time.Second)
 	if n := o2.expired.Load(); n != 1 {
 		t.Fatalf("fired %d times at the idle timeout, want 1", n)
@@ -177,7 +179,8 @@ func TestIdleDeadline(t *testing.T) {
 
 	o3 := &owner{}
 	h3 := m.Register(o3)
-	h3.SetIdleDeadline(time.Hour)
+	h3.SetDeadline(time.Hour)
+	h3.MarkIdle()
 	if n := m.CloseIdle(1); n != 1 || o3.expired.Load() != 1 {
 		t.Fatalf("CloseIdle closed %d, handle fired %d times; want it picked", n, o3.expired.Load())
 	}
@@ -188,7 +191,8 @@ func TestCloseIdleDisarmsDeadline(t *testing.T) {
 	m := newManager(t, time.Hour)
 	o := &owner{}
 	h := m.Register(o)
-	h.SetIdleDeadline(time.Second)
+	h.SetDeadline(time.Second)
+	h.MarkIdle()
 	m.CloseIdle(1)
 	sweepAt(m, 2*time.Second)
 	if n := o.expired.Load(); n != 1 {

@@ -1,0 +1,9 @@
+//go:build linux && (386 || arm || mips || mipsle)
+
+package engine
+
+import "golang.org/x/sys/unix"
+
+// sysSendfile is sendfile64(2): plain sendfile takes a 32-bit offset on
+// 32-bit systems.
+const sysSendfile = unix.SYS_SENDFILE64
