@@ -463,14 +463,8 @@ func TestReloadListenSamePort(t *testing.T) {
 	writeConfig(t, file, reloadConfig("0.0.0.0:"+port, "wildcard"))
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	s.waitLog(t, "msg=reloaded", 1)
-	resp, err := http.Get("http://" + s.addr + "/")
-	if err != nil {
-		t.Fatalf("GET after reload: %v\n%s", err, s.stderr())
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(b) != "wildcard" {
-		t.Errorf("after reload: %q, want the new config's answer", b)
+	if _, _, body := get(t, "http://"+s.addr+"/"); body != "wildcard" {
+		t.Errorf("after reload: %q, want the new config's answer\n%s", body, s.stderr())
 	}
 	if code := s.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d\n%s", code, s.stderr())
