@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"runtime/debug"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine/timeout"
+	"golang.org/x/sys/unix"
 )
 
 // aLongTimeAgo is a deadline in the past: setting it interrupts blocked I/O.
@@ -173,12 +173,7 @@ func (c *conn) waitForRequest() idleResult {
 		// The next request is often in already: rawRead tries to read it
 		// into this session and returns the session to the pool only if
 		// there is nothing to read yet.
-		if &c.rbuf[0] != &c.s.rbuf[0] {
-			// A larger buffer held a big head: drop it, and the fields
-			// that point into it.
-			clear(c.s.req.Fields[:cap(c.s.req.Fields)])
-			c.rbuf = c.s.rbuf
-		}
+		c.dropHeadBuffer()
 		c.s.reset()
 		c.r, c.w, c.pin = 0, 0, 0
 	} else {
@@ -274,9 +269,20 @@ func (c *conn) releaseSession() {
 	if c.s == nil {
 		return
 	}
+	c.dropHeadBuffer()
 	releaseSession(c.s)
 	c.s, c.rbuf = nil, nil
 	c.r, c.w, c.pin = 0, 0, 0
+}
+
+// dropHeadBuffer goes back to the session's read buffer if a larger one
+// held a big request head, and clears the request's fields, which point
+// into the larger one, so the session does not keep it alive.
+func (c *conn) dropHeadBuffer() {
+	if len(c.rbuf) > 0 && &c.rbuf[0] != &c.s.rbuf[0] {
+		clear(c.s.req.Fields[:cap(c.s.req.Fields)])
+		c.rbuf = c.s.rbuf
+	}
 }
 
 // finish sends what is pending, closes the connection and returns its

@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"github.com/sluice-server/sluice/engine/timeout"
 	"io"
 	"net/http"
 	"os"
 	"syscall"
 
+	"github.com/sluice-server/sluice/engine/timeout"
 	"golang.org/x/sys/unix"
 )
 
@@ -151,7 +151,7 @@ type fileTransfer struct {
 
 // sendfileSpan bounds the file bytes one sendfile(2) call is asked to
 // send: the range whose residency in the page cache is checked before it
-// (see resident). A socket takes less than this at a time anyway.
+// (see residency). A socket takes less than this at a time anyway.
 const sendfileSpan = 1 << 20
 
 // step is called by the runtime poller when the socket may be writable;

@@ -109,6 +109,7 @@ func (r *runner) run(stderr io.Writer) int {
 
 	opened, err := r.open(cfg.Listen)
 	if err != nil {
+		r.logListenError(err)
 		r.sw.Close()
 		return exitError
 	}
@@ -176,16 +177,15 @@ func (r *runner) reportInvalid(stderr io.Writer, err error) {
 	r.log.Error("invalid config", "config", r.source, "errors", len(errs))
 }
 
-// open opens the listeners for addrs. If one fails it closes the others,
-// logs the failure and returns the error.
+// open opens the listeners for addrs. If one fails it closes the others
+// and returns a *listenError.
 func (r *runner) open(addrs []config.Address) ([]*listener, error) {
 	var opened []*listener
 	for _, a := range addrs {
 		ln, err := listen(a)
 		if err != nil {
-			r.log.Error("cannot listen", "addr", a.String(), "error", err)
 			r.closeListeners(opened)
-			return nil, err
+			return nil, &listenError{addr: a, err: err}
 		}
 		l := &listener{ln: ln}
 		r.mu.Lock()
@@ -194,6 +194,24 @@ func (r *runner) open(addrs []config.Address) ([]*listener, error) {
 		opened = append(opened, l)
 	}
 	return opened, nil
+}
+
+// listenError is an address that could not be listened on.
+type listenError struct {
+	addr config.Address
+	err  error
+}
+
+func (e *listenError) Error() string { return e.addr.String() + ": " + e.err.Error() }
+func (e *listenError) Unwrap() error { return e.err }
+
+// logListenError logs why open failed.
+func (r *runner) logListenError(err error) {
+	if le, ok := err.(*listenError); ok {
+		r.log.Error("cannot listen", "addr", le.addr.String(), "error", le.err)
+		return
+	}
+	r.log.Error("cannot listen", "error", err)
 }
 
 // listen opens a listening socket for a. A Unix socket file left behind
@@ -289,6 +307,7 @@ func (r *runner) reload() {
 		opened, err = r.reopenSharingPort(added, removed)
 	}
 	if err != nil {
+		r.logListenError(err)
 		cfg.Close()
 		r.log.Error("reload rejected; the running config keeps serving", "config", r.source)
 		return
@@ -342,6 +361,8 @@ func (r *runner) reopenSharingPort(added []config.Address, removed []*listener) 
 	}
 	if back, berr := r.open(clashAddrs); berr == nil {
 		r.serve(back)
+	} else {
+		r.logListenError(berr)
 	}
 	return nil, err
 }

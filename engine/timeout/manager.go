@@ -230,7 +230,7 @@ func (m *Manager) sweep(now int64) {
 	m.mu.Lock()
 	for _, h := range m.handles {
 		// Firing disarms both the deadline and the idle period (a handle
-		// set with SetIdleDeadline has both), so a handle fires once.
+		// marked idle while armed has both), so a handle fires once.
 		d, s := h.deadline.Load(), h.idleSince.Load()
 		if d != 0 && now >= d {
 			if h.deadline.CompareAndSwap(d, 0) {
