@@ -37,10 +37,23 @@ type conn struct {
 	unread      bool        // the client may have sent bytes we did not read
 	broken      bool        // a write failed: nothing more can be sent
 
-	// State for rawRead, bound once so the idle wait does not allocate.
-	rawReadFn func(fd uintptr) bool
-	rawN      int
-	rawErr    error
+	// State for rawRead and rawServe, bound once so the idle wait does
+	// not allocate.
+	rawReadFn  func(fd uintptr) bool
+	rawServeFn func(fd uintptr) bool
+	rawN       int
+	rawErr     error
+
+	// inline is set while rawServe runs a request inside the poller's
+	// read callback, where the connection must not be read (see fill);
+	// ended records that such a request ended the connection.
+	inline, ended bool
+
+	// A head rawServe parsed but left for run to serve: headN bytes,
+	// headErr from parseHead (see readHead).
+	headReady bool
+	headN     int
+	headErr   error
 
 	// wait is waitActive, waitIdle while blocked for a request, or
 	// waitMoving once the sweeper asked to move that wait to a fresh
@@ -72,6 +85,7 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
 			c.rawReadFn = c.rawRead
+			c.rawServeFn = c.rawServe
 		}
 	}
 	// The net package's sockets are non-blocking; one whose descriptor
@@ -209,9 +223,13 @@ func (c *conn) readIdle() idleResult {
 		}
 		return idleClosed
 	}
-	c.rawN, c.rawErr = 0, nil
+	c.rawN, c.rawErr, c.ended = 0, nil, false
 	c.wait.Store(waitIdle)
-	err := c.rc.Read(c.rawReadFn)
+	f := c.rawReadFn
+	if c.served > 0 {
+		f = c.rawServeFn
+	}
+	err := c.rc.Read(f)
 	if !c.wait.CompareAndSwap(waitIdle, waitActive) {
 		// The sweeper set a read deadline to move this wait; undo it once
 		// it is done setting it.
@@ -225,7 +243,7 @@ func (c *conn) readIdle() idleResult {
 			return idleMoved
 		}
 	}
-	if err != nil || c.rawErr != nil || c.rawN == 0 {
+	if err != nil || c.ended || c.rawErr != nil || c.rawN == 0 {
 		return idleClosed
 	}
 	return idleData
@@ -257,6 +275,77 @@ func (c *conn) rawRead(fd uintptr) bool {
 			return true
 		}
 	}
+}
+
+// rawServe is the poller's read callback for a connection waiting for its
+// next request. It reads what arrived and serves each complete request
+// without a body right there, then returns false to wait again, so the
+// whole keep-alive loop runs inside one RawConn.Read call. That call keeps
+// a readiness notice that arrives while a request is served; a new call
+// would drop it, and the socket would have to be read (to EAGAIN) before
+// every wait to be sure nothing had come in. A short read means the socket
+// was drained, so after serving what it brought rawServe waits without
+// reading. It returns true to hand the connection back to run: at end of
+// input or on an error, with a request it must not serve here (one with a
+// body, a head not all in, a head refused: they read the connection or
+// close it), or once a request ended the connection (c.ended).
+func (c *conn) rawServe(fd uintptr) bool {
+	for {
+		if !c.rawRead(fd) {
+			return false
+		}
+		if c.rawErr != nil || c.rawN == 0 {
+			return true
+		}
+		drained := c.rawN < len(c.rbuf)
+		for c.r < c.w {
+			if !c.serveInline() {
+				return true
+			}
+		}
+		// Output goes before any read: a read that finds nothing returns
+		// the session, output buffer and all, to the pool.
+		if c.flush() != nil || c.srv.shuttingDown() {
+			c.ended = true
+			return true
+		}
+		if !drained {
+			continue
+		}
+		c.th.SetIdle()
+		c.releaseSession()
+		if c.srv.shuttingDown() { // Shutdown may have looked before SetIdle
+			c.ended = true
+			return true
+		}
+		return false
+	}
+}
+
+// serveInline serves the request at the start of the buffer if its head is
+// all in, parses without error and announces no body; otherwise it leaves
+// the parsed head for readHead and returns false. It also returns false
+// once the connection is to end (c.ended).
+func (c *conn) serveInline() bool {
+	s := c.s
+	req := &s.req
+	req.reset()
+	n, err := parseHead(c.rbuf[c.r:c.w], req, &c.srv.limits, &s.pathBuf)
+	if err != nil || req.ContentLength != 0 {
+		if err != errNeedMore {
+			c.headReady, c.headN, c.headErr = true, n, err
+		}
+		return false
+	}
+	c.inline = true
+	keep := c.serveHead(n, nil)
+	c.inline = false
+	c.served++
+	if !keep || c.srv.shuttingDown() {
+		c.ended = true
+		return false
+	}
+	return true
 }
 
 func (c *conn) acquireSession() {
@@ -339,12 +428,26 @@ func (c *conn) linger() {
 // needed), runs the handler, and finishes the response. It reports whether
 // the connection may serve another request.
 func (c *conn) serveOne() bool {
+	n, err, ok := c.readHead()
+	if !ok {
+		return false
+	}
+	return c.serveHead(n, err)
+}
+
+// readHead parses the request head at rbuf[r:], reading more as needed
+// under HeaderTimeout, and returns its length and parseHead's verdict (nil
+// or a *ProtocolError to answer). It reports false if the connection is to
+// close at once, a refusal already sent.
+func (c *conn) readHead() (n int, err error, ok bool) {
+	if c.headReady {
+		c.headReady = false
+		return c.headN, c.headErr, true
+	}
 	s := c.s
 	req := &s.req
 	lim := &c.srv.limits
 	c.th.SetDeadline(lim.HeaderTimeout) // the whole head must arrive in time
-	var n int
-	var err error
 	for {
 		req.reset()
 		n, err = parseHead(c.rbuf[c.r:c.w], req, lim, &s.pathBuf)
@@ -358,9 +461,19 @@ func (c *conn) serveOne() bool {
 			case c.interrupted.Load() && c.w > c.r && !c.srv.shuttingDown():
 				c.writeError(errRequestTimeout)
 			}
-			return false
+			return 0, nil, false
 		}
 	}
+	return n, err, true
+}
+
+// serveHead serves the request whose head, n bytes at rbuf[r:], parseHead
+// read with verdict err: it runs the handler (or answers the refusal) and
+// finishes the response, and reports whether the connection may serve
+// another request.
+func (c *conn) serveHead(n int, err error) bool {
+	s := c.s
+	req := &s.req
 	perr, _ := err.(*ProtocolError)
 	if err != nil && perr == nil {
 		return false
@@ -447,6 +560,11 @@ func (c *conn) fillHead() error {
 // consumed bytes past pin are reclaimed, and the buffer grows (up to max
 // bytes of unconsumed data) when it is full.
 func (c *conn) fill(max int) error {
+	if c.inline {
+		// rawServe serves only what needs no reading; a read here would
+		// wait for the poller lock its caller holds.
+		return errReadInline
+	}
 	if c.w == len(c.rbuf) {
 		if err := c.makeRoom(max); err != nil {
 			return err
@@ -463,7 +581,10 @@ func (c *conn) fill(max int) error {
 	return err
 }
 
-var errBufferFull = errors.New("engine: read buffer full")
+var (
+	errBufferFull = errors.New("engine: read buffer full")
+	errReadInline = errors.New("engine: read while serving from the poller callback")
+)
 
 func (c *conn) makeRoom(max int) error {
 	if c.r > c.pin {

@@ -442,3 +442,130 @@ func TestKeepAliveSessionAcrossWaits(t *testing.T) {
 		}
 	}
 }
+
+// A request that arrives while the one before it is being served is seen:
+// the handler of /hold returns only after the next request is in the
+// server's socket, so the wait that follows must not miss the notice that
+// came in during the handler (a wait that does would hang here until the
+// client's deadline).
+func TestRequestArrivingDuringHandlerIsServed(t *testing.T) {
+	next := make(chan struct{})
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		if string(r.Path) == "/hold" {
+			<-next
+			time.Sleep(20 * time.Millisecond) // let the bytes reach the server's socket
+		}
+		echo.Serve(w, r)
+	})
+	addr := startServer(t, &Server{Handler: h})
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	for i, path := range []string{"/first", "/hold", "/next", "/hold", "/last"} {
+		if path == "/next" || path == "/last" {
+			// Sent while /hold is in its handler.
+			if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			next <- struct{}{}
+			for _, want := range []string{"GET /hold", "GET " + path} {
+				if _, body := readResponse(t, br, "GET"); !strings.HasPrefix(body, want) {
+					t.Fatalf("step %d: %q, want %q...", i, body, want)
+				}
+			}
+			continue
+		}
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if path == "/first" {
+			if _, body := readResponse(t, br, "GET"); !strings.HasPrefix(body, "GET /first") {
+				t.Fatalf("first: %q", body)
+			}
+		}
+	}
+}
+
+// Once a connection has served a request, the next ones are served from
+// the wait itself; requests there that need more than the bytes in hand
+// (a body, chunked or not; a head split across packets; a refused head)
+// are handed back and served in full, pipelined bodiless requests are
+// answered in order in one write, and Connection: close still closes.
+func TestKeepAliveRequestsAfterTheFirst(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: ln}
+	addr := serveOn(t, &Server{Handler: echo}, cl)
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	send := func(parts ...string) {
+		t.Helper()
+		for i, p := range parts {
+			if i > 0 {
+				time.Sleep(10 * time.Millisecond) // a separate packet
+			}
+			if _, err := io.WriteString(c, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	expect := func(method, want string) *http.Response {
+		t.Helper()
+		resp, body := readResponse(t, br, method)
+		if !strings.HasPrefix(body, want) {
+			t.Fatalf("got %d %q, want %q...", resp.StatusCode, body, want)
+		}
+		return resp
+	}
+	send("GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
+	expect("GET", "GET /1 ")
+
+	var batch strings.Builder
+	for i := 0; i < 16; i++ {
+		fmt.Fprintf(&batch, "GET /p%d HTTP/1.1\r\nHost: a\r\n\r\n", i)
+	}
+	time.Sleep(10 * time.Millisecond) // the server is waiting
+	before := cl.writes.Load()
+	send(batch.String())
+	for i := 0; i < 16; i++ {
+		expect("GET", fmt.Sprintf("GET /p%d ", i))
+	}
+	if n := cl.writes.Load() - before; n != 1 {
+		t.Errorf("16 pipelined responses took %d writes, want 1", n)
+	}
+
+	send("POST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
+	if resp := expect("POST", "POST /2 "); resp.Close {
+		t.Error("closed after a body")
+	}
+	send("GET /3 HTTP/1.1\r\nHost: a\r\n\r\nPOST /4 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+	expect("GET", "GET /3 ")
+	expect("POST", `POST /4 path=/4 query= host=a minor=1 body="abc"`)
+	send("GET /5 HTTP/1.1\r\nHo", "st: a\r\n\r\n")
+	expect("GET", "GET /5 ")
+	send("GET /6 HTTP/1.1\r\nHost: a\r\n\r\nGET /7 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n", "ok")
+	expect("GET", "GET /6 ")
+	expect("GET", `GET /7 path=/7 query= host=a minor=1 body="ok"`)
+	send("GET /8 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	if resp := expect("GET", "GET /8 "); !resp.Close {
+		t.Error("Connection: close not honoured")
+	}
+	if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
+		t.Errorf("after close: %q, %v; want EOF", rest, err)
+	}
+
+	// A head the parser refuses, after a request served from the wait.
+	c2 := dial(t, addr)
+	io.WriteString(c2, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
+	br2 := bufio.NewReader(c2)
+	readResponse(t, br2, "GET")
+	time.Sleep(10 * time.Millisecond)
+	io.WriteString(c2, "GET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
+	readResponse(t, br2, "GET")
+	time.Sleep(10 * time.Millisecond)
+	io.WriteString(c2, "GET /3 HTTP/1.1\r\nHost : a\r\n\r\n")
+	if resp, _ := readResponse(t, br2, "GET"); resp.StatusCode != 400 || !resp.Close {
+		t.Errorf("refused head: %d close=%v, want 400 and close", resp.StatusCode, resp.Close)
+	}
+}
