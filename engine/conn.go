@@ -32,6 +32,8 @@ type conn struct {
 	pin    int      // rbuf[:pin] holds the head of the request being served
 	served int      // requests served on this connection
 
+	raddr, laddr net.Addr // nc's addresses, asked for at the first request
+
 	interrupted atomic.Bool // a timeout or shutdown fired
 	closeAfter  bool        // close once the current response is sent
 	unread      bool        // the client may have sent bytes we did not read
@@ -487,7 +489,10 @@ func (c *conn) serveHead(n int, err error) bool {
 	c.th.Clear()
 	c.srv.stats.requests.Add(1)
 
-	req.RemoteAddr, req.LocalAddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
+	if c.raddr == nil {
+		c.raddr, c.laddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
+	}
+	req.RemoteAddr, req.LocalAddr = c.raddr, c.laddr
 	resp := &s.resp
 	resp.start(c, req)
 	body := &s.body

@@ -167,13 +167,42 @@ func (h *Header) appendFields(b []byte) []byte {
 	return b
 }
 
+// appendSafe appends s, with CR, LF and NUL replaced by spaces.
 func appendSafe(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '\r' || c == '\n' || c == 0 {
-			return appendReplaced(b, s)
+	if lineBreakAt(s) < 0 {
+		return append(b, s...)
+	}
+	return appendReplaced(b, s)
+}
+
+// lineBreakAt returns the index of the first CR, LF or NUL in s, or -1.
+// It tests eight bytes at a time: for each byte value v sought, a word x
+// has a byte equal to v iff x^(v*ones) has a zero byte, which
+// (y-ones) &^ y & highs detects (the classic "has a zero byte" test; it
+// can flag a byte above a true zero, never without one, so the first hit
+// is found byte by byte).
+func lineBreakAt(s string) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+		crs   = '\r' * ones
+		lfs   = '\n' * ones
+	)
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		y, z := x^crs, x^lfs
+		if ((x-ones)&^x|(y-ones)&^y|(z-ones)&^z)&highs != 0 {
+			break
 		}
 	}
-	return append(b, s...)
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '\r' || c == '\n' || c == 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func appendReplaced(b []byte, s string) []byte {

@@ -71,3 +71,41 @@ func TestEmptyServerFieldSuppressesServerHeader(t *testing.T) {
 		t.Errorf("default Server field missing:\n%s", out)
 	}
 }
+
+// lineBreakAt finds the first CR, LF or NUL at every position and length,
+// next to bytes that differ from them by one bit or borrow in the word
+// test (0x0b, 0x0c, 0x0e, 0x8a, 0x8d, 0x80, 0x01, 0xff).
+func TestLineBreakAt(t *testing.T) {
+	want := func(s string) int { return strings.IndexAny(s, "\r\n\x00") }
+	fill := []byte{'a', 0x0b, 0x0c, 0x0e, 0x8a, 0x8d, 0x80, 0x01, 0xff, 0x09}
+	for n := 0; n <= 40; n++ {
+		for _, f := range fill {
+			base := strings.Repeat(string(f), n)
+			if got := lineBreakAt(base); got != want(base) {
+				t.Fatalf("lineBreakAt(%q) = %d, want %d", base, got, want(base))
+			}
+			for i := 0; i < n; i++ {
+				for _, c := range []byte{'\r', '\n', 0} {
+					b := []byte(base)
+					b[i] = c
+					if i+3 < n {
+						b[i+3] = '\n' // a later one does not hide the first
+					}
+					if got := lineBreakAt(string(b)); got != i {
+						t.Fatalf("lineBreakAt(%q) = %d, want %d", b, got, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+func FuzzLineBreakAt(f *testing.F) {
+	f.Add("Content-Type: text/html\r\n")
+	f.Add("\x00\x01\x0d\x8d")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := lineBreakAt(s), strings.IndexAny(s, "\r\n\x00"); got != want {
+			t.Fatalf("lineBreakAt(%q) = %d, want %d", s, got, want)
+		}
+	})
+}
