@@ -85,6 +85,39 @@ func (r *Request) Header(name string) []byte {
 	return nil
 }
 
+// HeaderList returns the values of every field named name (ASCII
+// case-insensitive) as one list, joined by ", " in order, as RFC 9110 §5.3
+// says repeated field lines mean; nil when there is none. For a single
+// field it returns that field's value without allocating; for several
+// it returns a new slice. Use it for list-valued fields (If-None-Match,
+// Accept-Encoding): a singleton field sent twice comes back as a list,
+// which its parser then refuses, as it must (§5.5).
+func (r *Request) HeaderList(name string) []byte {
+	var first []byte
+	n := 0
+	for i := range r.Fields {
+		if equalFold(r.Fields[i].Name, name) {
+			if n == 0 {
+				first = r.Fields[i].Value
+			}
+			n++
+		}
+	}
+	if n <= 1 {
+		return first
+	}
+	var b []byte
+	for i := range r.Fields {
+		if equalFold(r.Fields[i].Name, name) {
+			if len(b) > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, r.Fields[i].Value...)
+		}
+	}
+	return b
+}
+
 // IsMethod reports whether the request method is m (case-sensitive, as
 // RFC 9110 §9.1 says methods are).
 func (r *Request) IsMethod(m string) bool { return string(r.Method) == m }
