@@ -381,17 +381,42 @@ func quotedStringRest(s []byte) []byte {
 	return nil
 }
 
+// keepable is asked when the response head is composed while the body is
+// not all read: it reports whether the connection can still serve another
+// request after this one, so that the head can announce a close. When the
+// handler is done (final), or the request is a GET or HEAD (whose content
+// has no defined meaning, RFC 9110 §9.3.1, and which handlers do not read
+// after answering), the rest of the body is drained now, within
+// MaxDrainBytes. Otherwise the handler may still read it, so only a body
+// already failed, or one declared longer than what a drain may read, is
+// known to end the connection.
+func (b *bodyReader) keepable(final bool) bool {
+	if final || b.req.IsMethod("GET") || b.req.IsMethod("HEAD") {
+		// The session's body buffer may hold the response's buffered
+		// body now; the drain then needs its own scratch (a rare path).
+		if s := b.c.s; len(s.bodyBuf) == 0 {
+			return b.discard()
+		}
+		return b.drain(make([]byte, 4096))
+	}
+	return b.err == nil && (b.chunked || b.left <= b.c.srv.limits.MaxDrainBytes)
+}
+
 // discard reads and drops what the handler left of the body, up to
 // MaxDrainBytes, so the connection can serve its next request. It reports
 // whether the body was consumed completely.
 func (b *bodyReader) discard() bool {
+	return b.drain(b.c.s.bodyBuf[:cap(b.c.s.bodyBuf)])
+}
+
+// drain is discard reading into scratch.
+func (b *bodyReader) drain(scratch []byte) bool {
 	if b.done {
 		return true
 	}
 	if b.err != nil || b.req.expectCont && !b.continueSent {
 		return false
 	}
-	scratch := b.c.s.bodyBuf[:cap(b.c.s.bodyBuf)]
 	budget := b.c.srv.limits.MaxDrainBytes
 	for budget > 0 {
 		n, err := b.Read(scratch)

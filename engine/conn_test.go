@@ -212,17 +212,44 @@ func TestExpectContinue(t *testing.T) {
 }
 
 func TestDrainLimitClosesConnection(t *testing.T) {
-	ignore := HandlerFunc(func(w ResponseWriter, r *Request) { w.WriteString("ok") })
+	ignore := HandlerFunc(func(w ResponseWriter, r *Request) {
+		if string(r.Path) == "/stream" {
+			w.WriteString("ok")
+			w.Flush() // committed while the handler could still read
+			return
+		}
+		w.WriteString("ok")
+	})
 	addr := startServer(t, &Server{Handler: ignore, Limits: Limits{MaxDrainBytes: 1000}})
-	small := "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 900\r\n\r\n" + strings.Repeat("x", 900) +
-		"GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
-	if out := exchange(t, addr, small); strings.Count(out, "HTTP/1.1 200") != 2 {
-		t.Errorf("drainable body: want two responses, got:\n%s", out)
-	}
-	big := "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("x", 100000) +
-		"GET /next HTTP/1.1\r\nHost: a\r\n\r\n"
-	if out := exchange(t, addr, big); strings.Count(out, "HTTP/1.1 200") != 1 {
-		t.Errorf("undrainable body: want one response then close, got:\n%s", out)
+	next := "GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+	// A connection that closes after a response says so in it (RFC 9112
+	// §9.6): the body too long to drain, or one that turns out malformed.
+	for _, tt := range []struct {
+		name, head, body string
+		responses        int // 2: the body was drained and /next answered
+	}{
+		{"drainable POST", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 900\r\n\r\n", strings.Repeat("x", 900), 2},
+		{"drainable chunked GET", "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", "3\r\nabc\r\n0\r\n\r\n", 2},
+		{"drainable streamed POST", "POST /stream HTTP/1.1\r\nHost: a\r\nContent-Length: 900\r\n\r\n", strings.Repeat("x", 900), 2},
+		{"long POST", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n", strings.Repeat("x", 100000), 1},
+		{"long streamed POST", "POST /stream HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n", strings.Repeat("x", 100000), 1},
+		{"long GET", "GET /stream HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n", strings.Repeat("x", 100000), 1},
+		{"malformed chunked GET", "GET /stream HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", "zz\r\nabc\r\n0\r\n\r\n", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := exchange(t, addr, tt.head+tt.body+next)
+			br := bufio.NewReader(strings.NewReader(out))
+			resp, body := readResponse(t, br, "GET")
+			if resp.StatusCode != 200 || body != "ok" {
+				t.Fatalf("first response %d %q", resp.StatusCode, body)
+			}
+			if n := strings.Count(out, "HTTP/1.1 200"); n != tt.responses {
+				t.Errorf("%d responses, want %d:\n%s", n, tt.responses, out)
+			}
+			if closed := tt.responses == 1; resp.Close != closed {
+				t.Errorf("first response announces close = %v, want %v:\n%s", resp.Close, closed, out)
+			}
+		})
 	}
 }
 

@@ -209,6 +209,11 @@ func (w *response) commit(final bool) {
 	if w.req.expectCont && !body.continueSent && !body.done {
 		c.closeAfter = true // the client has not sent the body it was asked to wait with
 	}
+	if !body.done && !c.closeAfter && !body.keepable(final) {
+		// The connection will close after this response because the body
+		// cannot be drained: say so (RFC 9112 §9.6).
+		c.closeAfter = true
+	}
 	switch {
 	case c.closeAfter || w.req.close || w.hdr.close || c.srv.shuttingDown():
 		b = append(b, "Connection: close\r\n"...)
