@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -513,12 +512,6 @@ func (c *conn) serveHead(n int, err error) bool {
 		resp.fail(errUnknownMethod)
 	case c.srv.limits.MaxBodyBytes >= 0 && req.ContentLength > c.srv.limits.MaxBodyBytes:
 		resp.fail(errBodyTooLarge)
-	case len(req.Path) == 1 && req.Path[0] == '*':
-		// OPTIONS * asks about the server, not a resource (RFC 9110
-		// §9.3.7); the engine answers it, as net/http does, for any
-		// handler.
-		resp.hdr.SetContentLength(0)
-		resp.WriteHeader(http.StatusOK)
 	case c.srv.shuttingDown():
 		resp.Header().Set("Connection", "close")
 		c.runHandler(resp, req)

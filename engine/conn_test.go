@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -634,32 +633,5 @@ func TestKeepAliveRequestsAfterTheFirst(t *testing.T) {
 	io.WriteString(c2, "GET /3 HTTP/1.1\r\nHost : a\r\n\r\n")
 	if resp, _ := readResponse(t, br2, "GET"); resp.StatusCode != 400 || !resp.Close {
 		t.Errorf("refused head: %d close=%v, want 400 and close", resp.StatusCode, resp.Close)
-	}
-}
-
-// OPTIONS * asks about the server (RFC 9110 §9.3.7): the engine answers
-// 200 with no content without calling the handler, and the connection
-// stays open; a body sent with it is drained.
-func TestOptionsAsterisk(t *testing.T) {
-	var asked atomic.Int32 // handler calls for the target *
-	h := HandlerFunc(func(w ResponseWriter, r *Request) {
-		if string(r.Path) == "*" {
-			asked.Add(1)
-		}
-		echo.Serve(w, r)
-	})
-	addr := startServer(t, &Server{Handler: h})
-	out := exchange(t, addr, "OPTIONS * HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"+
-		"GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-	br := bufio.NewReader(strings.NewReader(out))
-	resp, body := readResponse(t, br, "OPTIONS")
-	if resp.StatusCode != 200 || body != "" || resp.ContentLength != 0 || resp.Close {
-		t.Errorf("OPTIONS *: %d %q length %d close %v", resp.StatusCode, body, resp.ContentLength, resp.Close)
-	}
-	if _, body := readResponse(t, br, "GET"); !strings.HasPrefix(body, "GET /next") {
-		t.Errorf("next request: %q", body)
-	}
-	if n := asked.Load(); n != 0 {
-		t.Errorf("the handler was called %d times for OPTIONS *", n)
 	}
 }
