@@ -247,6 +247,17 @@ func TestRouter(t *testing.T) {
 			t.Errorf("Allow = %q", resp.Header.Get("Allow"))
 		}
 	}
+	// OPTIONS * is about the server, not a route (RFC 9110 §9.3.7).
+	req, _ := http.NewRequest("OPTIONS", url, nil)
+	req.URL.Opaque = "*"
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 204 {
+		t.Errorf("OPTIONS *: %d, want 204", resp.StatusCode)
+	}
 	if _, err := NewRouter(Route{Match: []string{"/x"}, Pipeline: text("1")}, Route{Match: []string{"/x"}, Pipeline: text("2")}); err == nil {
 		t.Error("duplicate route accepted")
 	}

@@ -106,6 +106,13 @@ func methodsOverlap(a, b []string) bool {
 // Handle implements Component.
 func (rt *Router) Handle(c *Conn) bool {
 	r := c.Request
+	if len(r.Path) == 1 && r.Path[0] == '*' {
+		// OPTIONS * (the parser admits * for no other method) asks about
+		// the server, not a resource on a route (RFC 9110 §9.3.7).
+		c.SetStatus(http.StatusNoContent)
+		c.SetContent(nil)
+		return true
+	}
 	host := hostOnly(r.Host)
 	var allow []string
 	try := func(e *route) (Component, bool) {
