@@ -258,6 +258,17 @@ func TestRouter(t *testing.T) {
 	if resp.StatusCode != 204 {
 		t.Errorf("OPTIONS *: %d, want 204", resp.StatusCode)
 	}
+	// CONNECT names an authority, not a path: no tunnels here.
+	req, _ = http.NewRequest("CONNECT", url, nil)
+	req.URL.Opaque, req.Host = "example.com:443", "example.com:443"
+	resp, err = http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 501 {
+		t.Errorf("CONNECT: %d, want 501", resp.StatusCode)
+	}
 	if _, err := NewRouter(Route{Match: []string{"/x"}, Pipeline: text("1")}, Route{Match: []string{"/x"}, Pipeline: text("2")}); err == nil {
 		t.Error("duplicate route accepted")
 	}

@@ -113,6 +113,11 @@ func (rt *Router) Handle(c *Conn) bool {
 		c.SetContent(nil)
 		return true
 	}
+	if r.IsMethod("CONNECT") {
+		// Its target is an authority, which no route matches: Sluice is
+		// not a tunnelling proxy (RFC 9110 §9.3.6, §15.6.2).
+		return c.Error(http.StatusNotImplemented, "CONNECT is not supported")
+	}
 	host := hostOnly(r.Host)
 	var allow []string
 	try := func(e *route) (Component, bool) {
