@@ -11,7 +11,7 @@ var statusLines [600][]byte
 
 func init() {
 	for code := 100; code < 600; code++ {
-		if text := http.StatusText(code); text != "" {
+		if text := reasonPhrase(code); text != "" {
 			statusLines[code] = []byte("HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n")
 		}
 	}
@@ -28,8 +28,25 @@ func appendStatusLine(b []byte, code int) []byte {
 	return append(b, " \r\n"...)
 }
 
+// reasonPhrase is net/http's text for code, in RFC 9110's newer wording
+// where net/http keeps the older one (§15.5.14, §15.5.15, §15.5.17,
+// §15.5.21).
+func reasonPhrase(code int) string {
+	switch code {
+	case http.StatusRequestEntityTooLarge:
+		return "Content Too Large"
+	case http.StatusRequestURITooLong:
+		return "URI Too Long"
+	case http.StatusRequestedRangeNotSatisfiable:
+		return "Range Not Satisfiable"
+	case http.StatusUnprocessableEntity:
+		return "Unprocessable Content"
+	}
+	return http.StatusText(code)
+}
+
 func statusText(code int) string {
-	if t := http.StatusText(code); t != "" {
+	if t := reasonPhrase(code); t != "" {
 		return strconv.Itoa(code) + " " + t
 	}
 	return strconv.Itoa(code)

@@ -746,7 +746,7 @@ func vecCheckHead(t *testing.T, v llhttpVector, in []byte, ll llResult, ours vec
 	default:
 		pe := err.(*ProtocolError)
 		if len(ours.msgs) == 0 || ours.msgs[0].status != pe.Status || !strings.Contains(ours.msgs[0].msg, pe.Msg) &&
-			!strings.Contains(ours.msgs[0].msg, http.StatusText(pe.Status)) {
+			!strings.Contains(ours.msgs[0].msg, reasonPhrase(pe.Status)) {
 			t.Errorf("parseHead(%q) = %v, but the server answered %+v", in, err, ours.msgs)
 		}
 	}
