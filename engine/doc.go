@@ -26,11 +26,21 @@
 // until its first bytes arrive (TCP_DEFER_ACCEPT). Serve also accepts any
 // other net.Listener, whose connections are served through net.Conn.
 //
+// After its first request, a connection whose net.Conn offers a
+// syscall.RawConn runs its keep-alive loop inside the poller's read
+// callback: each complete request without a body is served there, and
+// after a read that drained the socket the connection waits again without
+// first reading to EAGAIN (one recvfrom per request). Handlers run there
+// as anywhere else; requests with a body, or a head not all in, are
+// served outside it, since only there may the connection be read.
+//
 // Pipelined requests are answered in order; responses are flushed when no
 // further complete request is already buffered, so a burst of pipelined
 // requests is answered with one write. Bodies are read with Content-Length
 // or chunked framing, never past their end; a body the handler leaves
-// unread is drained (up to Limits.MaxDrainBytes) to keep the connection.
+// unread is drained (up to Limits.MaxDrainBytes) to keep the connection;
+// a response after which the connection must close for want of that
+// says "Connection: close".
 //
 // # Timeouts
 //
