@@ -71,6 +71,62 @@ func TestPipelinedBodiesStayFramed(t *testing.T) {
 	}
 }
 
+// A pipelined request whose body arrives only after the response before it
+// went out: the drain that reads the late body sends that earlier response
+// (it flushes before waiting), and it must not be sent again in front of
+// the new head. The client reads the first response before sending the
+// body, so the body is certainly late. Each case drains at a different
+// point: a GET's or HEAD's body when the head is composed, a chunked one,
+// and the body of a POST or PUT the handler did not read, at its end; one
+// that expects 100-continue gets exactly one.
+func TestPipelinedLateBodyAnsweredOnce(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.Header().Set("X-Path", string(r.Path))
+		if r.Header("Expect") != nil {
+			r.Body.Read(make([]byte, 1)) // sends 100 Continue; the rest is drained
+		}
+		w.WriteString(string(r.Method) + " " + string(r.Path)) // the body is not read
+	})
+	addr := startServer(t, &Server{Handler: h})
+	for _, tt := range []struct {
+		name, method, head, late string
+		interim                  bool // 100 Continue comes before the late body
+	}{
+		{"GET with a length", "GET", "GET /b HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", "abcde", false},
+		{"HEAD with a length", "HEAD", "HEAD /b HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", "abcde", false},
+		{"chunked GET", "GET", "GET /b HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", "5\r\nabcde\r\n0\r\n\r\n", false},
+		{"POST, body unread", "POST", "POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", "abcde", false},
+		{"PUT, chunked body unread", "PUT", "PUT /b HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", "5\r\nabcde\r\n0\r\n\r\n", false},
+		{"PUT expecting 100-continue, body partly read", "PUT", "PUT /b HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n", "abcde", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, addr)
+			br := bufio.NewReader(c)
+			io.WriteString(c, "GET /a HTTP/1.1\r\nHost: a\r\n\r\n"+tt.head)
+			if resp, body := readResponse(t, br, "GET"); resp.Header.Get("X-Path") != "/a" || body != "GET /a" {
+				t.Fatalf("first response: %s %q", resp.Header.Get("X-Path"), body)
+			}
+			if tt.interim {
+				line, err := br.ReadString('\n')
+				end, _ := br.ReadString('\n')
+				if err != nil || line != "HTTP/1.1 100 Continue\r\n" || end != "\r\n" {
+					t.Fatalf("got %q %q, %v; want 100 Continue", line, end, err)
+				}
+			}
+			io.WriteString(c, tt.late+"GET /c HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+			for _, want := range []struct{ method, path string }{{tt.method, "/b"}, {"GET", "/c"}} {
+				resp, _ := readResponse(t, br, want.method)
+				if got := resp.Header.Get("X-Path"); got != want.path || resp.StatusCode != 200 {
+					t.Fatalf("response to %s %s: %d for %q", want.method, want.path, resp.StatusCode, got)
+				}
+			}
+			if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
+				t.Errorf("after the last response: %q, %v; want EOF", rest, err)
+			}
+		})
+	}
+}
+
 func TestKeepAliveAndClose(t *testing.T) {
 	addr := startServer(t, &Server{Handler: echo})
 	tests := []struct {

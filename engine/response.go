@@ -163,6 +163,13 @@ func (w *response) Flush() error {
 // choosing the framing: the declared Content-Length; at the handler's end
 // (final), the length of what was buffered; otherwise chunked for HTTP/1.1
 // and close-delimited for HTTP/1.0. Buffered body bytes follow.
+//
+// Whether the connection stays open is settled first, since that may
+// drain the rest of the request body, and reading the body flushes the
+// output (earlier pipelined responses) before it waits: the head is
+// composed only after that, into the output as it then is, with no I/O
+// until it is complete. (The response counts as committed throughout, so
+// the drain sends no 100 Continue either.)
 func (w *response) commit(final bool) {
 	w.committed = true
 	c, s := w.c, w.c.s
@@ -171,35 +178,23 @@ func (w *response) commit(final bool) {
 		status = http.StatusOK
 		w.status = status
 	}
-	b := appendStatusLine(s.out, status)
-	if !w.hdr.hasServer {
-		b = append(b, c.srv.serverLine...)
-	}
-	if !w.hdr.hasDate {
-		b = appendDate(b, c.srv.tm.Now())
-	}
-	b = w.hdr.appendFields(b)
 
 	cl := w.hdr.contentLength
+	length := int64(-1) // the Content-Length field to send, if any
 	switch {
 	case status < 200 || status == http.StatusNoContent:
 		// RFC 9110 §8.6: no Content-Length in 1xx or 204.
 	case status == http.StatusNotModified:
-		if cl >= 0 { // the selected representation's length
-			b = appendContentLength(b, cl)
-		}
+		length = cl // the selected representation's length, if known
 	case cl >= 0:
-		b = appendContentLength(b, cl)
-		w.declared = cl
+		length, w.declared = cl, cl
 	case final:
 		if !w.isHead || w.written > 0 {
-			b = appendContentLength(b, w.written)
-			w.declared = w.written
+			length, w.declared = w.written, w.written
 		}
 	case w.isHead:
 		// a streamed HEAD response: its GET length is unknown
 	case w.req.ProtoMinor >= 1:
-		b = append(b, "Transfer-Encoding: chunked\r\n"...)
 		w.chunked = true
 	default:
 		c.closeAfter = true // HTTP/1.0: the body ends when the connection does
@@ -213,6 +208,20 @@ func (w *response) commit(final bool) {
 		// The connection will close after this response because the body
 		// cannot be drained: say so (RFC 9112 §9.6).
 		c.closeAfter = true
+	}
+
+	b := appendStatusLine(s.out, status)
+	if !w.hdr.hasServer {
+		b = append(b, c.srv.serverLine...)
+	}
+	if !w.hdr.hasDate {
+		b = appendDate(b, c.srv.tm.Now())
+	}
+	b = w.hdr.appendFields(b)
+	if length >= 0 {
+		b = appendContentLength(b, length)
+	} else if w.chunked {
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
 	}
 	switch {
 	case c.closeAfter || w.req.close || w.hdr.close || c.srv.shuttingDown():
