@@ -24,13 +24,14 @@ type validators struct {
 func precondition(r *engine.Request, v *validators) int {
 	// Step 1: If-Match, strong comparison; "*" matches the existing
 	// representation (§13.1.1).
-	if im := r.Header("If-Match"); im != nil {
+	if im := r.HeaderList("If-Match"); im != nil {
 		if !matchETag(im, v.etag, false) {
 			return http.StatusPreconditionFailed
 		}
-	} else if ius := r.Header("If-Unmodified-Since"); ius != nil && v.lastMod != "" {
+	} else if ius := r.HeaderList("If-Unmodified-Since"); ius != nil && v.lastMod != "" {
 		// Step 2: If-Unmodified-Since, only without If-Match; an invalid
-		// date is ignored (§13.1.4).
+		// date is ignored (§13.1.4), and so is a field sent twice (its
+		// lines join into a list, which is no date).
 		if t, ok := parseDate(ius, v); ok && v.modTime.Truncate(time.Second).After(t) {
 			return http.StatusPreconditionFailed
 		}
@@ -38,7 +39,7 @@ func precondition(r *engine.Request, v *validators) int {
 
 	// Step 3: If-None-Match, weak comparison (§13.1.2): a match means the
 	// client's copy is current.
-	if inm := r.Header("If-None-Match"); inm != nil {
+	if inm := r.HeaderList("If-None-Match"); inm != nil {
 		if matchETag(inm, v.etag, true) {
 			return http.StatusNotModified
 		}
@@ -47,8 +48,8 @@ func precondition(r *engine.Request, v *validators) int {
 
 	// Step 4: If-Modified-Since, only without If-None-Match and only for a
 	// representation with a modification time; an invalid date is ignored
-	// (§13.1.3).
-	if ims := r.Header("If-Modified-Since"); ims != nil && v.lastMod != "" {
+	// (§13.1.3), as is a field sent twice.
+	if ims := r.HeaderList("If-Modified-Since"); ims != nil && v.lastMod != "" {
 		if t, ok := parseDate(ims, v); ok && !v.modTime.Truncate(time.Second).After(t) {
 			return http.StatusNotModified
 		}
@@ -59,13 +60,16 @@ func precondition(r *engine.Request, v *validators) int {
 // rangeApplies is step 5 of RFC 9110 §13.2.2: whether a GET's Range field
 // is to be honoured. Without If-Range it is; with it, only when its
 // validator matches the representation's: an entity tag by the strong
-// comparison, a date exactly (§13.1.5). A weak tag never matches.
+// comparison, a date exactly (§13.1.5). A weak tag never matches, nor
+// does a field sent twice.
 func rangeApplies(r *engine.Request, v *validators) bool {
-	ir := r.Header("If-Range")
+	ir := r.HeaderList("If-Range")
 	if ir == nil {
 		return true
 	}
-	if len(ir) > 0 && (ir[0] == '"' || ir[0] == 'W') {
+	// An entity tag starts with a quote or "W/"; a date never does (its
+	// day name may start with a W: "Wed, 21 Oct 2015 07:28:00 GMT").
+	if len(ir) > 0 && (ir[0] == '"' || len(ir) > 1 && ir[0] == 'W' && ir[1] == '/') {
 		return v.etag != "" && v.etag[0] == '"' && string(ir) == v.etag
 	}
 	if v.lastMod == "" {

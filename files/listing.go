@@ -84,7 +84,7 @@ func (s *Server) listing(r *engine.Request, e *entry) (ctype string, body []byte
 		}
 		return c
 	})
-	if prefersJSON(r.Header("Accept")) {
+	if prefersJSON(r.HeaderList("Accept")) {
 		b, err := json.Marshal(items)
 		if err != nil {
 			return "", nil, err
