@@ -67,9 +67,9 @@ func (c *cache) put(old, e *entry) {
 	cur := c.m[e.key]
 	if cur != old {
 		// Never cached: it keeps no open file.
-		e.dropped.Store(true)
+		c.fds.drop(e)
 		for _, v := range e.variants {
-			v.dropped.Store(true)
+			c.fds.drop(v)
 		}
 		return
 	}

@@ -63,7 +63,8 @@
 //
 // A GET's Range field (RFC 9110 §14) may ask for single ranges, suffixes
 // ("bytes=-500") and open ends ("bytes=9500-"). Overlapping ranges and
-// ranges less than 80 bytes apart are merged, in ascending order; one
+// ranges less than 80 bytes apart are merged; parts keep the order they
+// were asked in (a merged range where its first member was); one
 // range is a 206 with Content-Range, several a multipart/byteranges 206
 // with an exact Content-Length. The response can never exceed the file
 // plus Options.MaxRanges (16) part headers: a field with more ranges after

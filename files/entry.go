@@ -169,10 +169,22 @@ func newFileEntry(key, name string, fi fs.FileInfo, ctype string) *entry {
 		ctype:   ctype,
 	}
 	if !e.modTime.IsZero() {
-		e.lastMod = e.modTime.UTC().Format(http.TimeFormat)
+		e.lastMod = lastModified(e.modTime, time.Now())
 		e.etag = makeETag(e.ino, e.size, e.modTime)
 	}
 	return e
+}
+
+// lastModified is the Last-Modified field value for a file modified at
+// mod, as of now. A time in the future (a clock set wrong where the file
+// was made) is replaced by the present, which RFC 9110 §8.8.2.1 requires:
+// Last-Modified must not be later than Date. The present is taken a
+// second early, as Date comes from a clock that may lag (see engine).
+func lastModified(mod, now time.Time) string {
+	if now = now.Add(-time.Second); mod.After(now) {
+		mod = now
+	}
+	return mod.UTC().Format(http.TimeFormat)
 }
 
 // load reads a small file's content into e, which must not be shared

@@ -67,6 +67,10 @@ func TestBrowseHTML(t *testing.T) {
 	if resp.Header.Get("Vary") != "Accept" {
 		t.Errorf("Vary %q, want Accept", resp.Header.Get("Vary"))
 	}
+	// A 304 has the Vary of the 200 it stands for (RFC 9110 §15.4.5).
+	if resp, _ := get(t, "GET", base+"/pub/", "If-None-Match", "*"); resp.StatusCode != 304 || resp.Header.Get("Vary") != "Accept" {
+		t.Errorf("GET /pub/ If-None-Match: * = %d with Vary %q, want 304 with Vary: Accept", resp.StatusCode, resp.Header.Get("Vary"))
+	}
 	// A directory with an index file serves it; the root lists
 	// .well-known.
 	if _, body := get(t, "GET", base+"/withindex/"); body != "the index" {

@@ -20,7 +20,7 @@ var types = map[string]string{
 	".txt":         "text/plain; charset=utf-8",
 	".md":          "text/markdown; charset=utf-8",
 	".csv":         "text/csv; charset=utf-8",
-	".xml":         "text/xml; charset=utf-8",
+	".xml":         "application/xml", // no charset: the XML declaration names its encoding (RFC 7303 §3.2)
 	".xhtml":       "application/xhtml+xml",
 	".rss":         "application/rss+xml",
 	".atom":        "application/atom+xml",

@@ -164,6 +164,9 @@ func (o Options) Validate() error {
 	switch {
 	case o.MaxAge < 0:
 		return errors.New("files: max_age must not be negative")
+	case o.MaxAge%time.Second != 0:
+		// Cache-Control counts whole seconds (RFC 9111 §1.2.2).
+		return fmt.Errorf("files: max_age %v is not a whole number of seconds", o.MaxAge)
 	case o.NoCache && o.MaxAge > 0:
 		return errors.New("files: no_cache and max_age exclude each other")
 	case o.Immutable && o.MaxAge <= 0:

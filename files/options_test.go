@@ -64,6 +64,7 @@ func TestOptionErrors(t *testing.T) {
 		{files.Options{NoCache: true, MaxAge: time.Hour}, "exclude each other"},
 		{files.Options{Immutable: true}, "immutable needs max_age"},
 		{files.Options{MaxAge: -time.Second}, "negative"},
+		{files.Options{MaxAge: 1500 * time.Millisecond}, "max_age 1.5s is not a whole number of seconds"},
 		{files.Options{StripPrefix: "static"}, "strip_prefix"},
 		{files.Options{StripPrefix: "/static/"}, "strip_prefix"},
 		{files.Options{MaxRanges: -1}, "max_ranges"},

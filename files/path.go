@@ -74,10 +74,12 @@ func stripPrefix(p []byte, prefix string) (rest []byte, ok bool) {
 }
 
 // cleanKey returns the canonical form of a path that checkPath accepted:
-// path.Clean's result, with a trailing slash kept.
+// path.Clean's result, with a trailing slash kept. A final "." segment
+// leaves a trailing slash, as RFC 3986 §5.2.4 removes dot segments:
+// "/a.txt/." is "/a.txt/", not the file.
 func cleanKey(p string) string {
 	c := path.Clean(p)
-	if c != "/" && strings.HasSuffix(p, "/") {
+	if c != "/" && (strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.")) {
 		c += "/"
 	}
 	return c

@@ -60,7 +60,8 @@ func TestCleanKeyAndFSName(t *testing.T) {
 		"/.":       {"/", "."},
 		"/a//b/":   {"/a/b/", "a/b"},
 		"/a/./b":   {"/a/b", "a/b"},
-		"/a/.":     {"/a", "a"},
+		"/a/.":     {"/a/", "a"}, // RFC 3986 §5.2.4: a final "." leaves the slash
+		"/a.txt/.": {"/a.txt/", "a.txt"},
 		"/a/./":    {"/a/", "a"},
 		"/x.html/": {"/x.html/", "x.html"},
 	} {

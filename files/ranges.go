@@ -1,6 +1,7 @@
 package files
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -36,7 +37,7 @@ const (
 // before first-pos), too many range-specs, or more than maxRanges ranges
 // once overlapping and nearby ones are merged; rangeUnsatisfiable when no
 // range-spec is satisfiable; otherwise rangeOK and the ranges, merged and
-// in ascending order, so that the parts sent never exceed the
+// in the order asked (see coalesce), so that the parts sent never exceed the
 // representation plus maxRanges part headers.
 func parseRange(field []byte, size int64, maxRanges int) ([]byteRange, int) {
 	const unit = "bytes="
@@ -115,33 +116,40 @@ func parseRange(field []byte, size int64, maxRanges int) ([]byteRange, int) {
 	return ranges, rangeOK
 }
 
-// coalesce sorts ranges and merges those that overlap or lie within
-// rangeGap bytes of each other (RFC 9110 §14.2 allows both).
+// coalesce merges ranges that overlap or lie within rangeGap bytes of
+// each other (RFC 9110 §14.2 allows both) and keeps the order they were
+// asked in, a merged range taking the place of its first member (the
+// order §15.3.7.2 asks for). What it returns is disjoint, so the parts
+// never add up to more than the representation.
 func coalesce(rs []byteRange) []byteRange {
 	if len(rs) < 2 {
 		return rs
 	}
-	slices.SortFunc(rs, func(a, b byteRange) int {
-		switch {
-		case a.off < b.off:
-			return -1
-		case a.off > b.off:
-			return 1
-		}
-		return 0
-	})
-	out := rs[:1]
-	for _, r := range rs[1:] {
+	type span struct {
+		byteRange
+		first int // the position of its first member in rs
+	}
+	spans := make([]span, len(rs))
+	for i, r := range rs {
+		spans[i] = span{r, i}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+	out := spans[:1]
+	for _, r := range spans[1:] {
 		cur := &out[len(out)-1]
 		if r.off <= cur.end()+rangeGap {
-			if r.end() > cur.end() {
-				cur.n = r.end() - cur.off
-			}
+			cur.n = max(cur.end(), r.end()) - cur.off
+			cur.first = min(cur.first, r.first)
 			continue
 		}
 		out = append(out, r)
 	}
-	return out
+	slices.SortFunc(out, func(a, b span) int { return cmp.Compare(a.first, b.first) })
+	rs = rs[:len(out)]
+	for i, r := range out {
+		rs[i] = r.byteRange
+	}
+	return rs
 }
 
 // nextListElement splits a comma-separated list: the first element with

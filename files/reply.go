@@ -129,7 +129,7 @@ func (s *Server) decide(rp *Reply, r *engine.Request, force bool) {
 
 // decideFile fills rp with the reply for the file entry e.
 func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
-	v := negotiate(r.Header("Accept-Encoding"), e)
+	v := negotiate(r.HeaderList("Accept-Encoding"), e)
 	rp.v, rp.status, rp.length = v, http.StatusOK, v.size
 	if len(e.variants) > 0 {
 		rp.flags |= replyVary
@@ -143,7 +143,7 @@ func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
 		return
 	}
 	head := rp.flags&replyHead != 0
-	if rh := r.Header("Range"); rh != nil && !head && rangeApplies(r, &val) && s.decideRange(rp, rh) {
+	if rh := r.HeaderList("Range"); rh != nil && !head && rangeApplies(r, &val) && s.decideRange(rp, rh) {
 		return
 	}
 	if !head {
@@ -178,6 +178,7 @@ func (s *Server) decideRange(rp *Reply, rh []byte) bool {
 
 // list fills rp with a directory listing.
 func (s *Server) list(rp *Reply, r *engine.Request, e *entry) {
+	rp.flags |= replyListing // its Vary goes on a 304 too (§15.4.5)
 	val := validators{}
 	if st := precondition(r, &val); st != 0 {
 		rp.setError(st)
@@ -189,7 +190,6 @@ func (s *Server) list(rp *Reply, r *engine.Request, e *entry) {
 		return
 	}
 	rp.status, rp.kind, rp.ctype, rp.data, rp.length = http.StatusOK, bodyBytes, ctype, body, int64(len(body))
-	rp.flags |= replyListing
 }
 
 // fail makes rp answer a file system error: 403 or 404 where the error
@@ -264,14 +264,21 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	}
 	if rp.flags&replyVary != 0 {
 		h.Set("Vary", "Accept-Encoding")
-		if v.encoding != "" && rp.status != http.StatusNotModified {
+		// Only the variant's own content is encoded: a 304 has none, and
+		// a 412 or 416 sends a plain-text error instead (RFC 9110 §8.4).
+		if v.encoding != "" && (rp.status == http.StatusOK || rp.status == http.StatusPartialContent) {
 			h.Set("Content-Encoding", v.encoding)
 		}
 	}
 	if rp.flags&replyListing != 0 {
 		h.Set("Vary", "Accept")
 	}
-	if rp.status == http.StatusNotModified || rp.status == http.StatusNoContent || rp.status == http.StatusMovedPermanently {
+	switch rp.status {
+	case http.StatusNotModified, http.StatusNoContent:
+		return
+	case http.StatusMovedPermanently:
+		// Said even for HEAD, whose response has the GET's fields (§9.3.2).
+		h.SetContentLength(0)
 		return
 	}
 	switch {

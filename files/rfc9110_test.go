@@ -290,3 +290,18 @@ func sscanRange(s string, first, last, size *int) (int, error) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Parts follow the order the ranges were asked in (RFC 9110 §15.3.7.2),
+// a merged range standing where its first member was.
+func TestMultipartKeepsRequestOrder(t *testing.T) {
+	base, _ := rfcSite(t)
+	resp, body := get(t, "GET", base+"/r10000.bin", "Range", "bytes=9000-9001,0-1,5000-5001,9002-9003")
+	var got []string
+	for _, p := range rfcParts(t, resp, body) {
+		got = append(got, p.crange)
+	}
+	want := []string{"bytes 9000-9003/10000", "bytes 0-1/10000", "bytes 5000-5001/10000"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("parts %q, want %q", got, want)
+	}
+}

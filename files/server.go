@@ -266,22 +266,13 @@ func (s *Server) resolve(key string, old *entry) (*entry, error) {
 		s.cache.renew(old)
 		return old, nil
 	}
-	if s.wantsLoad1(n) {
-		switch err := n.load(s.fsys); {
-		case err == errChanged:
-			// Serve it from disk this time; the next expiry reads it again.
-		case err != nil:
-			if n, err = failure(key, err); err != nil {
-				return nil, err
-			}
+	if err := s.ready(n); err != nil {
+		if n, err = failure(key, err); err != nil {
+			return nil, err
 		}
 	}
 	for i := 0; i < len(n.variants); i++ {
-		v := n.variants[i]
-		if !s.wantsLoad1(v) {
-			continue
-		}
-		if err := v.load(s.fsys); err != nil && err != errChanged {
+		if err := s.ready(n.variants[i]); err != nil {
 			// An unreadable variant is not offered; the original still is.
 			n.variants = append(n.variants[:i:i], n.variants[i+1:]...)
 			i--
@@ -289,6 +280,32 @@ func (s *Server) resolve(key string, old *entry) (*entry, error) {
 	}
 	s.cache.put(old, n)
 	return n, nil
+}
+
+// ready makes sure the file of e, a new entry, can be read: a small one
+// is read into memory, a larger one opened (and kept open for the
+// requests to come), so that a file the server may not read is refused
+// (403) alike for GET, HEAD and conditional requests, and an unreadable
+// variant is not offered at all. A file that changed meanwhile is not an
+// error: it is read from disk when sent, and looked at again at the next
+// expiry.
+func (s *Server) ready(e *entry) error {
+	if e.status != http.StatusOK || e.dir {
+		return nil
+	}
+	var err error
+	if s.wantsLoad1(e) {
+		err = e.load(s.fsys)
+	} else if !e.held {
+		var o *openFile
+		if o, err = s.openEntry(e, s.cache.now()); err == nil {
+			o.release()
+		}
+	}
+	if err == errChanged {
+		return nil
+	}
+	return err
 }
 
 // wantsLoad reports whether e or one of its variants is a file small

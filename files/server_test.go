@@ -37,6 +37,7 @@ func site(t *testing.T) string {
 		"style.css":                "p{}",
 		"app.js":                   "1",
 		"img.svg":                  "<svg/>",
+		"feed.xml":                 "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><feed/>",
 		"img.png":                  "\x89PNG",
 		"font.woff2":               "w",
 		"blob.unknownext":          "?",
@@ -179,6 +180,7 @@ func TestContentTypes(t *testing.T) {
 		"/style.css":       "text/css; charset=utf-8",
 		"/app.js":          "text/javascript; charset=utf-8",
 		"/img.svg":         "image/svg+xml",
+		"/feed.xml":        "application/xml", // no charset over the XML declaration's
 		"/img.png":         "image/png",
 		"/font.woff2":      "font/woff2",
 		"/blob.unknownext": "application/octet-stream",

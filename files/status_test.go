@@ -1,6 +1,7 @@
 package files_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,12 +25,18 @@ func statusSite(t *testing.T) (dir string, body string) {
 		"d/index.htm": "htm index",
 		"list/a.txt":  "a",
 		".env":        "SECRET",
+		"wed.txt":     body,
 	})
 	// The variant must not be older than the original.
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(dir, "f.txt"), old, old)
+	// Modified on a Wednesday: its Last-Modified starts with a W, as a
+	// weak entity tag does.
+	os.Chtimes(filepath.Join(dir, "wed.txt"), wednesday, wednesday)
 	return dir, body
 }
+
+var wednesday = time.Date(2015, 10, 21, 7, 28, 0, 0, time.UTC)
 
 // Every status the Server answers with, over a real socket, with the
 // header fields that go with it.
@@ -74,6 +81,20 @@ func TestStatuses(t *testing.T) {
 		{"GET", "/f.txt", []string{"If-Match", `"other"`}, want{412, "", nil}},
 		{"GET", "/f.txt", []string{"If-Unmodified-Since", "Sat, 29 Oct 1994 19:43:31 GMT"}, want{412, "", nil}},
 		{"GET", "/f.txt", []string{"Range", "bytes=1000-"}, want{416, "", map[string]string{"Content-Range": "bytes */1000"}}},
+		// An error about the gzip variant is plain text, not gzip.
+		{"GET", "/f.txt", []string{"Accept-Encoding", "gzip", "If-Match", `"other"`}, want{412, "412 Precondition Failed: precondition failed\n", map[string]string{
+			"Content-Encoding": "", "Vary": "Accept-Encoding"}}},
+		{"GET", "/f.txt", []string{"Accept-Encoding", "gzip", "Range", "bytes=99-"}, want{416, "", map[string]string{
+			"Content-Encoding": "", "Content-Range": "bytes */10"}}},
+		// If-Range with a date on a Wednesday is a date, not a weak tag.
+		{"GET", "/wed.txt", []string{"Range", "bytes=0-1", "If-Range", "Wed, 21 Oct 2015 07:28:00 GMT"}, want{206, "01", nil}},
+		{"GET", "/wed.txt", []string{"Range", "bytes=0-1", "If-Range", "Wednesday, 21-Oct-15 07:28:00 GMT"}, want{206, "01", nil}},
+		{"GET", "/wed.txt", []string{"Range", "bytes=0-1", "If-Range", "Wed, 21 Oct 2015 07:28:01 GMT"}, want{200, body, nil}},
+		{"GET", "/wed.txt", []string{"Range", "bytes=0-1", "If-Range", `W/"weak"`}, want{200, body, nil}},
+		// HEAD has the GET's fields, Content-Length: 0 of a redirect too.
+		{"HEAD", "/d", nil, want{301, "", map[string]string{"Location": "/d/", "Content-Length": "0"}}},
+		// A final "." segment leaves a slash (RFC 3986 §5.2.4): no file.
+		{"GET", "/f.txt/.", nil, want{404, "", nil}},
 	}
 	for _, tt := range tests {
 		resp, got := get(t, tt.method, base+tt.path, tt.fields...)
@@ -133,5 +154,87 @@ func TestPermissionDenied(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Errorf("GET %s = %d %q, want %d", path, resp.StatusCode, body, want)
 		}
+	}
+}
+
+// A file too large to hold in memory that the server may not read is 403
+// for HEAD and conditional requests too, as for GET; an unreadable
+// precompressed variant is not offered, and the readable original is
+// served instead.
+func TestPermissionDeniedLargeFiles(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("x", 100<<10) // over MaxMemFile
+	writeFiles(t, dir, map[string]string{"big.bin": big, "open.txt": big, "open.txt.gz": big})
+	os.Chmod(filepath.Join(dir, "big.bin"), 0o000)
+	os.Chmod(filepath.Join(dir, "open.txt.gz"), 0o000)
+	base := serveAsNobody(t, dir)
+	for _, tt := range []struct {
+		method, path string
+		fields       []string
+		want         int
+	}{
+		{"GET", "/big.bin", nil, 403},
+		{"HEAD", "/big.bin", nil, 403},
+		{"GET", "/big.bin", []string{"If-None-Match", "*"}, 403},
+		{"GET", "/big.bin", []string{"Range", "bytes=0-1"}, 403},
+		{"GET", "/open.txt", []string{"Accept-Encoding", "gzip"}, 200},
+		{"HEAD", "/open.txt", []string{"Accept-Encoding", "gzip"}, 200},
+	} {
+		resp, body := get(t, tt.method, base+tt.path, tt.fields...)
+		if resp.StatusCode != tt.want || resp.Header.Get("Content-Encoding") != "" {
+			t.Errorf("%s %s %v = %d (Content-Encoding %q), want %d", tt.method, tt.path, tt.fields, resp.StatusCode, resp.Header.Get("Content-Encoding"), tt.want)
+		}
+		if tt.method == "GET" && tt.want == 200 && body != big {
+			t.Errorf("%s %s: %d bytes, want the file's %d", tt.method, tt.path, len(body), len(big))
+		}
+	}
+}
+
+// Repeated field lines of a list-valued field are one list (RFC 9110
+// §5.3); a singleton field sent twice is invalid and ignored (§13.1.3).
+func TestRepeatedFieldLines(t *testing.T) {
+	dir, _ := statusSite(t)
+	base := serveDir(t, dir, files.Options{})
+	resp, _ := get(t, "GET", base+"/f.txt")
+	etag, lastMod := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	addr := hostOf(base)
+	tests := []struct {
+		fields string
+		want   string // the start of the response
+	}{
+		{"If-None-Match: \"x\"\r\nIf-None-Match: " + etag + "\r\n", "HTTP/1.1 304 "},
+		{"If-Match: \"x\"\r\nIf-Match: " + etag + "\r\n", "HTTP/1.1 200 "},
+		{"If-Match: \"x\"\r\nIf-Match: \"y\"\r\n", "HTTP/1.1 412 "},
+		{"If-Modified-Since: " + lastMod + "\r\nIf-Modified-Since: " + lastMod + "\r\n", "HTTP/1.1 200 "},
+		{"Range: bytes=0-1\r\nRange: bytes=2-3\r\n", "HTTP/1.1 200 "},
+	}
+	for _, tt := range tests {
+		raw := exchange(t, addr, "GET /f.txt HTTP/1.1\r\nHost: a\r\n"+tt.fields+"Connection: close\r\n\r\n")
+		if !strings.HasPrefix(raw, tt.want) {
+			t.Errorf("%q: got %q, want %q...", tt.fields, raw[:min(len(raw), 40)], tt.want)
+		}
+	}
+	raw := exchange(t, addr, "GET /f.txt HTTP/1.1\r\nHost: a\r\nAccept-Encoding: identity;q=0.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n")
+	if !strings.Contains(raw, "\r\nContent-Encoding: gzip\r\n") {
+		t.Errorf("Accept-Encoding on two lines: got\n%s", raw)
+	}
+}
+
+// A file dated in the future gets a Last-Modified no later than Date (RFC
+// 9110 §8.8.2.1), and still answers a conditional request that echoes it.
+func TestFutureModificationTime(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"future.txt": "from the future"})
+	future := time.Now().Add(365 * 24 * time.Hour)
+	os.Chtimes(filepath.Join(dir, "future.txt"), future, future)
+	base := serveDir(t, dir, files.Options{})
+	resp, _ := get(t, "GET", base+"/future.txt")
+	lm, err1 := http.ParseTime(resp.Header.Get("Last-Modified"))
+	date, err2 := http.ParseTime(resp.Header.Get("Date"))
+	if err1 != nil || err2 != nil || lm.After(date) {
+		t.Fatalf("Last-Modified %q, Date %q: want a Last-Modified not after Date", resp.Header.Get("Last-Modified"), resp.Header.Get("Date"))
+	}
+	if resp, _ := get(t, "GET", base+"/future.txt", "If-Modified-Since", resp.Header.Get("Last-Modified")); resp.StatusCode != 304 {
+		t.Errorf("If-Modified-Since its own Last-Modified = %d, want 304", resp.StatusCode)
 	}
 }
