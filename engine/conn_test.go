@@ -394,10 +394,30 @@ func TestResponseHeaderInjection(t *testing.T) {
 	mustContain(t, out, "X-Evil: a  Set-Cookie: stolen=1\r\n")
 }
 
+// RFC 9112 §3.2.2: with an absolute-form target the received Host field
+// is ignored and replaced with the target's authority, for every view of
+// the request: Host, the Host field (which CGI's HTTP_HOST comes from), and
+// net/http's.
 func TestAbsoluteFormUsesTargetAuthority(t *testing.T) {
 	addr := startServer(t, &Server{Handler: echo})
 	out := exchange(t, addr, "GET http://example.com:8080/x?y=1 HTTP/1.1\r\nHost: other\r\n\r\n")
 	mustContain(t, out, "path=/x query=y=1 host=example.com:8080")
+
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		fmt.Fprintf(writerOnly{w}, "host=%s field=%s list=%s", r.Host, r.Header("Host"), r.HeaderList("Host"))
+		hr, err := NewHTTPRequest(r)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		fmt.Fprintf(writerOnly{w}, " http=%s http-field=%q", hr.Host, hr.Header.Get("Host"))
+	})
+	addr = startServer(t, &Server{Handler: h})
+	out = exchange(t, addr, "GET http://victim.example/env HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n")
+	mustContain(t, out, `host=victim.example field=victim.example list=victim.example http=victim.example http-field=""`)
+	if strings.Contains(out, "attacker") {
+		t.Errorf("the received Host reached the handler:\n%s", out)
+	}
 }
 
 func TestDateHeaderIsCurrent(t *testing.T) {

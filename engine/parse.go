@@ -133,8 +133,16 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 				if !validHost(value) {
 					return 0, errBadHost
 				}
-				if req.Host == nil { // absolute-form authority wins (RFC 9112 §3.2.2)
+				if req.Host == nil {
 					req.Host = value
+				} else {
+					// The target gave the authority (absolute-form, or
+					// CONNECT's authority-form), and the received Host is
+					// to be ignored and replaced with it (RFC 9112
+					// §3.2.2): the field says the same, so that code
+					// reading Fields (net/http's view, CGI's HTTP_HOST)
+					// sees the host that Host says.
+					req.Fields[len(req.Fields)-1].Value = req.Host
 				}
 			}
 		case 6:

@@ -123,11 +123,15 @@ var parseCases = []parseCase{
 	{name: "non-ASCII byte in the target (RFC 3986 §2)", in: wire("GET /\xc3\xa9 HTTP/1.1", "Host: a"), err: errTarget},
 	{name: "space in the target splits the line wrongly (RFC 9112 §3.2)", in: wire("GET /a b HTTP/1.1", "Host: a"), err: errVersion},
 	{name: "relative target (RFC 9112 §3.2)", in: wire("GET p HTTP/1.1", "Host: a"), err: errTarget},
-	{name: "absolute-form: Host comes from the target (RFC 9112 §3.2.2)",
-		in: wire("GET http://example.com:8080/p?q HTTP/1.1", "Host: other"),
-		ok: get11(func(h *head) {
+	{name: "absolute-form: Host comes from the target, and replaces the Host field (RFC 9112 §3.2.2)",
+		in: wire("GET http://example.com:8080/p?q HTTP/1.1", "X: 1", "Host: other", "Y: 2"),
+		ok: get11(withFields("X: 1", "Host: example.com:8080", "Y: 2"), func(h *head) {
 			h.target, h.rawPath, h.path, h.query, h.host = "http://example.com:8080/p?q", "/p", "/p", "q", "example.com:8080"
 		})},
+	{name: "absolute-form: the Host field ignored must still be valid (RFC 9112 §3.2: MUST 400)",
+		in: wire("GET http://example.com/ HTTP/1.1", "Host: a/b"), err: errBadHost},
+	{name: "absolute-form: the Host field ignored must still be single (RFC 9112 §3.2: MUST 400)",
+		in: wire("GET http://example.com/ HTTP/1.1", "Host: example.com", "Host: example.com"), err: errDupHost},
 	{name: "absolute-form with empty path is \"/\" (RFC 9112 §3.2.2, RFC 9110 §4.2.3)",
 		in: wire("GET http://example.com HTTP/1.1", "Host: example.com"),
 		ok: get11(func(h *head) { h.target, h.host = "http://example.com", "example.com" })},
@@ -146,6 +150,9 @@ var parseCases = []parseCase{
 	{name: "authority-form for CONNECT (RFC 9112 §3.2.3)",
 		in: wire("CONNECT example.com:443 HTTP/1.1", "Host: example.com:443"),
 		ok: &head{method: "CONNECT", target: "example.com:443", host: "example.com:443", minor: 1}},
+	{name: "authority-form: Host comes from the target, and replaces the Host field (RFC 9112 §3.2.3, §3.2.2)",
+		in: wire("CONNECT example.com:443 HTTP/1.1", "Host: other:80"),
+		ok: &head{method: "CONNECT", target: "example.com:443", host: "example.com:443", minor: 1, fields: []string{"Host: example.com:443"}}},
 	{name: "authority-form with IP-literal (RFC 9112 §3.2.3, RFC 3986 §3.2.2)",
 		in: wire("CONNECT [::1]:443 HTTP/1.1", "Host: [::1]:443"),
 		ok: &head{method: "CONNECT", target: "[::1]:443", host: "[::1]:443", minor: 1}},

@@ -40,8 +40,10 @@ type Request struct {
 	// Query is the part of Target after '?', undecoded, without the '?'.
 	Query []byte
 
-	// Host is the authority of an absolute-form target, else the Host
-	// header field's value.
+	// Host is the authority of an absolute-form target (or of CONNECT's
+	// authority-form), else the Host header field's value. With such a
+	// target the received Host field is ignored (RFC 9112 §3.2.2): its
+	// entry in Fields holds the target's authority too, so the two agree.
 	Host []byte
 
 	// ProtoMinor is the minor version of HTTP/1.x: 0 or 1 (higher minor
