@@ -414,8 +414,8 @@ func (b *bodyReader) drain(scratch []byte) bool {
 	if b.done {
 		return true
 	}
-	if b.err != nil || b.req.expectCont && !b.continueSent {
-		return false
+	if b.err != nil || b.req.expectCont && !b.continueSent || b.req.expectOther {
+		return false // the client may be waiting to send it (see commit)
 	}
 	budget := b.c.srv.limits.MaxDrainBytes
 	for budget > 0 {

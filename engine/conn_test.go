@@ -267,6 +267,57 @@ func TestExpectContinue(t *testing.T) {
 	}
 }
 
+// RFC 9110 §10.1.1: a request with an expectation other than 100-continue
+// is answered 417 at once, without waiting for a body the client may be
+// holding back (as for an unsent 100 Continue, the connection then
+// closes); repeated Expect lines are one list; a request without a body
+// keeps its connection.
+func TestUnknownExpectationAnsweredAtOnce(t *testing.T) {
+	// With a body timeout of an hour, a 417 that waited for the body
+	// would not come before the client's deadline.
+	addr := startServer(t, &Server{Handler: echo, Limits: Limits{BodyTimeout: time.Hour}})
+	for _, expect := range []string{
+		"Expect: foo\r\n",
+		"Expect: 100-continue, foo\r\n",
+		"Expect: foo\r\nExpect: 100-continue\r\n",
+		"Expect: 100-continue\r\nExpect: foo\r\n",
+	} {
+		c := dial(t, addr)
+		io.WriteString(c, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"+expect+"\r\n") // body withheld
+		br := bufio.NewReader(c)
+		resp, _ := readResponse(t, br, "POST")
+		if resp.StatusCode != 417 || !resp.Close {
+			t.Errorf("%q: %d close=%v, want 417 and close", expect, resp.StatusCode, resp.Close)
+		}
+		if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
+			t.Errorf("%q: after the 417: %q, %v; want EOF", expect, rest, err)
+		}
+	}
+
+	out := exchange(t, addr, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nExpect: foo\r\n\r\n"+
+		"GET /after HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	br := bufio.NewReader(strings.NewReader(out))
+	if resp, _ := readResponse(t, br, "POST"); resp.StatusCode != 417 || resp.Close {
+		t.Errorf("no body: %d close=%v, want 417 keeping the connection", resp.StatusCode, resp.Close)
+	}
+	if _, body := readResponse(t, br, "GET"); !strings.HasPrefix(body, "GET /after ") {
+		t.Errorf("after the 417: %q", body)
+	}
+
+	// 100-continue on two lines is still 100-continue.
+	c := dial(t, addr)
+	io.WriteString(c, "PUT /up HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\nExpect: 100-continue\r\n\r\n")
+	br = bufio.NewReader(c)
+	if line, err := br.ReadString('\n'); err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("got %q, %v; want 100 Continue", line, err)
+	}
+	br.ReadString('\n')
+	io.WriteString(c, "hello")
+	if resp, body := readResponse(t, br, "PUT"); resp.StatusCode != 200 || !strings.Contains(body, `body="hello"`) {
+		t.Errorf("got %d %q", resp.StatusCode, body)
+	}
+}
+
 func TestDrainLimitClosesConnection(t *testing.T) {
 	ignore := HandlerFunc(func(w ResponseWriter, r *Request) {
 		if string(r.Path) == "/stream" {

@@ -59,7 +59,9 @@
 // before a colon, control bytes in fields, duplicate or missing Host) get
 // 400 and the connection is closed; unknown methods and transfer codings
 // 501, HTTP versions other than 1.x 505, over-long targets 414, over-large
-// headers 431, over-large bodies 413. Each refusal is a short text/plain
+// headers 431, over-large bodies 413, expectations other than 100-continue
+// 417 (at once: the connection then closes if a body was announced, as
+// the client may be holding it back). Each refusal is a short text/plain
 // body naming the problem. A bare LF is accepted as a line ending in the
 // head, as RFC 9112 §2.2 allows, but not in chunked framing.
 //

@@ -50,7 +50,8 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 		te        teState
 		connClose bool
 		connKeep  bool
-		expect    []byte
+		expCont   bool // Expect lists 100-continue
+		expOther  bool // Expect lists something else
 	)
 	for {
 		if pos >= len(buf) {
@@ -147,7 +148,7 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 			}
 		case 6:
 			if equalFold(name, "expect") {
-				expect = value
+				addExpectations(value, &expCont, &expOther)
 			}
 		case 10:
 			if equalFold(name, "connection") {
@@ -203,14 +204,37 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 	} else {
 		req.close = connClose || !connKeep
 	}
-	// An empty Expect lists no expectation (Expect = #expectation).
-	if len(expect) > 0 && req.ProtoMinor >= 1 {
-		if !equalFold(expect, "100-continue") {
+	// RFC 9110 §10.1.1: HTTP/1.0 expectations are ignored.
+	if req.ProtoMinor >= 1 {
+		if expOther {
+			req.expectOther = true
 			return pos, errExpectation
 		}
-		req.expectCont = true
+		req.expectCont = expCont
 	}
 	return pos, nil
+}
+
+// addExpectations reads the list of one Expect field line (RFC 9110
+// §10.1.1: Expect = #expectation) into cont (100-continue, in any case)
+// and other (any other expectation). Repeated lines are one list (RFC 9110
+// §5.3), so they accumulate; empty elements are ignored (§5.6.1).
+func addExpectations(v []byte, cont, other *bool) {
+	for len(v) > 0 {
+		item := v
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			item, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
+		switch item = trimOWS(item); {
+		case len(item) == 0:
+		case equalFold(item, "100-continue"):
+			*cont = true
+		default:
+			*other = true
+		}
+	}
 }
 
 // parseRequestLine parses "method SP request-target SP HTTP-version"

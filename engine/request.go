@@ -72,8 +72,9 @@ type Request struct {
 	// LocalAddr is the server address the request arrived on.
 	LocalAddr net.Addr
 
-	close      bool // client asked to close after this exchange
-	expectCont bool // Expect: 100-continue
+	close       bool // client asked to close after this exchange
+	expectCont  bool // Expect: 100-continue
+	expectOther bool // Expect lists another expectation: refused with 417
 }
 
 // Header returns the value of the first field named name (ASCII

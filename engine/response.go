@@ -201,8 +201,11 @@ func (w *response) commit(final bool) {
 	}
 
 	body := &s.body
-	if w.req.expectCont && !body.continueSent && !body.done {
-		c.closeAfter = true // the client has not sent the body it was asked to wait with
+	if !body.done && (w.req.expectCont && !body.continueSent || w.req.expectOther) {
+		// The client may not send the body until told to (no 100
+		// Continue was sent, or its expectation was refused with 417):
+		// waiting for it to drain would hold the response back.
+		c.closeAfter = true
 	}
 	if !body.done && !c.closeAfter && !body.keepable(final) {
 		// The connection will close after this response because the body
