@@ -502,8 +502,10 @@ func (c *conn) serveHead(n int, err error) bool {
 	if req.IsMethod("CONNECT") {
 		// The engine does not tunnel: after a 2xx the bytes that follow
 		// would be tunnel data, not requests (RFC 9110 §9.3.6). Whatever the
-		// handler answers, the connection ends with it.
+		// handler answers, the connection ends with it; a 2xx is sent
+		// without framing fields (see commit).
 		c.closeAfter = true
+		resp.connect = true
 	}
 	switch {
 	case perr != nil: // a head we understood but refuse

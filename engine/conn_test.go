@@ -488,13 +488,41 @@ func TestDateHeaderIsCurrent(t *testing.T) {
 }
 
 // RFC 9110 §9.3.6: bytes after a CONNECT are not requests; the engine
-// does not tunnel, so the connection ends with the CONNECT's response.
+// does not tunnel, so the connection ends with the CONNECT's response. A
+// 2xx to CONNECT carries neither Content-Length nor Transfer-Encoding
+// (RFC 9110 §8.6, §9.3.6: MUST NOT): its body ends with the connection.
 func TestConnectEndsConnection(t *testing.T) {
-	h := HandlerFunc(func(w ResponseWriter, r *Request) { w.WriteString("tunnel? no") })
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		switch string(r.Host) {
+		case "flush.example:443": // would be chunked
+			w.WriteString("tunnel? ")
+			w.Flush()
+			w.WriteString("no")
+		case "length.example:443":
+			w.Header().SetContentLength(10)
+			w.WriteString("tunnel? no")
+		case "deny.example:443":
+			Error(w, 403, "no tunnels")
+		default:
+			w.WriteString("tunnel? no")
+		}
+	})
 	addr := startServer(t, &Server{Handler: h})
-	out := exchange(t, addr, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n")
-	if strings.Count(out, "HTTP/1.1 ") != 1 || !strings.Contains(out, "Connection: close") {
-		t.Errorf("got:\n%s", out)
+	for _, host := range []string{"example.com:443", "flush.example:443", "length.example:443"} {
+		out := exchange(t, addr, "CONNECT "+host+" HTTP/1.1\r\nHost: "+host+"\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n")
+		if strings.Count(out, "HTTP/1.1 ") != 1 || !strings.Contains(out, "Connection: close") {
+			t.Errorf("%s: got:\n%s", host, out)
+		}
+		if statusOf(out) != 200 || strings.Contains(out, "Content-Length") || strings.Contains(out, "Transfer-Encoding") ||
+			!strings.HasSuffix(out, "\r\n\r\ntunnel? no") {
+			t.Errorf("%s: a 2xx to CONNECT is not close-delimited:\n%s", host, out)
+		}
+	}
+	// Other statuses are framed as usual.
+	out := exchange(t, addr, "CONNECT deny.example:443 HTTP/1.1\r\nHost: deny.example:443\r\n\r\n")
+	resp, body := readResponse(t, bufio.NewReader(strings.NewReader(out)), "CONNECT")
+	if resp.StatusCode != 403 || resp.ContentLength != int64(len(body)) || !resp.Close {
+		t.Errorf("403 to CONNECT:\n%s", out)
 	}
 }
 

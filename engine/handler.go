@@ -9,6 +9,11 @@ import "os"
 // returning. Returning without writing answers 200 with an empty body. A
 // panic answers 500 (when nothing was sent yet) and closes that
 // connection; the server keeps serving others.
+//
+// The engine does not tunnel: the connection ends after the response to a
+// CONNECT request. A 2xx response to CONNECT is sent without Content-Length
+// or Transfer-Encoding (RFC 9110 §9.3.6 forbids them there), so its body,
+// if any, is delimited by the close.
 type Handler interface {
 	Serve(w ResponseWriter, r *Request)
 }

@@ -24,8 +24,9 @@ type response struct {
 	committed bool
 	isHead    bool
 	noBody    bool  // HEAD, or a status without content
+	connect   bool  // a CONNECT request: a 2xx is sent without framing fields
 	chunked   bool  // body sent with chunked coding
-	declared  int64 // Content-Length sent, or -1
+	declared  int64 // Content-Length declared (and sent, but to CONNECT), or -1
 	written   int64 // body bytes the handler wrote
 	err       error // sticky write error
 }
@@ -38,7 +39,7 @@ var (
 func (w *response) start(c *conn, req *Request) {
 	w.c, w.req = c, req
 	w.hdr.reset()
-	w.status, w.committed, w.chunked = 0, false, false
+	w.status, w.committed, w.chunked, w.connect = 0, false, false, false
 	w.isHead = req.IsMethod("HEAD")
 	w.noBody = w.isHead
 	w.declared, w.written, w.err = -1, 0, nil
@@ -184,6 +185,13 @@ func (w *response) commit(final bool) {
 	switch {
 	case status < 200 || status == http.StatusNoContent:
 		// RFC 9110 §8.6: no Content-Length in 1xx or 204.
+	case w.connect && status < 300:
+		// RFC 9110 §8.6, §9.3.6: no Content-Length or Transfer-Encoding
+		// in a 2xx to CONNECT. The engine does not tunnel, and the
+		// connection ends with this response: so does its body. A
+		// declared length still bounds what the handler may write.
+		w.declared = cl
+		c.closeAfter = true
 	case status == http.StatusNotModified:
 		length = cl // the selected representation's length, if known
 	case cl >= 0:
