@@ -535,6 +535,21 @@ func TestEmptyLineFloodRefused(t *testing.T) {
 	}
 }
 
+// A bare CR in a head is refused with 400 as soon as it is seen, not once
+// the rest of the head arrives or the header timeout passes (an hour
+// here, well past the client's deadline).
+func TestBareCRRefusedAtOnce(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo, Limits: Limits{HeaderTimeout: time.Hour}})
+	for _, partial := range []string{"GET / HTTP/1.1\rHost: a", "GET / HTTP/1.1\r\nHost: a\rX: b"} {
+		c := dial(t, addr)
+		io.WriteString(c, partial) // the rest of the head is never sent
+		out, err := io.ReadAll(c)
+		if err != nil || statusOf(string(out)) != 400 || !strings.Contains(string(out), "bare CR") {
+			t.Errorf("%q: %v\n%s", partial, err, out)
+		}
+	}
+}
+
 // A bare LF in chunked framing is refused with a message that says so.
 func TestChunkedBareLF(t *testing.T) {
 	addr := startServer(t, &Server{Handler: echo})

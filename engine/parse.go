@@ -81,6 +81,9 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 		}
 		lf := bytes.IndexByte(buf[pos:], '\n')
 		if lf < 0 {
+			if hasBareCR(buf[pos:]) {
+				return 0, errBareCR
+			}
 			return 0, needMoreOrTooLarge(len(buf)-start, lim)
 		}
 		line := buf[pos : pos+lf]
@@ -583,10 +586,22 @@ func partialLineError(line []byte, lim *Limits) error {
 			return errTargetTooLong
 		}
 	}
+	if hasBareCR(line) {
+		return errBareCR
+	}
 	if len(line) < lim.MaxHeaderBytes {
 		return errNeedMore
 	}
 	return errRequestLine
+}
+
+// hasBareCR reports whether partial, the start of a line whose LF has not
+// arrived, holds a CR that cannot be part of its line ending: one before
+// its last byte. Every CR in a head must be (RFC 9112 §2.2), so such a
+// line is refused at once rather than after the rest of the head.
+func hasBareCR(partial []byte) bool {
+	i := bytes.IndexByte(partial, '\r')
+	return i >= 0 && i < len(partial)-1
 }
 
 func needMoreOrTooLarge(n int, lim *Limits) error {

@@ -84,6 +84,12 @@ var parseCases = []parseCase{
 		in: "GET / HTTP/1.1\r\nHost: a\r\n\rX: b\r\n\r\n", err: errBareCR},
 	{name: "CR CR LF as the empty line (RFC 9112 §2.2)",
 		in: "GET / HTTP/1.1\r\nHost: a\r\n\r\r\n", err: errBareCR},
+	{name: "bare CR in an unfinished request line, refused without waiting (RFC 9112 §2.2)",
+		in: "GET / HTTP/1.1\rHost: a", err: errBareCR},
+	{name: "bare CR before an unfinished request line (RFC 9112 §2.2)", in: "\rGET", err: errBareCR},
+	{name: "bare CR in an unfinished field line, refused without waiting (RFC 9112 §2.2)",
+		in: "GET / HTTP/1.1\r\nHost: a\rb", err: errBareCR},
+	{name: "a CR ending what has arrived may be a CRLF's (RFC 9112 §2.2)", in: "GET / HTTP/1.1\r\nHost: a\r", err: errNeedMore},
 	{name: "bare CR in the request line (RFC 9112 §2.2)",
 		in: "GET / HTTP/1.1\r\r\nHost: a\r\n\r\n", err: errBareCR},
 
