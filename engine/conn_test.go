@@ -177,6 +177,13 @@ func TestResponseFraming(t *testing.T) {
 		case "/notmodified":
 			w.Header().Set("ETag", `"x"`)
 			w.WriteHeader(304)
+		case "/notmodified-described":
+			// The representation a 304 stands for, as a filter may want
+			// it: not sent (as net/http).
+			w.Header().Set("ETag", `"x"`)
+			w.Header().Set("Content-Type", "text/css")
+			w.Header().SetContentLength(1234)
+			w.WriteHeader(304)
 		case "/declared":
 			w.Header().SetContentLength(5)
 			w.WriteString("hello")
@@ -202,6 +209,7 @@ func TestResponseFraming(t *testing.T) {
 		{"HEAD /stream HTTP/1.1\r\nHost: a\r\n\r\n", nil, []string{"part1", "0\r\n\r\n"}, ""},
 		{"GET /nocontent HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 204 No Content\r\n"}, []string{"Content-Length", "Transfer-Encoding"}, ""},
 		{"GET /notmodified HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 304 Not Modified\r\n", "ETag: \"x\"\r\n"}, []string{"Content-Length", "Transfer-Encoding"}, ""},
+		{"GET /notmodified-described HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 304 Not Modified\r\n", "ETag: \"x\"\r\n"}, []string{"Content-Length", "Content-Type", "Transfer-Encoding"}, ""},
 		{"GET /empty HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 200 OK\r\n", "Content-Length: 0\r\n", "Server: sluice-test\r\n", "Date: "}, nil, ""},
 		{"GET /hints HTTP/1.1\r\nHost: a\r\n\r\n", []string{"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n", "Content-Length: 5\r\n"}, nil, ""},
 		{"GET /hints HTTP/1.0\r\n\r\n", []string{"HTTP/1.1 200 OK\r\n"}, []string{"103"}, ""},

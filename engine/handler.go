@@ -35,7 +35,10 @@ type ResponseWriter interface {
 
 	// WriteHeader sets the status code. A 1xx code (other than 101) is sent
 	// at once as an interim response and may be followed by others; the
-	// first code of 200 or more is final and later calls are ignored.
+	// first code of 200 or more is final and later calls are ignored. A
+	// 304 is sent without Content-Type and Content-Length (as net/http
+	// does), so they may be set to describe the representation it stands
+	// for, for filters that decide by them.
 	WriteHeader(status int)
 
 	// Write appends body bytes, implying status 200 if none was set. For a

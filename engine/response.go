@@ -193,7 +193,11 @@ func (w *response) commit(final bool) {
 		w.declared = cl
 		c.closeAfter = true
 	case status == http.StatusNotModified:
-		length = cl // the selected representation's length, if known
+		// As net/http: a 304 carries neither the Content-Type nor the
+		// Content-Length a handler or filter may have set to describe
+		// the representation it stands for (RFC 9110 §15.4.5: only the
+		// fields that guide a cache's update).
+		w.hdr.Del("Content-Type")
 	case cl >= 0:
 		length, w.declared = cl, cl
 	case final:
