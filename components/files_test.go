@@ -384,3 +384,42 @@ func ExampleNewFiles() {
 	// bytes 7-13/14 max-age=3600
 	// files!
 }
+
+// A 304 through compress has the ETag and Vary of the 200 it stands for
+// (RFC 9110 §15.4.5): weak where the filter compresses the 200, strong
+// for a body under MinSize and for a precompressed variant; and no
+// Content-Type or Content-Length on the wire.
+func TestFilesComponentCompress304(t *testing.T) {
+	dir, _, _, _ := filesSite(t)
+	comp, err := NewCompress(CompressOptions{Encodings: []string{"gzip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir}), comp})
+	for _, path := range []string{"/big.txt", "/", "/style.css"} {
+		full, _ := filesGet(t, "GET", base+path, "Accept-Encoding", "gzip")
+		etag, vary := full.Header.Get("ETag"), full.Header.Get("Vary")
+		for _, cond := range [][]string{{"If-None-Match", etag}, {"If-Modified-Since", full.Header.Get("Last-Modified")}} {
+			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip\r\n%s: %s\r\nConnection: close\r\n\r\n", path, cond[0], cond[1])
+			raw, _ := io.ReadAll(c)
+			c.Close()
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+			if err != nil {
+				t.Fatalf("%s %s: %v", path, cond[0], err)
+			}
+			if resp.StatusCode != 304 || resp.Header.Get("ETag") != etag || resp.Header.Get("Vary") != vary {
+				t.Errorf("%s with %s: %d ETag %q Vary %q; the 200 had ETag %q Vary %q",
+					path, cond[0], resp.StatusCode, resp.Header.Get("ETag"), resp.Header.Get("Vary"), etag, vary)
+			}
+			for _, f := range []string{"Content-Type", "Content-Length"} {
+				if bytes.Contains(raw, []byte("\r\n"+f+":")) {
+					t.Errorf("%s with %s: a 304 with %s:\n%s", path, cond[0], f, raw)
+				}
+			}
+		}
+	}
+}

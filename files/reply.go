@@ -264,9 +264,9 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	}
 	if rp.flags&replyVary != 0 {
 		h.Set("Vary", "Accept-Encoding")
-		// Only the variant's own content is encoded: a 304 has none, and
-		// a 412 or 416 sends a plain-text error instead (RFC 9110 §8.4).
-		if v.encoding != "" && (rp.status == http.StatusOK || rp.status == http.StatusPartialContent) {
+		// The variant's coding, for its content or the 304 standing for
+		// it; a 412 or 416 sends a plain-text error instead (§8.4).
+		if v.encoding != "" && (rp.status == http.StatusOK || rp.status == http.StatusPartialContent || rp.status == http.StatusNotModified) {
 			h.Set("Content-Encoding", v.encoding)
 		}
 	}
@@ -274,7 +274,17 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 		h.Set("Vary", "Accept")
 	}
 	switch rp.status {
-	case http.StatusNotModified, http.StatusNoContent:
+	case http.StatusNotModified:
+		if v != nil {
+			// The representation's type and length, as the 200 would
+			// have them, tell a filter (compress) what it would have done,
+			// so the 304 gets the same Vary and ETag (RFC 9110 §15.4.5).
+			// The engine does not send them on a 304.
+			h.Set("Content-Type", v.ctype)
+			h.SetContentLength(v.size)
+		}
+		return
+	case http.StatusNoContent:
 		return
 	case http.StatusMovedPermanently:
 		// Said even for HEAD, whose response has the GET's fields (§9.3.2).
