@@ -56,14 +56,17 @@
 // If-None-Match (weak comparison) and, without it, If-Modified-Since
 // answer 304; then If-Range decides whether a Range field is honoured (an
 // entity tag by strong comparison, or the exact Last-Modified date). A 304
-// carries the ETag, Vary, Cache-Control and Expires a 200 would, and
-// Last-Modified only when there is no ETag.
+// carries the ETag, Vary, Cache-Control, Expires and (for a precompressed
+// variant) Content-Encoding a 200 would, and Last-Modified only when there
+// is no ETag. Repeated lines of a list field are one list; a date field
+// sent twice is ignored. A file dated in the future has no Last-Modified
+// until its time has come.
 //
 // # Ranges
 //
 // A GET's Range field (RFC 9110 §14) may ask for single ranges, suffixes
 // ("bytes=-500") and open ends ("bytes=9500-"). Overlapping ranges and
-// ranges less than 80 bytes apart are merged; parts keep the order they
+// ranges at most 80 bytes apart are merged; parts keep the order they
 // were asked in (a merged range where its first member was); one
 // range is a 206 with Content-Range, several a multipart/byteranges 206
 // with an exact Content-Length. The response can never exceed the file

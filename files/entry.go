@@ -58,7 +58,7 @@ func (e *entry) sameAs(n *entry) bool {
 	if e.status != http.StatusOK || e.dir {
 		return true
 	}
-	if e.size != n.size || !e.modTime.Equal(n.modTime) || e.ino != n.ino || len(e.variants) != len(n.variants) {
+	if e.size != n.size || !e.modTime.Equal(n.modTime) || e.ino != n.ino || e.lastMod != n.lastMod || len(e.variants) != len(n.variants) {
 		return false
 	}
 	for i, v := range e.variants {
@@ -169,22 +169,18 @@ func newFileEntry(key, name string, fi fs.FileInfo, ctype string) *entry {
 		ctype:   ctype,
 	}
 	if !e.modTime.IsZero() {
-		e.lastMod = lastModified(e.modTime, time.Now())
+		// A file dated in the future (a clock set wrong where it was
+		// made) has no Last-Modified until its time has come: the field
+		// must not be later than Date (RFC 9110 §8.8.2.1), and any other
+		// date would be invented, one a different version of the file
+		// might have (If-Range would then splice the two). Its ETag still
+		// validates; the entry is replaced once the date is sent (sameAs).
+		if !e.modTime.After(time.Now()) {
+			e.lastMod = e.modTime.UTC().Format(http.TimeFormat)
+		}
 		e.etag = makeETag(e.ino, e.size, e.modTime)
 	}
 	return e
-}
-
-// lastModified is the Last-Modified field value for a file modified at
-// mod, as of now. A time in the future (a clock set wrong where the file
-// was made) is replaced by the present, which RFC 9110 §8.8.2.1 requires:
-// Last-Modified must not be later than Date. The present is taken a
-// second early, as Date comes from a clock that may lag (see engine).
-func lastModified(mod, now time.Time) string {
-	if now = now.Add(-time.Second); mod.After(now) {
-		mod = now
-	}
-	return mod.UTC().Format(http.TimeFormat)
 }
 
 // load reads a small file's content into e, which must not be shared

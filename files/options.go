@@ -85,8 +85,11 @@ type Options struct {
 	OpenExpiry time.Duration
 
 	// MaxOpenFiles bounds the files kept open between requests; files
-	// beyond it are opened and closed per request. Zero means
-	// DefaultMaxOpenFiles; negative keeps none open.
+	// beyond it are opened and closed per request. A file too large to
+	// hold in memory, and each such precompressed variant, is opened when
+	// it is looked up (to answer 403 alike for GET, HEAD and conditional
+	// requests) and kept if there is room, until OpenExpiry without use.
+	// Zero means DefaultMaxOpenFiles; negative keeps none open.
 	MaxOpenFiles int
 
 	// MaxMemFile is the size up to which a file's content is held in

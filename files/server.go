@@ -296,7 +296,7 @@ func (s *Server) ready(e *entry) error {
 	var err error
 	if s.wantsLoad1(e) {
 		err = e.load(s.fsys)
-	} else if !e.held {
+	} else {
 		var o *openFile
 		if o, err = s.openEntry(e, s.cache.now()); err == nil {
 			o.release()
