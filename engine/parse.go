@@ -144,8 +144,8 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 					// CONNECT's authority-form), and the received Host is
 					// to be ignored and replaced with it (RFC 9112
 					// §3.2.2): the field says the same, so that code
-					// reading Fields (net/http's view, CGI's HTTP_HOST)
-					// sees the host that Host says.
+					// reading Fields (CGI's HTTP_HOST, a log of the
+					// header) sees the host that Host says.
 					req.Fields[len(req.Fields)-1].Value = req.Host
 				}
 			}
