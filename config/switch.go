@@ -17,12 +17,15 @@ type Switch struct {
 	mu  sync.Mutex // serializes Swap and Close
 }
 
-// generation is one config being served, with a count of its requests in
-// flight.
+// generation is one config being served. refs counts its requests in
+// flight, plus one while it is current; the config is closed when the
+// count reaches zero. A request that counted itself after the generation
+// was replaced (see acquire) can take the count from zero and back: the
+// close it then repeats is done once.
 type generation struct {
 	cfg     *Config
 	handler engine.Handler
-	active  atomic.Int64
+	refs    atomic.Int64
 	retired atomic.Bool
 	once    sync.Once
 }
@@ -35,7 +38,9 @@ func NewSwitch(cfg *Config) *Switch {
 }
 
 func newGeneration(cfg *Config) *generation {
-	return &generation{cfg: cfg, handler: cfg.Handler()}
+	g := &generation{cfg: cfg, handler: cfg.Handler()}
+	g.refs.Store(1) // the Switch's own, until retire
+	return g
 }
 
 // Config returns the config new requests are served with.
@@ -55,7 +60,7 @@ func (s *Switch) Serve(w engine.ResponseWriter, r *engine.Request) {
 func (s *Switch) acquire() *generation {
 	for {
 		g := s.cur.Load()
-		g.active.Add(1)
+		g.refs.Add(1)
 		if s.cur.Load() == g {
 			return g
 		}
@@ -63,19 +68,24 @@ func (s *Switch) acquire() *generation {
 	}
 }
 
+// release drops a reference, closing the config with the last one. (A
+// count of requests tested against a separate "retired" flag would not
+// do: a request ending could see its count reach zero, a request starting
+// count itself on that zero and then pass acquire's check before a Swap,
+// and the first, reading the flag the Swap then set, close the config
+// under the second.)
 func (g *generation) release() {
-	if g.active.Add(-1) == 0 && g.retired.Load() {
-		g.close()
+	if g.refs.Add(-1) == 0 {
+		g.once.Do(func() { g.cfg.Close() })
 	}
 }
 
-func (g *generation) close() { g.once.Do(func() { g.cfg.Close() }) }
-
-// retire marks g replaced and closes it if no request uses it.
+// retire drops the Switch's reference to g, which it no longer serves new
+// requests with: g closes once its requests in flight are done. It acts
+// once.
 func (g *generation) retire() {
-	g.retired.Store(true)
-	if g.active.Load() == 0 {
-		g.close()
+	if g.retired.CompareAndSwap(false, true) {
+		g.release()
 	}
 }
 
