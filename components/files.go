@@ -55,7 +55,7 @@ type FilesOptions struct {
 	Precompressed []string `yaml:"precompressed"`
 
 	// MaxAge sends "Cache-Control: max-age=N" and an Expires field: a
-	// duration such as 1h or 720h.
+	// duration of whole seconds such as 1h or 720h.
 	MaxAge time.Duration `yaml:"max_age"`
 
 	// Immutable adds "immutable" to Cache-Control (needs MaxAge): for
