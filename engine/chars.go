@@ -1,5 +1,7 @@
 package engine
 
+import "bytes"
+
 // Byte classes from RFC 9110 §5.6.2 (token) and §5.5 (field values), as
 // lookup tables so the parser's inner loops are one load per byte.
 var (
@@ -55,19 +57,23 @@ func trimOWS(b []byte) []byte {
 // case-insensitively (for Connection and similar list fields).
 func hasToken(v []byte, tok string) bool {
 	for len(v) > 0 {
-		i := 0
-		for i < len(v) && v[i] != ',' {
-			i++
-		}
-		if equalFold(trimOWS(v[:i]), tok) {
+		var elem []byte
+		if elem, v = nextElement(v); equalFold(elem, tok) {
 			return true
 		}
-		if i == len(v) {
-			break
-		}
-		v = v[i+1:]
 	}
 	return false
+}
+
+// nextElement splits a comma-separated list (RFC 9110 §5.6.1) into its
+// first element, without surrounding whitespace (empty for an empty
+// element), and the rest after the comma.
+func nextElement(v []byte) (elem, rest []byte) {
+	i := bytes.IndexByte(v, ',')
+	if i < 0 {
+		return trimOWS(v), nil
+	}
+	return trimOWS(v[:i]), v[i+1:]
 }
 
 func unhex(c byte) (byte, bool) {

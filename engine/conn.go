@@ -505,7 +505,6 @@ func (c *conn) serveHead(n int, err error) bool {
 		// handler answers, the connection ends with it; a 2xx is sent
 		// without framing fields (see commit).
 		c.closeAfter = true
-		resp.connect = true
 	}
 	switch {
 	case perr != nil: // a head we understood but refuse

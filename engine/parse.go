@@ -224,13 +224,8 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 // §5.3), so they accumulate; empty elements are ignored (§5.6.1).
 func addExpectations(v []byte, cont, other *bool) {
 	for len(v) > 0 {
-		item := v
-		if i := bytes.IndexByte(v, ','); i >= 0 {
-			item, v = v[:i], v[i+1:]
-		} else {
-			v = nil
-		}
-		switch item = trimOWS(item); {
+		var item []byte
+		switch item, v = nextElement(v); {
 		case len(item) == 0:
 		case equalFold(item, "100-continue"):
 			*cont = true
@@ -526,15 +521,8 @@ type teState struct {
 func (s *teState) add(v []byte) error {
 	nonEmpty := false
 	for len(v) > 0 {
-		i := bytes.IndexByte(v, ',')
-		item := v
-		if i >= 0 {
-			item, v = v[:i], v[i+1:]
-		} else {
-			v = nil
-		}
-		item = trimOWS(item)
-		if len(item) == 0 {
+		var item []byte
+		if item, v = nextElement(v); len(item) == 0 {
 			continue // empty list elements are ignored (RFC 9110 §5.6.1)
 		}
 		nonEmpty = true

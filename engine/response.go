@@ -24,7 +24,6 @@ type response struct {
 	committed bool
 	isHead    bool
 	noBody    bool  // HEAD, or a status without content
-	connect   bool  // a CONNECT request: a 2xx is sent without framing fields
 	chunked   bool  // body sent with chunked coding
 	declared  int64 // Content-Length declared (and sent, but to CONNECT), or -1
 	written   int64 // body bytes the handler wrote
@@ -39,7 +38,7 @@ var (
 func (w *response) start(c *conn, req *Request) {
 	w.c, w.req = c, req
 	w.hdr.reset()
-	w.status, w.committed, w.chunked, w.connect = 0, false, false, false
+	w.status, w.committed, w.chunked = 0, false, false
 	w.isHead = req.IsMethod("HEAD")
 	w.noBody = w.isHead
 	w.declared, w.written, w.err = -1, 0, nil
@@ -185,13 +184,12 @@ func (w *response) commit(final bool) {
 	switch {
 	case status < 200 || status == http.StatusNoContent:
 		// RFC 9110 §8.6: no Content-Length in 1xx or 204.
-	case w.connect && status < 300:
+	case status < 300 && w.req.IsMethod("CONNECT"):
 		// RFC 9110 §8.6, §9.3.6: no Content-Length or Transfer-Encoding
 		// in a 2xx to CONNECT. The engine does not tunnel, and the
-		// connection ends with this response: so does its body. A
-		// declared length still bounds what the handler may write.
+		// connection ends with this response (serveHead): so does its
+		// body. A declared length still bounds what the handler may write.
 		w.declared = cl
-		c.closeAfter = true
 	case status == http.StatusNotModified:
 		// As net/http: a 304 carries neither the Content-Type nor the
 		// Content-Length a handler or filter may have set to describe
