@@ -246,7 +246,10 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	case rp.loc != "":
 		h.Set("Location", rp.loc)
 	}
-	if rp.status == http.StatusOK || rp.status == http.StatusPartialContent || rp.status == http.StatusNotModified {
+	// A 200, 206 or 304 describes the representation (a 304 the one it
+	// stands for); errors and redirects describe only themselves.
+	represents := rp.status == http.StatusOK || rp.status == http.StatusPartialContent || rp.status == http.StatusNotModified
+	if represents {
 		if v != nil {
 			if v.etag != "" {
 				h.Set("ETag", v.etag)
@@ -264,9 +267,9 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	}
 	if rp.flags&replyVary != 0 {
 		h.Set("Vary", "Accept-Encoding")
-		// The variant's coding, for its content or the 304 standing for
-		// it; a 412 or 416 sends a plain-text error instead (§8.4).
-		if v.encoding != "" && (rp.status == http.StatusOK || rp.status == http.StatusPartialContent || rp.status == http.StatusNotModified) {
+		// Not on a 412 or 416: their plain-text error is not the
+		// variant's encoded content (RFC 9110 §8.4).
+		if v.encoding != "" && represents {
 			h.Set("Content-Encoding", v.encoding)
 		}
 	}
