@@ -15,7 +15,8 @@
 // %00 or %5c), a ".." segment (also encoded, as %2e%2e), and an encoded
 // slash ("%2f") in the raw path. 404 rather than 400 is deliberate: such a
 // request names no file, and the answer looks like any other missing
-// file.
+// file. PathMap is this mapping, exported for the components that must
+// see a request land where the Server would serve it.
 //
 // A segment beginning with "." (a dotfile or dot-directory) is hidden
 // (404) by default, refused (403) or served as Options.Dotfiles says; a

@@ -175,8 +175,8 @@ func (o Options) Validate() error {
 	case o.Immutable && o.MaxAge <= 0:
 		return errors.New("files: immutable needs max_age")
 	}
-	if o.StripPrefix != "" && (o.StripPrefix[0] != '/' || strings.HasSuffix(o.StripPrefix, "/")) {
-		return fmt.Errorf("files: strip_prefix %q must start with / and not end with /", o.StripPrefix)
+	if err := checkStripPrefix(o.StripPrefix); err != nil {
+		return err
 	}
 	if o.MaxRanges < 0 {
 		return errors.New("files: max_ranges must not be negative")

@@ -1,10 +1,16 @@
 package files
 
 import (
+	"cmp"
 	"io/fs"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"unicode/utf8"
+
+	"github.com/sluice-server/sluice/engine"
 )
 
 func TestCheckPath(t *testing.T) {
@@ -108,6 +114,90 @@ func FuzzCheckPath(f *testing.F) {
 			if seg == ".." || verdict == pathOK && strings.HasPrefix(seg, ".") && seg != "." && !strings.HasPrefix(name, ".well-known") {
 				t.Fatalf("%q (verdict %d) maps to %q", p, verdict, name)
 			}
+		}
+	})
+}
+
+func TestPathMap(t *testing.T) {
+	m, err := NewPathMap("/static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		raw, path string // raw "" means the same as path
+		name      string
+		ok        bool
+	}{
+		{"", "/static/a.css", "a.css", true},
+		{"", "/static/secret/data.txt", "secret/data.txt", true},
+		{"", "/static//secret/./data.txt", "secret/data.txt", true},
+		{"", "/static/sub/", "sub", true},
+		{"", "/static/", ".", true},
+		{"", "/static", ".", true}, // redirected to /static/
+		{"", "/static/.env", ".env", true},
+		{"/static/%2e%2e/x", "/static/../x", "", false},
+		{"", "/staticx/a.css", "", false},
+		{"", "/a.css", "", false},
+		{"", "/static/a\\b", "", false},
+		{"", "/static/a\x00b", "", false},
+		{"/static/a%2fb", "/static/a/b", "", false},
+		{"", "*", "", false},
+	}
+	for _, tt := range tests {
+		raw := cmp.Or(tt.raw, tt.path)
+		name, ok := m.Map(&engine.Request{RawPath: []byte(raw), Path: []byte(tt.path)})
+		if name != tt.name || ok != tt.ok {
+			t.Errorf("Map(%q) = %q, %v; want %q, %v", raw, name, ok, tt.name, tt.ok)
+		}
+	}
+	if name, ok := (PathMap{}).Map(&engine.Request{RawPath: []byte("/a//b/"), Path: []byte("/a//b/")}); name != "a/b" || !ok {
+		t.Errorf("zero PathMap: %q, %v", name, ok)
+	}
+	for _, bad := range []string{"static", "/static/", "/"} {
+		if _, err := NewPathMap(bad); err == nil {
+			t.Errorf("NewPathMap(%q) succeeded", bad)
+		}
+	}
+}
+
+// FuzzPathMap checks that PathMap.Map and the Server agree: a path Map
+// refuses is 404, and a path it maps to a name is served from the file
+// of that name (or 404 with a trailing slash, as a file is no directory).
+func FuzzPathMap(f *testing.F) {
+	for _, s := range []string{"/static/a.css", "/static//a/./b", "/static", "/static/", "/static/%2e%2e/x",
+		"/staticx", "/static/a%2fb", "/static/.env", "/static/.well-known/x", "/static/a/"} {
+		f.Add(s)
+	}
+	m, _ := NewPathMap("/static")
+	f.Fuzz(func(t *testing.T, raw string) {
+		p, err := url.PathUnescape(raw)
+		if err != nil {
+			return
+		}
+		r := &engine.Request{RawPath: []byte(raw), Path: []byte(p)}
+		name, ok := m.Map(r)
+		if ok && utf8.ValidString(name) && !fs.ValidPath(name) {
+			t.Fatalf("Map(%q) = %q, not a valid fs.FS name", raw, name)
+		}
+		fsys := fstest.MapFS{}
+		if ok && name != "." {
+			fsys[name] = &fstest.MapFile{Data: []byte("x")}
+		}
+		s := NewFS(fsys, Options{StripPrefix: "/static", Dotfiles: DotfilesAllow, Precompressed: []string{}})
+		e, err := s.lookup(r, false, 0)
+		if err != nil {
+			t.Fatalf("lookup(%q): %v", raw, err)
+		}
+		want := http.StatusNotFound
+		switch {
+		case ok && name == "." && p == "/static":
+			want = http.StatusMovedPermanently
+		case ok && name != "." && utf8.ValidString(name) && !strings.HasSuffix(p, "/") && !strings.HasSuffix(p, "/."):
+			// A final "." segment leaves a slash (RFC 3986 §5.2.4).
+			want = http.StatusOK
+		}
+		if e.status != want {
+			t.Fatalf("Map(%q) = %q, %v; the Server answers %d, want %d", raw, name, ok, e.status, want)
 		}
 	})
 }

@@ -23,6 +23,7 @@ type Server struct {
 	fsys  fs.FS
 	root  *os.Root // New's directory, closed by Close; nil for NewFS or FollowSymlinks
 	opts  Options
+	paths PathMap // request path → name, from opts.StripPrefix
 	cache *cache
 	types typeTable
 
@@ -89,6 +90,7 @@ func newServer(fsys fs.FS, opts Options) *Server {
 	return &Server{
 		fsys:         fsys,
 		opts:         opts,
+		paths:        PathMap{stripPrefix: opts.StripPrefix},
 		cache:        newCache(opts),
 		types:        newTypeTable(opts.Types),
 		cacheControl: opts.cacheControl(),
@@ -183,23 +185,12 @@ func (s *Server) logError(r *engine.Request, err error) {
 // With force, a cached entry is looked up again even if fresh. now is the
 // cache's clock.
 func (s *Server) lookup(r *engine.Request, force bool, now int64) (*entry, error) {
-	if hasEncodedSlash(r.RawPath) {
-		return notFound, nil
-	}
-	p := r.Path
-	if s.opts.StripPrefix != "" {
-		var ok bool
-		if p, ok = stripPrefix(p, s.opts.StripPrefix); !ok {
-			return notFound, nil
-		}
-		if len(p) == 0 {
-			return s.prefixRedirect(), nil
-		}
-	}
-	clean, verdict := checkPath(p)
+	p, clean, verdict := s.paths.split(r.RawPath, r.Path)
 	switch {
 	case verdict == pathRefused:
 		return notFound, nil
+	case verdict == pathPrefix:
+		return s.prefixRedirect(), nil
 	case verdict == pathDotfile && s.opts.Dotfiles == DotfilesHide:
 		return notFound, nil
 	case verdict == pathDotfile && s.opts.Dotfiles == DotfilesDeny:
