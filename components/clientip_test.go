@@ -2,6 +2,7 @@ package components
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,31 @@ import (
 
 // guardQuiet is a logger for components whose errors a test provokes.
 var guardQuiet = slog.New(slog.DiscardHandler)
+
+// guardLog is a log that tests read while the server writes to it.
+type guardLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// guardLogger returns a text logger writing to a new guardLog.
+func guardLogger() (*slog.Logger, *guardLog) {
+	l := &guardLog{}
+	return slog.New(slog.NewTextHandler(l, nil)), l
+}
+
+func (l *guardLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was logged so far.
+func (l *guardLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // guardServe serves comp with the engine on a loopback port of network
 // ("tcp4" on 127.0.0.1 or "tcp6" on [::1]) and returns the base URL.

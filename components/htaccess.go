@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -27,6 +29,13 @@ type HtaccessOptions struct {
 	// Root is the document root the request path is resolved under; the
 	// walk for access files starts there. Required.
 	Root string `yaml:"root"`
+
+	// StripPrefix is removed from the request path before it is mapped
+	// to a directory under Root, as files' strip_prefix is: give both
+	// the same value (and the same root) so that the access files are
+	// those of the directories files serves from. A path without the
+	// prefix is 404.
+	StripPrefix string `yaml:"strip_prefix"`
 
 	// File is the name of the per-directory access files. Default
 	// ".htaccess".
@@ -49,11 +58,22 @@ type HtaccessOptions struct {
 
 // NewHtaccess returns a Pipe that applies Apache-style per-directory
 // access files, as the C++ web server paper proposes: for a request path
-// (cleaned and confined to Root) it looks for an access file in Root and
-// in every directory on the way down to the requested file — and in the
-// requested path itself, should it be a directory — and answers 403
-// Forbidden when the rules refuse the client. Requests for the access
-// files themselves are refused too.
+// it looks for an access file in Root and in every directory on the way
+// down to the requested file — and in the requested path itself, should
+// it be a directory — and answers 403 Forbidden when the rules refuse the
+// client. Requests for the access files themselves are refused too.
+//
+// # Paths
+//
+// The request path is mapped to a name under Root by files.PathMap, the
+// mapping the files source uses, with StripPrefix: the walk sees the
+// directories files would serve from. A path files refuses whatever the
+// tree holds (outside StripPrefix, a ".." segment, NUL, a backslash, an
+// encoded slash) is answered 404, as files would. The walk ends at the
+// first directory on the way that does not exist (nothing beneath it
+// can be served, so no access file beneath it can apply); a name the
+// system cannot look up (too long, a symbolic-link loop) is 404, and a
+// directory the server may not search is 403, as files would answer.
 //
 // # Directives
 //
@@ -87,8 +107,11 @@ type HtaccessOptions struct {
 //
 // Files are parsed once and cached; each is stat'ed again at most once a
 // second and re-parsed when its modification time or size changes (a
-// new, removed or edited file takes effect within a second). The cache
-// holds at most 10000 directories, dropping arbitrary ones when full.
+// new, removed or edited file takes effect within a second). Directories
+// found missing are cached alike. The cache holds at most 10000
+// directories, dropping arbitrary ones when full. Errors are logged once
+// per file version or change of state, with names of existing files and
+// directories only, never the rest of a request's path.
 //
 // The client address is the TCP peer's, or, when the peer is one of
 // TrustedProxies, the rightmost untrusted address of ClientIPHeader.
@@ -111,6 +134,7 @@ const (
 type htaccess struct {
 	root   string
 	file   string
+	paths  files.PathMap
 	client *clientIP
 	log    *slog.Logger
 
@@ -127,12 +151,17 @@ type htDir struct {
 	checked atomic.Int64 // clock()+1 of the last stat; 0: never
 }
 
-// htState is what an access file said when last read; nil rules: no file.
+// htState is what a directory held when last looked at. It is immutable.
 type htState struct {
-	mod   time.Time
-	size  int64
-	rules *htRules
+	mod    time.Time // of the access file
+	size   int64
+	rules  *htRules // nil: no access file
+	absent bool     // no such directory: the walk ends here
+	status int      // non-zero: answer requests at or under it so (404 only if the rules above admit them)
 }
+
+// htAbsent is the state of a directory that does not exist.
+var htAbsent = &htState{absent: true}
 
 // htRules are the access directives of one file.
 type htRules struct {
@@ -160,6 +189,10 @@ func newHtaccess(opts HtaccessOptions) (*htaccess, error) {
 	if strings.ContainsAny(opts.File, `/\`) || opts.File == "." || opts.File == ".." {
 		return nil, fmt.Errorf("htaccess: file %q must be a plain file name", opts.File)
 	}
+	paths, err := files.NewPathMap(opts.StripPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("htaccess: %s", strings.TrimPrefix(err.Error(), "files: "))
+	}
 	ci, err := newClientIP(opts.TrustedProxies, opts.ClientIPHeader)
 	if err != nil {
 		return nil, fmt.Errorf("htaccess: %w", err)
@@ -168,6 +201,7 @@ func newHtaccess(opts HtaccessOptions) (*htaccess, error) {
 	return &htaccess{
 		root:   opts.Root,
 		file:   opts.File,
+		paths:  paths,
 		client: ci,
 		log:    cmp.Or(opts.Logger, slog.Default()),
 		dirs:   make(map[string]*htDir),
@@ -179,6 +213,8 @@ func (h *htaccess) handle(c *pipe.Conn) bool {
 	switch h.check(c.Request) {
 	case http.StatusForbidden:
 		return c.Error(http.StatusForbidden, "access denied")
+	case http.StatusNotFound:
+		return c.Error(http.StatusNotFound, "no such file")
 	case http.StatusInternalServerError:
 		return c.Error(http.StatusInternalServerError, "invalid access file")
 	}
@@ -187,20 +223,34 @@ func (h *htaccess) handle(c *pipe.Conn) bool {
 
 // check returns 0 if r may proceed, else the status to refuse it with.
 func (h *htaccess) check(r *engine.Request) int {
-	p := path.Clean("/" + string(r.Path))
-	rel := p[1:]
-	if path.Base(p) == h.file {
+	name, ok := h.paths.Map(r)
+	if !ok {
+		return http.StatusNotFound
+	}
+	if path.Base(name) == h.file {
 		return http.StatusForbidden
+	}
+	rel := name
+	if rel == "." {
+		rel = ""
 	}
 	now := h.clock()
 	var rules *htRules
+	missing := false // a name on the way cannot be looked up: 404 unless refused
 	for i := 0; ; {
-		fr := h.rulesFor(rel[:i], now)
-		if fr != nil && fr.err != nil {
-			return http.StatusInternalServerError
+		st := h.stateOf(rel[:i], now)
+		if st.status == http.StatusNotFound {
+			missing = true
+			break
 		}
-		if fr != nil && fr.access {
-			rules = fr
+		if st.status != 0 {
+			return st.status
+		}
+		if st.absent {
+			break
+		}
+		if st.rules != nil && st.rules.access {
+			rules = st.rules
 		}
 		if i == len(rel) {
 			break
@@ -211,10 +261,13 @@ func (h *htaccess) check(r *engine.Request) int {
 			i = len(rel)
 		}
 	}
-	if rules == nil || rules.allows(h.client.addr(r)) {
-		return 0
+	switch {
+	case rules != nil && !rules.allows(h.client.addr(r)):
+		return http.StatusForbidden
+	case missing:
+		return http.StatusNotFound
 	}
-	return http.StatusForbidden
+	return 0
 }
 
 // allows applies the rules to a client address.
@@ -235,9 +288,9 @@ func htMatch(list []netip.Prefix, a netip.Addr) bool {
 	return false
 }
 
-// rulesFor returns the rules of the access file in directory rel, or nil
-// if it has none, re-reading it if it changed.
-func (h *htaccess) rulesFor(rel string, now int64) *htRules {
+// stateOf returns what directory rel holds, looking again if the last
+// look is older than a second.
+func (h *htaccess) stateOf(rel string, now int64) *htState {
 	h.mu.RLock()
 	d := h.dirs[rel]
 	h.mu.RUnlock()
@@ -258,48 +311,73 @@ func (h *htaccess) rulesFor(rel string, now int64) *htRules {
 	checked := d.checked.Load()
 	if checked != 0 && now+1-checked < htaccessCheckEvery || !d.checked.CompareAndSwap(checked, now+1) {
 		if st := d.state.Load(); st != nil {
-			return st.rules
+			return st
 		}
-		// Another request is reading the file for the first time: read it
-		// too rather than pass without its rules.
+		// Another request is looking at it for the first time: look too
+		// rather than pass without its rules.
 	}
-	return h.refresh(d, rel)
+	st := h.look(rel, d.state.Load())
+	d.state.Store(st)
+	return st
 }
 
-// refresh stats the file of d and parses it if it changed.
-func (h *htaccess) refresh(d *htDir, rel string) *htRules {
-	name := filepath.Join(h.root, filepath.FromSlash(rel), h.file)
-	old := d.state.Load()
+// look finds what directory rel holds now; old is what it held, or nil.
+// The walk has found rel's parent to be a searchable directory, so an
+// error other than "no such file" is about a name that exists (or, for
+// ENAMETOOLONG, cannot), and only such names are logged.
+func (h *htaccess) look(rel string, old *htState) *htState {
+	dir := filepath.Join(h.root, filepath.FromSlash(rel))
+	name := filepath.Join(dir, h.file)
 	fi, err := os.Stat(name)
-	if err != nil || !fi.Mode().IsRegular() {
-		if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			// Unreadable for another reason: refuse rather than ignore.
-			st := &htState{rules: &htRules{err: err}}
-			if old == nil || old.rules == nil || old.rules.err == nil {
-				h.log.Error("htaccess: cannot stat access file", "file", name, "err", err)
-			}
-			d.state.Store(st)
-			return st.rules
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return &htState{}
+	case err == nil:
+		if old != nil && old.rules != nil && old.mod.Equal(fi.ModTime()) && old.size == fi.Size() {
+			return old
 		}
-		st := &htState{}
-		d.state.Store(st)
-		return nil
+		st := &htState{mod: fi.ModTime(), size: fi.Size()}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			st.rules = &htRules{err: fmt.Errorf("%s: %w", name, htErrno(err))}
+		} else {
+			st.rules = parseHtaccess(string(data), name)
+		}
+		if st.rules.err != nil {
+			st.status = http.StatusInternalServerError
+			h.log.Error("htaccess: invalid access file; refusing requests under it", "err", st.rules.err)
+		}
+		return st
+	case errors.Is(err, fs.ErrNotExist):
+		// No access file here, or no directory at all: only the latter
+		// ends the walk.
+		if di, err := os.Stat(dir); err == nil && di.IsDir() {
+			return &htState{}
+		}
+		return htAbsent
+	case errors.Is(err, syscall.ENOTDIR):
+		return htAbsent
+	case errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ELOOP):
+		// Nothing files could serve either; the name may be the
+		// request's, so it is not logged.
+		return &htState{status: http.StatusNotFound}
 	}
-	if old != nil && old.rules != nil && old.mod.Equal(fi.ModTime()) && old.size == fi.Size() {
-		return old.rules
+	status := http.StatusInternalServerError
+	if errors.Is(err, fs.ErrPermission) {
+		status = http.StatusForbidden // as files answers beneath a directory it may not search
 	}
-	data, err := os.ReadFile(name)
-	var rules *htRules
-	if err != nil {
-		rules = &htRules{err: err}
-	} else {
-		rules = parseHtaccess(string(data), name)
+	if old == nil || old.status != status {
+		h.log.Error("htaccess: cannot look for an access file; refusing requests under it", "dir", dir, "err", htErrno(err))
 	}
-	if rules.err != nil {
-		h.log.Error("htaccess: invalid access file; refusing requests under it", "file", name, "err", rules.err)
+	return &htState{status: status}
+}
+
+// htErrno is err without the file name a PathError carries.
+func htErrno(err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		return pe.Err
 	}
-	d.state.Store(&htState{mod: fi.ModTime(), size: fi.Size(), rules: rules})
-	return rules
+	return err
 }
 
 // parseHtaccess parses an access file; name is used in errors.

@@ -81,8 +81,6 @@ func TestHtaccessTree(t *testing.T) {
 		{"/priv", "192.0.2.1", 403},                // the directory itself
 		{"/priv/", "192.0.2.1", 403},               //
 		{"/priv/missing/deeper", "192.0.2.1", 403}, // paths that do not exist
-		{"/pub/../priv/a.html", "192.0.2.1", 403},  // cleaned before the walk
-		{"/pub/%2e%2e/priv/a.html", "192.0.2.1", 403},
 		{"//priv//a.html", "192.0.2.1", 403},
 		{"/priv/sub/b.html", "192.0.2.1", 403}, // no access directives: inherits
 		{"/priv/sub/b.html", "10.1.0.1", 200},
@@ -105,6 +103,13 @@ func TestHtaccessTree(t *testing.T) {
 	for _, tt := range tests {
 		if got := htaStatus(t, url, tt.path, tt.client); got != tt.want {
 			t.Errorf("GET %s from %s: %d, want %d", tt.path, tt.client, got, tt.want)
+		}
+	}
+	// Dot segments: 404 as files answers them when the engine hands them
+	// over, 403 when it has removed them already (/priv/a.html).
+	for _, p := range []string{"/pub/../priv/a.html", "/pub/%2e%2e/priv/a.html"} {
+		if got := htaStatus(t, url, p, "192.0.2.1"); got != 404 && got != 403 {
+			t.Errorf("GET %s: %d, want 404 or 403", p, got)
 		}
 	}
 }
@@ -145,6 +150,122 @@ func TestHtaccessReload(t *testing.T) {
 	os.Remove(access)
 	now.Add(int64(time.Second))
 	step(200, "removed file")
+}
+
+// htaccess and files with the same strip_prefix see a request land in
+// the same directory: /static/secret/data.txt is ROOT/secret/data.txt for
+// both, so ROOT/secret/.htaccess applies (issue 14, finding 4: the walk
+// went along ROOT/static/secret/ and never saw it).
+func TestHtaccessStripPrefix(t *testing.T) {
+	root := htaTree(t, map[string]string{
+		"secret/.htaccess": "Order Deny,Allow\nDeny from all\nAllow from 10.0.0.0/8\n",
+		"secret/data.txt":  "secret",
+		"pub.txt":          "public",
+	})
+	h, err := newHtaccess(HtaccessOptions{Root: root, StripPrefix: "/static", TrustedProxies: []string{"127.0.0.1"}, Logger: guardQuiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFiles(FilesOptions{Root: root, StripPrefix: "/static"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := guardServe(t, pipe.Chain{pipe.Pipe(h.handle), f})
+	for _, tt := range []struct {
+		path, client string
+		want         int
+		body         string
+	}{
+		{"/static/secret/data.txt", "192.0.2.1", 403, "access denied"},
+		{"/static/secret/data.txt", "10.1.1.1", 200, "secret"},
+		{"/static//secret/./data.txt", "192.0.2.1", 403, "access denied"},
+		{"/static/secret/", "192.0.2.1", 403, "access denied"},
+		{"/static/secret/.htaccess", "10.1.1.1", 403, "access denied"},
+		{"/static/pub.txt", "192.0.2.1", 200, "public"},
+		{"/static/secret%2fdata.txt", "192.0.2.1", 404, "no such file"},
+		{"/secret/data.txt", "192.0.2.1", 404, "no such file"},
+		{"/static", "192.0.2.1", 301, ""},
+	} {
+		resp, body := guardRaw(t, url, "GET "+tt.path+" HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: "+tt.client+"\r\nConnection: close\r\n\r\n")
+		if resp.StatusCode != tt.want || !strings.Contains(body, tt.body) {
+			t.Errorf("GET %s from %s: %d %q, want %d %q", tt.path, tt.client, resp.StatusCode, body, tt.want, tt.body)
+		}
+	}
+	if _, err := NewHtaccess(HtaccessOptions{Root: root, StripPrefix: "static/"}); err == nil || !strings.Contains(err.Error(), "htaccess: strip_prefix") {
+		t.Errorf("bad strip_prefix: %v", err)
+	}
+}
+
+// A deep path costs a walk as deep as the tree, not one step per segment
+// of the request; it is answered as files answers it (404), and nothing
+// of it reaches the log (issue 14, finding 8: each cost 100 normal
+// requests, got 500 and 8 KB of error log).
+func TestHtaccessDeepPath(t *testing.T) {
+	root := htaTree(t, map[string]string{
+		".htaccess":  "Deny from 192.0.2.0/24\n",
+		"d/page.txt": "page",
+	})
+	log, logged := guardLogger()
+	h, err := newHtaccess(HtaccessOptions{Root: root, TrustedProxies: []string{"127.0.0.1"}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFiles(FilesOptions{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := guardServe(t, pipe.Chain{pipe.Pipe(h.handle), f})
+	deep := strings.Repeat("/a", 3500)                  // 7,000 bytes: under the 8 KiB target limit
+	long := "/d/" + strings.Repeat("x", 300) + "/y.txt" // a segment longer than NAME_MAX
+	far := "/d" + strings.Repeat("/"+strings.Repeat("z", 250), 20)
+	for _, tt := range []struct {
+		path, client string
+		want         int
+	}{
+		{deep, "10.0.0.1", 404},
+		{deep, "192.0.2.1", 403}, // the rules above still apply
+		{long, "10.0.0.1", 404},
+		{long, "192.0.2.1", 403},
+		{far, "10.0.0.1", 404},
+		{"/d/page.txt", "10.0.0.1", 200},
+	} {
+		if got := htaStatus(t, url, tt.path, tt.client); got != tt.want {
+			t.Errorf("GET %.40s… from %s: %d, want %d", tt.path, tt.client, got, tt.want)
+		}
+	}
+	h.mu.RLock()
+	n := len(h.dirs)
+	h.mu.RUnlock()
+	if n > 6 { // "", "a", "d", "d/xxx…", "d/zzz…", "d/page.txt"
+		t.Errorf("%d directories looked at, want at most 6", n)
+	}
+	if s := logged.String(); s != "" {
+		t.Errorf("logged %d bytes:\n%.300s", len(s), s)
+	}
+}
+
+// Errors are logged once per file version, with the file's name and not
+// with the request's path.
+func TestHtaccessLogsOnce(t *testing.T) {
+	root := htaTree(t, map[string]string{"bad/.htaccess": "Order sideways\n"})
+	log, logged := guardLogger()
+	h, err := newHtaccess(HtaccessOptions{Root: root, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now atomic.Int64
+	h.clock = now.Load
+	url := guardServe(t, pipe.Chain{pipe.Pipe(h.handle), guardText("x")})
+	for i := range 3 {
+		if resp, _ := guardGet(t, url+"/bad/"+strings.Repeat("q", i+1)); resp.StatusCode != 500 {
+			t.Errorf("invalid file: %d", resp.StatusCode)
+		}
+		now.Add(int64(time.Second))
+	}
+	s := logged.String()
+	if strings.Count(s, "invalid access file") != 1 || strings.Contains(s, "qq") {
+		t.Errorf("log:\n%s", s)
+	}
 }
 
 func TestHtaccessParse(t *testing.T) {
@@ -221,7 +342,7 @@ func TestHtaccessBoundedCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range htaccessMaxDirs + 500 {
-		h.rulesFor(fmt.Sprintf("d%d", i), 0)
+		h.stateOf(fmt.Sprintf("d%d", i), 0)
 	}
 	if n := len(h.dirs); n > htaccessMaxDirs {
 		t.Errorf("%d directories cached", n)
