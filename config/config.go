@@ -82,6 +82,8 @@ type Stage struct {
 	Options   []Option
 	Component pipe.Component
 	Line, Col int
+
+	decoded any // the options struct as decoded (a pointer), or nil
 }
 
 // Kind is the stage's component kind.

@@ -241,6 +241,7 @@ func (p *parser) pipeline(n *yaml.Node, r *Route) {
 	if complete && source == nil && answer == nil {
 		p.errorf(n, "pipeline has no source: nothing produces the response (add one of: %s)", strings.Join(sourceNames(), ", "))
 	}
+	p.fileMapping(r)
 }
 
 func sourceNames() []string {
@@ -288,6 +289,7 @@ func (p *parser) stage(n *yaml.Node) *Stage {
 	shorthand := !isNull(a) && a.Kind != yaml.MappingNode
 	x.Shorthand = shorthand
 	decode := func(opts any) error {
+		s.decoded = opts
 		before := len(p.errs)
 		v := reflect.ValueOf(opts).Elem()
 		switch {
