@@ -31,12 +31,25 @@ import (
 //	{SHA}              base64 of an unsalted SHA-1 (htpasswd -s): weak,
 //	                   accepted only for compatibility
 //
-// DES crypt (htpasswd -d) and plain-text passwords are refused: a file
-// using them fails to load with the line named.
+// DES crypt (htpasswd -d), plain-text passwords and anything else are
+// not verified: such a line locks its user (a locked "bob:!" as in
+// /etc/shadow, a half-edited line, garbage), and so does a user listed
+// twice. The file as it is counts, user by user: one bad line never keeps
+// an older version of the file in force, and never lets anyone in.
 
-// htpasswdParse parses an htpasswd file; name is used in errors.
-func htpasswdParse(data []byte, name string) (map[string]string, error) {
-	users := make(map[string]string)
+// htpasswdUser is one user of an htpasswd file.
+type htpasswdUser struct {
+	hash  string // "" for a locked user
+	class string // htpasswdClass(hash); "" for a locked user
+}
+
+// htpasswdParse parses an htpasswd file; name is used in problems. It
+// returns every user, locked ones with an empty hash, and describes each
+// line that locks a user or names none in problems, as
+// `users:3: user "bob": unsupported hash format`: the user name quoted
+// with Go escapes, never the hash.
+func htpasswdParse(data []byte, name string) (users map[string]htpasswdUser, problems []string) {
+	users = make(map[string]htpasswdUser)
 	for n, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimRight(line, "\r")
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimLeft(line, " \t"), "#") {
@@ -44,26 +57,32 @@ func htpasswdParse(data []byte, name string) (map[string]string, error) {
 		}
 		user, hash, ok := strings.Cut(line, ":")
 		if !ok || user == "" {
-			return nil, fmt.Errorf("%s:%d: want user:hash", name, n+1)
+			problems = append(problems, fmt.Sprintf("%s:%d: want user:hash", name, n+1))
+			continue
+		}
+		if _, dup := users[user]; dup {
+			problems = append(problems, fmt.Sprintf("%s:%d: user %q listed twice: locked", name, n+1, user))
+			users[user] = htpasswdUser{}
+			continue
 		}
 		hash = strings.TrimSpace(hash)
 		if err := htpasswdCheck(hash); err != nil {
-			return nil, fmt.Errorf("%s:%d: user %q: %w", name, n+1, user, err)
+			problems = append(problems, fmt.Sprintf("%s:%d: user %q: %v: locked", name, n+1, user, err))
+			users[user] = htpasswdUser{}
+			continue
 		}
-		if _, dup := users[user]; dup {
-			return nil, fmt.Errorf("%s:%d: user %q listed twice", name, n+1, user)
-		}
-		users[user] = hash
+		users[user] = htpasswdUser{hash: hash, class: htpasswdClass(hash)}
 	}
-	return users, nil
+	return users, problems
 }
 
-// htpasswdCheck reports whether hash is in a supported, well-formed format.
+// htpasswdCheck reports whether hash is in a supported, well-formed
+// format. Its errors never quote the hash.
 func htpasswdCheck(hash string) error {
 	switch {
 	case strings.HasPrefix(hash, "$2"):
 		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
-			return fmt.Errorf("bad bcrypt hash: %v", err)
+			return errors.New("bad bcrypt hash")
 		}
 		return nil
 	case strings.HasPrefix(hash, "$5$"), strings.HasPrefix(hash, "$6$"):
@@ -84,6 +103,24 @@ func htpasswdCheck(hash string) error {
 		return errors.New("DES crypt hashes are not supported (use htpasswd -B)")
 	}
 	return errors.New("unsupported hash format (plain text? use htpasswd -B)")
+}
+
+// htpasswdClass names the cost of verifying a password against hash, a
+// hash htpasswdCheck accepts: hashes of one class take the same work for
+// a given password. It is the scheme with its cost parameter:
+// "bcrypt/10", "sha-crypt/$6$/5000", "md5-crypt", "sha1".
+func htpasswdClass(hash string) string {
+	switch {
+	case strings.HasPrefix(hash, "$2"):
+		cost, _ := bcrypt.Cost([]byte(hash))
+		return "bcrypt/" + strconv.Itoa(cost)
+	case strings.HasPrefix(hash, "$5$"), strings.HasPrefix(hash, "$6$"):
+		st, _ := parseSHACrypt(hash)
+		return "sha-crypt/" + hash[:3] + "/" + strconv.Itoa(st.rounds)
+	case strings.HasPrefix(hash, "$apr1$"), strings.HasPrefix(hash, "$1$"):
+		return "md5-crypt"
+	}
+	return "sha1"
 }
 
 // htpasswdVerify reports whether pw matches hash, comparing in constant

@@ -179,30 +179,48 @@ func TestHtpasswdParse(t *testing.T) {
 	}
 	good := "# users\n\nalice:" + string(bc) + "\r\nbob:" + htpasswdSHA([]byte("pw")) +
 		"\ncarol:" + md5Crypt([]byte("pw"), "$apr1$", "abcdefgh") + "\n"
-	users, err := htpasswdParse([]byte(good), "users")
-	if err != nil {
-		t.Fatal(err)
+	users, problems := htpasswdParse([]byte(good), "users")
+	if len(problems) > 0 || len(users) != 3 {
+		t.Fatalf("users = %v, problems %q", users, problems)
 	}
-	if len(users) != 3 {
-		t.Fatalf("users = %v", users)
-	}
-	for name, hash := range users {
-		if !htpasswdVerify(hash, []byte("pw")) || htpasswdVerify(hash, []byte("pW")) {
-			t.Errorf("%s: %q", name, hash)
+	for name, u := range users {
+		if !htpasswdVerify(u.hash, []byte("pw")) || htpasswdVerify(u.hash, []byte("pW")) {
+			t.Errorf("%s: %q", name, u.hash)
 		}
 	}
-	for _, tt := range []struct{ file, err string }{
+	want := map[string]string{"alice": "bcrypt/4", "bob": "sha1", "carol": "md5-crypt"}
+	for name, class := range want {
+		if users[name].class != class {
+			t.Errorf("%s: class %q, want %q", name, users[name].class, class)
+		}
+	}
+	// A line that is not a hash Sluice verifies locks its user (an empty
+	// hash) and is described without the hash; the other users stay.
+	for _, tt := range []struct{ file, problem string }{
 		{"alice\n", "users:1: want user:hash"},
-		{"\nalice:plaintext\n", "users:2: user \"alice\": unsupported hash format"},
-		{"bob:abJnggxhB/yWI\n", "DES crypt hashes are not supported"},
-		{"a:{SHA}xyz\n", "bad {SHA} hash"},
-		{"a:$2y$05$short\n", "bad bcrypt hash"},
-		{"a:$6$salt$tooshort\n", "bad SHA-crypt hash"},
-		{"a:$apr1$salt$tooshort\n", "bad MD5 crypt hash"},
-		{"a:" + htpasswdSHA(nil) + "\na:" + htpasswdSHA(nil) + "\n", "users:2: user \"a\" listed twice"},
+		{"\nalice:plaintext\n", "users:2: user \"alice\": unsupported hash format (plain text? use htpasswd -B): locked"},
+		{"alice:!\n", "users:1: user \"alice\": unsupported hash format"},
+		{"alice:abJnggxhB/yWI\n", "DES crypt hashes are not supported"},
+		{"alice:{SHA}xyz\n", "bad {SHA} hash"},
+		{"alice:$2y$05$short\n", "bad bcrypt hash"},
+		{"alice:$6$salt$tooshort\n", "bad SHA-crypt hash"},
+		{"alice:$apr1$salt$tooshort\n", "bad MD5 crypt hash"},
+		{"alice:" + htpasswdSHA(nil) + "\nalice:" + htpasswdSHA(nil) + "\n", "users:2: user \"alice\" listed twice: locked"},
+		{"al\x00ice:x\n", `user "al\x00ice"`},
 	} {
-		if _, err := htpasswdParse([]byte(tt.file), "users"); err == nil || !strings.Contains(err.Error(), tt.err) {
-			t.Errorf("parse %q: %v, want %q", tt.file, err, tt.err)
+		users, problems := htpasswdParse([]byte(tt.file+"bob:"+htpasswdSHA([]byte("pw"))+"\n"), "users")
+		got := strings.Join(problems, "\n")
+		if len(problems) != 1 || !strings.Contains(got, tt.problem) {
+			t.Errorf("parse %q: problems %q, want %q", tt.file, problems, tt.problem)
+		}
+		if a, ok := users["alice"]; ok && a.hash != "" {
+			t.Errorf("parse %q: alice not locked: %+v", tt.file, a)
+		}
+		if users["bob"].hash == "" {
+			t.Errorf("parse %q: bob lost", tt.file)
+		}
+		if strings.Contains(got, "short") || strings.Contains(got, "xyz") || strings.Contains(got, "plaintext") {
+			t.Errorf("parse %q: problem quotes the hash: %q", tt.file, got)
 		}
 	}
 }
@@ -229,13 +247,13 @@ func TestHtpasswdFileFromTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	users, err := htpasswdParse(data, path)
-	if err != nil {
-		t.Fatal(err)
+	users, problems := htpasswdParse(data, path)
+	if len(problems) > 0 {
+		t.Fatal(problems)
 	}
 	for name, pw := range map[string]string{"bcrypt": "b-pass", "md5": "m-pass", "sha": "s-pass"} {
-		if !htpasswdVerify(users[name], []byte(pw)) {
-			t.Errorf("%s: %q does not verify", name, users[name])
+		if !htpasswdVerify(users[name].hash, []byte(pw)) {
+			t.Errorf("%s: %q does not verify", name, users[name].hash)
 		}
 	}
 }
