@@ -15,8 +15,10 @@ import (
 // ipfilter, ratelimit, htaccess and log act on the client's address. By
 // default that is the TCP peer's address. When the server sits behind
 // reverse proxies, list them in the component's trusted_proxies option
-// (CIDRs or single addresses, IPv4 or IPv6): only when the TCP peer is one
-// of them is the proxy header believed, and then it is read from the right
+// (CIDRs or single addresses, IPv4 or IPv6, and "unix:" for proxies
+// connecting over a Unix socket, as nginx's set_real_ip_from spells it):
+// only when the peer is one of them is the proxy header believed, and
+// then it is read from the right
 // — the end the trusted proxies appended to — skipping every address that
 // is itself a trusted proxy. The first address that is not trusted is the
 // client; if every address is trusted, the leftmost is. An entry that does
@@ -34,11 +36,17 @@ import (
 //
 // Only one header is read. Believing both would let a client spoof its
 // address through whichever header its proxy passes along untouched.
+//
+// A client without an IP address — a Unix-socket peer not trusted with
+// "unix:", or one whose trusted proxy names no address — matches only
+// "all" in ipfilter and htaccess, and ratelimit puts all such clients in
+// one bucket.
 
 // clientIP resolves a request's client address. It is immutable after
 // construction and safe for concurrent use.
 type clientIP struct {
 	trusted   []netip.Prefix
+	trustUnix bool   // a Unix-socket peer is a trusted proxy ("unix:")
 	name      []byte // the header field to read when the peer is trusted
 	forwarded bool   // header is RFC 7239 Forwarded
 }
@@ -53,6 +61,10 @@ func newClientIP(trusted []string, header string) (*clientIP, error) {
 	}
 	ci := &clientIP{name: []byte(header), forwarded: strings.EqualFold(header, "Forwarded")}
 	for _, s := range trusted {
+		if strings.TrimSpace(s) == "unix:" {
+			ci.trustUnix = true
+			continue
+		}
 		p, err := cipParsePrefix(s)
 		if err != nil {
 			return nil, fmt.Errorf("trusted_proxies: %w", err)
@@ -99,17 +111,27 @@ func (ci *clientIP) isTrusted(a netip.Addr) bool {
 }
 
 // addr returns the client address of r, unmapped (an IPv4 client over an
-// IPv6 socket is IPv4). It is the invalid Addr when the peer has no IP
-// address (a Unix socket).
+// IPv6 socket is IPv4). It is the invalid Addr when the client has no IP
+// address (a Unix-socket peer, unless it is trusted and names one).
 func (ci *clientIP) addr(r *engine.Request) netip.Addr {
 	peer := cipPeer(r.RemoteAddr)
-	if len(ci.trusted) == 0 || !peer.IsValid() || !ci.isTrusted(peer) {
+	if !ci.trustedPeer(r.RemoteAddr, peer) {
 		return peer
 	}
 	if ci.forwarded {
 		return ci.walkForwarded(r, peer)
 	}
 	return ci.walkList(r, peer)
+}
+
+// trustedPeer reports whether a connection's peer, whose IP address is
+// peer (invalid if it has none), is a trusted proxy.
+func (ci *clientIP) trustedPeer(a net.Addr, peer netip.Addr) bool {
+	if peer.IsValid() {
+		return ci.isTrusted(peer)
+	}
+	_, unix := a.(*net.UnixAddr)
+	return unix && ci.trustUnix
 }
 
 // cipPeer is the IP address of a connection's peer.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +63,24 @@ func guardServeOn(t testing.TB, addr string, comp pipe.Component) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return "http://" + guardServeListener(t, ln, comp)
+}
+
+// guardServeUnix serves comp on a Unix socket and returns "unix:" and the
+// socket's path, a URL for guardRaw.
+func guardServeUnix(t testing.TB, comp pipe.Component) string {
+	t.Helper()
+	ln, err := engine.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "unix:" + guardServeListener(t, ln, comp)
+}
+
+// guardServeListener serves comp on ln until the test ends and returns
+// ln's address.
+func guardServeListener(t testing.TB, ln net.Listener, comp pipe.Component) string {
+	t.Helper()
 	s := &engine.Server{Handler: pipe.Handler(comp)}
 	go s.Serve(ln)
 	t.Cleanup(func() {
@@ -69,7 +88,7 @@ func guardServeOn(t testing.TB, addr string, comp pipe.Component) string {
 		defer cancel()
 		s.Shutdown(ctx)
 	})
-	return "http://" + ln.Addr().String()
+	return ln.Addr().String()
 }
 
 // guardGet sends GET url with header pairs and returns the response and
@@ -95,11 +114,15 @@ func guardGet(t testing.TB, url string, hdr ...string) (*http.Response, string) 
 	return resp, string(b)
 }
 
-// guardRaw sends raw request bytes to the server at base URL and returns
-// the response, read with net/http.
+// guardRaw sends raw request bytes to the server at base URL (or
+// "unix:PATH") and returns the response, read with net/http.
 func guardRaw(t testing.TB, url, raw string) (*http.Response, string) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	network, addr := "tcp", strings.TrimPrefix(url, "http://")
+	if path, ok := strings.CutPrefix(url, "unix:"); ok {
+		network, addr = "unix", path
+	}
+	conn, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +209,9 @@ func TestClientIPResolve(t *testing.T) {
 		{"Forwarded ignores X-Forwarded-For", trusted, "Forwarded", guardTCP("127.0.0.1"),
 			[][2]string{{"X-Forwarded-For", "6.6.6.6"}}, "127.0.0.1"},
 		{"Unix socket peer", trusted, "", &net.UnixAddr{Name: "/tmp/s", Net: "unix"}, guardXFF("1.2.3.4"), "invalid IP"},
+		{"trusted Unix socket peer", []string{"unix:", "10.0.0.0/8"}, "", &net.UnixAddr{Name: "@", Net: "unix"}, guardXFF("1.2.3.4, 10.0.0.1"), "1.2.3.4"},
+		{"trusted Unix socket peer, no header", []string{"unix:"}, "", &net.UnixAddr{Name: "@", Net: "unix"}, nil, "invalid IP"},
+		{"unix: trusts no TCP peer", []string{"unix:"}, "", guardTCP("127.0.0.1"), guardXFF("1.2.3.4"), "127.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +227,66 @@ func TestClientIPResolve(t *testing.T) {
 				t.Errorf("addr = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// A client over a Unix socket has no IP address: "all" still matches
+// it, so deny: [all] and "Deny from all" refuse it, while a proxy on the
+// socket, trusted with "unix:", names the client in its header. Before,
+// every rule missed such a client: ipfilter {deny: [all]} and htaccess
+// "Deny from all" let it through.
+func TestClientIPUnixSocket(t *testing.T) {
+	root := htaTree(t, map[string]string{
+		"closed/.htaccess": "Order Deny,Allow\nDeny from all\n",
+		"open/.htaccess":   "Order Allow,Deny\nAllow from all\nDeny from 10.0.0.0/8\n",
+	})
+	mustFilter := func(o IPFilterOptions) pipe.Component {
+		f, err := NewIPFilter(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	hta, err := NewHtaccess(HtaccessOptions{Root: root, TrustedProxies: []string{"unix:"}, Logger: guardQuiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, err := NewRateLimit(RateLimitOptions{Rate: 0.001, Burst: 1, TrustedProxies: []string{"unix:"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		comp pipe.Component
+		path string
+		xff  string
+		want int
+	}{
+		{"ipfilter deny all", mustFilter(IPFilterOptions{Deny: []string{"all"}}), "/", "", 403},
+		{"ipfilter allow all", mustFilter(IPFilterOptions{Allow: []string{"all"}, Deny: []string{"10.0.0.0/8"}}), "/", "", 200},
+		{"ipfilter allow and deny all", mustFilter(IPFilterOptions{Allow: []string{"all"}, Deny: []string{"all"}}), "/", "", 403},
+		{"ipfilter allow list", mustFilter(IPFilterOptions{Allow: []string{"10.0.0.0/8"}}), "/", "10.1.2.3", 403},
+		{"ipfilter block list", mustFilter(IPFilterOptions{Deny: []string{"10.0.0.0/8"}}), "/", "", 200},
+		{"ipfilter untrusted header", mustFilter(IPFilterOptions{Deny: []string{"10.0.0.0/8", "::/0", "0.0.0.0/0"}}), "/", "10.1.2.3", 200},
+		{"ipfilter trusted proxy", mustFilter(IPFilterOptions{Allow: []string{"10.0.0.0/8"}, TrustedProxies: []string{"unix:"}}), "/", "10.1.2.3", 200},
+		{"ipfilter trusted proxy refuses", mustFilter(IPFilterOptions{Allow: []string{"10.0.0.0/8"}, TrustedProxies: []string{"unix:"}}), "/", "192.0.2.1", 403},
+		{"ipfilter trusted proxy, no header", mustFilter(IPFilterOptions{Allow: []string{"10.0.0.0/8"}, TrustedProxies: []string{"unix:"}}), "/", "", 403},
+		{"htaccess deny from all", hta, "/closed/x", "", 403},
+		{"htaccess allow from all", hta, "/open/x", "", 200},
+		{"htaccess through a trusted proxy", hta, "/open/x", "10.1.2.3", 403},
+		{"ratelimit by header", rl, "/", "192.0.2.1", 200},
+		{"ratelimit by header, again", rl, "/", "192.0.2.1", 429},
+		{"ratelimit by header, another client", rl, "/", "192.0.2.2", 200},
+	} {
+		url := guardServeUnix(t, pipe.Chain{tt.comp, guardText("in")})
+		hdr := ""
+		if tt.xff != "" {
+			hdr = "X-Forwarded-For: " + tt.xff + "\r\n"
+		}
+		resp, _ := guardRaw(t, url, "GET "+tt.path+" HTTP/1.1\r\nHost: x\r\n"+hdr+"Connection: close\r\n\r\n")
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: GET %s over a Unix socket: %d, want %d", tt.name, tt.path, resp.StatusCode, tt.want)
+		}
 	}
 }
 

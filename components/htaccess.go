@@ -41,9 +41,9 @@ type HtaccessOptions struct {
 	// ".htaccess".
 	File string `yaml:"file"`
 
-	// TrustedProxies lists the reverse proxies (CIDRs or addresses) whose
-	// client-address header is believed. Empty: the TCP peer is the client
-	// and no header is read.
+	// TrustedProxies lists the reverse proxies (CIDRs or addresses, and
+	// "unix:" for any peer on a Unix socket) whose client-address header
+	// is believed. Empty: the peer is the client and no header is read.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 
 	// ClientIPHeader is the header trusted proxies put the client address
@@ -87,6 +87,9 @@ type HtaccessOptions struct {
 //	Deny from HOST...    partial IPv4 address (10.1 is 10.1.0.0/16), a
 //	                     CIDR (10.1.0.0/16, 2001:db8::/32) or a network/
 //	                     netmask pair (10.1.0.0/255.255.0.0)
+//
+// "all" matches every client, including one without an IP address (a
+// Unix-socket peer not trusted as a proxy), which no other HOST matches.
 //
 // Lines starting with '#' are comments and a trailing backslash continues
 // a line. <Limit> and <LimitExcept> lines are ignored, so the directives
@@ -169,6 +172,8 @@ type htRules struct {
 	allowFirst bool // Order Allow,Deny or Mutual-failure
 	allow      []netip.Prefix
 	deny       []netip.Prefix
+	allowAll   bool  // "Allow from all": also clients without an address
+	denyAll    bool  // "Deny from all": also clients without an address
 	err        error // the file is invalid
 }
 
@@ -270,9 +275,10 @@ func (h *htaccess) check(r *engine.Request) int {
 	return 0
 }
 
-// allows applies the rules to a client address.
+// allows applies the rules to a client address. A client without an IP
+// address (a Unix-socket peer) matches only "all".
 func (r *htRules) allows(a netip.Addr) bool {
-	allowed, denied := htMatch(r.allow, a), htMatch(r.deny, a)
+	allowed, denied := htMatch(r.allow, a) || r.allowAll, htMatch(r.deny, a) || r.denyAll
 	if r.allowFirst {
 		return allowed && !denied
 	}
@@ -420,10 +426,11 @@ func parseHtaccess(data, name string) *htRules {
 				if err != nil {
 					return fail("%s from %s: %v", fields[0], host, err)
 				}
+				all := strings.EqualFold(host, "all")
 				if dir == "allow" {
-					r.allow = append(r.allow, ps...)
+					r.allow, r.allowAll = append(r.allow, ps...), r.allowAll || all
 				} else {
-					r.deny = append(r.deny, ps...)
+					r.deny, r.denyAll = append(r.deny, ps...), r.denyAll || all
 				}
 			}
 		case "require", "<requireall", "<requireany", "<requirenone":

@@ -19,9 +19,9 @@ type IPFilterOptions struct {
 	// Deny lists the clients refused, in the same forms as Allow.
 	Deny []string `yaml:"deny"`
 
-	// TrustedProxies lists the reverse proxies (CIDRs or addresses) whose
-	// client-address header is believed. Empty: the TCP peer is the client
-	// and no header is read.
+	// TrustedProxies lists the reverse proxies (CIDRs or addresses, and
+	// "unix:" for any peer on a Unix socket) whose client-address header
+	// is believed. Empty: the peer is the client and no header is read.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 
 	// ClientIPHeader is the header trusted proxies put the client address
@@ -48,8 +48,10 @@ type IPFilterOptions struct {
 // refused if Allow is non-empty (Allow is then a list of the only clients
 // let in) and let through if Allow is empty (Deny is a block list). IPv4
 // entries match IPv4 clients, including IPv4 clients connecting over IPv6
-// (::ffff:a.b.c.d); "all" is 0.0.0.0/0 and ::/0. A client without an IP
-// address (a Unix socket) matches no entry.
+// (::ffff:a.b.c.d); "all" is 0.0.0.0/0 and ::/0, and also the only entry
+// that matches a client without an IP address (a Unix-socket peer not
+// trusted as a proxy): deny: [all] refuses every client, whatever it
+// connects over.
 //
 // This is neither nginx's first-match order nor Apache's Order directive
 // (the htaccess component implements the latter): with two lists in a
@@ -96,6 +98,15 @@ func newIPFilter(opts IPFilterOptions) (*ipFilter, error) {
 			f.rules = append(f.rules, ipRule{p, list.allow})
 		}
 	}
+	// A client without an address matches only "all"; deny wins.
+	switch {
+	case ipListHasAll(opts.Deny):
+		f.noAddr = false
+	case ipListHasAll(opts.Allow):
+		f.noAddr = true
+	default:
+		f.noAddr = !f.allowlist
+	}
 	// Longest prefix first; deny before allow at the same length. The
 	// first rule that contains the address is then the one that decides.
 	slices.SortStableFunc(f.rules, func(a, b ipRule) int {
@@ -118,6 +129,12 @@ type ipFilter struct {
 	client    *clientIP
 	rules     []ipRule // most specific first
 	allowlist bool     // refuse addresses no rule contains
+	noAddr    bool     // let through a client without an IP address
+}
+
+// ipListHasAll reports whether a list of entries has "all".
+func ipListHasAll(list []string) bool {
+	return slices.ContainsFunc(list, func(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "all") })
 }
 
 type ipRule struct {
@@ -127,11 +144,12 @@ type ipRule struct {
 
 // allowed reports whether a passes the filter.
 func (f *ipFilter) allowed(a netip.Addr) bool {
-	if a.IsValid() {
-		for _, r := range f.rules {
-			if r.prefix.Contains(a) {
-				return r.allow
-			}
+	if !a.IsValid() {
+		return f.noAddr
+	}
+	for _, r := range f.rules {
+		if r.prefix.Contains(a) {
+			return r.allow
 		}
 	}
 	return !f.allowlist

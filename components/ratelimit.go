@@ -35,9 +35,9 @@ type RateLimitOptions struct {
 	// Default 100000 (about 10 MB).
 	MaxClients int `yaml:"max_clients"`
 
-	// TrustedProxies lists the reverse proxies (CIDRs or addresses) whose
-	// client-address header is believed. Empty: the TCP peer is the client
-	// and no header is read.
+	// TrustedProxies lists the reverse proxies (CIDRs or addresses, and
+	// "unix:" for any peer on a Unix socket) whose client-address header
+	// is believed. Empty: the peer is the client and no header is read.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 
 	// ClientIPHeader is the header trusted proxies put the client address
