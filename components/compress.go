@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -176,14 +178,18 @@ type compress struct {
 //
 // It decides when the response header is final and leaves alone:
 // responses that already have a Content-Encoding, 1xx, 204, 206 and 304
-// responses (a 304 still gets the Vary and weak ETag of the response it
-// stands for), media types not in Types or without a Content-Type, and
+// responses, media types not in Types or without a Content-Type, and
 // bodies with a Content-Length below MinSize. On the responses it
 // compresses it sets Content-Encoding, removes Content-Length (the
 // engine then measures a short body or chunks a long one) and
 // Accept-Ranges, and turns a strong ETag weak (RFC 9110 §8.8.3). Every
-// response it could compress — whatever this client accepted — gets
-// "Vary: Accept-Encoding", merged with the Vary already set.
+// response whose content could differ by Accept-Encoding gets "Vary:
+// Accept-Encoding", merged with the Vary already set (RFC 9110 §12.5.5):
+// each it could compress, whatever this client accepted; a 206 whose
+// whole representation (Content-Type, and Content-Range's complete
+// length) it could compress, and any multipart/byteranges 206; a 304
+// standing for a 200 it could compress, or without a Content-Type to
+// tell (a 304 also gets the weak ETag of the 200 it stands for).
 //
 // A HEAD response gets the header fields the GET would (Content-Encoding,
 // Vary, weak ETag, no Content-Length) and no compression work: what the
@@ -265,20 +271,20 @@ func compressCodingNamed(name string) *compressCoding {
 // compress.
 func (f *compress) filter(c *pipe.Conn) pipe.Wrap {
 	status := c.Status()
-	if status < 200 || status == 204 || status == 206 {
+	if status < 200 || status == http.StatusNoContent {
 		return nil
 	}
 	h := c.Header()
 	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		return nil
 	}
-	if !f.compressible(h.Get("Content-Type")) {
-		return nil
-	}
-	if n := h.ContentLength(); n >= 0 && n < f.minSize {
+	if !f.couldEncode(status, h) {
 		return nil
 	}
 	compressAddVary(h)
+	if status == http.StatusPartialContent {
+		return nil // a part of the unencoded representation, sent as is
+	}
 	i := compressNegotiate(c.Request, f.codings)
 	if i < 0 {
 		return nil
@@ -296,6 +302,55 @@ func (f *compress) filter(c *pipe.Conn) pipe.Wrap {
 		return compressDiscard
 	}
 	return f.wraps[i]
+}
+
+// couldEncode reports whether the representation a response carries or
+// stands for is one compress encodes for a client accepting one of its
+// codings: the 200's own, the whole of which a 206 sends a part, the one
+// a 304 validates. Such a response varies with Accept-Encoding and needs
+// Vary (RFC 9110 §12.5.5) whatever this client accepted. The type comes
+// from Content-Type and the size from Content-Length, or for a 206 from
+// Content-Range's complete length; what the header does not tell (a 304
+// without Content-Type, a multipart/byteranges 206, an unknown length)
+// counts as compressible.
+func (f *compress) couldEncode(status int, h *engine.Header) bool {
+	ct, size := h.Get("Content-Type"), h.ContentLength()
+	unknownType := false
+	switch status {
+	case http.StatusPartialContent:
+		size = compressCompleteLength(h.Get("Content-Range"))
+		unknownType = compressMediaTypeIs(ct, "multipart/byteranges")
+	case http.StatusNotModified:
+		unknownType = ct == ""
+	}
+	if !unknownType && !f.compressible(ct) {
+		return false
+	}
+	return size < 0 || size >= f.minSize
+}
+
+// compressCompleteLength returns the complete length of a Content-Range
+// value ("bytes 0-99/5000": 5000), or -1 when it is unknown ("/*") or the
+// field is absent or malformed.
+func compressCompleteLength(cr string) int64 {
+	i := strings.LastIndexByte(cr, '/')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(cr[i+1:], 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// compressMediaTypeIs reports whether the media type of a Content-Type
+// value, without parameters, is typ (ASCII case-insensitive).
+func compressMediaTypeIs(ct, typ string) bool {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.EqualFold(strings.TrimSpace(ct), typ)
 }
 
 // compressible reports whether the media type of a Content-Type value is

@@ -292,7 +292,26 @@ func TestCompressRules(t *testing.T) {
 			wantCE: "br", want: map[string]string{"Content-Length": fmt.Sprint(len(page))}},
 		{name: "identity encoding", body: page, ctype: "text/html", setup: setHeader("Content-Encoding", "identity"),
 			wantCE: "gzip", wantVary: "Accept-Encoding"},
-		{name: "206", body: page, ctype: "text/html", withLength: true, setup: setStatus(206)},
+		// A 206 or 304 of what compress would encode varies with
+		// Accept-Encoding too (issue 14, finding 8).
+		{name: "206", body: page, ctype: "text/html", withLength: true, setup: setStatus(206), wantVary: "Accept-Encoding"},
+		{name: "206 of a page", body: page[:100], ctype: "text/html", withLength: true,
+			setup: func(c *pipe.Conn) { c.SetStatus(206); c.Header().Set("Content-Range", "bytes 0-99/1900") }, wantVary: "Accept-Encoding"},
+		{name: "206 of a small page", body: page[:100], ctype: "text/html", withLength: true,
+			setup: func(c *pipe.Conn) { c.SetStatus(206); c.Header().Set("Content-Range", "bytes 0-99/200") }},
+		{name: "206 of an image", body: page[:100], ctype: "image/png", withLength: true,
+			setup: func(c *pipe.Conn) { c.SetStatus(206); c.Header().Set("Content-Range", "bytes 0-99/1900") }},
+		{name: "206 multipart", body: page, ctype: "multipart/byteranges; boundary=x", withLength: true, setup: setStatus(206),
+			wantVary: "Accept-Encoding"},
+		{name: "206 Vary merged", body: page[:100], ctype: "text/html", withLength: true,
+			setup: func(c *pipe.Conn) {
+				c.SetStatus(206)
+				c.Header().Set("Content-Range", "bytes 0-99/1900")
+				c.Header().Set("Vary", "Accept")
+			}, wantVary: "Accept, Accept-Encoding"},
+		{name: "304 without type", setup: setStatus(304), wantVary: "Accept-Encoding"},
+		{name: "304 of an image", ctype: "image/png", setup: setStatus(304)},
+		{name: "304 of a small page", ctype: "text/html", setup: func(c *pipe.Conn) { c.SetStatus(304); c.Header().SetContentLength(100) }},
 		{name: "204", ctype: "text/html", setup: setStatus(204)},
 		{name: "304", ctype: "text/html", setup: func(c *pipe.Conn) { c.SetStatus(304); c.Header().Set("ETag", `"v1"`) },
 			wantVary: "Accept-Encoding", want: map[string]string{"ETag": `W/"v1"`}},
@@ -365,6 +384,44 @@ func TestCompressRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Behind files, every response whose content compress could have encoded
+// for some Accept-Encoding says Vary: Accept-Encoding: ranges of a text
+// file (206 lacked it: issue 14, finding 8), a listing's 304, the 200s;
+// and none that it never encodes does.
+func TestCompressVaryBehindFiles(t *testing.T) {
+	page := strings.Repeat("<p>a page of text</p>\n", 100)
+	dir := filesTree(t, map[string]string{
+		"page.html": page, "tiny.html": "<p>tiny</p>", "photo.png": strings.Repeat("\x89PNG", 400), "list/a.txt": "a",
+	})
+	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir, Browse: true}), compressNew(t, CompressOptions{Encodings: []string{"gzip"}})})
+	tests := []struct {
+		path   string
+		hdr    []string
+		status int
+		vary   string
+	}{
+		{"/page.html", nil, 200, "Accept-Encoding"},
+		{"/page.html", []string{"Accept-Encoding", "gzip"}, 200, "Accept-Encoding"},
+		{"/page.html", []string{"Range", "bytes=0-9"}, 206, "Accept-Encoding"},
+		{"/page.html", []string{"Range", "bytes=0-9", "Accept-Encoding", "gzip"}, 206, "Accept-Encoding"},
+		{"/page.html", []string{"Range", "bytes=0-9,200-209"}, 206, "Accept-Encoding"},
+		{"/page.html", []string{"If-None-Match", "*"}, 304, "Accept-Encoding"},
+		{"/list/", nil, 200, "Accept, Accept-Encoding"},
+		{"/list/", []string{"If-None-Match", "*"}, 304, "Accept, Accept-Encoding"},
+		{"/tiny.html", []string{"Accept-Encoding", "gzip"}, 200, ""},
+		{"/tiny.html", []string{"Range", "bytes=0-3"}, 206, ""},
+		{"/photo.png", []string{"Range", "bytes=0-3"}, 206, ""},
+		{"/photo.png", []string{"If-None-Match", "*"}, 304, ""},
+		{"/missing", nil, 404, ""},
+	}
+	for _, tt := range tests {
+		resp, _ := filesGet(t, "GET", base+tt.path, tt.hdr...)
+		if got := strings.Join(resp.Header.Values("Vary"), ", "); resp.StatusCode != tt.status || got != tt.vary {
+			t.Errorf("GET %s %q: %d with Vary %q, want %d with %q", tt.path, tt.hdr, resp.StatusCode, got, tt.status, tt.vary)
+		}
 	}
 }
 

@@ -15,8 +15,8 @@
 //   - files: a directory tree, with caching, conditional requests and
 //     sendfile (package files).
 //   - text: a fixed body, status and Content-Type.
-//   - echo: the request body back, or the whole request as JSON with every
-//     value base64-encoded.
+//   - echo: the request body back as application/octet-stream, or the whole
+//     request as JSON with every value base64-encoded.
 //   - template: html/template files rendered with request data.
 //   - cgi: CGI/1.1 scripts (RFC 3875) run as child processes.
 //   - status: server counters as HTML, JSON or Prometheus text.
@@ -28,7 +28,8 @@
 //
 // # Pipes: inspect, route, answer or stop
 //
-//   - redirect: 301/302/303/307/308 to a target built from the request.
+//   - redirect: 301/302/303/307/308 to a target built from the request,
+//     never on a host the target does not name.
 //   - headers: set, add and remove response and request header fields.
 //   - count: count requests, responses and bytes into a Stats for status.
 //   - log: access log in common, combined or JSON format.

@@ -29,9 +29,12 @@ type EchoOptions struct {
 const echoDefaultMax = 1 << 20
 
 // NewEcho returns the echo Source. It answers any method with 200 and a
-// Content-Length framed body: in "raw" format the request body, with the
-// request's Content-Type (application/octet-stream when it has none); in
-// "json" format (Content-Type application/json) the object
+// Content-Length framed body: in "raw" format the request body, as
+// application/octet-stream whatever the request's Content-Type (a body
+// sent as text/html or image/svg+xml and reflected as such would be a
+// page running the sender's script on this server's origin; the json
+// format shows the Content-Type received); in "json" format
+// (Content-Type application/json) the object
 //
 //	{"method":…,"uri":…,"version":…,"headers":[[name,value],…],"body":…}
 //
@@ -40,6 +43,10 @@ const echoDefaultMax = 1 << 20
 // "HTTP/1.1"; the engine serves later 1.x minors as 1.1), each header
 // field's name and value in order (the value without surrounding
 // whitespace, as the parser keeps it), and the body (dechunked).
+//
+// Both formats carry "X-Content-Type-Options: nosniff" and
+// "Content-Security-Policy: sandbox", so no browser renders the echo as a
+// page of this origin.
 //
 // The body is read whole in the setup phase, so a body over Max is
 // answered with 413 before anything is sent. Buffers are pooled; the
@@ -111,12 +118,12 @@ func (e *echo) Handle(c *pipe.Conn) bool {
 		b.out = echoJSON(b.out[:0], c, body)
 		out = b.out
 		h.Set("Content-Type", "application/json")
-	} else if ct := r.Header("Content-Type"); ct != nil {
-		h.Set("Content-Type", string(ct))
 	} else {
 		h.Set("Content-Type", "application/octet-stream")
 	}
-	h.Set("X-Content-Type-Options", "nosniff") // the body is the client's, not ours
+	// The body is the client's, not ours: never a page of this origin.
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox")
 	h.SetContentLength(int64(len(out)))
 	c.SetStatus(http.StatusOK)
 	c.SetContent(func(w pipe.Writer) error {

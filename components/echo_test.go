@@ -23,7 +23,7 @@ func TestEchoRaw(t *testing.T) {
 		want   string
 		ctype  string
 	}{
-		{"POST", "POST", strings.NewReader("hello, echo"), []string{"Content-Type", "text/x-greeting"}, 200, "hello, echo", "text/x-greeting"},
+		{"POST", "POST", strings.NewReader("hello, echo"), []string{"Content-Type", "text/x-greeting"}, 200, "hello, echo", "application/octet-stream"},
 		{"PUT binary", "PUT", bytes.NewReader([]byte{0, 1, 2, 255}), nil, 200, "\x00\x01\x02\xff", "application/octet-stream"},
 		{"GET without body", "GET", nil, nil, 200, "", "application/octet-stream"},
 		{"DELETE", "DELETE", strings.NewReader("gone"), nil, 200, "gone", "application/octet-stream"},
@@ -49,6 +49,36 @@ func TestEchoRaw(t *testing.T) {
 				t.Errorf("framing: Content-Length %d, Transfer-Encoding %v", resp.ContentLength, resp.TransferEncoding)
 			}
 		})
+	}
+}
+
+// A body sent as a page comes back as bytes no browser renders or sniffs
+// into one: echo reflected the request's Content-Type, so a text/html
+// body was a page running the sender's script on the server's origin
+// (issue 14, finding 8).
+func TestEchoIsNeverAPage(t *testing.T) {
+	for _, format := range []string{"raw", "json"} {
+		comp, err := NewEcho(EchoOptions{Format: format})
+		url := builtinServe(t, builtinComp(t, comp, err))
+		for _, ctype := range []string{"text/html", "text/html; charset=utf-8", "TEXT/HTML", "image/svg+xml",
+			"application/xhtml+xml", "text/xml", "application/xml", "text/javascript", "multipart/x-mixed-replace; boundary=x", ""} {
+			hdr := []string{"Content-Type", ctype}
+			if ctype == "" {
+				hdr = nil
+			}
+			const page = `<html><body><script>alert(document.domain)</script></body></html>`
+			resp, body := builtinDo(t, "POST", url+"/echo", strings.NewReader(page), hdr...)
+			want := map[string]string{"raw": "application/octet-stream", "json": "application/json"}[format]
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != want ||
+				resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Content-Security-Policy") != "sandbox" {
+				t.Errorf("%s, Content-Type %q: %d, Content-Type %q, X-Content-Type-Options %q, Content-Security-Policy %q; want 200, %s, nosniff, sandbox",
+					format, ctype, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("X-Content-Type-Options"),
+					resp.Header.Get("Content-Security-Policy"), want)
+			}
+			if format == "raw" && string(body) != page {
+				t.Errorf("raw, Content-Type %q: body %q, want the request's", ctype, body)
+			}
+		}
 	}
 }
 

@@ -31,6 +31,11 @@ type FilesOptions struct {
 	// ?sort=name|size|time&order=asc|desc. Default off (404).
 	Browse bool `yaml:"browse"`
 
+	// MaxListing bounds the entries a listing shows, and so its memory:
+	// the first in the order asked for, with a note in the HTML page.
+	// Default 10000.
+	MaxListing int `yaml:"max_listing"`
+
 	// Dotfiles is "hide" (default: 404, as if missing), "deny" (403) or
 	// "allow". /.well-known/ is always served.
 	Dotfiles string `yaml:"dotfiles"`
@@ -105,6 +110,7 @@ func NewFiles(opts FilesOptions) (pipe.Component, error) {
 	fo := files.Options{
 		Index:          opts.Index,
 		Browse:         opts.Browse,
+		MaxListing:     opts.MaxListing,
 		Dotfiles:       opts.Dotfiles,
 		FollowSymlinks: opts.FollowSymlinks,
 		Types:          opts.Types,

@@ -294,6 +294,7 @@ func TestFilesOptionErrors(t *testing.T) {
 		{FilesOptions{Root: dir, Immutable: true}, "files: immutable needs max_age"},
 		{FilesOptions{Root: dir, NoCache: true, MaxAge: time.Minute}, "files: no_cache and max_age exclude each other"},
 		{FilesOptions{Root: dir, Types: map[string]string{".x": "nonsense"}}, `files: type "nonsense"`},
+		{FilesOptions{Root: dir, MaxListing: -5}, "files: max_listing must not be negative"},
 	} {
 		_, err := NewFiles(tt.opts)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {

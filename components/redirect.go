@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -20,8 +21,19 @@ type RedirectOptions struct {
 	//	        without StripPrefix
 	//	$query  "?" and the query as received, or nothing when the
 	//	        request has no query
-	//	$host   the request's host (Host field or absolute-form target;
-	//	        empty for an HTTP/1.0 request without one)
+	//	$host   the request's host (Host field or absolute-form target);
+	//	        only in the host of a To with a scheme
+	//
+	// What is substituted is percent-encoded where a URL may not hold it
+	// as is (a backslash, a quote, "<", a byte above 0x7e...), so the
+	// Location is plain ASCII. A To with a scheme names its host
+	// ("https://example.com$path", "https://$host$path"), as does one
+	// starting with "//"; any other To is a path on this server, and its
+	// Location never starts with two slashes or their look-alikes (a
+	// backslash, "%2F", "%5C", an encoded tab or newline): those at its
+	// start are one slash, so a request for "//evil.com" can never send
+	// a browser to another host. A request without a host answers 400
+	// when To needs $host.
 	To string `yaml:"to"`
 
 	// Status is 301, 302, 303, 307 or 308. Default 302. 307 and 308 make
@@ -29,15 +41,20 @@ type RedirectOptions struct {
 	// POST into a GET.
 	Status int `yaml:"status"`
 
-	// StripPrefix is removed from the start of $path when the path begins
-	// with it, to move a tree: with StripPrefix "/old" and To
-	// "/new$path$query", "/old/a?b" goes to "/new/a?b".
+	// StripPrefix is removed from the start of $path when the path is
+	// StripPrefix or continues it with "/", to move a tree: with
+	// StripPrefix "/old" and To "/new$path$query", "/old/a?b" goes to
+	// "/new/a?b" (and "/older" keeps its path whole). It starts with "/"
+	// and does not end with one.
 	StripPrefix string `yaml:"strip_prefix"`
 }
 
 // NewRedirect returns the redirect Pipe: it answers every request with
 // Status, a Location built from To, and a short HTML note linking to it,
-// and stops the pipeline. It is safe for concurrent use.
+// and stops the pipeline. It refuses a To whose Location could name a
+// host the configuration does not: one with a scheme but no "//host", one
+// using $host outside the host, one with a backslash. It is safe for
+// concurrent use.
 func NewRedirect(opts RedirectOptions) (pipe.Component, error) {
 	status := opts.Status
 	if status == 0 {
@@ -54,20 +71,34 @@ func NewRedirect(opts RedirectOptions) (pipe.Component, error) {
 	if strings.ContainsFunc(opts.To, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 		return nil, fmt.Errorf("redirect: target %q contains control characters", opts.To)
 	}
+	if strings.TrimSpace(opts.To) != opts.To {
+		return nil, fmt.Errorf("redirect: target %q starts or ends with a space", opts.To)
+	}
+	if strings.ContainsRune(opts.To, '\\') {
+		return nil, fmt.Errorf("redirect: target %q contains a backslash, which browsers read as /", opts.To)
+	}
+	if p := opts.StripPrefix; p != "" && (p[0] != '/' || strings.HasSuffix(p, "/")) {
+		return nil, fmt.Errorf("redirect: strip_prefix %q must start with / and not end with /", p)
+	}
 	parts, err := redirectParse(opts.To)
 	if err != nil {
 		return nil, err
 	}
-	rd := &redirect{status: status, parts: parts, strip: opts.StripPrefix,
+	absolute, err := redirectAbsolute(opts.To, parts)
+	if err != nil {
+		return nil, err
+	}
+	rd := &redirect{status: status, parts: parts, strip: opts.StripPrefix, absolute: absolute,
 		title: fmt.Sprintf("%d %s", status, http.StatusText(status))}
 	return pipe.Pipe(rd.handle), nil
 }
 
 type redirect struct {
-	status int
-	parts  []redirectPart
-	strip  string
-	title  string
+	status   int
+	parts    []redirectPart
+	strip    string
+	title    string
+	absolute bool // To names its host: scheme://host or //host
 }
 
 // redirectPart is a literal (v == "") or a variable.
@@ -125,27 +156,59 @@ func redirectParse(to string) ([]redirectPart, error) {
 	return parts, nil
 }
 
-func (rd *redirect) handle(c *pipe.Conn) bool {
-	r := c.Request
-	var b []byte
-	for _, p := range rd.parts {
-		switch p.v {
-		case "":
-			b = append(b, p.lit...)
-		case "path":
-			path := r.RawPath
-			if rd.strip != "" && len(path) >= len(rd.strip) && string(path[:len(rd.strip)]) == rd.strip {
-				path = path[len(rd.strip):]
-			}
-			b = append(b, path...)
-		case "query":
-			if len(r.Query) > 0 {
-				b = append(b, '?')
-				b = append(b, r.Query...)
-			}
-		case "host":
-			b = append(b, r.Host...)
+// redirectAbsolute reports whether the To template names its host
+// (scheme://host… or //host…) rather than being a path or query on this
+// server. It refuses a scheme without "//" ("https:$path" is
+// "https://evil.com" to a browser for the path "//evil.com"), a host that
+// is empty, and $host anywhere but in the host.
+func redirectAbsolute(to string, parts []redirectPart) (bool, error) {
+	lead := "" // the literal text before the first variable
+	if parts[0].v == "" {
+		lead = parts[0].lit
+	}
+	rest := lead
+	if n := redirectSchemeLen(lead); n > 0 {
+		rest = lead[n+1:]
+		if !strings.HasPrefix(rest, "//") {
+			return false, fmt.Errorf("redirect: target %q has a scheme but no //host", to)
 		}
+	}
+	absolute := strings.HasPrefix(rest, "//")
+	// The authority runs from "//" to the first '/', '?' or '#', or to
+	// $path or $query (which start with '/' and '?').
+	inHost, hostLen := absolute, len(rest)-2
+	if absolute {
+		if i := strings.IndexAny(rest[2:], "/?#"); i >= 0 {
+			inHost, hostLen = false, i
+		}
+	}
+	for i, p := range parts {
+		switch {
+		case i == 0 && p.v == "":
+		case p.v == "host" && !inHost:
+			return false, fmt.Errorf("redirect: $host is allowed only in the host of a target with a scheme (https://$host$path), not in %q", to)
+		case p.v == "host":
+			hostLen++
+		case p.v != "":
+			inHost = false
+		case inHost:
+			if j := strings.IndexAny(p.lit, "/?#"); j >= 0 {
+				inHost, hostLen = false, hostLen+j
+			} else {
+				hostLen += len(p.lit)
+			}
+		}
+	}
+	if absolute && hostLen == 0 {
+		return false, fmt.Errorf("redirect: target %q names no host after //", to)
+	}
+	return absolute, nil
+}
+
+func (rd *redirect) handle(c *pipe.Conn) bool {
+	b, ok := rd.location(c.Request)
+	if !ok {
+		return c.Error(http.StatusBadRequest, "the request names no host to redirect to")
 	}
 	loc := string(b)
 	h := c.Header()
@@ -160,4 +223,52 @@ func (rd *redirect) handle(c *pipe.Conn) bool {
 		return err
 	})
 	return false
+}
+
+// location builds the Location for r. It reports false when To needs
+// r's host and r has none fit for a URL.
+func (rd *redirect) location(r *engine.Request) ([]byte, bool) {
+	var b []byte
+	for _, p := range rd.parts {
+		switch p.v {
+		case "":
+			b = append(b, p.lit...)
+		case "path":
+			path := rd.stripped(r.RawPath)
+			if len(b) == 0 && len(path) == 0 && !rd.absolute {
+				path = redirectSlash // "" would be this very URL again
+			}
+			b = redirectEscape(b, path, false)
+		case "query":
+			if len(r.Query) > 0 {
+				b = append(b, '?')
+				b = redirectEscape(b, r.Query, true)
+			}
+		case "host":
+			if !redirectValidHost(r.Host) {
+				return nil, false
+			}
+			b = append(b, r.Host...)
+		}
+	}
+	if !rd.absolute {
+		b = redirectOneSlash(b)
+	}
+	return b, true
+}
+
+var redirectSlash = []byte("/")
+
+// stripped returns the raw path with StripPrefix removed where the path
+// is the prefix or continues it with '/'. A target that is not a path
+// (OPTIONS *, CONNECT's authority) stands for "/".
+func (rd *redirect) stripped(raw []byte) []byte {
+	if len(raw) == 0 || raw[0] != '/' {
+		return redirectSlash
+	}
+	n := len(rd.strip)
+	if n > 0 && len(raw) >= n && string(raw[:n]) == rd.strip && (len(raw) == n || raw[n] == '/') {
+		return raw[n:]
+	}
+	return raw
 }

@@ -97,7 +97,11 @@ func (d *TemplateData) Header(name string) string { return string(d.req.Header(n
 // Content-Length; an execution error (or a page over MaxSize) is logged
 // and answered 500. The Content-Type is text/html; charset=utf-8, unless
 // the file's extension names another type (feed.xml, style.css, notes.txt
-// are rendered by html/template too, with its HTML escaping).
+// are rendered by html/template too, with its HTML escaping). That
+// escaping suits HTML and XML only: in a .js, .css or .json template a
+// value is escaped as HTML text, which does not keep it inside a string
+// of that language (a trailing backslash reaches the next quote), so such
+// templates must not print request data.
 //
 // A Template is safe for concurrent use; parsed templates are shared,
 // read-only, by all requests.

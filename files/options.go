@@ -21,6 +21,13 @@ type Options struct {
 	// 404.
 	Browse bool
 
+	// MaxListing bounds the entries a listing shows: the first MaxListing
+	// in the order asked for, with a note in the HTML page saying how many
+	// the directory has (the JSON array just ends). It bounds the memory a
+	// listing holds while its client reads it, about 100 bytes an entry.
+	// Zero means DefaultMaxListing.
+	MaxListing int
+
 	// Dotfiles says what happens to a path with a segment starting with
 	// "." (".env", ".git/config"): DotfilesHide (the default) answers 404
 	// as for a missing file, DotfilesDeny answers 403, DotfilesAllow
@@ -122,6 +129,7 @@ const (
 	DefaultMaxMemBytes  = 32 << 20
 	DefaultMaxEntries   = 10000
 	DefaultMaxRanges    = 16
+	DefaultMaxListing   = 10000
 )
 
 // DefaultIndex is the index file list when Options.Index is nil.
@@ -181,6 +189,9 @@ func (o Options) Validate() error {
 	if o.MaxRanges < 0 {
 		return errors.New("files: max_ranges must not be negative")
 	}
+	if o.MaxListing < 0 {
+		return errors.New("files: max_listing must not be negative")
+	}
 	return nil
 }
 
@@ -196,6 +207,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxRanges == 0 {
 		o.MaxRanges = DefaultMaxRanges
+	}
+	if o.MaxListing == 0 {
+		o.MaxListing = DefaultMaxListing
 	}
 	if o.Expiry == 0 {
 		o.Expiry = DefaultExpiry

@@ -14,14 +14,16 @@ import (
 // Server's own Serve uses it; so do pipeline sources that set the header
 // in one phase and write the body in another (see Decide).
 //
-// A Reply refers to the Server's cached data, never to the request, so it
-// stays valid after the request's buffers are reused. It is used by one
+// A Reply refers to the Server's cached data (and a listing it owns),
+// never to the request, so it stays valid after the request's buffers are
+// reused. It is used by one
 // goroutine at a time. The zero Reply is not usable.
 type Reply struct {
 	s      *Server
 	v      *entry     // the file or variant sent, for file replies
 	f      *openFile  // a reference taken by open, dropped by release
 	multi  *multipart // bodyMulti
+	list   *listing   // bodyList
 	status int
 	length int64  // the Content-Length to declare, or -1
 	off, n int64  // bodyFile: the region of v
@@ -48,6 +50,7 @@ const (
 	bodyBytes // data
 	bodyFile  // n bytes of v's file from off
 	bodyMulti // multipart/byteranges of v
+	bodyList  // a directory listing, rendered as it is sent
 )
 
 // Status returns the reply's status code.
@@ -184,12 +187,13 @@ func (s *Server) list(rp *Reply, r *engine.Request, e *entry) {
 		rp.setError(st)
 		return
 	}
-	ctype, body, err := s.listing(r, e)
+	l, err := s.listing(r, e)
 	if err != nil {
 		s.fail(rp, r, err)
 		return
 	}
-	rp.status, rp.kind, rp.ctype, rp.data, rp.length = http.StatusOK, bodyBytes, ctype, body, int64(len(body))
+	// The length is known only once rendered: the engine chunks.
+	rp.status, rp.kind, rp.ctype, rp.list, rp.length = http.StatusOK, bodyList, l.ctype(), l, -1
 }
 
 // fail makes rp answer a file system error: 403 or 404 where the error
@@ -315,7 +319,8 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 }
 
 // Send writes the reply's body to w: nothing for HEAD, 204, 304 and
-// redirects; bytes from memory; or file content, which it reads from a
+// redirects; bytes from memory; a listing, rendered through a small
+// buffer as w takes it; or file content, which it reads from a
 // shared open file (taking and dropping a reference, so a client that
 // goes away mid-transfer does not keep the file open). If the file
 // changed on disk since the reply was decided, Send writes nothing and
@@ -330,6 +335,8 @@ func (rp *Reply) Send(w BodyWriter) error {
 	case bodyBytes:
 		_, err := w.Write(rp.data)
 		return err
+	case bodyList:
+		return rp.list.writeTo(writerOnly{w})
 	}
 	opened := rp.f == nil
 	if opened && rp.needsFile() {
