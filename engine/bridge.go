@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -42,6 +43,11 @@ func FromHTTP(h http.Handler) Handler {
 // NewHTTPRequest builds the net/http view of r, for code that bridges to
 // net/http. Its strings are copies, so it may outlive the handler; its
 // Body may not.
+//
+// URL.Path is r.Path, the canonical path, so a net/http handler sees the
+// path the router routed on; URL.RawPath is kept only where it is an
+// encoding of that path (a router such as chi that prefers RawPath must
+// not see another spelling). RequestURI is the target as received.
 func NewHTTPRequest(r *Request) (*http.Request, error) {
 	target := string(r.Target)
 	var u *url.URL
@@ -52,6 +58,12 @@ func NewHTTPRequest(r *Request) (*http.Request, error) {
 		u, err = url.ParseRequestURI(target)
 		if err != nil {
 			return nil, err
+		}
+		if u.Path != string(r.Path) {
+			u.Path = string(r.Path)
+			if u.RawPath != "" && u.EscapedPath() != u.RawPath {
+				u.RawPath = "" // another spelling: no longer a hint
+			}
 		}
 	}
 	hdr := make(http.Header, len(r.Fields))
@@ -250,23 +262,52 @@ type writerOnly struct{ io.Writer }
 
 // ToHTTP adapts a native Handler to net/http, so it can run inside an
 // http.Server (for TLS or HTTP/2, say). The Request it sees is built from
-// the *http.Request: its slices are copies, its Fields sorted by name.
+// the *http.Request by NewRequest: its slices are copies, its Fields
+// sorted by name, its Path the canonical path. A request whose path
+// NewRequest refuses is answered 400 without calling h.
 func ToHTTP(h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
 		ew, finish := NewResponseWriter(w)
-		h.Serve(ew, NewRequest(hr))
-		finish()
+		defer finish()
+		r, err := NewRequest(hr)
+		var pe *ProtocolError
+		if errors.As(err, &pe) {
+			Error(ew, pe.Status, pe.Msg)
+			return
+		}
+		h.Serve(ew, r)
 	})
 }
 
 // NewRequest builds the engine view of a net/http request: its slices are
-// copies, its Fields sorted by name.
-func NewRequest(hr *http.Request) *Request {
+// copies, its Fields sorted by name. Path is the canonical form of
+// hr.URL's path, as the engine's parser makes it (see Request.Path);
+// RawPath is hr.URL.EscapedPath(). It refuses, with a 400 *ProtocolError,
+// a path the parser refuses: an encoded '/', a NUL, a ".." above the
+// root, and a path that does not start with '/' (other than "*" for
+// OPTIONS, or CONNECT's empty one).
+func NewRequest(hr *http.Request) (*Request, error) {
+	raw := hr.URL.EscapedPath()
+	var path []byte
+	switch {
+	case hr.Method == "CONNECT" && raw == "":
+	case raw == "*" && hr.Method == "OPTIONS":
+		path = []byte(raw)
+	case raw == "":
+		path = []byte("/") // an absolute URL without a path (RFC 9110 §4.2.3)
+	case raw[0] != '/':
+		return nil, errTarget
+	default:
+		var err error
+		if path, err = canonicalPath(nil, []byte(raw)); err != nil {
+			return nil, err
+		}
+	}
 	r := &Request{
 		Method:        []byte(hr.Method),
 		Target:        []byte(hr.RequestURI),
-		RawPath:       []byte(hr.URL.EscapedPath()),
-		Path:          []byte(hr.URL.Path),
+		RawPath:       []byte(raw),
+		Path:          path,
 		Query:         []byte(hr.URL.RawQuery),
 		Host:          []byte(hr.Host),
 		ProtoMinor:    hr.ProtoMinor,
@@ -299,7 +340,7 @@ func NewRequest(hr *http.Request) *Request {
 	if addr, err := net.ResolveTCPAddr("tcp", hr.RemoteAddr); err == nil {
 		r.RemoteAddr = addr
 	}
-	return r
+	return r, nil
 }
 
 // nativeWriter is the engine ResponseWriter over an http.ResponseWriter.

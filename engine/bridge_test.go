@@ -3,11 +3,13 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -90,6 +92,47 @@ func TestToHTTP(t *testing.T) {
 	}
 	if resp.Header.Get("Content-Type") != "text/plain" {
 		t.Errorf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+}
+
+// A net/http handler sees the canonical path the router routed on in
+// URL.Path (issue 14, finding 1: it saw the spelling received), with no
+// RawPath hint of another spelling; RequestURI stays as received.
+func TestFromHTTPCanonicalPath(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "path=%s raw=%s escaped=%s uri=%s", r.URL.Path, r.URL.RawPath, r.URL.EscapedPath(), r.RequestURI)
+	})
+	addr := startServer(t, &Server{Handler: FromHTTP(h)})
+	for target, want := range map[string]string{
+		"//admin/./x/../secret%2Ehtml?q": "path=/admin/secret.html raw= escaped=/admin/secret.html uri=//admin/./x/../secret%2Ehtml?q",
+		"/a%20b/%41":                     "path=/a b/A raw=/a%20b/%41 escaped=/a%20b/%41 uri=/a%20b/%41",
+		"/x/%2e%2e/a%3fb/.":              "path=/a?b/ raw= escaped=/a%3Fb/ uri=/x/%2e%2e/a%3fb/.",
+		"http://h//admin/..":             "path=/ raw= escaped=/ uri=http://h//admin/..",
+	} {
+		out := exchange(t, addr, "GET "+target+" HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+		if _, body := readResponse(t, bufio.NewReader(strings.NewReader(out)), "GET"); body != want {
+			t.Errorf("GET %s: handler saw %q, want %q", target, body, want)
+		}
+	}
+}
+
+// A native handler inside net/http's server sees the canonical path too,
+// and a path the engine refuses is refused there alike, with 400.
+func TestToHTTPCanonicalPath(t *testing.T) {
+	ts := httptest.NewServer(ToHTTP(echo))
+	defer ts.Close()
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	for target, want := range map[string]string{
+		"//a/./b/../c%2Ehtml?q=1": "path=/a/c.html query=q=1",
+		"/a/..":                   "path=/ query=",
+		"/a%2Fb":                  "400 Bad Request: encoded slash in path",
+		"/a/../../etc/passwd":     "400 Bad Request: path climbs above the root",
+	} {
+		out := exchange(t, addr, "GET "+target+" HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+		resp, body := readResponse(t, bufio.NewReader(strings.NewReader(out)), "GET")
+		if got := strconv.Itoa(resp.StatusCode) + " " + body; !strings.Contains(got, want) {
+			t.Errorf("GET %s through ToHTTP: %q, want %q", target, got, want)
+		}
 	}
 }
 

@@ -65,6 +65,15 @@
 // body naming the problem. A bare LF is accepted as a line ending in the
 // head, as RFC 9112 §2.2 allows, but not in chunked framing.
 //
+// # The canonical path
+//
+// Request.Path is decided once, before the handler runs: the target's path
+// percent-decoded, repeated slashes merged and dot segments removed (RFC
+// 3986 §6.2.2, §5.2.4), so that every spelling of a path is handed on as
+// one. A path with an encoded '/', a NUL or a ".." above the root is
+// refused with 400. Target and RawPath keep the spelling received, for
+// proxies and logs. docs/security.md has the rules in full.
+//
 // # Shutdown
 //
 // Shutdown stops accepting, closes idle connections, and waits for

@@ -42,6 +42,8 @@ var (
 	errTEHTTP10         = badRequest("Transfer-Encoding in an HTTP/1.0 request")  // RFC 9112 §6.1
 	errPathNUL          = badRequest("NUL in decoded path")                       // confinement
 	errPathEncoding     = badRequest("malformed percent-encoding in path")        // RFC 3986 §2.1
+	errPathSlash        = badRequest("encoded slash in path")                     // RFC 3986 §2.2: "%2F" is data, not a delimiter
+	errPathAboveRoot    = badRequest("path climbs above the root")                // RFC 3986 §5.2.4, confinement
 	errChunkSize        = badRequest("malformed chunk size")                      // RFC 9112 §7.1
 	errChunkExt         = badRequest("malformed chunk extension")                 // RFC 9112 §7.1.1
 	errChunkEnd         = badRequest("chunk data not followed by CRLF")           // RFC 9112 §7.1

@@ -37,6 +37,11 @@ func headSeeds() [][]byte {
 		[]byte("GET / HTTP/1.1\r\nHost: a\r\nX:\xff\xfe\r\n\r\n"),
 		[]byte("GET /%00 HTTP/1.1\r\nHost: a\r\n\r\n"),
 		[]byte("GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n"),
+		// Spellings of one path (issue 14), and paths refused.
+		[]byte("GET //admin/./x/../%2E%2e/admin/secret.html HTTP/1.1\r\nHost: a\r\n\r\n"),
+		[]byte("GET http://a//admin/%2e/ HTTP/1.1\r\nHost: a\r\n\r\n"),
+		[]byte("GET /admin%2Fsecret.html HTTP/1.1\r\nHost: a\r\n\r\n"),
+		[]byte("GET /a/../../etc/passwd HTTP/1.1\r\nHost: a\r\n\r\n"),
 		[]byte("GET http://u@h/ HTTP/1.1\r\nHost: h\r\n\r\n"),
 		[]byte("\r\n\r\nGET / HTTP/1.1\nHost: a\n\n"),
 		[]byte("GET / HTTP/2.0\r\nHost: a\r\n\r\n"),
@@ -139,6 +144,13 @@ func checkParseHead(t *testing.T, b []byte, lim *Limits) (*Request, int, error) 
 	}
 	if bytes.IndexByte(req.Path, 0) >= 0 {
 		fail("NUL in Path")
+	}
+	if req.Target[0] != '*' && string(req.Method) != "CONNECT" {
+		p := string(req.Path)
+		if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") || strings.Contains(p, "/./") ||
+			strings.Contains(p, "/../") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..") {
+			fail("Path is not canonical")
+		}
 	}
 	if req.ProtoMinor != 0 && req.ProtoMinor != 1 {
 		fail("ProtoMinor %d", req.ProtoMinor)

@@ -10,9 +10,9 @@ import (
 // of bytes consumed, or errNeedMore when buf ends before the head does, or
 // a *ProtocolError for a request to refuse.
 //
-// Every slice stored in req points into buf, except Path when it needed
-// percent-decoding: that is decoded into *pathBuf, which is grown as needed.
-// parseHead never allocates otherwise.
+// Every slice stored in req points into buf, except Path when it differs
+// from RawPath: the canonical path (see canonicalPath) is written into
+// *pathBuf, which is grown as needed. parseHead never allocates otherwise.
 func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, error) {
 	// RFC 9112 §2.2: a server SHOULD ignore empty lines before the request line.
 	pos := 0
@@ -293,7 +293,9 @@ func parseVersion(v []byte) (int, error) {
 }
 
 // parseTarget classifies the request-target (RFC 9112 §3.2) and fills in
-// RawPath, Path, Query and, for absolute-form, Host.
+// RawPath, Path, Query and, for absolute-form, Host. Path is the canonical
+// form of RawPath, for origin-form and absolute-form alike; asterisk-form
+// and authority-form have no path to make canonical.
 func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
 	for _, c := range t {
 		if !targetChars[c] {
@@ -357,44 +359,17 @@ func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
 		rawPath, req.Query = t[:q], t[q+1:]
 	}
 	req.RawPath = rawPath
-	if bytes.IndexByte(rawPath, '%') < 0 {
+	if !needsCanonical(rawPath) {
 		req.Path = rawPath
 		return nil
 	}
-	p, err := percentDecode((*pathBuf)[:0], rawPath)
+	p, err := canonicalPath((*pathBuf)[:0], rawPath)
 	*pathBuf = p
 	if err != nil {
 		return err
 	}
 	req.Path = p
 	return nil
-}
-
-// percentDecode appends the percent-decoding of s to dst. It refuses a
-// malformed escape and a decoded NUL.
-func percentDecode(dst, s []byte) ([]byte, error) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '%' {
-			dst = append(dst, c)
-			continue
-		}
-		if i+2 >= len(s) {
-			return dst, errPathEncoding
-		}
-		hi, ok1 := unhex(s[i+1])
-		lo, ok2 := unhex(s[i+2])
-		if !ok1 || !ok2 {
-			return dst, errPathEncoding
-		}
-		c = hi<<4 | lo
-		if c == 0 {
-			return dst, errPathNUL
-		}
-		dst = append(dst, c)
-		i += 2
-	}
-	return dst, nil
 }
 
 // parseContentLength parses 1*DIGIT into a non-negative int64

@@ -25,16 +25,33 @@ type Request struct {
 
 	// Target is the request-target exactly as received (origin-form
 	// "/a%20b?x=1", absolute-form "http://host/a", authority-form
-	// "host:443" for CONNECT, or "*").
+	// "host:443" for CONNECT, or "*"). Use it (or RawPath) to pass the
+	// request on unchanged, as a proxy does, or to log what was sent;
+	// never to decide what the request may reach.
 	Target []byte
 
-	// RawPath is the path of Target, still percent-encoded.
+	// RawPath is the path of Target exactly as received, still
+	// percent-encoded and with any dot segments and repeated slashes.
 	RawPath []byte
 
-	// Path is RawPath percent-decoded, for routing. It is "*" for
-	// asterisk-form and empty for authority-form. A decoded NUL is refused
-	// with 400 before the handler runs. Path is not dot-segment-cleaned:
-	// components that map paths to files must do that themselves.
+	// Path is the canonical path (RFC 3986 §6.2.2), the one every
+	// decision is made on: the router matches it and components map it to
+	// files, scripts and rules. It is RawPath percent-decoded, with
+	// repeated slashes merged and "." and ".." segments removed (after
+	// decoding, so "%2e%2e" is ".."); a path whose last segment was
+	// empty, "." or ".." ends in '/'. It never contains "//", "/./" or
+	// "/../", and never ends in "/." or "/..". A target with an encoded
+	// '/' ("%2F"), a decoded NUL, or a ".." above the root is refused with
+	// 400 before any handler runs. Path is "/" for an absolute-form
+	// target without a path, "*" for asterisk-form and empty for
+	// authority-form (CONNECT). docs/security.md has the rules in full.
+	// Path may hold any other byte a percent-escape encodes (space, '?',
+	// '%', control bytes, non-UTF-8): code that writes it into a header,
+	// a log line or a page must escape it.
+	//
+	// Path is a view into the read buffer when it is spelled as received,
+	// else into a per-connection buffer; either way it is valid only
+	// until the handler returns.
 	Path []byte
 
 	// Query is the part of Target after '?', undecoded, without the '?'.

@@ -9,14 +9,19 @@
 //
 // # Paths and confinement
 //
-// The decoded request path (after Options.StripPrefix) is mapped to a file
-// name by path.Clean. These are answered 404 Not Found without touching
-// the file system: a path containing NUL or a backslash (also encoded as
-// %00 or %5c), a ".." segment (also encoded, as %2e%2e), and an encoded
-// slash ("%2f") in the raw path. 404 rather than 400 is deliberate: such a
-// request names no file, and the answer looks like any other missing
-// file. PathMap is this mapping, exported for the components that must
-// see a request land where the Server would serve it.
+// The request path (after Options.StripPrefix) is mapped to a file name.
+// From the engine it is already the canonical path (engine.Request.Path:
+// decoded, dot segments removed, repeated slashes merged; an encoded
+// slash, a NUL and a ".." above the root refused with 400), so the file
+// served for a path is the one its canonical spelling names. As defence
+// in depth for a Request built by other code, files checks again: a path
+// containing NUL or a backslash (also encoded as %5c), a ".." segment, or
+// an encoded slash ("%2f") in the raw path is answered 404 Not Found
+// without touching the file system, and "." segments and repeated slashes
+// are cleaned as the engine cleans them. 404 rather than 400 is
+// deliberate: such a request names no file, and the answer looks like any
+// other missing file. PathMap is this mapping, exported for the
+// components that must see a request land where the Server would serve it.
 //
 // A segment beginning with "." (a dotfile or dot-directory) is hidden
 // (404) by default, refused (403) or served as Options.Dotfiles says; a

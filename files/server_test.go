@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/files"
 )
 
@@ -246,7 +248,7 @@ func TestTraversal(t *testing.T) {
 		"/%00",
 		"http://a/../canary.txt",
 		"/..",
-		"/sub/..",
+		"/sub/../..",
 	}
 	for _, target := range targets {
 		raw := exchange(t, addr, "GET "+target+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
@@ -259,12 +261,76 @@ func TestTraversal(t *testing.T) {
 	}
 }
 
+// An encoded slash is refused: by the engine (400) before files sees it,
+// and by files itself (404) in a Request built by other code.
 func TestEncodedSlashRefused(t *testing.T) {
-	base := serveDir(t, site(t), files.Options{})
+	dir := site(t)
+	base := serveDir(t, dir, files.Options{})
+	fsrv, err := files.New(dir, files.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsrv.Close()
 	for _, path := range []string{"/sub%2findex.html", "/sub%2Findex.html", "/%2fhello.txt"} {
-		resp, _ := get(t, "GET", base+path)
-		if resp.StatusCode != 404 {
-			t.Errorf("GET %s = %d, want 404", path, resp.StatusCode)
+		if resp, _ := get(t, "GET", base+path); resp.StatusCode != 400 {
+			t.Errorf("GET %s = %d, want 400", path, resp.StatusCode)
+		}
+		decoded, _ := url.PathUnescape(path)
+		w := &discardWriter{}
+		fsrv.Serve(w, getRequest(path, decoded))
+		if w.status != 404 {
+			t.Errorf("Serve(RawPath %q, Path %q) = %d, want 404", path, decoded, w.status)
+		}
+	}
+}
+
+// getRequest is a GET as code other than the engine may build it, with
+// any RawPath and Path.
+func getRequest(rawPath, path string) *engine.Request {
+	return &engine.Request{
+		Method: []byte("GET"), Target: []byte(rawPath), RawPath: []byte(rawPath), Path: []byte(path),
+		ProtoMinor: 1, Fields: []engine.Field{{Name: []byte("Host"), Value: []byte("a")}},
+	}
+}
+
+// files agrees with the canonical path: given a Path the engine would
+// have made canonical (a Request built by other code), it serves what the
+// canonical spelling names, or refuses a ".." segment with 404 — never
+// another file.
+func TestNonCanonicalPathAgrees(t *testing.T) {
+	fsrv, err := files.New(site(t), files.Options{Dotfiles: files.DotfilesAllow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsrv.Close()
+	serve := func(p string) (int, int) {
+		w := &discardWriter{}
+		fsrv.Serve(w, getRequest(p, p))
+		return w.status, w.n
+	}
+	for _, tt := range []struct {
+		path, canonical string // canonical "": files refuses it
+	}{
+		{"//hello.txt", "/hello.txt"},
+		{"/./sub/./index.html", "/sub/index.html"},
+		{"/sub//", "/sub/"},
+		{"/sub/.", "/sub/"},
+		{"/hello.txt/.", "/hello.txt/"},
+		{"//.well-known/./", "/.well-known/"},
+		{"/.well-known/../.env", ""},
+		{"/sub/../hello.txt", ""},
+		{"/sub/..", ""},
+		{"/a/../../hello.txt", ""},
+	} {
+		status, n := serve(tt.path)
+		if tt.canonical == "" {
+			if status != 404 {
+				t.Errorf("Serve(%q) = %d, want 404", tt.path, status)
+			}
+			continue
+		}
+		if ws, wn := serve(tt.canonical); status != ws || n != wn {
+			t.Errorf("Serve(%q) = %d (%d bytes), but its canonical spelling %q = %d (%d bytes)", tt.path, status, n, tt.canonical, ws, wn)
 		}
 	}
 }

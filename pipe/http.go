@@ -103,7 +103,9 @@ type writerOnly struct{ io.Writer }
 // writes through the ResponseWriter the middleware passes on; if the
 // middleware answers without calling next, that answer is the response.
 // A request the middleware changes (r.WithContext, a rewritten URL) is
-// what the rest of the pipeline sees.
+// what the rest of the pipeline sees, its path made canonical as the
+// engine makes every path (a rewritten path the engine would refuse is
+// answered 400).
 func Middleware(mw func(http.Handler) http.Handler) Component {
 	return &middleware{mw: mw}
 }
@@ -125,11 +127,17 @@ func (m *middleware) handleRest(c *Conn, rest Component) bool {
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inner, done := engine.NewResponseWriter(w)
 		c.w = inner
+		run := rest
 		if r != hr {
-			c.Request = engine.NewRequest(r)
+			if nr, err := engine.NewRequest(r); err != nil {
+				c.Error(http.StatusBadRequest, "invalid request path")
+				run = nil
+			} else {
+				c.Request = nr
+			}
 		}
-		if rest != nil {
-			rest.Handle(c)
+		if run != nil {
+			run.Handle(c)
 		}
 		c.Finish()
 		done()

@@ -227,7 +227,20 @@ func TestRouter(t *testing.T) {
 		{"/h/1", "EXAMPLE.COM", "host-exact", 200},
 		{"/h/1", "other.org", "host-any", 200},
 		{"/form", "", "method not allowed", 405},
-		{"/a%2Fb/c", "", "exact-abc", 200}, // routing uses the decoded path
+		{"/%61/b/%63", "", "exact-abc", 200}, // routing uses the decoded path
+		// ... and the canonical one (issue 14, finding 1): every spelling
+		// takes the route of its canonical form.
+		{"//a/./b//c", "", "exact-abc", 200},
+		{"/index/x/%2E%2e/.", "", "no route", 404},
+		{"/a/b/%2e%2e/b/c", "", "exact-abc", 200},
+		{"/a/b/../x", "", "prefix-a", 200},
+		{"/a%2Fb/c", "", "encoded slash", 400},
+		{"/a/../../a/b/c", "", "climbs above the root", 400},
+		// A fully qualified host name is the same host (issue 14, finding 8).
+		{"/h/1", "example.com.", "host-exact", 200},
+		{"/h/1", "Example.COM.:8080", "host-exact", 200},
+		{"/h/1", "www.example.com.", "host-wild", 200},
+		{"/h/1", "[::1]:8080", "host-any", 200},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest("GET", url+tt.path, nil)
@@ -271,6 +284,37 @@ func TestRouter(t *testing.T) {
 	}
 	if _, err := NewRouter(Route{Match: []string{"/x"}, Pipeline: text("1")}, Route{Match: []string{"/x"}, Pipeline: text("2")}); err == nil {
 		t.Error("duplicate route accepted")
+	}
+	// A pattern no canonical path can match is refused.
+	for _, p := range []string{"//x", "/a/./b", "/a/../b/", "/a/.", "/a//"} {
+		if _, err := NewRouter(Route{Match: []string{p}, Pipeline: text("1")}); err == nil || !strings.Contains(err.Error(), "never matches") {
+			t.Errorf("pattern %q: %v, want refused as never matching", p, err)
+		}
+	}
+}
+
+// A route's Host with a trailing dot is the same host as without.
+func TestRouterHostTrailingDot(t *testing.T) {
+	rt, err := NewRouter(
+		Route{Match: []string{"/"}, Host: "Example.com.", Pipeline: text("fqdn")},
+		Route{Match: []string{"/"}, Pipeline: text("any")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, rt)
+	for host, want := range map[string]string{"example.com": "fqdn", "example.com.:80": "fqdn", "example.org.": "any"} {
+		req, _ := http.NewRequest("GET", url+"/", nil)
+		req.Host = host
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != want {
+			t.Errorf("Host %q: %q, want %q", host, b, want)
+		}
 	}
 }
 

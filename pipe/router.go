@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"path"
 	"sort"
 	"strings"
 )
@@ -11,13 +12,17 @@ import (
 // Route sends matching requests down a pipeline.
 type Route struct {
 	// Match lists path patterns: one ending in '/' matches every path
-	// under it (a prefix); any other matches that path exactly. Paths are
-	// the decoded request path.
+	// under it (a prefix); any other matches that path exactly. They are
+	// matched against the canonical request path (engine.Request.Path:
+	// decoded, without dot segments or repeated slashes), so every
+	// spelling of a path takes the route its canonical form takes; a
+	// pattern must itself be canonical, or it could never match.
 	Match []string
 
 	// Host, if set, restricts the route to requests for that host
-	// (ASCII case-insensitive, port ignored); "*.example.com" matches any
-	// subdomain of example.com.
+	// (ASCII case-insensitive, port ignored, a trailing dot ignored on
+	// both sides: "example.com." is example.com); "*.example.com" matches
+	// any subdomain of example.com.
 	Host string
 
 	// Methods, if set, restricts the route to those methods; a request
@@ -45,9 +50,10 @@ type route struct {
 	comp    Component
 }
 
-// NewRouter builds a router. It refuses an empty pattern, a route without
-// a pipeline, and two routes with the same pattern, host and an
-// overlapping method set.
+// NewRouter builds a router. It refuses an empty pattern, a pattern that
+// is not a canonical path (it holds "//" or a "." or ".." segment), a
+// route without a pipeline, and two routes with the same pattern, host and
+// an overlapping method set.
 func NewRouter(routes ...Route) (*Router, error) {
 	rt := &Router{exact: map[string][]*route{}}
 	seen := map[string][]*route{}
@@ -62,7 +68,11 @@ func NewRouter(routes ...Route) (*Router, error) {
 			if p == "" || p[0] != '/' {
 				return nil, fmt.Errorf("route %d: pattern %q must start with /", i, p)
 			}
-			e := &route{pattern: p, host: strings.ToLower(r.Host), methods: r.Methods, comp: r.Pipeline}
+			if c := CanonicalPattern(p); c != p {
+				return nil, fmt.Errorf("route %d: pattern %q never matches: request paths are canonical (write %q)", i, p, c)
+			}
+			host := strings.TrimSuffix(strings.ToLower(r.Host), ".")
+			e := &route{pattern: p, host: host, methods: r.Methods, comp: r.Pipeline}
 			key := p + " " + e.host
 			for _, o := range seen[key] {
 				if methodsOverlap(o.methods, e.methods) {
@@ -169,10 +179,28 @@ func dedupe(s []string) []string {
 	return out
 }
 
-// hostOnly strips the port from a Host value (keeping IPv6 brackets).
+// CanonicalPattern returns the canonical form of a route pattern that
+// starts with '/': repeated slashes merged and dot segments removed, a
+// trailing slash kept (a final "." or ".." leaves one), as the engine
+// makes request paths canonical. A ".." above the root is dropped. A
+// pattern that differs from its canonical form never matches a request.
+func CanonicalPattern(p string) string {
+	c := path.Clean(p)
+	if c != "/" && (strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")) {
+		c += "/"
+	}
+	return c
+}
+
+// hostOnly strips the port from a Host value (keeping IPv6 brackets) and
+// a trailing dot: "example.com.:8080" is example.com, the same host in its
+// fully qualified spelling (RFC 1034 §3.1).
 func hostOnly(h []byte) []byte {
 	if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[i:], ']') < 0 {
-		return h[:i]
+		h = h[:i]
+	}
+	if n := len(h); n > 0 && h[n-1] == '.' {
+		h = h[:n-1]
 	}
 	return h
 }
