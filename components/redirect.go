@@ -17,8 +17,9 @@ type RedirectOptions struct {
 	// To is the Location sent: a URL or a path, in which these variables
 	// are replaced (also written ${name}; $$ is a literal $):
 	//
-	//	$path   the request path as received (still percent-encoded),
-	//	        without StripPrefix
+	//	$path   the request's canonical path (the one it was routed
+	//	        on: decoded, dot segments removed, slashes merged),
+	//	        percent-encoded again, without StripPrefix
 	//	$query  "?" and the query as received, or nothing when the
 	//	        request has no query
 	//	$host   the request's host (Host field or absolute-form target);
@@ -234,7 +235,7 @@ func (rd *redirect) location(r *engine.Request) ([]byte, bool) {
 		case "":
 			b = append(b, p.lit...)
 		case "path":
-			path := rd.stripped(r.RawPath)
+			path := rd.stripped(r.Path)
 			if len(b) == 0 && len(path) == 0 && !rd.absolute {
 				path = redirectSlash // "" would be this very URL again
 			}
@@ -259,7 +260,7 @@ func (rd *redirect) location(r *engine.Request) ([]byte, bool) {
 
 var redirectSlash = []byte("/")
 
-// stripped returns the raw path with StripPrefix removed where the path
+// stripped returns the canonical path with StripPrefix removed where the path
 // is the prefix or continues it with '/'. A target that is not a path
 // (OPTIONS *, CONNECT's authority) stands for "/".
 func (rd *redirect) stripped(raw []byte) []byte {

@@ -28,15 +28,16 @@ func redirectSchemeLen(s string) int {
 
 // redirectEscape appends s to b, percent-encoding every byte a URL path
 // (or, with query, a query) may not hold as is (RFC 3986 §3.3, §3.4):
-// all but unreserved, sub-delims, ':', '@', '/' (and '?' in a query), and
-// '%' where it starts an escape. Nothing it appends is a control byte,
+// all but unreserved, sub-delims, ':', '@', '/' (and '?' in a query).
+// A path is decoded, so its every '%' is escaped; a query is raw, so a
+// '%' that starts an escape there is kept. Nothing it appends is a control byte,
 // a space, a backslash or a byte above 0x7e.
 func redirectEscape(b, s []byte, query bool) []byte {
 	const hex = "0123456789ABCDEF"
 	for i, c := range s {
 		switch {
 		case redirectURLChar(c), c == '?' && query:
-		case c == '%' && i+2 < len(s) && redirectIsHex(s[i+1]) && redirectIsHex(s[i+2]):
+		case c == '%' && query && i+2 < len(s) && redirectIsHex(s[i+1]) && redirectIsHex(s[i+2]):
 		default:
 			b = append(b, '%', hex[c>>4], hex[c&15])
 			continue
