@@ -386,8 +386,12 @@ func (c *conn) finish() {
 			// its write timeout.
 			c.nc.SetDeadline(time.Time{})
 		}
-		if !c.interrupted.Load() && (c.unread || c.r < c.w) {
-			if c.flush() == nil {
+		if c.unread || c.r < c.w {
+			// The client may still be sending. Closing with its bytes
+			// unread sends RST, which drops output the kernel still
+			// holds: so none is held back (no MSG_MORE), and, unless the
+			// client was cut off for being slow, the server lingers.
+			if c.flush() == nil && !c.interrupted.Load() {
 				c.linger()
 			}
 		} else {
