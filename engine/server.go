@@ -41,6 +41,15 @@ type Server struct {
 	// accept failures). Nil means slog.Default().
 	Logger *slog.Logger
 
+	// OnRefused, if set, is called for every request the engine answers
+	// itself without calling Handler (see Refusal), once the response is
+	// composed and before it is sent, so that an access log can record
+	// those requests too. It
+	// is called on the connection's goroutine (sometimes inside the
+	// runtime poller's read callback), so it must not block; the Refusal
+	// and what it points to are valid only until it returns.
+	OnRefused func(*Refusal)
+
 	initOnce   sync.Once
 	limits     Limits
 	serverLine []byte
