@@ -31,11 +31,17 @@ func guardServe(t testing.TB, comp pipe.Component) string {
 
 func guardServeOn(t testing.TB, addr string, comp pipe.Component) string {
 	t.Helper()
+	return guardServeServer(t, addr, &engine.Server{Handler: pipe.Handler(comp)})
+}
+
+// guardServeServer serves s on addr and returns the base URL; s is shut
+// down when the test ends.
+func guardServeServer(t testing.TB, addr string, s *engine.Server) string {
+	t.Helper()
 	ln, err := engine.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &engine.Server{Handler: pipe.Handler(comp)}
 	go s.Serve(ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
