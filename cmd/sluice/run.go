@@ -104,6 +104,7 @@ func (r *runner) run(stderr io.Writer) int {
 	r.srv.ServerHeader = cfg.ServerHeader
 	r.srv.ExtraMethods = cfg.ExtraMethods()
 	r.srv.Logger = r.log
+	r.srv.OnRefused = r.sw.LogRefusal
 	r.lns = map[config.Address]*listener{}
 	r.failed = make(chan error, 1)
 
