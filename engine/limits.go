@@ -65,8 +65,11 @@ type Limits struct {
 	// spent waiting for the body.
 	MinBodyRate int64
 
-	// WriteTimeout bounds each write of response bytes to the socket: a
-	// client that stops reading is disconnected after it. Default 30s.
+	// WriteTimeout is how long a client may go without taking any of the
+	// response bytes the server has to send: one that stops reading is
+	// disconnected after it. It bounds progress, not a whole response: a
+	// large file sent to a client that keeps reading takes as long as it
+	// takes. There is no minimum response rate. Default 30s.
 	WriteTimeout time.Duration
 
 	// MaxConns bounds open connections. At the limit, idle keep-alive

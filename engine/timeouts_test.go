@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -239,4 +241,79 @@ func TestBodyRateSlidingWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// WriteTimeout bounds a stall, not a whole response: a file sent with
+// sendfile to a client that keeps reading, for longer than the timeout in
+// all, is sent in full (it was cut off once the timeout had passed since
+// the transfer began). TestWriteTimeoutFreesHandler checks that a client
+// that stops reading is still cut off.
+func TestWriteTimeoutRenewedByProgress(t *testing.T) {
+	const size = 6 << 20
+	file := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(file, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		f, err := os.Open(file)
+		if err != nil {
+			sent <- err
+			return
+		}
+		defer f.Close()
+		sent <- w.(FileSender).SendFile(f, 0, size)
+	})
+	// Small socket buffers on both sides, so that what the kernel holds
+	// drains in a fraction of the timeout at the client's pace.
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveOn(t, &Server{Handler: h, Limits: Limits{WriteTimeout: time.Second}}, smallSendBuffers{ln})
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	// At 3 MB/s the transfer takes two seconds, twice the write timeout.
+	const rate = 3 << 20
+	buf := make([]byte, 64<<10)
+	start, got := time.Now(), 0
+	for {
+		n, err := c.Read(buf)
+		got += n
+		if err != nil {
+			break
+		}
+		// Pace the client (this is no synchronisation).
+		time.Sleep(time.Duration(got)*time.Second/rate - time.Since(start))
+	}
+	if err := <-sent; err != nil {
+		t.Errorf("SendFile after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	if got < size || got > size+200 {
+		t.Errorf("received %d bytes, want the %d-byte file and a head", got, size)
+	}
+}
+
+// smallSendBuffers gives the connections it accepts a 32 KiB send buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 32<<10) })
+	return c, nil
 }
