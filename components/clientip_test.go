@@ -59,11 +59,18 @@ func guardServe(t testing.TB, comp pipe.Component) string {
 
 func guardServeOn(t testing.TB, addr string, comp pipe.Component) string {
 	t.Helper()
+	return guardServeServer(t, addr, &engine.Server{Handler: pipe.Handler(comp)})
+}
+
+// guardServeServer serves s on addr and returns the base URL; s is shut
+// down when the test ends.
+func guardServeServer(t testing.TB, addr string, s *engine.Server) string {
+	t.Helper()
 	ln, err := engine.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "http://" + guardServeListener(t, ln, comp)
+	return "http://" + guardServeListener(t, ln, s)
 }
 
 // guardServeUnix serves comp on a Unix socket and returns "unix:" and the
@@ -74,14 +81,13 @@ func guardServeUnix(t testing.TB, comp pipe.Component) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "unix:" + guardServeListener(t, ln, comp)
+	return "unix:" + guardServeListener(t, ln, &engine.Server{Handler: pipe.Handler(comp)})
 }
 
-// guardServeListener serves comp on ln until the test ends and returns
-// ln's address.
-func guardServeListener(t testing.TB, ln net.Listener, comp pipe.Component) string {
+// guardServeListener serves s on ln until the test ends and returns ln's
+// address.
+func guardServeListener(t testing.TB, ln net.Listener, s *engine.Server) string {
 	t.Helper()
-	s := &engine.Server{Handler: pipe.Handler(comp)}
 	go s.Serve(ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

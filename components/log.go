@@ -70,17 +70,30 @@ type LogOptions struct {
 //
 //	192.0.2.7 - alice [10/Oct/2000:13:55:36 -0700] "GET /a.gif HTTP/1.1" 200 2326
 //
-// combined: common followed by "%{Referer}i" "%{User-Agent}i".
+// combined: common followed by "%{Referer}i" "%{User-Agent}i", each "-"
+// when the request has none.
 //
 // json: {"time","remote","user","method","uri","proto","host","status",
-// "bytes","referer","user_agent","duration_ms"}, one object per line.
+// "bytes","referer","user_agent","duration_ms"}, one object per line;
+// what the request did not send is "".
 //
 // The time is the local time the request arrived, in the format of
 // Apache's %t. The user is the name in Basic credentials, if any — as
 // with Apache, whether or not they were accepted. In common and combined,
 // quotes, backslashes, control and non-ASCII bytes of request fields are
 // escaped as Apache does (\", \\, \n, \xhh); json escapes as JSON does,
-// with invalid UTF-8 replaced by U+FFFD.
+// with invalid UTF-8 replaced by U+FFFD. No byte a client sent reaches
+// the file unescaped.
+//
+// # Requests the engine refuses
+//
+// A request the engine answers itself (a malformed or oversized head, an
+// unknown method, a head that timed out: 400, 408, 413, 414, 417, 431,
+// 501, 505) never reaches a pipeline. Refused logs it when set as the
+// server's engine.Server.OnRefused (sluice serve does this; see
+// docs/config.md for which log gets them): its raw request line,
+// escaped, stands for the request, and what did not arrive is "-" (in
+// json, "").
 //
 // # Buffering and rotation
 //
@@ -352,8 +365,19 @@ func (l *Log) reopenFile() error {
 	return nil
 }
 
-// emit formats the line of a finished request and queues it.
-func (l *Log) emit(r *engine.Request, status int, start time.Time, n int64) {
+// Refused writes the line of a request the engine refused before any
+// handler saw it (see engine.Server.OnRefused), in the log's format: the
+// raw request line, escaped, stands for the request ("%r"); in json, a
+// "request" member carries it, and method, uri and proto are empty when
+// the request line did not parse. Refused copies what it needs before it
+// returns and does not block, so it may be called as OnRefused.
+func (l *Log) Refused(rf *engine.Refusal) {
+	l.emit(rf.Request, rf, rf.Status, l.now(), rf.BodyBytes)
+}
+
+// emit formats the line of a finished request, or of a refused one (rf
+// not nil), and queues it.
+func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) {
 	if l.closed.Load() {
 		l.dropped.Add(1)
 		return
@@ -362,15 +386,14 @@ func (l *Log) emit(r *engine.Request, status int, start time.Time, n int64) {
 	line := (*bp)[:0]
 	switch l.format {
 	case logJSON:
-		line = l.appendJSON(line, r, status, start, n)
+		line = l.appendJSON(line, r, rf, status, start, n)
 	default:
-		line = l.appendCommon(line, r, status, start, n)
+		line = l.appendCommon(line, r, rf, status, start, n)
 		if l.format == logCombined {
-			line = append(line, ` "`...)
-			line = appendLogField(line, r.Header("Referer"))
-			line = append(line, `" "`...)
-			line = appendLogField(line, r.Header("User-Agent"))
-			line = append(line, '"')
+			line = append(line, ' ')
+			line = appendLogQuoted(line, r.Header("Referer"))
+			line = append(line, ' ')
+			line = appendLogQuoted(line, r.Header("User-Agent"))
 		}
 	}
 	line = append(line, '\n')
@@ -384,7 +407,7 @@ func (l *Log) emit(r *engine.Request, status int, start time.Time, n int64) {
 	}
 }
 
-func (l *Log) appendCommon(b []byte, r *engine.Request, status int, start time.Time, n int64) []byte {
+func (l *Log) appendCommon(b []byte, r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) []byte {
 	b = appendLogAddr(b, l.client.addr(r))
 	b = append(b, " - "...)
 	if user := logUser(r); len(user) > 0 {
@@ -394,13 +417,19 @@ func (l *Log) appendCommon(b []byte, r *engine.Request, status int, start time.T
 	}
 	b = append(b, " ["...)
 	b = start.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
-	b = append(b, `] "`...)
-	b = appendLogField(b, r.Method)
+	b = append(b, "] "...)
+	if rf != nil {
+		b = appendLogQuoted(b, rf.Line)
+	} else {
+		b = append(b, '"')
+		b = appendLogField(b, r.Method)
+		b = append(b, ' ')
+		b = appendLogField(b, r.Target)
+		b = append(b, " HTTP/1."...)
+		b = strconv.AppendInt(b, int64(r.ProtoMinor), 10)
+		b = append(b, '"')
+	}
 	b = append(b, ' ')
-	b = appendLogField(b, r.Target)
-	b = append(b, " HTTP/1."...)
-	b = strconv.AppendInt(b, int64(r.ProtoMinor), 10)
-	b = append(b, `" `...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, ' ')
 	if n == 0 {
@@ -409,7 +438,7 @@ func (l *Log) appendCommon(b []byte, r *engine.Request, status int, start time.T
 	return strconv.AppendInt(b, n, 10)
 }
 
-func (l *Log) appendJSON(b []byte, r *engine.Request, status int, start time.Time, n int64) []byte {
+func (l *Log) appendJSON(b []byte, r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) []byte {
 	b = append(b, `{"time":"`...)
 	b = start.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	b = append(b, `","remote":"`...)
@@ -422,9 +451,14 @@ func (l *Log) appendJSON(b []byte, r *engine.Request, status int, start time.Tim
 	b = appendJSONString(b, r.Method)
 	b = append(b, `,"uri":`...)
 	b = appendJSONString(b, r.Target)
-	b = append(b, `,"proto":"HTTP/1.`...)
-	b = strconv.AppendInt(b, int64(r.ProtoMinor), 10)
-	b = append(b, `","host":`...)
+	if r.Method != nil {
+		b = append(b, `,"proto":"HTTP/1.`...)
+		b = strconv.AppendInt(b, int64(r.ProtoMinor), 10)
+		b = append(b, '"')
+	} else {
+		b = append(b, `,"proto":""`...)
+	}
+	b = append(b, `,"host":`...)
 	b = appendJSONString(b, r.Host)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
@@ -436,6 +470,10 @@ func (l *Log) appendJSON(b []byte, r *engine.Request, status int, start time.Tim
 	b = appendJSONString(b, r.Header("User-Agent"))
 	b = append(b, `,"duration_ms":`...)
 	b = strconv.AppendFloat(b, float64(l.now().Sub(start).Microseconds())/1000, 'f', 3, 64)
+	if rf != nil {
+		b = append(b, `,"request":`...)
+		b = appendJSONString(b, rf.Line)
+	}
 	return append(b, '}')
 }
 
@@ -471,6 +509,19 @@ func logUser(r *engine.Request) []byte {
 		}
 	}
 	return nil
+}
+
+// appendLogQuoted appends s escaped and in double quotes, or "-" in
+// quotes when s is empty (a field the request did not send), as Apache
+// and nginx write a missing Referer or User-Agent.
+func appendLogQuoted(b, s []byte) []byte {
+	b = append(b, '"')
+	if len(s) == 0 {
+		b = append(b, '-')
+	} else {
+		b = appendLogField(b, s)
+	}
+	return append(b, '"')
 }
 
 // appendLogField appends s escaped as Apache escapes log items.
@@ -596,7 +647,7 @@ func (rec *logRec) Flush() error { return rec.next.Flush() }
 
 // Close logs the request: the content phase is over and the status final.
 func (rec *logRec) Close() error {
-	rec.l.emit(rec.c.Request, rec.c.Status(), rec.start, rec.n)
+	rec.l.emit(rec.c.Request, nil, rec.c.Status(), rec.start, rec.n)
 	rec.l, rec.c, rec.next = nil, nil, nil
 	logRecPool.Put(rec)
 	return nil

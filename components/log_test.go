@@ -92,6 +92,90 @@ func TestLogFormats(t *testing.T) {
 	}
 }
 
+// Requests the engine refuses before any handler runs are logged through
+// Refused, set as the server's OnRefused: their raw request line stands
+// for the request, escaped, and what is unknown is "-" (issue 14, finding
+// 8: they never reached the access log).
+func TestLogRefused(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		combined  string // the line after the time
+		json      map[string]any
+	}{
+		{"control bytes in the request line",
+			"GET /\x1b[31mred\\\"x HTTP/1.1\r\nHost: a\r\nUser-Agent: evil\x07\r\n\r\n",
+			`"GET /\x1b[31mred\\\"x HTTP/1.1" 400 40 "-" "-"`,
+			map[string]any{"method": "GET", "uri": "/\x1b[31mred\\\"x", "proto": "HTTP/1.1", "status": 400.0,
+				"request": "GET /\x1b[31mred\\\"x HTTP/1.1", "user_agent": "", "referer": ""}},
+		{"TLS handshake",
+			"\x16\x03\x01\x00\xa5\x01\x00\r\n\r\n",
+			`"\x16\x03\x01\x00\xa5\x01\x00" 400 40 "-" "-"`,
+			map[string]any{"method": "", "uri": "", "proto": "", "status": 400.0,
+				"request": "\x16\x03\x01\x00\ufffd\x01\x00"}},
+		{"unknown method, fields parsed",
+			"BREW /pot HTTP/1.1\r\nHost: a\r\nUser-Agent: tea/1\r\nReferer: http://a/\r\n" +
+				"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("bob\n:pw")) + "\r\n\r\n",
+			`"BREW /pot HTTP/1.1" 501 44 "http://a/" "tea/1"`,
+			map[string]any{"method": "BREW", "uri": "/pot", "status": 501.0, "user": "bob\n",
+				"request": "BREW /pot HTTP/1.1", "user_agent": "tea/1"}},
+	}
+	for _, format := range []string{"combined", "json"} {
+		t.Run(format, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "access.log")
+			l := logOpen(t, LogOptions{File: file, Format: format})
+			url := guardServeServer(t, "127.0.0.1:0", &engine.Server{
+				Handler:   pipe.Handler(pipe.Chain{l, guardText("x")}),
+				OnRefused: l.Refused,
+			})
+			for _, tt := range tests {
+				resp, _ := guardRaw(t, url, tt.raw)
+				if resp.StatusCode < 400 {
+					t.Fatalf("%s: status %d", tt.name, resp.StatusCode)
+				}
+			}
+			lines := logLines(t, l, file)
+			if len(lines) != len(tests) {
+				t.Fatalf("lines: %q", lines)
+			}
+			for i, tt := range tests {
+				line := lines[i]
+				if format == "combined" {
+					user := "-"
+					if strings.Contains(tt.raw, "Basic") {
+						user = `bob\n`
+					}
+					want := "127.0.0.1 - " + user + " [10/Oct/2000:13:55:36 -0700] " + tt.combined
+					if line != want {
+						t.Errorf("%s:\n got %s\nwant %s", tt.name, line, want)
+					}
+					continue
+				}
+				var v map[string]any
+				if err := json.Unmarshal([]byte(line), &v); err != nil {
+					t.Fatalf("%s: %q is not JSON: %v", tt.name, line, err)
+				}
+				for k, want := range tt.json {
+					if v[k] != want {
+						t.Errorf("%s: %s = %#v, want %#v\n%s", tt.name, k, v[k], want, line)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A request without Referer or User-Agent has "-" for them.
+func TestLogMissingFields(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "access.log")
+	l := logOpen(t, LogOptions{File: file})
+	url := guardServe(t, pipe.Chain{l, guardText("x")})
+	guardRaw(t, url, "GET /a HTTP/1.1\r\nHost: a\r\nReferer: \r\nConnection: close\r\n\r\n")
+	want := `127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.1" 200 1 "-" "-"`
+	if lines := logLines(t, l, file); len(lines) != 1 || lines[0] != want {
+		t.Errorf("lines %q, want %q", lines, want)
+	}
+}
+
 // The line has the final status and the body's length, whoever answered.
 func TestLogStatusAndBytes(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "access.log")
@@ -327,7 +411,7 @@ func BenchmarkLog(b *testing.B) {
 			start := time.Now()
 			b.ReportAllocs()
 			for b.Loop() {
-				l.emit(r, 200, start, 1234)
+				l.emit(r, nil, 200, start, 1234)
 			}
 			l.Sync()
 			b.ReportMetric(float64(l.Dropped()), "dropped")

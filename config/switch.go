@@ -53,6 +53,15 @@ func (s *Switch) Serve(w engine.ResponseWriter, r *engine.Request) {
 	g.handler.Serve(w, r)
 }
 
+// LogRefusal logs a request the engine refused with the current config
+// (Config.LogRefusal): set it as engine.Server.OnRefused so that the
+// access logs of the config being served record such requests too.
+func (s *Switch) LogRefusal(rf *engine.Refusal) {
+	g := s.acquire()
+	defer g.release()
+	g.cfg.LogRefusal(rf)
+}
+
 // acquire returns the current generation with its count raised. It checks
 // that the generation is still current after counting the request: if a
 // Swap came in between, the count may already have been seen at zero and

@@ -20,7 +20,7 @@ const (
 
 // bodyReader is Request.Body. It reads the body from the connection's
 // buffer first and the socket after, never past the end of the body, under
-// the body timeout and minimum rate.
+// the body timeout and minimum rate (see bodyPace).
 type bodyReader struct {
 	c       *conn
 	req     *Request
@@ -30,7 +30,7 @@ type bodyReader struct {
 	left    int64 // bytes left in the body (length) or in the chunk (chunked)
 	read    int64 // body bytes delivered
 	limit   int64 // Limits.MaxBodyBytes, -1 for none
-	started int64 // coarse time of the first body read, for the rate
+	pace    bodyPace
 	err     error // sticky error for the handler
 
 	continueSent bool
@@ -41,6 +41,7 @@ var _ io.Reader = (*bodyReader)(nil)
 
 func (b *bodyReader) start(c *conn, req *Request) {
 	*b = bodyReader{c: c, req: req, limit: c.srv.limits.MaxBodyBytes}
+	b.pace.start(&c.srv.limits)
 	switch {
 	case req.ContentLength < 0:
 		b.chunked = true
@@ -99,6 +100,7 @@ func (b *bodyReader) readData(p []byte) (int, error) {
 			}
 			n, err := c.nc.Read(p)
 			c.th.Clear()
+			b.pace.got(c.srv.tm.Now(), n)
 			if n > 0 {
 				return n, nil
 			}
@@ -113,22 +115,16 @@ func (b *bodyReader) readData(p []byte) (int, error) {
 	return n, nil
 }
 
-// arm flushes pending output and sets the body deadline: BodyTimeout from
-// the first body read plus one second per MinBodyRate bytes received.
+// arm flushes pending output and sets the deadline of the wait for body
+// bytes that follows: the end of the grace period or of the rate's current
+// window (see bodyPace). The caller reports what the wait brought to
+// b.pace.got.
 func (b *bodyReader) arm() error {
 	c := b.c
 	if err := c.flush(); err != nil {
 		return b.fail(err)
 	}
-	lim := &c.srv.limits
-	if b.started == 0 {
-		b.started = c.srv.tm.Now()
-	}
-	deadline := b.started + int64(lim.BodyTimeout)
-	if lim.MinBodyRate > 0 {
-		deadline += b.read * 1e9 / lim.MinBodyRate
-	}
-	c.th.SetDeadlineAt(deadline)
+	c.th.SetDeadlineAt(b.pace.wait(c.srv.tm.Now()))
 	return nil
 }
 
@@ -137,8 +133,11 @@ func (b *bodyReader) fill() error {
 	if err := b.arm(); err != nil {
 		return err
 	}
-	err := b.c.fill(b.c.srv.limits.MaxHeaderBytes + 2)
-	b.c.th.Clear()
+	c := b.c
+	unread := c.w - c.r // fill may move the bytes, never drop them
+	err := c.fill(c.srv.limits.MaxHeaderBytes + 2)
+	c.th.Clear()
+	b.pace.got(c.srv.tm.Now(), c.w-c.r-unread)
 	if err != nil {
 		return b.fail(err)
 	}

@@ -386,8 +386,12 @@ func (c *conn) finish() {
 			// its write timeout.
 			c.nc.SetDeadline(time.Time{})
 		}
-		if !c.interrupted.Load() && (c.unread || c.r < c.w) {
-			if c.flush() == nil {
+		if c.unread || c.r < c.w {
+			// The client may still be sending. Closing with its bytes
+			// unread sends RST, which drops output the kernel still
+			// holds: so none is held back (no MSG_MORE), and, unless the
+			// client was cut off for being slow, the server lingers.
+			if c.flush() == nil && !c.interrupted.Load() {
 				c.linger()
 			}
 		} else {
@@ -484,6 +488,7 @@ func (c *conn) serveHead(n int, err error) bool {
 		c.writeError(perr)
 		return false
 	}
+	head := c.rbuf[c.r : c.r+n]
 	c.r += n
 	c.pin = c.r
 	c.th.Clear()
@@ -506,20 +511,27 @@ func (c *conn) serveHead(n int, err error) bool {
 		// without framing fields (see commit).
 		c.closeAfter = true
 	}
+	var refusal *ProtocolError // a head we understood but refuse
 	switch {
-	case perr != nil: // a head we understood but refuse
-		resp.fail(perr)
+	case perr != nil:
+		refusal = perr
 	case !c.srv.knownMethod(req.Method):
-		resp.fail(errUnknownMethod)
+		refusal = errUnknownMethod
 	case c.srv.limits.MaxBodyBytes >= 0 && req.ContentLength > c.srv.limits.MaxBodyBytes:
-		resp.fail(errBodyTooLarge)
+		refusal = errBodyTooLarge
 	case c.srv.shuttingDown():
 		resp.Header().Set("Connection", "close")
 		c.runHandler(resp, req)
 	default:
 		c.runHandler(resp, req)
 	}
+	if refusal != nil {
+		resp.fail(refusal)
+	}
 	resp.finish()
+	if refusal != nil {
+		c.refused(refusal, head, resp.bodySent())
+	}
 	keep := !c.closeAfter && !req.close && !resp.hdr.close && body.discard()
 	if !body.done {
 		c.unread = true
@@ -678,6 +690,7 @@ func (c *conn) writeError(e *ProtocolError) {
 	s.out = b
 	c.closeAfter = true
 	c.unread = true
+	c.refused(e, c.rbuf[c.r:c.w], errorBodyLen(e))
 	c.flush()
 }
 
@@ -690,10 +703,15 @@ func appendErrorBody(b []byte, e *ProtocolError, close bool) []byte {
 	}
 	text := statusText(e.Status)
 	b = append(b, "Content-Length: "...)
-	b = appendInt(b, int64(len(text)+2+len(e.Msg)+1))
+	b = appendInt(b, errorBodyLen(e))
 	b = append(b, "\r\n\r\n"...)
 	b = append(b, text...)
 	b = append(b, ": "...)
 	b = append(b, e.Msg...)
 	return append(b, '\n')
+}
+
+// errorBodyLen is the length of the body appendErrorBody writes for e.
+func errorBodyLen(e *ProtocolError) int64 {
+	return int64(len(statusText(e.Status)) + 2 + len(e.Msg) + 1)
 }

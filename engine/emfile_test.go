@@ -36,23 +36,24 @@ func TestEMFILEChild(t *testing.T) {
 	s.Serve(ln)
 }
 
-// Out of file descriptors, the accept loop backs off and recovers (closing
-// idle connections) instead of spinning or exiting.
-func TestAcceptRecoversFromEMFILE(t *testing.T) {
+// startEMFILEChild runs TestEMFILEChild in a child process and returns the
+// address it serves and its standard error, where its server logs. The
+// child is killed when the test ends.
+func startEMFILEChild(t *testing.T) (addr string, stderr *lockedBuffer) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEMFILEChild$", "-test.v")
 	cmd.Env = append(os.Environ(), "SLUICE_EMFILE_CHILD=1")
 	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	stderr = new(lockedBuffer)
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	br := bufio.NewReader(stdout)
-	var addr string
 	for addr == "" {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -63,25 +64,31 @@ func TestAcceptRecoversFromEMFILE(t *testing.T) {
 		}
 	}
 	go io.Copy(io.Discard, br)
+	return addr, stderr
+}
 
-	// Exhaust the child's descriptors with connections that send the start
-	// of a request head and stop. (Connections that send nothing are not
-	// even accepted for a second: the listener defers accepting until
-	// bytes arrive.)
-	var hogs []net.Conn
-	for i := 0; i < 40; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(c, "GET / HTTP/1.1\r\n")
-		hogs = append(hogs, c)
+// hog opens a connection that sends the start of a request head and
+// stops, holding one of the server's descriptors until its HeaderTimeout.
+// (A connection that sends nothing is not even accepted for a second: the
+// listener defers accepting until bytes arrive.) It is closed when the
+// test ends.
+func hog(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	defer func() {
-		for _, c := range hogs {
-			c.Close()
-		}
-	}()
+	t.Cleanup(func() { c.Close() })
+	io.WriteString(c, "GET / HTTP/1.1\r\n")
+}
+
+// Out of file descriptors, the accept loop backs off and recovers (closing
+// idle connections) instead of spinning or exiting.
+func TestAcceptRecoversFromEMFILE(t *testing.T) {
+	addr, stderr := startEMFILEChild(t)
+	for i := 0; i < 40; i++ {
+		hog(t, addr)
+	}
 	// The server must keep answering: connections that stall time out, freeing descriptors for the ones waiting in the backlog.
 	waitFor(t, "a request to be answered despite EMFILE", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -94,11 +101,37 @@ func TestAcceptRecoversFromEMFILE(t *testing.T) {
 		b, _ := io.ReadAll(c)
 		return strings.Contains(string(b), "alive")
 	})
-	if cmd.ProcessState != nil {
-		t.Fatalf("child exited: %s", stderr.String())
-	}
 	if !strings.Contains(stderr.String(), "too many open files") {
 		t.Errorf("the child never hit EMFILE; stderr:\n%.2000s", stderr.String())
+	}
+}
+
+// A server kept at its descriptor limit logs its accept failures at most
+// about once a second, however often accepts fail and succeed in turn
+// (issue 14, finding 8: the back-off was reset by every successful accept
+// and a warning logged every 5ms).
+func TestAcceptBackoffBoundsItsLog(t *testing.T) {
+	addr, stderr := startEMFILEChild(t)
+	// New hogs keep arriving while the old ones time out (after 300ms),
+	// so accepts fail and succeed in turn for as long as this runs.
+	start := time.Now()
+	for time.Since(start) < 3*time.Second {
+		hog(t, addr)
+		time.Sleep(5 * time.Millisecond) // pace the load, not a synchronisation
+	}
+	elapsed := time.Since(start)
+	log := stderr.String()
+	if !strings.Contains(log, "too many open files") {
+		t.Fatalf("the child never hit EMFILE; stderr:\n%.2000s", log)
+	}
+	lines := strings.Count(log, "accept failed")
+	// One warning a second, the first at once, and one more when
+	// accepting recovers.
+	if max := int(elapsed/acceptCalm) + 2; lines > max {
+		t.Errorf("%d accept warnings in %v, want at most %d:\n%.3000s", lines, elapsed.Round(time.Millisecond), max, log)
+	}
+	if !strings.Contains(log, "suppressed=") {
+		t.Errorf("the warnings do not count the errors left unlogged:\n%.2000s", log)
 	}
 }
 

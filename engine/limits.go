@@ -47,17 +47,29 @@ type Limits struct {
 	BusyIdleTimeout time.Duration
 
 	// BodyTimeout is the grace period a request body has before
-	// MinBodyRate applies: a body must arrive by BodyTimeout plus one
-	// second for every MinBodyRate bytes received. Default 10s.
+	// MinBodyRate applies. Only time spent waiting for the client's body
+	// bytes counts, not time the handler takes between reads. Default 10s.
 	BodyTimeout time.Duration
 
 	// MinBodyRate is the slowest body upload, in bytes per second, the
-	// server tolerates after BodyTimeout. Default 1024; -1 disables the
-	// rate, leaving BodyTimeout as an absolute limit.
+	// server tolerates after BodyTimeout. It is judged over a sliding
+	// window of 5 seconds (or BodyTimeout, if shorter), not on average:
+	// once the grace period is over, every MinBodyRate × window bytes must
+	// arrive within one window of the previous ones (the first window
+	// begins as the grace period ends), so bytes sent fast buy at most one
+	// window of silence later. As for BodyTimeout, only time spent waiting
+	// for body bytes counts. A body that falls behind makes Body.Read fail
+	// with os.ErrDeadlineExceeded, and the connection is closed after a
+	// 408 Request Timeout if no response was started. Default 1024; -1
+	// disables the rate, leaving BodyTimeout as a limit on the total time
+	// spent waiting for the body.
 	MinBodyRate int64
 
-	// WriteTimeout bounds each write of response bytes to the socket: a
-	// client that stops reading is disconnected after it. Default 30s.
+	// WriteTimeout is how long a client may go without taking any of the
+	// response bytes the server has to send: one that stops reading is
+	// disconnected after it. It bounds progress, not a whole response: a
+	// large file sent to a client that keeps reading takes as long as it
+	// takes. There is no minimum response rate. Default 30s.
 	WriteTimeout time.Duration
 
 	// MaxConns bounds open connections. At the limit, idle keep-alive

@@ -316,6 +316,15 @@ func (w *response) finish() {
 	}
 }
 
+// bodySent returns how many body bytes the response sent or queued: none
+// for HEAD or a status without content.
+func (w *response) bodySent() int64 {
+	if w.noBody {
+		return 0
+	}
+	return w.written
+}
+
 // fail replaces an uncommitted response with a short plain-text error.
 func (w *response) fail(e *ProtocolError) {
 	if w.committed {

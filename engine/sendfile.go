@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/sluice-server/sluice/engine/timeout"
 	"golang.org/x/sys/unix"
@@ -114,10 +115,13 @@ func (c *conn) flushBeforeClose() error {
 
 // transmit writes the pending output and tail in one sendmsg(2) with
 // flags, then n bytes of src (if not nil) from offset with sendfile(2),
-// all under the write timeout. It needs c.rc.
+// under the write timeout, which each system call that sends something
+// renews: a client that keeps reading is not cut off in the middle of a
+// large file, one that stops is, as with any write. It needs c.rc.
 func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) error {
 	t := &c.s.transfer
-	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, offset: offset, n: n, nb: c.nb}
+	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, offset: offset, n: n, nb: c.nb,
+		th: c.th, timeout: c.srv.limits.WriteTimeout}
 	if src != nil {
 		t.file, t.src, t.clock = src, int(src.Fd()), c.srv.tm
 	}
@@ -129,7 +133,7 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 	if err == nil {
 		err = t.err
 	}
-	t.out, t.tail, t.file, t.clock = nil, nil, nil, nil
+	t.out, t.tail, t.file, t.clock, t.th = nil, nil, nil, nil, nil
 	return err
 }
 
@@ -142,6 +146,8 @@ type fileTransfer struct {
 	file      *os.File         // the file to send from, if any
 	src       int              // its descriptor
 	clock     *timeout.Manager // its coarse clock dates residency answers
+	th        *timeout.Handle  // the connection's, renewed on progress
+	timeout   time.Duration    // Limits.WriteTimeout
 	offset    int64
 	n         int64 // file bytes still to send
 	sent      int64
@@ -171,6 +177,7 @@ func (t *fileTransfer) step(fd uintptr) bool {
 		t.sent += int64(m)
 		k := min(m, len(t.out))
 		t.out, t.tail = t.out[k:], t.tail[m-k:]
+		t.th.SetDeadline(t.timeout)
 	}
 	if t.n > 0 {
 		raceReleaseIO(int(fd))
@@ -185,6 +192,7 @@ func (t *fileTransfer) step(fd uintptr) bool {
 		if m > 0 {
 			t.n -= int64(m)
 			t.sent += int64(m)
+			t.th.SetDeadline(t.timeout)
 		}
 		switch {
 		case err == syscall.EINTR:

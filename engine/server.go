@@ -41,6 +41,15 @@ type Server struct {
 	// accept failures). Nil means slog.Default().
 	Logger *slog.Logger
 
+	// OnRefused, if set, is called for every request the engine answers
+	// itself without calling Handler (see Refusal), once the response is
+	// composed and before it is sent, so that an access log can record
+	// those requests too. It
+	// is called on the connection's goroutine (sometimes inside the
+	// runtime poller's read callback), so it must not block; the Refusal
+	// and what it points to are valid only until it returns.
+	OnRefused func(*Refusal)
+
 	initOnce   sync.Once
 	limits     Limits
 	serverLine []byte
@@ -155,8 +164,11 @@ func (s *Server) ListenAndServe(addr string) error {
 // Serve accepts connections on ln and serves each on its own goroutine,
 // until Shutdown or Close (then it returns ErrServerClosed) or a permanent
 // accept error. Temporary accept errors, such as running out of file
-// descriptors (EMFILE, ENFILE), are logged and retried with a backoff of
-// up to one second; at EMFILE the longest-idle connection is also closed.
+// descriptors (EMFILE, ENFILE), are retried after a back-off that doubles
+// from 5ms up to one second and is forgotten only after a second without
+// errors; they are logged at most once a second, each warning counting
+// the errors left unlogged ("suppressed"). At EMFILE and ENFILE the
+// longest-idle connection is also closed.
 // Serve closes ln when it returns.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.Handler == nil {
@@ -178,7 +190,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 	}()
 
-	var backoff time.Duration
+	var backoff acceptBackoff
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -191,12 +203,20 @@ func (s *Server) Serve(ln net.Listener) error {
 			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				s.tm.CloseIdle(1)
 			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.logger().Warn("accept failed; retrying", "error", err, "backoff", backoff)
-			time.Sleep(backoff)
+			wait, warn, suppressed := backoff.failed(s.tm.Now())
+			if warn {
+				s.logger().Warn("accept failed; retrying", "error", err, "backoff", wait,
+					"suppressed", suppressed)
+			}
+			select {
+			case <-time.After(wait):
+			case <-s.quit:
+			}
 			continue
 		}
-		backoff = 0
+		if n := backoff.succeeded(s.tm.Now()); n > 0 {
+			s.logger().Warn("accept failed; recovered", "suppressed", n)
+		}
 		s.stats.accepted.Add(1)
 		s.admit()
 		s.startConn(newConn(s, nc))

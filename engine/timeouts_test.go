@@ -3,9 +3,13 @@ package engine
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -154,4 +158,162 @@ func TestIdleWaitMovesAndKeepsServing(t *testing.T) {
 		waitFor(t, "the idle wait to move", func() bool { return idleMoves.Load() > before })
 		before = idleMoves.Load()
 	}
+}
+
+// The minimum body rate is judged over a sliding window, not on average:
+// a body sent fast and then a byte at a time is cut off once a window
+// passes without its quota (issue 14, finding 5), while a body arriving
+// steadily above the rate is read to the end. The steady client keeps
+// four times the rate, catching up after a stall, so that a loaded
+// machine does not make it look slow; TestBodyPace checks the rule's
+// margins exactly on a clock of its own.
+func TestBodyRateSlidingWindow(t *testing.T) {
+	tests := []struct {
+		name   string
+		burst  int // bytes sent at once first
+		rate   int // then bytes per second, sent every 50ms
+		length int // Content-Length
+		cutOff bool
+	}{
+		{"burst then trickle", 100 << 10, 2, 100<<10 + 1000, true},
+		{"steady above the rate", 0, 4000, 10000, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := make(chan error, 1)
+			h := HandlerFunc(func(w ResponseWriter, r *Request) {
+				n, err := io.Copy(io.Discard, r.Body)
+				got <- err
+				if err == nil {
+					fmt.Fprintf(writerOnly{w}, "read %d", n)
+				}
+			})
+			// 1,000 B/s over 1s windows after a 1s grace. The short
+			// HeaderTimeout makes the timeout manager tick every 50ms, so
+			// the windows are judged to within a tick or two.
+			addr := startServer(t, &Server{Handler: h, Limits: Limits{
+				BodyTimeout: time.Second, MinBodyRate: 1000, MaxBodyBytes: 1 << 20,
+				HeaderTimeout: 200 * time.Millisecond,
+			}})
+			c := dial(t, addr)
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: %d\r\n\r\n", tt.length)
+			c.Write(make([]byte, tt.burst))
+			reply := make(chan string, 1)
+			go func() {
+				b, _ := io.ReadAll(c)
+				reply <- string(b)
+			}()
+
+			sent, start := tt.burst, time.Now()
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			giveUp := time.After(15 * time.Second) // the cut is due within 2s
+			var err error
+		send:
+			for {
+				select {
+				case err = <-got:
+					break send
+				case <-giveUp:
+					t.Fatalf("the handler is still reading after %d of %d bytes", sent, tt.length)
+				case <-tick.C:
+				}
+				due := tt.burst + int(time.Since(start).Seconds()*float64(tt.rate))
+				if n := min(due, tt.length) - sent; n > 0 {
+					n, _ = c.Write(make([]byte, n))
+					sent += n
+				}
+			}
+
+			out := <-reply
+			if !tt.cutOff {
+				if err != nil || !strings.HasSuffix(out, fmt.Sprintf("read %d", tt.length)) {
+					t.Fatalf("steady body: handler error %v, response %q", err, out)
+				}
+				return
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("handler read error %v, want os.ErrDeadlineExceeded", err)
+			}
+			if statusOf(out) != 408 {
+				t.Errorf("after %d of %d bytes got %q, want 408", sent, tt.length, out)
+			}
+		})
+	}
+}
+
+// WriteTimeout bounds a stall, not a whole response: a file sent with
+// sendfile to a client that keeps reading, for longer than the timeout in
+// all, is sent in full (it was cut off once the timeout had passed since
+// the transfer began). TestWriteTimeoutFreesHandler checks that a client
+// that stops reading is still cut off.
+func TestWriteTimeoutRenewedByProgress(t *testing.T) {
+	const size = 6 << 20
+	file := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(file, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		f, err := os.Open(file)
+		if err != nil {
+			sent <- err
+			return
+		}
+		defer f.Close()
+		sent <- w.(FileSender).SendFile(f, 0, size)
+	})
+	// Small socket buffers on both sides, so that what the kernel holds
+	// drains in a fraction of the timeout at the client's pace.
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveOn(t, &Server{Handler: h, Limits: Limits{WriteTimeout: time.Second}}, smallSendBuffers{ln})
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	// At 3 MB/s the transfer takes two seconds, twice the write timeout.
+	const rate = 3 << 20
+	buf := make([]byte, 64<<10)
+	start, got := time.Now(), 0
+	for {
+		n, err := c.Read(buf)
+		got += n
+		if err != nil {
+			break
+		}
+		// Pace the client (this is no synchronisation).
+		time.Sleep(time.Duration(got)*time.Second/rate - time.Since(start))
+	}
+	if err := <-sent; err != nil {
+		t.Errorf("SendFile after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	if got < size || got > size+200 {
+		t.Errorf("received %d bytes, want the %d-byte file and a head", got, size)
+	}
+}
+
+// smallSendBuffers gives the connections it accepts a 32 KiB send buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 32<<10) })
+	return c, nil
 }

@@ -470,3 +470,39 @@ func TestReloadListenSamePort(t *testing.T) {
 		t.Errorf("exit status %d\n%s", code, s.stderr())
 	}
 }
+
+// A request the engine refuses reaches the access log of the catch-all
+// route, its request line escaped (issue 14, finding 8).
+func TestServeLogsRefusedRequests(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "site.yaml")
+	access := filepath.Join(dir, "access.log")
+	writeConfig(t, file, fmt.Sprintf("listen: 127.0.0.1:0\nroutes:\n  - match: /\n    pipeline:\n      - log: %q\n      - text: hi\n", access))
+	s := start(t, "serve", "-c", file)
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /\x1b]0;owned\x07\n HTTP/1.1\r\n\r\n")
+	if out, _ := io.ReadAll(c); !bytes.HasPrefix(out, []byte("HTTP/1.1 400 ")) {
+		t.Fatalf("response %q, want 400", out)
+	}
+	want := `] "GET /\x1b]0;owned\x07" 400 `
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile(access)
+		if strings.Contains(string(data), want) {
+			if strings.Count(string(data), "\n") != 1 || !strings.HasSuffix(string(data), ` "-" "-"`+"\n") {
+				t.Errorf("access log %q, want one line ending \"-\" \"-\"", data)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("access log %q lacks %q", data, want)
+		}
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d\n%s", code, s.stderr())
+	}
+}

@@ -1,7 +1,7 @@
 // Command sluice is the Sluice web server.
 //
-//	sluice serve [--root DIR] [--listen ADDR] [--browse] [--compress] [--print-config]
-//	sluice serve -c FILE [--listen ADDR] [--pid-file FILE]
+//	sluice serve [--root DIR] [--listen ADDR] [--browse] [--compress] [--print-config] [--shutdown-grace D]
+//	sluice serve -c FILE [--listen ADDR] [--pid-file FILE] [--shutdown-grace D]
 //	sluice check -c FILE [--explain]
 //	sluice graph -c FILE [--svg OUT]
 //	sluice fmt -c FILE [-w]
@@ -14,8 +14,9 @@
 // The config file format is described in docs/config.md.
 //
 // Exit status: 0 on success, including a graceful shutdown on SIGINT or
-// SIGTERM; 1 on a runtime or configuration error (an invalid config file
-// prints every error as FILE:LINE:COL: message); 2 on a usage error.
+// SIGTERM (even one that had to cut connections still open after the
+// grace period); 1 on a runtime or configuration error (an invalid config
+// file prints every error as FILE:LINE:COL: message); 2 on a usage error.
 package main
 
 import (

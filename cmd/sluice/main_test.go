@@ -242,6 +242,42 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 }
 
+// A response still being sent when the grace period ends is cut, with a
+// warning counting the connections cut, and the exit status is still 0
+// (issue 14, finding 8: it was 1, so a systemd unit read as failed).
+func TestShutdownGraceRunsOut(t *testing.T) {
+	dir := t.TempDir()
+	// A large sparse file: a client that stops reading keeps its
+	// response in flight for the write timeout (30s).
+	f, err := os.Create(filepath.Join(dir, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(1 << 30)
+	f.Close()
+	s := start(t, "serve", "--root", dir, "--listen", "127.0.0.1:0", "--shutdown-grace", "200ms")
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	c.Write([]byte("GET /big HTTP/1.1\r\nHost: a\r\n\r\n"))
+	// The response has begun: the request is in flight. Stop reading.
+	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status = %d, want 0\n%s", code, s.stderr())
+	}
+	for _, want := range []string{"level=WARN msg=\"grace period over; connections cut\" connections=1", "msg=stopped"} {
+		if !strings.Contains(s.stderr(), want) {
+			t.Errorf("log lacks %q:\n%s", want, s.stderr())
+		}
+	}
+}
+
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"-h"}, {"help"}, {"help", "serve"}, {"serve", "--help"}, {"serve", "-h"},
@@ -254,7 +290,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	for cmd, flags := range map[string][]string{
-		"serve":  {"-root", "-server-header", "-listen", "-browse", "-compress", "-c FILE", "-print-config", "-pid-file", "-workers"},
+		"serve":  {"-root", "-server-header", "-listen", "-browse", "-compress", "-c FILE", "-print-config", "-pid-file", "-workers", "-shutdown-grace"},
 		"check":  {"-c FILE", "-explain"},
 		"graph":  {"-c FILE", "-svg"},
 		"fmt":    {"-c FILE", "-w"},

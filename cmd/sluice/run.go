@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
@@ -32,6 +33,7 @@ type runner struct {
 	load   func() (*config.Config, error)
 	srv    *engine.Server
 	sw     *config.Switch
+	grace  time.Duration // for requests in flight at shutdown
 
 	mu     sync.Mutex // guards lns
 	lns    map[config.Address]*listener
@@ -104,6 +106,7 @@ func (r *runner) run(stderr io.Writer) int {
 	r.srv.ServerHeader = cfg.ServerHeader
 	r.srv.ExtraMethods = cfg.ExtraMethods()
 	r.srv.Logger = r.log
+	r.srv.OnRefused = r.sw.LogRefusal
 	r.lns = map[config.Address]*listener{}
 	r.failed = make(chan error, 1)
 
@@ -144,18 +147,26 @@ loop:
 		}
 	}
 	signal.Stop(sigs) // a second signal kills the process the default way
-	r.log.Info("shutting down", "grace", shutdownGrace)
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := r.srv.Shutdown(ctx); err != nil {
-		r.log.Error("shutdown incomplete", "error", err)
-		code = exitError
-	}
+	shutdown(r.log, r.srv, r.grace)
 	r.sw.Close()
 	if code == exitOK {
 		r.log.Info("stopped")
 	}
 	return code
+}
+
+// shutdown stops srv gracefully, giving requests in flight grace to
+// finish. The connections still open then are cut, with a warning saying
+// how many; that is no failure of the server (a client was slow), so the
+// caller still exits 0 and a service manager does not read the stop as
+// failed.
+func shutdown(log *slog.Logger, srv *engine.Server, grace time.Duration) {
+	log.Info("shutting down", "grace", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if srv.Shutdown(ctx) != nil {
+		log.Warn("grace period over; connections cut", "connections", srv.OpenConns())
+	}
 }
 
 // reportInvalid reports a config that cannot be served: a file's errors

@@ -24,7 +24,7 @@ import (
 )
 
 // shutdownGrace is how long requests in flight get to finish after
-// SIGINT or SIGTERM.
+// SIGINT or SIGTERM, unless serve's --shutdown-grace says otherwise.
 const shutdownGrace = 10 * time.Second
 
 // flagsSource names the config the serve flags stand for, in messages.
@@ -34,18 +34,21 @@ const flagsSource = "(command line)"
 type serveFlags struct {
 	file, root, listen, serverHeader, workers, pidFile string
 	browse, compress, printConfig                      bool
+	grace                                              time.Duration
 	set                                                map[string]bool // flags given
 }
 
 var serveCommand = command{
 	name: "serve",
-	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--browse] [--compress] [--workers N|auto] [--print-config]
-       sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE]
+	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--browse] [--compress] [--workers N|auto] [--print-config] [--shutdown-grace D]
+       sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D]
 
 Serves the files under DIR, or the routes of the config file FILE (see
 docs/config.md), over HTTP/1.1 until SIGINT or SIGTERM, which shut down
-gracefully (requests in flight get 10s). The flags without -c stand for a
-config file: --print-config prints it and exits.
+gracefully: requests in flight get --shutdown-grace (10s) to finish, then
+their connections are cut with a warning, and the exit status is still 0.
+The flags without -c stand for a config file: --print-config prints it
+and exits.
 
 SIGHUP loads the config again: a valid one takes over for new requests
 while requests in flight finish on the old one; an invalid one is logged
@@ -64,6 +67,7 @@ reopens the log files (after logrotate). With -c, --listen, --workers and
 		fs.StringVar(&f.workers, "workers", "1", "worker processes, `N` or auto (only 1 is implemented yet)")
 		fs.StringVar(&f.pidFile, "pid-file", "", "write the process id to `FILE` (for sluice reload)")
 		fs.BoolVar(&f.printConfig, "print-config", false, "print the config file the flags stand for, and exit")
+		fs.DurationVar(&f.grace, "shutdown-grace", shutdownGrace, "how long requests in flight get to finish at shutdown before their connections are cut")
 		return func(stdout, stderr io.Writer) int {
 			f.set = map[string]bool{}
 			fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
@@ -91,7 +95,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	log := newLogger(stderr)
-	r := &runner{log: log, srv: &engine.Server{}}
+	r := &runner{log: log, srv: &engine.Server{}, grace: f.grace}
 	loader := &config.Loader{Context: r.context()}
 	if f.file != "" {
 		r.source = f.file
@@ -260,7 +264,8 @@ func newLogger(w io.Writer) *slog.Logger {
 }
 
 // listenAndServe serves srv on addr until SIGINT or SIGTERM, then shuts
-// it down gracefully within shutdownGrace. It returns the exit status.
+// it down gracefully within shutdownGrace (see shutdown). It returns the
+// exit status.
 func listenAndServe(log *slog.Logger, srv *engine.Server, addr string, attrs ...any) int {
 	srv.Logger = log
 	ln, err := engine.Listen("tcp", addr)
@@ -281,13 +286,7 @@ func listenAndServe(log *slog.Logger, srv *engine.Server, addr string, attrs ...
 	case <-ctx.Done():
 	}
 	stop() // a second signal kills the process the default way
-	log.Info("shutting down", "grace", shutdownGrace)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Error("shutdown incomplete", "error", err)
-		return exitError
-	}
+	shutdown(log, srv, shutdownGrace)
 	if err := <-done; err != nil && !errors.Is(err, engine.ErrServerClosed) {
 		log.Error("server failed", "error", err)
 		return exitError
