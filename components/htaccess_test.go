@@ -182,7 +182,7 @@ func TestHtaccessStripPrefix(t *testing.T) {
 		{"/static/secret/", "192.0.2.1", 403, "access denied"},
 		{"/static/secret/.htaccess", "10.1.1.1", 403, "access denied"},
 		{"/static/pub.txt", "192.0.2.1", 200, "public"},
-		{"/static/secret%2fdata.txt", "192.0.2.1", 404, "no such file"},
+		{"/static/secret%2fdata.txt", "192.0.2.1", 400, "encoded slash"}, // refused by the engine
 		{"/secret/data.txt", "192.0.2.1", 404, "no such file"},
 		{"/static", "192.0.2.1", 301, ""},
 	} {
