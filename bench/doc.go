@@ -25,6 +25,16 @@
 //
 // # Entry points
 //
-// Main is the whole harness behind a command line; `sluice bench` and
-// `go run ./bench/cmd/sluicebench` call it.
+// Main is the whole harness behind a command line; command sluicebench
+// calls it. The harness is a Go module of its own (github.com/sluice-server/sluice/bench,
+// requiring the server's module from the parent directory), so that its
+// plotting and PDF dependencies stay out of the sluice binary. From the
+// repository root:
+//
+//	go -C bench run ./cmd/sluicebench [flags]    # or: make bench
+//	go -C bench test ./...
+//
+// With -C the working directory is bench/, so relative paths given to
+// flags are relative to it; the default report directory is found from the
+// repository root wherever the harness runs.
 package bench
