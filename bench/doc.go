@@ -17,11 +17,13 @@
 //
 // # Scenarios
 //
-// The scenarios come from the seed papers: Warp's 151-byte page at 1 to
-// 1,000 connections; webpipes' 4 KB file at rising request rates in an
-// open loop; the master–worker paper's ab -n 5000 -c 500; the C10K mix at
-// 10,000 connections; the C++ paper's file-size sweep; pipelining 16
-// deep; idle memory per connection; Chain against ProcNetwork.
+// The scenarios come from the five papers Sluice draws on (the
+// repository's README.md cites them under "Sources"): Warp's 151-byte
+// page at 1 to 1,000 connections; webpipes' 4 KB file at rising request
+// rates in an open loop; the master–worker paper's ab -n 5000 -c 500; the
+// C10K mix at 10,000 connections; the C++ paper's file-size sweep;
+// pipelining 16 deep; idle memory per connection; Chain against
+// ProcNetwork.
 //
 // # Entry points
 //
