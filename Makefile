@@ -13,15 +13,19 @@ all: lint test
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
 
-## test: every test, with the race detector, in random order
+## test: every test of both modules (the server, then bench/), with the
+## race detector, in random order
 test:
 	$(GO) test -race -shuffle=on -timeout 20m ./...
+	$(GO) -C bench test -race -shuffle=on -timeout 20m ./...
 
-## lint: gofmt (fails on any file to format), go vet, staticcheck
+## lint: gofmt (fails on any file to format), go vet, staticcheck; both modules
 lint: | $(STATICCHECK)
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: files need formatting:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	$(GO) -C bench vet ./...
+	cd bench && $(STATICCHECK) ./...
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -35,10 +39,11 @@ fuzz:
 		done; \
 	done; exit $$status
 
-## bench: Go benchmarks, then the harness against the peer servers (report in docs/benchmarks/)
+## bench: Go benchmarks, then the harness (the bench/ module) against the
+## peer servers (report in docs/benchmarks/)
 bench: build bench-deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	$(GO) run ./bench/cmd/sluicebench --sluice $(BIN)
+	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN))
 
 ## bench-deps: the peer servers and load tools the harness measures against
 BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux

@@ -86,7 +86,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log "building sluicecompress"
-(cd "$REPO_DIR" && go build -o "$WORK/sluicecompress" ./bench/peers/sluicecompress) || die "build failed"
+(cd "$BENCH_DIR" && go build -o "$WORK/sluicecompress" ./peers/sluicecompress) || die "build failed"
 
 free_port() {
 	local p

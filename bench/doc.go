@@ -17,14 +17,26 @@
 //
 // # Scenarios
 //
-// The scenarios come from the seed papers: Warp's 151-byte page at 1 to
-// 1,000 connections; webpipes' 4 KB file at rising request rates in an
-// open loop; the master–worker paper's ab -n 5000 -c 500; the C10K mix at
-// 10,000 connections; the C++ paper's file-size sweep; pipelining 16
-// deep; idle memory per connection; Chain against ProcNetwork.
+// The scenarios come from the five papers Sluice draws on (the
+// repository's README.md cites them under "Sources"): Warp's 151-byte
+// page at 1 to 1,000 connections; webpipes' 4 KB file at rising request
+// rates in an open loop; the master–worker paper's ab -n 5000 -c 500; the
+// C10K mix at 10,000 connections; the C++ paper's file-size sweep;
+// pipelining 16 deep; idle memory per connection; Chain against
+// ProcNetwork.
 //
 // # Entry points
 //
-// Main is the whole harness behind a command line; `sluice bench` and
-// `go run ./bench/cmd/sluicebench` call it.
+// Main is the whole harness behind a command line; command sluicebench
+// calls it. The harness is a Go module of its own (github.com/sluice-server/sluice/bench,
+// requiring the server's module from the parent directory), so that its
+// plotting and PDF dependencies stay out of the sluice binary. From the
+// repository root:
+//
+//	go -C bench run ./cmd/sluicebench [flags]    # or: make bench
+//	go -C bench test ./...
+//
+// With -C the working directory is bench/, so relative paths given to
+// flags are relative to it; the default report directory is found from the
+// repository root wherever the harness runs.
 package bench

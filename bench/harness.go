@@ -235,7 +235,7 @@ func (h *harness) build() error {
 	if h.repo != "" {
 		h.prog.logf("building the Go peers in %s", h.env.Bin)
 		if want("nethttp") {
-			if err := goBuild(h.repo, "nethttp-peer", "./bench/peers/nethttp"); err != nil {
+			if err := goBuild(filepath.Join(h.repo, "bench"), "nethttp-peer", "./peers/nethttp"); err != nil {
 				h.note("nethttp peer: %v", err)
 			}
 		}
@@ -250,10 +250,6 @@ func (h *harness) build() error {
 			} else {
 				h.env.Sluice = filepath.Join(h.env.Bin, "sluice")
 			}
-		}
-	} else if h.env.Sluice == "" {
-		if exe, err := os.Executable(); err == nil && strings.HasPrefix(filepath.Base(exe), "sluice") && !strings.Contains(exe, "sluicebench") {
-			h.env.Sluice = exe
 		}
 	}
 	for _, p := range peers.All() {

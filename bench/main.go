@@ -130,7 +130,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
 	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")
 	quick := fs.Bool("quick", false, "smoke test: 1 round, 1 s runs, fewer sweep points, 2,000 connections at most")
-	sluice := fs.String("sluice", "", "the sluice binary to measure; default: built from ./cmd/sluice in the repository, or this program")
+	sluice := fs.String("sluice", "", "the sluice binary to measure; default: built from ./cmd/sluice in the repository")
 	maxConns := fs.Int("conns", 10000, "connections for the C10K mix and the largest idle-memory point")
 	clientCPU := fs.String("client-cpu", "0", "CPU list (taskset) for the client")
 	serverCPU := fs.String("server-cpu", "1", "CPU list (taskset) for the servers")
@@ -193,7 +193,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 			flags = append(flags, "--"+f.Name+"="+f.Value.String())
 		}
 	})
-	o.reproduce = strings.Join(append([]string{"go run ./bench/cmd/sluicebench"}, flags...), " ")
+	o.reproduce = strings.Join(append([]string{"go -C bench run ./cmd/sluicebench"}, flags...), " ")
 	o.commandStr = strings.Join(append([]string{"sluicebench"}, args...), " ")
 	return o, -1
 }

@@ -51,7 +51,7 @@ func TestParseQuick(t *testing.T) {
 	if o.rounds != 1 || o.duration != time.Second || o.maxConns != 2000 || len(o.servers) != 2 || len(o.scenarios) != 1 {
 		t.Errorf("quick options: %+v", o)
 	}
-	if o.reproduce != "go run ./bench/cmd/sluicebench --quick=true" {
+	if o.reproduce != "go -C bench run ./cmd/sluicebench --quick=true" {
 		t.Errorf("reproduce = %q", o.reproduce)
 	}
 	for _, bad := range [][]string{{"--servers", "iis"}, {"--scenarios", "nope"}, {"--rounds", "0"}, {"extra"}} {

@@ -164,10 +164,9 @@ func TestBasicAuthHtpasswdTool(t *testing.T) {
 }
 
 // The file is read again when it changes, checked at most once a second,
-// and it fails closed (issue 14, finding 3: a line Sluice could not parse,
-// or a deleted file, left the old users in force, so a revoked user still
-// got in). The file is changed on disk while the server runs; the clock
-// is moved by hand.
+// and it fails closed (a line Sluice could not parse, or a deleted file,
+// left the old users in force, so a revoked user still got in). The file
+// is changed on disk while the server runs; the clock is moved by hand.
 func TestBasicAuthReload(t *testing.T) {
 	path := authFile(t, "ann:"+htpasswdSHA([]byte("one")))
 	log, logged := guardLogger()
@@ -280,10 +279,9 @@ func TestBasicAuthOptions(t *testing.T) {
 	}
 }
 
-// The work of a check does not depend on the user (issue 14, finding 8:
-// with bcrypt and SHA-1 users in one file, an unknown user was checked
-// against the first user's hash, so timing told users and schemes
-// apart). Every check verifies the password against one hash of each
+// The work of a check does not depend on the user (with bcrypt and SHA-1
+// users in one file, an unknown user was checked against the first
+// user's hash, so timing told users and schemes apart). Every check verifies the password against one hash of each
 // class in the file; counted through the verify hook, never timed.
 func TestBasicAuthCostIndependentOfUser(t *testing.T) {
 	bc4, _ := bcrypt.GenerateFromPassword([]byte("b4"), 4)

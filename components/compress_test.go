@@ -293,7 +293,7 @@ func TestCompressRules(t *testing.T) {
 		{name: "identity encoding", body: page, ctype: "text/html", setup: setHeader("Content-Encoding", "identity"),
 			wantCE: "gzip", wantVary: "Accept-Encoding"},
 		// A 206 or 304 of what compress would encode varies with
-		// Accept-Encoding too (issue 14, finding 8).
+		// Accept-Encoding too.
 		{name: "206", body: page, ctype: "text/html", withLength: true, setup: setStatus(206), wantVary: "Accept-Encoding"},
 		{name: "206 of a page", body: page[:100], ctype: "text/html", withLength: true,
 			setup: func(c *pipe.Conn) { c.SetStatus(206); c.Header().Set("Content-Range", "bytes 0-99/1900") }, wantVary: "Accept-Encoding"},
@@ -389,7 +389,7 @@ func TestCompressRules(t *testing.T) {
 
 // Behind files, every response whose content compress could have encoded
 // for some Accept-Encoding says Vary: Accept-Encoding: ranges of a text
-// file (206 lacked it: issue 14, finding 8), a listing's 304, the 200s;
+// file (206 lacked it), a listing's 304, the 200s;
 // and none that it never encodes does.
 func TestCompressVaryBehindFiles(t *testing.T) {
 	page := strings.Repeat("<p>a page of text</p>\n", 100)

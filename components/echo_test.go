@@ -54,8 +54,7 @@ func TestEchoRaw(t *testing.T) {
 
 // A body sent as a page comes back as bytes no browser renders or sniffs
 // into one: echo reflected the request's Content-Type, so a text/html
-// body was a page running the sender's script on the server's origin
-// (issue 14, finding 8).
+// body was a page running the sender's script on the server's origin.
 func TestEchoIsNeverAPage(t *testing.T) {
 	for _, format := range []string{"raw", "json"} {
 		comp, err := NewEcho(EchoOptions{Format: format})

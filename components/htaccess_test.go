@@ -154,8 +154,8 @@ func TestHtaccessReload(t *testing.T) {
 
 // htaccess and files with the same strip_prefix see a request land in
 // the same directory: /static/secret/data.txt is ROOT/secret/data.txt for
-// both, so ROOT/secret/.htaccess applies (issue 14, finding 4: the walk
-// went along ROOT/static/secret/ and never saw it).
+// both, so ROOT/secret/.htaccess applies (the walk went along
+// ROOT/static/secret/ and never saw it).
 func TestHtaccessStripPrefix(t *testing.T) {
 	root := htaTree(t, map[string]string{
 		"secret/.htaccess": "Order Deny,Allow\nDeny from all\nAllow from 10.0.0.0/8\n",
@@ -198,8 +198,8 @@ func TestHtaccessStripPrefix(t *testing.T) {
 
 // A deep path costs a walk as deep as the tree, not one step per segment
 // of the request; it is answered as files answers it (404), and nothing
-// of it reaches the log (issue 14, finding 8: each cost 100 normal
-// requests, got 500 and 8 KB of error log).
+// of it reaches the log (each cost 100 normal requests, got 500 and 8 KB
+// of error log).
 func TestHtaccessDeepPath(t *testing.T) {
 	root := htaTree(t, map[string]string{
 		".htaccess":  "Deny from 192.0.2.0/24\n",

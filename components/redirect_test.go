@@ -80,9 +80,9 @@ func TestRedirectEscapesAndStops(t *testing.T) {
 // A Location built from the request never names another host: not
 // through a path that starts with two slashes or their look-alikes
 // (backslashes, encoded slashes, tabs and newlines browsers strip), not
-// through a prefix stripped in mid-segment, not through an empty host
-// (issue 14, finding 6). Every Location is checked as net/url and as a
-// browser (browserResolve) resolve it against the request's URL.
+// through a prefix stripped in mid-segment, not through an empty host.
+// Every Location is checked as net/url and as a browser (browserResolve)
+// resolve it against the request's URL.
 func TestRedirectStaysOnHost(t *testing.T) {
 	servers := map[string]string{}
 	for name, opts := range map[string]RedirectOptions{

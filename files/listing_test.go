@@ -200,8 +200,8 @@ func TestBrowseCapped(t *testing.T) {
 
 // A listing of a large directory holds bounded memory per client however
 // slowly the client reads: the whole page was built per request and kept
-// until the client had read it (issue 14, finding 8: 40 slow clients on
-// 100,000 entries grew the server by 3.8 GB). Clients that stop reading
+// until the client had read it (40 slow clients on 100,000 entries grew
+// the server by 3.8 GB). Clients that stop reading
 // after the status line hold the server's writes; the heap measured then
 // (live objects after a GC) must stay under a generous bound per client.
 // This bounds a resource, not a time.

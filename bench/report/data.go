@@ -58,7 +58,7 @@ type PeerInfo struct {
 // Report is everything a run produced.
 type Report struct {
 	Command   string        `json:"command"`   // the command line that produced it
-	Reproduce string        `json:"reproduce"` // the command prefix for one figure, e.g. "go run ./bench/cmd/sluicebench"
+	Reproduce string        `json:"reproduce"` // the command prefix for one figure, e.g. "go -C bench run ./cmd/sluicebench"
 	Started   time.Time     `json:"started"`
 	Took      time.Duration `json:"took"`
 	Rounds    int           `json:"rounds"`

@@ -190,8 +190,8 @@ func (w *writer) headline() {
 	w.p("## Headline")
 	w.p("")
 	// Keep-alive at 100 connections: wrk's figures where wrk ran (the
-	// issue's method; its C client loads a server harder than the Go
-	// generator can from one core), the generator's otherwise.
+	// engine benchmark's method; its C client loads a server harder than
+	// the Go generator can from one core), the generator's otherwise.
 	ka, kaX, kaBy := Warp, 100.0, "sluicebench"
 	if w.ran(Wrk) {
 		ka, kaX, kaBy = Wrk, w.maxX(Wrk), "wrk"

@@ -15,7 +15,7 @@ import (
 // PNGs is slow under the race detector.)
 func TestWrite(t *testing.T) {
 	rep := &report.Report{
-		Command: "sluicebench --quick", Reproduce: "go run ./bench/cmd/sluicebench --quick=true",
+		Command: "sluicebench --quick", Reproduce: "go -C bench run ./cmd/sluicebench --quick=true",
 		Started: time.Now(), Rounds: 2, Duration: time.Second, Sweep: time.Second,
 		Peers: []report.PeerInfo{
 			{Name: "sluice", About: "it", Version: "dev", Command: "sluice serve"},

@@ -7,11 +7,13 @@
 //	sluice fmt -c FILE [-w]
 //	sluice reload (-c FILE | --pid-file FILE | --pid N)
 //	sluice demo [--listen ADDR]
-//	sluice bench [--quick] [--servers LIST] [--scenarios LIST] [--out DIR]
 //	sluice version
 //	sluice help [COMMAND]
 //
-// The config file format is described in docs/config.md.
+// The config file format is described in docs/config.md. The benchmark
+// harness is not part of this binary: it is the Go module in bench/ of the
+// repository (go -C bench run ./cmd/sluicebench, or make bench), and
+// `sluice bench` only says so.
 //
 // Exit status: 0 on success, including a graceful shutdown on SIGINT or
 // SIGTERM (even one that had to cut connections still open after the
@@ -25,8 +27,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/sluice-server/sluice/bench"
 )
 
 // Exit statuses.
@@ -47,7 +47,6 @@ Commands:
   fmt       format a config file canonically, keeping comments
   reload    make a running server load its config file again (SIGHUP)
   demo      serve the demo site built into the binary
-  bench     benchmark Sluice against nginx and other servers (docs/benchmarks/)
   version   print the version
   help      print help for a command
 
@@ -56,6 +55,15 @@ Run 'sluice help <command>' or 'sluice <command> --help' for a command's flags.
 Exit status: 0 on success (including a graceful shutdown on SIGINT or
 SIGTERM), 1 on a runtime or configuration error, 2 on a usage error.
 The config file format is described in docs/config.md.
+`
+
+// benchMoved is what `sluice bench` prints. The harness lives in a module
+// of its own so that its plotting and PDF dependencies stay out of the
+// server; the command remains only to point there.
+const benchMoved = `sluice bench: the benchmark harness is not built into sluice.
+From a Sluice repository, run it with
+	go -C bench run ./cmd/sluicebench [flags]    (or: make bench)
+and see go -C bench run ./cmd/sluicebench --help for its flags.
 `
 
 // command is one subcommand. setup defines its flags on fs and returns
@@ -77,8 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch name := args[0]; name {
 	case "bench":
-		// The harness parses its own flags (sluice bench --help).
-		return bench.Main(args[1:], stdout, stderr)
+		fmt.Fprint(stderr, benchMoved)
+		return exitUsage
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && name == "help" {
 			if c := lookup(args[1]); c != nil {

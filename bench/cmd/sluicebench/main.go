@@ -1,8 +1,8 @@
 // Command sluicebench benchmarks Sluice against the web servers installed
 // on this machine and writes a Markdown report with plots; see package
-// bench. It is the same harness as `sluice bench`.
+// bench. From the repository root:
 //
-//	go run ./bench/cmd/sluicebench [--quick] [--servers LIST] [--scenarios LIST] [--out DIR]
+//	go -C bench run ./cmd/sluicebench [--quick] [--servers LIST] [--scenarios LIST] [--out DIR]
 package main
 
 import (

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - end-to-end Chain vs ProcNetwork over loopback (docs/pipe.md).
 #
-# Usage: examples/pipebench/run.sh [DURATION] [ROUNDS] [CONNS]
+# Usage: bench/pipebench/run.sh [DURATION] [ROUNDS] [CONNS]
 #        (defaults 10s, 3, 50)
 #
 # Builds pipebench, runs it pinned to core 1 and wrk (-t1) pinned to core
