@@ -17,7 +17,8 @@ import (
 // the allocations of building an *http.Request and its header map; native
 // Handlers avoid them.
 //
-// The *http.Request's context is cancelled when the handler returns.
+// The *http.Request's context is cancelled when the handler returns, and
+// when the client goes, with cause ErrClientGone (see GoneContext).
 // Flush (http.Flusher) and io.ReaderFrom (sendfile for *os.File sources,
 // as http.ServeContent uses) are supported; hijacking is not.
 func FromHTTP(h http.Handler) Handler {
@@ -27,7 +28,7 @@ func FromHTTP(h http.Handler) Handler {
 			Error(w, http.StatusBadRequest, "invalid request-target")
 			return
 		}
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := GoneContext(context.Background(), w)
 		defer cancel()
 		hr = hr.WithContext(ctx)
 		if b, ok := hr.Body.(*httpBody); ok {
@@ -251,9 +252,12 @@ type writerOnly struct{ io.Writer }
 // ToHTTP adapts a native Handler to net/http, so it can run inside an
 // http.Server (for TLS or HTTP/2, say). The Request it sees is built from
 // the *http.Request: its slices are copies, its Fields sorted by name.
+// Its ResponseWriter's Gone channel (GoneNotifier) is the request
+// context's Done channel.
 func ToHTTP(h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
 		ew, finish := NewResponseWriter(w)
+		ew.(*nativeWriter).gone = hr.Context().Done()
 		h.Serve(ew, NewRequest(hr))
 		finish()
 	})
@@ -305,6 +309,7 @@ func NewRequest(hr *http.Request) *Request {
 // nativeWriter is the engine ResponseWriter over an http.ResponseWriter.
 type nativeWriter struct {
 	w         http.ResponseWriter
+	gone      <-chan struct{} // see ToHTTP; nil for none
 	hdr       Header
 	status    int
 	committed bool
@@ -313,7 +318,12 @@ type nativeWriter struct {
 var (
 	_ ResponseWriter = (*nativeWriter)(nil)
 	_ FileSender     = (*nativeWriter)(nil)
+	_ GoneNotifier   = (*nativeWriter)(nil)
 )
+
+// Gone implements GoneNotifier: the net/http request's Done channel under
+// ToHTTP, nil (never ready) otherwise.
+func (nw *nativeWriter) Gone() <-chan struct{} { return nw.gone }
 
 func (nw *nativeWriter) Header() *Header { return &nw.hdr }
 
