@@ -62,8 +62,8 @@ type CGIOptions struct {
 	MaxBody int64 `yaml:"max_body"`
 
 	// DocRoot is the document root PATH_INFO is mapped under for
-	// PATH_TRANSLATED, and DOCUMENT_ROOT. Default: the server's working
-	// directory.
+	// PATH_TRANSLATED (which never names anything outside it), and
+	// DOCUMENT_ROOT. Default: the server's working directory.
 	DocRoot string `yaml:"doc_root"`
 
 	// Logger receives the programs' stderr, line by line, and failures.
@@ -89,6 +89,11 @@ const (
 // the request's meta-variables in its environment, the request body on
 // its stdin, and its stdout parsed as a CGI response (header fields, then
 // the body streamed to the client, flushed whenever the program pauses).
+//
+// The request path becomes SCRIPT_NAME and PATH_INFO only if it has no
+// "." or ".." segment, no empty segment but a trailing slash's and no
+// control byte, whatever the server made of the request-target: any other
+// is refused with 400. PATH_TRANSLATED is PATH_INFO under DocRoot.
 //
 // The request body is streamed to the program (a chunked one is read
 // whole first, see MaxBody); what the program leaves unread is read and
@@ -238,17 +243,64 @@ func NewCGI(opts CGIOptions) (pipe.Component, error) {
 	return g, nil
 }
 
-// Handle finds the program for the request (404 or 403 when Dir has none
-// to run) and sets up the content phase, which runs it.
+// Handle finds the program for the request (400 for a path that is not
+// clean, 404 or 403 when Dir has none to run) and sets up the content
+// phase, which runs it.
 func (g *CGI) Handle(c *pipe.Conn) bool {
-	script, scriptName, pathInfo, status := g.resolve(string(c.Request.Path))
+	path := string(c.Request.Path)
+	if !cgiCleanPath(path) {
+		return c.Error(http.StatusBadRequest, "invalid path")
+	}
+	script, scriptName, pathInfo, status := g.resolve(path)
 	if status != 0 {
 		return c.Error(status, http.StatusText(status))
+	}
+	if _, ok := cgiTranslate(g.docRoot, pathInfo); !ok {
+		return c.Error(http.StatusBadRequest, "invalid path")
 	}
 	c.SetContent(func(w pipe.Writer) error {
 		return g.serve(c, w, script, scriptName, pathInfo)
 	})
 	return true
+}
+
+// cgiCleanPath reports whether a request path may become SCRIPT_NAME and
+// PATH_INFO: no "." or ".." segment, no empty segment other than the one
+// a trailing slash ends with, no control byte. The engine's canonical
+// path always is; this keeps CGI safe on its own.
+func cgiCleanPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] < ' ' || p[i] == 0x7f {
+			return false
+		}
+	}
+	for i := 0; i < len(p); {
+		end := strings.IndexByte(p[i:], '/')
+		if end < 0 {
+			end = len(p)
+		} else {
+			end += i
+		}
+		switch seg := p[i:end]; {
+		case seg == "." || seg == "..":
+			return false
+		case seg == "" && i > 0 && end < len(p):
+			return false // "//"
+		}
+		i = end + 1
+	}
+	return true
+}
+
+// cgiTranslate maps PATH_INFO under the document root for
+// PATH_TRANSLATED, or reports false if the result would not be inside it.
+func cgiTranslate(root, pathInfo string) (string, bool) {
+	p := filepath.Join(root, filepath.FromSlash(pathInfo))
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return p, true
 }
 
 // resolve maps a request path to the program, SCRIPT_NAME and PATH_INFO,
@@ -321,7 +373,9 @@ func (g *CGI) environ(r *engine.Request, script, scriptName, pathInfo string, le
 	set("DOCUMENT_ROOT", g.docRoot)
 	if pathInfo != "" {
 		set("PATH_INFO", pathInfo)
-		set("PATH_TRANSLATED", filepath.Join(g.docRoot, filepath.FromSlash(pathInfo)))
+		if translated, ok := cgiTranslate(g.docRoot, pathInfo); ok {
+			set("PATH_TRANSLATED", translated)
+		}
 	}
 	name, port := splitHostPort(string(r.Host))
 	if name == "" {

@@ -647,7 +647,6 @@ func TestCGIDir(t *testing.T) {
 		{"/cgi-bin/sub/deeper/x", 404, ""},
 		{"/cgi-bin/", 404, ""},
 		{"/cgi-bin/.hidden.cgi", 404, ""},
-		{"/cgi-bin/sub/../top.cgi", 404, ""},
 		{"/cgi-bin/data.txt", 403, ""},
 	}
 	for _, tt := range tests {
