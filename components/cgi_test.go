@@ -468,7 +468,7 @@ func TestCGITimeoutKillsGroup(t *testing.T) {
 		"wait\n")
 	g, lb := cgiNew(t, CGIOptions{Script: script, Timeout: time.Second})
 	resp, body := cgiGet(t, "http://"+cgiServe(t, g)+"/")
-	if resp.StatusCode != 504 {
+	if resp.StatusCode != 504 || body != "504 Gateway Timeout: CGI program timed out\n" {
 		t.Fatalf("status %d (%q), want 504", resp.StatusCode, body)
 	}
 	pids := cgiReadPids(t, pidfile, 2)
