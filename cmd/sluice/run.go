@@ -99,6 +99,7 @@ func (r *runner) run(stderr io.Writer) int {
 		r.log.Warn("workers: the master/worker mode is not implemented yet; serving in this one process", "workers", workersString(cfg.Workers))
 	}
 	r.sw = config.NewSwitch(cfg)
+	r.sw.Grace = shutdownGrace // for the old config's requests after a reload
 	r.srv.Handler = r.sw
 	r.srv.Limits = cfg.Limits
 	r.srv.ServerHeader = cfg.ServerHeader
@@ -151,7 +152,7 @@ loop:
 		r.log.Error("shutdown incomplete", "error", err)
 		code = exitError
 	}
-	r.sw.Close()
+	r.sw.Close() // at once, under what still runs: no CGI program outlives us
 	if code == exitOK {
 		r.log.Info("stopped")
 	}
