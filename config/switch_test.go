@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -241,7 +242,9 @@ func switchCGI(t *testing.T, dir string) *Config {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho $$ > "+dir+"/pid.tmp && mv "+dir+"/pid.tmp "+dir+"/pid\nexec sleep 1000\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := testLoader().Parse(filepath.Join(dir, "test.yaml"),
+	l := testLoader()
+	l.Context.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg, err := l.Parse(filepath.Join(dir, "test.yaml"),
 		[]byte("routes: [{match: /, pipeline: [{cgi: {script: run.cgi, timeout: 1h}}]}]\n"))
 	if err != nil {
 		t.Fatal(err)
