@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // GoneNotifier is implemented by ResponseWriters that can tell a handler
@@ -44,10 +45,10 @@ var ErrClientGone = errors.New("engine: client gone")
 
 // GoneContext returns a copy of parent that is cancelled, with cause
 // ErrClientGone, when w's Gone channel closes (if w is a GoneNotifier),
-// and when cancel is called, which the caller must do once the handler
-// is done. Watching starts only when the context's Done is first called,
-// so code that never looks at the context pays nothing for the watch.
-// FromHTTP gives net/http handlers such a context.
+// and when cancel is called, which the caller must do before the handler
+// returns. Watching starts only when the context's Done is first called
+// before that, so code that never looks at the context pays nothing for
+// the watch. FromHTTP gives net/http handlers such a context.
 func GoneContext(parent context.Context, w ResponseWriter) (ctx context.Context, cancel context.CancelFunc) {
 	inner, cancelCause := context.WithCancelCause(parent)
 	g, ok := w.(GoneNotifier)
@@ -55,32 +56,50 @@ func GoneContext(parent context.Context, w ResponseWriter) (ctx context.Context,
 		return inner, func() { cancelCause(context.Canceled) }
 	}
 	gc := &goneContext{Context: inner, cancel: cancelCause, gone: g}
-	return gc, func() { cancelCause(context.Canceled) }
+	return gc, gc.end
 }
 
-// goneContext is GoneContext's context: Done starts the watch once.
+// goneContext is GoneContext's context: Done starts the watch once, unless
+// the context has ended (the response writer may then serve another
+// request).
 type goneContext struct {
 	context.Context // the cancellable context Done returns the channel of
 	cancel          context.CancelCauseFunc
 	gone            GoneNotifier
-	once            sync.Once
+	settled         atomic.Bool // the watch started, or never will
+	mu              sync.Mutex  // orders the watch's start against end
+	ended           bool
 }
 
 // Done implements context.Context: the first call starts a goroutine that
 // cancels the context when the client goes, and ends with the context.
 func (c *goneContext) Done() <-chan struct{} {
-	c.once.Do(func() {
-		gone := c.gone.Gone()
-		done := c.Context.Done()
-		go func() {
-			select {
-			case <-gone:
-				c.cancel(ErrClientGone)
-			case <-done:
-			}
-		}()
-	})
+	if !c.settled.Load() {
+		c.mu.Lock()
+		if !c.ended && !c.settled.Load() {
+			gone := c.gone.Gone()
+			done := c.Context.Done()
+			go func() {
+				select {
+				case <-gone:
+					c.cancel(ErrClientGone)
+				case <-done:
+				}
+			}()
+			c.settled.Store(true)
+		}
+		c.mu.Unlock()
+	}
 	return c.Context.Done()
+}
+
+// end cancels the context; Done no longer starts a watch.
+func (c *goneContext) end() {
+	c.mu.Lock()
+	c.ended = true
+	c.settled.Store(true)
+	c.mu.Unlock()
+	c.cancel(context.Canceled)
 }
 
 // goneWatch is a connection's Gone state. A connection allocates one when

@@ -233,3 +233,30 @@ func TestGoneContext(t *testing.T) {
 		t.Errorf("context cause %v, want ErrClientGone", err)
 	}
 }
+
+// A context that outlives its handler (kept by a goroutine) may still be
+// asked for Done: it is cancelled, and starts no watch on a response
+// writer that may serve another request by then.
+func TestGoneContextAfterHandler(t *testing.T) {
+	kept := make(chan context.Context, 1)
+	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kept <- r.Context()
+	}))
+	addr := startServer(t, &Server{Handler: h, Logger: discardLogger()})
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	readResponse(t, br, "GET")
+	ctx := <-kept
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") // the writer serves another request
+	readResponse(t, br, "GET")
+	<-kept
+	select {
+	case <-ctx.Done():
+	default:
+		t.Error("the context of a finished request is not cancelled")
+	}
+	if cause := context.Cause(ctx); cause != context.Canceled {
+		t.Errorf("cause %v, want context.Canceled", cause)
+	}
+}
