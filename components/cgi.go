@@ -42,9 +42,16 @@ type CGIOptions struct {
 	Prefix string `yaml:"prefix"`
 
 	// Timeout bounds a program's whole run. A program still running then
-	// is killed with its process group: before its header that is a 504,
-	// after it the response is cut short. Default 30s.
+	// is killed with its process group: before its header that is a 504
+	// (also while the request body is still arriving: the rest is not
+	// read and the connection closes), after it the response is cut
+	// short. Default 30s.
 	Timeout time.Duration `yaml:"timeout"`
+
+	// MaxRunning bounds how many of the component's programs run at once:
+	// a request beyond it gets 503 with Retry-After, and no program is
+	// started for it. Default 64.
+	MaxRunning int `yaml:"max_running"`
 
 	// Env adds variables to the programs' environment (PATH is the
 	// server's unless set here). It cannot replace the request's
@@ -56,14 +63,16 @@ type CGIOptions struct {
 	MaxHeader int `yaml:"max_header"`
 
 	// MaxBody bounds a chunked request body, which is read whole before
-	// the program starts because CGI needs CONTENT_LENGTH; a larger one
-	// gets 413. Bodies with a Content-Length are streamed to the program
-	// whatever their size (the server's body limit applies). Default 8 MiB.
+	// the program starts because CGI needs CONTENT_LENGTH: the first 64
+	// KiB in memory, the rest in an unlinked temporary file, released as
+	// soon as the request ends or the client goes. A larger one gets 413.
+	// Bodies with a Content-Length are streamed to the program whatever
+	// their size (the server's body limit applies). Default 8 MiB.
 	MaxBody int64 `yaml:"max_body"`
 
 	// DocRoot is the document root PATH_INFO is mapped under for
-	// PATH_TRANSLATED, and DOCUMENT_ROOT. Default: the server's working
-	// directory.
+	// PATH_TRANSLATED (which never names anything outside it), and
+	// DOCUMENT_ROOT. Default: the server's working directory.
 	DocRoot string `yaml:"doc_root"`
 
 	// Logger receives the programs' stderr, line by line, and failures.
@@ -73,9 +82,10 @@ type CGIOptions struct {
 
 // Defaults for the zero fields of CGIOptions.
 const (
-	DefaultCGITimeout   = 30 * time.Second
-	DefaultCGIMaxHeader = 64 << 10
-	DefaultCGIMaxBody   = 8 << 20
+	DefaultCGITimeout    = 30 * time.Second
+	DefaultCGIMaxHeader  = 64 << 10
+	DefaultCGIMaxBody    = 8 << 20
+	DefaultCGIMaxRunning = 64
 )
 
 const (
@@ -90,6 +100,11 @@ const (
 // its stdin, and its stdout parsed as a CGI response (header fields, then
 // the body streamed to the client, flushed whenever the program pauses).
 //
+// The request path becomes SCRIPT_NAME and PATH_INFO only if it has no
+// "." or ".." segment, no empty segment but a trailing slash's and no
+// control byte, whatever the server made of the request-target: any other
+// is refused with 400. PATH_TRANSLATED is PATH_INFO under DocRoot.
+//
 // The request body is streamed to the program (a chunked one is read
 // whole first, see MaxBody); what the program leaves unread is read and
 // dropped. The engine reads and writes a connection on one goroutine, so
@@ -100,11 +115,18 @@ const (
 // The program is executed directly, never through a shell, in its own
 // process group and with its directory as the working directory. On
 // Linux the group is killed when the timeout expires, when the client
-// goes away (a failed write of the body), and when the program has
+// goes away (the server notices while the program runs, see
+// pipe.Conn.Gone), when the component is closed, and when the program has
 // finished, so no process of a request outlives it (elsewhere only the
-// program itself is killed); the program is always reaped. Its stderr
-// goes to the Logger, line by line, at most 100 lines of 4 KiB per
-// request.
+// program itself is killed). The program is reaped as soon as it has
+// exited and its group is killed, whatever the request is still doing.
+// At most MaxRunning programs run at once. Its stderr goes to the Logger,
+// line by line, at most 100 lines of 4 KiB per request.
+//
+// Close kills every program still running and waits until they are
+// reaped; requests after it get 503. A config closes its components when
+// it is retired (by a reload, or at shutdown) and, once the server's
+// grace period has run out, under the requests still in flight.
 //
 // Response header handling (RFC 3875 §6): "Status: 404 Not Found" sets
 // the status; a Location without a Status answers 302 with that Location
@@ -133,33 +155,48 @@ const (
 //
 // A CGI is safe for concurrent use.
 type CGI struct {
-	script  string   // absolute; "" in Dir mode
-	dir     *os.Root // Dir mode
-	dirPath string   // absolute Dir
-	prefix  string   // without its trailing slash
-	timeout time.Duration
-	env     []string // PATH and Options.Env
-	maxHdr  int
-	maxBody int64
-	docRoot string
-	log     *slog.Logger
-	host    string // os.Hostname, for SERVER_NAME without a Host field
+	script     string   // absolute; "" in Dir mode
+	dir        *os.Root // Dir mode
+	dirPath    string   // absolute Dir
+	prefix     string   // without its trailing slash
+	timeout    time.Duration
+	env        []string // PATH and Options.Env
+	maxHdr     int
+	maxBody    int64
+	maxRunning int
+	docRoot    string
+	log        *slog.Logger
+	host       string // os.Hostname, for SERVER_NAME without a Host field
+
+	mu      sync.Mutex
+	running int                  // programs admitted and not yet reaped
+	runs    map[*cgiRun]struct{} // those started
+	closed  bool
+	reaped  sync.WaitGroup // one count per program admitted
 }
 
-var _ pipe.Component = (*CGI)(nil)
+var (
+	_ pipe.Component = (*CGI)(nil)
+	_ io.Closer      = (*CGI)(nil)
+)
 
 // NewCGI checks opts (Script must be an executable file, Dir a directory)
 // and returns the CGI source.
 func NewCGI(opts CGIOptions) (pipe.Component, error) {
 	g := &CGI{
-		timeout: opts.Timeout,
-		maxHdr:  opts.MaxHeader,
-		maxBody: opts.MaxBody,
-		log:     opts.Logger,
-		prefix:  strings.TrimSuffix(opts.Prefix, "/"),
+		timeout:    opts.Timeout,
+		maxHdr:     opts.MaxHeader,
+		maxBody:    opts.MaxBody,
+		maxRunning: opts.MaxRunning,
+		log:        opts.Logger,
+		prefix:     strings.TrimSuffix(opts.Prefix, "/"),
+		runs:       map[*cgiRun]struct{}{},
 	}
 	if g.timeout <= 0 {
 		g.timeout = DefaultCGITimeout
+	}
+	if g.maxRunning <= 0 {
+		g.maxRunning = DefaultCGIMaxRunning
 	}
 	if g.maxHdr <= 0 {
 		g.maxHdr = DefaultCGIMaxHeader
@@ -238,17 +275,139 @@ func NewCGI(opts CGIOptions) (pipe.Component, error) {
 	return g, nil
 }
 
-// Handle finds the program for the request (404 or 403 when Dir has none
-// to run) and sets up the content phase, which runs it.
+// Handle finds the program for the request (400 for a path that is not
+// clean, 404 or 403 when Dir has none to run) and sets up the content
+// phase, which runs it.
 func (g *CGI) Handle(c *pipe.Conn) bool {
-	script, scriptName, pathInfo, status := g.resolve(string(c.Request.Path))
+	g.mu.Lock()
+	closed := g.closed
+	g.mu.Unlock()
+	if closed { // Dir is closed too
+		c.Header().Set("Retry-After", "1")
+		return c.Error(http.StatusServiceUnavailable, "server shutting down")
+	}
+	path := string(c.Request.Path)
+	if !cgiCleanPath(path) {
+		return c.Error(http.StatusBadRequest, "invalid path")
+	}
+	script, scriptName, pathInfo, status := g.resolve(path)
 	if status != 0 {
 		return c.Error(status, http.StatusText(status))
+	}
+	if _, ok := cgiTranslate(g.docRoot, pathInfo); !ok {
+		return c.Error(http.StatusBadRequest, "invalid path")
 	}
 	c.SetContent(func(w pipe.Writer) error {
 		return g.serve(c, w, script, scriptName, pathInfo)
 	})
 	return true
+}
+
+// cgiCleanPath reports whether a request path may become SCRIPT_NAME and
+// PATH_INFO: no "." or ".." segment, no empty segment other than the one
+// a trailing slash ends with, no control byte. The engine's canonical
+// path always is; this keeps CGI safe on its own.
+func cgiCleanPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] < ' ' || p[i] == 0x7f {
+			return false
+		}
+	}
+	for i := 0; i < len(p); {
+		end := strings.IndexByte(p[i:], '/')
+		if end < 0 {
+			end = len(p)
+		} else {
+			end += i
+		}
+		switch seg := p[i:end]; {
+		case seg == "." || seg == "..":
+			return false
+		case seg == "" && i > 0 && end < len(p):
+			return false // "//"
+		}
+		i = end + 1
+	}
+	return true
+}
+
+// cgiTranslate maps PATH_INFO under the document root for
+// PATH_TRANSLATED, or reports false if the result would not be inside it.
+func cgiTranslate(root, pathInfo string) (string, bool) {
+	p := filepath.Join(root, filepath.FromSlash(pathInfo))
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return p, true
+}
+
+// Close kills the programs still running, waits (up to 10 seconds) until
+// they are reaped, and releases Dir; requests after it get 503. It may be
+// called while requests are in flight, which are then cut short, and
+// more than once.
+func (g *CGI) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	runs := make([]*cgiRun, 0, len(g.runs))
+	for x := range g.runs {
+		runs = append(runs, x)
+	}
+	g.mu.Unlock()
+	for _, x := range runs {
+		x.killFor(&x.closing)
+	}
+	reaped := make(chan struct{})
+	go func() { g.reaped.Wait(); close(reaped) }()
+	t := time.NewTimer(cgiCloseWait)
+	defer t.Stop()
+	select {
+	case <-reaped:
+	case <-t.C:
+		g.log.Error("cgi: programs not reaped after close", "wait", cgiCloseWait)
+	}
+	if g.dir != nil {
+		g.dir.Close()
+	}
+	return nil
+}
+
+// cgiCloseWait bounds how long Close waits for killed programs to be
+// reaped (one stuck in an uninterruptible sleep cannot be).
+const cgiCloseWait = 10 * time.Second
+
+// admit counts a program about to start, or returns why it may not: the
+// component is closed, or MaxRunning programs run already.
+func (g *CGI) admit() (status int, msg string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closed:
+		return http.StatusServiceUnavailable, "server shutting down"
+	case g.running >= g.maxRunning:
+		return http.StatusServiceUnavailable, "too many CGI programs running"
+	}
+	g.running++
+	g.reaped.Add(1)
+	return 0, ""
+}
+
+// started records a started program, which Close must kill. It reports
+// false if Close came first: the caller kills it.
+func (g *CGI) started(x *cgiRun) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.runs[x] = struct{}{}
+	return !g.closed
+}
+
+// done uncounts a program admitted, once reaped (or never started).
+func (g *CGI) done(x *cgiRun) {
+	g.mu.Lock()
+	delete(g.runs, x)
+	g.running--
+	g.mu.Unlock()
+	g.reaped.Done()
 }
 
 // resolve maps a request path to the program, SCRIPT_NAME and PATH_INFO,
@@ -321,7 +480,9 @@ func (g *CGI) environ(r *engine.Request, script, scriptName, pathInfo string, le
 	set("DOCUMENT_ROOT", g.docRoot)
 	if pathInfo != "" {
 		set("PATH_INFO", pathInfo)
-		set("PATH_TRANSLATED", filepath.Join(g.docRoot, filepath.FromSlash(pathInfo)))
+		if translated, ok := cgiTranslate(g.docRoot, pathInfo); ok {
+			set("PATH_TRANSLATED", translated)
+		}
 	}
 	name, port := splitHostPort(string(r.Host))
 	if name == "" {
@@ -427,21 +588,31 @@ type cgiRun struct {
 	scriptName string
 	cmd        *exec.Cmd
 
-	stdinW  *os.File // nil without a body
+	stdinW  *os.File // nil without a body, or when a spool file is stdin
 	stdoutR *os.File
 	stderrR *os.File
 
-	fed     chan struct{} // closed when the body feeder is done
+	fed     chan struct{} // closed once nothing reads the request body any more
 	bodyErr error         // the feeder's read error, set before fed closes
+	unread  bool          // the feeder stopped before the body's end; set before fed closes
+	feeding chan struct{} // closed when the memory feeder is done with the spool
 	chunks  chan []byte   // stdout, in pooled buffers
 	quit    chan struct{} // tells the stdout reader to stop
 	logged  chan struct{} // closed when stderr reaches EOF
 
-	timer    *time.Timer
-	timedOut atomic.Bool
-	mu       sync.Mutex // guards reaped against the timer's kill
-	reaped   bool
-	killed   bool // the server killed the group before it finished
+	stop     chan struct{} // closed by the first kill, or by end: the reaper may go on
+	stopOnce sync.Once
+	leader   chan struct{} // closed when the program has exited (not yet reaped)
+	exited   chan struct{} // closed once the program is reaped and uncounted
+	waitErr  error         // cmd.Wait's, set before exited closes
+
+	timer      *time.Timer
+	timedOut   atomic.Bool
+	clientGone atomic.Bool
+	closing    atomic.Bool // killed by Close
+	mu         sync.Mutex  // guards reaped against the kills
+	reaped     bool
+	killed     bool // the server killed the group before it finished
 
 	added []string // header fields set from the program's header
 	wrote bool     // something was written or flushed to w
@@ -450,28 +621,32 @@ type cgiRun struct {
 // serve is the content phase: run the program and send its response.
 func (g *CGI) serve(c *pipe.Conn, w pipe.Writer, script, scriptName, pathInfo string) error {
 	r := c.Request
-	var body io.Reader
+	var in cgiInput
 	length := r.ContentLength
 	switch {
 	case length > 0:
-		body = io.LimitReader(r.Body, length)
+		in.stream = io.LimitReader(r.Body, length)
 	case length < 0: // chunked: RFC 3875 needs CONTENT_LENGTH, so read it all
-		buf, err := io.ReadAll(io.LimitReader(r.Body, g.maxBody+1))
-		var tooBig *http.MaxBytesError
+		spool, err := cgiSpoolBody(r.Body, g.maxBody)
 		switch {
-		case int64(len(buf)) > g.maxBody || errors.As(err, &tooBig):
+		case cgiBodyTooLarge(err):
 			return cgiAnswer(c, w, http.StatusRequestEntityTooLarge, "request body too large for CGI")
 		case err != nil:
-			return err
+			return err // the client went away or was too slow
 		}
-		length = int64(len(buf))
-		if length > 0 {
-			body = bytes.NewReader(buf)
+		defer spool.close()
+		if length = spool.n; length > 0 {
+			in.spool = spool
 		}
 	}
 
+	if status, msg := g.admit(); status != 0 {
+		c.Header().Set("Retry-After", "1")
+		return cgiAnswer(c, w, status, msg)
+	}
 	x := &cgiRun{g: g, c: c, scriptName: scriptName}
-	if err := x.start(script, g.environ(r, script, scriptName, pathInfo, length), body); err != nil {
+	if err := x.start(script, g.environ(r, script, scriptName, pathInfo, length), in); err != nil {
+		g.done(x)
 		g.log.Error("cgi: cannot run program", "script", scriptName, "err", err)
 		return cgiAnswer(c, w, http.StatusInternalServerError, "cannot run CGI program")
 	}
@@ -480,9 +655,16 @@ func (g *CGI) serve(c *pipe.Conn, w pipe.Writer, script, scriptName, pathInfo st
 	return err
 }
 
-// start starts the program and the goroutines that feed its stdin and read
-// its stdout and stderr.
-func (x *cgiRun) start(script string, env []string, body io.Reader) error {
+// cgiInput is what a program reads on its stdin: nothing, the request
+// body read from the connection while the program runs, or a spooled one.
+type cgiInput struct {
+	stream io.Reader
+	spool  *cgiSpool
+}
+
+// start starts the program and the goroutines that feed its stdin, read
+// its stdout and stderr, reap it, and kill it when the client goes.
+func (x *cgiRun) start(script string, env []string, in cgiInput) error {
 	var files []*os.File // the child's ends, closed once it has them
 	defer func() {
 		for _, f := range files {
@@ -491,7 +673,10 @@ func (x *cgiRun) start(script string, env []string, body io.Reader) error {
 	}()
 	x.cmd = &exec.Cmd{Path: script, Args: []string{script}, Env: env, Dir: filepath.Dir(script)}
 	cgiSysProcAttr(x.cmd)
-	if body != nil {
+	switch {
+	case in.spool != nil && in.spool.file != nil:
+		x.cmd.Stdin = in.spool.file // the program reads the file itself
+	case in.spool != nil || in.stream != nil:
 		r, w, err := os.Pipe()
 		if err != nil {
 			return err
@@ -517,21 +702,37 @@ func (x *cgiRun) start(script string, env []string, body io.Reader) error {
 		x.closeParentEnds()
 		return err
 	}
-	x.timer = time.AfterFunc(x.g.timeout, func() {
-		x.mu.Lock()
-		if !x.reaped {
-			x.timedOut.Store(true)
-			x.killed = true
-			cgiKillGroup(x.cmd.Process)
-		}
-		x.mu.Unlock()
-	})
+
+	x.stop = make(chan struct{})
+	x.leader = make(chan struct{})
+	x.exited = make(chan struct{})
+	x.timer = time.AfterFunc(x.g.timeout, func() { x.killFor(&x.timedOut) })
+	go x.reap()
+	if !x.g.started(x) {
+		x.killFor(&x.closing)
+	}
+	if gone := x.c.Gone(); gone != nil {
+		go func() {
+			select {
+			case <-gone:
+				x.killFor(&x.clientGone)
+			case <-x.exited:
+			}
+		}()
+	}
 
 	x.fed = make(chan struct{})
-	if body == nil {
+	x.feeding = make(chan struct{})
+	switch {
+	case in.stream != nil:
+		close(x.feeding)
+		go x.feed(in.stream)
+	case in.spool != nil && in.spool.file == nil:
+		close(x.fed) // the connection is not read: output need not wait
+		go x.feedMem(in.spool.mem)
+	default:
 		close(x.fed)
-	} else {
-		go x.feed(body)
+		close(x.feeding)
 	}
 	x.chunks = make(chan []byte, 4)
 	x.quit = make(chan struct{})
@@ -550,26 +751,62 @@ func (x *cgiRun) closeParentEnds() {
 }
 
 // kill kills the program's process group, unless it has been reaped (its
-// group id could then belong to someone else).
-func (x *cgiRun) kill() {
+// group id could then belong to someone else), and lets the reaper go on.
+func (x *cgiRun) kill() { x.killFor(nil) }
+
+// killFor is kill for a reason the response tells (see stopped): why is
+// set if the group was killed.
+func (x *cgiRun) killFor(why *atomic.Bool) {
 	x.mu.Lock()
 	if !x.reaped {
+		if why != nil {
+			why.Store(true)
+		}
 		x.killed = true
 		cgiKillGroup(x.cmd.Process)
 	}
 	x.mu.Unlock()
+	x.stopOnce.Do(func() { close(x.stop) })
 }
 
-// feed copies the request body to the program's stdin. A program may stop
-// reading it (a broken pipe is not an error): the rest of the body is then
-// read and dropped, so the client, still sending, gets the response on a
-// connection that stays usable. A failing body kills the program.
+// reap waits for the program to exit and, once it was killed or its
+// response is done (stop), kills what is left of its group and reaps it,
+// so that a killed program is reaped at once, whatever the request's
+// goroutine is still waiting for (a request body still arriving).
+func (x *cgiRun) reap() {
+	cgiWaitExited(x.cmd.Process) // without reaping: the group id stays ours
+	close(x.leader)
+	<-x.stop
+	x.mu.Lock()
+	cgiKillGroup(x.cmd.Process) // whatever the program left running
+	x.reaped = true
+	x.mu.Unlock()
+	x.timer.Stop()
+	x.waitErr = x.cmd.Wait()
+	x.g.done(x)
+	close(x.exited)
+}
+
+// feed copies the request body from the connection to the program's
+// stdin. A program may stop reading it (a broken pipe is not an error):
+// the rest of the body is then read and dropped, so the client, still
+// sending, gets the response on a connection that stays usable. Once the
+// program is killed (its timeout, say) feed stops reading, so that the
+// answer need not wait for the rest of the body; the connection then
+// closes. A failing body kills the program.
 func (x *cgiRun) feed(body io.Reader) {
 	defer close(x.fed)
 	buf := cgiBufs.Get().(*[]byte)
 	defer cgiBufs.Put(buf)
 	out := x.stdinW
 	for {
+		select {
+		case <-x.stop:
+			x.unread = true
+			x.stdinW.Close()
+			return
+		default:
+		}
 		n, rerr := body.Read(*buf)
 		if n > 0 && out != nil {
 			if _, err := out.Write((*buf)[:n]); err != nil {
@@ -586,6 +823,13 @@ func (x *cgiRun) feed(body io.Reader) {
 			break
 		}
 	}
+	x.stdinW.Close()
+}
+
+// feedMem writes a body spooled in memory to the program's stdin.
+func (x *cgiRun) feedMem(b []byte) {
+	defer close(x.feeding)
+	x.stdinW.Write(b) // a program may stop reading
 	x.stdinW.Close()
 }
 
@@ -648,24 +892,20 @@ func (x *cgiRun) logStderr() {
 }
 
 // respond reads the program's header, sets up the response and streams
-// the body.
+// the body. It stops early when the program is killed (stop).
 func (x *cgiRun) respond(w pipe.Writer) error {
 	// The header.
 	var hdr []byte
 	var rest []byte
 	for {
-		b, ok := <-x.chunks
+		var b []byte
+		ok := false
+		select {
+		case b, ok = <-x.chunks:
+		case <-x.stop:
+		}
 		if !ok {
-			if x.stdinW != nil {
-				x.stdinW.Close() // no more output: the program is done with its input
-			}
-			if <-x.fed; x.bodyErr != nil {
-				return x.failBody(w)
-			}
-			if x.timedOut.Load() {
-				return x.fail(w, http.StatusGatewayTimeout, "CGI program timed out")
-			}
-			return x.fail(w, http.StatusBadGateway, "CGI program ended without a valid header")
+			return x.failStopped(w)
 		}
 		scan := max(0, len(hdr)-2) // a blank line may straddle reads
 		hdr = append(hdr, b...)
@@ -695,6 +935,11 @@ func (x *cgiRun) respond(w pipe.Writer) error {
 	// unlinked temporary file (a program echoing a large upload).
 	pending := [][]byte{rest}
 	held := len(rest)
+	putPending := func() {
+		for _, b := range pending[1:] {
+			cgiPut(b)
+		}
+	}
 	var spill *os.File
 	defer func() {
 		if spill != nil {
@@ -706,6 +951,9 @@ func (x *cgiRun) respond(w pipe.Writer) error {
 		select {
 		case <-x.fed:
 			waiting = false
+		case <-x.stop:
+			putPending()
+			return x.failStopped(w)
 		case b, ok := <-chunks:
 			if !ok {
 				chunks = nil
@@ -726,18 +974,14 @@ func (x *cgiRun) respond(w pipe.Writer) error {
 			cgiPut(b)
 			if err != nil {
 				x.kill()
-				for _, b := range pending[1:] {
-					cgiPut(b)
-				}
+				putPending()
 				x.g.log.Error("cgi: cannot hold output", "script", x.scriptName, "err", err)
 				return x.fail(w, http.StatusInternalServerError, "cannot hold CGI output")
 			}
 		}
 	}
 	if x.bodyErr != nil {
-		for _, b := range pending[1:] {
-			cgiPut(b)
-		}
+		putPending()
 		return x.failBody(w)
 	}
 	for i, b := range pending {
@@ -769,16 +1013,20 @@ func (x *cgiRun) respond(w pipe.Writer) error {
 	// The body, flushed whenever the program pauses.
 	for chunks != nil {
 		var b []byte
-		var ok bool
+		ok := false
 		select {
 		case b, ok = <-chunks:
+		case <-x.stop:
 		default:
 			x.wrote = true
 			if err := w.Flush(); err != nil {
 				x.kill()
 				return err
 			}
-			b, ok = <-chunks
+			select {
+			case b, ok = <-chunks:
+			case <-x.stop:
+			}
 		}
 		if !ok {
 			break
@@ -791,13 +1039,42 @@ func (x *cgiRun) respond(w pipe.Writer) error {
 			return err
 		}
 	}
-	if x.timedOut.Load() {
-		if !x.wrote {
-			return x.fail(w, http.StatusGatewayTimeout, "CGI program timed out")
-		}
-		return errors.New("cgi: program timed out")
+	_, err := x.stopped(w)
+	return err
+}
+
+// errCGIClientGone ends a response nobody will receive.
+var errCGIClientGone = errors.New("cgi: client gone")
+
+// stopped answers for a program the server killed: 504 after its timeout
+// and 503 when the component closed, if nothing was sent yet; otherwise
+// an error cuts the response short. It reports false, doing nothing, if
+// the program was not killed for one of those reasons or the client's.
+func (x *cgiRun) stopped(w pipe.Writer) (bool, error) {
+	switch {
+	case x.clientGone.Load():
+		return true, errCGIClientGone
+	case x.timedOut.Load():
+		return true, x.fail(w, http.StatusGatewayTimeout, "CGI program timed out")
+	case x.closing.Load():
+		return true, x.fail(w, http.StatusServiceUnavailable, "server shutting down")
 	}
-	return nil
+	return false, nil
+}
+
+// failStopped answers a program that ended, or was killed, before its
+// response could be sent.
+func (x *cgiRun) failStopped(w pipe.Writer) error {
+	if x.stdinW != nil {
+		x.stdinW.Close() // no more output: the program is done with its input
+	}
+	if <-x.fed; x.bodyErr != nil {
+		return x.failBody(w)
+	}
+	if done, err := x.stopped(w); done {
+		return err
+	}
+	return x.fail(w, http.StatusBadGateway, "CGI program ended without a valid header")
 }
 
 // cgiTempFile creates an unlinked temporary file.
@@ -924,7 +1201,8 @@ func cgiClip(b []byte) string {
 
 // fail answers an error before anything was written: it undoes the
 // program's header fields, waits for the body feeder (the request must not
-// be read while the response is written) and writes the error.
+// be read while the response is written) and writes the error. If the
+// feeder left part of the body unread, the connection closes after it.
 func (x *cgiRun) fail(w pipe.Writer, status int, msg string) error {
 	if x.wrote {
 		return errors.New("cgi: " + msg)
@@ -937,6 +1215,9 @@ func (x *cgiRun) fail(w pipe.Writer, status int, msg string) error {
 		x.c.Header().Del(name)
 	}
 	x.added = nil
+	if x.unread {
+		x.c.Header().Set("Connection", "close")
+	}
 	x.g.log.Warn("cgi: "+msg, "script", x.scriptName, "status", status)
 	return cgiAnswer(x.c, w, status, msg)
 }
@@ -945,8 +1226,7 @@ func (x *cgiRun) fail(w pipe.Writer, status int, msg string) error {
 // over the server's limit; otherwise the client is gone or too slow, and
 // the error goes back to the pipeline (the engine closes the connection).
 func (x *cgiRun) failBody(w pipe.Writer) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(x.bodyErr, &tooBig) {
+	if cgiBodyTooLarge(x.bodyErr) {
 		return x.fail(w, http.StatusRequestEntityTooLarge, "request body too large")
 	}
 	for _, name := range x.added {
@@ -967,14 +1247,16 @@ func cgiAnswer(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
 	return err
 }
 
-// end reaps the program and stops everything the run started: it kills
-// what is left of the process group, waits for the feeder, the readers and
-// the program, and logs an unsuccessful exit.
+// end stops everything the run started: it waits for the feeders and the
+// stdout reader, for the program to exit (it has closed its stdout, or
+// was killed), then lets the reaper kill what is left of its group and
+// reap it, and logs an unsuccessful exit.
 func (x *cgiRun) end() {
 	if x.stdinW != nil {
 		x.stdinW.Close()
 	}
 	<-x.fed
+	<-x.feeding
 	close(x.quit)
 	// Stdout is at EOF unless respond returned early, in which case the
 	// group has been killed; closing it unblocks the reader either way.
@@ -982,14 +1264,9 @@ func (x *cgiRun) end() {
 	for b := range x.chunks {
 		cgiPut(b)
 	}
-
-	cgiWaitExited(x.cmd.Process) // without reaping: the group id stays ours
-	x.mu.Lock()
-	cgiKillGroup(x.cmd.Process) // whatever the program left running
-	x.reaped = true
-	x.mu.Unlock()
-	x.timer.Stop()
-	err := x.cmd.Wait()
+	<-x.leader
+	x.stopOnce.Do(func() { close(x.stop) })
+	<-x.exited
 
 	// Stderr ends with the group, unless a process escaped it (setsid)
 	// holding the pipe: give it a moment, then stop listening.
@@ -1005,9 +1282,13 @@ func (x *cgiRun) end() {
 	switch {
 	case x.timedOut.Load():
 		x.g.log.Warn("cgi: program killed after timeout", "script", x.scriptName, "timeout", x.g.timeout)
+	case x.clientGone.Load():
+		x.g.log.Info("cgi: program killed: the client went away", "script", x.scriptName)
+	case x.closing.Load():
+		x.g.log.Warn("cgi: program killed: shutting down", "script", x.scriptName)
 	case x.killed:
-		// the client went away or the program misbehaved; said already
-	case err != nil:
-		x.g.log.Warn("cgi: program failed", "script", x.scriptName, "err", err)
+		// the program misbehaved or the client went away; said already
+	case x.waitErr != nil:
+		x.g.log.Warn("cgi: program failed", "script", x.scriptName, "err", x.waitErr)
 	}
 }

@@ -468,7 +468,7 @@ func TestCGITimeoutKillsGroup(t *testing.T) {
 		"wait\n")
 	g, lb := cgiNew(t, CGIOptions{Script: script, Timeout: time.Second})
 	resp, body := cgiGet(t, "http://"+cgiServe(t, g)+"/")
-	if resp.StatusCode != 504 {
+	if resp.StatusCode != 504 || body != "504 Gateway Timeout: CGI program timed out\n" {
 		t.Fatalf("status %d (%q), want 504", resp.StatusCode, body)
 	}
 	pids := cgiReadPids(t, pidfile, 2)
@@ -647,7 +647,6 @@ func TestCGIDir(t *testing.T) {
 		{"/cgi-bin/sub/deeper/x", 404, ""},
 		{"/cgi-bin/", 404, ""},
 		{"/cgi-bin/.hidden.cgi", 404, ""},
-		{"/cgi-bin/sub/../top.cgi", 404, ""},
 		{"/cgi-bin/data.txt", 403, ""},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package config
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluice-server/sluice/engine"
 )
@@ -11,18 +12,31 @@ import (
 // config and lets a new config take over without stopping: Swap makes
 // every request that starts afterwards use the new config, while requests
 // already in flight finish on the old one; the old config is closed once
-// the last of them is done. Switch is safe for concurrent use.
+// the last of them is done, or once Grace has passed. Switch is safe for
+// concurrent use.
 type Switch struct {
+	// Grace bounds how long a config replaced by Swap waits for its
+	// requests in flight: past it the config is closed under them, and
+	// its components cut what those requests still do short (cgi kills
+	// its programs). Zero waits however long they take. Set it before
+	// the first Swap.
+	Grace time.Duration
+
 	cur atomic.Pointer[generation]
 	mu  sync.Mutex // serializes Swap and Close
+
+	retiredMu sync.Mutex
+	retired   map[*generation]struct{} // retired and not yet closed
 }
 
 // generation is one config being served. refs counts its requests in
 // flight, plus one while it is current; the config is closed when the
-// count reaches zero. A request that counted itself after the generation
-// was replaced (see acquire) can take the count from zero and back: the
-// close it then repeats is done once.
+// count reaches zero, when the grace period after its retirement ends, or
+// at Close, whichever comes first. A request that counted itself after
+// the generation was replaced (see acquire) can take the count from zero
+// and back: the close it then repeats is done once.
 type generation struct {
+	sw      *Switch
 	cfg     *Config
 	handler engine.Handler
 	refs    atomic.Int64
@@ -32,13 +46,13 @@ type generation struct {
 
 // NewSwitch returns a Switch serving cfg.
 func NewSwitch(cfg *Config) *Switch {
-	s := &Switch{}
-	s.cur.Store(newGeneration(cfg))
+	s := &Switch{retired: map[*generation]struct{}{}}
+	s.cur.Store(s.newGeneration(cfg))
 	return s
 }
 
-func newGeneration(cfg *Config) *generation {
-	g := &generation{cfg: cfg, handler: cfg.Handler()}
+func (s *Switch) newGeneration(cfg *Config) *generation {
+	g := &generation{sw: s, cfg: cfg, handler: cfg.Handler()}
 	g.refs.Store(1) // the Switch's own, until retire
 	return g
 }
@@ -85,33 +99,65 @@ func (s *Switch) acquire() *generation {
 // under the second.)
 func (g *generation) release() {
 	if g.refs.Add(-1) == 0 {
-		g.once.Do(func() { g.cfg.Close() })
+		g.close()
 	}
+}
+
+// close closes the config, once, and forgets it as retired.
+func (g *generation) close() {
+	g.once.Do(func() {
+		g.cfg.Close()
+		g.sw.retiredMu.Lock()
+		delete(g.sw.retired, g)
+		g.sw.retiredMu.Unlock()
+	})
 }
 
 // retire drops the Switch's reference to g, which it no longer serves new
-// requests with: g closes once its requests in flight are done. It acts
-// once.
+// requests with: g closes once its requests in flight are done, or once
+// the grace period has passed. It acts once.
 func (g *generation) retire() {
-	if g.retired.CompareAndSwap(false, true) {
-		g.release()
+	if !g.retired.CompareAndSwap(false, true) {
+		return
 	}
+	s := g.sw
+	s.retiredMu.Lock()
+	s.retired[g] = struct{}{}
+	s.retiredMu.Unlock()
+	if s.Grace > 0 {
+		time.AfterFunc(s.Grace, g.close)
+	}
+	g.release()
 }
 
 // Swap makes cfg serve every request from now on and returns the config
-// it replaces, which is closed when its last request in flight finishes.
+// it replaces, which is closed when its last request in flight finishes,
+// or when Grace has passed.
 func (s *Switch) Swap(cfg *Config) (old *Config) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.cur.Swap(newGeneration(cfg))
+	g := s.cur.Swap(s.newGeneration(cfg))
 	g.retire()
 	return g.cfg
 }
 
-// Close closes the current config once the requests using it finish.
-// The Switch must not serve requests afterwards.
+// Close closes the current config, and every config Swap replaced that is
+// not closed yet, at once, under the requests that may still use them;
+// it returns when they are closed (for cgi: when its programs are
+// reaped). Call it once the server has stopped serving (after
+// engine.Server.Shutdown returns): the Switch must not serve requests
+// afterwards.
 func (s *Switch) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.cur.Load().retire()
+	s.mu.Unlock()
+	s.retiredMu.Lock()
+	gens := make([]*generation, 0, len(s.retired))
+	for g := range s.retired {
+		gens = append(gens, g)
+	}
+	s.retiredMu.Unlock()
+	for _, g := range gens {
+		g.close()
+	}
 }

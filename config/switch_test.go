@@ -4,9 +4,15 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,5 +186,136 @@ func TestSwitchConcurrentSwaps(t *testing.T) {
 		if n := s.closed.Load(); n != 1 {
 			t.Errorf("config %s closed %d times, want 1", s.body, n)
 		}
+	}
+}
+
+// A config Swap replaced is closed once Grace has passed, under the
+// request still in flight, and only once.
+func TestSwitchGrace(t *testing.T) {
+	a := &switchStage{body: "A", release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	b := &switchStage{body: "B"}
+	sw := NewSwitch(switchConfig(t, a))
+	sw.Grace = 10 * time.Millisecond
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: sw}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-a.entered
+	sw.Swap(switchConfig(t, b))
+	for i := 0; a.closed.Load() == 0 && i < 2000; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := a.closed.Load(); n != 1 {
+		t.Fatalf("old config closed %d times with its grace period over, want 1", n)
+	}
+	close(a.release)
+	br := bufio.NewReader(c)
+	if resp, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatalf("the request in flight: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	if got := switchGet(t, c, br, "/"); got != "B" {
+		t.Errorf("after the request in flight: %q, want B", got)
+	}
+	sw.Close()
+	if a.closed.Load() != 1 || b.closed.Load() != 1 {
+		t.Errorf("closed %d and %d times, want 1 and 1", a.closed.Load(), b.closed.Load())
+	}
+}
+
+// switchCGI is a config whose one route runs a CGI script that records
+// its pid in dir/pid and runs until killed.
+func switchCGI(t *testing.T, dir string) *Config {
+	t.Helper()
+	script := filepath.Join(dir, "run.cgi")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho $$ > "+dir+"/pid.tmp && mv "+dir+"/pid.tmp "+dir+"/pid\nexec sleep 1000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := testLoader()
+	l.Context.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg, err := l.Parse(filepath.Join(dir, "test.yaml"),
+		[]byte("routes: [{match: /, pipeline: [{cgi: {script: run.cgi, timeout: 1h}}]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// switchPid waits for the pid a switchCGI script records.
+func switchPid(t *testing.T, dir string) int {
+	t.Helper()
+	for range 2000 {
+		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the CGI script did not start")
+	return 0
+}
+
+func processExists(pid int) bool { return syscall.Kill(pid, 0) != syscall.ESRCH }
+
+// A CGI program still running when its config is closed — at once by
+// Close at shutdown, or after the grace period of a reload — is killed
+// and reaped, not left behind for PID 1; its request gets 503.
+func TestSwitchKillsCGI(t *testing.T) {
+	for _, how := range []string{"close", "reload"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			sw := NewSwitch(switchCGI(t, dir))
+			sw.Grace = 10 * time.Millisecond
+			ln, err := engine.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &engine.Server{Handler: sw}
+			go srv.Serve(ln)
+			defer srv.Close()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			pid := switchPid(t, dir)
+			if how == "close" {
+				sw.Close()
+				if processExists(pid) {
+					t.Errorf("CGI program %d still exists when Close returns", pid)
+				}
+			} else {
+				sw.Swap(switchConfig(t, &switchStage{body: "B"}))
+				for i := 0; processExists(pid) && i < 2000; i++ {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if processExists(pid) {
+					t.Errorf("CGI program %d still exists after the grace period", pid)
+				}
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 503 {
+				t.Errorf("the program's request: %d, want 503", resp.StatusCode)
+			}
+			sw.Close()
+		})
 	}
 }

@@ -18,7 +18,8 @@ import (
 // the allocations of building an *http.Request and its header map; native
 // Handlers avoid them.
 //
-// The *http.Request's context is cancelled when the handler returns.
+// The *http.Request's context is cancelled when the handler returns, and
+// when the client goes, with cause ErrClientGone (see GoneContext).
 // Flush (http.Flusher) and io.ReaderFrom (sendfile for *os.File sources,
 // as http.ServeContent uses) are supported; hijacking is not.
 func FromHTTP(h http.Handler) Handler {
@@ -28,7 +29,7 @@ func FromHTTP(h http.Handler) Handler {
 			Error(w, http.StatusBadRequest, "invalid request-target")
 			return
 		}
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := GoneContext(context.Background(), w)
 		defer cancel()
 		hr = hr.WithContext(ctx)
 		if b, ok := hr.Body.(*httpBody); ok {
@@ -264,11 +265,14 @@ type writerOnly struct{ io.Writer }
 // http.Server (for TLS or HTTP/2, say). The Request it sees is built from
 // the *http.Request by NewRequest: its slices are copies, its Fields
 // sorted by name, its Path the canonical path. A request whose path
-// NewRequest refuses is answered 400 without calling h.
+// NewRequest refuses is answered 400 without calling h. Its
+// ResponseWriter's Gone channel (GoneNotifier) is the request context's
+// Done channel.
 func ToHTTP(h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
 		ew, finish := NewResponseWriter(w)
 		defer finish()
+		ew.(*nativeWriter).gone = hr.Context().Done()
 		r, err := NewRequest(hr)
 		var pe *ProtocolError
 		if errors.As(err, &pe) {
@@ -346,6 +350,7 @@ func NewRequest(hr *http.Request) (*Request, error) {
 // nativeWriter is the engine ResponseWriter over an http.ResponseWriter.
 type nativeWriter struct {
 	w         http.ResponseWriter
+	gone      <-chan struct{} // see ToHTTP; nil for none
 	hdr       Header
 	status    int
 	committed bool
@@ -354,7 +359,12 @@ type nativeWriter struct {
 var (
 	_ ResponseWriter = (*nativeWriter)(nil)
 	_ FileSender     = (*nativeWriter)(nil)
+	_ GoneNotifier   = (*nativeWriter)(nil)
 )
+
+// Gone implements GoneNotifier: the net/http request's Done channel under
+// ToHTTP, nil (never ready) otherwise.
+func (nw *nativeWriter) Gone() <-chan struct{} { return nw.gone }
 
 func (nw *nativeWriter) Header() *Header { return &nw.hdr }
 

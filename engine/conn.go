@@ -63,6 +63,9 @@ type conn struct {
 	// connection's own.
 	wait   atomic.Int32
 	moveMu sync.Mutex
+
+	// gone is made when a handler first asks (see GoneNotifier).
+	gone atomic.Pointer[goneWatch]
 }
 
 // Values of conn.wait.
@@ -125,6 +128,7 @@ func (c *conn) IdleNotice() {
 func (c *conn) Expire() {
 	c.interrupted.Store(true)
 	c.nc.SetDeadline(aLongTimeAgo)
+	c.expireGone()
 }
 
 // serve runs the connection until the client or the server ends it.
@@ -528,6 +532,7 @@ func (c *conn) serveHead(n int, err error) bool {
 	if refusal != nil {
 		resp.fail(refusal)
 	}
+	c.endGone()
 	resp.finish()
 	if refusal != nil {
 		c.refused(refusal, head, resp.bodySent())

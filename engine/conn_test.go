@@ -368,6 +368,31 @@ func TestDrainLimitClosesConnection(t *testing.T) {
 	}
 }
 
+// A response that closes the connection (the handler says so, or the
+// client asked) goes out at once, without waiting for the rest of a body
+// the handler left unread: a CGI program's 504 waited for a slow upload.
+func TestCloseResponseDoesNotDrain(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		if string(r.Path) == "/close" {
+			w.Header().Set("Connection", "close")
+		}
+		w.WriteString("no")
+	})
+	addr := startServer(t, &Server{Handler: h, Limits: Limits{BodyTimeout: time.Minute}})
+	for _, head := range []string{
+		"POST /close HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: 100000\r\n\r\n",
+		"POST /close HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+	} {
+		c := dial(t, addr) // its deadline fails the test if the response waits for the body
+		io.WriteString(c, head+"part of the body")
+		resp, body := readResponse(t, bufio.NewReader(c), "POST")
+		if resp.StatusCode != 200 || body != "no" || !resp.Close {
+			t.Errorf("%q: %d %q close=%v", head, resp.StatusCode, body, resp.Close)
+		}
+	}
+}
+
 func TestBodyLimits(t *testing.T) {
 	addr := startServer(t, &Server{Handler: echo, Limits: Limits{MaxBodyBytes: 10}})
 	out := exchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\nhello world")

@@ -51,6 +51,17 @@
 // Limits.BusyIdleTimeout when more than half of Limits.MaxConns are open.
 // At MaxConns the longest-idle connection is closed to admit a new one.
 //
+// # A client that goes away
+//
+// A handler doing slow work for a response (running a program, asking a
+// back end) can learn that nobody will receive it: the engine's
+// ResponseWriter is a GoneNotifier, whose Gone channel closes when the
+// client closes or resets the connection or the server gives up on it.
+// The first call starts watching the socket (for a peer's FIN or RST, in
+// an epoll set of its own on Linux, beside the reads the handler may do);
+// handlers that never ask pay nothing. FromHTTP cancels the net/http
+// request's context the same way.
+//
 // # Strictness
 //
 // Requests are checked against RFC 9112 and RFC 9110 before any handler

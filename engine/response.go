@@ -217,6 +217,11 @@ func (w *response) commit(final bool) {
 		// waiting for it to drain would hold the response back.
 		c.closeAfter = true
 	}
+	if !body.done && !c.closeAfter && (w.hdr.close || w.req.close) {
+		// The connection closes after this response anyway: the rest of
+		// the body is not waited for.
+		c.closeAfter = true
+	}
 	if !body.done && !c.closeAfter && !body.keepable(final) {
 		// The connection will close after this response because the body
 		// cannot be drained: say so (RFC 9112 §9.6).

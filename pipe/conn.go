@@ -25,6 +25,7 @@ type Conn struct {
 	Request *engine.Request
 
 	w       engine.ResponseWriter
+	conn    engine.ResponseWriter // the connection's, which w may stand in front of (Middleware)
 	status  int
 	content Content
 	filters []Filter
@@ -48,7 +49,7 @@ var connPool = sync.Pool{New: func() any {
 
 func acquireConn(w engine.ResponseWriter, r *engine.Request) *Conn {
 	c := connPool.Get().(*Conn)
-	c.Request, c.w = r, w
+	c.Request, c.w, c.conn = r, w, w
 	return c
 }
 
@@ -58,7 +59,7 @@ func releaseConn(c *Conn) {
 	clear(c.wrapFns)
 	clear(c.values)
 	c.values = c.values[:0]
-	c.Request, c.w, c.content = nil, nil, nil
+	c.Request, c.w, c.conn, c.content = nil, nil, nil, nil
 	c.filters, c.wraps, c.wrapFns = c.filters[:0], c.wraps[:0], c.wrapFns[:0]
 	c.status, c.finished = 0, false
 	c.top.committed, c.wire.started = false, false
@@ -87,6 +88,21 @@ func (c *Conn) SetContent(content Content) { c.content = content }
 // AddFilter adds f to the filters the content passes through, after those
 // added before it.
 func (c *Conn) AddFilter(f Filter) { c.filters = append(c.filters, f) }
+
+// Gone returns a channel that is closed once the client has closed or
+// reset the connection, or the server has given up on it (see
+// engine.GoneNotifier), so that a component can stop work nobody will
+// receive. It is nil — never ready in a select — when the server cannot
+// tell. The watch starts with the first call, so a request that never
+// asks pays nothing; it ends with the request: a channel not closed by
+// then is never closed. Gone may be called from any goroutine while the
+// request is served.
+func (c *Conn) Gone() <-chan struct{} {
+	if g, ok := c.conn.(engine.GoneNotifier); ok {
+		return g.Gone()
+	}
+	return nil
+}
 
 // SetValue records a per-request value for later components, such as the
 // user an authentication component admitted ("user", read by cgi for

@@ -39,5 +39,6 @@
 //
 // FromHTTP makes any http.Handler a source and Middleware makes any
 // func(http.Handler) http.Handler a component that wraps the rest of the
-// pipeline.
+// pipeline. Their requests' contexts are cancelled when the client goes,
+// as Conn.Gone tells native components.
 package pipe

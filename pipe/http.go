@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -10,7 +11,9 @@ import (
 
 // FromHTTP makes a net/http handler a Source. It runs in the content
 // phase; the status and header it sets become the response's (filters
-// decide once it writes), and what it writes is the content.
+// decide once it writes), and what it writes is the content. The
+// request's context is cancelled when the content is done, and when the
+// client goes (see engine.GoneContext).
 func FromHTTP(h http.Handler) Component {
 	return Pipe(func(c *Conn) bool {
 		hr, err := engine.NewHTTPRequest(c.Request)
@@ -18,8 +21,10 @@ func FromHTTP(h http.Handler) Component {
 			return c.Error(http.StatusBadRequest, "invalid request-target")
 		}
 		c.SetContent(func(w Writer) error {
+			ctx, cancel := engine.GoneContext(context.Background(), c.conn)
+			defer cancel()
 			sw := &sourceWriter{c: c, w: w, h: make(http.Header)}
-			h.ServeHTTP(sw, hr)
+			h.ServeHTTP(sw, hr.WithContext(ctx))
 			sw.commit(http.StatusOK)
 			return nil
 		})
@@ -105,7 +110,8 @@ type writerOnly struct{ io.Writer }
 // A request the middleware changes (r.WithContext, a rewritten URL) is
 // what the rest of the pipeline sees, its path made canonical as the
 // engine makes every path (a rewritten path the engine would refuse is
-// answered 400).
+// answered 400). The request's context is cancelled when the pipeline is
+// done, and when the client goes (see engine.GoneContext).
 func Middleware(mw func(http.Handler) http.Handler) Component {
 	return &middleware{mw: mw}
 }
@@ -122,6 +128,9 @@ func (m *middleware) handleRest(c *Conn, rest Component) bool {
 	if err != nil {
 		return c.Error(http.StatusBadRequest, "invalid request-target")
 	}
+	ctx, cancel := engine.GoneContext(context.Background(), c.conn)
+	defer cancel()
+	hr = hr.WithContext(ctx)
 	outer := c.w
 	hw, finish := engine.NewHTTPResponseWriter(outer)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -101,6 +101,7 @@ func (r *runner) run(stderr io.Writer) int {
 		r.log.Warn("workers: the master/worker mode is not implemented yet; serving in this one process", "workers", workersString(cfg.Workers))
 	}
 	r.sw = config.NewSwitch(cfg)
+	r.sw.Grace = r.grace // for the old config's requests after a reload
 	r.srv.Handler = r.sw
 	r.srv.Limits = cfg.Limits
 	r.srv.ServerHeader = cfg.ServerHeader
@@ -148,7 +149,7 @@ loop:
 	}
 	signal.Stop(sigs) // a second signal kills the process the default way
 	shutdown(r.log, r.srv, r.grace)
-	r.sw.Close()
+	r.sw.Close() // at once, under what still runs: no CGI program outlives us
 	if code == exitOK {
 		r.log.Info("stopped")
 	}

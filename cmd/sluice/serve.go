@@ -24,7 +24,8 @@ import (
 )
 
 // shutdownGrace is how long requests in flight get to finish after
-// SIGINT or SIGTERM, unless serve's --shutdown-grace says otherwise.
+// SIGINT or SIGTERM (unless serve's --shutdown-grace says otherwise), and
+// on the old config after a reload.
 const shutdownGrace = 10 * time.Second
 
 // flagsSource names the config the serve flags stand for, in messages.
