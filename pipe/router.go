@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -27,6 +28,10 @@ type Route struct {
 
 	// Methods, if set, restricts the route to those methods; a request
 	// whose path matches only routes of other methods gets 405 with Allow.
+	// GET includes HEAD (RFC 9110 §9.3.2: HEAD is GET without the
+	// content), so a HEAD never passes a GET route by for a less specific
+	// one (which would tell the size, dates and ETag of what the GET
+	// route guards).
 	Methods []string
 
 	// Pipeline serves the requests the route matches.
@@ -72,10 +77,10 @@ func NewRouter(routes ...Route) (*Router, error) {
 				return nil, fmt.Errorf("route %d: pattern %q never matches: request paths are canonical (write %q)", i, p, c)
 			}
 			host := strings.TrimSuffix(strings.ToLower(r.Host), ".")
-			e := &route{pattern: p, host: host, methods: r.Methods, comp: r.Pipeline}
+			e := &route{pattern: p, host: host, methods: RouteMethods(r.Methods), comp: r.Pipeline}
 			key := p + " " + e.host
 			for _, o := range seen[key] {
-				if methodsOverlap(o.methods, e.methods) {
+				if MethodsOverlap(o.methods, e.methods) {
 					return nil, fmt.Errorf("route %d: pattern %q (host %q) is matched twice", i, p, r.Host)
 				}
 			}
@@ -99,7 +104,21 @@ func NewRouter(routes ...Route) (*Router, error) {
 	return rt, nil
 }
 
-func methodsOverlap(a, b []string) bool {
+// RouteMethods returns the methods a route restricted to ms takes: ms,
+// with HEAD added when it names GET but not HEAD (RFC 9110 §9.3.2). An
+// empty ms (every method) stays empty. ms itself is not modified.
+func RouteMethods(ms []string) []string {
+	if slices.Contains(ms, "GET") && !slices.Contains(ms, "HEAD") {
+		return append(slices.Clip(ms), "HEAD")
+	}
+	return ms
+}
+
+// MethodsOverlap reports whether two routes restricted to methods a and b
+// (empty: every method) take some method in common, as RouteMethods
+// extends them.
+func MethodsOverlap(a, b []string) bool {
+	a, b = RouteMethods(a), RouteMethods(b)
 	if len(a) == 0 || len(b) == 0 {
 		return true
 	}
