@@ -148,7 +148,7 @@ func (p *parser) matches(n *yaml.Node, r *Route) []*yaml.Node {
 		case strings.ContainsAny(pat, " \t\r\n"):
 			p.errorf(e, "match: %q contains white space", pat)
 		case pipe.CanonicalPattern(pat) != pat:
-			p.errorf(e, "match: %q never matches: request paths are matched in canonical form, without repeated slashes or . and .. segments; write %q", pat, pipe.CanonicalPattern(pat))
+			p.errorf(e, "match: %q never matches: request paths are matched in canonical form, percent-decoded and without repeated slashes or . and .. segments; write %q", pat, pipe.CanonicalPattern(pat))
 		case dup[pat]:
 			p.errorf(e, "match: %q is listed twice", pat)
 		default:

@@ -286,9 +286,18 @@ func TestRouter(t *testing.T) {
 		t.Error("duplicate route accepted")
 	}
 	// A pattern no canonical path can match is refused.
-	for _, p := range []string{"//x", "/a/./b", "/a/../b/", "/a/.", "/a//"} {
+	// So is one with a percent-escape: request paths are decoded, so
+	// "/caf%C3%A9/" would match only "/caf%25C3%25A9/", and the route it
+	// was written to guard would be walked around by "/caf%C3%A9/".
+	for _, p := range []string{"//x", "/a/./b", "/a/../b/", "/a/.", "/a//", "/caf%C3%A9/", "/%61dmin/", "/a%2Fb", "/100%25"} {
 		if _, err := NewRouter(Route{Match: []string{p}, Pipeline: text("1")}); err == nil || !strings.Contains(err.Error(), "never matches") {
 			t.Errorf("pattern %q: %v, want refused as never matching", p, err)
+		}
+	}
+	// A '%' that starts no escape is a character of the decoded path.
+	for _, p := range []string{"/100%/", "/a%zz", "/%"} {
+		if _, err := NewRouter(Route{Match: []string{p}, Pipeline: text("1")}); err != nil {
+			t.Errorf("pattern %q: %v", p, err)
 		}
 	}
 }

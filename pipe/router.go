@@ -199,16 +199,50 @@ func dedupe(s []string) []string {
 }
 
 // CanonicalPattern returns the canonical form of a route pattern that
-// starts with '/': repeated slashes merged and dot segments removed, a
-// trailing slash kept (a final "." or ".." leaves one), as the engine
-// makes request paths canonical. A ".." above the root is dropped. A
-// pattern that differs from its canonical form never matches a request.
+// starts with '/', as the engine makes request paths canonical:
+// percent-escapes decoded ("%61" is "a"; a '%' that starts no escape is
+// itself), then repeated slashes merged and dot segments removed, a
+// trailing slash kept (a final "." or ".." leaves one). A ".." above the
+// root is dropped. A pattern that differs from its canonical form never
+// matches a request: "/caf%C3%A9/" would match only the path "/café/"
+// spelled "/caf%25C3%25A9/", and so leave "/café/" to other routes.
 func CanonicalPattern(p string) string {
+	p = patternUnescape(p)
 	c := path.Clean(p)
 	if c != "/" && (strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")) {
 		c += "/"
 	}
 	return c
+}
+
+// patternUnescape decodes the well-formed percent-escapes of p (RFC 3986
+// §2.1) and leaves every other byte, a '%' that starts no escape included.
+func patternUnescape(p string) string {
+	if !strings.Contains(p, "%") {
+		return p
+	}
+	b := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+			b = append(b, unhex(p[i+1])<<4|unhex(p[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, p[i])
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
+}
+
+// unhex returns the value of the hex digit c, which isHex accepts.
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return (c | 0x20) - 'a' + 10
 }
 
 // hostOnly strips the port from a Host value (keeping IPv6 brackets) and
