@@ -103,7 +103,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 	for i, pat := range r.Match {
 		k := matchKey{pat, r.Host}
 		for _, m := range seen[k] {
-			if methodsOverlap(m.methods, r.Methods) {
+			if pipe.MethodsOverlap(m.methods, r.Methods) {
 				p.errorf(matchNodes[i], "match %q is already matched at %d:%d%s", pat, m.node.Line, m.node.Column, hostNote(r.Host))
 				break
 			}
@@ -148,7 +148,7 @@ func (p *parser) matches(n *yaml.Node, r *Route) []*yaml.Node {
 		case strings.ContainsAny(pat, " \t\r\n"):
 			p.errorf(e, "match: %q contains white space", pat)
 		case pipe.CanonicalPattern(pat) != pat:
-			p.errorf(e, "match: %q never matches: request paths are matched in canonical form, without repeated slashes or . and .. segments; write %q", pat, pipe.CanonicalPattern(pat))
+			p.errorf(e, "match: %q never matches: request paths are matched in canonical form, percent-decoded and without repeated slashes or . and .. segments; write %q", pat, pipe.CanonicalPattern(pat))
 		case dup[pat]:
 			p.errorf(e, "match: %q is listed twice", pat)
 		default:
@@ -158,18 +158,6 @@ func (p *parser) matches(n *yaml.Node, r *Route) []*yaml.Node {
 		}
 	}
 	return nodes
-}
-
-func methodsOverlap(a, b []string) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return true
-	}
-	for _, x := range a {
-		if contains(b, x) {
-			return true
-		}
-	}
-	return false
 }
 
 // validMethod reports whether m is an upper-case method token.

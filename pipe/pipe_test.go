@@ -286,9 +286,18 @@ func TestRouter(t *testing.T) {
 		t.Error("duplicate route accepted")
 	}
 	// A pattern no canonical path can match is refused.
-	for _, p := range []string{"//x", "/a/./b", "/a/../b/", "/a/.", "/a//"} {
+	// So is one with a percent-escape: request paths are decoded, so
+	// "/caf%C3%A9/" would match only "/caf%25C3%25A9/", and the route it
+	// was written to guard would be walked around by "/caf%C3%A9/".
+	for _, p := range []string{"//x", "/a/./b", "/a/../b/", "/a/.", "/a//", "/caf%C3%A9/", "/%61dmin/", "/a%2Fb", "/100%25"} {
 		if _, err := NewRouter(Route{Match: []string{p}, Pipeline: text("1")}); err == nil || !strings.Contains(err.Error(), "never matches") {
 			t.Errorf("pattern %q: %v, want refused as never matching", p, err)
+		}
+	}
+	// A '%' that starts no escape is a character of the decoded path.
+	for _, p := range []string{"/100%/", "/a%zz", "/%"} {
+		if _, err := NewRouter(Route{Match: []string{p}, Pipeline: text("1")}); err != nil {
+			t.Errorf("pattern %q: %v", p, err)
 		}
 	}
 }
@@ -476,5 +485,65 @@ func TestBuilder(t *testing.T) {
 			t.Errorf("Network=%v: body %q", network, body)
 		}
 		b.Stop()
+	}
+}
+
+// A route for GET takes HEAD too (RFC 9110 §9.3.2: HEAD is GET without
+// the content): a HEAD for a guarded GET-only route must not fall through
+// to a less specific route and learn the size, dates and ETag of what the
+// guarded route protects.
+func TestRouterGetCoversHead(t *testing.T) {
+	guard := Pipe(func(c *Conn) bool { return c.Error(http.StatusUnauthorized, "guarded") })
+	rt, err := NewRouter(
+		Route{Match: []string{"/admin/"}, Methods: []string{"GET"}, Pipeline: Chain{guard, text("secret")}},
+		Route{Match: []string{"/form"}, Methods: []string{"GET", "POST"}, Pipeline: text("form")},
+		Route{Match: []string{"/"}, Pipeline: Chain{logHeader("open"), text("open")}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, rt)
+	for _, tt := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"GET", "/admin/x", 401, ""},
+		{"HEAD", "/admin/x", 401, ""},
+		{"POST", "/admin/x", 200, ""}, // falls through: the route does not name POST
+		{"HEAD", "/form", 200, ""},
+		{"PUT", "/form", 200, ""},
+	} {
+		req, _ := http.NewRequest(tt.method, url+tt.path, nil)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s %s: %d (X-Seen %q), want %d", tt.method, tt.path, resp.StatusCode, resp.Header.Get("X-Seen"), tt.status)
+		}
+	}
+	// Without a catch-all, a method the route does not name is 405, and
+	// Allow lists HEAD with GET.
+	rt, err = NewRouter(Route{Match: []string{"/admin/"}, Methods: []string{"GET"}, Pipeline: text("secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", serve(t, rt)+"/admin/x", nil)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST: %d Allow %q, want 405 Allow \"GET, HEAD\"", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	// A GET route and a HEAD route for one pattern overlap.
+	if _, err := NewRouter(
+		Route{Match: []string{"/x"}, Methods: []string{"GET"}, Pipeline: text("1")},
+		Route{Match: []string{"/x"}, Methods: []string{"HEAD"}, Pipeline: text("2")},
+	); err == nil {
+		t.Error("GET and HEAD routes for one pattern accepted")
 	}
 }

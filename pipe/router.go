@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -27,6 +28,10 @@ type Route struct {
 
 	// Methods, if set, restricts the route to those methods; a request
 	// whose path matches only routes of other methods gets 405 with Allow.
+	// GET includes HEAD (RFC 9110 §9.3.2: HEAD is GET without the
+	// content), so a HEAD never passes a GET route by for a less specific
+	// one (which would tell the size, dates and ETag of what the GET
+	// route guards).
 	Methods []string
 
 	// Pipeline serves the requests the route matches.
@@ -72,10 +77,10 @@ func NewRouter(routes ...Route) (*Router, error) {
 				return nil, fmt.Errorf("route %d: pattern %q never matches: request paths are canonical (write %q)", i, p, c)
 			}
 			host := strings.TrimSuffix(strings.ToLower(r.Host), ".")
-			e := &route{pattern: p, host: host, methods: r.Methods, comp: r.Pipeline}
+			e := &route{pattern: p, host: host, methods: RouteMethods(r.Methods), comp: r.Pipeline}
 			key := p + " " + e.host
 			for _, o := range seen[key] {
-				if methodsOverlap(o.methods, e.methods) {
+				if MethodsOverlap(o.methods, e.methods) {
 					return nil, fmt.Errorf("route %d: pattern %q (host %q) is matched twice", i, p, r.Host)
 				}
 			}
@@ -99,7 +104,21 @@ func NewRouter(routes ...Route) (*Router, error) {
 	return rt, nil
 }
 
-func methodsOverlap(a, b []string) bool {
+// RouteMethods returns the methods a route restricted to ms takes: ms,
+// with HEAD added when it names GET but not HEAD (RFC 9110 §9.3.2). An
+// empty ms (every method) stays empty. ms itself is not modified.
+func RouteMethods(ms []string) []string {
+	if slices.Contains(ms, "GET") && !slices.Contains(ms, "HEAD") {
+		return append(slices.Clip(ms), "HEAD")
+	}
+	return ms
+}
+
+// MethodsOverlap reports whether two routes restricted to methods a and b
+// (empty: every method) take some method in common, as RouteMethods
+// extends them.
+func MethodsOverlap(a, b []string) bool {
+	a, b = RouteMethods(a), RouteMethods(b)
 	if len(a) == 0 || len(b) == 0 {
 		return true
 	}
@@ -180,16 +199,50 @@ func dedupe(s []string) []string {
 }
 
 // CanonicalPattern returns the canonical form of a route pattern that
-// starts with '/': repeated slashes merged and dot segments removed, a
-// trailing slash kept (a final "." or ".." leaves one), as the engine
-// makes request paths canonical. A ".." above the root is dropped. A
-// pattern that differs from its canonical form never matches a request.
+// starts with '/', as the engine makes request paths canonical:
+// percent-escapes decoded ("%61" is "a"; a '%' that starts no escape is
+// itself), then repeated slashes merged and dot segments removed, a
+// trailing slash kept (a final "." or ".." leaves one). A ".." above the
+// root is dropped. A pattern that differs from its canonical form never
+// matches a request: "/caf%C3%A9/" would match only the path "/café/"
+// spelled "/caf%25C3%25A9/", and so leave "/café/" to other routes.
 func CanonicalPattern(p string) string {
+	p = patternUnescape(p)
 	c := path.Clean(p)
 	if c != "/" && (strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")) {
 		c += "/"
 	}
 	return c
+}
+
+// patternUnescape decodes the well-formed percent-escapes of p (RFC 3986
+// §2.1) and leaves every other byte, a '%' that starts no escape included.
+func patternUnescape(p string) string {
+	if !strings.Contains(p, "%") {
+		return p
+	}
+	b := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+			b = append(b, unhex(p[i+1])<<4|unhex(p[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, p[i])
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
+}
+
+// unhex returns the value of the hex digit c, which isHex accepts.
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return (c | 0x20) - 'a' + 10
 }
 
 // hostOnly strips the port from a Host value (keeping IPv6 brackets) and
