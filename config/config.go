@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -195,8 +194,6 @@ type parser struct {
 	cfg    *Config
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 func (p *parser) parse(data []byte) {
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	var doc yaml.Node
@@ -205,14 +202,14 @@ func (p *parser) parse(data []byte) {
 			p.errs = append(p.errs, &Error{File: p.file, Line: 1, Col: 1, Msg: "the config file is empty: it needs at least a routes list"})
 			return
 		}
-		p.syntaxError(err)
+		p.syntaxError(data, err)
 		return
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		p.errorf(&extra, "a config file holds one YAML document; this is a second one")
 	} else if err != io.EOF {
-		p.syntaxError(err)
+		p.syntaxError(data, err)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
@@ -261,17 +258,6 @@ func (p *parser) parse(data []byte) {
 		return
 	}
 	p.routes(routes)
-}
-
-// syntaxError reports a YAML syntax error. The parser gives a line but no
-// column, so the error points at the start of that line.
-func (p *parser) syntaxError(err error) {
-	line, msg := 1, strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	}
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: 1, Msg: "YAML syntax: " + msg})
 }
 
 // expandEnv replaces ${VAR} references in every scalar value under n
