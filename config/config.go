@@ -254,7 +254,7 @@ func (p *parser) parse(data []byte) {
 		c.Listen = []Address{{Network: "tcp", Addr: DefaultListen}}
 	}
 	if routes == nil {
-		p.errorf(root, "no routes: a config file needs a routes list, each route with a match and a pipeline")
+		p.errorf(root, "no routes: a config file needs a routes list, each route with a match (the paths it serves) and a pipeline (the components that answer), e.g. %s", routesExample)
 		return
 	}
 	p.routes(routes)
