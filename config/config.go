@@ -49,6 +49,10 @@ type Config struct {
 	// Routes are the routes in the order written.
 	Routes []*Route
 
+	// Warnings lists what the file is warned about, sorted by position;
+	// they do not make it invalid (see Warning).
+	Warnings []*Warning
+
 	// Router sends each request down the pipeline of its route.
 	Router *pipe.Router
 }
@@ -137,6 +141,7 @@ func (l *Loader) Parse(file string, data []byte) (*Config, error) {
 		p.errs.sort()
 		return nil, p.errs
 	}
+	sortWarnings(p.cfg.Warnings)
 	return p.cfg, nil
 }
 
@@ -306,6 +311,7 @@ func (p *parser) workers(n *yaml.Node) {
 	}
 	if s == "auto" {
 		p.cfg.Workers = 0
+		p.warn(n, "", WorkersWarning)
 		return
 	}
 	w, err := strconv.Atoi(s)
@@ -314,6 +320,9 @@ func (p *parser) workers(n *yaml.Node) {
 		return
 	}
 	p.cfg.Workers = w
+	if w != 1 {
+		p.warn(n, "", WorkersWarning)
+	}
 }
 
 func (p *parser) serverHeader(n *yaml.Node) {

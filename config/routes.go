@@ -334,7 +334,12 @@ func (p *parser) stage(n *yaml.Node) *Stage {
 		}
 		return nil
 	}
+	log, warnings := newBuildLog(x.Logger)
+	x.Logger = log
 	comp, err := build(reg, decode, x)
+	for _, msg := range warnings() {
+		p.warn(nameNode, name, msg)
+	}
 	switch {
 	case errors.Is(err, errDecoded):
 		return s
