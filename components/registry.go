@@ -42,7 +42,9 @@ func (k Kind) String() string {
 // Context is what a component built from a config file may take from the
 // server around it rather than from its options.
 type Context struct {
-	// Logger receives the components' errors. Nil means slog.Default().
+	// Logger receives the components' errors: Build gives it to every
+	// component whose options have a Logger field left nil. Nil means
+	// slog.Default().
 	Logger *slog.Logger
 
 	// Conns reports the server's open connections (the status page shows
@@ -117,8 +119,21 @@ func entry[O any](name string, kind Kind, scalar string, fn func(O) (pipe.Compon
 			if setup != nil {
 				setup(&o, x)
 			}
+			giveLogger(reflect.ValueOf(&o).Elem(), x.Logger)
 			return fn(o)
 		},
+	}
+}
+
+// giveLogger sets the field Logger of the options struct o, if it has one
+// of type *slog.Logger left nil, to l.
+func giveLogger(o reflect.Value, l *slog.Logger) {
+	if l == nil || o.Kind() != reflect.Struct {
+		return
+	}
+	f := o.FieldByName("Logger")
+	if f.IsValid() && f.CanSet() && f.Type() == reflect.TypeFor[*slog.Logger]() && f.IsNil() {
+		f.Set(reflect.ValueOf(l))
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -49,6 +48,10 @@ type Config struct {
 
 	// Routes are the routes in the order written.
 	Routes []*Route
+
+	// Warnings lists what the file is warned about, sorted by position;
+	// they do not make it invalid (see Warning).
+	Warnings []*Warning
 
 	// Router sends each request down the pipeline of its route.
 	Router *pipe.Router
@@ -138,6 +141,7 @@ func (l *Loader) Parse(file string, data []byte) (*Config, error) {
 		p.errs.sort()
 		return nil, p.errs
 	}
+	sortWarnings(p.cfg.Warnings)
 	return p.cfg, nil
 }
 
@@ -198,8 +202,6 @@ type parser struct {
 	cfg    *Config
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 func (p *parser) parse(data []byte) {
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	var doc yaml.Node
@@ -208,14 +210,14 @@ func (p *parser) parse(data []byte) {
 			p.errs = append(p.errs, &Error{File: p.file, Line: 1, Col: 1, Msg: "the config file is empty: it needs at least a routes list"})
 			return
 		}
-		p.syntaxError(err)
+		p.syntaxError(data, err)
 		return
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		p.errorf(&extra, "a config file holds one YAML document; this is a second one")
 	} else if err != io.EOF {
-		p.syntaxError(err)
+		p.syntaxError(data, err)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
@@ -260,21 +262,10 @@ func (p *parser) parse(data []byte) {
 		c.Listen = []Address{{Network: "tcp", Addr: DefaultListen}}
 	}
 	if routes == nil {
-		p.errorf(root, "no routes: a config file needs a routes list, each route with a match and a pipeline")
+		p.errorf(root, "no routes: a config file needs a routes list, each route with a match (the paths it serves) and a pipeline (the components that answer), e.g. %s", routesExample)
 		return
 	}
 	p.routes(routes)
-}
-
-// syntaxError reports a YAML syntax error. The parser gives a line but no
-// column, so the error points at the start of that line.
-func (p *parser) syntaxError(err error) {
-	line, msg := 1, strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	}
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: 1, Msg: "YAML syntax: " + msg})
 }
 
 // expandEnv replaces ${VAR} references in every scalar value under n
@@ -323,6 +314,7 @@ func (p *parser) workers(n *yaml.Node) {
 	}
 	if s == "auto" {
 		p.cfg.Workers = 0
+		p.warn(n, "", WorkersWarning)
 		return
 	}
 	w, err := strconv.Atoi(s)
@@ -331,6 +323,9 @@ func (p *parser) workers(n *yaml.Node) {
 		return
 	}
 	p.cfg.Workers = w
+	if w != 1 {
+		p.warn(n, "", WorkersWarning)
+	}
 }
 
 func (p *parser) serverHeader(n *yaml.Node) {

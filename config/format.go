@@ -27,7 +27,7 @@ func Format(file string, data []byte) ([]byte, error) {
 		}
 		if err != nil {
 			p := &parser{decoder: decoder{file: file}}
-			p.syntaxError(err)
+			p.syntaxError(data, err)
 			return nil, p.errs
 		}
 		docs = append(docs, &doc)

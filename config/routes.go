@@ -21,10 +21,18 @@ type matched struct {
 	methods []string
 }
 
+// routesExample is the smallest routes list, for messages about a missing
+// or empty one.
+const routesExample = "routes: [{match: /, pipeline: [files: .]}]"
+
 func (p *parser) routes(n *yaml.Node) {
 	n = deref(n)
-	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-		p.errorf(n, "routes: want a list of routes, each with a match and a pipeline, got %s", describe(n))
+	switch {
+	case isNull(n) || n.Kind == yaml.SequenceNode && len(n.Content) == 0:
+		p.errorf(n, "routes is empty: a config file needs at least one route, with a match (the paths it serves) and a pipeline (the components that answer), e.g. %s", routesExample)
+		return
+	case n.Kind != yaml.SequenceNode:
+		p.errorf(n, "routes: want a list of routes (each entry starting with \"- \"), each with a match and a pipeline, got %s", describe(n))
 		return
 	}
 	seen := map[matchKey][]matched{}
@@ -314,7 +322,12 @@ func (p *parser) stage(n *yaml.Node) *Stage {
 		}
 		return nil
 	}
+	log, warnings := newBuildLog(x.Logger)
+	x.Logger = log
 	comp, err := build(reg, decode, x)
+	for _, msg := range warnings() {
+		p.warn(nameNode, name, msg)
+	}
 	switch {
 	case errors.Is(err, errDecoded):
 		return s

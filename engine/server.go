@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,8 +14,10 @@ import (
 	"github.com/sluice-server/sluice/engine/timeout"
 )
 
-// ErrServerClosed is returned by Serve after Shutdown or Close.
-var ErrServerClosed = errors.New("engine: server closed")
+// ErrServerClosed is returned by Serve and ListenAndServe after Shutdown
+// or Close. It is net/http's http.ErrServerClosed, so code that stops
+// either kind of server recognises it the same way (errors.Is or ==).
+var ErrServerClosed = http.ErrServerClosed
 
 // Server serves HTTP/1.x on listeners with one goroutine per connection.
 //
@@ -152,8 +155,13 @@ func (s *Server) knownMethod(m []byte) bool {
 }
 
 // ListenAndServe listens on the TCP address addr (see Listen) and serves
-// it.
+// it. It returns the error from Listen or Serve: after Shutdown or Close
+// that is ErrServerClosed, and a server already shut down returns it at
+// once, without listening.
 func (s *Server) ListenAndServe(addr string) error {
+	if s.closed.Load() {
+		return ErrServerClosed
+	}
 	ln, err := Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -162,14 +170,14 @@ func (s *Server) ListenAndServe(addr string) error {
 }
 
 // Serve accepts connections on ln and serves each on its own goroutine,
-// until Shutdown or Close (then it returns ErrServerClosed) or a permanent
-// accept error. Temporary accept errors, such as running out of file
-// descriptors (EMFILE, ENFILE), are retried after a back-off that doubles
-// from 5ms up to one second and is forgotten only after a second without
-// errors; they are logged at most once a second, each warning counting
-// the errors left unlogged ("suppressed"). At EMFILE and ENFILE the
-// longest-idle connection is also closed.
-// Serve closes ln when it returns.
+// until Shutdown or Close (then it returns ErrServerClosed, at once if
+// called after them) or a permanent accept error. Temporary accept
+// errors, such as running out of file descriptors (EMFILE, ENFILE), are
+// retried after a back-off that doubles from 5ms up to one second and is
+// forgotten only after a second without errors; they are logged at most
+// once a second, each warning counting the errors left unlogged
+// ("suppressed"). At EMFILE and ENFILE the longest-idle connection is
+// also closed. Serve closes ln when it returns.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.Handler == nil {
 		return errors.New("engine: Server.Handler is nil")

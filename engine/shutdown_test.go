@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -119,5 +120,45 @@ func TestShutdownClosesSilentConnection(t *testing.T) {
 	}
 	if err := <-served; err != ErrServerClosed {
 		t.Errorf("Serve = %v", err)
+	}
+}
+
+// After Shutdown, Serve and ListenAndServe return ErrServerClosed, which
+// is net/http's: errors.Is and == recognise it under either name.
+// ListenAndServe returns it without listening, so an address taken since
+// does not turn it into a listen error.
+func TestErrServerClosedAfterShutdown(t *testing.T) {
+	s := &Server{Handler: HandlerFunc(func(w ResponseWriter, r *Request) {})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	err = <-served
+	if !errors.Is(err, http.ErrServerClosed) || !errors.Is(err, ErrServerClosed) || err != http.ErrServerClosed {
+		t.Errorf("Serve after Shutdown = %v, want http.ErrServerClosed", err)
+	}
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	if err := s.ListenAndServe(taken.Addr().String()); !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("ListenAndServe after Shutdown = %v, want http.ErrServerClosed", err)
+	}
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(ln2); !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve after Shutdown = %v, want http.ErrServerClosed", err)
+	}
+	if _, err := ln2.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Serve after Shutdown left its listener open: Accept = %v", err)
 	}
 }

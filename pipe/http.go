@@ -107,6 +107,8 @@ type writerOnly struct{ io.Writer }
 // pipeline after it runs inside the middleware, as its next handler, and
 // writes through the ResponseWriter the middleware passes on; if the
 // middleware answers without calling next, that answer is the response.
+// It does so in a Chain and in a ProcNetwork alike; either way the
+// middleware runs on the goroutine that serves the request.
 // A request the middleware changes (r.WithContext, a rewritten URL) is
 // what the rest of the pipeline sees, its path made canonical as the
 // engine makes every path (a rewritten path the engine would refuse is

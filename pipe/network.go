@@ -12,9 +12,17 @@ import (
 // ProcNetwork runs components as a process network, the paper's second
 // strategy: one goroutine per component, joined by channels, each passing
 // a Conn to the next once it has done its part of the setup phase. The
-// same components run unchanged in a Chain; a ProcNetwork costs a
-// goroutine hand-off per component per request (see the benchmark in
-// docs/pipe.md) in exchange for the isolation of a network.
+// same components run unchanged in a Chain, with the same result; a
+// ProcNetwork costs a goroutine hand-off per component per request (see
+// the benchmark in docs/pipe.md) in exchange for the isolation of a
+// network.
+//
+// net/http middleware (see Middleware) must run the rest of the pipeline,
+// and the content phase, inside its own call, so it is not a stage: the
+// components after it form a network of their own, and the middleware runs
+// on the goroutine that called Handle, with that network as its next
+// handler. A response a middleware writes therefore never holds up the
+// stages, which serve other requests meanwhile.
 //
 // A ProcNetwork is a Component, so it can serve a route (NetworkHandler)
 // or be one stage of a larger pipeline. It is safe for concurrent use;
@@ -23,13 +31,24 @@ type ProcNetwork struct {
 	in   chan *Conn
 	once sync.Once
 	wg   sync.WaitGroup
+
+	// wrap is the first component that wraps the rest of the pipeline
+	// (net/http middleware), or nil; rest is the network of the
+	// components after it.
+	wrap restWrapper
+	rest *ProcNetwork
 }
 
-// NewProcNetwork starts one goroutine per component. Stop ends them.
+// NewProcNetwork starts one goroutine per component (but for net/http
+// middleware, which runs on the caller's). Stop ends them.
 func NewProcNetwork(components ...Component) *ProcNetwork {
 	n := &ProcNetwork{in: make(chan *Conn)}
 	in := n.in
-	for _, comp := range components {
+	for i, comp := range components {
+		if w, ok := comp.(restWrapper); ok {
+			n.wrap, n.rest = w, NewProcNetwork(components[i+1:]...)
+			break
+		}
 		out := make(chan *Conn)
 		n.wg.Add(1)
 		go n.stage(comp, in, out)
@@ -71,10 +90,19 @@ func (n *ProcNetwork) sink(in <-chan *Conn) {
 	}
 }
 
-// Handle sends c through the network and waits for it to come out.
+// Handle sends c through the network and waits for it to come out. When
+// the network holds net/http middleware, the middleware then runs here,
+// with the rest of the network inside it, and Handle returns what it
+// returns (false: the middleware has finished the response).
 func (n *ProcNetwork) Handle(c *Conn) bool {
 	n.in <- c
-	return <-c.done
+	if !<-c.done {
+		return false
+	}
+	if n.wrap != nil {
+		return n.wrap.handleRest(c, n.rest)
+	}
+	return true
 }
 
 // Stop ends the network's goroutines once the requests in it are through.
@@ -82,6 +110,9 @@ func (n *ProcNetwork) Handle(c *Conn) bool {
 func (n *ProcNetwork) Stop() {
 	n.once.Do(func() { close(n.in) })
 	n.wg.Wait()
+	if n.rest != nil {
+		n.rest.Stop()
+	}
 }
 
 // NetworkHandler serves a process network with the engine; it is Handler

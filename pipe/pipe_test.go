@@ -387,14 +387,77 @@ func TestMiddleware(t *testing.T) {
 		path := string(c.Request.Path)
 		return func(w Writer) error { _, err := io.WriteString(w, path); return err }
 	})
-	url := serve(t, Chain{Middleware(gate), Middleware(tag), echoPath, upper})
-	resp, body := get(t, url+"/p?key=k")
-	if resp.StatusCode != 200 || body != "/REWRITTEN/P" || resp.Header.Get("X-Middleware") != "yes" {
-		t.Errorf("through: %d %q %q", resp.StatusCode, body, resp.Header.Get("X-Middleware"))
+	// Both strategies, with the middleware first and after another stage
+	// (a ProcNetwork once answered 200 with an empty body: the middleware
+	// ran as a stage with nothing after it).
+	for _, network := range []bool{false, true} {
+		for _, lead := range [][]Component{nil, {logHeader("a")}} {
+			b := &Builder{Network: network}
+			comps := append(append([]Component(nil), lead...), Middleware(gate), Middleware(tag), echoPath, upper)
+			url := serve(t, b.Pipeline(comps...))
+			resp, body := get(t, url+"/p?key=k")
+			if resp.StatusCode != 200 || body != "/REWRITTEN/P" || resp.Header.Get("X-Middleware") != "yes" {
+				t.Errorf("network=%v lead=%d: through: %d %q %q", network, len(lead), resp.StatusCode, body, resp.Header.Get("X-Middleware"))
+			}
+			resp, body = get(t, url+"/p")
+			if resp.StatusCode != 403 || !strings.Contains(body, "gated") {
+				t.Errorf("network=%v lead=%d: gated: %d %q", network, len(lead), resp.StatusCode, body)
+			}
+			b.Stop()
+		}
 	}
-	resp, body = get(t, url+"/p")
-	if resp.StatusCode != 403 || !strings.Contains(body, "gated") {
-		t.Errorf("gated: %d %q", resp.StatusCode, body)
+}
+
+// In a ProcNetwork, net/http middleware serves its response on the
+// request's own goroutine: a response held up in its content phase does
+// not stop the network's stages from serving other requests.
+func TestMiddlewareInNetworkDoesNotBlockStages(t *testing.T) {
+	pass := func(next http.Handler) http.Handler { return next }
+	release, started := make(chan struct{}), make(chan struct{})
+	slow := Source(func(c *Conn) Content {
+		if string(c.Request.Path) != "/slow" {
+			return func(w Writer) error { _, err := io.WriteString(w, "fast"); return err }
+		}
+		return func(w Writer) error {
+			close(started)
+			<-release
+			_, err := io.WriteString(w, "slow")
+			return err
+		}
+	})
+	n := NewProcNetwork(logHeader("a"), Middleware(pass), logHeader("b"), slow)
+	defer n.Stop()
+	url := serve(t, n)
+	slowBody := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(url + "/slow")
+		if err != nil {
+			slowBody <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		slowBody <- string(b)
+	}()
+	select {
+	case <-started:
+	case got := <-slowBody:
+		t.Fatalf("the held request never reached its source: %q", got)
+	}
+	// Bounded so that a blocked network fails the test instead of hanging it.
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url + "/fast")
+	if err != nil {
+		t.Fatalf("a second request while the first is held: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if seen := strings.Join(resp.Header.Values("X-Seen"), ","); string(b) != "fast" || seen != "a,b" {
+		t.Errorf("second request: %q, X-Seen %q", b, seen)
+	}
+	close(release)
+	if got := <-slowBody; got != "slow" {
+		t.Errorf("held request: %q", got)
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 
+	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 )
 
@@ -20,13 +22,18 @@ func configFlag(fs *flag.FlagSet) *string {
 }
 
 // loadConfig loads file for the commands that only read it, printing its
-// errors to stderr. It returns nil and the exit status on failure.
+// errors, or its warnings (what serve would warn about, as FILE:LINE:COL:
+// warning: message), to stderr. It returns nil and the exit status on
+// failure.
 func loadConfig(file string, stderr io.Writer) (*config.Config, int) {
 	if file == "" {
 		fmt.Fprintln(stderr, "sluice: -c FILE is required")
 		return nil, exitUsage
 	}
-	cfg, err := config.Load(file)
+	// The components' warnings come back in cfg.Warnings with their
+	// positions; logged as well they would be printed twice.
+	loader := &config.Loader{Context: components.Context{Logger: slog.New(slog.DiscardHandler)}}
+	cfg, err := loader.Load(file)
 	if err != nil {
 		var errs config.Errors
 		if errors.As(err, &errs) {
@@ -35,6 +42,9 @@ func loadConfig(file string, stderr io.Writer) (*config.Config, int) {
 			fmt.Fprintf(stderr, "sluice: %v\n", err)
 		}
 		return nil, exitError
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stderr, w)
 	}
 	return cfg, exitOK
 }
@@ -46,7 +56,10 @@ var checkCommand = command{
 Checks the config file FILE: its syntax, keys, components and their
 options, and the order of each pipeline; it builds the components, so
 missing files and directories are found too. Prints "ok", or every
-error as FILE:LINE:COL: message and exits with status 1. --explain prints
+error as FILE:LINE:COL: message and exits with status 1. What serve would
+warn about (workers other than 1, an htpasswd line whose hash cannot be
+verified) is printed as FILE:LINE:COL: warning: message, with the same
+text serve logs, and leaves the status 0. --explain prints
 what the file builds instead of "ok": the server settings, then each
 route's matches and its components in the order they run, with their
 kinds and options.`,

@@ -506,3 +506,53 @@ func TestServeLogsRefusedRequests(t *testing.T) {
 		t.Errorf("exit status %d\n%s", code, s.stderr())
 	}
 }
+
+// sluice check warns about what serve warns about, with the same text
+// (as FILE:LINE:COL: warning: message), and exits 0 when there are only
+// warnings.
+func TestCheckWarnsLikeServe(t *testing.T) {
+	dir := t.TempDir()
+	writeConfig(t, filepath.Join(dir, "users.htpasswd"), "alice:plaintext\n")
+	file := filepath.Join(dir, "site.yaml")
+	writeConfig(t, file, `workers: 4
+routes:
+  - match: /
+    pipeline:
+      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}
+      - text: hi
+`)
+	r := sluice(t, "check", "-c", file)
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	if r.code != 0 || r.stdout != "ok\n" || len(lines) != 2 ||
+		!strings.HasPrefix(lines[0], file+":1:10: warning: workers: ") ||
+		!strings.HasPrefix(lines[1], file+":5:9: warning: basic_auth: ") {
+		t.Fatalf("sluice check = %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	s := start(t, "serve", "-c", file, "--listen", "127.0.0.1:0")
+	s.stop(t, syscall.SIGTERM)
+	var warned []string
+	for _, l := range strings.Split(s.stderr(), "\n") {
+		if _, rest, ok := strings.Cut(l, " level=WARN msg="); ok {
+			msg, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				t.Fatalf("serve's log line %q: %v", l, err)
+			}
+			msg, _ = strconv.Unquote(msg)
+			warned = append(warned, msg)
+		}
+	}
+	if len(warned) != len(lines) {
+		t.Fatalf("serve warned %d times, check %d:\n%s", len(warned), len(lines), s.stderr())
+	}
+	for _, msg := range warned {
+		found := false
+		for _, l := range lines {
+			_, text, _ := strings.Cut(l, ": warning: ")
+			found = found || strings.HasPrefix(text, msg)
+		}
+		if !found {
+			t.Errorf("serve warns %q; check does not:\n%s", msg, r.stderr)
+		}
+	}
+}

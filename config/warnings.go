@@ -1,0 +1,140 @@
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Warning is something a valid config file is warned about, at a
+// position in it: a setting accepted but not acted on, or what a
+// component logged at level Warn or above while it was built (an htpasswd
+// line whose hash cannot be verified).
+type Warning struct {
+	File      string // the file name as given to Load or Parse
+	Line, Col int    // 1-based
+	// Stage is the name of the component that logged the warning while
+	// it was built, or "" for a warning about the config's own settings.
+	// A component's warning has also gone to the Loader's Context.Logger
+	// as it was logged; a server logs the others itself.
+	Stage string
+	// Msg is the text a server logs for it: the log message, followed for
+	// a component's warning by its attributes as key=value.
+	Msg string
+}
+
+// String formats w as FILE:LINE:COL: warning: message.
+func (w *Warning) String() string {
+	return fmt.Sprintf("%s:%d:%d: warning: %s", w.File, w.Line, w.Col, w.Msg)
+}
+
+// WorkersWarning is the warning, and the message a server logs, for a
+// workers setting other than 1.
+const WorkersWarning = "workers: the master/worker mode is not implemented yet; serving in this one process"
+
+// buildLog records what a component logs at level Warn or above while it
+// is built, and passes every record on to the logger the component was
+// given. Once the build is over it only passes records on.
+type buildLog struct {
+	next     slog.Handler // nil: slog.Default's handler of the moment
+	attrs    []slog.Attr  // added with WithAttrs, for the records
+	building *atomic.Bool
+	mu       *sync.Mutex
+	records  *[]string
+}
+
+// newBuildLog returns the logger to give a component being built, over
+// next (nil for slog.Default), and the function that ends the recording
+// and returns what was recorded.
+func newBuildLog(next *slog.Logger) (*slog.Logger, func() []string) {
+	h := &buildLog{building: new(atomic.Bool), mu: new(sync.Mutex), records: new([]string)}
+	if next != nil {
+		h.next = next.Handler()
+	}
+	h.building.Store(true)
+	return slog.New(h), func() []string {
+		h.building.Store(false)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return *h.records
+	}
+}
+
+func (h *buildLog) handler() slog.Handler {
+	if h.next == nil {
+		return slog.Default().Handler()
+	}
+	return h.next
+}
+
+// Enabled reports true for what a build records even if the logger
+// beneath would drop it.
+func (h *buildLog) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.building.Load() || h.handler().Enabled(ctx, l)
+}
+
+// Handle records a warning logged during the build and passes r on.
+func (h *buildLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && h.building.Load() {
+		h.mu.Lock()
+		*h.records = append(*h.records, recordText(r, h.attrs))
+		h.mu.Unlock()
+	}
+	if next := h.handler(); next.Enabled(ctx, r.Level) {
+		return next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *buildLog) WithAttrs(as []slog.Attr) slog.Handler {
+	h2 := *h
+	h2.next = h.handler().WithAttrs(as)
+	h2.attrs = append(h.attrs[:len(h.attrs):len(h.attrs)], as...)
+	return &h2
+}
+
+func (h *buildLog) WithGroup(name string) slog.Handler {
+	h2 := *h
+	h2.next = h.handler().WithGroup(name)
+	return &h2
+}
+
+// recordText is r's message and attributes, those given to the logger
+// (pre) first, as slog's text handler writes them, without the time and
+// level.
+func recordText(r slog.Record, pre []slog.Attr) string {
+	var b bytes.Buffer
+	th := slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey) {
+			return slog.Attr{}
+		}
+		return a
+	}})
+	r2 := slog.NewRecord(r.Time, r.Level, "", r.PC)
+	r2.AddAttrs(pre...)
+	r.Attrs(func(a slog.Attr) bool { r2.AddAttrs(a); return true })
+	th.Handle(context.Background(), r2)
+	return strings.TrimSpace(r.Message + " " + strings.TrimSpace(b.String()))
+}
+
+// warn records a warning at the position of n.
+func (p *parser) warn(n *yaml.Node, stage, msg string) {
+	n = deref(n)
+	p.cfg.Warnings = append(p.cfg.Warnings, &Warning{File: p.file, Line: n.Line, Col: n.Column, Stage: stage, Msg: msg})
+}
+
+// sortWarnings orders ws by position, keeping the order of discovery
+// between warnings at the same position.
+func sortWarnings(ws []*Warning) {
+	slices.SortStableFunc(ws, func(a, b *Warning) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
+}
