@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test lint fuzz bench bench-deps redbot clean
+.PHONY: all build test test-alloc lint fuzz bench bench-deps redbot clean
 
 all: lint test
 
@@ -14,10 +14,18 @@ build:
 	$(GO) build -o $(BIN) ./cmd/sluice
 
 ## test: every test of both modules (the server, then bench/), with the
-## race detector, in random order
+## race detector, in random order; then test-alloc
 test:
 	$(GO) test -race -shuffle=on -timeout 20m ./...
 	$(GO) -C bench test -race -shuffle=on -timeout 20m ./...
+	@$(MAKE) --no-print-directory test-alloc
+
+## test-alloc: the allocation tests (names containing Alloc), without the
+## race detector, whose own allocations they would count (they are built
+## with !race, so the -race run above leaves them out)
+test-alloc:
+	$(GO) test -shuffle=on -run 'Alloc' ./...
+	$(GO) -C bench test -shuffle=on -run 'Alloc' ./...
 
 ## lint: gofmt (fails on any file to format), go vet, staticcheck; both modules
 lint: | $(STATICCHECK)

@@ -123,10 +123,7 @@ func TestBasicAuthHashesMadeInTest(t *testing.T) {
 
 // A file written by Apache's htpasswd tool, with every hash it can make.
 func TestBasicAuthHtpasswdTool(t *testing.T) {
-	htpasswd, err := exec.LookPath("htpasswd")
-	if err != nil {
-		t.Skip("htpasswd (apache2-utils) not installed")
-	}
+	htpasswd := needTool(t, "htpasswd", "apache2-utils")
 	path := filepath.Join(t.TempDir(), "users")
 	users := map[string][]string{
 		"bea": {"-B", "-C", "5"}, "mia": {"-m"}, "sam": {"-s"},

@@ -98,54 +98,34 @@ func TestHtpasswdMD5CryptVectors(t *testing.T) {
 // salts the tools choose.
 func TestHtpasswdExternalTools(t *testing.T) {
 	const pw = "correct horse battery staple"
-	type made struct{ tool, hash string }
-	var hashes []made
-	if openssl, err := exec.LookPath("openssl"); err == nil {
+	verifies := func(t *testing.T, tool, hash string) {
+		t.Helper()
+		if err := htpasswdCheck(hash); err != nil {
+			t.Errorf("%s: %q: %v", tool, hash, err)
+			return
+		}
+		if !htpasswdVerify(hash, []byte(pw)) {
+			t.Errorf("%s: %q does not verify", tool, hash)
+		}
+		if htpasswdVerify(hash, []byte(pw[1:])) {
+			t.Errorf("%s: %q verifies a wrong password", tool, hash)
+		}
+	}
+	t.Run("openssl", func(t *testing.T) {
+		openssl := needTool(t, "openssl", "openssl")
 		for _, flag := range []string{"-5", "-6", "-apr1", "-1"} {
 			out, err := exec.Command(openssl, "passwd", flag, pw).Output()
 			if err != nil {
 				t.Errorf("openssl passwd %s: %v", flag, err)
 				continue
 			}
-			hashes = append(hashes, made{"openssl passwd " + flag, strings.TrimSpace(string(out))})
+			verifies(t, "openssl passwd "+flag, strings.TrimSpace(string(out)))
 		}
 		out, err := exec.Command(openssl, "passwd", "-6", "-salt", "rounds=2000$abc", pw).Output()
 		if err == nil && strings.HasPrefix(string(out), "$6$") {
-			hashes = append(hashes, made{"openssl passwd -6 rounds", strings.TrimSpace(string(out))})
+			verifies(t, "openssl passwd -6 rounds", strings.TrimSpace(string(out)))
 		}
-	} else {
-		t.Log("openssl not installed; skipping its hashes")
-	}
-	if htpasswd, err := exec.LookPath("htpasswd"); err == nil {
-		for _, flag := range []string{"-B", "-m", "-s", "-2", "-5"} {
-			out, err := exec.Command(htpasswd, "-nb", flag, "u", pw).Output()
-			if err != nil {
-				if flag == "-2" || flag == "-5" {
-					continue // Apache before 2.4.59 has no SHA-crypt
-				}
-				t.Errorf("htpasswd %s: %v", flag, err)
-				continue
-			}
-			_, hash, _ := strings.Cut(strings.TrimSpace(string(out)), ":")
-			hashes = append(hashes, made{"htpasswd " + flag, hash})
-		}
-	} else {
-		t.Log("htpasswd (apache2-utils) not installed; skipping its hashes")
-	}
-	for _, h := range hashes {
-		if err := htpasswdCheck(h.hash); err != nil {
-			t.Errorf("%s: %q: %v", h.tool, h.hash, err)
-			continue
-		}
-		if !htpasswdVerify(h.hash, []byte(pw)) {
-			t.Errorf("%s: %q does not verify", h.tool, h.hash)
-		}
-		if htpasswdVerify(h.hash, []byte(pw[1:])) {
-			t.Errorf("%s: %q verifies a wrong password", h.tool, h.hash)
-		}
-	}
-	// Our SHA-crypt and MD5 crypt agree with openssl for a given salt.
-	if openssl, err := exec.LookPath("openssl"); err == nil {
+		// Our SHA-crypt and MD5 crypt agree with openssl for a given salt.
 		for _, c := range []struct{ flag, salt, mine string }{
 			{"-5", "Qx9.zz/12", mustSHACrypt(t, pw, "$5$Qx9.zz/12")},
 			{"-6", "Qx9.zz/12", mustSHACrypt(t, pw, "$6$Qx9.zz/12")},
@@ -160,7 +140,22 @@ func TestHtpasswdExternalTools(t *testing.T) {
 				t.Errorf("openssl passwd %s -salt %s = %q, ours %q", c.flag, c.salt, got, c.mine)
 			}
 		}
-	}
+	})
+	t.Run("htpasswd", func(t *testing.T) {
+		htpasswd := needTool(t, "htpasswd", "apache2-utils")
+		for _, flag := range []string{"-B", "-m", "-s", "-2", "-5"} {
+			out, err := exec.Command(htpasswd, "-nb", flag, "u", pw).Output()
+			if err != nil {
+				if flag == "-2" || flag == "-5" {
+					continue // Apache before 2.4.59 has no SHA-crypt
+				}
+				t.Errorf("htpasswd %s: %v", flag, err)
+				continue
+			}
+			_, hash, _ := strings.Cut(strings.TrimSpace(string(out)), ":")
+			verifies(t, "htpasswd "+flag, hash)
+		}
+	})
 }
 
 func mustSHACrypt(t *testing.T, pw, setting string) string {
@@ -227,10 +222,7 @@ func TestHtpasswdParse(t *testing.T) {
 
 // A file written by the htpasswd tool itself parses.
 func TestHtpasswdFileFromTool(t *testing.T) {
-	htpasswd, err := exec.LookPath("htpasswd")
-	if err != nil {
-		t.Skip("htpasswd (apache2-utils) not installed")
-	}
+	htpasswd := needTool(t, "htpasswd", "apache2-utils")
 	path := filepath.Join(t.TempDir(), "users")
 	for i, u := range []struct{ flag, name, pw string }{
 		{"-B", "bcrypt", "b-pass"}, {"-m", "md5", "m-pass"}, {"-s", "sha", "s-pass"},

@@ -27,6 +27,10 @@ type Switch struct {
 
 	retiredMu sync.Mutex
 	retired   map[*generation]struct{} // retired and not yet closed
+
+	// afterLoad, a test hook, runs in acquire between loading the
+	// current generation and counting itself, where a Swap races it.
+	afterLoad func()
 }
 
 // generation is one config being served. refs counts its requests in
@@ -83,6 +87,9 @@ func (s *Switch) LogRefusal(rf *engine.Refusal) {
 func (s *Switch) acquire() *generation {
 	for {
 		g := s.cur.Load()
+		if s.afterLoad != nil {
+			s.afterLoad()
+		}
 		g.refs.Add(1)
 		if s.cur.Load() == g {
 			return g

@@ -319,3 +319,39 @@ func TestSwitchKillsCGI(t *testing.T) {
 		})
 	}
 }
+
+// A Swap that lands between acquire's load of the current config and its
+// count retires that config with no request counted, so it is closed at
+// once: acquire must notice it was replaced and serve the request with
+// the new config. The test hook forces that interleaving.
+func TestSwitchSwapDuringAcquire(t *testing.T) {
+	a, b := &switchStage{body: "A"}, &switchStage{body: "B"}
+	sw := NewSwitch(switchConfig(t, a))
+	next := switchConfig(t, b)
+	sw.afterLoad = func() { // set before Serve starts; run on its connection's goroutine
+		sw.afterLoad = nil
+		sw.Swap(next)
+	}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: sw}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if got := switchGet(t, c, bufio.NewReader(c), "/"); got != "B" {
+		t.Errorf("request whose acquire raced a Swap: %q, want B (A was closed by the Swap)", got)
+	}
+	if n := a.closed.Load(); n != 1 {
+		t.Errorf("retired config closed %d times, want 1", n)
+	}
+	if n := b.closed.Load(); n != 0 {
+		t.Errorf("current config closed %d times, want 0", n)
+	}
+}

@@ -14,13 +14,33 @@ import (
 	"testing"
 )
 
-// http.FileServer runs on the engine through FromHTTP, including ranges
-// (served with sendfile through io.ReaderFrom).
+// fileSendCounter passes a ResponseWriter on and counts the bytes sent
+// through its SendFile (sendfile(2)), so a test can tell them from bytes
+// copied through Write.
+type fileSendCounter struct {
+	ResponseWriter
+	sent int64
+}
+
+func (w *fileSendCounter) SendFile(f *os.File, offset, n int64) error {
+	w.sent += n
+	return w.ResponseWriter.(FileSender).SendFile(f, offset, n)
+}
+
+// http.FileServer runs on the engine through FromHTTP, including ranges,
+// and its files go out with sendfile (the bridge's io.ReaderFrom hands an
+// *os.File to the engine's SendFile) rather than through Write.
 func TestFromHTTPFileServer(t *testing.T) {
 	dir := t.TempDir()
 	content := bytes.Repeat([]byte("0123456789"), 20000) // 200 KB: sendfile path
 	os.WriteFile(filepath.Join(dir, "big.bin"), content, 0o644)
-	addr := startServer(t, &Server{Handler: FromHTTP(http.FileServer(http.Dir(dir)))})
+	bridge := FromHTTP(http.FileServer(http.Dir(dir)))
+	sent := make(chan int64, 1)
+	addr := startServer(t, &Server{Handler: HandlerFunc(func(w ResponseWriter, r *Request) {
+		fs := &fileSendCounter{ResponseWriter: w}
+		bridge.Serve(fs, r)
+		sent <- fs.sent
+	})})
 
 	resp, err := http.Get("http://" + addr + "/big.bin")
 	if err != nil {
@@ -30,6 +50,9 @@ func TestFromHTTPFileServer(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !bytes.Equal(got, content) {
 		t.Fatalf("GET big.bin: %d, %d bytes", resp.StatusCode, len(got))
+	}
+	if n := <-sent; n != int64(len(content)) {
+		t.Errorf("GET big.bin: %d bytes sent with sendfile, want all %d", n, len(content))
 	}
 
 	req, _ := http.NewRequest("GET", "http://"+addr+"/big.bin", nil)
@@ -42,6 +65,9 @@ func TestFromHTTPFileServer(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 206 || string(got) != "0123456789" || resp.Header.Get("Content-Range") != "bytes 100000-100009/200000" {
 		t.Errorf("range: %d %q %q", resp.StatusCode, got, resp.Header.Get("Content-Range"))
+	}
+	if n := <-sent; n != 10 {
+		t.Errorf("range: %d bytes sent with sendfile, want 10", n)
 	}
 }
 

@@ -648,7 +648,8 @@ func TestDateLineFollowsClock(t *testing.T) {
 // to the pool when it is not), one with a head larger than the pooled
 // read buffer in the middle: each is parsed from its own bytes.
 func TestKeepAliveSessionAcrossWaits(t *testing.T) {
-	addr := startServer(t, &Server{Handler: echo})
+	s := &Server{Handler: echo}
+	addr := startServer(t, s)
 	c := dial(t, addr)
 	br := bufio.NewReader(c)
 	big := strings.Repeat("v", 3*readBufSize)
@@ -661,7 +662,7 @@ func TestKeepAliveSessionAcrossWaits(t *testing.T) {
 		"GET /6 HTTP/1.1\r\nHost: d\r\n\r\n",
 	} {
 		if i%2 == 1 {
-			time.Sleep(5 * time.Millisecond) // let the server wait for it
+			waitForIdle(t, s, 1) // the server waits for it
 		}
 		io.WriteString(c, req)
 		resp, body := readResponse(t, br, "GET")
@@ -679,9 +680,10 @@ func TestKeepAliveSessionAcrossWaits(t *testing.T) {
 // served at once: the notice of its arrival, which came while the handler
 // ran, is kept for the wait that follows. A wait that dropped it would sit
 // until something else woke it; over a Unix socket whose client reads
-// nothing, nothing does until the idle notice moves the wait (250ms), so
-// the test also asserts that no wait moved. On TCP, the engine's own
-// listener, acknowledgements may wake such a wait by chance.
+// nothing, nothing does until the idle notice moves the wait: the test
+// turns idle notices off, so such a request is never served, and asserts
+// that no wait moved. On TCP, the engine's own listener, acknowledgements
+// may wake such a wait by chance.
 func TestRequestArrivingDuringHandlerIsServed(t *testing.T) {
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {
@@ -695,19 +697,21 @@ func TestRequestArrivingDuringHandlerIsServed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
 			started, next := make(chan struct{}), make(chan struct{})
 			served := make(chan string, 8)
 			h := HandlerFunc(func(w ResponseWriter, r *Request) {
 				if string(r.Path) == "/hold" {
 					started <- struct{}{}
 					<-next
-					time.Sleep(20 * time.Millisecond) // let the bytes reach the server's socket
 				}
 				w.WriteString("ok")
 				served <- string(r.Path)
 			})
-			limits := Limits{IdleTimeout: time.Hour, BusyIdleTimeout: time.Hour} // idle notice: 250ms
-			addr := serveOn(t, &Server{Handler: h, Limits: limits}, ln)
+			s := &Server{Handler: h, Limits: Limits{IdleTimeout: time.Hour, BusyIdleTimeout: time.Hour}}
+			s.init()
+			s.tm.SetIdleNotice(0) // nothing but the request may end a wait
+			addr := serveOn(t, s, al)
 			c, err := net.Dial(network, addr)
 			if err != nil {
 				t.Fatal(err)
@@ -736,6 +740,7 @@ func TestRequestArrivingDuringHandlerIsServed(t *testing.T) {
 			moves := idleMoves.Load()
 			get("/first")
 			wait("/first")
+			sc := <-al.conns // the server's end, accepted once the request came in
 			// After its first exchange a connection's wait moves at once.
 			waitFor(t, "the first wait to move", func() bool { return idleMoves.Load() > moves })
 			for i := 0; i < 3; i++ {
@@ -743,11 +748,12 @@ func TestRequestArrivingDuringHandlerIsServed(t *testing.T) {
 				get("/hold")
 				receive(started, "reading /hold")
 				get("/next") // while /hold is in its handler
+				waitReceived(t, sc, len("GET /next HTTP/1.1\r\nHost: a\r\n\r\n"))
 				next <- struct{}{}
 				wait("/hold")
 				wait("/next")
 				if n := idleMoves.Load() - moves; n != 0 {
-					t.Fatalf("round %d: /next was served only after the idle notice moved the wait (%d moves)", i, n)
+					t.Fatalf("round %d: the wait moved %d times, want none", i, n)
 				}
 			}
 		})
@@ -764,15 +770,18 @@ func TestKeepAliveRequestsAfterTheFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &countingListener{Listener: ln}
-	addr := serveOn(t, &Server{Handler: echo}, cl)
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 2)}
+	cl := &countingListener{Listener: al}
+	s := &Server{Handler: echo}
+	addr := serveOn(t, s, cl)
 	c := dial(t, addr)
+	var sc net.Conn // the server's end, accepted once the first request came in
 	br := bufio.NewReader(c)
 	send := func(parts ...string) {
 		t.Helper()
 		for i, p := range parts {
 			if i > 0 {
-				time.Sleep(10 * time.Millisecond) // a separate packet
+				waitConsumed(t, c, sc) // the server read the part before on its own
 			}
 			if _, err := io.WriteString(c, p); err != nil {
 				t.Fatal(err)
@@ -789,12 +798,13 @@ func TestKeepAliveRequestsAfterTheFirst(t *testing.T) {
 	}
 	send("GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
 	expect("GET", "GET /1 ")
+	sc = <-al.conns
 
 	var batch strings.Builder
 	for i := 0; i < 16; i++ {
 		fmt.Fprintf(&batch, "GET /p%d HTTP/1.1\r\nHost: a\r\n\r\n", i)
 	}
-	time.Sleep(10 * time.Millisecond) // the server is waiting
+	waitForIdle(t, s, 1) // the server is waiting
 	before := cl.writes.Load()
 	send(batch.String())
 	for i := 0; i < 16; i++ {
@@ -829,10 +839,10 @@ func TestKeepAliveRequestsAfterTheFirst(t *testing.T) {
 	io.WriteString(c2, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
 	br2 := bufio.NewReader(c2)
 	readResponse(t, br2, "GET")
-	time.Sleep(10 * time.Millisecond)
+	waitForIdle(t, s, 1)
 	io.WriteString(c2, "GET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
 	readResponse(t, br2, "GET")
-	time.Sleep(10 * time.Millisecond)
+	waitForIdle(t, s, 1)
 	io.WriteString(c2, "GET /3 HTTP/1.1\r\nHost : a\r\n\r\n")
 	if resp, _ := readResponse(t, br2, "GET"); resp.StatusCode != 400 || !resp.Close {
 		t.Errorf("refused head: %d close=%v, want 400 and close", resp.StatusCode, resp.Close)

@@ -134,26 +134,17 @@ type llhttpVector struct {
 	log   []string
 }
 
-var vectorDirs = []string{
-	"testdata/llhttp-request",             // the copy kept with the engine
-	"../../shared/vectors/llhttp-request", // the project's shared vectors
-}
+// vectorDir holds llhttp's request test files.
+const vectorDir = "testdata/llhttp-request"
 
 func vecLoad(t *testing.T) []llhttpVector {
 	t.Helper()
-	var dir string
-	for _, d := range vectorDirs {
-		if m, _ := filepath.Glob(filepath.Join(d, "*.md")); len(m) > 0 {
-			dir = d
-			break
-		}
-	}
-	if dir == "" {
-		t.Skip("no llhttp request vectors found in", vectorDirs)
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.md"))
+	files, err := filepath.Glob(filepath.Join(vectorDir, "*.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no llhttp request vectors in %s", vectorDir)
 	}
 	var all []llhttpVector
 	for _, f := range files {
@@ -533,7 +524,7 @@ func vecExchange(t *testing.T, addr string, in []byte, methods []string) vectorO
 	for i := 0; ; i++ {
 		if _, err := br.Peek(1); err != nil {
 			if err != io.EOF {
-				t.Logf("after %d responses: %v", i, err)
+				t.Fatalf("after %d responses: %v", i, err)
 			}
 			return o
 		}

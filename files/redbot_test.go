@@ -16,13 +16,10 @@ import (
 // TestREDbot runs REDbot (https://redbot.org, `pip install redbot`)
 // against files the Server serves — small ones from memory, a large one
 // by sendfile, one with a precompressed variant — and fails on any
-// finding REDbot marks BAD. It is skipped when the redbot command is not
-// installed.
+// finding REDbot marks BAD. Without the redbot command it is skipped, or
+// fails when CI is set (see needTool).
 func TestREDbot(t *testing.T) {
-	redbot, err := exec.LookPath("redbot")
-	if err != nil {
-		t.Skip("redbot is not installed (pip install redbot)")
-	}
+	redbot := needTool(t, "redbot", "PyPI: pip install redbot")
 	dir := t.TempDir()
 	css := strings.Repeat("body { color: #333; margin: 0 auto; }\n", 3000)
 	writeFiles(t, dir, map[string]string{

@@ -125,13 +125,14 @@ func TestGraph(t *testing.T) {
 		t.Errorf("sluice graph = %d\n%s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
 	svg := filepath.Join(t.TempDir(), "net.svg")
-	if _, err := exec.LookPath("dot"); err == nil {
+	t.Run("svg", func(t *testing.T) {
+		needTool(t, "dot", "graphviz")
 		r := runIn(t, configDir, nil, "graph", "-c", rel, "--svg", svg)
 		b, _ := os.ReadFile(svg)
 		if r.code != 0 || !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("basic_auth")) {
 			t.Errorf("sluice graph --svg = %d %q; file %.200q", r.code, r.stderr, b)
 		}
-	}
+	})
 	// Without Graphviz: a clear error.
 	r := runIn(t, configDir, []string{"PATH=/nonexistent"}, "graph", "-c", rel, "--svg", svg+"2")
 	if r.code != 1 || !strings.Contains(r.stderr, "Graphviz") {

@@ -169,6 +169,21 @@ func (m *Manager) Len() int {
 	return len(m.handles)
 }
 
+// Idle returns the number of handles idle now: marked by SetIdle or
+// MarkIdle and not armed or cleared since. For a server, these are the
+// connections waiting for a request.
+func (m *Manager) Idle() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, h := range m.handles {
+		if h.idleSince.Load() != 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // CloseIdle fires up to n idle handles, longest idle first, at once, and
 // returns how many it fired. A server at its connection limit uses it to
 // make room for new connections.

@@ -188,3 +188,29 @@ func TestIdleDeadline(t *testing.T) {
 		t.Fatalf("a handle CloseIdle fired fired again at its deadline (%d times)", n)
 	}
 }
+
+// Idle counts the handles marked idle and not armed, cleared or
+// cancelled since.
+func TestIdleCount(t *testing.T) {
+	m := newManager(t, time.Hour)
+	a, b, c := m.Register(&owner{}), m.Register(&owner{}), m.Register(&owner{})
+	if n := m.Idle(); n != 0 {
+		t.Fatalf("fresh handles: Idle() = %d, want 0", n)
+	}
+	a.SetIdle()
+	b.SetDeadline(time.Second)
+	b.MarkIdle()
+	c.SetIdle()
+	if n := m.Idle(); n != 3 {
+		t.Fatalf("Idle() = %d, want 3", n)
+	}
+	a.SetDeadline(time.Second)
+	b.Clear()
+	if n := m.Idle(); n != 1 {
+		t.Fatalf("after SetDeadline and Clear: Idle() = %d, want 1", n)
+	}
+	c.Cancel()
+	if n := m.Idle(); n != 0 {
+		t.Fatalf("after Cancel: Idle() = %d, want 0", n)
+	}
+}

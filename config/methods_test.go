@@ -1,0 +1,72 @@
+package config
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Routes with the same match and disjoint methods are different routes: the
+// config accepts them and serves each method with its own pipeline; routes
+// whose methods overlap are refused.
+func TestRoutesSameMatchDisjointMethods(t *testing.T) {
+	cfg, err := parseString(t, ".", `
+routes:
+  - {match: /form, methods: [GET, HEAD], pipeline: [{text: form-get}]}
+  - {match: /form, methods: [POST], pipeline: [{text: form-post}]}
+  - {match: /, methods: [PUT], pipeline: [{text: root-put}]}
+  - {match: /, methods: [DELETE], pipeline: [{text: root-delete}]}
+`)
+	if err != nil {
+		t.Fatalf("routes with disjoint methods refused: %v", err)
+	}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: NewSwitch(cfg)}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for _, tt := range []struct{ method, path, want string }{
+		{"GET", "/form", "form-get"},
+		{"POST", "/form", "form-post"},
+		{"PUT", "/x", "root-put"},
+		{"DELETE", "/x", "root-delete"},
+	} {
+		io.WriteString(c, tt.method+" "+tt.path+" HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")
+		resp, err := http.ReadResponse(br, &http.Request{Method: tt.method})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.method, tt.path, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("%s %s: body: %v", tt.method, tt.path, err)
+		}
+		if resp.StatusCode != 200 || string(b) != tt.want {
+			t.Errorf("%s %s: %d %q, want 200 %q", tt.method, tt.path, resp.StatusCode, b, tt.want)
+		}
+	}
+
+	_, err = parseString(t, ".", `
+routes:
+  - {match: /form, methods: [GET, POST], pipeline: [{text: a}]}
+  - {match: /form, methods: [POST], pipeline: [{text: b}]}
+`)
+	if err == nil || !strings.Contains(err.Error(), "already matched") {
+		t.Errorf("overlapping methods: %v, want refused as already matched", err)
+	}
+}
