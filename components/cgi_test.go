@@ -299,8 +299,8 @@ func TestCGIPostEcho(t *testing.T) {
 		"printf 'Content-Type: application/octet-stream\\nX-Length: %s\\nX-Type: %s\\n\\n' \"$CONTENT_LENGTH\" \"$CONTENT_TYPE\"\n"+
 		"exec cat\n")
 	scripts := map[string]string{"sh": shEcho}
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		scripts["python"] = cgiScript(t, dir, "echo.py", "#!/usr/bin/python3\n"+
+	if py := haveTool(t, "python3", "python3"); py != "" {
+		scripts["python"] = cgiScript(t, dir, "echo.py", "#!"+py+"\n"+
 			"import os, sys\n"+
 			"n = int(os.environ.get('CONTENT_LENGTH') or 0)\n"+
 			"data = sys.stdin.buffer.read(n)\n"+
