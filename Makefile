@@ -61,7 +61,7 @@ bench-deps:
 
 ## redbot: REDbot (PyPI) against files the files package serves; fails on any BAD finding
 redbot:
-	pip install --quiet redbot
+	command -v redbot >/dev/null || pip install --quiet redbot # .ci/run installs it in a venv
 	$(GO) test ./files -run '^TestREDbot$$' -count=1 -v
 
 clean:
