@@ -552,9 +552,10 @@ func TestBuilder(t *testing.T) {
 }
 
 // A route for GET takes HEAD too (RFC 9110 §9.3.2: HEAD is GET without
-// the content): a HEAD for a guarded GET-only route must not fall through
-// to a less specific route and learn the size, dates and ETag of what the
-// guarded route protects.
+// the content), and no method falls through from the most specific
+// pattern to a less specific route: a HEAD would learn the size, dates
+// and ETag of what the guarded route protects, a POST reach a handler
+// that serves it.
 func TestRouterGetCoversHead(t *testing.T) {
 	guard := Pipe(func(c *Conn) bool { return c.Error(http.StatusUnauthorized, "guarded") })
 	rt, err := NewRouter(
@@ -573,9 +574,13 @@ func TestRouterGetCoversHead(t *testing.T) {
 	}{
 		{"GET", "/admin/x", 401, ""},
 		{"HEAD", "/admin/x", 401, ""},
-		{"POST", "/admin/x", 200, ""}, // falls through: the route does not name POST
+		// A method the most specific pattern does not take is 405 there;
+		// it never goes on to the catch-all, whose handler could serve
+		// what /admin/ guards.
+		{"POST", "/admin/x", 405, "GET, HEAD"},
 		{"HEAD", "/form", 200, ""},
-		{"PUT", "/form", 200, ""},
+		{"PUT", "/form", 405, "GET, HEAD, POST"},
+		{"PUT", "/other", 200, ""},
 	} {
 		req, _ := http.NewRequest(tt.method, url+tt.path, nil)
 		resp, err := http.DefaultTransport.RoundTrip(req)
@@ -583,8 +588,9 @@ func TestRouterGetCoversHead(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != tt.status {
-			t.Errorf("%s %s: %d (X-Seen %q), want %d", tt.method, tt.path, resp.StatusCode, resp.Header.Get("X-Seen"), tt.status)
+		if resp.StatusCode != tt.status || resp.Header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %d Allow %q (X-Seen %q), want %d Allow %q", tt.method, tt.path,
+				resp.StatusCode, resp.Header.Get("Allow"), resp.Header.Get("X-Seen"), tt.status, tt.allow)
 		}
 	}
 	// Without a catch-all, a method the route does not name is 405, and
@@ -608,5 +614,40 @@ func TestRouterGetCoversHead(t *testing.T) {
 		Route{Match: []string{"/x"}, Methods: []string{"HEAD"}, Pipeline: text("2")},
 	); err == nil {
 		t.Error("GET and HEAD routes for one pattern accepted")
+	}
+}
+
+// The routes of one pattern are one place: a host-specific route whose
+// methods do not fit leaves the request to the same pattern's route for
+// any host, not to a shorter pattern, even when patterns of the same
+// length sort between them.
+func TestRouterMethodsStayOnPattern(t *testing.T) {
+	rt, err := NewRouter(
+		Route{Match: []string{"/ab/"}, Host: "a.example", Methods: []string{"GET"}, Pipeline: text("ab-host-get")},
+		Route{Match: []string{"/cd/"}, Host: "a.example", Pipeline: text("cd-host")},
+		Route{Match: []string{"/ab/"}, Pipeline: text("ab-any")},
+		Route{Match: []string{"/"}, Pipeline: text("root")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, rt)
+	for _, tt := range []struct{ method, path, host, want string }{
+		{"GET", "/ab/x", "a.example", "ab-host-get"},
+		{"POST", "/ab/x", "a.example", "ab-any"},
+		{"POST", "/ab/x", "b.example", "ab-any"},
+		{"POST", "/cd/x", "b.example", "root"},
+	} {
+		req, _ := http.NewRequest(tt.method, url+tt.path, nil)
+		req.Host = tt.host
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != tt.want {
+			t.Errorf("%s %s (Host %s): %d %q, want %q", tt.method, tt.path, tt.host, resp.StatusCode, body, tt.want)
+		}
 	}
 }

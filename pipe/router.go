@@ -26,9 +26,12 @@ type Route struct {
 	// any subdomain of example.com.
 	Host string
 
-	// Methods, if set, restricts the route to those methods; a request
-	// whose path matches only routes of other methods gets 405 with Allow.
-	// GET includes HEAD (RFC 9110 §9.3.2: HEAD is GET without the
+	// Methods, if set, restricts the route to those methods. The path
+	// and host choose the pattern (the most specific one with a route for
+	// the host), and the method then chooses among that pattern's routes:
+	// a method none of them takes gets 405 with Allow, and never goes on
+	// to a less specific pattern, whose route could serve what this one
+	// guards. GET includes HEAD (RFC 9110 §9.3.2: HEAD is GET without the
 	// content), so a HEAD never passes a GET route by for a less specific
 	// one (which would tell the size, dates and ETag of what the GET
 	// route guards).
@@ -96,6 +99,9 @@ func NewRouter(routes ...Route) (*Router, error) {
 		if len(rt.prefix[i].pattern) != len(rt.prefix[j].pattern) {
 			return len(rt.prefix[i].pattern) > len(rt.prefix[j].pattern)
 		}
+		if rt.prefix[i].pattern != rt.prefix[j].pattern {
+			return rt.prefix[i].pattern < rt.prefix[j].pattern // one pattern's routes together
+		}
 		return rt.prefix[i].host != "" && rt.prefix[j].host == ""
 	})
 	for _, es := range rt.exact {
@@ -148,11 +154,19 @@ func (rt *Router) Handle(c *Conn) bool {
 		return c.Error(http.StatusNotImplemented, "CONNECT is not supported")
 	}
 	host := hostOnly(r.Host)
+	// The most specific pattern with a route for the host is where the
+	// request goes, whatever its method: among that pattern's routes the
+	// method picks one, and if none takes it the answer is 405. A method
+	// never passes a route by for a less specific one, which could serve
+	// what the specific route guards (a POST to a GET-only /admin/
+	// reaching the catch-all route's handler).
 	var allow []string
+	located := false
 	try := func(e *route) (Component, bool) {
 		if e.host != "" && !hostMatches(e.host, host) {
 			return nil, false
 		}
+		located = true
 		if len(e.methods) > 0 && !hasMethod(e.methods, r.Method) {
 			allow = append(allow, e.methods...)
 			return nil, false
@@ -164,7 +178,10 @@ func (rt *Router) Handle(c *Conn) bool {
 			return comp.Handle(c)
 		}
 	}
-	for _, e := range rt.prefix {
+	for i, e := range rt.prefix {
+		if located && (i == 0 || e.pattern != rt.prefix[i-1].pattern) {
+			break // a more specific pattern was the request's; its methods did not fit
+		}
 		if p := e.pattern; len(r.Path) >= len(p) && string(r.Path[:len(p)]) == p {
 			if comp, ok := try(e); ok {
 				return comp.Handle(c)
