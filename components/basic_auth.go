@@ -262,6 +262,7 @@ func (a *basicAuth) handle(c *pipe.Conn) bool {
 	}
 	user, pw, ok := parseBasicAuth(c.Request.Header("Authorization"))
 	if ok && a.check(u, user, pw) {
+		c.SetValue("user", string(user)) // for cgi's REMOTE_USER
 		return true
 	}
 	c.Header().Set("WWW-Authenticate", a.challenge)

@@ -141,8 +141,10 @@ const (
 //
 // The meta-variables are RFC 3875's — AUTH_TYPE, CONTENT_LENGTH,
 // CONTENT_TYPE, GATEWAY_INTERFACE, PATH_INFO, PATH_TRANSLATED,
-// QUERY_STRING, REMOTE_ADDR, REMOTE_HOST, REQUEST_METHOD, SCRIPT_NAME,
-// SERVER_NAME, SERVER_PORT, SERVER_PROTOCOL, SERVER_SOFTWARE — plus
+// QUERY_STRING, REMOTE_ADDR, REMOTE_HOST, REMOTE_USER, REQUEST_METHOD,
+// SCRIPT_NAME, SERVER_NAME, SERVER_PORT, SERVER_PROTOCOL, SERVER_SOFTWARE
+// (REMOTE_USER only for a user an earlier component admitted, such as
+// basic_auth — never a name the client merely sent) — plus
 // REMOTE_PORT, REQUEST_URI, SCRIPT_FILENAME, DOCUMENT_ROOT and PATH, and an
 // HTTP_* variable per request header field, except: Proxy (never
 // HTTP_PROXY: httpoxy, CVE-2016-5385), Authorization and
@@ -460,7 +462,9 @@ func (g *CGI) resolve(path string) (script, scriptName, pathInfo string, status 
 }
 
 // environ builds the program's environment.
-func (g *CGI) environ(r *engine.Request, script, scriptName, pathInfo string, length int64) []string {
+// user is the name an authentication component admitted (REMOTE_USER),
+// or "".
+func (g *CGI) environ(r *engine.Request, user, script, scriptName, pathInfo string, length int64) []string {
 	env := make([]string, 0, len(g.env)+24+len(r.Fields))
 	env = append(env, g.env...)
 	set := func(k, v string) { env = append(env, k+"="+v) }
@@ -511,6 +515,9 @@ func (g *CGI) environ(r *engine.Request, script, scriptName, pathInfo string, le
 	if auth := r.Header("Authorization"); len(auth) > 0 {
 		scheme, _, _ := strings.Cut(string(auth), " ")
 		set("AUTH_TYPE", scheme)
+	}
+	if user != "" {
+		set("REMOTE_USER", user)
 	}
 
 	// HTTP_* variables, repeated fields joined.
@@ -645,7 +652,7 @@ func (g *CGI) serve(c *pipe.Conn, w pipe.Writer, script, scriptName, pathInfo st
 		return cgiAnswer(c, w, status, msg)
 	}
 	x := &cgiRun{g: g, c: c, scriptName: scriptName}
-	if err := x.start(script, g.environ(r, script, scriptName, pathInfo, length), in); err != nil {
+	if err := x.start(script, g.environ(r, c.Value("user"), script, scriptName, pathInfo, length), in); err != nil {
 		g.done(x)
 		g.log.Error("cgi: cannot run program", "script", scriptName, "err", err)
 		return cgiAnswer(c, w, http.StatusInternalServerError, "cannot run CGI program")

@@ -766,3 +766,38 @@ echo "Hello from $REQUEST_METHOD, query $QUERY_STRING"
 	// 200 OK /cgi-bin/hello.cgi
 	// Hello from GET, query name=world
 }
+
+// REMOTE_USER names the user basic_auth admitted, and only such a user:
+// credentials a request merely carries (no authentication on the route, or
+// a password basic_auth refused) never set it.
+func TestCGIRemoteUser(t *testing.T) {
+	dir := t.TempDir()
+	script := cgiScript(t, dir, "user.cgi", "#!/bin/sh\n"+
+		"printf 'Content-Type: text/plain\\n\\n%s|%s' \"${REMOTE_USER-unset}\" \"${AUTH_TYPE-unset}\"\n")
+	g, _ := cgiNew(t, CGIOptions{Script: script})
+	auth, err := NewBasicAuth(BasicAuthOptions{Realm: "r", Htpasswd: authFile(t, "alice:"+htpasswdSHA([]byte("pw")))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guarded := "http://" + cgiServe(t, pipe.Chain{auth, g})
+	open := "http://" + cgiServe(t, g)
+	for _, tt := range []struct {
+		name, url, authorization string
+		status                   int
+		body                     string
+	}{
+		{"admitted", guarded, authHeader("alice", "pw"), 200, "alice|Basic"},
+		{"refused", guarded, authHeader("alice", "wrong"), 401, ""},
+		{"claimed on an open route", open, authHeader("alice", "whatever"), 200, "unset|Basic"},
+		{"no credentials", open, "", 200, "unset|unset"},
+	} {
+		req, _ := http.NewRequest("GET", tt.url+"/", nil)
+		if tt.authorization != "" {
+			req.Header.Set("Authorization", tt.authorization)
+		}
+		resp, body := cgiDo(t, req)
+		if resp.StatusCode != tt.status || tt.status == 200 && body != tt.body {
+			t.Errorf("%s: %d %q, want %d %q", tt.name, resp.StatusCode, body, tt.status, tt.body)
+		}
+	}
+}

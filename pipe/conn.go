@@ -105,8 +105,8 @@ func (c *Conn) Gone() <-chan struct{} {
 }
 
 // SetValue records a per-request value for later components, such as the
-// user an authentication component admitted ("user", read by cgi for
-// REMOTE_USER and by log). Setting a key again replaces its value.
+// user an authentication component admitted ("user", set by basic_auth
+// and read by cgi for REMOTE_USER). Setting a key again replaces its value.
 func (c *Conn) SetValue(key, value string) {
 	for i := range c.values {
 		if c.values[i].key == key {
