@@ -2,9 +2,9 @@
 // 9110 §5): tokens, field values, field lists, q-values, content
 // negotiation and the hop-by-hop fields. It is the one place Sluice reads
 // that syntax: the engine's parser, the router, the file server, the
-// compress filter, the load generator and the coming proxy all use it. It
-// imports nothing, allocates nothing, and takes field values as []byte
-// (slices into a request's read buffer) or string alike.
+// components and the load generator all use it. It imports nothing,
+// allocates nothing, and takes field values as []byte (slices into a
+// request's read buffer) or string alike.
 //
 // # Characters and tokens
 //
