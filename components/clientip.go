@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // Client addresses behind proxies
@@ -155,14 +156,14 @@ func cipPeer(a net.Addr) netip.Addr {
 func (ci *clientIP) walkList(r *engine.Request, client netip.Addr) netip.Addr {
 	for i := len(r.Fields) - 1; i >= 0; i-- {
 		f := &r.Fields[i]
-		if !bytes.EqualFold(f.Name, ci.name) {
+		if !httpgrammar.EqualFold(f.Name, ci.name) {
 			continue
 		}
 		v := f.Value
 		for {
 			j := bytes.LastIndexByte(v, ',')
 			// Empty list elements are allowed (RFC 9110 §5.6.1).
-			if elem := cipTrim(v[j+1:]); len(elem) > 0 {
+			if elem := httpgrammar.TrimOWS(v[j+1:]); len(elem) > 0 {
 				a, ok := cipParseNode(elem)
 				if !ok {
 					return client
@@ -188,7 +189,7 @@ func (ci *clientIP) walkForwarded(r *engine.Request, client netip.Addr) netip.Ad
 	nodes := buf[:0]
 	for i := range r.Fields {
 		f := &r.Fields[i]
-		if bytes.EqualFold(f.Name, ci.name) {
+		if httpgrammar.EqualFold(f.Name, ci.name) {
 			nodes = cipForwardedFor(nodes, f.Value)
 		}
 	}
@@ -224,7 +225,7 @@ func cipForwardedFor(nodes [][]byte, v []byte) [][]byte {
 		for i < len(v) && v[i] != '=' && v[i] != ';' && v[i] != ',' {
 			i++
 		}
-		name := cipTrim(v[start:i])
+		name := httpgrammar.TrimOWS(v[start:i])
 		var val []byte
 		if i < len(v) && v[i] == '=' {
 			i++
@@ -246,12 +247,12 @@ func cipForwardedFor(nodes [][]byte, v []byte) [][]byte {
 				for i < len(v) && v[i] != ';' && v[i] != ',' {
 					i++
 				}
-				val = cipTrim(v[s:i])
+				val = httpgrammar.TrimOWS(v[s:i])
 			}
 		}
 		if len(name) > 0 {
 			hasElem = true
-			if bytes.EqualFold(name, []byte("for")) {
+			if httpgrammar.EqualFold(name, "for") {
 				forVal = val
 			}
 		}
@@ -343,15 +344,4 @@ func cipDigits(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// cipTrim removes the optional whitespace (spaces and tabs) around b.
-func cipTrim(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

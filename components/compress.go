@@ -1,7 +1,6 @@
 package components
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +14,8 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sluice-server/sluice/accept"
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -92,9 +91,8 @@ const brotliWindowLog = 18
 // compressCoding describes one content coding.
 type compressCoding struct {
 	name     string
-	alias    string // an equivalent token clients may send ("x-gzip")
-	min, max int    // level range
-	def      int    // default level
+	min, max int // level range
+	def      int // default level
 	newEnc   func(level int) (compressEncoder, error)
 }
 
@@ -109,7 +107,7 @@ var compressCodings = []compressCoding{
 	{name: "br", min: 0, max: 11, def: 4, newEnc: func(l int) (compressEncoder, error) {
 		return brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: l, LGWin: brotliWindowLog}), nil
 	}},
-	{name: "gzip", alias: "x-gzip", min: 1, max: 9, def: 5, newEnc: func(l int) (compressEncoder, error) {
+	{name: "gzip", min: 1, max: 9, def: 5, newEnc: func(l int) (compressEncoder, error) {
 		return gzip.NewWriterLevel(nil, l)
 	}},
 	// "deflate" in HTTP is the zlib format (RFC 9110 §8.4.1.2), not raw
@@ -160,6 +158,7 @@ func compressPool(cd *compressCoding, level int) (*sync.Pool, error) {
 // compress is the configured filter. It is immutable after NewCompress.
 type compress struct {
 	codings []*compressCoding // offered, server preference first
+	offers  []string          // the codings' names, then "identity"
 	wraps   []pipe.Wrap       // one per coding, same order
 	minSize int64
 	exact   []string // media types matched exactly (lower case)
@@ -170,11 +169,15 @@ type compress struct {
 // body with the content coding the client prefers among Encodings
 // (Accept-Encoding, RFC 9110 §12.5.3: q-values, q=0 refusing a coding,
 // "*" standing for codings not listed, identity acceptable unless refused
-// by "identity;q=0" or "*;q=0"). The acceptable offered coding with the
-// highest q-value is used, the server's order deciding between equal
-// ones; identity is preferred only when the client rates it explicitly
-// (or through "*") above that coding. A request without Accept-Encoding
-// gets the body unchanged, and so does one that accepts nothing offered.
+// by "identity;q=0" or "*;q=0"), as httpgrammar.Negotiate chooses with
+// the offers Encodings followed by identity. The acceptable offered
+// coding with the highest q-value is used, the server's order deciding
+// between equal ones; identity is preferred only when the client rates it
+// explicitly (or through "*") above that coding. A malformed list element
+// (a q that is not a qvalue, such as "q=2" or "q= 0.5") is ignored. A
+// request without Accept-Encoding gets the body unchanged, and so does
+// one that accepts nothing offered. The files source chooses among its
+// precompressed variants by the same rule.
 //
 // It decides when the response header is final and leaves alone:
 // responses that already have a Content-Encoding, 1xx, 204, 206 and 304
@@ -236,8 +239,10 @@ func NewCompress(opts CompressOptions) (pipe.Component, error) {
 			return nil, fmt.Errorf("compress: %s level %d: %v", cd.name, level, err)
 		}
 		f.codings = append(f.codings, cd)
+		f.offers = append(f.offers, cd.name)
 		f.wraps = append(f.wraps, compressWrap(pool))
 	}
+	f.offers = append(f.offers, "identity")
 	types := opts.Types
 	if len(types) == 0 {
 		types = DefaultCompressTypes
@@ -275,7 +280,7 @@ func (f *compress) filter(c *pipe.Conn) pipe.Wrap {
 		return nil
 	}
 	h := c.Header()
-	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	if ce := h.Get("Content-Encoding"); ce != "" && !httpgrammar.EqualFold(ce, "identity") {
 		return nil
 	}
 	if !f.couldEncode(status, h) {
@@ -285,7 +290,7 @@ func (f *compress) filter(c *pipe.Conn) pipe.Wrap {
 	if status == http.StatusPartialContent {
 		return nil // a part of the unencoded representation, sent as is
 	}
-	i := compressNegotiate(c.Request, f.codings)
+	i := compressNegotiate(c.Request, f.offers)
 	if i < 0 {
 		return nil
 	}
@@ -350,7 +355,7 @@ func compressMediaTypeIs(ct, typ string) bool {
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
-	return strings.EqualFold(strings.TrimSpace(ct), typ)
+	return httpgrammar.EqualFold(httpgrammar.TrimOWS(ct), typ)
 }
 
 // compressible reports whether the media type of a Content-Type value is
@@ -359,17 +364,17 @@ func (f *compress) compressible(ct string) bool {
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
-	ct = strings.TrimSpace(ct)
+	ct = httpgrammar.TrimOWS(ct)
 	if ct == "" {
 		return false
 	}
 	for _, p := range f.prefix {
-		if len(ct) > len(p) && strings.EqualFold(ct[:len(p)], p) {
+		if len(ct) > len(p) && httpgrammar.EqualFold(ct[:len(p)], p) {
 			return true
 		}
 	}
 	for _, t := range f.exact {
-		if strings.EqualFold(ct, t) {
+		if httpgrammar.EqualFold(ct, t) {
 			return true
 		}
 	}
@@ -382,159 +387,32 @@ func compressAddVary(h *engine.Header) {
 	var existing string
 	n, covered := 0, false
 	h.Values(func(name, value string) bool {
-		if !strings.EqualFold(name, "Vary") {
+		if !httpgrammar.EqualFold(name, "Vary") {
 			return true
 		}
 		n++
 		existing = value
-		for _, tok := range strings.Split(value, ",") {
-			tok = strings.TrimSpace(tok)
-			if tok == "*" || strings.EqualFold(tok, "Accept-Encoding") {
-				covered = true
-				return false
-			}
-		}
-		return true
+		covered = httpgrammar.HasToken(value, "*") || httpgrammar.HasToken(value, "Accept-Encoding")
+		return !covered
 	})
 	switch {
 	case covered:
-	case n == 1 && strings.TrimSpace(existing) != "":
+	case n == 1 && httpgrammar.TrimOWS(existing) != "":
 		h.Set("Vary", existing+", Accept-Encoding")
 	default:
 		h.Add("Vary", "Accept-Encoding")
 	}
 }
 
-// compressNegotiate returns the index in codings of the coding to use for
-// r, or -1 for identity. See NewCompress for the rules. It does not
-// allocate.
-func compressNegotiate(r *engine.Request, codings []*compressCoding) int {
-	var q [8]int // thousandths per offered coding; -1 not listed
-	if len(codings) > len(q) {
-		codings = codings[:len(q)]
-	}
-	for i := range codings {
-		q[i] = -1
-	}
-	star, identity, seen := -1, -1, false
-	for _, fl := range r.Fields {
-		if !compressEqualFold(fl.Name, "Accept-Encoding") {
-			continue
-		}
-		seen = true
-		v := fl.Value
-		for len(v) > 0 {
-			var elem []byte
-			if i := bytes.IndexByte(v, ','); i >= 0 {
-				elem, v = v[:i], v[i+1:]
-			} else {
-				elem, v = v, nil
-			}
-			tok, qv, ok := compressParseElement(elem)
-			if !ok {
-				continue
-			}
-			switch {
-			case string(tok) == "*":
-				star = max(star, qv)
-			case compressEqualFold(tok, "identity"):
-				identity = max(identity, qv)
-			default:
-				for i, cd := range codings {
-					if compressEqualFold(tok, cd.name) || (cd.alias != "" && compressEqualFold(tok, cd.alias)) {
-						q[i] = max(q[i], qv)
-					}
-				}
-			}
-		}
-	}
-	if !seen {
-		return -1
-	}
-	best, bestQ := -1, 0
-	for i := range codings {
-		qi := q[i]
-		if qi < 0 {
-			qi = star
-		}
-		if qi > bestQ {
-			best, bestQ = i, qi
-		}
-	}
-	if identity < 0 {
-		// Not listed: "*" rates it; otherwise it is acceptable but never
-		// preferred to an acceptable coding.
-		identity = 1
-		if star >= 0 {
-			identity = star
-		}
-	}
-	if best >= 0 && bestQ >= identity {
-		return best
+// compressNegotiate returns the index in offers (the offered codings'
+// names, then "identity") of the coding to use for r, or -1 for identity,
+// as httpgrammar.Negotiate chooses on r's Accept-Encoding lines. It does
+// not allocate unless r has several Accept-Encoding lines.
+func compressNegotiate(r *engine.Request, offers []string) int {
+	if i := httpgrammar.Negotiate(r.HeaderList("Accept-Encoding"), offers); i < len(offers)-1 {
+		return i
 	}
 	return -1
-}
-
-// compressParseElement splits one Accept-Encoding list element into its
-// coding and its q-value in thousandths (1000 when absent). ok is false
-// for an empty element or a malformed q-value.
-func compressParseElement(e []byte) (tok []byte, q int, ok bool) {
-	params := []byte(nil)
-	if i := bytes.IndexByte(e, ';'); i >= 0 {
-		e, params = e[:i], e[i+1:]
-	}
-	tok = compressTrimOWS(e)
-	if len(tok) == 0 {
-		return nil, 0, false
-	}
-	q = 1000
-	for len(params) > 0 {
-		var p []byte
-		if i := bytes.IndexByte(params, ';'); i >= 0 {
-			p, params = params[:i], params[i+1:]
-		} else {
-			p, params = params, nil
-		}
-		p = compressTrimOWS(p)
-		if len(p) < 2 || p[0]|0x20 != 'q' || p[1] != '=' {
-			continue // another parameter: ignored
-		}
-		if q, ok = accept.QValue(compressTrimOWS(p[2:])); !ok {
-			return nil, 0, false
-		}
-	}
-	return tok, q, true
-}
-
-func compressTrimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// compressEqualFold reports whether b equals the ASCII string s, ignoring
-// ASCII case.
-func compressEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // compressWrap returns the Wrap that borrows an encoder from pool.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -136,7 +137,7 @@ func (hd *headers) handle(c *pipe.Conn) bool {
 		name := hd.reqSet[i].name
 		at := -1
 		for j := range r.Fields {
-			if headersEqualFold(r.Fields[j].Name, name) {
+			if httpgrammar.EqualFold(r.Fields[j].Name, name) {
 				at = j
 				break
 			}
@@ -162,15 +163,13 @@ func (hd *headers) handle(c *pipe.Conn) bool {
 func headersDelete(fs []engine.Field, name string, keep int) []engine.Field {
 	out := fs[:0]
 	for i, f := range fs {
-		if i == keep || !headersEqualFold(f.Name, name) {
+		if i == keep || !httpgrammar.EqualFold(f.Name, name) {
 			out = append(out, f)
 		}
 	}
 	clear(fs[len(out):])
 	return out
 }
-
-func headersEqualFold(b []byte, s string) bool { return compressEqualFold(b, s) }
 
 // response edits the final response header.
 func (hd *headers) response(c *pipe.Conn) pipe.Wrap {

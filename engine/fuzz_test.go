@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // headSeeds are inputs for the parser fuzzers: every parse_test.go case
@@ -131,7 +133,7 @@ func checkParseHead(t *testing.T, b []byte, lim *Limits) (*Request, int, error) 
 	if req.Host == nil {
 		fail("Host is nil")
 	}
-	if !isToken(req.Method) {
+	if !httpgrammar.IsToken(req.Method) {
 		fail("method is not a token")
 	}
 	if len(req.Target) == 0 || len(req.Target) > lim.MaxTargetBytes {
@@ -163,7 +165,7 @@ func checkParseHead(t *testing.T, b []byte, lim *Limits) (*Request, int, error) 
 		if !within(f.Name, head) || !within(f.Value, head) {
 			fail("field %q: %q not within the head", f.Name, f.Value)
 		}
-		if !isToken(f.Name) {
+		if !httpgrammar.IsToken(f.Name) {
 			fail("field name %q is not a token", f.Name)
 		}
 		for _, c := range f.Value {
@@ -176,14 +178,14 @@ func checkParseHead(t *testing.T, b []byte, lim *Limits) (*Request, int, error) 
 			fail("value %q of %q is not trimmed", f.Value, f.Name)
 		}
 		switch {
-		case equalFold(f.Name, "host"):
+		case httpgrammar.EqualFold(f.Name, "host"):
 			hosts++
-		case equalFold(f.Name, "content-length"):
+		case httpgrammar.EqualFold(f.Name, "content-length"):
 			cls++
 			if v, ok := parseContentLength(f.Value); !ok || v != req.ContentLength {
 				fail("Content-Length %q but ContentLength %d", f.Value, req.ContentLength)
 			}
-		case equalFold(f.Name, "transfer-encoding"):
+		case httpgrammar.EqualFold(f.Name, "transfer-encoding"):
 			tes++
 		}
 	}

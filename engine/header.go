@@ -3,6 +3,8 @@ package engine
 import (
 	"strconv"
 	"strings"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // Header holds a response's header fields in the order they were set.
@@ -129,7 +131,7 @@ func (h *Header) special(name, value string) bool {
 		}
 	case 10:
 		if strings.EqualFold(name, "Connection") {
-			if hasToken([]byte(value), "close") {
+			if httpgrammar.HasToken(value, "close") {
 				h.close = true
 			}
 			return true

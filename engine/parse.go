@@ -3,6 +3,9 @@ package engine
 import (
 	"bytes"
 	"net/netip"
+	"strings"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // parseHead parses one request head (request line and header section) at
@@ -107,15 +110,15 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 			return 0, errNoColon
 		}
 		name := line[:colon]
-		if !isToken(name) {
+		if !httpgrammar.IsToken(name) {
 			if len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
 				return 0, errSpaceBeforeColon
 			}
 			return 0, errFieldName
 		}
-		value := trimOWS(line[colon+1:])
+		value := httpgrammar.TrimOWS(line[colon+1:])
 		for _, c := range value {
-			if !valueChars[c] {
+			if !httpgrammar.IsFieldValueChar(c) {
 				if c == '\r' {
 					return 0, errBareCR
 				}
@@ -129,7 +132,7 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 
 		switch len(name) {
 		case 4:
-			if equalFold(name, "host") {
+			if httpgrammar.EqualFold(name, "host") {
 				if hostSeen {
 					return 0, errDupHost
 				}
@@ -150,16 +153,15 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 				}
 			}
 		case 6:
-			if equalFold(name, "expect") {
+			if httpgrammar.EqualFold(name, "expect") {
 				addExpectations(value, &expCont, &expOther)
 			}
 		case 10:
-			if equalFold(name, "connection") {
-				connClose = connClose || hasToken(value, "close")
-				connKeep = connKeep || hasToken(value, "keep-alive")
+			if httpgrammar.EqualFold(name, "connection") {
+				addConnectionOptions(value, &connClose, &connKeep)
 			}
 		case 14:
-			if equalFold(name, "content-length") {
+			if httpgrammar.EqualFold(name, "content-length") {
 				n, ok := parseContentLength(value)
 				if !ok {
 					return 0, errContentLength
@@ -171,7 +173,7 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 				req.ContentLength = n
 			}
 		case 17:
-			if equalFold(name, "transfer-encoding") {
+			if httpgrammar.EqualFold(name, "transfer-encoding") {
 				teSeen = true
 				if err := te.add(value); err != nil {
 					return 0, err
@@ -223,14 +225,26 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 // and other (any other expectation). Repeated lines are one list (RFC 9110
 // §5.3), so they accumulate; empty elements are ignored (§5.6.1).
 func addExpectations(v []byte, cont, other *bool) {
-	for len(v) > 0 {
-		var item []byte
-		switch item, v = nextElement(v); {
-		case len(item) == 0:
-		case equalFold(item, "100-continue"):
+	for item, rest := httpgrammar.NextElement(v); len(item) > 0; item, rest = httpgrammar.NextElement(rest) {
+		switch {
+		case httpgrammar.EqualFold(item, "100-continue"):
 			*cont = true
 		default:
 			*other = true
+		}
+	}
+}
+
+// addConnectionOptions reads the list of one Connection field line (RFC
+// 9110 §7.6.1: Connection = #connection-option) into close and keepAlive,
+// in one pass; repeated lines accumulate.
+func addConnectionOptions(v []byte, close, keepAlive *bool) {
+	for opt, rest := httpgrammar.NextElement(v); len(opt) > 0; opt, rest = httpgrammar.NextElement(rest) {
+		switch {
+		case httpgrammar.EqualFold(opt, "close"):
+			*close = true
+		case httpgrammar.EqualFold(opt, "keep-alive"):
+			*keepAlive = true
 		}
 	}
 }
@@ -246,7 +260,7 @@ func parseRequestLine(line []byte, req *Request, lim *Limits, pathBuf *[]byte) e
 		return errRequestLine
 	}
 	method := line[:sp1]
-	if !isToken(method) {
+	if !httpgrammar.IsToken(method) {
 		return errMethod
 	}
 	rest := line[sp1+1:]
@@ -298,7 +312,7 @@ func parseVersion(v []byte) (int, error) {
 // and authority-form have no path to make canonical.
 func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
 	for _, c := range t {
-		if !targetChars[c] {
+		if !httpgrammar.IsTargetChar(c) {
 			return errTarget
 		}
 	}
@@ -325,9 +339,9 @@ func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
 		// absolute-form: http or https only.
 		var rest, slash []byte
 		switch {
-		case len(t) > 7 && equalFold(t[:7], "http://"):
+		case len(t) > 7 && httpgrammar.EqualFold(t[:7], "http://"):
 			rest, slash = t[7:], t[6:7]
-		case len(t) > 8 && equalFold(t[:8], "https://"):
+		case len(t) > 8 && httpgrammar.EqualFold(t[:8], "https://"):
 			rest, slash = t[8:], t[7:8]
 		default:
 			return errTarget
@@ -435,17 +449,17 @@ func splitHostPort(v []byte) (host, port []byte, ok bool) {
 		for i := 0; i < len(host); i++ {
 			switch c := host[i]; {
 			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-			case indexByte("-._~!$&'()*+,;=", c) >= 0:
+			case strings.IndexByte("-._~!$&'()*+,;=", c) >= 0:
 			case c == '%':
 				// pct-encoded, and only for the octets of a UTF-8
 				// character (RFC 3986 §3.2.2): never "%00" or "%2F".
 				if i+2 >= len(host) {
 					return nil, nil, false
 				}
-				if hi, ok := unhex(host[i+1]); !ok || hi < 8 {
+				if hi, ok := httpgrammar.Unhex(host[i+1]); !ok || hi < 8 {
 					return nil, nil, false
 				}
-				if _, ok := unhex(host[i+2]); !ok {
+				if _, ok := httpgrammar.Unhex(host[i+2]); !ok {
 					return nil, nil, false
 				}
 				i += 2
@@ -473,7 +487,7 @@ func validIPLiteral(a []byte) bool {
 			return false
 		}
 		for _, c := range zone {
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || indexByte("-._~%", c) >= 0) {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~%", c) >= 0) {
 				return false
 			}
 		}
@@ -495,13 +509,10 @@ type teState struct {
 
 func (s *teState) add(v []byte) error {
 	nonEmpty := false
-	for len(v) > 0 {
-		var item []byte
-		if item, v = nextElement(v); len(item) == 0 {
-			continue // empty list elements are ignored (RFC 9110 §5.6.1)
-		}
+	// Empty list elements are skipped (RFC 9110 §5.6.1).
+	for item, rest := httpgrammar.NextElement(v); len(item) > 0; item, rest = httpgrammar.NextElement(rest) {
 		nonEmpty = true
-		if equalFold(item, "chunked") {
+		if httpgrammar.EqualFold(item, "chunked") {
 			s.chunked++
 			s.lastChunked = true
 			continue
@@ -509,9 +520,9 @@ func (s *teState) add(v []byte) error {
 		// transfer-coding = token *( OWS ";" OWS transfer-parameter )
 		name := item
 		if j := bytes.IndexByte(item, ';'); j >= 0 {
-			name = trimOWS(item[:j])
+			name = httpgrammar.TrimOWS(item[:j])
 		}
-		if !isToken(name) {
+		if !httpgrammar.IsToken(name) {
 			return errTEMalformed
 		}
 		s.unknown = true

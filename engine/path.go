@@ -1,6 +1,10 @@
 package engine
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/sluice-server/sluice/httpgrammar"
+)
 
 // The canonical path (RFC 3986 §6.2.2) is decided here, once, before any
 // handler runs: every component — the router first — sees the same
@@ -103,8 +107,8 @@ func appendDecoded(dst, s []byte) ([]byte, error) {
 			if i+2 >= len(s) {
 				return dst, errPathEncoding
 			}
-			hi, ok1 := unhex(s[i+1])
-			lo, ok2 := unhex(s[i+2])
+			hi, ok1 := httpgrammar.Unhex(s[i+1])
+			lo, ok2 := httpgrammar.Unhex(s[i+2])
 			if !ok1 || !ok2 {
 				return dst, errPathEncoding
 			}

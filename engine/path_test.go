@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // canonicalCases are request-targets as received and the canonical Path a
@@ -151,7 +153,7 @@ func FuzzCanonicalPath(f *testing.F) {
 		if !strings.HasPrefix(raw, "/") {
 			raw = "/" + raw
 		}
-		if strings.ContainsFunc(raw, func(r rune) bool { return r >= 0x80 || !targetChars[r] || r == '?' }) {
+		if strings.ContainsFunc(raw, func(r rune) bool { return r >= 0x80 || !httpgrammar.IsTargetChar(byte(r)) || r == '?' }) {
 			return
 		}
 		got, err := canonicalPath(nil, []byte(raw))

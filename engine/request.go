@@ -3,6 +3,8 @@ package engine
 import (
 	"io"
 	"net"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // Field is one header or trailer field line: a name and a value with the
@@ -98,7 +100,7 @@ type Request struct {
 // case-insensitive), or nil when there is none. It does not allocate.
 func (r *Request) Header(name string) []byte {
 	for i := range r.Fields {
-		if equalFold(r.Fields[i].Name, name) {
+		if httpgrammar.EqualFold(r.Fields[i].Name, name) {
 			return r.Fields[i].Value
 		}
 	}
@@ -116,7 +118,7 @@ func (r *Request) HeaderList(name string) []byte {
 	var first []byte
 	n := 0
 	for i := range r.Fields {
-		if equalFold(r.Fields[i].Name, name) {
+		if httpgrammar.EqualFold(r.Fields[i].Name, name) {
 			if n == 0 {
 				first = r.Fields[i].Value
 			}
@@ -128,7 +130,7 @@ func (r *Request) HeaderList(name string) []byte {
 	}
 	var b []byte
 	for i := range r.Fields {
-		if equalFold(r.Fields[i].Name, name) {
+		if httpgrammar.EqualFold(r.Fields[i].Name, name) {
 			if len(b) > 0 {
 				b = append(b, ", "...)
 			}
@@ -149,23 +151,6 @@ func (r *Request) ProtoAtLeast11() bool { return r.ProtoMinor >= 1 }
 // after this response (HTTP/1.1 "Connection: close", or HTTP/1.0 without
 // "Connection: keep-alive").
 func (r *Request) WantsClose() bool { return r.close }
-
-// equalFold reports whether b equals s under ASCII case folding.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		x, y := b[i], s[i]
-		if x == y {
-			continue
-		}
-		if x|0x20 != y|0x20 || x|0x20 < 'a' || x|0x20 > 'z' {
-			return false
-		}
-	}
-	return true
-}
 
 // reset clears r for reuse, keeping the capacity of its slices.
 func (r *Request) reset() {

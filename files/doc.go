@@ -40,7 +40,7 @@
 // with Options.Browse, a listing: HTML with escaped names and links,
 // sizes and modification times, sorted by the query (sort=name|size|time,
 // order=asc|desc), or JSON when the Accept field prefers application/json
-// (RFC 9110 §12.5.1). A listing is rendered as the client reads it,
+// (RFC 9110 §12.5.1, as httpgrammar.Negotiate decides: HTML on a tie). A listing is rendered as the client reads it,
 // chunked, and holds only the entries it shows: at most
 // Options.MaxListing, the first in the order asked for (the HTML page
 // says how many the directory has), so its memory is bounded whatever
@@ -91,7 +91,8 @@
 // A file "a.css" may have precompressed variants beside it: "a.css.br",
 // "a.css.zst" and "a.css.gz" (Options.Precompressed). The variant the
 // client's Accept-Encoding prefers (q-values, "*", "identity;q=0"; the
-// server's order br, zstd, gzip breaks ties) is served with
+// server's order br, zstd, gzip breaks ties; httpgrammar.Negotiate
+// decides, as it does for the compress component) is served with
 // Content-Encoding, its own ETag and Content-Length; ranges and
 // conditional requests apply to it. A variant older than its original is
 // stale and ignored. Every response for a file that has variants carries

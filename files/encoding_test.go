@@ -2,6 +2,8 @@ package files
 
 import (
 	"testing"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 func TestNegotiate(t *testing.T) {
@@ -44,6 +46,8 @@ func TestNegotiate(t *testing.T) {
 		{"gzip;level=1;q=0.7, br;q=0.6", orig, gz},
 		{" , ,gzip", orig, gz},
 		{"br;q=0.000, gzip;q=0.001", orig, gz},
+		{"gzip;q=0.3, *;q=0.5", onlyGz, onlyGz}, // "*" rates identity, as in compress
+		{"gzip;q= 0.5", orig, orig},             // not a qvalue: element ignored
 	}
 	for _, tt := range tests {
 		if got := negotiate([]byte(tt.ae), tt.e); got != tt.want {
@@ -67,7 +71,7 @@ func FuzzNegotiate(f *testing.F) {
 	orig.variants = []*entry{{name: "a.br", encoding: "br"}, {name: "a.gz", encoding: "gzip"}}
 	f.Fuzz(func(t *testing.T, ae string) {
 		got := negotiate([]byte(ae), orig)
-		if got != orig && codingQ([]byte(ae), got.encoding) == 0 {
+		if got != orig && httpgrammar.Negotiate(ae, []string{got.encoding}) != 0 {
 			t.Fatalf("negotiate(%q) chose %s, which the field refuses", ae, got.name)
 		}
 	})

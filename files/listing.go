@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // listBatch is how many directory entries a listing reads at a time.
@@ -318,45 +319,14 @@ func humanSize(n int64) string {
 	return ""
 }
 
-// prefersJSON reports whether an Accept field value gives application/json
-// a higher weight than text/html (RFC 9110 §12.5.1: the most specific
-// range that matches a type gives its weight).
-func prefersJSON(accept []byte) bool {
-	if accept == nil {
-		return false
-	}
-	return acceptQ(accept, "application", "json") > acceptQ(accept, "text", "html")
-}
+// listingFormats are the listing's media types, in the order that
+// decides between equally acceptable ones: HTML, then JSON.
+var listingFormats = []string{"text/html", "application/json"}
 
-// acceptQ returns the weight, in thousandths, Accept gives type/sub.
-func acceptQ(accept []byte, typ, sub string) int {
-	q, spec := 0, -1 // spec: 0 "*/*", 1 "type/*", 2 "type/sub"
-	for rest := accept; len(rest) > 0; {
-		var elem []byte
-		elem, rest = nextListElement(rest)
-		mr, params := cutByte(elem, ';')
-		mr = trimOWS(mr)
-		t, st := cutByte(mr, '/')
-		var s int
-		switch {
-		case len(t) == 1 && t[0] == '*' && len(st) == 1 && st[0] == '*':
-			s = 0
-		case asciiEqualFold(t, typ) && len(st) == 1 && st[0] == '*':
-			s = 1
-		case asciiEqualFold(t, typ) && asciiEqualFold(st, sub):
-			s = 2
-		default:
-			continue
-		}
-		w, ok := parseQ(params)
-		if !ok || s < spec {
-			continue
-		}
-		if s > spec {
-			q, spec = w, s
-		} else {
-			q = max(q, w)
-		}
-	}
-	return q
+// prefersJSON reports whether an Accept field value (nil when absent)
+// chooses application/json over text/html, as httpgrammar.Negotiate
+// decides; HTML is the default, for a tie and for a field that accepts
+// neither.
+func prefersJSON(accept []byte) bool {
+	return httpgrammar.Negotiate(accept, listingFormats) == 1
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // byteRange is a satisfiable range of a representation: n bytes from off.
@@ -41,18 +43,13 @@ const (
 // representation plus maxRanges part headers.
 func parseRange(field []byte, size int64, maxRanges int) ([]byteRange, int) {
 	const unit = "bytes="
-	if len(field) < len(unit) || !asciiEqualFold(field[:len(unit)], unit) {
+	if len(field) < len(unit) || !httpgrammar.EqualFold(field[:len(unit)], unit) {
 		return nil, rangeIgnore
 	}
 	var ranges []byteRange
 	specs, suffixOnEmpty := 0, false
-	rest := field[len(unit):]
-	for len(rest) > 0 {
-		var spec []byte
-		spec, rest = nextListElement(rest)
-		if len(spec) == 0 {
-			continue // empty list elements are allowed (RFC 9110 §5.6.1)
-		}
+	// Empty list elements are skipped (RFC 9110 §5.6.1).
+	for spec, rest := httpgrammar.NextElement(field[len(unit):]); len(spec) > 0; spec, rest = httpgrammar.NextElement(rest) {
 		if specs++; specs > maxRangeSpecs {
 			return nil, rangeIgnore
 		}
@@ -152,26 +149,6 @@ func coalesce(rs []byteRange) []byteRange {
 	return rs
 }
 
-// nextListElement splits a comma-separated list: the first element with
-// optional whitespace trimmed, and the rest after its comma.
-func nextListElement(b []byte) (elem, rest []byte) {
-	i := 0
-	for i < len(b) && b[i] != ',' {
-		i++
-	}
-	elem, rest = b[:i], b[i:]
-	if len(rest) > 0 {
-		rest = rest[1:]
-	}
-	for len(elem) > 0 && (elem[0] == ' ' || elem[0] == '\t') {
-		elem = elem[1:]
-	}
-	for len(elem) > 0 && (elem[len(elem)-1] == ' ' || elem[len(elem)-1] == '\t') {
-		elem = elem[:len(elem)-1]
-	}
-	return elem, rest
-}
-
 // parseDigits parses 1*DIGIT. Values beyond 2^62 saturate there: they
 // are past the end of any file.
 func parseDigits(b []byte) (int64, bool) {
@@ -190,24 +167,6 @@ func parseDigits(b []byte) (int64, bool) {
 		}
 	}
 	return n, true
-}
-
-// asciiEqualFold reports whether b equals the lower-case s, ignoring ASCII
-// case.
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // contentRange formats a Content-Range field value for r of size bytes.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // Route sends matching requests down a pipeline.
@@ -280,23 +282,7 @@ func hostOnly(h []byte) []byte {
 func hostMatches(pattern string, host []byte) bool {
 	if strings.HasPrefix(pattern, "*.") {
 		suffix := pattern[1:]
-		return len(host) > len(suffix) && asciiEqualFold(host[len(host)-len(suffix):], suffix)
+		return len(host) > len(suffix) && httpgrammar.EqualFold(host[len(host)-len(suffix):], suffix)
 	}
-	return asciiEqualFold(host, pattern)
-}
-
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	return httpgrammar.EqualFold(host, pattern)
 }

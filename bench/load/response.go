@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"strconv"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // errBadResponse reports a response this reader cannot frame.
@@ -55,18 +57,18 @@ func readResponse(br *bufio.Reader, head bool) (response, error) {
 		}
 		value = bytes.TrimSpace(value)
 		switch {
-		case equalFold(name, "content-length"):
+		case httpgrammar.EqualFold(name, "content-length"):
 			n, err := strconv.ParseInt(string(value), 10, 64) // no allocation: the conversion does not escape
 			if err != nil || n < 0 {
 				return r, errBadResponse
 			}
 			length = n
-		case equalFold(name, "transfer-encoding"):
-			chunked = equalFold(value, "chunked")
-		case equalFold(name, "connection"):
-			if equalFold(value, "close") {
+		case httpgrammar.EqualFold(name, "transfer-encoding"):
+			chunked = httpgrammar.EqualFold(value, "chunked")
+		case httpgrammar.EqualFold(name, "connection"):
+			if httpgrammar.EqualFold(value, "close") {
 				r.close = true
-			} else if equalFold(value, "keep-alive") {
+			} else if httpgrammar.EqualFold(value, "keep-alive") {
 				r.close = false
 			}
 		}
@@ -125,21 +127,4 @@ func discardChunked(br *bufio.Reader) (int64, error) {
 			return total, err
 		}
 	}
-}
-
-// equalFold reports whether b equals the lower-case ASCII s, ignoring case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }

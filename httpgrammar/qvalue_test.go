@@ -1,4 +1,4 @@
-package accept
+package httpgrammar
 
 import "testing"
 
@@ -12,6 +12,7 @@ func TestQValue(t *testing.T) {
 		{"0.5", 500, true}, {"0.25", 250, true}, {"0.001", 1, true},
 		{"1.001", 0, false}, {"1.5", 0, false}, {"0.0001", 0, false}, {"", 0, false},
 		{"-1", 0, false}, {"2", 0, false}, {".5", 0, false}, {"0,5", 0, false}, {"0.a", 0, false},
+		{" 0.5", 0, false}, {"0.5 ", 0, false},
 	}
 	for _, tt := range tests {
 		if got, ok := QValue([]byte(tt.in)); got != tt.want || ok != tt.ok {

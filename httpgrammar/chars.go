@@ -1,0 +1,69 @@
+package httpgrammar
+
+// Byte classes from RFC 9110 §5.6.2 (tchar), §5.5 (field values) and RFC
+// 9112 §3.2 (request-target), as lookup tables so that a parser's inner
+// loop is one load per byte.
+var (
+	tokenChars  [256]bool // tchar
+	valueChars  [256]bool // field-vchar, SP, HTAB, obs-text
+	targetChars [256]bool // visible ASCII except '#'
+)
+
+func init() {
+	const tcharPunct = "!#$%&'*+-.^_`|~"
+	for c := range 256 {
+		b := byte(c)
+		alnum := 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
+		punct := false
+		for i := range len(tcharPunct) {
+			punct = punct || tcharPunct[i] == b
+		}
+		tokenChars[c] = alnum || punct
+		valueChars[c] = b == '\t' || b >= ' ' && b != 0x7f
+		targetChars[c] = b > ' ' && b < 0x7f && b != '#'
+	}
+}
+
+// IsTokenChar reports whether c may appear in a token (RFC 9110 §5.6.2:
+// tchar, the letters and digits of ASCII and !#$%&'*+-.^_`|~).
+func IsTokenChar(c byte) bool { return tokenChars[c] }
+
+// IsFieldValueChar reports whether c may appear in a field value (RFC 9110
+// §5.5): visible ASCII, SP, HTAB, or obs-text (0x80–0xFF). CR, LF, NUL and
+// the other control bytes may not.
+func IsFieldValueChar(c byte) bool { return valueChars[c] }
+
+// IsTargetChar reports whether c may appear in a request-target as it
+// arrives on the wire (RFC 9112 §3.2): visible ASCII other than '#', which
+// begins a fragment no client sends.
+func IsTargetChar(c byte) bool { return targetChars[c] }
+
+// IsToken reports whether s is a token (RFC 9110 §5.6.2): one or more
+// tchar. Methods, field names, content codings and parameter names are
+// tokens.
+func IsToken[T ~string | ~[]byte](s T) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for i := range len(s) {
+		if !tokenChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// Unhex returns the value of the hexadecimal digit c (RFC 5234 HEXDIG, in
+// either case), as chunk sizes and percent-encodings use it; ok is false
+// for any other byte.
+func Unhex(c byte) (v byte, ok bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}

@@ -1,0 +1,67 @@
+package httpgrammar
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestChars checks the tables against the RFCs' ABNF, written out again.
+func TestChars(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		tchar := strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0 && b != 0 ||
+			'0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+		if IsTokenChar(b) != tchar {
+			t.Errorf("IsTokenChar(%#x) = %v", b, !tchar)
+		}
+		vchar := b == ' ' || b == '\t' || 0x21 <= b && b <= 0x7e || b >= 0x80
+		if IsFieldValueChar(b) != vchar {
+			t.Errorf("IsFieldValueChar(%#x) = %v", b, !vchar)
+		}
+		target := 0x21 <= b && b <= 0x7e && b != '#'
+		if IsTargetChar(b) != target {
+			t.Errorf("IsTargetChar(%#x) = %v", b, !target)
+		}
+		v, ok := Unhex(b)
+		want := strings.IndexByte("0123456789abcdefABCDEF", b)
+		if want >= 16 {
+			want -= 6
+		}
+		if ok != (want >= 0) || ok && int(v) != want {
+			t.Errorf("Unhex(%#x) = %d, %v", b, v, ok)
+		}
+	}
+	for s, want := range map[string]bool{"": false, "GET": true, "x-gzip": true, "a b": false, "a/b": false, "*": true, "é": false} {
+		if IsToken(s) != want || IsToken([]byte(s)) != want {
+			t.Errorf("IsToken(%q) != %v", s, want)
+		}
+	}
+}
+
+func TestIsHopByHop(t *testing.T) {
+	tests := []struct {
+		name string
+		conn []string
+		want bool
+	}{
+		{"Connection", nil, true},
+		{"proxy-connection", nil, true},
+		{"KEEP-ALIVE", nil, true},
+		{"te", nil, true},
+		{"Transfer-Encoding", nil, true},
+		{"Upgrade", nil, true},
+		{"Trailer", nil, false}, // §7.6.1 does not name it: it describes the message
+		{"Accept", nil, false},
+		{"X-Trace", []string{"close, x-trace"}, true},
+		{"X-Trace", []string{"close", " , X-TRACE "}, true},
+		{"X-Trace", []string{"x-trace2"}, false},
+	}
+	for _, tt := range tests {
+		if got := IsHopByHop(tt.name, tt.conn...); got != tt.want {
+			t.Errorf("IsHopByHop(%q, %q) = %v", tt.name, tt.conn, got)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { IsHopByHop([]byte("X-A"), []byte("close, x-a")) }); n != 0 {
+		t.Errorf("IsHopByHop allocates %v times", n)
+	}
+}

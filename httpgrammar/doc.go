@@ -1,0 +1,48 @@
+// Package httpgrammar reads the syntax that HTTP header fields share (RFC
+// 9110 §5): tokens, field values, field lists, q-values, content
+// negotiation and the hop-by-hop fields. It is the one place Sluice reads
+// that syntax: the engine's parser, the router, the file server, the
+// components and the load generator all use it. It imports nothing,
+// allocates nothing, and takes field values as []byte (slices into a
+// request's read buffer) or string alike.
+//
+// # Characters and tokens
+//
+// IsTokenChar, IsFieldValueChar and IsTargetChar are table lookups, one
+// load per byte, for parsers' inner loops; IsToken checks a whole token
+// (a method, a field name, a content coding). Unhex reads a hexadecimal
+// digit.
+//
+// # Comparing
+//
+// Field names, tokens and codings compare under ASCII case folding:
+// EqualFold. It folds nothing outside ASCII, unlike strings.EqualFold.
+//
+// # Field lists
+//
+// Many fields hold a comma-separated list (RFC 9110 §5.6.1). TrimOWS
+// removes the optional whitespace around a value or element; NextElement
+// walks a list, skipping empty elements as a recipient must:
+//
+//	for elem, rest := httpgrammar.NextElement(v); len(elem) > 0; elem, rest = httpgrammar.NextElement(rest) {
+//		…
+//	}
+//
+// HasToken asks whether a list names a token (Connection: close). Commas
+// inside quoted strings are not recognised; no field Sluice reads by
+// these functions puts one there.
+//
+// # Weights and negotiation
+//
+// QValue parses a weight (RFC 9110 §12.4.2) into thousandths. Negotiate
+// picks, from the server's offers in its order of preference, the one an
+// Accept or Accept-Encoding value rates highest, with one rule for ties
+// (the server's order) and one for malformed elements (ignored): the
+// same answer wherever Sluice negotiates.
+//
+// # Hop-by-hop fields
+//
+// IsHopByHop tells the fields that belong to one connection (RFC 9110
+// §7.6.1): the fixed set and those the Connection field names. A proxy
+// drops them before forwarding a message.
+package httpgrammar
