@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -1123,9 +1124,6 @@ func cgiHeaderEnd(b []byte, from int) (end, body int) {
 	return -1, -1
 }
 
-// cgiHopByHop are fields a program must not set for the connection.
-var cgiHopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade"}
-
 // setHeader applies the program's header fields to the response.
 func (x *cgiRun) setHeader(hdr []byte) error {
 	h := x.c.Header()
@@ -1141,7 +1139,7 @@ func (x *cgiRun) setHeader(hdr []byte) error {
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !cgiToken(line[:colon]) {
+		if colon <= 0 || !httpgrammar.IsToken(line[:colon]) {
 			return fmt.Errorf("malformed header line %q", cgiClip(line))
 		}
 		name := string(line[:colon])
@@ -1180,23 +1178,11 @@ func (x *cgiRun) setHeader(hdr []byte) error {
 	return nil
 }
 
+// cgiIsHopByHop reports whether a program's header field is one it must
+// not set: a hop-by-hop field (the engine frames the connection), or
+// Trailer (the engine sends no trailers for a program).
 func cgiIsHopByHop(name string) bool {
-	for _, hop := range cgiHopByHop {
-		if strings.EqualFold(name, hop) {
-			return true
-		}
-	}
-	return false
-}
-
-// cgiToken reports whether b is an RFC 9110 token.
-func cgiToken(b []byte) bool {
-	for _, ch := range b {
-		if ch <= ' ' || ch >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, ch) >= 0 {
-			return false
-		}
-	}
-	return true
+	return httpgrammar.IsHopByHop(name) || httpgrammar.EqualFold(name, "Trailer")
 }
 
 func cgiClip(b []byte) string {
