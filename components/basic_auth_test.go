@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // authFile writes an htpasswd file of lines and returns its path.
@@ -40,7 +41,7 @@ func authServe(t *testing.T, opts BasicAuthOptions) (string, *atomic.Int64) {
 	var now atomic.Int64
 	a.clock = now.Load
 	a.lastCheck.Store(0)
-	return guardServe(t, pipe.Chain{pipe.Pipe(a.handle), guardText("secret")}), &now
+	return sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(a.handle), guardText("secret")})).URL, &now
 }
 
 func authHeader(user, pw string) string {
@@ -123,7 +124,7 @@ func TestBasicAuthHashesMadeInTest(t *testing.T) {
 
 // A file written by Apache's htpasswd tool, with every hash it can make.
 func TestBasicAuthHtpasswdTool(t *testing.T) {
-	htpasswd := needTool(t, "htpasswd", "apache2-utils")
+	htpasswd := sluicetest.NeedTool(t, "htpasswd", "apache2-utils")
 	path := filepath.Join(t.TempDir(), "users")
 	users := map[string][]string{
 		"bea": {"-B", "-C", "5"}, "mia": {"-m"}, "sam": {"-s"},
@@ -303,7 +304,7 @@ func TestBasicAuthCostIndependentOfUser(t *testing.T) {
 		mu.Unlock()
 		return htpasswdVerify(hash, pw)
 	}
-	url := guardServe(t, pipe.Chain{pipe.Pipe(a.handle), guardText("secret")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(a.handle), guardText("secret")})).URL
 	for _, tt := range []struct {
 		user, pw string
 		want     int
@@ -345,8 +346,12 @@ func ExampleNewBasicAuth() {
 	if err != nil {
 		panic(err)
 	}
-	url, stop := guardExampleServe(pipe.Chain{auth, guardText("the treasure\n")})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{auth, guardText("the treasure\n")}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	resp, _ := guardExampleGet(url)
 	fmt.Println(resp.StatusCode, resp.Header.Get("WWW-Authenticate"))

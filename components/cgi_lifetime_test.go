@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // cgiPidScript is a script that records its pid and its child's in
@@ -60,7 +63,7 @@ func cgiAllDead(t *testing.T, what string, leaders, children []int) {
 func TestCGIClientGoneBeforeOutput(t *testing.T) {
 	dir := t.TempDir()
 	g, _ := cgiNew(t, CGIOptions{Script: cgiPidScript(t, dir), Timeout: time.Hour})
-	addr := cgiServe(t, g)
+	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	const n = 20
 	var leaders, children []int
 	var wg sync.WaitGroup
@@ -93,7 +96,7 @@ func TestCGIClientGoneBeforeOutput(t *testing.T) {
 func TestCGITimeoutWhileBodyArrives(t *testing.T) {
 	dir := t.TempDir()
 	g, _ := cgiNew(t, CGIOptions{Script: cgiPidScript(t, dir), Timeout: time.Second})
-	addr := cgiServe(t, g)
+	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +143,7 @@ func TestCGIMaxRunning(t *testing.T) {
 		"i=0; while [ ! -e "+gofile+" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n"+
 		"printf 'Content-Type: text/plain\\n\\nok'\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script, MaxRunning: 2})
-	base := "http://" + cgiServe(t, g)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 
 	results := make(chan int, 2)
 	for i := range 2 {
@@ -186,7 +189,7 @@ func TestCGICloseKillsPrograms(t *testing.T) {
 	if !ok {
 		t.Fatal("the CGI component is not an io.Closer")
 	}
-	base := "http://" + cgiServe(t, g)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	status := make(chan string, 1)
 	go func() {
 		resp, err := (&http.Client{Timeout: 60 * time.Second}).Get(base + "/?0")

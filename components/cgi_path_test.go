@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // cgiShowScript prints PATH_INFO and PATH_TRANSLATED.
@@ -78,7 +79,7 @@ func TestCGIPathTraversal(t *testing.T) {
 	cgiScript(t, dir, "show.cgi", cgiShowScript)
 	g, _ := cgiNew(t, CGIOptions{Dir: dir, Prefix: "/cgi-bin/", DocRoot: docRoot})
 	rt, _ := pipe.NewRouter(pipe.Route{Match: []string{"/cgi-bin/"}, Pipeline: g})
-	addr := cgiServe(t, rt)
+	addr := sluicetest.NewServer(t, pipe.Handler(rt)).Addr
 	for _, tt := range []struct {
 		target string
 		above  bool // climbs above the root: 400 whatever the engine does

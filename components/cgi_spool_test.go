@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // cgiSpoolFiles counts this process's open descriptors of CGI spool or
@@ -44,7 +47,7 @@ func heapInUse() int64 {
 func TestCGIChunkedBodySpooled(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "ok.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nok'\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script})
-	addr := cgiServe(t, g)
+	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 
 	const clients, size = 16, 4 << 20 // within MaxBody, never finished
 	chunk := fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat("x", 64<<10))

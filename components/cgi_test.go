@@ -3,7 +3,6 @@ package components
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -20,27 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
-
-// cgiServe serves comp with the engine on a loopback port and returns the
-// address.
-func cgiServe(t *testing.T, comp pipe.Component) string {
-	t.Helper()
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &engine.Server{Handler: pipe.Handler(comp)}
-	go s.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
-	return ln.Addr().String()
-}
 
 // cgiScript writes an executable script into dir.
 func cgiScript(t *testing.T, dir, name, text string) string {
@@ -214,7 +195,7 @@ func TestCGIEnv(t *testing.T) {
 	docRoot := t.TempDir()
 	g, _ := cgiNew(t, CGIOptions{Script: script, Prefix: "/app/", DocRoot: docRoot,
 		Env: map[string]string{"SITE_MODE": "test"}})
-	addr := cgiServe(t, g)
+	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	host, port, _ := net.SplitHostPort(addr)
 
 	resp, body, clientPort := cgiRaw(t, addr, "GET /app/extra/p%20q?x=1&y=%20 HTTP/1.1\r\n"+
@@ -275,7 +256,7 @@ func TestCGIEnv(t *testing.T) {
 func TestCGIEnvHTTP10(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "env.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nexec env\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script})
-	addr := cgiServe(t, g)
+	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	_, body, _ := cgiRaw(t, addr, "GET /run/this HTTP/1.0\r\n\r\n")
 	env := cgiEnvMap(body)
 	for k, v := range map[string]string{"SERVER_PROTOCOL": "HTTP/1.0", "SCRIPT_NAME": "/run/this", "SERVER_PORT": "80", "QUERY_STRING": ""} {
@@ -299,7 +280,7 @@ func TestCGIPostEcho(t *testing.T) {
 		"printf 'Content-Type: application/octet-stream\\nX-Length: %s\\nX-Type: %s\\n\\n' \"$CONTENT_LENGTH\" \"$CONTENT_TYPE\"\n"+
 		"exec cat\n")
 	scripts := map[string]string{"sh": shEcho}
-	if py := haveTool(t, "python3", "python3"); py != "" {
+	if py := sluicetest.HaveTool(t, "python3", "python3"); py != "" {
 		scripts["python"] = cgiScript(t, dir, "echo.py", "#!"+py+"\n"+
 			"import os, sys\n"+
 			"n = int(os.environ.get('CONTENT_LENGTH') or 0)\n"+
@@ -314,7 +295,7 @@ func TestCGIPostEcho(t *testing.T) {
 
 	for lang, script := range scripts {
 		g, _ := cgiNew(t, CGIOptions{Script: script})
-		base := "http://" + cgiServe(t, g)
+		base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 		for name, body := range bodies {
 			for _, chunked := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/chunked=%v", lang, name, chunked), func(t *testing.T) {
@@ -355,7 +336,7 @@ func TestCGIChunkedBodyTooLarge(t *testing.T) {
 	dir := t.TempDir()
 	script := cgiScript(t, dir, "ran.cgi", "#!/bin/sh\ntouch ran\nprintf 'Content-Type: text/plain\\n\\nok'\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script, MaxBody: 1000})
-	base := "http://" + cgiServe(t, g)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	req, _ := http.NewRequest("POST", base+"/", io.MultiReader(bytes.NewReader(make([]byte, 1001))))
 	resp, body := cgiDo(t, req)
 	if resp.StatusCode != 413 {
@@ -407,7 +388,7 @@ func TestCGIResponseHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + cgiServe(t, router)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(router)).Addr
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := cgiGet(t, fmt.Sprintf("%s/%d", base, i))
@@ -434,7 +415,7 @@ func TestCGIResponseHeader(t *testing.T) {
 func TestCGIRepeatedFields(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "c.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\nSet-Cookie: a=1\\nSet-Cookie: b=2\\n\\nok'\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script})
-	resp, _ := cgiGet(t, "http://"+cgiServe(t, g)+"/")
+	resp, _ := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
 	if got := resp.Header.Values("Set-Cookie"); strings.Join(got, "|") != "a=1|b=2" {
 		t.Errorf("Set-Cookie = %q", got)
 	}
@@ -447,7 +428,7 @@ func TestCGIHeaderTooLarge(t *testing.T) {
 	script := cgiScript(t, dir, "big.cgi", "#!/bin/sh\necho $$ > "+pidfile+"\n"+
 		"printf 'Content-Type: text/plain\\n'\nwhile :; do printf 'X-Pad: 0123456789012345678901234567890123456789\\n'; done\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script, MaxHeader: 4096, Timeout: time.Hour})
-	resp, body := cgiGet(t, "http://"+cgiServe(t, g)+"/")
+	resp, body := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
 	if resp.StatusCode != 502 {
 		t.Errorf("status %d (%q), want 502", resp.StatusCode, body)
 	}
@@ -467,7 +448,7 @@ func TestCGITimeoutKillsGroup(t *testing.T) {
 		"echo $$ $! > "+pidfile+".tmp && mv "+pidfile+".tmp "+pidfile+"\n"+
 		"wait\n")
 	g, lb := cgiNew(t, CGIOptions{Script: script, Timeout: time.Second})
-	resp, body := cgiGet(t, "http://"+cgiServe(t, g)+"/")
+	resp, body := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
 	if resp.StatusCode != 504 || body != "504 Gateway Timeout: CGI program timed out\n" {
 		t.Fatalf("status %d (%q), want 504", resp.StatusCode, body)
 	}
@@ -489,7 +470,7 @@ func TestCGITimeoutAfterHeader(t *testing.T) {
 	dir := t.TempDir()
 	script := cgiScript(t, dir, "half.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\npartial'\nexec sleep 1000\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script, Timeout: time.Second})
-	addr := cgiServe(t, g)
+	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	resp, err := http.Get("http://" + addr + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -516,7 +497,7 @@ func TestCGIClientGoneKillsChild(t *testing.T) {
 		"printf 'Content-Type: text/plain\\n\\n'\n"+
 		"while :; do echo tick; sleep 0.05; done\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script, Timeout: time.Hour})
-	addr := cgiServe(t, g)
+	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -555,7 +536,7 @@ func TestCGIStreams(t *testing.T) {
 		"i=0; while [ ! -e "+gofile+" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n"+
 		"echo second\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script})
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Get("http://" + cgiServe(t, g) + "/")
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Get("http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +559,7 @@ func TestCGIStreams(t *testing.T) {
 func TestCGIStderrLogged(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "err.cgi", "#!/bin/sh\necho 'first problem' >&2\necho 'second problem' >&2\nprintf 'Content-Type: text/plain\\n\\nok'\nexit 3\n")
 	g, lb := cgiNew(t, CGIOptions{Script: script})
-	resp, body := cgiGet(t, "http://"+cgiServe(t, g)+"/")
+	resp, body := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
 	if resp.StatusCode != 200 || body != "ok" {
 		t.Errorf("got %d %q", resp.StatusCode, body)
 	}
@@ -598,13 +579,13 @@ func TestCGINoShell(t *testing.T) {
 	script := cgiScript(t, dir, name, "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nran %s' \"$SCRIPT_NAME\"\n")
 
 	g, _ := cgiNew(t, CGIOptions{Script: script})
-	_, body := cgiGet(t, "http://"+cgiServe(t, g)+"/x")
+	_, body := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/x")
 	if body != "ran /x" {
 		t.Errorf("script mode: body %q", body)
 	}
 
 	gd, _ := cgiNew(t, CGIOptions{Dir: dir})
-	_, body = cgiGet(t, "http://"+cgiServe(t, gd)+"/"+strings.NewReplacer(" ", "%20", ";", "%3B", "$", "%24", "`", "%60").Replace(name))
+	_, body = cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(gd)).Addr+"/"+strings.NewReplacer(" ", "%20", ";", "%3B", "$", "%24", "`", "%60").Replace(name))
 	if body != "ran /"+name {
 		t.Errorf("dir mode: body %q", body)
 	}
@@ -630,7 +611,7 @@ func TestCGIDir(t *testing.T) {
 	}
 	g, _ := cgiNew(t, CGIOptions{Dir: dir, Prefix: "/cgi-bin/"})
 	rt, _ := pipe.NewRouter(pipe.Route{Match: []string{"/cgi-bin/"}, Pipeline: g})
-	addr := cgiServe(t, rt)
+	addr := sluicetest.NewServer(t, pipe.Handler(rt)).Addr
 
 	tests := []struct {
 		path   string
@@ -667,7 +648,7 @@ func TestCGIDir(t *testing.T) {
 func TestCGIIgnoresBody(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "big.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nhead -c 2000000 /dev/zero\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script})
-	base := "http://" + cgiServe(t, g)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	req, _ := http.NewRequest("POST", base+"/", bytes.NewReader(make([]byte, 1<<20)))
 	resp, body := cgiDo(t, req)
 	if resp.StatusCode != 200 || len(body) != 2000000 {
@@ -679,7 +660,7 @@ func TestCGIIgnoresBody(t *testing.T) {
 func TestCGIConcurrent(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "q.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n%s' \"$QUERY_STRING\"\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script})
-	base := "http://" + cgiServe(t, g)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	var wg sync.WaitGroup
 	for i := 0; i < 16; i++ {
 		wg.Add(1)
@@ -726,17 +707,6 @@ func TestCGIOptionsErrors(t *testing.T) {
 	}
 }
 
-// cgiListen serves comp on a loopback port for an example.
-func cgiListen(comp pipe.Component) (url string, stop func()) {
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	s := &engine.Server{Handler: pipe.Handler(comp)}
-	go s.Serve(ln)
-	return "http://" + ln.Addr().String(), func() { s.Close() }
-}
-
 func ExampleNewCGI() {
 	dir, _ := os.MkdirTemp("", "cgi-example")
 	defer os.RemoveAll(dir)
@@ -751,8 +721,12 @@ echo "Hello from $REQUEST_METHOD, query $QUERY_STRING"
 	if err != nil {
 		panic(err)
 	}
-	url, stop := cgiListen(cgi)
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(cgi))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	resp, err := http.Get(url + "/cgi-bin/hello.cgi?name=world")
 	if err != nil {
@@ -779,8 +753,8 @@ func TestCGIRemoteUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guarded := "http://" + cgiServe(t, pipe.Chain{auth, g})
-	open := "http://" + cgiServe(t, g)
+	guarded := "http://" + sluicetest.NewServer(t, pipe.Handler(pipe.Chain{auth, g})).Addr
+	open := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	for _, tt := range []struct {
 		name, url, authorization string
 		status                   int

@@ -3,7 +3,6 @@ package components
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -13,10 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // Helpers shared by the tests of the access components (clientip,
@@ -48,53 +47,6 @@ func (l *guardLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// guardServe serves comp with the engine on a loopback port of network
-// ("tcp4" on 127.0.0.1 or "tcp6" on [::1]) and returns the base URL.
-func guardServe(t testing.TB, comp pipe.Component) string {
-	t.Helper()
-	return guardServeOn(t, "127.0.0.1:0", comp)
-}
-
-func guardServeOn(t testing.TB, addr string, comp pipe.Component) string {
-	t.Helper()
-	return guardServeServer(t, addr, &engine.Server{Handler: pipe.Handler(comp)})
-}
-
-// guardServeServer serves s on addr and returns the base URL; s is shut
-// down when the test ends.
-func guardServeServer(t testing.TB, addr string, s *engine.Server) string {
-	t.Helper()
-	ln, err := engine.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + guardServeListener(t, ln, s)
-}
-
-// guardServeUnix serves comp on a Unix socket and returns "unix:" and the
-// socket's path, a URL for guardRaw.
-func guardServeUnix(t testing.TB, comp pipe.Component) string {
-	t.Helper()
-	ln, err := engine.Listen("unix", filepath.Join(t.TempDir(), "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "unix:" + guardServeListener(t, ln, &engine.Server{Handler: pipe.Handler(comp)})
-}
-
-// guardServeListener serves s on ln until the test ends and returns ln's
-// address.
-func guardServeListener(t testing.TB, ln net.Listener, s *engine.Server) string {
-	t.Helper()
-	go s.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
-	return ln.Addr().String()
 }
 
 // guardGet sends GET url with header pairs and returns the response and
@@ -284,7 +236,9 @@ func TestClientIPUnixSocket(t *testing.T) {
 		{"ratelimit by header, again", rl, "/", "192.0.2.1", 429},
 		{"ratelimit by header, another client", rl, "/", "192.0.2.2", 200},
 	} {
-		url := guardServeUnix(t, pipe.Chain{tt.comp, guardText("in")})
+		sock := filepath.Join(t.TempDir(), "s")
+		url := "unix:" + sluicetest.NewServer(t, pipe.Handler(pipe.Chain{tt.comp, guardText("in")}),
+			sluicetest.Listen("unix", sock)).Addr
 		hdr := ""
 		if tt.xff != "" {
 			hdr = "X-Forwarded-For: " + tt.xff + "\r\n"
@@ -338,29 +292,13 @@ func TestClientIPOptions(t *testing.T) {
 func TestClientIPOverSocket(t *testing.T) {
 	plain, _ := newClientIP(nil, "")
 	behind, _ := newClientIP([]string{"127.0.0.0/8"}, "")
-	url := guardServe(t, guardEchoClient(plain))
+	url := sluicetest.NewServer(t, pipe.Handler(guardEchoClient(plain))).URL
 	if _, body := guardGet(t, url+"/", "X-Forwarded-For", "1.2.3.4"); body != "127.0.0.1" {
 		t.Errorf("untrusted: %q", body)
 	}
-	url = guardServe(t, guardEchoClient(behind))
+	url = sluicetest.NewServer(t, pipe.Handler(guardEchoClient(behind))).URL
 	if _, body := guardGet(t, url+"/", "X-Forwarded-For", "6.6.6.6, 1.2.3.4"); body != "1.2.3.4" {
 		t.Errorf("trusted: %q", body)
-	}
-}
-
-// guardExampleServe is guardServe for examples, which have no testing.T:
-// it panics on error, and the caller stops the server.
-func guardExampleServe(comp pipe.Component) (url string, stop func()) {
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	s := &engine.Server{Handler: pipe.Handler(comp)}
-	go s.Serve(ln)
-	return "http://" + ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
 	}
 }
 

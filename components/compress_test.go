@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // compressArticle is an 80 KB HTML page of news-article markup, the
@@ -111,10 +112,11 @@ func TestCompressRoundTrip(t *testing.T) {
 	bodies := map[string][]byte{"small": small, "article": article, "1MB": big}
 	for _, withLength := range []bool{true, false} {
 		for name, body := range bodies {
-			url := builtinServe(t, pipe.Chain{
+			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{
 				compressBody(body, "text/html; charset=utf-8", withLength, nil),
 				compressNew(t, CompressOptions{Encodings: compressAll}),
-			})
+			})).URL
+
 			for _, enc := range compressAll {
 				t.Run(fmt.Sprintf("%s/%s/length=%v", enc, name, withLength), func(t *testing.T) {
 					resp, wire := builtinDo(t, "GET", url+"/", nil, "Accept-Encoding", enc)
@@ -165,7 +167,7 @@ func TestCompressStreamingFlush(t *testing.T) {
 					return nil
 				}
 			})
-			url := builtinServe(t, pipe.Chain{stream, compressNew(t, CompressOptions{Encodings: compressAll})})
+			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{stream, compressNew(t, CompressOptions{Encodings: compressAll})})).URL
 			req, _ := http.NewRequest("GET", url+"/", nil)
 			req.Header.Set("Accept-Encoding", enc)
 			resp, err := http.DefaultTransport.RoundTrip(req)
@@ -204,10 +206,11 @@ func TestCompressStreamingFlush(t *testing.T) {
 // preferring zstd, br, gzip.
 func TestCompressNegotiation(t *testing.T) {
 	article := compressArticle(t)
-	url := builtinServe(t, pipe.Chain{
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{
 		compressBody(article, "text/html", true, nil),
 		compressNew(t, CompressOptions{}),
-	})
+	})).URL
+
 	tests := []struct {
 		accept []string // Accept-Encoding field lines; nil: none
 		want   string   // "" for identity
@@ -348,7 +351,7 @@ func TestCompressRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := tt.opts
 			opts.Encodings = []string{"gzip"}
-			url := builtinServe(t, pipe.Chain{compressBody(tt.body, tt.ctype, tt.withLength, tt.setup), compressNew(t, opts)})
+			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{compressBody(tt.body, tt.ctype, tt.withLength, tt.setup), compressNew(t, opts)})).URL
 			method := tt.method
 			if method == "" {
 				method = "GET"
@@ -427,7 +430,7 @@ func TestCompressVaryBehindFiles(t *testing.T) {
 
 // An empty body still decodes for every coding.
 func TestCompressEmptyBody(t *testing.T) {
-	url := builtinServe(t, pipe.Chain{compressBody(nil, "text/plain", false, nil), compressNew(t, CompressOptions{Encodings: compressAll})})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{compressBody(nil, "text/plain", false, nil), compressNew(t, CompressOptions{Encodings: compressAll})})).URL
 	for _, enc := range compressAll {
 		resp, wire := builtinDo(t, "GET", url+"/", nil, "Accept-Encoding", enc)
 		if resp.Header.Get("Content-Encoding") != enc {
@@ -444,7 +447,7 @@ func TestCompressEmptyBody(t *testing.T) {
 // every coding each get a correct, independent stream.
 func TestCompressConcurrent(t *testing.T) {
 	article := compressArticle(t)
-	url := builtinServe(t, pipe.Chain{compressBody(article, "text/html", true, nil), compressNew(t, CompressOptions{Encodings: compressAll})})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{compressBody(article, "text/html", true, nil), compressNew(t, CompressOptions{Encodings: compressAll})})).URL
 	errs := make(chan error, 16)
 	for i := range 16 {
 		go func() {
@@ -592,8 +595,12 @@ func ExampleNewCompress() {
 	if err != nil {
 		panic(err)
 	}
-	_, url, stop := builtinListen(pipe.Chain{text, compress})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{text, compress}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	req, _ := http.NewRequest("GET", url+"/", nil)
 	req.Header.Set("Accept-Encoding", "gzip, br")

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func ExampleNewCount() {
@@ -19,8 +20,12 @@ func ExampleNewCount() {
 		pipe.Route{Match: []string{"/"}, Pipeline: hello},
 		pipe.Route{Match: []string{"/missing"}, Pipeline: missing},
 	)
-	_, url, stop := builtinListen(pipe.Chain{count, rt})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{count, rt}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 	for _, path := range []string{"/", "/", "/missing"} {
 		resp, _ := http.Get(url + path)
 		resp.Body.Close()

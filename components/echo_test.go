@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func TestEchoRaw(t *testing.T) {
 	comp, err := NewEcho(EchoOptions{Max: 1000})
-	url := builtinServe(t, builtinComp(t, comp, err))
+	url := sluicetest.NewServer(t, pipe.Handler(builtinComp(t, comp, err))).URL
 	tests := []struct {
 		name   string
 		method string
@@ -58,7 +61,7 @@ func TestEchoRaw(t *testing.T) {
 func TestEchoIsNeverAPage(t *testing.T) {
 	for _, format := range []string{"raw", "json"} {
 		comp, err := NewEcho(EchoOptions{Format: format})
-		url := builtinServe(t, builtinComp(t, comp, err))
+		url := sluicetest.NewServer(t, pipe.Handler(builtinComp(t, comp, err))).URL
 		for _, ctype := range []string{"text/html", "text/html; charset=utf-8", "TEXT/HTML", "image/svg+xml",
 			"application/xhtml+xml", "text/xml", "application/xml", "text/javascript", "multipart/x-mixed-replace; boundary=x", ""} {
 			hdr := []string{"Content-Type", ctype}
@@ -85,7 +88,7 @@ func TestEchoIsNeverAPage(t *testing.T) {
 // value base64-encoded.
 func TestEchoJSON(t *testing.T) {
 	comp, err := NewEcho(EchoOptions{Format: "json"})
-	url := builtinServe(t, builtinComp(t, comp, err))
+	url := sluicetest.NewServer(t, pipe.Handler(builtinComp(t, comp, err))).URL
 	raw := "PATCH /p%61th/x?q=1&r=%zz HTTP/1.1\r\n" +
 		"host: Example.COM\r\n" +
 		"X-Odd-Case:   spaced value  \r\n" +
@@ -146,8 +149,12 @@ func ExampleNewEcho() {
 	if err != nil {
 		panic(err)
 	}
-	_, url, stop := builtinListen(echo)
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(echo))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	req, _ := http.NewRequest("POST", url+"/hi?x=1", strings.NewReader("body"))
 	req.Host = "example.com"

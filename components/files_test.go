@@ -3,7 +3,6 @@ package components
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"mime"
@@ -18,27 +17,17 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // filesServe serves comp behind the engine on a loopback port and returns
 // its base URL; server and component are closed when the test ends.
 func filesServe(t testing.TB, comp pipe.Component) string {
 	t.Helper()
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: pipe.Handler(comp)}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		filesClient.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String()
+	srv := sluicetest.NewServer(t, pipe.Handler(comp))
+	t.Cleanup(filesClient.CloseIdleConnections) // runs before the shutdown
+	return srv.URL
 }
 
 // filesNew builds a files component and closes it after the test.
@@ -359,12 +348,14 @@ func ExampleNewFiles() {
 		return
 	}
 	defer comp.(*Files).Close()
-	ln, _ := engine.Listen("tcp", "127.0.0.1:0")
-	srv := &engine.Server{Handler: pipe.Handler(pipe.Chain{comp})}
-	go srv.Serve(ln)
-	defer srv.Shutdown(context.Background())
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{comp}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
 
-	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/hello.txt", nil)
+	req, _ := http.NewRequest("GET", srv.URL+"/hello.txt", nil)
 	req.Header.Set("Range", "bytes=7-")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

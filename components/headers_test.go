@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func TestHeadersResponse(t *testing.T) {
@@ -26,7 +27,7 @@ func TestHeadersResponse(t *testing.T) {
 		w.Header().Set("Cache-Control", "max-age=60")
 		w.Write([]byte("# hi\n"))
 	}))
-	url := builtinServe(t, pipe.Chain{builtinComp(t, hd, err), source})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{builtinComp(t, hd, err), source})).URL
 	resp, body := builtinDo(t, "GET", url+"/", nil)
 	want := map[string]string{
 		"Content-Type":    "text/markdown",
@@ -51,7 +52,7 @@ func TestHeadersResponse(t *testing.T) {
 func TestHeadersOnErrors(t *testing.T) {
 	hd, err := NewHeaders(HeadersOptions{Set: map[string]string{"Strict-Transport-Security": "max-age=63072000"}})
 	deny := pipe.Pipe(func(c *pipe.Conn) bool { return c.Error(403, "no") })
-	url := builtinServe(t, pipe.Chain{builtinComp(t, hd, err), deny})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{builtinComp(t, hd, err), deny})).URL
 	resp, _ := builtinDo(t, "GET", url+"/", nil)
 	if resp.StatusCode != 403 || resp.Header.Get("Strict-Transport-Security") != "max-age=63072000" {
 		t.Errorf("%d %q", resp.StatusCode, resp.Header.Get("Strict-Transport-Security"))
@@ -66,7 +67,7 @@ func TestHeadersRequest(t *testing.T) {
 		RequestRemove: []string{"Cookie", "x-secret"},
 	})
 	echo, _ := NewEcho(EchoOptions{Format: "json"})
-	url := builtinServe(t, pipe.Chain{builtinComp(t, hd, err), echo})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{builtinComp(t, hd, err), echo})).URL
 	// Several requests on one connection: the Fields slice is reused.
 	for i := range 3 {
 		resp, body := builtinDo(t, "GET", url+"/", nil,
@@ -122,8 +123,12 @@ func ExampleNewHeaders() {
 		c.Header().Set("Cache-Control", "max-age=3600")
 		return nil
 	})
-	_, url, stop := builtinListen(pipe.Chain{security, page})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{security, page}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	resp, err := http.Get(url + "/")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // htaTree writes files (path → content) under a new temporary root.
@@ -41,7 +42,7 @@ func htaServe(t *testing.T, root string) (string, *atomic.Int64) {
 	}
 	var now atomic.Int64
 	h.clock = now.Load
-	return guardServe(t, pipe.Chain{pipe.Pipe(h.handle), guardText("content")}), &now
+	return sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(h.handle), guardText("content")})).URL, &now
 }
 
 func htaStatus(t *testing.T, url, path, client string) int {
@@ -170,7 +171,7 @@ func TestHtaccessStripPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := guardServe(t, pipe.Chain{pipe.Pipe(h.handle), f})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(h.handle), f})).URL
 	for _, tt := range []struct {
 		path, client string
 		want         int
@@ -214,7 +215,7 @@ func TestHtaccessDeepPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := guardServe(t, pipe.Chain{pipe.Pipe(h.handle), f})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(h.handle), f})).URL
 	deep := strings.Repeat("/a", 3500)                  // 7,000 bytes: under the 8 KiB target limit
 	long := "/d/" + strings.Repeat("x", 300) + "/y.txt" // a segment longer than NAME_MAX
 	far := "/d" + strings.Repeat("/"+strings.Repeat("z", 250), 20)
@@ -255,7 +256,7 @@ func TestHtaccessLogsOnce(t *testing.T) {
 	}
 	var now atomic.Int64
 	h.clock = now.Load
-	url := guardServe(t, pipe.Chain{pipe.Pipe(h.handle), guardText("x")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(h.handle), guardText("x")})).URL
 	for i := range 3 {
 		if resp, _ := guardGet(t, url+"/bad/"+strings.Repeat("q", i+1)); resp.StatusCode != 500 {
 			t.Errorf("invalid file: %d", resp.StatusCode)
@@ -329,7 +330,7 @@ func TestHtaccessOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := guardServe(t, pipe.Chain{h, guardText("x")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{h, guardText("x")})).URL
 	if resp, _ := guardGet(t, url+"/x"); resp.StatusCode != 403 {
 		t.Errorf("file ACCESS not applied: %d", resp.StatusCode)
 	}
@@ -363,8 +364,12 @@ func ExampleNewHtaccess() {
 	if err != nil {
 		panic(err)
 	}
-	url, stop := guardExampleServe(pipe.Chain{access, guardText("hello\n")})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{access, guardText("hello\n")}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 	for _, c := range []struct{ path, client string }{
 		{"/index.html", "192.0.2.1"},
 		{"/staff/plan.html", "192.0.2.1"},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-server/sluice/sluicetest"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -112,7 +113,7 @@ func TestHtpasswdExternalTools(t *testing.T) {
 		}
 	}
 	t.Run("openssl", func(t *testing.T) {
-		openssl := needTool(t, "openssl", "openssl")
+		openssl := sluicetest.NeedTool(t, "openssl", "openssl")
 		for _, flag := range []string{"-5", "-6", "-apr1", "-1"} {
 			out, err := exec.Command(openssl, "passwd", flag, pw).Output()
 			if err != nil {
@@ -142,7 +143,7 @@ func TestHtpasswdExternalTools(t *testing.T) {
 		}
 	})
 	t.Run("htpasswd", func(t *testing.T) {
-		htpasswd := needTool(t, "htpasswd", "apache2-utils")
+		htpasswd := sluicetest.NeedTool(t, "htpasswd", "apache2-utils")
 		for _, flag := range []string{"-B", "-m", "-s", "-2", "-5"} {
 			out, err := exec.Command(htpasswd, "-nb", flag, "u", pw).Output()
 			if err != nil {
@@ -222,7 +223,7 @@ func TestHtpasswdParse(t *testing.T) {
 
 // A file written by the htpasswd tool itself parses.
 func TestHtpasswdFileFromTool(t *testing.T) {
-	htpasswd := needTool(t, "htpasswd", "apache2-utils")
+	htpasswd := sluicetest.NeedTool(t, "htpasswd", "apache2-utils")
 	path := filepath.Join(t.TempDir(), "users")
 	for i, u := range []struct{ flag, name, pw string }{
 		{"-B", "bcrypt", "b-pass"}, {"-m", "md5", "m-pass"}, {"-s", "sha", "s-pass"},

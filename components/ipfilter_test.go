@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // Clients other than 127.0.0.1 are simulated by a trusted loopback proxy
@@ -37,7 +38,7 @@ func TestIPFilter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			url := guardServe(t, pipe.Chain{f, guardText("in")})
+			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")})).URL
 			for _, client := range tt.ok {
 				if resp, body := guardGet(t, url+"/", "X-Forwarded-For", client); resp.StatusCode != 200 || body != "in" {
 					t.Errorf("%s: %d %q, want 200", client, resp.StatusCode, body)
@@ -59,17 +60,17 @@ func TestIPFilterIgnoresHeaderFromUntrustedPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := guardServe(t, pipe.Chain{f, guardText("in")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")})).URL
 	if resp, _ := guardGet(t, url+"/", "X-Forwarded-For", "10.1.1.1"); resp.StatusCode != 403 {
 		t.Errorf("spoofed X-Forwarded-For let in: %d", resp.StatusCode)
 	}
 	f, _ = NewIPFilter(IPFilterOptions{Deny: []string{"127.0.0.1"}, TrustedProxies: []string{"10.0.0.0/8"}})
-	url = guardServe(t, pipe.Chain{f, guardText("in")})
+	url = sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")})).URL
 	if resp, _ := guardGet(t, url+"/", "X-Forwarded-For", "192.0.2.1"); resp.StatusCode != 403 {
 		t.Errorf("peer 127.0.0.1 (not a trusted proxy) hid behind X-Forwarded-For: %d", resp.StatusCode)
 	}
 	f, _ = NewIPFilter(IPFilterOptions{Deny: []string{"192.0.2.1"}, TrustedProxies: []string{"127.0.0.1"}, ClientIPHeader: "Forwarded"})
-	url = guardServe(t, pipe.Chain{f, guardText("in")})
+	url = sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")})).URL
 	if resp, _ := guardGet(t, url+"/", "Forwarded", `for="192.0.2.1:1234"`); resp.StatusCode != 403 {
 		t.Errorf("Forwarded for= not applied: %d", resp.StatusCode)
 	}
@@ -99,7 +100,7 @@ func TestIPFilterIPv6Loopback(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		url := guardServeOn(t, "[::1]:0", pipe.Chain{f, guardText("in")})
+		url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")}), sluicetest.Listen("tcp", "[::1]:0")).URL
 		if resp, _ := guardGet(t, url+"/", "X-Forwarded-For", "2001:db8::77"); resp.StatusCode != tt.want {
 			t.Errorf("%+v: %d, want %d", tt.opts, resp.StatusCode, tt.want)
 		}
@@ -131,8 +132,12 @@ func ExampleNewIPFilter() {
 	if err != nil {
 		panic(err)
 	}
-	url, stop := guardExampleServe(pipe.Chain{filter, guardText("welcome\n")})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{filter, guardText("welcome\n")}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 	for _, client := range []string{"10.1.2.3", "10.6.2.3", "192.0.2.1"} {
 		resp, _ := guardExampleGet(url, "X-Forwarded-For", client)
 		fmt.Println(client, resp.StatusCode)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // logArrival is the fixed arrival time of the format tests.
@@ -66,7 +67,7 @@ func TestLogFormats(t *testing.T) {
 		t.Run(tt.format, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "access.log")
 			l := logOpen(t, LogOptions{File: file, Format: tt.format, TrustedProxies: []string{"127.0.0.1"}})
-			url := guardServe(t, pipe.Chain{l, guardText("hello")})
+			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("hello")})).URL
 			if resp, body := guardRaw(t, url, req); resp.StatusCode != 200 || body != "hello" {
 				t.Fatalf("%d %q", resp.StatusCode, body)
 			}
@@ -123,10 +124,8 @@ func TestLogRefused(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "access.log")
 			l := logOpen(t, LogOptions{File: file, Format: format})
-			url := guardServeServer(t, "127.0.0.1:0", &engine.Server{
-				Handler:   pipe.Handler(pipe.Chain{l, guardText("x")}),
-				OnRefused: l.Refused,
-			})
+			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")}),
+				sluicetest.Configure(func(s *engine.Server) { s.OnRefused = l.Refused })).URL
 			for _, tt := range tests {
 				resp, _ := guardRaw(t, url, tt.raw)
 				if resp.StatusCode < 400 {
@@ -168,7 +167,7 @@ func TestLogRefused(t *testing.T) {
 func TestLogMissingFields(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "access.log")
 	l := logOpen(t, LogOptions{File: file})
-	url := guardServe(t, pipe.Chain{l, guardText("x")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
 	guardRaw(t, url, "GET /a HTTP/1.1\r\nHost: a\r\nReferer: \r\nConnection: close\r\n\r\n")
 	want := `127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.1" 200 1 "-" "-"`
 	if lines := logLines(t, l, file); len(lines) != 1 || lines[0] != want {
@@ -208,7 +207,7 @@ func TestLogStatusAndBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := guardServe(t, pipe.Chain{l, deny, rt})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, deny, rt})).URL
 	for _, p := range []string{"/", "/private/x", "/empty", "/stream", "/nothing-here/"} {
 		guardGet(t, url+p)
 	}
@@ -246,7 +245,7 @@ func TestLogRotateReopen(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "access.log")
 	l := logOpen(t, LogOptions{File: file, Format: "common"})
-	url := guardServe(t, pipe.Chain{l, guardText("x")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
 	guardGet(t, url+"/1")
 	guardGet(t, url+"/2")
 	l.Sync()
@@ -286,7 +285,7 @@ func TestLogRotateReopen(t *testing.T) {
 func TestLogClosed(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "access.log")
 	l := logOpen(t, LogOptions{File: file})
-	url := guardServe(t, pipe.Chain{l, guardText("x")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
 	guardGet(t, url+"/before")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -376,8 +375,12 @@ func ExampleNewLog() {
 	}
 	access := comp.(*Log)
 	defer access.Close()
-	url, stop := guardExampleServe(pipe.Chain{access, guardText("hello\n")})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{access, guardText("hello\n")}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 	guardExampleGet(url + "/hello?lang=en")
 
 	access.Sync() // wait for the writer, as a test must

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // SIGUSR1 makes a log registered with ReopenOnSignal reopen its file.
@@ -20,7 +21,7 @@ func TestLogReopenOnSIGUSR1(t *testing.T) {
 	l := logOpen(t, LogOptions{File: file, Format: "common"})
 	stop := l.ReopenOnSignal()
 	defer stop()
-	url := guardServe(t, pipe.Chain{l, guardText("x")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
 	guardGet(t, url+"/before")
 	l.Sync()
 	if err := os.Rename(file, file+".1"); err != nil {
@@ -69,7 +70,7 @@ func TestLogDropsWhenFull(t *testing.T) {
 	l := logOpen(t, LogOptions{File: fifo, Format: "combined", Buffer: 4})
 	reader := <-opened
 	defer reader.Close()
-	url := guardServe(t, pipe.Chain{l, guardText("x")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
 	ua := strings.Repeat("u", 4000) // 16 lines fill the FIFO's 64 KiB
 	requests := 0
 	for l.Dropped() == 0 {

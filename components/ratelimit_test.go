@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // rlFixed makes a rate limiter with a clock the test moves by hand.
@@ -26,7 +27,7 @@ func rlFixed(t *testing.T, opts RateLimitOptions) (*rateLimiter, *atomic.Int64) 
 
 func TestRateLimitOverSocket(t *testing.T) {
 	rl, now := rlFixed(t, RateLimitOptions{Rate: 2, Burst: 3, TrustedProxies: []string{"127.0.0.1"}})
-	url := guardServe(t, pipe.Chain{pipe.Pipe(rl.handle), guardText("ok")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(rl.handle), guardText("ok")})).URL
 	get := func(client string) (int, string) {
 		resp, _ := guardGet(t, url+"/", "X-Forwarded-For", client)
 		return resp.StatusCode, resp.Header.Get("Retry-After")
@@ -64,7 +65,7 @@ func TestRateLimitOverSocket(t *testing.T) {
 
 func TestRateLimitRetryAfter(t *testing.T) {
 	rl, now := rlFixed(t, RateLimitOptions{Rate: 0.1, TrustedProxies: []string{"127.0.0.1"}}) // one per 10 s, burst 1
-	url := guardServe(t, pipe.Chain{pipe.Pipe(rl.handle), guardText("ok")})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(rl.handle), guardText("ok")})).URL
 	a := netip.MustParseAddr("192.0.2.1")
 	if w := rl.take(a); w != 0 {
 		t.Fatalf("first: wait %d", w)
@@ -183,8 +184,12 @@ func ExampleNewRateLimit() {
 	if err != nil {
 		panic(err)
 	}
-	url, stop := guardExampleServe(pipe.Chain{limit, guardText("ok\n")})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{limit, guardText("ok\n")}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 	for range 3 {
 		resp, _ := guardExampleGet(url)
 		fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After") != "")

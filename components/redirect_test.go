@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func TestRedirect(t *testing.T) {
@@ -39,7 +40,7 @@ func TestRedirect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			comp, err := NewRedirect(tt.opts)
-			url := builtinServe(t, builtinComp(t, comp, err))
+			url := sluicetest.NewServer(t, pipe.Handler(builtinComp(t, comp, err))).URL
 			host := tt.host
 			if host == "" {
 				host = "localhost"
@@ -63,7 +64,7 @@ func TestRedirect(t *testing.T) {
 func TestRedirectEscapesAndStops(t *testing.T) {
 	comp, err := NewRedirect(RedirectOptions{To: `/go$query`})
 	after, _ := NewText(TextOptions{Body: "not reached"})
-	url := builtinServe(t, pipe.Chain{builtinComp(t, comp, err), after})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{builtinComp(t, comp, err), after})).URL
 	resp, body := builtinRaw(t, url, "GET /?a=\"><script>'&b=\\ HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp.StatusCode != 302 || strings.Contains(string(body), "<script>") || strings.Contains(string(body), "not reached") {
 		t.Errorf("%d %q", resp.StatusCode, body)
@@ -94,7 +95,7 @@ func TestRedirectStaysOnHost(t *testing.T) {
 		"no slash": {To: "//cdn.example.com$path"},
 	} {
 		comp, err := NewRedirect(opts)
-		servers[name] = builtinServe(t, builtinComp(t, comp, err))
+		servers[name] = sluicetest.NewServer(t, pipe.Handler(builtinComp(t, comp, err))).URL
 	}
 	// The hosts a Location may name: the request's for a relative To.
 	allowed := map[string]string{"relative": "example.org", "slash": "example.org", "absolute": "example.com",
@@ -347,8 +348,12 @@ func ExampleNewRedirect() {
 	if err != nil {
 		panic(err)
 	}
-	_, url, stop := builtinListen(moved)
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(moved))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	req, _ := http.NewRequest("GET", url+"/news/2024/hello?page=2", nil)
 	resp, err := http.DefaultTransport.RoundTrip(req) // no client redirect following

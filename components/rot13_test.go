@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func TestRot13(t *testing.T) {
@@ -29,7 +30,7 @@ func TestRot13(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			text, _ := NewText(TextOptions{Body: tt.body})
-			url := builtinServe(t, append(pipe.Chain{text, rot}, tt.chain...))
+			url := sluicetest.NewServer(t, pipe.Handler(append(pipe.Chain{text, rot}, tt.chain...))).URL
 			resp, body := builtinDo(t, "GET", url+"/", nil)
 			if string(body) != tt.want {
 				t.Errorf("body %.60q…, want %.60q…", body, tt.want)
@@ -48,7 +49,7 @@ func TestRot13LeavesSourceBytes(t *testing.T) {
 	src := pipe.Source(func(c *pipe.Conn) pipe.Content {
 		return func(w pipe.Writer) error { _, err := w.Write(shared); return err }
 	})
-	url := builtinServe(t, pipe.Chain{src, rot})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{src, rot})).URL
 	for range 2 {
 		if _, body := builtinDo(t, "GET", url+"/", nil); string(body) != "nop" {
 			t.Errorf("body %q", body)
@@ -75,7 +76,7 @@ func TestRot13Streams(t *testing.T) {
 			return err
 		}
 	})
-	url := builtinServe(t, pipe.Chain{src, rot})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{src, rot})).URL
 	resp, err := http.Get(url + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +98,12 @@ func ExampleNewRot13() {
 	if err != nil {
 		panic(err)
 	}
-	_, url, stop := builtinListen(pipe.Chain{text, rot13})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{text, rot13}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	resp, err := http.Get(url + "/")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // statusSite serves [count, text/404/stream by path] counting into stats,
@@ -40,16 +41,15 @@ func statusSite(t *testing.T, stats *Stats) (func() int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, url, stop := builtinListen(pipe.Chain{count, rt})
-	t.Cleanup(stop)
-	return srv.OpenConns, url
+	srv := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{count, rt}))
+	return srv.Engine.OpenConns, srv.URL
 }
 
 func TestCountAndStatus(t *testing.T) {
 	stats := NewStats()
 	conns, site := statusSite(t, stats)
 	st, err := NewStatus(StatusOptions{Stats: stats, Conns: conns, PrometheusPath: "/metrics"})
-	statusURL := builtinServe(t, builtinComp(t, st, err))
+	statusURL := sluicetest.NewServer(t, pipe.Handler(builtinComp(t, st, err))).URL
 
 	for range 3 {
 		builtinDo(t, "GET", site+"/ok", nil)
@@ -186,8 +186,12 @@ func ExampleNewStatus() {
 	stats := NewStats()
 	count, _ := NewCount(CountOptions{Stats: stats})
 	hello, _ := NewText(TextOptions{Body: "hello\n"})
-	_, site, stop := builtinListen(pipe.Chain{count, hello})
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{count, hello}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	site := srv.URL
 	for range 3 {
 		resp, _ := http.Get(site + "/")
 		resp.Body.Close()
@@ -197,8 +201,12 @@ func ExampleNewStatus() {
 	if err != nil {
 		panic(err)
 	}
-	_, url, stop2 := builtinListen(status)
-	defer stop2()
+	srv2, err := sluicetest.Start(pipe.Handler(status))
+	if err != nil {
+		panic(err)
+	}
+	defer srv2.Close()
+	url := srv2.URL
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		panic(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // templateFiles writes name → content files under a new directory.
@@ -56,7 +57,7 @@ func TestTemplateData(t *testing.T) {
 			`host={{.Host}} remote={{if .RemoteAddr}}set{{end}} year={{.Now.Year}} n={{len .Data.items}}{{end}}`,
 	})
 	tp, _ := templateNew(t, TemplateOptions{Root: root, Data: map[string]any{"site": "Sluice", "items": []int{1, 2, 3}}})
-	addr := cgiServe(t, tp)
+	addr := sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	req, _ := http.NewRequest("GET", "http://"+addr+"/info?a=1&b=x&b=y", nil)
 	req.Header.Set("User-Agent", "tmpl-test")
 	resp, body := cgiDo(t, req)
@@ -82,7 +83,7 @@ func TestTemplateEscaping(t *testing.T) {
 		"js.html":   `<script>var q = {{.Query.Get "q"}}; var s = "{{.Query.Get "q"}}";</script>`,
 	})
 	tp, _ := templateNew(t, TemplateOptions{Root: root})
-	base := "http://" + cgiServe(t, tp)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	attack := `<script>alert("x")</script>' onmouseover=alert(1) javascript:alert(2)`
 	tests := []struct {
 		page string
@@ -139,7 +140,7 @@ func TestTemplatePaths(t *testing.T) {
 	})
 	tp, _ := templateNew(t, TemplateOptions{Root: root, Prefix: "/site/"})
 	rt, _ := pipe.NewRouter(pipe.Route{Match: []string{"/site/"}, Pipeline: tp})
-	base := "http://" + cgiServe(t, rt)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(rt)).Addr
 	tests := []struct {
 		path   string
 		status int
@@ -189,7 +190,7 @@ func TestTemplateExecError(t *testing.T) {
 		"big.html":  `{{range .Data.list}}0123456789{{end}}`,
 	})
 	tp, lb := templateNew(t, TemplateOptions{Root: root, MaxSize: 25, Data: map[string]any{"list": []int{1, 2, 3}}})
-	base := "http://" + cgiServe(t, tp)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	for _, page := range []string{"fail", "big"} {
 		resp, body := cgiGet(t, base+"/"+page)
 		if resp.StatusCode != 500 {
@@ -211,7 +212,7 @@ func TestTemplateExecError(t *testing.T) {
 func TestTemplateReload(t *testing.T) {
 	root := templateFiles(t, map[string]string{"page.html": "version 1"})
 	tp, lb := templateNew(t, TemplateOptions{Root: root, Reload: true})
-	base := "http://" + cgiServe(t, tp)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	if _, body := cgiGet(t, base+"/page"); body != "version 1" {
 		t.Fatalf("body %q", body)
 	}
@@ -242,7 +243,7 @@ func TestTemplateNoReload(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "one.html")
 	templateWrite(t, file, "first")
 	tp, _ := templateNew(t, TemplateOptions{File: file})
-	base := "http://" + cgiServe(t, tp)
+	base := "http://" + sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	templateWrite(t, file, "second")
 	tp.maybeReload(time.Now().Add(time.Hour))
 	for _, p := range []string{"/", "/any/path"} {
@@ -288,8 +289,12 @@ func ExampleNewTemplate() {
 	if err != nil {
 		panic(err)
 	}
-	url, stop := cgiListen(tmpl)
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(tmpl))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	resp, err := http.Get(url + "/hello?name=" + neturl.QueryEscape("<b>you</b>"))
 	if err != nil {

@@ -2,44 +2,16 @@ package components
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
-
-// builtinListen serves comp with the engine on a loopback port and
-// returns the server, its base URL and a stop function. The helpers named
-// builtin* serve the tests of text, echo, redirect, headers, rot13,
-// compress, count and status.
-func builtinListen(comp pipe.Component) (*engine.Server, string, func()) {
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	s := &engine.Server{Handler: pipe.Handler(comp)}
-	go s.Serve(ln)
-	return s, "http://" + ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	}
-}
-
-// builtinServe is builtinListen for a test: the server stops with it.
-func builtinServe(t testing.TB, comp pipe.Component) string {
-	t.Helper()
-	_, url, stop := builtinListen(comp)
-	t.Cleanup(stop)
-	return url
-}
 
 // builtinComp builds a component or fails the test.
 func builtinComp(t testing.TB, comp pipe.Component, err error) pipe.Component {
@@ -117,7 +89,7 @@ func TestText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			comp, err := NewText(tt.opts)
-			url := builtinServe(t, builtinComp(t, comp, err))
+			url := sluicetest.NewServer(t, pipe.Handler(builtinComp(t, comp, err))).URL
 			resp, body := builtinDo(t, tt.method, url+"/", nil)
 			if resp.StatusCode != tt.status || string(body) != tt.body || resp.Header.Get("Content-Type") != tt.ctype {
 				t.Errorf("got %d %q %q, want %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status, tt.ctype, tt.body)
@@ -153,8 +125,12 @@ func ExampleNewText() {
 	if err != nil {
 		panic(err)
 	}
-	_, url, stop := builtinListen(hello)
-	defer stop()
+	srv, err := sluicetest.Start(pipe.Handler(hello))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	url := srv.URL
 
 	resp, err := http.Get(url + "/hello")
 	if err != nil {
