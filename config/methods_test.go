@@ -3,13 +3,12 @@ package config
 import (
 	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // Routes with the same match and disjoint methods are different routes: the
@@ -26,14 +25,8 @@ routes:
 	if err != nil {
 		t.Fatalf("routes with disjoint methods refused: %v", err)
 	}
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: NewSwitch(cfg)}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	srv := sluicetest.NewServer(t, NewSwitch(cfg))
+	c, err := srv.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package config
 
 import (
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // A request the engine refuses is written to the logs of the catch-all
@@ -59,13 +59,9 @@ func TestLogRefusal(t *testing.T) {
 				t.Fatal(err)
 			}
 			sw := NewSwitch(cfg)
-			ln, err := engine.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := &engine.Server{Handler: sw, OnRefused: sw.LogRefusal}
-			go srv.Serve(ln)
-			c, err := net.Dial("tcp", ln.Addr().String())
+			srv := sluicetest.NewServer(t, sw,
+				sluicetest.Configure(func(s *engine.Server) { s.OnRefused = sw.LogRefusal }))
+			c, err := srv.Dial()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +72,9 @@ func TestLogRefusal(t *testing.T) {
 			if !strings.HasPrefix(string(out), "HTTP/1.1 400 ") {
 				t.Fatalf("response %q, want 400", out)
 			}
-			srv.Close()
+			if err := srv.Close(); err != nil {
+				t.Fatal(err)
+			}
 			sw.Close() // closes the logs, which write what is queued
 
 			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"math/rand"
@@ -15,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // The routing property (issue 14, finding 1): for any path and any
@@ -70,24 +69,10 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: cfg.Handler()}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	rc := &routingClient{addr: ln.Addr().String()}
-	t.Cleanup(func() {
-		rc.close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		<-done
-		cfg.Close()
-	})
+	t.Cleanup(func() { cfg.Close() }) // after the server's shutdown
+	srv := sluicetest.NewServer(t, cfg.Handler())
+	rc := &routingClient{addr: srv.Addr}
+	t.Cleanup(rc.close) // before the server's shutdown
 	return rc
 }
 

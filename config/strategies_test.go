@@ -2,7 +2,6 @@ package config
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -19,8 +18,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluice-server/sluice/components"
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // The two strategies of package pipe must run the same components with the
@@ -165,7 +164,7 @@ func TestStrategiesAgree(t *testing.T) {
 					comps := strategyComponents(t, site, tc)
 					b := &pipe.Builder{Network: network}
 					t.Cleanup(b.Stop)
-					addr := strategyServe(t, b.Pipeline(layout.place(comps, pipe.Middleware(strategyMiddleware))...))
+					addr := sluicetest.NewServer(t, pipe.Handler(b.Pipeline(layout.place(comps, pipe.Middleware(strategyMiddleware))...))).Addr
 					for _, req := range tc.requests {
 						status, resp := strategyDo(t, addr, req.wire, tc)
 						if !network && status != req.status {
@@ -222,27 +221,6 @@ func strategyComponents(t *testing.T, site string, tc strategyCase) []pipe.Compo
 		comps = append(comps, s.Component)
 	}
 	return comps
-}
-
-// strategyServe serves comp with the engine on a loopback port.
-func strategyServe(t *testing.T, comp pipe.Component) string {
-	t.Helper()
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: pipe.Handler(comp)}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		<-done
-	})
-	return ln.Addr().String()
 }
 
 var strategyDigits = regexp.MustCompile(`[0-9]+`)

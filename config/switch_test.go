@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/components"
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // switchStage is a source that answers its body once release is closed
@@ -81,16 +81,10 @@ func TestSwitchSwap(t *testing.T) {
 	a := &switchStage{body: "A", release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	b := &switchStage{body: "B", release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	sw := NewSwitch(switchConfig(t, a))
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: sw}
-	go srv.Serve(ln)
-	defer srv.Close()
+	srv := sluicetest.NewServer(t, sw)
 
 	dial := func() (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := srv.Dial()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,14 +190,8 @@ func TestSwitchGrace(t *testing.T) {
 	b := &switchStage{body: "B"}
 	sw := NewSwitch(switchConfig(t, a))
 	sw.Grace = 10 * time.Millisecond
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: sw}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	srv := sluicetest.NewServer(t, sw)
+	c, err := srv.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,14 +266,8 @@ func TestSwitchKillsCGI(t *testing.T) {
 			dir := t.TempDir()
 			sw := NewSwitch(switchCGI(t, dir))
 			sw.Grace = 10 * time.Millisecond
-			ln, err := engine.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := &engine.Server{Handler: sw}
-			go srv.Serve(ln)
-			defer srv.Close()
-			c, err := net.Dial("tcp", ln.Addr().String())
+			srv := sluicetest.NewServer(t, sw)
+			c, err := srv.Dial()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,14 +314,8 @@ func TestSwitchSwapDuringAcquire(t *testing.T) {
 		sw.afterLoad = nil
 		sw.Swap(next)
 	}
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: sw}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	srv := sluicetest.NewServer(t, sw)
+	c, err := srv.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
