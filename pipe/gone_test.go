@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // A component learns that its client went away through Conn.Gone,
@@ -39,9 +40,9 @@ func TestConnGone(t *testing.T) {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"engine", func(t *testing.T) string { return serve(t, probe) }},
-		{"middleware", func(t *testing.T) string { return serve(t, Chain{Middleware(pass), probe}) }},
-		{"FromHTTP", func(t *testing.T) string { return serve(t, viaContext) }},
+		{"engine", func(t *testing.T) string { return sluicetest.NewServer(t, Handler(probe)).URL }},
+		{"middleware", func(t *testing.T) string { return sluicetest.NewServer(t, Handler(Chain{Middleware(pass), probe})).URL }},
+		{"FromHTTP", func(t *testing.T) string { return sluicetest.NewServer(t, Handler(viaContext)).URL }},
 		{"HTTPHandler", func(t *testing.T) string {
 			ts := httptest.NewServer(HTTPHandler(probe))
 			t.Cleanup(ts.Close)

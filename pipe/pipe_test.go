@@ -3,7 +3,6 @@ package pipe
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,26 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sluicetest"
 )
-
-// serve runs comp behind the engine on a loopback port and returns its
-// base URL.
-func serve(t *testing.T, comp Component) string {
-	t.Helper()
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &engine.Server{Handler: Handler(comp)}
-	go s.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String()
-}
 
 func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
 	t.Helper()
@@ -106,7 +87,7 @@ var (
 
 // Content passes the filters in the order the pipeline lists them.
 func TestChainRunsFiltersInOrder(t *testing.T) {
-	url := serve(t, Chain{text("hal"), upper, shift})
+	url := sluicetest.NewServer(t, Handler(Chain{text("hal"), upper, shift})).URL
 	resp, body := get(t, url+"/")
 	if body != "IBM" {
 		t.Errorf("body = %q, want IBM (upper, then shift)", body)
@@ -121,7 +102,7 @@ func TestProcNetworkMatchesChain(t *testing.T) {
 	comps := []Component{logHeader("a"), text("network"), upper, logHeader("b")}
 	pn := NewProcNetwork(comps...)
 	defer pn.Stop()
-	chainURL, netURL := serve(t, Chain(comps)), serve(t, pn)
+	chainURL, netURL := sluicetest.NewServer(t, Handler(Chain(comps))).URL, sluicetest.NewServer(t, Handler(pn)).URL
 	r1, b1 := get(t, chainURL+"/x")
 	r2, b2 := get(t, netURL+"/x")
 	if b1 != b2 || b1 != "NETWORK" {
@@ -154,7 +135,7 @@ func TestPipeAnswersAndStops(t *testing.T) {
 		return true
 	})
 	after := Pipe(func(c *Conn) bool { ran = true; return true })
-	url := serve(t, Chain{deny, after, text("secret")})
+	url := sluicetest.NewServer(t, Handler(Chain{deny, after, text("secret")})).URL
 	resp, body := get(t, url+"/")
 	if resp.StatusCode != 401 || !strings.Contains(body, "credentials required") || ran {
 		t.Errorf("status %d body %q after-ran %v", resp.StatusCode, body, ran)
@@ -178,7 +159,7 @@ func TestFlushThroughFilters(t *testing.T) {
 			return err
 		}
 	})
-	url := serve(t, Chain{stream, upper, shift})
+	url := sluicetest.NewServer(t, Handler(Chain{stream, upper, shift})).URL
 	resp, err := http.Get(url + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +192,7 @@ func TestRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := serve(t, rt)
+	url := sluicetest.NewServer(t, Handler(rt)).URL
 	tests := []struct {
 		path, host, want string
 		status           int
@@ -311,7 +292,7 @@ func TestRouterHostTrailingDot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := serve(t, rt)
+	url := sluicetest.NewServer(t, Handler(rt)).URL
 	for host, want := range map[string]string{"example.com": "fqdn", "example.com.:80": "fqdn", "example.org.": "any"} {
 		req, _ := http.NewRequest("GET", url+"/", nil)
 		req.Host = host
@@ -330,11 +311,12 @@ func TestRouterHostTrailingDot(t *testing.T) {
 func TestIfAndBranch(t *testing.T) {
 	isHead := func(c *Conn) bool { return c.Request.IsMethod("HEAD") }
 	hasQ := func(c *Conn) bool { return len(c.Request.Query) > 0 }
-	url := serve(t, Chain{
+	url := sluicetest.NewServer(t, Handler(Chain{
 		Branch(text("plain"), Case{When: hasQ, Then: text("query")}),
 		If(func(c *Conn) bool { return strings.HasSuffix(string(c.Request.Path), "/loud") }, upper),
 		If(isHead, Pipe(func(c *Conn) bool { return c.Error(405, "no HEAD") })),
-	})
+	})).URL
+
 	for path, want := range map[string]string{"/": "plain", "/?q": "query", "/loud?q": "QUERY"} {
 		if _, body := get(t, url+path); body != want {
 			t.Errorf("%s: %q, want %q", path, body, want)
@@ -348,12 +330,12 @@ func TestFromHTTP(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "f.txt"), bytes.Repeat([]byte("abc"), 50000), 0o644)
 	fs := FromHTTP(http.FileServer(http.Dir(dir)))
-	plain := serve(t, fs)
+	plain := sluicetest.NewServer(t, Handler(fs)).URL
 	resp, body := get(t, plain+"/f.txt")
 	if resp.StatusCode != 200 || len(body) != 150000 || resp.Header.Get("Content-Length") != "150000" {
 		t.Errorf("plain: %d, %d bytes, CL %q", resp.StatusCode, len(body), resp.Header.Get("Content-Length"))
 	}
-	filtered := serve(t, Chain{fs, upper})
+	filtered := sluicetest.NewServer(t, Handler(Chain{fs, upper})).URL
 	resp, body = get(t, filtered+"/f.txt")
 	if body != strings.Repeat("ABC", 50000) || resp.Header.Get("Content-Length") != "" {
 		t.Errorf("filtered: %.20q… CL %q", body, resp.Header.Get("Content-Length"))
@@ -394,7 +376,7 @@ func TestMiddleware(t *testing.T) {
 		for _, lead := range [][]Component{nil, {logHeader("a")}} {
 			b := &Builder{Network: network}
 			comps := append(append([]Component(nil), lead...), Middleware(gate), Middleware(tag), echoPath, upper)
-			url := serve(t, b.Pipeline(comps...))
+			url := sluicetest.NewServer(t, Handler(b.Pipeline(comps...))).URL
 			resp, body := get(t, url+"/p?key=k")
 			if resp.StatusCode != 200 || body != "/REWRITTEN/P" || resp.Header.Get("X-Middleware") != "yes" {
 				t.Errorf("network=%v lead=%d: through: %d %q %q", network, len(lead), resp.StatusCode, body, resp.Header.Get("X-Middleware"))
@@ -427,7 +409,7 @@ func TestMiddlewareInNetworkDoesNotBlockStages(t *testing.T) {
 	})
 	n := NewProcNetwork(logHeader("a"), Middleware(pass), logHeader("b"), slow)
 	defer n.Stop()
-	url := serve(t, n)
+	url := sluicetest.NewServer(t, Handler(n)).URL
 	slowBody := make(chan string, 1)
 	go func() {
 		resp, err := http.Get(url + "/slow")
@@ -475,7 +457,7 @@ func TestContentErrorBeforeWriting(t *testing.T) {
 	fail := Source(func(c *Conn) Content {
 		return func(w Writer) error { return fmt.Errorf("disk on fire") }
 	})
-	resp, body := get(t, serve(t, Chain{fail, upper})+"/")
+	resp, body := get(t, sluicetest.NewServer(t, Handler(Chain{fail, upper})).URL+"/")
 	if resp.StatusCode != 500 || !strings.Contains(strings.ToLower(body), "content failed") { // the filters apply to the error too
 		t.Errorf("%d %q", resp.StatusCode, body)
 	}
@@ -517,20 +499,21 @@ func TestSendFileThroughObservingFilter(t *testing.T) {
 	observe := Filter(func(c *Conn) Wrap {
 		return func(next Writer) Writer { return countWriter{next, &counted, &usedSendfile} }
 	})
-	_, body := get(t, serve(t, Chain{src, observe})+"/")
+	_, body := get(t, sluicetest.NewServer(t, Handler(Chain{src, observe})).URL+"/")
 	if len(body) != 100000 || counted.Load() != 100000 || !usedSendfile.Load() {
 		t.Errorf("body %d bytes, counted %d, by reference %v", len(body), counted.Load(), usedSendfile.Load())
 	}
 }
 
 func TestValues(t *testing.T) {
-	url := serve(t, Chain{
+	url := sluicetest.NewServer(t, Handler(Chain{
 		Pipe(func(c *Conn) bool { c.SetValue("user", "ada"); c.SetValue("user", "grace"); return true }),
 		Source(func(c *Conn) Content {
 			u := c.Value("user") + "/" + c.Value("missing")
 			return func(w Writer) error { _, err := io.WriteString(w, u); return err }
 		}),
-	})
+	})).URL
+
 	if _, body := get(t, url+"/"); body != "grace/" {
 		t.Errorf("body %q", body)
 	}
@@ -544,7 +527,7 @@ func TestBuilder(t *testing.T) {
 		if _, isNet := comp.(*ProcNetwork); isNet != network {
 			t.Errorf("Network=%v built a %T", network, comp)
 		}
-		if _, body := get(t, serve(t, comp)+"/"); body != "BUILT" {
+		if _, body := get(t, sluicetest.NewServer(t, Handler(comp)).URL+"/"); body != "BUILT" {
 			t.Errorf("Network=%v: body %q", network, body)
 		}
 		b.Stop()
@@ -566,7 +549,7 @@ func TestRouterGetCoversHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := serve(t, rt)
+	url := sluicetest.NewServer(t, Handler(rt)).URL
 	for _, tt := range []struct {
 		method, path string
 		status       int
@@ -599,7 +582,7 @@ func TestRouterGetCoversHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("POST", serve(t, rt)+"/admin/x", nil)
+	req, _ := http.NewRequest("POST", sluicetest.NewServer(t, Handler(rt)).URL+"/admin/x", nil)
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
@@ -631,7 +614,7 @@ func TestRouterMethodsStayOnPattern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := serve(t, rt)
+	url := sluicetest.NewServer(t, Handler(rt)).URL
 	for _, tt := range []struct{ method, path, host, want string }{
 		{"GET", "/ab/x", "a.example", "ab-host-get"},
 		{"POST", "/ab/x", "a.example", "ab-any"},

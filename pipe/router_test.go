@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // Routes with the same match and host but disjoint method sets are
@@ -25,7 +27,7 @@ func TestRouterSameMatchDisjointMethods(t *testing.T) {
 	if err != nil {
 		t.Fatalf("routes with disjoint methods refused: %v", err)
 	}
-	url := serve(t, rt)
+	url := sluicetest.NewServer(t, Handler(rt)).URL
 	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
