@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,7 +68,8 @@ func Configure(f func(*engine.Server)) Option {
 // (or where a Listen option says) and returns it serving. It fails the
 // test at once if it cannot listen. When the test and its subtests end,
 // the server is closed as by Close, and an error from that fails the
-// test.
+// test with a dump of every goroutine's stack, to show what held up the
+// shutdown.
 func NewServer(t testing.TB, h engine.Handler, opts ...Option) *Server {
 	t.Helper()
 	s, err := Start(h, opts...)
@@ -75,7 +78,9 @@ func NewServer(t testing.TB, h engine.Handler, opts ...Option) *Server {
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			t.Errorf("sluicetest: %v", err)
+			var b strings.Builder
+			pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Errorf("sluicetest: closing the server: %v; goroutines:\n%s", err, b.String())
 		}
 	})
 	return s
