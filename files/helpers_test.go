@@ -2,7 +2,6 @@ package files_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,36 +16,20 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // serve starts an engine.Server with h on a loopback port and returns its
 // address; the server is shut down when the test ends.
 func serve(t testing.TB, h engine.Handler) string {
 	t.Helper()
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: h, ServerHeader: "sluice"}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		// The client may hold connections it dialed and never used; the
-		// engine gives those HeaderTimeout (10s) before Shutdown may close
-		// them, so the client closes them first.
-		client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			var b strings.Builder
-			pprof.Lookup("goroutine").WriteTo(&b, 1)
-			t.Errorf("Shutdown: %v; goroutines:\n%s", err, b.String())
-		}
-		if err := <-done; err != engine.ErrServerClosed {
-			t.Errorf("Serve returned %v, want ErrServerClosed", err)
-		}
-	})
-	return ln.Addr().String()
+	srv := sluicetest.NewServer(t, h,
+		sluicetest.Configure(func(s *engine.Server) { s.ServerHeader = "sluice" }))
+	// The client may hold connections it dialed and never used; the
+	// engine gives those HeaderTimeout (10s) before Shutdown may close
+	// them, so the client closes them first (cleanups run last first).
+	t.Cleanup(client.CloseIdleConnections)
+	return srv.Addr
 }
 
 // serveDir serves dir with files.New and returns the base URL.
@@ -218,13 +200,7 @@ func TestHelperServeAsNobody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: s}
-	go srv.Serve(ln)
-	fmt.Printf("ADDR %s\n", ln.Addr())
+	srv := sluicetest.NewServer(t, s)
+	fmt.Printf("ADDR %s\n", srv.Addr)
 	io.Copy(io.Discard, os.Stdin)
-	srv.Shutdown(context.Background())
 }

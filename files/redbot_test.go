@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // TestREDbot runs REDbot (https://redbot.org, `pip install redbot`)
 // against files the Server serves — small ones from memory, a large one
 // by sendfile, one with a precompressed variant — and fails on any
 // finding REDbot marks BAD. Without the redbot command it is skipped, or
-// fails when CI is set (see needTool).
+// fails when CI is set (see sluicetest.NeedTool).
 func TestREDbot(t *testing.T) {
-	redbot := needTool(t, "redbot", "PyPI: pip install redbot")
+	redbot := sluicetest.NeedTool(t, "redbot", "PyPI: pip install redbot")
 	dir := t.TempDir()
 	css := strings.Repeat("body { color: #333; margin: 0 auto; }\n", 3000)
 	writeFiles(t, dir, map[string]string{

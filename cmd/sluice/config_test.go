@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // configDir holds the config package's golden configs.
@@ -126,7 +128,7 @@ func TestGraph(t *testing.T) {
 	}
 	svg := filepath.Join(t.TempDir(), "net.svg")
 	t.Run("svg", func(t *testing.T) {
-		needTool(t, "dot", "graphviz")
+		sluicetest.NeedTool(t, "dot", "graphviz")
 		r := runIn(t, configDir, nil, "graph", "-c", rel, "--svg", svg)
 		b, _ := os.ReadFile(svg)
 		if r.code != 0 || !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("basic_auth")) {
