@@ -3,19 +3,17 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func startServer(t *testing.T, network bool) string {
@@ -24,19 +22,8 @@ func startServer(t *testing.T, network bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: pipe.Handler(comp)}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		stop()
-	})
-	return "http://" + ln.Addr().String()
+	t.Cleanup(stop) // after the server's shutdown
+	return sluicetest.NewServer(t, pipe.Handler(comp)).URL
 }
 
 // get fetches url offering the coding accept and returns the response and

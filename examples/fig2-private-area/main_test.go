@@ -1,17 +1,15 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func startServer(t *testing.T, network bool) string {
@@ -20,19 +18,8 @@ func startServer(t *testing.T, network bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: pipe.Handler(comp)}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		stop()
-	})
-	return "http://" + ln.Addr().String()
+	t.Cleanup(stop) // after the server's shutdown
+	return sluicetest.NewServer(t, pipe.Handler(comp)).URL
 }
 
 func get(t *testing.T, url, user, pass string) (*http.Response, string) {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func get(t *testing.T, url string) (*http.Response, string) {
@@ -54,14 +54,7 @@ func TestHello(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: pipe.Handler(comp)}
-	go srv.Serve(ln)
-	defer srv.Close()
-	checkRoutes(t, "http://"+ln.Addr().String())
+	checkRoutes(t, sluicetest.NewServer(t, pipe.Handler(comp)).URL)
 }
 
 // The program itself: built, run as a process on a free port, stopped
