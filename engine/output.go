@@ -1,9 +1,14 @@
 package engine
 
-import "strconv"
+import (
+	"net"
+	"strconv"
+	"time"
+)
 
-// Output helpers of conn. All response bytes pass through the session's
-// out buffer except large body writes, which go out with it in one writev.
+// The output of a connection. All response bytes pass through the
+// session's out buffer except large body writes, which go out with it in
+// one writev, and file bodies, which go out by sendfile (see sendfile.go).
 
 // appendOut appends a short string to the output, flushing first if it
 // does not fit.
@@ -53,4 +58,91 @@ func (c *conn) writeChunk(p []byte) error {
 		return err
 	}
 	return c.appendOut("\r\n")
+}
+
+// flush writes the pending output, under the write timeout.
+func (c *conn) flush() error {
+	s := c.s
+	if s == nil || len(s.out) == 0 {
+		return nil
+	}
+	err := c.write(s.out)
+	s.out = s.out[:0]
+	return err
+}
+
+// write sends b in full under the write timeout.
+func (c *conn) write(b []byte) error {
+	c.th.SetDeadline(c.srv.limits.WriteTimeout)
+	n, err := c.nc.Write(b)
+	c.srv.stats.bytesWritten.Add(uint64(n))
+	c.th.Clear()
+	if err != nil {
+		c.closeAfter, c.broken = true, true
+	}
+	return err
+}
+
+// writev sends the pending output followed by p in one system call where
+// the platform allows.
+func (c *conn) writev(p []byte) error {
+	s := c.s
+	var err error
+	if c.rc != nil {
+		err = c.transmit(p, nil, 0, 0, 0)
+	} else {
+		s.iov = append(s.iov[:0], s.out, p)
+		bufs := net.Buffers(s.iov)
+		c.th.SetDeadline(c.srv.limits.WriteTimeout)
+		var n int64
+		n, err = bufs.WriteTo(c.nc)
+		c.srv.stats.bytesWritten.Add(uint64(n))
+		c.th.Clear()
+		s.out = s.out[:0]
+		clear(s.iov[:2])
+	}
+	if err != nil {
+		c.closeAfter, c.broken = true, true
+	}
+	return err
+}
+
+// writeError sends a refusal of a request whose head could not be parsed,
+// and is always followed by closing the connection.
+func (c *conn) writeError(e *ProtocolError) {
+	if c.interrupted.Load() {
+		c.nc.SetDeadline(time.Time{})
+	}
+	c.srv.stats.refused.Add(1)
+	s := c.s
+	b := appendStatusLine(s.out, e.Status)
+	b = c.srv.appendServerFields(b)
+	b = appendErrorBody(b, e, true)
+	s.out = b
+	c.closeAfter = true
+	c.unread = true
+	c.refused(e, c.rbuf[c.r:c.w], errorBodyLen(e))
+	c.flush()
+}
+
+// appendErrorBody appends Content-Type, Content-Length, optionally
+// Connection: close, and a short text body naming the error.
+func appendErrorBody(b []byte, e *ProtocolError, close bool) []byte {
+	b = append(b, "Content-Type: text/plain; charset=utf-8\r\n"...)
+	if close {
+		b = append(b, "Connection: close\r\n"...)
+	}
+	text := statusText(e.Status)
+	b = append(b, "Content-Length: "...)
+	b = appendInt(b, errorBodyLen(e))
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, text...)
+	b = append(b, ": "...)
+	b = append(b, e.Msg...)
+	return append(b, '\n')
+}
+
+// errorBodyLen is the length of the body appendErrorBody writes for e.
+func errorBodyLen(e *ProtocolError) int64 {
+	return int64(len(statusText(e.Status)) + 2 + len(e.Msg) + 1)
 }

@@ -17,16 +17,8 @@ import (
 // from RawPath: the canonical path (see canonicalPath) is written into
 // *pathBuf, which is grown as needed. parseHead never allocates otherwise.
 func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, error) {
-	// RFC 9112 §2.2: a server SHOULD ignore empty lines before the request line.
-	pos := 0
-	for pos < len(buf) && (buf[pos] == '\n' || buf[pos] == '\r' && pos+1 < len(buf) && buf[pos+1] == '\n') {
-		if buf[pos] == '\r' {
-			pos++
-		}
-		pos++
-	}
-	start := pos
-
+	start := skipEmptyLines(buf)
+	pos := start
 	lf := bytes.IndexByte(buf[pos:], '\n')
 	if lf < 0 {
 		return 0, partialLineError(buf[pos:], lim)
@@ -46,16 +38,7 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 		return 0, err
 	}
 
-	var (
-		hostSeen  bool
-		clSeen    bool
-		teSeen    bool
-		te        teState
-		connClose bool
-		connKeep  bool
-		expCont   bool // Expect lists 100-continue
-		expOther  bool // Expect lists something else
-	)
+	var h headFields
 	for {
 		if pos >= len(buf) {
 			return 0, needMoreOrTooLarge(pos-start, lim)
@@ -102,151 +85,95 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 		} else if hasCR {
 			line = line[:len(line)-1]
 		}
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 {
-			if bytes.IndexByte(line, '\r') >= 0 {
-				return 0, errBareCR
-			}
-			return 0, errNoColon
-		}
-		name := line[:colon]
-		if !httpgrammar.IsToken(name) {
-			if len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
-				return 0, errSpaceBeforeColon
-			}
-			return 0, errFieldName
-		}
-		value := httpgrammar.TrimOWS(line[colon+1:])
-		for _, c := range value {
-			if !httpgrammar.IsFieldValueChar(c) {
-				if c == '\r' {
-					return 0, errBareCR
-				}
-				return 0, errFieldValue
-			}
+		name, value, err := splitFieldLine(line)
+		if err != nil {
+			return 0, err
 		}
 		if len(req.Fields) >= lim.MaxHeaderCount {
 			return 0, errTooManyFields
 		}
 		req.Fields = append(req.Fields, Field{Name: name, Value: value})
-
+		// The fields that frame the request or steer the connection; the
+		// switch on the name's length keeps the others cheap.
+		err = nil
 		switch len(name) {
 		case 4:
 			if httpgrammar.EqualFold(name, "host") {
-				if hostSeen {
-					return 0, errDupHost
-				}
-				hostSeen = true
-				if !validHost(value) {
-					return 0, errBadHost
-				}
-				if req.Host == nil {
-					req.Host = value
-				} else {
-					// The target gave the authority (absolute-form, or
-					// CONNECT's authority-form), and the received Host is
-					// to be ignored and replaced with it (RFC 9112
-					// §3.2.2): the field says the same, so that code
-					// reading Fields (CGI's HTTP_HOST, a log of the
-					// header) sees the host that Host says.
-					req.Fields[len(req.Fields)-1].Value = req.Host
-				}
+				err = h.host(req, value)
 			}
 		case 6:
 			if httpgrammar.EqualFold(name, "expect") {
-				addExpectations(value, &expCont, &expOther)
+				h.expect(value)
 			}
 		case 10:
 			if httpgrammar.EqualFold(name, "connection") {
-				addConnectionOptions(value, &connClose, &connKeep)
+				h.connection(value)
 			}
 		case 14:
 			if httpgrammar.EqualFold(name, "content-length") {
-				n, ok := parseContentLength(value)
-				if !ok {
-					return 0, errContentLength
-				}
-				if clSeen && n != req.ContentLength {
-					return 0, errDupLength
-				}
-				clSeen = true
-				req.ContentLength = n
+				err = h.contentLength(req, value)
 			}
 		case 17:
 			if httpgrammar.EqualFold(name, "transfer-encoding") {
-				teSeen = true
-				if err := te.add(value); err != nil {
-					return 0, err
-				}
+				err = h.transferEncoding(value)
 			}
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
 	if pos-start > lim.MaxHeaderBytes {
 		return 0, errHeaderTooLarge
 	}
-
-	// Semantics of the whole head.
-	if req.ProtoMinor >= 1 && !hostSeen {
-		return 0, errNoHost
+	err := h.apply(req)
+	if err != nil && err != errExpectation {
+		return 0, err
 	}
-	if req.Host == nil {
-		req.Host = req.Path[:0] // empty, non-nil
-	}
-	if teSeen {
-		if req.ProtoMinor == 0 {
-			return 0, errTEHTTP10
-		}
-		if clSeen {
-			return 0, errCLAndTE
-		}
-		if err := te.verdict(); err != nil {
-			return 0, err
-		}
-		req.ContentLength = -1
-	}
-	if req.ProtoMinor >= 1 {
-		req.close = connClose
-	} else {
-		req.close = connClose || !connKeep
-	}
-	// RFC 9110 §10.1.1: HTTP/1.0 expectations are ignored.
-	if req.ProtoMinor >= 1 {
-		if expOther {
-			req.expectOther = true
-			return pos, errExpectation
-		}
-		req.expectCont = expCont
-	}
-	return pos, nil
+	return pos, err
 }
 
-// addExpectations reads the list of one Expect field line (RFC 9110
-// §10.1.1: Expect = #expectation) into cont (100-continue, in any case)
-// and other (any other expectation). Repeated lines are one list (RFC 9110
-// §5.3), so they accumulate; empty elements are ignored (§5.6.1).
-func addExpectations(v []byte, cont, other *bool) {
-	for item, rest := httpgrammar.NextElement(v); len(item) > 0; item, rest = httpgrammar.NextElement(rest) {
-		switch {
-		case httpgrammar.EqualFold(item, "100-continue"):
-			*cont = true
-		default:
-			*other = true
+// skipEmptyLines returns the length of the empty lines at the start of
+// buf: RFC 9112 §2.2 says a server SHOULD ignore empty lines before the
+// request line.
+func skipEmptyLines(buf []byte) int {
+	pos := 0
+	for pos < len(buf) && (buf[pos] == '\n' || buf[pos] == '\r' && pos+1 < len(buf) && buf[pos+1] == '\n') {
+		if buf[pos] == '\r' {
+			pos++
 		}
+		pos++
 	}
+	return pos
 }
 
-// addConnectionOptions reads the list of one Connection field line (RFC
-// 9110 §7.6.1: Connection = #connection-option) into close and keepAlive,
-// in one pass; repeated lines accumulate.
-func addConnectionOptions(v []byte, close, keepAlive *bool) {
-	for opt, rest := httpgrammar.NextElement(v); len(opt) > 0; opt, rest = httpgrammar.NextElement(rest) {
-		switch {
-		case httpgrammar.EqualFold(opt, "close"):
-			*close = true
-		case httpgrammar.EqualFold(opt, "keep-alive"):
-			*keepAlive = true
+// splitFieldLine splits a field line, without its line ending, into its
+// name and its value with the surrounding whitespace trimmed (RFC 9112 §5:
+// field-name ":" OWS field-value OWS), and checks both.
+func splitFieldLine(line []byte) (name, value []byte, err error) {
+	colon := bytes.IndexByte(line, ':')
+	if colon < 0 {
+		if bytes.IndexByte(line, '\r') >= 0 {
+			return nil, nil, errBareCR
+		}
+		return nil, nil, errNoColon
+	}
+	name = line[:colon]
+	if !httpgrammar.IsToken(name) {
+		if len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
+			return nil, nil, errSpaceBeforeColon
+		}
+		return nil, nil, errFieldName
+	}
+	value = httpgrammar.TrimOWS(line[colon+1:])
+	for _, c := range value {
+		if !httpgrammar.IsFieldValueChar(c) {
+			if c == '\r' {
+				return nil, nil, errBareCR
+			}
+			return nil, nil, errFieldValue
 		}
 	}
+	return name, value, nil
 }
 
 // parseRequestLine parses "method SP request-target SP HTTP-version"
@@ -498,52 +425,6 @@ func validIPLiteral(a []byte) bool {
 	}
 	addr, err := netip.ParseAddr(string(a))
 	return err == nil && addr.Is6() && addr.Zone() == ""
-}
-
-// teState accumulates Transfer-Encoding field lines (RFC 9112 §6.1).
-type teState struct {
-	chunked     int  // times "chunked" was listed
-	lastChunked bool // the last coding listed was "chunked"
-	unknown     bool // some other coding was listed
-}
-
-func (s *teState) add(v []byte) error {
-	nonEmpty := false
-	// Empty list elements are skipped (RFC 9110 §5.6.1).
-	for item, rest := httpgrammar.NextElement(v); len(item) > 0; item, rest = httpgrammar.NextElement(rest) {
-		nonEmpty = true
-		if httpgrammar.EqualFold(item, "chunked") {
-			s.chunked++
-			s.lastChunked = true
-			continue
-		}
-		// transfer-coding = token *( OWS ";" OWS transfer-parameter )
-		name := item
-		if j := bytes.IndexByte(item, ';'); j >= 0 {
-			name = httpgrammar.TrimOWS(item[:j])
-		}
-		if !httpgrammar.IsToken(name) {
-			return errTEMalformed
-		}
-		s.unknown = true
-		s.lastChunked = false
-	}
-	if !nonEmpty {
-		return errTEMalformed
-	}
-	return nil
-}
-
-func (s *teState) verdict() error {
-	switch {
-	case s.chunked > 1:
-		return errTEChunkedTwice
-	case !s.lastChunked:
-		return errTENotChunked
-	case s.unknown:
-		return errUnknownTE
-	}
-	return nil
 }
 
 // partialLineError decides, for a request line with no LF yet, whether to

@@ -64,10 +64,10 @@ type Server struct {
 	closed    atomic.Bool // Shutdown or Close called
 	open      atomic.Int64
 	slot      chan struct{} // signalled when a connection closes
-	quit      chan struct{} // closed by Shutdown or Close: idle workers exit
+	quit      chan struct{} // closed by Shutdown or Close: idle runners exit
 
-	workerMu    sync.Mutex
-	idleWorkers []*worker // see workers.go
+	runnerMu    sync.Mutex
+	idleRunners []*runner // see goroutines.go
 	stopOnce    sync.Once
 	stats       counters
 }
@@ -115,7 +115,7 @@ func (s *Server) init() {
 		s.listeners = map[net.Listener]struct{}{}
 		s.slot = make(chan struct{}, 1)
 		s.quit = make(chan struct{})
-		go s.reapWorkers()
+		go s.reapRunners()
 	})
 }
 

@@ -9,7 +9,9 @@ import (
 
 // Conn is one request on its way through a pipeline: the request, the
 // response being set up (status and header), the content source and the
-// filters the content will pass through.
+// filters the content will pass through. It is one request, not a
+// connection: a client connection that sends several requests gives each
+// its own Conn, and a component keeps no per-connection state in it.
 //
 // Components see a Conn in the setup phase, in pipeline order. When the
 // setup is done the content phase runs: the source's Content writes into

@@ -4,8 +4,10 @@
 //
 // # Components
 //
-// A Component has one method, Handle(*Conn) bool. Three function types
-// cover the kinds of component:
+// A Component has one method, Handle(*Conn) bool. Despite its name, a
+// Conn is one request, not a connection: each request on a keep-alive
+// connection gets its own Conn, and nothing in a Conn outlives its
+// request. Three function types cover the kinds of component:
 //
 //   - a Pipe inspects or routes the request, and may answer it and stop
 //     the pipeline (an authentication check, a router, a logger);

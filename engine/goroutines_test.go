@@ -9,26 +9,26 @@ import (
 )
 
 // Connections that follow one another are served by the same goroutine:
-// a worker that finished a connection takes the next one.
-func TestWorkerServesNextConnection(t *testing.T) {
+// a runner that finished a connection takes the next one.
+func TestRunnerServesNextConnection(t *testing.T) {
 	s := &Server{Handler: echo, Logger: discardLogger()}
 	addr := startServer(t, s)
-	before := workersStarted.Load()
+	before := runnersStarted.Load()
 	for i := 0; i < 5; i++ {
 		got := exchange(t, addr, "GET /w HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 		if !strings.HasPrefix(got, "HTTP/1.1 200 ") {
 			t.Fatalf("request %d: %q", i, got)
 		}
-		waitFor(t, "the worker to wait for the next connection", func() bool { return s.idleWorkerCount() == 1 })
+		waitFor(t, "the runner to wait for the next connection", func() bool { return s.idleRunnerCount() == 1 })
 	}
-	if n := workersStarted.Load() - before; n != 1 {
-		t.Errorf("%d workers started for 5 consecutive connections, want 1", n)
+	if n := runnersStarted.Load() - before; n != 1 {
+		t.Errorf("%d runners started for 5 consecutive connections, want 1", n)
 	}
 }
 
-// A keep-alive connection's idle wait moves off its worker, which returns
-// to the pool; idle workers leave when the server shuts down.
-func TestIdleWorkersExit(t *testing.T) {
+// A keep-alive connection's idle wait moves off its runner, which returns
+// to the pool; idle runners leave when the server shuts down.
+func TestIdleRunnersExit(t *testing.T) {
 	const n = 4
 	inside, release := make(chan struct{}, n), make(chan struct{})
 	s := &Server{Logger: discardLogger(), Handler: HandlerFunc(func(w ResponseWriter, r *Request) {
@@ -43,7 +43,7 @@ func TestIdleWorkersExit(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	addr := ln.Addr().String()
-	// n requests in the handler at once need n workers.
+	// n requests in the handler at once need n runners.
 	conns := make([]net.Conn, n)
 	for i := range conns {
 		conns[i] = dial(t, addr)
@@ -58,8 +58,8 @@ func TestIdleWorkersExit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the idle connections' workers to return to the pool",
-		func() bool { return s.idleWorkerCount() == n })
+	waitFor(t, "the idle connections' runners to return to the pool",
+		func() bool { return s.idleRunnerCount() == n })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -68,5 +68,5 @@ func TestIdleWorkersExit(t *testing.T) {
 	if err := <-done; err != ErrServerClosed {
 		t.Fatalf("Serve: %v", err)
 	}
-	waitFor(t, "idle workers to exit", func() bool { return s.idleWorkerCount() == 0 })
+	waitFor(t, "idle runners to exit", func() bool { return s.idleRunnerCount() == 0 })
 }
