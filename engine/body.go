@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // maxChunkLine bounds a chunk-size line with its extensions.
@@ -278,12 +280,12 @@ func (b *bodyReader) readTrailer() error {
 			return b.fail(errObsFold)
 		}
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !isToken(line[:colon]) {
+		if colon <= 0 || !httpgrammar.IsToken(line[:colon]) {
 			return b.fail(errTrailer)
 		}
-		value := trimOWS(line[colon+1:])
+		value := httpgrammar.TrimOWS(line[colon+1:])
 		for _, ch := range value {
-			if !valueChars[ch] {
+			if !httpgrammar.IsFieldValueChar(ch) {
 				return b.fail(errTrailer)
 			}
 		}
@@ -291,7 +293,7 @@ func (b *bodyReader) readTrailer() error {
 		copy(field, line)
 		b.req.Trailer = append(b.req.Trailer, Field{
 			Name:  field[:colon],
-			Value: trimOWS(field[colon+1:]),
+			Value: httpgrammar.TrimOWS(field[colon+1:]),
 		})
 	}
 }
@@ -302,7 +304,7 @@ func parseChunkLine(line []byte) (int64, error) {
 	var size int64
 	i := 0
 	for ; i < len(line); i++ {
-		d, ok := unhex(line[i])
+		d, ok := httpgrammar.Unhex(line[i])
 		if !ok {
 			break
 		}
@@ -332,7 +334,7 @@ func validChunkExt(s []byte) bool {
 	}
 	token := func() bool {
 		n := 0
-		for n < len(s) && tokenChars[s[n]] {
+		for n < len(s) && httpgrammar.IsTokenChar(s[n]) {
 			n++
 		}
 		s = s[n:]
@@ -370,10 +372,10 @@ func quotedStringRest(s []byte) []byte {
 			return s[i+1:]
 		case c == '\\':
 			i++
-			if i == len(s) || !valueChars[s[i]] {
+			if i == len(s) || !httpgrammar.IsFieldValueChar(s[i]) {
 				return nil
 			}
-		case !valueChars[c]:
+		case !httpgrammar.IsFieldValueChar(c):
 			return nil
 		}
 	}
