@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // fdsOpenTo counts this process's descriptors open on the file at path,
@@ -73,7 +74,7 @@ func TestOpenFilesExpire(t *testing.T) {
 		if resp, body := get(t, "GET", base+"/big.bin"); resp.StatusCode != 200 || len(body) != 1<<20 {
 			t.Fatalf("GET %d = %d, %d bytes", i+1, resp.StatusCode, len(body))
 		}
-		waitFor(t, "the idle file to be closed", func() bool { return fdsOpenTo(t, big) == 0 })
+		sluicetest.WaitFor(t, "the idle file to be closed", func() bool { return fdsOpenTo(t, big) == 0 })
 	}
 }
 
@@ -103,7 +104,7 @@ func TestDisconnectReleasesFile(t *testing.T) {
 		io.CopyN(io.Discard, br, 1<<20)
 		c.Close() // mid-transfer
 	}
-	waitFor(t, "the abandoned file to be closed", func() bool { return fdsOpenTo(t, big) == 0 })
+	sluicetest.WaitFor(t, "the abandoned file to be closed", func() bool { return fdsOpenTo(t, big) == 0 })
 }
 
 // A file replaced on disk gets a new open file; the old one is closed as
@@ -155,7 +156,7 @@ func TestReplacedFileClosed(t *testing.T) {
 	close(stop)
 	writer.Wait()
 	// Requests after Expiry revalidate and drop the replaced entries.
-	waitFor(t, "replaced files to be closed", func() bool {
+	sluicetest.WaitFor(t, "replaced files to be closed", func() bool {
 		get(t, "GET", base+"/v.bin")
 		return fdsOpenTo(t, p) <= 1
 	})

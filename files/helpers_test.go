@@ -124,19 +124,6 @@ func readResponse(t testing.TB, br *bufio.Reader, method string) (*http.Response
 	return resp, string(b)
 }
 
-// waitFor polls cond until it holds, failing after 10s; it asserts no
-// timing.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func hostOf(url string) string { return strings.TrimPrefix(url, "http://") }
 
 // serveAsNobody serves dir with default options and returns the base

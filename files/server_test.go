@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 const indexHTML = "<!doctype html><title>t</title><p>index</p>\n"
@@ -396,24 +397,24 @@ func TestChangedFileSeenAfterExpiry(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(dir, "f.txt")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "renamed file", func() bool { return body("/f.txt") == "200 two, longer" })
+	sluicetest.WaitFor(t, "renamed file", func() bool { return body("/f.txt") == "200 two, longer" })
 	// Rewrite in place, same size and inode, later mtime.
 	p := filepath.Join(dir, "f.txt")
 	os.WriteFile(p, []byte("TWO, LONGER"), 0o644)
 	future := time.Now().Add(time.Hour)
 	os.Chtimes(p, future, future)
-	waitFor(t, "rewritten file", func() bool { return body("/f.txt") == "200 TWO, LONGER" })
+	sluicetest.WaitFor(t, "rewritten file", func() bool { return body("/f.txt") == "200 TWO, LONGER" })
 	// Delete; create.
 	os.Remove(p)
-	waitFor(t, "deleted file", func() bool { return strings.HasPrefix(body("/f.txt"), "404 ") })
+	sluicetest.WaitFor(t, "deleted file", func() bool { return strings.HasPrefix(body("/f.txt"), "404 ") })
 	writeFiles(t, dir, map[string]string{"new.txt": "new"})
-	waitFor(t, "created file", func() bool { return body("/new.txt") == "200 new" })
+	sluicetest.WaitFor(t, "created file", func() bool { return body("/new.txt") == "200 new" })
 	// A large file, sent from disk, replaced.
 	if got := body("/big.bin"); len(got) != 4+100<<10 {
 		t.Fatalf("GET /big.bin: %d bytes", len(got))
 	}
 	writeFiles(t, dir, map[string]string{"big.bin": strings.Repeat("b", 200<<10)})
-	waitFor(t, "replaced large file", func() bool { return body("/big.bin") == "200 "+strings.Repeat("b", 200<<10) })
+	sluicetest.WaitFor(t, "replaced large file", func() bool { return body("/big.bin") == "200 "+strings.Repeat("b", 200<<10) })
 }
 
 func TestConditionalGET(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // statusSite is the tree of TestStatuses: a 1000-byte text file with
@@ -257,7 +258,7 @@ func TestFutureModificationTime(t *testing.T) {
 		t.Errorf("Last-Modified %q before the file's time", resp.Header.Get("Last-Modified"))
 	}
 	want := soon.UTC().Format(http.TimeFormat)
-	waitFor(t, "Last-Modified "+want, func() bool {
+	sluicetest.WaitFor(t, "Last-Modified "+want, func() bool {
 		resp, _ := get(t, "GET", base+"/future.txt")
 		return resp.Header.Get("Last-Modified") == want
 	})
