@@ -263,13 +263,13 @@ var redirectSlash = []byte("/")
 // stripped returns the canonical path with StripPrefix removed where the path
 // is the prefix or continues it with '/'. A target that is not a path
 // (OPTIONS *, CONNECT's authority) stands for "/".
-func (rd *redirect) stripped(raw []byte) []byte {
-	if len(raw) == 0 || raw[0] != '/' {
+func (rd *redirect) stripped(path []byte) []byte {
+	if len(path) == 0 || path[0] != '/' {
 		return redirectSlash
 	}
 	n := len(rd.strip)
-	if n > 0 && len(raw) >= n && string(raw[:n]) == rd.strip && (len(raw) == n || raw[n] == '/') {
-		return raw[n:]
+	if n > 0 && len(path) >= n && string(path[:n]) == rd.strip && (len(path) == n || path[n] == '/') {
+		return path[n:]
 	}
-	return raw
+	return path
 }

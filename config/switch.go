@@ -46,6 +46,8 @@ type generation struct {
 	refs    atomic.Int64
 	retired atomic.Bool
 	once    sync.Once
+
+	graceTimer atomic.Pointer[time.Timer] // closes g when Grace has passed; stopped by close
 }
 
 // NewSwitch returns a Switch serving cfg.
@@ -113,6 +115,9 @@ func (g *generation) release() {
 // close closes the config, once, and forgets it as retired.
 func (g *generation) close() {
 	g.once.Do(func() {
+		if t := g.graceTimer.Load(); t != nil {
+			t.Stop() // it would keep g, and its config, alive until it fired
+		}
 		g.cfg.Close()
 		g.sw.retiredMu.Lock()
 		delete(g.sw.retired, g)
@@ -132,7 +137,7 @@ func (g *generation) retire() {
 	s.retired[g] = struct{}{}
 	s.retiredMu.Unlock()
 	if s.Grace > 0 {
-		time.AfterFunc(s.Grace, g.close)
+		g.graceTimer.Store(time.AfterFunc(s.Grace, g.close))
 	}
 	g.release()
 }

@@ -242,26 +242,18 @@ func patternUnescape(p string) string {
 	}
 	b := make([]byte, 0, len(p))
 	for i := 0; i < len(p); i++ {
-		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
-			b = append(b, unhex(p[i+1])<<4|unhex(p[i+2]))
-			i += 2
-			continue
+		if p[i] == '%' && i+2 < len(p) {
+			hi, ok1 := httpgrammar.Unhex(p[i+1])
+			lo, ok2 := httpgrammar.Unhex(p[i+2])
+			if ok1 && ok2 {
+				b = append(b, hi<<4|lo)
+				i += 2
+				continue
+			}
 		}
 		b = append(b, p[i])
 	}
 	return string(b)
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
-}
-
-// unhex returns the value of the hex digit c, which isHex accepts.
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return (c | 0x20) - 'a' + 10
 }
 
 // hostOnly strips the port from a Host value (keeping IPv6 brackets) and

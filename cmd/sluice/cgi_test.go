@@ -75,14 +75,14 @@ func cgiLeft(pids [2]int) string {
 }
 
 // A CGI script still running on a config that a reload retired is killed
-// once the grace period (10 s) has passed, and one still running at
-// shutdown is killed before sluice exits: none is left behind with parent
-// PID 1.
+// once the grace period (--shutdown-grace, 1 s here) has passed, and one
+// still running at shutdown is killed before sluice exits: none is left
+// behind with parent PID 1.
 func TestCGIScriptsEndWithTheirConfig(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "site.yaml")
 	writeConfig(t, file, cgiConfig(t, dir, "gen 0"))
-	s := start(t, "serve", "-c", file)
+	s := start(t, "serve", "-c", file, "--shutdown-grace", "1s")
 
 	old, oldStatus := cgiRequest(t, s.addr, dir, "0")
 	writeConfig(t, file, cgiConfig(t, dir, "gen 1"))

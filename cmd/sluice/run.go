@@ -98,7 +98,7 @@ func (r *runner) run(stderr io.Writer) int {
 		defer r.logOut.Close()
 	}
 	if cfg.Workers != 1 {
-		r.log.Warn("workers: the master/worker mode is not implemented yet; serving in this one process", "workers", workersString(cfg.Workers))
+		r.log.Warn(config.WorkersWarning, "workers", workersString(cfg.Workers))
 	}
 	r.sw = config.NewSwitch(cfg)
 	r.sw.Grace = r.grace // for the old config's requests after a reload

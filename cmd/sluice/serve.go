@@ -52,7 +52,7 @@ The flags without -c stand for a config file: --print-config prints it
 and exits.
 
 SIGHUP loads the config again: a valid one takes over for new requests
-while requests in flight finish on the old one; an invalid one is logged
+while requests in flight finish on the old one, for up to --shutdown-grace; an invalid one is logged
 and the running config keeps serving (see 'sluice help reload'). SIGUSR1
 reopens the log files (after logrotate). With -c, --listen, --workers and
 --pid-file override the file's listen, workers and pid_file.`,
@@ -68,7 +68,7 @@ reopens the log files (after logrotate). With -c, --listen, --workers and
 		fs.StringVar(&f.workers, "workers", "1", "worker processes, `N` or auto (only 1 is implemented yet)")
 		fs.StringVar(&f.pidFile, "pid-file", "", "write the process id to `FILE` (for sluice reload)")
 		fs.BoolVar(&f.printConfig, "print-config", false, "print the config file the flags stand for, and exit")
-		fs.DurationVar(&f.grace, "shutdown-grace", shutdownGrace, "how long requests in flight get to finish at shutdown before their connections are cut")
+		fs.DurationVar(&f.grace, "shutdown-grace", shutdownGrace, "how long requests in flight get to finish at shutdown (and on the old config after a reload) before they are cut; must be positive")
 		return func(stdout, stderr io.Writer) int {
 			f.set = map[string]bool{}
 			fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
@@ -78,6 +78,12 @@ reopens the log files (after logrotate). With -c, --listen, --workers and
 }
 
 func (f *serveFlags) run(stdout, stderr io.Writer) int {
+	if f.grace <= 0 {
+		// 0 would cut every request at shutdown yet wait forever on a
+		// reload's old config: no value means both.
+		fmt.Fprintf(stderr, "sluice serve: --shutdown-grace must be positive, got %v\n", f.grace)
+		return exitUsage
+	}
 	if f.file != "" {
 		for _, name := range []string{"root", "browse", "compress", "server-header", "print-config"} {
 			if f.set[name] {
