@@ -30,7 +30,7 @@ type bodyReader struct {
 	done    bool
 	state   int
 	left    int64 // bytes left in the body (length) or in the chunk (chunked)
-	read    int64 // body bytes delivered
+	read    int64 // chunked body bytes delivered, for the limit
 	limit   int64 // Limits.MaxBodyBytes, -1 for none
 	pace    bodyPace
 	err     error // sticky error for the handler
@@ -82,7 +82,6 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		return n, err
 	}
 	b.left -= int64(n)
-	b.read += int64(n)
 	if b.left == 0 {
 		b.done = true
 		return n, io.EOF

@@ -274,9 +274,13 @@ func ToHTTP(h Handler) http.Handler {
 		defer finish()
 		ew.(*nativeWriter).gone = hr.Context().Done()
 		r, err := NewRequest(hr)
-		var pe *ProtocolError
-		if errors.As(err, &pe) {
-			Error(ew, pe.Status, pe.Msg)
+		if err != nil {
+			status, msg := http.StatusBadRequest, "invalid request"
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				status, msg = pe.Status, pe.Msg
+			}
+			Error(ew, status, msg)
 			return
 		}
 		h.Serve(ew, r)
@@ -302,9 +306,12 @@ func NewRequest(hr *http.Request) (*Request, error) {
 	case raw[0] != '/':
 		return nil, errTarget
 	default:
-		var err error
-		if path, err = canonicalPath(nil, []byte(raw)); err != nil {
-			return nil, err
+		path = []byte(raw)
+		if needsCanonical(path) {
+			var err error
+			if path, err = canonicalPath(nil, path); err != nil {
+				return nil, err
+			}
 		}
 	}
 	r := &Request{

@@ -58,7 +58,7 @@
 // ResponseWriter is a GoneNotifier, whose Gone channel closes when the
 // client closes or resets the connection or the server gives up on it.
 // The first call starts watching the socket (for a peer's FIN or RST, in
-// an epoll set of its own on Linux, beside the reads the handler may do);
+// one process-wide epoll set on Linux, beside the reads the handler may do);
 // handlers that never ask pay nothing. FromHTTP cancels the net/http
 // request's context the same way.
 //

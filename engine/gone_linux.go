@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// On Linux a connection is watched with an epoll set of its own for
-// gone notices: sockets are added to it with EPOLLRDHUP only (EPOLLHUP and
+// On Linux connections are watched for gone notices in one epoll set, the
+// process's, for all connections: sockets are added to it with EPOLLRDHUP only (EPOLLHUP and
 // EPOLLERR are implied), so it reports a peer's FIN or RST and never the
 // bytes that arrive. The set's descriptor is itself watched by the
 // runtime's poller, so waiting for it holds no thread, and nothing in it

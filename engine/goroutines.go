@@ -19,9 +19,10 @@ import (
 // unused for runnerIdleTime, are stopped by the reaper. At most
 // maxIdleRunners wait, so a burst of connections leaves no crowd of
 // goroutines with grown stacks behind. Keep-alive connections do not hold
-// a runner while they are idle: their wait moves to a fresh goroutine with
-// a minimal stack after the first exchange (see conn.waitForRequest), and
-// the runner returns to the stack.
+// a runner while they are idle: on a connection with a raw descriptor
+// their wait moves to a fresh goroutine with a minimal stack after the
+// first exchange (see conn.waitForRequest), and the runner returns to the
+// stack.
 const (
 	maxIdleRunners = 256
 	runnerIdleTime = 2 * time.Second

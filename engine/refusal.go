@@ -63,7 +63,7 @@ func (c *conn) refused(e *ProtocolError, head []byte, body int64) {
 // skipping the empty lines a client may send before a request (RFC 9112
 // §2.2).
 func requestLine(head []byte) []byte {
-	head = bytes.TrimLeft(head, "\r\n")
+	head = head[skipEmptyLines(head):]
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
 		head = head[:i]
 	}

@@ -171,7 +171,8 @@ func (m *Manager) Len() int {
 
 // Idle returns the number of handles idle now: marked by SetIdle or
 // MarkIdle and not armed or cleared since. For a server, these are the
-// connections waiting for a request.
+// connections waiting for a request. It locks the manager and walks every
+// handle: it is for tests and diagnostics, not for a request path.
 func (m *Manager) Idle() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
