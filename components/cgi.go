@@ -125,7 +125,8 @@ const (
 // line by line, at most 100 lines of 4 KiB per request.
 //
 // Close kills every program still running and waits until they are
-// reaped; requests after it get 503. A config closes its components when
+// reaped (at most 10 s: a program stuck in an uninterruptible sleep cannot
+// be, and is logged); requests after it get 503. A config closes its components when
 // it is retired (by a reload, or at shutdown) and, once the server's
 // grace period has run out, under the requests still in flight.
 //
@@ -293,17 +294,28 @@ func (g *CGI) Handle(c *pipe.Conn) bool {
 	if !cgiCleanPath(path) {
 		return c.Error(http.StatusBadRequest, "invalid path")
 	}
-	script, scriptName, pathInfo, status := g.resolve(path)
+	var t cgiTarget
+	var status int
+	t.script, t.scriptName, t.pathInfo, status = g.resolve(path)
 	if status != 0 {
 		return c.Error(status, http.StatusText(status))
 	}
-	if _, ok := cgiTranslate(g.docRoot, pathInfo); !ok {
-		return c.Error(http.StatusBadRequest, "invalid path")
+	if t.pathInfo != "" {
+		var ok bool
+		if t.translated, ok = cgiTranslate(g.docRoot, t.pathInfo); !ok {
+			return c.Error(http.StatusBadRequest, "invalid path")
+		}
 	}
 	c.SetContent(func(w pipe.Writer) error {
-		return g.serve(c, w, script, scriptName, pathInfo)
+		return g.serve(c, w, t)
 	})
 	return true
+}
+
+// cgiTarget is what a request path names: the program, its SCRIPT_NAME,
+// and the PATH_INFO with its PATH_TRANSLATED ("" without PATH_INFO).
+type cgiTarget struct {
+	script, scriptName, pathInfo, translated string
 }
 
 // cgiCleanPath reports whether a request path may become SCRIPT_NAME and
@@ -465,7 +477,7 @@ func (g *CGI) resolve(path string) (script, scriptName, pathInfo string, status 
 // environ builds the program's environment.
 // user is the name an authentication component admitted (REMOTE_USER),
 // or "".
-func (g *CGI) environ(r *engine.Request, user, script, scriptName, pathInfo string, length int64) []string {
+func (g *CGI) environ(r *engine.Request, user string, t cgiTarget, length int64) []string {
 	env := make([]string, 0, len(g.env)+24+len(r.Fields))
 	env = append(env, g.env...)
 	set := func(k, v string) { env = append(env, k+"="+v) }
@@ -480,14 +492,12 @@ func (g *CGI) environ(r *engine.Request, user, script, scriptName, pathInfo stri
 	set("REQUEST_METHOD", string(r.Method))
 	set("REQUEST_URI", string(r.Target))
 	set("QUERY_STRING", string(r.Query))
-	set("SCRIPT_NAME", scriptName)
-	set("SCRIPT_FILENAME", script)
+	set("SCRIPT_NAME", t.scriptName)
+	set("SCRIPT_FILENAME", t.script)
 	set("DOCUMENT_ROOT", g.docRoot)
-	if pathInfo != "" {
-		set("PATH_INFO", pathInfo)
-		if translated, ok := cgiTranslate(g.docRoot, pathInfo); ok {
-			set("PATH_TRANSLATED", translated)
-		}
+	if t.pathInfo != "" {
+		set("PATH_INFO", t.pathInfo)
+		set("PATH_TRANSLATED", t.translated)
 	}
 	name, port := splitHostPort(string(r.Host))
 	if name == "" {
@@ -627,7 +637,7 @@ type cgiRun struct {
 }
 
 // serve is the content phase: run the program and send its response.
-func (g *CGI) serve(c *pipe.Conn, w pipe.Writer, script, scriptName, pathInfo string) error {
+func (g *CGI) serve(c *pipe.Conn, w pipe.Writer, t cgiTarget) error {
 	r := c.Request
 	var in cgiInput
 	length := r.ContentLength
@@ -652,10 +662,10 @@ func (g *CGI) serve(c *pipe.Conn, w pipe.Writer, script, scriptName, pathInfo st
 		c.Header().Set("Retry-After", "1")
 		return cgiAnswer(c, w, status, msg)
 	}
-	x := &cgiRun{g: g, c: c, scriptName: scriptName}
-	if err := x.start(script, g.environ(r, c.Value("user"), script, scriptName, pathInfo, length), in); err != nil {
+	x := &cgiRun{g: g, c: c, scriptName: t.scriptName}
+	if err := x.start(t.script, g.environ(r, c.Value("user"), t, length), in); err != nil {
 		g.done(x)
-		g.log.Error("cgi: cannot run program", "script", scriptName, "err", err)
+		g.log.Error("cgi: cannot run program", "script", t.scriptName, "err", err)
 		return cgiAnswer(c, w, http.StatusInternalServerError, "cannot run CGI program")
 	}
 	err := x.respond(w)

@@ -196,7 +196,7 @@ func newHtaccess(opts HtaccessOptions) (*htaccess, error) {
 	}
 	paths, err := files.NewPathMap(opts.StripPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("htaccess: %s", strings.TrimPrefix(err.Error(), "files: "))
+		return nil, fmt.Errorf("htaccess: %w", err)
 	}
 	ci, err := newClientIP(opts.TrustedProxies, opts.ClientIPHeader)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/netip"
 	"strings"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // The URL grammar redirect needs to build a Location from request data
@@ -37,7 +39,7 @@ func redirectEscape(b, s []byte, query bool) []byte {
 	for i, c := range s {
 		switch {
 		case redirectURLChar(c), c == '?' && query:
-		case c == '%' && query && i+2 < len(s) && redirectIsHex(s[i+1]) && redirectIsHex(s[i+2]):
+		case c == '%' && query && redirectDecodeAt(s, i) >= 0:
 		default:
 			b = append(b, '%', hex[c>>4], hex[c&15])
 			continue
@@ -54,8 +56,18 @@ func redirectURLChar(c byte) bool {
 		strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0
 }
 
-func redirectIsHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
+// redirectDecodeAt returns the octet the escape "%XX" at s[i:] stands
+// for, or -1 where there is none.
+func redirectDecodeAt(s []byte, i int) int {
+	if i+2 >= len(s) || s[i] != '%' {
+		return -1
+	}
+	hi, ok1 := httpgrammar.Unhex(s[i+1])
+	lo, ok2 := httpgrammar.Unhex(s[i+2])
+	if !ok1 || !ok2 {
+		return -1
+	}
+	return int(hi<<4 | lo)
 }
 
 // redirectValidHost reports whether h can be the host of a URL as is:
@@ -90,7 +102,7 @@ func redirectValidHost(h []byte) bool {
 			switch c := host[i]; {
 			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 			case strings.IndexByte("-._~!$&'()*+,;=", c) >= 0:
-			case c == '%' && i+2 < len(host) && '8' <= host[i+1]|0x20 && redirectIsHex(host[i+1]) && redirectIsHex(host[i+2]):
+			case c == '%' && redirectDecodeAt(host, i) >= 0x80:
 				i += 2
 			default:
 				return false
@@ -118,12 +130,10 @@ func redirectOneSlash(b []byte) []byte {
 			i++
 			continue
 		}
-		if b[i] == '%' && i+2 < len(b) && redirectIsHex(b[i+1]) && redirectIsHex(b[i+2]) {
-			switch redirectUnhex(b[i+1])<<4 | redirectUnhex(b[i+2]) {
-			case '/', '\\', '\t', '\n', '\r':
-				i += 3
-				continue
-			}
+		switch redirectDecodeAt(b, i) {
+		case '/', '\\', '\t', '\n', '\r':
+			i += 3
+			continue
 		}
 		break
 	}
@@ -132,11 +142,4 @@ func redirectOneSlash(b []byte) []byte {
 	}
 	b[0] = '/'
 	return append(b[:1], b[i:]...)
-}
-
-func redirectUnhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return (c | 0x20) - 'a' + 10
 }

@@ -40,11 +40,11 @@
 // with Options.Browse, a listing: HTML with escaped names and links,
 // sizes and modification times, sorted by the query (sort=name|size|time,
 // order=asc|desc), or JSON when the Accept field prefers application/json
-// (RFC 9110 §12.5.1, as httpgrammar.Negotiate decides: HTML on a tie). A listing is rendered as the client reads it,
-// chunked, and holds only the entries it shows: at most
-// Options.MaxListing, the first in the order asked for (the HTML page
-// says how many the directory has), so its memory is bounded whatever
-// the directory's size and the client's speed.
+// (RFC 9110 §12.5.1, as httpgrammar.Negotiate decides: HTML on a tie).
+// A listing is rendered as the client reads it, chunked, and holds only
+// the entries it shows: at most Options.MaxListing, the first in the
+// order asked for (the HTML page says how many the directory has), so its
+// memory is bounded whatever the directory's size and the client's speed.
 //
 // # Media types
 //

@@ -184,7 +184,7 @@ func (o Options) Validate() error {
 		return errors.New("files: immutable needs max_age")
 	}
 	if err := checkStripPrefix(o.StripPrefix); err != nil {
-		return err
+		return fmt.Errorf("files: %w", err)
 	}
 	if o.MaxRanges < 0 {
 		return errors.New("files: max_ranges must not be negative")

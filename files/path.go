@@ -21,7 +21,8 @@ type PathMap struct {
 
 // NewPathMap returns the mapping of a Server whose Options.StripPrefix is
 // stripPrefix. It fails, as Options.Validate does, for a prefix that does
-// not start with "/" or ends with "/".
+// not start with "/" or ends with "/"; its error names strip_prefix and
+// leaves the caller to say whose option it is.
 func NewPathMap(stripPrefix string) (PathMap, error) {
 	if err := checkStripPrefix(stripPrefix); err != nil {
 		return PathMap{}, err
@@ -87,7 +88,7 @@ func (m PathMap) split(raw, p []byte) (rest []byte, clean bool, verdict int) {
 // checkStripPrefix reports whether s is a valid Options.StripPrefix.
 func checkStripPrefix(s string) error {
 	if s != "" && (s[0] != '/' || strings.HasSuffix(s, "/")) {
-		return fmt.Errorf("files: strip_prefix %q must start with / and not end with /", s)
+		return fmt.Errorf("strip_prefix %q must start with / and not end with /", s)
 	}
 	return nil
 }
