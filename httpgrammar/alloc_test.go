@@ -1,0 +1,19 @@
+//go:build !race
+
+package httpgrammar
+
+import "testing"
+
+// The helpers the engine and the file server call per request do not
+// allocate (the race detector would distort the count: make test-alloc
+// runs this without it).
+func TestAllocs(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { IsHopByHop([]byte("X-A"), []byte("close, x-a")) }); n != 0 {
+		t.Errorf("IsHopByHop allocates %v times", n)
+	}
+	list := []byte("gzip, deflate, br;q=0.9, zstd;q=0.8, */*")
+	codings := []string{"br", "zstd", "gzip", "identity"}
+	if n := testing.AllocsPerRun(100, func() { Negotiate(list, codings) }); n != 0 {
+		t.Errorf("Negotiate allocates %v times", n)
+	}
+}
