@@ -82,7 +82,7 @@ func NewRouter(routes ...Route) (*Router, error) {
 				return nil, fmt.Errorf("route %d: pattern %q never matches: request paths are canonical (write %q)", i, p, c)
 			}
 			host := strings.TrimSuffix(strings.ToLower(r.Host), ".")
-			e := &route{pattern: p, host: host, methods: RouteMethods(r.Methods), comp: r.Pipeline}
+			e := &route{pattern: p, host: host, methods: routeMethods(r.Methods), comp: r.Pipeline}
 			key := p + " " + e.host
 			for _, o := range seen[key] {
 				if MethodsOverlap(o.methods, e.methods) {
@@ -112,10 +112,10 @@ func NewRouter(routes ...Route) (*Router, error) {
 	return rt, nil
 }
 
-// RouteMethods returns the methods a route restricted to ms takes: ms,
+// routeMethods returns the methods a route restricted to ms takes: ms,
 // with HEAD added when it names GET but not HEAD (RFC 9110 §9.3.2). An
 // empty ms (every method) stays empty. ms itself is not modified.
-func RouteMethods(ms []string) []string {
+func routeMethods(ms []string) []string {
 	if slices.Contains(ms, "GET") && !slices.Contains(ms, "HEAD") {
 		return append(slices.Clip(ms), "HEAD")
 	}
@@ -123,10 +123,10 @@ func RouteMethods(ms []string) []string {
 }
 
 // MethodsOverlap reports whether two routes restricted to methods a and b
-// (empty: every method) take some method in common, as RouteMethods
+// (empty: every method) take some method in common, as routeMethods
 // extends them.
 func MethodsOverlap(a, b []string) bool {
-	a, b = RouteMethods(a), RouteMethods(b)
+	a, b = routeMethods(a), routeMethods(b)
 	if len(a) == 0 || len(b) == 0 {
 		return true
 	}
