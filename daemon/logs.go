@@ -18,12 +18,10 @@ import (
 // what cannot be reopened and returns the errors joined; it returns
 // ErrNotRunning before Start and after Shutdown.
 func (s *Server) ReopenLogs() error {
-	s.init()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != stateRunning {
-		return ErrNotRunning
+	if err := s.lockRunning(); err != nil {
+		return err
 	}
+	defer s.mu.Unlock()
 	log := s.logger()
 	var errs []error
 	if s.logOut != nil {

@@ -29,12 +29,10 @@ import (
 // error (a *LoadError, or a *ListenError); it returns ErrNotRunning before
 // Start and after Shutdown.
 func (s *Server) Reload() error {
-	s.init()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != stateRunning {
-		return ErrNotRunning
+	if err := s.lockRunning(); err != nil {
+		return err
 	}
+	defer s.mu.Unlock()
 	log := s.logger()
 	log.Info("reloading", "config", s.Name)
 	cfg, err := s.Load(s.context())

@@ -21,9 +21,12 @@ import (
 const DefaultGrace = 10 * time.Second
 
 // ErrNotRunning is returned by Reload, ReopenLogs and Shutdown when the
-// Server has not started, or has shut down, and by Start when it is called
-// a second time.
+// Server has not started, or has shut down.
 var ErrNotRunning = errors.New("daemon: server not running")
+
+// ErrStarted is returned by Start (and Run) on a Server started before,
+// even one that failed to start or has shut down: a Server runs once.
+var ErrStarted = errors.New("daemon: server started before")
 
 // Server runs a config as a server: it opens the listeners the config
 // lists, serves its routes, loads it again on Reload, reopens its log
@@ -31,8 +34,8 @@ var ErrNotRunning = errors.New("daemon: server not running")
 //
 // Set the exported fields before Start (or Run) and do not change them
 // afterwards; Load is required. The methods are safe for concurrent use:
-// Start, Reload, ReopenLogs and Shutdown run one at a time, in the order
-// called.
+// Start, Reload, ReopenLogs and Shutdown run one at a time (a Reload
+// called during another waits for it).
 type Server struct {
 	// Load returns the config to serve: Start calls it once, Reload again
 	// each time. Build the config's components with ctx (the
@@ -162,7 +165,7 @@ func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateNew {
-		return ErrNotRunning
+		return ErrStarted
 	}
 	s.state = stateDone // until it runs
 	if s.Load == nil {
@@ -208,6 +211,18 @@ func (s *Server) Start() error {
 	s.serve(opened)
 	s.state = stateRunning
 	close(s.started)
+	return nil
+}
+
+// lockRunning locks s.mu if s runs, for the caller to unlock; otherwise
+// it returns ErrNotRunning.
+func (s *Server) lockRunning() error {
+	s.init()
+	s.mu.Lock()
+	if s.state != stateRunning {
+		s.mu.Unlock()
+		return ErrNotRunning
+	}
 	return nil
 }
 
@@ -280,12 +295,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) shutdown(ctx context.Context, grace any) error {
-	s.init()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != stateRunning {
-		return ErrNotRunning
+	if err := s.lockRunning(); err != nil {
+		return err
 	}
+	defer s.mu.Unlock()
 	s.state = stateDone
 	close(s.stopped)
 	log := s.logger()

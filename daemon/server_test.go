@@ -24,32 +24,14 @@ import (
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
-// logBuffer collects a server's log; it is safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // loopback is the address the tests listen on.
 var loopback = config.Address{Network: "tcp", Addr: "127.0.0.1:0"}
 
 // newServer returns a Server that loads with load and logs to the
 // returned buffer; it is shut down when the test ends, if it still runs.
-func newServer(t *testing.T, load func(components.Context) (*config.Config, error)) (*Server, *logBuffer) {
+func newServer(t *testing.T, load func(components.Context) (*config.Config, error)) (*Server, *sluicetest.Buffer) {
 	t.Helper()
-	log := &logBuffer{}
+	log := &sluicetest.Buffer{}
 	s := &Server{Load: load, Name: "test", Stderr: log, Logger: slog.New(slog.NewTextHandler(log, nil))}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -472,7 +454,7 @@ func TestStartFails(t *testing.T) {
 			t.Errorf("after Start failed with %s: Addrs() = %v, config closed %d times, slog's default restored: %v; want none, 1, true",
 				tt.name, s.Addrs(), stage.closed.Load(), slog.Default() == before)
 		}
-		if s.Start() != ErrNotRunning {
+		if s.Start() != ErrStarted {
 			t.Errorf("after Start failed with %s, Start again is not refused", tt.name)
 		}
 	}
