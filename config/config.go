@@ -148,7 +148,7 @@ func (l *Loader) Parse(file string, data []byte) (*Config, error) {
 // Close releases the resources the components hold: every component that
 // implements io.Closer is closed. It is called once no request uses the
 // config any more, or, once the grace period of a reload or a shutdown
-// has run out, under the requests still in flight (see Switch): a
+// has run out, under the requests still in flight (see daemon.Switch): a
 // component's Close must let those fail or end short, and stop what they
 // still do (cgi kills its programs and waits until they are reaped).
 func (c *Config) Close() error {

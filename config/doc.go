@@ -29,8 +29,10 @@
 // constructors (a missing directory, a bad CIDR) carry the position of
 // the pipeline entry.
 //
-// # Reload
+// # Serving
 //
-// A Switch serves a Config and swaps in a new one atomically: requests in
-// flight finish on the old config, which is then closed.
+// A Config only describes and builds: Config.Handler serves its routes on
+// an engine.Server. Running it as a server — listeners, reloads that swap
+// configs under load, log files, the pid file, signals — is package
+// daemon's work (daemon.Server, daemon.Switch), which imports this one.
 package config

@@ -25,7 +25,7 @@ routes:
 	if err != nil {
 		t.Fatalf("routes with disjoint methods refused: %v", err)
 	}
-	srv := sluicetest.NewServer(t, NewSwitch(cfg))
+	srv := sluicetest.NewServer(t, cfg.Handler())
 	c, err := srv.Dial()
 	if err != nil {
 		t.Fatal(err)

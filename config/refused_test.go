@@ -58,9 +58,8 @@ func TestLogRefusal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sw := NewSwitch(cfg)
-			srv := sluicetest.NewServer(t, sw,
-				sluicetest.Configure(func(s *engine.Server) { s.OnRefused = sw.LogRefusal }))
+			srv := sluicetest.NewServer(t, cfg.Handler(),
+				sluicetest.Configure(func(s *engine.Server) { s.OnRefused = cfg.LogRefusal }))
 			c, err := srv.Dial()
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +74,7 @@ func TestLogRefusal(t *testing.T) {
 			if err := srv.Close(); err != nil {
 				t.Fatal(err)
 			}
-			sw.Close() // closes the logs, which write what is queued
+			cfg.Close() // closes the logs, which write what is queued
 
 			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 			var got []string

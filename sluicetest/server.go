@@ -2,7 +2,8 @@
 // built on it. NewServer starts an engine.Server on a loopback socket, as
 // net/http/httptest does for net/http: one call listens, serves and
 // arranges a graceful shutdown when the test ends. NeedTool finds an
-// outside program a test runs.
+// outside program a test runs, WaitFor waits for a condition, and Buffer
+// collects a log the test reads while it is written.
 //
 // It imports "testing", so only tests may import it; the sluice binary
 // does not link it.

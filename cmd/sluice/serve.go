@@ -8,25 +8,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
-	"github.com/sluice-server/sluice/demo"
-	"github.com/sluice-server/sluice/engine"
-	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/daemon"
 )
-
-// shutdownGrace is how long requests in flight get to finish after
-// SIGINT or SIGTERM (unless serve's --shutdown-grace says otherwise), and
-// on the old config after a reload.
-const shutdownGrace = 10 * time.Second
 
 // flagsSource names the config the serve flags stand for, in messages.
 const flagsSource = "(command line)"
@@ -68,7 +60,7 @@ reopens the log files (after logrotate). With -c, --listen, --workers and
 		fs.StringVar(&f.workers, "workers", "1", "worker processes, `N` or auto (only 1 is implemented yet)")
 		fs.StringVar(&f.pidFile, "pid-file", "", "write the process id to `FILE` (for sluice reload)")
 		fs.BoolVar(&f.printConfig, "print-config", false, "print the config file the flags stand for, and exit")
-		fs.DurationVar(&f.grace, "shutdown-grace", shutdownGrace, "how long requests in flight get to finish at shutdown (and on the old config after a reload) before they are cut; must be positive")
+		fs.DurationVar(&f.grace, "shutdown-grace", daemon.DefaultGrace, "how long requests in flight get to finish at shutdown (and on the old config after a reload) before they are cut; must be positive")
 		return func(stdout, stderr io.Writer) int {
 			f.set = map[string]bool{}
 			fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
@@ -102,30 +94,68 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	log := newLogger(stderr)
-	r := &runner{log: log, srv: &engine.Server{}, grace: f.grace}
-	loader := &config.Loader{Context: r.context()}
+	d := &daemon.Server{Grace: f.grace, Stdout: stdout, Stderr: stderr, Logger: log, SetSlogDefault: true}
 	if f.file != "" {
-		r.source = f.file
-		r.attrs = []any{"config", f.file}
-		r.load = func() (*config.Config, error) {
-			cfg, err := loader.Load(f.file)
+		d.Name = f.file
+		d.Attrs = []any{"config", f.file}
+		d.Load = func(ctx components.Context) (*config.Config, error) {
+			cfg, err := (&config.Loader{Context: ctx}).Load(f.file)
 			if err != nil {
 				return nil, err
 			}
 			return cfg, f.override(cfg)
 		}
 	} else {
-		r.source = flagsSource
-		r.attrs = []any{"root", f.root}
-		r.load = func() (*config.Config, error) {
+		d.Name = flagsSource
+		d.Attrs = []any{"root", f.root}
+		d.Load = func(ctx components.Context) (*config.Config, error) {
 			data, err := f.configYAML()
 			if err != nil {
 				return nil, err
 			}
-			return loader.Parse(flagsSource, data)
+			cfg, err := (&config.Loader{Context: ctx}).Parse(flagsSource, data)
+			if err != nil {
+				return nil, err
+			}
+			for _, w := range cfg.Warnings {
+				w.Line, w.Col = 0, 0 // a position in no file
+			}
+			return cfg, nil
 		}
 	}
-	return r.run(stderr)
+	return runDaemon(d, log, stderr)
+}
+
+// runDaemon runs d until SIGINT or SIGTERM, reloading on SIGHUP and
+// reopening the logs on SIGUSR1 (daemon.HandleSignals), and returns the
+// exit status. d logs what goes wrong but a config that cannot be loaded,
+// which runDaemon reports: a file's errors one per line as
+// FILE:LINE:COL: message on stderr, then a log record; the flags'
+// config's errors as log records (their positions are in no file).
+func runDaemon(d *daemon.Server, log *slog.Logger, stderr io.Writer) int {
+	ctx, stop := daemon.HandleSignals(context.Background(), d)
+	defer stop()
+	err := d.Run(ctx)
+	var le *daemon.LoadError
+	switch {
+	case err == nil:
+		return exitOK
+	case !errors.As(err, &le):
+		return exitError // logged
+	}
+	var errs config.Errors
+	switch {
+	case !errors.As(le.Err, &errs):
+		log.Error("cannot load the config", "config", d.Name, "error", le.Err)
+	case d.Name == flagsSource:
+		for _, e := range errs {
+			log.Error("cannot serve", "error", e.Msg)
+		}
+	default:
+		fmt.Fprintln(stderr, errs.Error())
+		log.Error("invalid config", "config", d.Name, "errors", len(errs))
+	}
+	return exitError
 }
 
 // override applies the command line's --listen, --workers and --pid-file
@@ -146,6 +176,11 @@ func (f *serveFlags) override(cfg *config.Config) error {
 			return err
 		}
 		cfg.Workers = w
+		// The file's warning, if any, is about the value overridden.
+		cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(w *config.Warning) bool { return w.Msg == config.WorkersWarning })
+		if w != 1 {
+			cfg.Warnings = append(cfg.Warnings, &config.Warning{File: cfg.File, Msg: config.WorkersWarning})
+		}
 	}
 	if f.set["pid-file"] {
 		cfg.PidFile = f.pidFile
@@ -249,55 +284,10 @@ func (f *serveFlags) commandLine() string {
 	return strings.Join(parts, " ")
 }
 
-var demoCommand = command{
-	name:     "demo",
-	synopsis: "sluice demo [--listen ADDR]\n\nServes the demo site built into the binary until SIGINT or SIGTERM.",
-	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
-		listen := fs.String("listen", ":8080", "the TCP address to listen on, host:port")
-		return func(_, stderr io.Writer) int {
-			log := newLogger(stderr)
-			h := files.NewFS(demo.FS(), files.Options{})
-			return listenAndServe(log, &engine.Server{Handler: h, ServerHeader: "sluice"}, *listen, "site", "demo")
-		}
-	},
-}
-
 // newLogger returns a text logger to w and makes it the default, so
 // packages logging through slog reach it too.
 func newLogger(w io.Writer) *slog.Logger {
 	log := slog.New(slog.NewTextHandler(w, nil))
 	slog.SetDefault(log)
 	return log
-}
-
-// listenAndServe serves srv on addr until SIGINT or SIGTERM, then shuts
-// it down gracefully within shutdownGrace (see shutdown). It returns the
-// exit status.
-func listenAndServe(log *slog.Logger, srv *engine.Server, addr string, attrs ...any) int {
-	srv.Logger = log
-	ln, err := engine.Listen("tcp", addr)
-	if err != nil {
-		log.Error("cannot listen", "addr", addr, "error", err)
-		return exitError
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	log.Info("listening", append([]any{"addr", ln.Addr().String()}, attrs...)...)
-
-	select {
-	case err := <-done:
-		log.Error("server failed", "error", err)
-		return exitError
-	case <-ctx.Done():
-	}
-	stop() // a second signal kills the process the default way
-	shutdown(log, srv, shutdownGrace)
-	if err := <-done; err != nil && !errors.Is(err, engine.ErrServerClosed) {
-		log.Error("server failed", "error", err)
-		return exitError
-	}
-	log.Info("stopped")
-	return exitOK
 }

@@ -1,10 +1,11 @@
-package config
+package daemon
 
 import (
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/engine"
 )
 
@@ -41,7 +42,7 @@ type Switch struct {
 // and back: the close it then repeats is done once.
 type generation struct {
 	sw      *Switch
-	cfg     *Config
+	cfg     *config.Config
 	handler engine.Handler
 	refs    atomic.Int64
 	retired atomic.Bool
@@ -51,20 +52,20 @@ type generation struct {
 }
 
 // NewSwitch returns a Switch serving cfg.
-func NewSwitch(cfg *Config) *Switch {
+func NewSwitch(cfg *config.Config) *Switch {
 	s := &Switch{retired: map[*generation]struct{}{}}
 	s.cur.Store(s.newGeneration(cfg))
 	return s
 }
 
-func (s *Switch) newGeneration(cfg *Config) *generation {
+func (s *Switch) newGeneration(cfg *config.Config) *generation {
 	g := &generation{sw: s, cfg: cfg, handler: cfg.Handler()}
 	g.refs.Store(1) // the Switch's own, until retire
 	return g
 }
 
 // Config returns the config new requests are served with.
-func (s *Switch) Config() *Config { return s.cur.Load().cfg }
+func (s *Switch) Config() *config.Config { return s.cur.Load().cfg }
 
 // Serve implements engine.Handler with the current config's routes.
 func (s *Switch) Serve(w engine.ResponseWriter, r *engine.Request) {
@@ -74,7 +75,7 @@ func (s *Switch) Serve(w engine.ResponseWriter, r *engine.Request) {
 }
 
 // LogRefusal logs a request the engine refused with the current config
-// (Config.LogRefusal): set it as engine.Server.OnRefused so that the
+// (config.Config.LogRefusal): set it as engine.Server.OnRefused so that the
 // access logs of the config being served record such requests too.
 func (s *Switch) LogRefusal(rf *engine.Refusal) {
 	g := s.acquire()
@@ -145,7 +146,7 @@ func (g *generation) retire() {
 // Swap makes cfg serve every request from now on and returns the config
 // it replaces, which is closed when its last request in flight finishes,
 // or when Grace has passed.
-func (s *Switch) Swap(cfg *Config) (old *Config) {
+func (s *Switch) Swap(cfg *config.Config) (old *config.Config) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.cur.Swap(s.newGeneration(cfg))

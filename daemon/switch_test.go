@@ -1,4 +1,4 @@
-package config
+package daemon
 
 import (
 	"bufio"
@@ -17,23 +17,29 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
-// switchStage is a source that answers its body once release is closed
-// (for /slow) and counts its Close calls.
+// switchStage is a source that answers its body (for /slow once release
+// is closed, or the connection is gone) and counts its Close calls.
 type switchStage struct {
 	body    string
 	release chan struct{}
 	entered chan struct{}
+	gone    atomic.Bool // /slow ended because its connection was gone
 	closed  atomic.Int32
 }
 
 func (s *switchStage) Handle(c *pipe.Conn) bool {
 	if string(c.Request.Path) == "/slow" {
 		s.entered <- struct{}{}
-		<-s.release
+		select {
+		case <-s.release:
+		case <-c.Gone():
+			s.gone.Store(true)
+		}
 	}
 	c.Header().Set("Content-Type", "text/plain")
 	c.SetContent(func(w pipe.Writer) error {
@@ -46,15 +52,15 @@ func (s *switchStage) Handle(c *pipe.Conn) bool {
 func (s *switchStage) Close() error { s.closed.Add(1); return nil }
 
 // switchConfig is a config of one route served by stage.
-func switchConfig(t *testing.T, stage *switchStage) *Config {
+func switchConfig(t *testing.T, stage *switchStage) *config.Config {
 	t.Helper()
 	rt, err := pipe.NewRouter(pipe.Route{Match: []string{"/"}, Pipeline: stage})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg, _ := components.Lookup("text")
-	return &Config{
-		Routes: []*Route{{Match: []string{"/"}, Stages: []*Stage{{Name: "test", Registration: reg, Component: stage}}}},
+	return &config.Config{
+		Routes: []*config.Route{{Match: []string{"/"}, Stages: []*config.Stage{{Name: "test", Registration: reg, Component: stage}}}},
 		Router: rt,
 	}
 }
@@ -224,14 +230,13 @@ func TestSwitchGrace(t *testing.T) {
 
 // switchCGI is a config whose one route runs a CGI script that records
 // its pid in dir/pid and runs until killed.
-func switchCGI(t *testing.T, dir string) *Config {
+func switchCGI(t *testing.T, dir string) *config.Config {
 	t.Helper()
 	script := filepath.Join(dir, "run.cgi")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho $$ > "+dir+"/pid.tmp && mv "+dir+"/pid.tmp "+dir+"/pid\nexec sleep 1000\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l := testLoader()
-	l.Context.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	l := &config.Loader{Context: components.Context{Logger: slog.New(slog.DiscardHandler)}}
 	cfg, err := l.Parse(filepath.Join(dir, "test.yaml"),
 		[]byte("routes: [{match: /, pipeline: [{cgi: {script: run.cgi, timeout: 1h}}]}]\n"))
 	if err != nil {

@@ -1,0 +1,62 @@
+// Package daemon runs a Sluice config as a server, for as long as the
+// process lives: it opens the listeners the config lists, serves the
+// routes, loads the config again without dropping a request, reopens log
+// files after rotation, writes the pid file, and shuts down gracefully.
+// The sluice command's serve and demo are thin layers over it; a Go
+// program that embeds Sluice runs its configs the same way.
+//
+// # A server
+//
+// A Server is told how to load its config; everything else has a
+// default:
+//
+//	srv := &daemon.Server{
+//		Load: func(ctx components.Context) (*config.Config, error) {
+//			return (&config.Loader{Context: ctx}).Load("site.yaml")
+//		},
+//		Name: "site.yaml",
+//	}
+//	ctx, stop := daemon.HandleSignals(context.Background(), srv)
+//	defer stop()
+//	if err := srv.Run(ctx); err != nil { ... }
+//
+// Run is Start, then waiting, then Shutdown. Start loads the config, sets
+// up the log its log section asks for, logs the config's warnings, opens
+// every listen address and writes pid_file. Load is called again by every
+// Reload, so it should read the file anew; a config built in Go rather
+// than read from a file is returned from Load the same way.
+//
+// # Reload
+//
+// Reload loads the config again and, if it is valid and its new
+// addresses can be opened, swaps it in: requests that start afterwards
+// use the new config, requests in flight finish on the old one, and the
+// old one is closed when the last of them is done or Grace has passed
+// (Switch does this, and can be used on its own as an engine.Handler).
+// Listen addresses the new config adds are opened before the swap, those
+// it drops are closed after it; connections already accepted on a
+// dropped address stay open. A config that fails to load, or an address
+// that cannot be opened, leaves the running config serving. Settings read
+// only at start (workers, limits, server_header, log, pid_file) keep
+// their running values until a restart, with a warning.
+//
+// # Driving it
+//
+// The lifecycle is a set of methods — Start, Reload, ReopenLogs,
+// Shutdown(ctx), Addrs — that return errors rather than exit, so that the
+// process's signals are only one way to drive it. HandleSignals is that
+// way (SIGHUP reloads, SIGUSR1 reopens the logs, SIGINT and SIGTERM stop,
+// as with nginx); a supervising parent, a control connection or a test
+// calls the methods. Sockets opened elsewhere — inherited from a parent
+// process, or opened before privileges are dropped — are handed in with
+// Server.Listen, which is asked for every address the config lists.
+//
+// # Logging
+//
+// Until the config's log is set up, records go to Server.Logger (or
+// slog.Default). Start logs what goes wrong except a config that cannot
+// be loaded, which it returns as a *LoadError for the caller to show:
+// config.Errors read best one per line, FILE:LINE:COL: message. From
+// then on the server logs every reload, reopen and shutdown, and the
+// components, built with the context Load is given, log there too.
+package daemon

@@ -1,0 +1,123 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync/atomic"
+
+	"github.com/sluice-server/sluice/config"
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Listen opens a listening socket for a with engine.Listen. A Unix socket
+// file left behind by a process that is gone (nothing accepts on it) is
+// removed first; one a live server listens on is left alone, and Listen
+// fails with EADDRINUSE.
+func Listen(a config.Address) (net.Listener, error) {
+	if a.Network == "unix" {
+		if fi, err := os.Lstat(a.Addr); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			if c, err := net.Dial("unix", a.Addr); err == nil {
+				c.Close()
+			} else {
+				os.Remove(a.Addr)
+			}
+		}
+	}
+	return engine.Listen(a.Network, a.Addr)
+}
+
+// A ListenError is an address that could not be listened on.
+type ListenError struct {
+	Addr config.Address
+	Err  error
+}
+
+func (e *ListenError) Error() string { return e.Addr.String() + ": " + e.Err.Error() }
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// listener is one listening socket being served.
+type listener struct {
+	addr    config.Address
+	ln      net.Listener
+	closing atomic.Bool // closed by a reload, not failed
+}
+
+// open opens the listeners for addrs and records them. If one fails it
+// closes the others and returns a *ListenError.
+func (s *Server) open(addrs []config.Address) ([]*listener, error) {
+	listen := s.Listen
+	if listen == nil {
+		listen = Listen
+	}
+	var opened []*listener
+	for _, a := range addrs {
+		ln, err := listen(a)
+		if err != nil {
+			s.closeListeners(opened)
+			return nil, &ListenError{Addr: a, Err: err}
+		}
+		l := &listener{addr: a, ln: ln}
+		s.lnMu.Lock()
+		s.lns = append(s.lns, l)
+		s.lnMu.Unlock()
+		opened = append(opened, l)
+	}
+	return opened, nil
+}
+
+// logListenError logs why open failed.
+func (s *Server) logListenError(err error) {
+	if le, ok := err.(*ListenError); ok {
+		s.logger().Error("cannot listen", "addr", le.Addr.String(), "error", le.Err)
+		return
+	}
+	s.logger().Error("cannot listen", "error", err)
+}
+
+// serve starts serving the listeners.
+func (s *Server) serve(lns []*listener) {
+	for _, l := range lns {
+		go func() {
+			err := s.srv.Serve(l.ln)
+			if errors.Is(err, engine.ErrServerClosed) || l.closing.Load() {
+				return
+			}
+			select {
+			case s.failed <- fmt.Errorf("%s: %w", l.ln.Addr(), err):
+			default:
+			}
+		}()
+		addr := l.ln.Addr().String()
+		if l.ln.Addr().Network() == "unix" {
+			addr = "unix:" + addr
+		}
+		s.logger().Info("listening", append([]any{"addr", addr}, s.Attrs...)...)
+	}
+}
+
+// closeListeners closes lns and forgets them; their connections stay
+// open.
+func (s *Server) closeListeners(lns []*listener) {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	for _, l := range lns {
+		l.closing.Store(true)
+		l.ln.Close()
+	}
+	s.lns = slices.DeleteFunc(s.lns, func(l *listener) bool { return slices.Contains(lns, l) })
+}
+
+// listening returns the listener open for a, or nil.
+func (s *Server) listening(a config.Address) *listener {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	for _, l := range s.lns {
+		if l.addr == a {
+			return l
+		}
+	}
+	return nil
+}

@@ -1,0 +1,332 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/config"
+	"github.com/sluice-server/sluice/engine"
+)
+
+// DefaultGrace is how long requests in flight get to finish when Grace is
+// zero: at shutdown, and on the old config after a reload.
+const DefaultGrace = 10 * time.Second
+
+// ErrNotRunning is returned by Reload, ReopenLogs and Shutdown when the
+// Server has not started, or has shut down.
+var ErrNotRunning = errors.New("daemon: server not running")
+
+// ErrStarted is returned by Start (and Run) on a Server started before,
+// even one that failed to start or has shut down: a Server runs once.
+var ErrStarted = errors.New("daemon: server started before")
+
+// Server runs a config as a server: it opens the listeners the config
+// lists, serves its routes, loads it again on Reload, reopens its log
+// files on ReopenLogs, writes its pid file, and shuts down gracefully.
+//
+// Set the exported fields before Start (or Run) and do not change them
+// afterwards; Load is required. The methods are safe for concurrent use:
+// Start, Reload, ReopenLogs and Shutdown run one at a time (a Reload
+// called during another waits for it).
+type Server struct {
+	// Load returns the config to serve: Start calls it once, Reload again
+	// each time. Build the config's components with ctx (the
+	// config.Loader's Context): it gives them the server's open
+	// connections and its log.
+	Load func(ctx components.Context) (*config.Config, error)
+
+	// Name names the config in log records (config=NAME): its file name,
+	// usually.
+	Name string
+
+	// Attrs are added to each "listening" log record, to say what is
+	// served: "config", file, say.
+	Attrs []any
+
+	// Grace bounds how long requests in flight get to finish on a config
+	// a reload replaced, after which the config is closed under them, and
+	// at shutdown in Run. Zero means DefaultGrace.
+	Grace time.Duration
+
+	// Listen opens the listener for an address of the config, at Start
+	// and for the addresses a reload adds. Nil means the package's Listen.
+	// A program that already holds listening sockets (inherited from a
+	// parent process, or opened before dropping privileges) returns them
+	// here; a listener is closed when a reload drops its address, and at
+	// shutdown.
+	Listen func(config.Address) (net.Listener, error)
+
+	// Stdout and Stderr are where a config's log goes when its output is
+	// "stdout" or "stderr"; nil means os.Stdout and os.Stderr.
+	Stdout, Stderr io.Writer
+
+	// Logger receives what is logged before the config's log is set up:
+	// the first Load's component warnings, a log file that cannot be
+	// opened. Nil means slog.Default().
+	Logger *slog.Logger
+
+	// SetSlogDefault makes the config's log slog's default logger too
+	// (slog.SetDefault) while the server runs, so that what packages log
+	// through slog.Default (pipe's recovered panics, files' errors)
+	// reaches it. Shutdown restores the previous default.
+	SetSlogDefault bool
+
+	initOnce sync.Once
+	srv      *engine.Server
+	started  chan struct{} // closed when Start succeeds
+	stopped  chan struct{} // closed when Shutdown begins
+	failed   chan error    // a listener stopped accepting for good
+
+	mu          sync.Mutex // serializes Start, Reload, ReopenLogs and Shutdown; guards what follows
+	state       state
+	sw          *Switch
+	pidFile     string
+	logOut      *logFile     // the config's log file, when it is one
+	prevDefault *slog.Logger // slog's default before SetSlogDefault
+
+	log atomic.Pointer[slog.Logger] // the config's log, once set up
+
+	lnMu sync.Mutex // guards lns
+	lns  []*listener
+}
+
+type state int
+
+const (
+	stateNew state = iota
+	stateRunning
+	stateDone // started and shut down, or failed to start
+)
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.srv = &engine.Server{}
+		s.started = make(chan struct{})
+		s.stopped = make(chan struct{})
+		s.failed = make(chan error, 1)
+	})
+}
+
+// A LoadError is Load's error, returned by Start and Reload.
+type LoadError struct{ Err error }
+
+func (e *LoadError) Error() string { return e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// logger returns the config's log, or Logger before it is set up.
+func (s *Server) logger() *slog.Logger {
+	if l := s.log.Load(); l != nil {
+		return l
+	}
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) grace() time.Duration {
+	if s.Grace > 0 {
+		return s.Grace
+	}
+	return DefaultGrace
+}
+
+// context is what the components get from the server: its open
+// connections, and a logger that writes to the server's log of the
+// moment, so that components built before the config's log is set up
+// (the first config's) still log where the config says.
+func (s *Server) context() components.Context {
+	return components.Context{
+		Conns:  func() int { return s.srv.OpenConns() },
+		Logger: slog.New(logHandler{s}),
+	}
+}
+
+// Start loads the config, sets up its log, opens its listeners, writes
+// its pid file and starts serving; it returns once the server accepts
+// connections. Log records go to the config's log from then on.
+//
+// If Load fails, Start returns a *LoadError and logs nothing: how to show
+// a config's errors (config.Errors, one per line with its position) is
+// the caller's choice. Every other failure is logged, then returned (a
+// listener that cannot be opened as a *ListenError), with what Start had
+// set up undone. The config's warnings (config.Warning with no Stage) are
+// logged; a component's were logged as it was built.
+func (s *Server) Start() error {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateNew {
+		return ErrStarted
+	}
+	s.state = stateDone // until it runs
+	if s.Load == nil {
+		return errors.New("daemon: Server.Load is nil")
+	}
+	cfg, err := s.Load(s.context())
+	if err != nil {
+		return &LoadError{err}
+	}
+	if err := s.openLog(cfg.Log); err != nil {
+		s.logger().Error("cannot open the log", "output", cfg.Log.Output, "error", err)
+		cfg.Close()
+		return fmt.Errorf("log output %s: %w", cfg.Log.Output, err)
+	}
+	log := s.logger()
+	logWarnings(log, cfg)
+	s.sw = NewSwitch(cfg)
+	s.sw.Grace = s.grace() // for the old config's requests after a reload
+	s.srv.Handler = s.sw
+	s.srv.Limits = cfg.Limits
+	s.srv.ServerHeader = cfg.ServerHeader
+	s.srv.ExtraMethods = cfg.ExtraMethods()
+	s.srv.Logger = log
+	s.srv.OnRefused = s.sw.LogRefusal
+
+	opened, err := s.open(cfg.Listen)
+	if err != nil {
+		s.logListenError(err)
+		s.sw.Close()
+		s.closeLog()
+		return err
+	}
+	if cfg.PidFile != "" {
+		if err := writePidFile(cfg.PidFile); err != nil {
+			log.Error("cannot write the pid file", "error", err)
+			s.closeListeners(opened)
+			s.sw.Close()
+			s.closeLog()
+			return err
+		}
+		s.pidFile = cfg.PidFile
+	}
+	s.serve(opened)
+	s.state = stateRunning
+	close(s.started)
+	return nil
+}
+
+// lockRunning locks s.mu if s runs, for the caller to unlock; otherwise
+// it returns ErrNotRunning.
+func (s *Server) lockRunning() error {
+	s.init()
+	s.mu.Lock()
+	if s.state != stateRunning {
+		s.mu.Unlock()
+		return ErrNotRunning
+	}
+	return nil
+}
+
+// logWarnings logs the config's own warnings; the components' went to
+// their logger as they were built.
+func logWarnings(log *slog.Logger, cfg *config.Config) {
+	for _, w := range cfg.Warnings {
+		if w.Stage != "" {
+			continue
+		}
+		if w.Line > 0 {
+			log.Warn(w.Msg, "at", fmt.Sprintf("%s:%d:%d", w.File, w.Line, w.Col))
+		} else {
+			log.Warn(w.Msg)
+		}
+	}
+}
+
+// Run starts the server (see Start), serves until ctx is done, Shutdown
+// is called or a listener fails, and then shuts down, giving requests in
+// flight Grace to finish. It returns Start's error, or the listener's,
+// or nil: a shutdown that had to cut connections still open after the
+// grace period is no failure of the server (a client was slow), only a
+// warning in the log. HandleSignals makes a context that ends on SIGINT
+// or SIGTERM.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(); err != nil {
+		return err
+	}
+	var failure error
+	select {
+	case <-ctx.Done():
+	case <-s.stopped: // Shutdown was called
+		s.mu.Lock() // wait for it to finish
+		s.mu.Unlock()
+		return nil
+	case failure = <-s.failed:
+		s.logger().Error("server failed", "error", failure)
+	}
+	grace := s.grace()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	s.shutdown(sctx, grace)
+	return failure
+}
+
+// Failed returns a channel that receives the error of a listener that
+// stopped accepting connections for good (not one a reload closed). The
+// server serves on its other listeners; Run shuts it down. Only the first
+// such error is sent.
+func (s *Server) Failed() <-chan error {
+	s.init()
+	return s.failed
+}
+
+// Shutdown stops the server gracefully: it closes the listeners and idle
+// connections and lets requests in flight finish (their responses carry
+// "Connection: close"); once ctx is done, the connections still open are
+// cut, with a warning counting them, and ctx's error is returned. Then it
+// closes the config (and the configs a reload replaced that were still
+// finishing requests), removes the pid file if it still holds this
+// process's id, closes the log file, and restores slog's default logger
+// if SetSlogDefault replaced it.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var grace any = "none"
+	if dl, ok := ctx.Deadline(); ok {
+		grace = time.Until(dl).Round(time.Millisecond)
+	}
+	return s.shutdown(ctx, grace)
+}
+
+func (s *Server) shutdown(ctx context.Context, grace any) error {
+	if err := s.lockRunning(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.state = stateDone
+	close(s.stopped)
+	log := s.logger()
+	log.Info("shutting down", "grace", grace)
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		log.Warn("grace period over; connections cut", "connections", s.srv.OpenConns())
+	}
+	s.lnMu.Lock()
+	s.lns = nil // closed by s.srv.Shutdown
+	s.lnMu.Unlock()
+	s.sw.Close() // at once, under what still runs: no CGI program outlives us
+	if s.pidFile != "" {
+		removePidFile(s.pidFile)
+	}
+	log.Info("stopped")
+	s.closeLog()
+	return err
+}
+
+// Addrs returns the addresses the server listens on, in the order they
+// were opened: nil before Start and after Shutdown.
+func (s *Server) Addrs() []net.Addr {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	var out []net.Addr
+	for _, l := range s.lns {
+		out = append(out, l.ln.Addr())
+	}
+	return out
+}
