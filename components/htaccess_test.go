@@ -2,6 +2,7 @@ package components
 
 import (
 	"fmt"
+	"github.com/sluice-server/sluice/files"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -167,7 +168,7 @@ func TestHtaccessStripPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewFiles(FilesOptions{Root: root, StripPrefix: "/static"})
+	f, err := NewFiles(FilesOptions{Root: root, Options: files.Options{StripPrefix: "/static"}})
 	if err != nil {
 		t.Fatal(err)
 	}
