@@ -749,7 +749,7 @@ func TestCGIRemoteUser(t *testing.T) {
 	script := cgiScript(t, dir, "user.cgi", "#!/bin/sh\n"+
 		"printf 'Content-Type: text/plain\\n\\n%s|%s' \"${REMOTE_USER-unset}\" \"${AUTH_TYPE-unset}\"\n")
 	g, _ := cgiNew(t, CGIOptions{Script: script})
-	auth, err := NewBasicAuth(BasicAuthOptions{Realm: "r", Htpasswd: authFile(t, "alice:"+htpasswdSHA([]byte("pw")))})
+	auth, err := NewBasicAuth(BasicAuthOptions{Realm: "r", Htpasswd: authFile(t, "alice:"+authSHA("pw"))})
 	if err != nil {
 		t.Fatal(err)
 	}
