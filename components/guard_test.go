@@ -60,6 +60,13 @@ func guardGet(t testing.TB, url string, hdr ...string) (*http.Response, string) 
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
+	return guardDo(t, req)
+}
+
+// guardDo sends req, following no redirect, and returns the response and
+// its body.
+func guardDo(t testing.TB, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
