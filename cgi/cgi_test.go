@@ -34,9 +34,9 @@ func cgiScript(t *testing.T, dir, name, text string) string {
 }
 
 // newGateway builds a CGI whose log goes to the returned buffer.
-func newGateway(t *testing.T, opts Options) (pipe.Component, *cgiLogBuf) {
+func newGateway(t *testing.T, opts Options) (pipe.Component, *sluicetest.Log) {
 	t.Helper()
-	lb := &cgiLogBuf{}
+	lb := &sluicetest.Log{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
 	}
@@ -45,23 +45,6 @@ func newGateway(t *testing.T, opts Options) (pipe.Component, *cgiLogBuf) {
 		t.Fatal(err)
 	}
 	return g, lb
-}
-
-type cgiLogBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *cgiLogBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *cgiLogBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // cgiDo sends a request and returns the response with its body read.

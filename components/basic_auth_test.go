@@ -171,7 +171,7 @@ func TestBasicAuthHtpasswdTool(t *testing.T) {
 // be noticed (within a second).
 func TestBasicAuthReload(t *testing.T) {
 	path := authFile(t, "ann:"+authSHA("one"))
-	log, logged := guardLogger()
+	log, logged := sluicetest.Logger()
 	url := authServe(t, BasicAuthOptions{Htpasswd: path, Logger: log})
 	write := func(lines ...string) {
 		t.Helper()

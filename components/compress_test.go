@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
-	"github.com/sluice-server/sluice/files"
 	"io"
 	"math/rand"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )

@@ -2,14 +2,12 @@ package components
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sluice-server/sluice/pipe"
@@ -23,31 +21,6 @@ import (
 
 // guardQuiet is a logger for components whose errors a test provokes.
 var guardQuiet = slog.New(slog.DiscardHandler)
-
-// guardLog is a log that tests read while the server writes to it.
-type guardLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// guardLogger returns a text logger writing to a new guardLog.
-func guardLogger() (*slog.Logger, *guardLog) {
-	l := &guardLog{}
-	return slog.New(slog.NewTextHandler(l, nil)), l
-}
-
-func (l *guardLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// String returns what was logged so far.
-func (l *guardLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // guardGet sends GET url with header pairs and returns the response and
 // its body.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/sluice-server/sluice/clientaddr"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"

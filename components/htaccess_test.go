@@ -2,7 +2,6 @@ package components
 
 import (
 	"fmt"
-	"github.com/sluice-server/sluice/files"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -207,7 +207,7 @@ func TestHtaccessDeepPath(t *testing.T) {
 		".htaccess":  "Deny from 192.0.2.0/24\n",
 		"d/page.txt": "page",
 	})
-	log, logged := guardLogger()
+	log, logged := sluicetest.Logger()
 	h, err := newHtaccess(HtaccessOptions{Root: root, TrustedProxies: []string{"127.0.0.1"}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +250,7 @@ func TestHtaccessDeepPath(t *testing.T) {
 // with the request's path.
 func TestHtaccessLogsOnce(t *testing.T) {
 	root := htaTree(t, map[string]string{"bad/.htaccess": "Order sideways\n"})
-	log, logged := guardLogger()
+	log, logged := sluicetest.Logger()
 	h, err := newHtaccess(HtaccessOptions{Root: root, Logger: log})
 	if err != nil {
 		t.Fatal(err)

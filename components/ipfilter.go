@@ -2,12 +2,12 @@ package components
 
 import (
 	"fmt"
-	"github.com/sluice-server/sluice/clientaddr"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
 
+	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/pipe"
 )
 

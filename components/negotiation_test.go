@@ -1,13 +1,13 @@
 package components
 
 import (
-	"github.com/sluice-server/sluice/files"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 )
 

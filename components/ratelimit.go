@@ -2,7 +2,6 @@ package components
 
 import (
 	"fmt"
-	"github.com/sluice-server/sluice/clientaddr"
 	"hash/maphash"
 	"math"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/pipe"
 )
 

@@ -2,7 +2,6 @@ package components
 
 import (
 	"fmt"
-	"github.com/sluice-server/sluice/pipe"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // TestRegistryEntries: every registration is consistent with its options

@@ -36,10 +36,10 @@ func templateWrite(t *testing.T, path, text string) {
 }
 
 // templateNew builds a Template whose log goes to the returned buffer.
-func templateNew(t *testing.T, opts TemplateOptions) (*Template, *guardLog) {
+func templateNew(t *testing.T, opts TemplateOptions) (*Template, *sluicetest.Log) {
 	t.Helper()
-	var lb *guardLog
-	opts.Logger, lb = guardLogger()
+	var lb *sluicetest.Log
+	opts.Logger, lb = sluicetest.Logger()
 	comp, err := NewTemplate(opts)
 	if err != nil {
 		t.Fatal(err)

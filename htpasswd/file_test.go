@@ -1,7 +1,6 @@
 package htpasswd
 
 import (
-	"bytes"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // writeFile writes an htpasswd file of lines and returns its path.
@@ -58,24 +59,6 @@ func verdict(f *File, user, pw string) string {
 		return "ok"
 	}
 	return "refused"
-}
-
-// logBuf is a log that tests read while the file writes to it.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Every hash format verifies its password and no other; an unknown user
@@ -130,8 +113,8 @@ func TestCheckHashesMadeInTest(t *testing.T) {
 // is changed on disk; the clock is moved by hand.
 func TestReload(t *testing.T) {
 	path := writeFile(t, "ann:"+shaHash([]byte("one")))
-	logged := &logBuf{}
-	f, now := openFile(t, path, slog.New(slog.NewTextHandler(logged, nil)))
+	log, logged := sluicetest.Logger()
+	f, now := openFile(t, path, log)
 	write := func(lines ...string) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
@@ -200,8 +183,8 @@ func TestReload(t *testing.T) {
 // user's name escaped and without the hash.
 func TestLogsLockedLines(t *testing.T) {
 	path := writeFile(t, "ann:"+shaHash([]byte("one")), "mal\x1b[31m:s3cr3t-plain", "bob:!", "no colon here")
-	logged := &logBuf{}
-	f, now := openFile(t, path, slog.New(slog.NewTextHandler(logged, nil)))
+	log, logged := sluicetest.Logger()
+	f, now := openFile(t, path, log)
 	for range 3 {
 		if got := verdict(f, "mal\x1b[31m", "s3cr3t-plain"); got != "refused" {
 			t.Errorf("plain-text line: %s", got)

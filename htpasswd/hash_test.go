@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-server/sluice/sluicetest"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // The test vectors of Drepper's "Unix crypt using SHA-256 and SHA-512".
