@@ -7,8 +7,11 @@ import (
 	"go/token"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluice-server/sluice/pipe"
@@ -174,5 +177,34 @@ func TestOptionFields(t *testing.T) {
 	want = "root index browse max_listing dotfiles follow_symlinks types nosniff precompressed max_age immutable no_cache strip_prefix max_ranges expiry"
 	if got := strings.Join(files, " "); got != want {
 		t.Errorf("OptionFields(FilesOptions) = %s,\nwant %s", got, want)
+	}
+}
+
+var registerSeq atomic.Int64
+
+// Register may run while configs are parsed: Lookup, All and Names see a
+// registration whole or not at all (run with -race).
+func TestRegisterConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	names := make([]string, 8)
+	for i := range names {
+		names[i] = fmt.Sprintf("concurrent_%d", registerSeq.Add(1))
+		wg.Go(func() {
+			Register(Registration{Name: names[i], Kind: KindPipe, Example: names[i]}, registerTestBuild)
+		})
+		wg.Go(func() {
+			for _, r := range All() {
+				if r.Name == "" || r.Options == nil {
+					t.Errorf("All returned a registration half made: %+v", r)
+				}
+			}
+			Lookup(names[i])
+		})
+	}
+	wg.Wait()
+	for _, name := range names {
+		if r, ok := Lookup(name); !ok || r.Name != name || !slices.Contains(Names(), name) {
+			t.Errorf("%s not registered", name)
+		}
 	}
 }
