@@ -99,8 +99,8 @@ type registerTestOptions struct {
 	Name  string            `yaml:"name"`
 	Count int               `yaml:"count"`
 	Tags  map[string]string `yaml:"tags"`
-	inner int
-	Skip  string `yaml:"-"`
+	_     int               // unexported: not an option
+	Skip  string            `yaml:"-"`
 	FilesOptions
 }
 
