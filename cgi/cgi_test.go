@@ -34,9 +34,9 @@ func cgiScript(t *testing.T, dir, name, text string) string {
 }
 
 // newGateway builds a CGI whose log goes to the returned buffer.
-func newGateway(t *testing.T, opts Options) (pipe.Component, *sluicetest.Log) {
+func newGateway(t *testing.T, opts Options) (pipe.Component, *sluicetest.Buffer) {
 	t.Helper()
-	lb := &sluicetest.Log{}
+	lb := &sluicetest.Buffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
 	}

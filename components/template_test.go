@@ -36,9 +36,9 @@ func templateWrite(t *testing.T, path, text string) {
 }
 
 // templateNew builds a Template whose log goes to the returned buffer.
-func templateNew(t *testing.T, opts TemplateOptions) (*Template, *sluicetest.Log) {
+func templateNew(t *testing.T, opts TemplateOptions) (*Template, *sluicetest.Buffer) {
 	t.Helper()
-	var lb *sluicetest.Log
+	var lb *sluicetest.Buffer
 	opts.Logger, lb = sluicetest.Logger()
 	comp, err := NewTemplate(opts)
 	if err != nil {
