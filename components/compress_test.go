@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -399,7 +400,7 @@ func TestCompressVaryBehindFiles(t *testing.T) {
 	dir := filesTree(t, map[string]string{
 		"page.html": page, "tiny.html": "<p>tiny</p>", "photo.png": strings.Repeat("\x89PNG", 400), "list/a.txt": "a",
 	})
-	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir, Browse: true}), compressNew(t, CompressOptions{Encodings: []string{"gzip"}})})
+	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir, Options: files.Options{Browse: true}}), compressNew(t, CompressOptions{Encodings: []string{"gzip"}})})
 	tests := []struct {
 		path   string
 		hdr    []string

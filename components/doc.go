@@ -38,6 +38,16 @@
 //   - htaccess: per-directory allow/deny files.
 //   - ratelimit: a token bucket per client address.
 //
+// # The registry
+//
+// Config files name components through a registry (Lookup, All): the
+// built-in ones above, and those a Go program that embeds Sluice adds
+// with Register, typically from an init function, before it loads a
+// config. A registration says the component's kind, its options struct,
+// which option a scalar argument sets and which options are paths; a
+// registered component is then decoded, checked, explained and drawn as
+// a built-in one is (see ExampleRegister).
+//
 // # A pipeline
 //
 // The components of a route run in the order written: pipes first, then

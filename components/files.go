@@ -5,13 +5,14 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 )
 
-// FilesOptions configures the files source. A config scalar
+// FilesOptions configures the files source: the directory served, and
+// the options of package files, which a config file sets beside root
+// (`files: {root: ./public, browse: true}`). A config scalar
 // (`files: ./public`) sets Root. The zero value of every other field is a
 // sound default; see package files for the behaviour in full.
 type FilesOptions struct {
@@ -22,67 +23,7 @@ type FilesOptions struct {
 	// one). Only Go code can set it.
 	FS fs.FS `yaml:"-"`
 
-	// Index lists the files tried, in order, for a path ending in "/".
-	// Default [index.html]; an empty list means none.
-	Index []string `yaml:"index"`
-
-	// Browse lists directories without an index file: HTML, or JSON for
-	// clients that prefer application/json; sort with
-	// ?sort=name|size|time&order=asc|desc. Default off (404).
-	Browse bool `yaml:"browse"`
-
-	// MaxListing bounds the entries a listing shows, and so its memory:
-	// the first in the order asked for, with a note in the HTML page.
-	// Default 10000.
-	MaxListing int `yaml:"max_listing"`
-
-	// Dotfiles is "hide" (default: 404, as if missing), "deny" (403) or
-	// "allow". /.well-known/ is always served.
-	Dotfiles string `yaml:"dotfiles"`
-
-	// FollowSymlinks serves symbolic links that lead out of Root. UNSAFE:
-	// whoever can create a link in the tree can publish any file the
-	// server can read. Default off: links are followed only inside Root.
-	FollowSymlinks bool `yaml:"follow_symlinks"`
-
-	// Types maps extensions to media types, before the built-in table
-	// and /etc/mime.types: {".md": "text/markdown"}. Text types get
-	// charset=utf-8.
-	Types map[string]string `yaml:"types"`
-
-	// NoSniff sends "X-Content-Type-Options: nosniff" with files.
-	NoSniff bool `yaml:"nosniff"`
-
-	// Precompressed lists the codings of precompressed files served from
-	// beside the original (a.css.br, a.css.zst, a.css.gz) to clients that
-	// accept them, preferred first. Default [br, zstd, gzip]; [] turns it
-	// off.
-	Precompressed []string `yaml:"precompressed"`
-
-	// MaxAge sends "Cache-Control: max-age=N" and an Expires field: a
-	// duration of whole seconds such as 1h or 720h.
-	MaxAge time.Duration `yaml:"max_age"`
-
-	// Immutable adds "immutable" to Cache-Control (needs MaxAge): for
-	// fingerprinted assets that never change under their name.
-	Immutable bool `yaml:"immutable"`
-
-	// NoCache sends "Cache-Control: no-cache": caches revalidate every
-	// time. It excludes MaxAge.
-	NoCache bool `yaml:"no_cache"`
-
-	// StripPrefix is removed from the request path before it is mapped
-	// to a file: with /static, /static/a.css is ROOT/a.css.
-	StripPrefix string `yaml:"strip_prefix"`
-
-	// MaxRanges bounds the byte ranges one request may ask for (after
-	// merging overlapping ones); more get the whole file. Default 16.
-	MaxRanges int `yaml:"max_ranges"`
-
-	// Expiry is how long file metadata and small files' content are
-	// cached before the file system is asked again: a changed file is
-	// served within Expiry. Default 1s.
-	Expiry time.Duration `yaml:"expiry"`
+	files.Options `yaml:",inline"`
 }
 
 // Files is the files source: it answers GET and HEAD with the file the
@@ -107,22 +48,7 @@ var _ pipe.Component = (*Files)(nil)
 // missing or unreadable Root and for invalid options, with errors such as
 // `files: dotfiles "show": want hide, deny or allow`.
 func NewFiles(opts FilesOptions) (pipe.Component, error) {
-	fo := files.Options{
-		Index:          opts.Index,
-		Browse:         opts.Browse,
-		MaxListing:     opts.MaxListing,
-		Dotfiles:       opts.Dotfiles,
-		FollowSymlinks: opts.FollowSymlinks,
-		Types:          opts.Types,
-		NoSniff:        opts.NoSniff,
-		Precompressed:  opts.Precompressed,
-		MaxAge:         opts.MaxAge,
-		Immutable:      opts.Immutable,
-		NoCache:        opts.NoCache,
-		StripPrefix:    opts.StripPrefix,
-		MaxRanges:      opts.MaxRanges,
-		Expiry:         opts.Expiry,
-	}
+	fo := opts.Options
 	if err := fo.Validate(); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -106,7 +107,7 @@ func filesSite(t testing.TB) (dir, small, big, css string) {
 // package does behind the engine directly.
 func TestFilesComponentStatuses(t *testing.T) {
 	dir, small, big, _ := filesSite(t)
-	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir, MaxAge: time.Hour})})
+	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir, Options: files.Options{MaxAge: time.Hour}})})
 	resp, _ := filesGet(t, "GET", base+"/big.txt")
 	etag := resp.Header.Get("ETag")
 	tests := []struct {
@@ -278,12 +279,12 @@ func TestFilesOptionErrors(t *testing.T) {
 	}{
 		{FilesOptions{}, "files: no root directory"},
 		{FilesOptions{Root: filepath.Join(dir, "missing")}, "files: root " + filepath.Join(dir, "missing")},
-		{FilesOptions{Root: dir, Dotfiles: "show"}, `files: dotfiles "show": want hide, deny or allow`},
-		{FilesOptions{Root: dir, Precompressed: []string{"lzma"}}, `files: unknown precompressed coding "lzma"`},
-		{FilesOptions{Root: dir, Immutable: true}, "files: immutable needs max_age"},
-		{FilesOptions{Root: dir, NoCache: true, MaxAge: time.Minute}, "files: no_cache and max_age exclude each other"},
-		{FilesOptions{Root: dir, Types: map[string]string{".x": "nonsense"}}, `files: type "nonsense"`},
-		{FilesOptions{Root: dir, MaxListing: -5}, "files: max_listing must not be negative"},
+		{FilesOptions{Root: dir, Options: files.Options{Dotfiles: "show"}}, `files: dotfiles "show": want hide, deny or allow`},
+		{FilesOptions{Root: dir, Options: files.Options{Precompressed: []string{"lzma"}}}, `files: unknown precompressed coding "lzma"`},
+		{FilesOptions{Root: dir, Options: files.Options{Immutable: true}}, "files: immutable needs max_age"},
+		{FilesOptions{Root: dir, Options: files.Options{NoCache: true, MaxAge: time.Minute}}, "files: no_cache and max_age exclude each other"},
+		{FilesOptions{Root: dir, Options: files.Options{Types: map[string]string{".x": "nonsense"}}}, `files: type "nonsense"`},
+		{FilesOptions{Root: dir, Options: files.Options{MaxListing: -5}}, "files: max_listing must not be negative"},
 	} {
 		_, err := NewFiles(tt.opts)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
@@ -342,7 +343,7 @@ func ExampleNewFiles() {
 	defer os.RemoveAll(dir)
 	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("Hello, files!\n"), 0o644)
 
-	comp, err := NewFiles(FilesOptions{Root: dir, MaxAge: time.Hour})
+	comp, err := NewFiles(FilesOptions{Root: dir, Options: files.Options{MaxAge: time.Hour}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
@@ -138,7 +139,7 @@ type htaccess struct {
 	root   string
 	file   string
 	paths  files.PathMap
-	client *clientIP
+	client *clientaddr.Resolver
 	log    *slog.Logger
 
 	mu   sync.RWMutex
@@ -198,7 +199,7 @@ func newHtaccess(opts HtaccessOptions) (*htaccess, error) {
 	if err != nil {
 		return nil, fmt.Errorf("htaccess: %w", err)
 	}
-	ci, err := newClientIP(opts.TrustedProxies, opts.ClientIPHeader)
+	ci, err := clientaddr.New(opts.TrustedProxies, opts.ClientIPHeader)
 	if err != nil {
 		return nil, fmt.Errorf("htaccess: %w", err)
 	}
@@ -267,7 +268,7 @@ func (h *htaccess) check(r *engine.Request) int {
 		}
 	}
 	switch {
-	case rules != nil && !rules.allows(h.client.addr(r)):
+	case rules != nil && !rules.allows(h.client.Addr(r)):
 		return http.StatusForbidden
 	case missing:
 		return http.StatusNotFound
@@ -469,7 +470,7 @@ func parseHtaccessHost(s string) ([]netip.Prefix, error) {
 		}
 		return []netip.Prefix{netip.PrefixFrom(a, bits).Masked()}, nil
 	}
-	if p, err := cipParsePrefix(s); err == nil {
+	if p, err := clientaddr.ParsePrefix(s); err == nil {
 		return []netip.Prefix{p}, nil
 	}
 	// A partial IPv4 address: 1 to 3 leading bytes, "10.1" or "10.1.".

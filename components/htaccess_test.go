@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -167,7 +168,7 @@ func TestHtaccessStripPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewFiles(FilesOptions{Root: root, StripPrefix: "/static"})
+	f, err := NewFiles(FilesOptions{Root: root, Options: files.Options{StripPrefix: "/static"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestHtaccessDeepPath(t *testing.T) {
 		".htaccess":  "Deny from 192.0.2.0/24\n",
 		"d/page.txt": "page",
 	})
-	log, logged := guardLogger()
+	log, logged := sluicetest.Logger()
 	h, err := newHtaccess(HtaccessOptions{Root: root, TrustedProxies: []string{"127.0.0.1"}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func TestHtaccessDeepPath(t *testing.T) {
 // with the request's path.
 func TestHtaccessLogsOnce(t *testing.T) {
 	root := htaTree(t, map[string]string{"bad/.htaccess": "Order sideways\n"})
-	log, logged := guardLogger()
+	log, logged := sluicetest.Logger()
 	h, err := newHtaccess(HtaccessOptions{Root: root, Logger: log})
 	if err != nil {
 		t.Fatal(err)

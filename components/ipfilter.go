@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -71,7 +72,7 @@ func NewIPFilter(opts IPFilterOptions) (pipe.Component, error) {
 }
 
 func newIPFilter(opts IPFilterOptions) (*ipFilter, error) {
-	ci, err := newClientIP(opts.TrustedProxies, opts.ClientIPHeader)
+	ci, err := clientaddr.New(opts.TrustedProxies, opts.ClientIPHeader)
 	if err != nil {
 		return nil, fmt.Errorf("ipfilter: %w", err)
 	}
@@ -91,7 +92,7 @@ func newIPFilter(opts IPFilterOptions) (*ipFilter, error) {
 					ipRule{netip.PrefixFrom(netip.IPv6Unspecified(), 0), list.allow})
 				continue
 			}
-			p, err := cipParsePrefix(s)
+			p, err := clientaddr.ParsePrefix(s)
 			if err != nil {
 				return nil, fmt.Errorf("ipfilter: %s: %w", list.name, err)
 			}
@@ -126,7 +127,7 @@ func newIPFilter(opts IPFilterOptions) (*ipFilter, error) {
 
 // ipFilter is the state of an ipfilter component.
 type ipFilter struct {
-	client    *clientIP
+	client    *clientaddr.Resolver
 	rules     []ipRule // most specific first
 	allowlist bool     // refuse addresses no rule contains
 	noAddr    bool     // let through a client without an IP address
@@ -156,7 +157,7 @@ func (f *ipFilter) allowed(a netip.Addr) bool {
 }
 
 func (f *ipFilter) handle(c *pipe.Conn) bool {
-	if f.allowed(f.client.addr(c.Request)) {
+	if f.allowed(f.client.Addr(c.Request)) {
 		return true
 	}
 	return c.Error(http.StatusForbidden, "access denied")

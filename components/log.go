@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 )
@@ -109,7 +110,7 @@ type LogOptions struct {
 // A Log is safe for concurrent use.
 type Log struct {
 	format int
-	client *clientIP
+	client *clientaddr.Resolver
 	path   string // "" for standard output or error
 	log    *slog.Logger
 
@@ -169,7 +170,7 @@ func newLog(opts LogOptions) (*Log, error) {
 	if opts.Buffer == 0 {
 		opts.Buffer = 4096
 	}
-	ci, err := newClientIP(opts.TrustedProxies, opts.ClientIPHeader)
+	ci, err := clientaddr.New(opts.TrustedProxies, opts.ClientIPHeader)
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
@@ -408,7 +409,7 @@ func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time
 }
 
 func (l *Log) appendCommon(b []byte, r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) []byte {
-	b = appendLogAddr(b, l.client.addr(r))
+	b = appendLogAddr(b, l.client.Addr(r))
 	b = append(b, " - "...)
 	if user := logUser(r); len(user) > 0 {
 		b = appendLogField(b, user)
@@ -442,7 +443,7 @@ func (l *Log) appendJSON(b []byte, r *engine.Request, rf *engine.Refusal, status
 	b = append(b, `{"time":"`...)
 	b = start.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	b = append(b, `","remote":"`...)
-	if a := l.client.addr(r); a.IsValid() {
+	if a := l.client.Addr(r); a.IsValid() {
 		b = a.AppendTo(b)
 	}
 	b = append(b, `","user":`...)

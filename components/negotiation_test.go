@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -26,7 +27,7 @@ func TestNegotiationsAgree(t *testing.T) {
 	})
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(dir, "page.css"), old, old)
-	filesURL := filesServe(t, filesNew(t, FilesOptions{Root: dir, Browse: true, Precompressed: []string{"zstd", "gzip"}}))
+	filesURL := filesServe(t, filesNew(t, FilesOptions{Root: dir, Options: files.Options{Browse: true, Precompressed: []string{"zstd", "gzip"}}}))
 	compressURL := filesServe(t, pipe.Chain{
 		compressBody([]byte(css), "text/css", true, nil),
 		compressNew(t, CompressOptions{Encodings: []string{"zstd", "gzip"}}),

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -76,7 +77,7 @@ const (
 
 // rateLimiter holds the buckets of a ratelimit component.
 type rateLimiter struct {
-	client    *clientIP
+	client    *clientaddr.Resolver
 	rate      float64 // tokens per nanosecond
 	burst     float64
 	v6bits    int
@@ -124,7 +125,7 @@ func newRateLimiter(opts RateLimitOptions) (*rateLimiter, error) {
 	if opts.MaxClients == 0 {
 		opts.MaxClients = 100000
 	}
-	ci, err := newClientIP(opts.TrustedProxies, opts.ClientIPHeader)
+	ci, err := clientaddr.New(opts.TrustedProxies, opts.ClientIPHeader)
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
@@ -146,7 +147,7 @@ func newRateLimiter(opts RateLimitOptions) (*rateLimiter, error) {
 }
 
 func (rl *rateLimiter) handle(c *pipe.Conn) bool {
-	wait := rl.take(rl.client.addr(c.Request))
+	wait := rl.take(rl.client.Addr(c.Request))
 	if wait == 0 {
 		return true
 	}

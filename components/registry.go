@@ -1,12 +1,16 @@
 package components
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"reflect"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluice-server/sluice/pipe"
 )
@@ -57,10 +61,13 @@ type Context struct {
 }
 
 // Registration describes a component a config file can name: how its
-// options are decoded and how it is built. Registrations are immutable;
-// Lookup and All return shared pointers that must not be modified.
+// options are decoded and how it is built. Registrations are immutable
+// once registered; Lookup and All return shared pointers that must not be
+// modified.
 type Registration struct {
-	// Name is the component's name in a pipeline ("files", "basic_auth").
+	// Name is the component's name in a pipeline ("files", "basic_auth"):
+	// a lower-case letter, then lower-case letters, digits and
+	// underscores.
 	Name string
 
 	// Kind is the component's part in a pipeline.
@@ -71,23 +78,28 @@ type Registration struct {
 	// its options as a map only.
 	Scalar string
 
-	// Paths lists the options (yaml keys) naming files or directories. A
-	// config file's relative paths are relative to the file's directory.
+	// Paths lists the options (yaml keys of string fields) naming files or
+	// directories. A config file's relative paths are relative to the
+	// file's directory.
 	Paths []string
 
 	// Answers reports that the component answers every request and ends
 	// the pipeline (redirect): a route ending with it needs no source.
+	// Only a pipe may answer every request.
 	Answers bool
 
 	// Stops is the response a pipe may answer with when it ends the
 	// pipeline early ("401" for basic_auth), or empty if it never does.
+	// sluice check --explain and sluice graph show it.
 	Stops string
 
-	// Example is an example pipeline entry in YAML, for the docs.
+	// Example is an example pipeline entry in YAML, for the docs
+	// (`files: {root: ./public}`).
 	Example string
 
 	// Options is the options struct type (FilesOptions, TextOptions…),
-	// whose yaml tags name the keys a config file may set.
+	// whose yaml tags name the keys a config file may set (see
+	// OptionFields). Register sets it.
 	Options reflect.Type
 
 	build func(decode func(opts any) error, x *Context) (pipe.Component, error)
@@ -102,27 +114,67 @@ func (r *Registration) Build(decode func(opts any) error, x Context) (pipe.Compo
 	return r.build(decode, &x)
 }
 
-// entry registers a component with constructor fn. setup, if not nil,
-// fills the options a config file cannot set (loggers, counters) once
-// the file's options are decoded.
-func entry[O any](name string, kind Kind, scalar string, fn func(O) (pipe.Component, error), setup func(o *O, x *Context)) *Registration {
-	return &Registration{
-		Name:    name,
-		Kind:    kind,
-		Scalar:  scalar,
-		Options: reflect.TypeFor[O](),
-		build: func(decode func(any) error, x *Context) (pipe.Component, error) {
-			var o O
-			if err := decode(&o); err != nil {
-				return nil, err
-			}
-			if setup != nil {
-				setup(&o, x)
-			}
-			giveLogger(reflect.ValueOf(&o).Elem(), x.Logger)
-			return fn(o)
-		},
+// Register adds a component that config files can name, as Caddy's
+// modules are added: a Go program that embeds Sluice calls it from an
+// init function of the package that holds the component, before it
+// loads a config. r describes the component; build makes one from the
+// options a config file set, decoded into an O (a struct whose yaml tags
+// name the keys, as for the built-in components), and from what the
+// server provides in x. Build may return an error, which config reports
+// at the entry naming the component, prefixed with its name.
+//
+// A config file's entry for the component is decoded as a built-in's is:
+// unknown keys and values of the wrong type are errors at their line and
+// column, the Scalar option takes a scalar argument, the Paths options
+// are resolved against the config file's directory, and an options field
+// `Logger *slog.Logger` left nil receives x.Logger. sluice check
+// --explain and sluice graph show the component like any other.
+//
+// Register panics, with a message naming the component, when the
+// registration is invalid: a name not made of a lower-case letter then
+// lower-case letters, digits and underscores, or one already registered
+// (a built-in's included); a Kind that is not KindPipe, KindSource or
+// KindFilter; Answers on a kind other than KindPipe; O not a struct; a
+// Scalar that is not a key of O, or a Paths entry that is not a key of a
+// string field of O; a nil build.
+//
+// Register is safe for concurrent use, and may be called at any time: a
+// config parsed after it returns can name the component, one parsed
+// before cannot. A registration cannot be removed or replaced.
+func Register[O any](r Registration, build func(opts O, x Context) (pipe.Component, error)) {
+	if build == nil {
+		panic("components: Register of " + strconv.Quote(r.Name) + " with a nil build function")
 	}
+	reg := define(r, func(o *O, x *Context) (pipe.Component, error) { return build(*o, *x) })
+	register(reg)
+}
+
+// define completes r with the options type O and a build function that
+// decodes an O, gives it the server's logger and calls make.
+func define[O any](r Registration, construct func(o *O, x *Context) (pipe.Component, error)) *Registration {
+	r.Paths = slices.Clone(r.Paths)
+	r.Options = reflect.TypeFor[O]()
+	r.build = func(decode func(any) error, x *Context) (pipe.Component, error) {
+		var o O
+		if err := decode(&o); err != nil {
+			return nil, err
+		}
+		giveLogger(reflect.ValueOf(&o).Elem(), x.Logger)
+		return construct(&o, x)
+	}
+	return &r
+}
+
+// entry defines a built-in component with constructor fn. setup, if not
+// nil, fills the options a config file cannot set (counters, the
+// shorthand's meaning) once the file's options are decoded.
+func entry[O any](name string, kind Kind, scalar string, fn func(O) (pipe.Component, error), setup func(o *O, x *Context)) *Registration {
+	return define(Registration{Name: name, Kind: kind, Scalar: scalar}, func(o *O, x *Context) (pipe.Component, error) {
+		if setup != nil {
+			setup(o, x)
+		}
+		return fn(*o)
+	})
 }
 
 // giveLogger sets the field Logger of the options struct o, if it has one
@@ -142,8 +194,8 @@ func (r *Registration) answers() *Registration             { r.Answers = true; r
 func (r *Registration) stops(resp string) *Registration    { r.Stops = resp; return r }
 func (r *Registration) example(yaml string) *Registration  { r.Example = yaml; return r }
 
-// registry is every component a config file can name.
-var registry = []*Registration{
+// builtins are the components of this package.
+var builtins = []*Registration{
 	// Sources.
 	entry("files", KindSource, "root", NewFiles, nil).paths("root").
 		example(`files: {root: ./public, browse: true, max_age: 1h}`),
@@ -154,12 +206,9 @@ var registry = []*Registration{
 	entry("status", KindSource, "format", NewStatus, func(o *StatusOptions, x *Context) {
 		o.Conns = x.Conns
 	}).example(`status: {format: json}`),
-	entry("cgi", KindSource, "script", NewCGI, func(o *CGIOptions, x *Context) {
-		o.Logger = x.Logger
-	}).paths("script", "dir", "doc_root").
+	entry("cgi", KindSource, "script", NewCGI, nil).paths("script", "dir", "doc_root").
 		example(`cgi: {dir: ./cgi-bin, prefix: /cgi-bin/, timeout: 10s}`),
 	entry("template", KindSource, "root", NewTemplate, func(o *TemplateOptions, x *Context) {
-		o.Logger = x.Logger
 		// The shorthand names a directory of templates or one file.
 		if x.Shorthand && o.Root != "" {
 			if fi, err := os.Stat(o.Root); err == nil && !fi.IsDir() {
@@ -194,27 +243,91 @@ var registry = []*Registration{
 		example(`ratelimit: {rate: 10, burst: 20}`),
 }
 
-var byName = func() map[string]*Registration {
-	m := make(map[string]*Registration, len(registry))
-	for _, r := range registry {
-		if m[r.Name] != nil {
-			panic("components: " + r.Name + " registered twice")
-		}
-		m[r.Name] = r
+// The registry: every component a config file can name.
+var (
+	registryMu sync.RWMutex
+	byName     = map[string]*Registration{}
+)
+
+func init() {
+	for _, r := range builtins {
+		register(r)
 	}
-	return m
-}()
+}
+
+// register checks r and adds it to the registry, or panics.
+func register(r *Registration) {
+	if err := r.check(); err != nil {
+		panic("components: cannot register " + strconv.Quote(r.Name) + ": " + err.Error())
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if byName[r.Name] != nil {
+		panic("components: cannot register " + strconv.Quote(r.Name) + ": a component of that name is already registered")
+	}
+	byName[r.Name] = r
+}
+
+// check reports what makes r unusable by config files.
+func (r *Registration) check() error {
+	if !validName(r.Name) {
+		return errors.New("a name is a lower-case letter, then lower-case letters, digits and underscores")
+	}
+	switch {
+	case r.Kind < KindPipe || r.Kind > KindFilter:
+		return fmt.Errorf("kind %v is not KindPipe, KindSource or KindFilter", r.Kind)
+	case r.Answers && r.Kind != KindPipe:
+		return fmt.Errorf("a %v cannot answer every request: only a pipe can", r.Kind)
+	case r.Options.Kind() != reflect.Struct:
+		return fmt.Errorf("options type %v is not a struct", r.Options)
+	}
+	fields := OptionFields(r.Options)
+	key := func(k string) (OptionField, bool) {
+		for _, f := range fields {
+			if f.Key == k {
+				return f, true
+			}
+		}
+		return OptionField{}, false
+	}
+	if _, ok := key(r.Scalar); r.Scalar != "" && !ok {
+		return fmt.Errorf("scalar option %q is not an option of %v", r.Scalar, r.Options)
+	}
+	for _, p := range r.Paths {
+		if f, ok := key(p); !ok || f.Field.Type.Kind() != reflect.String {
+			return fmt.Errorf("path option %q is not a string option of %v", p, r.Options)
+		}
+	}
+	return nil
+}
+
+// validName reports whether name is a lower-case letter followed by
+// lower-case letters, digits and underscores.
+func validName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || i > 0 && ('0' <= c && c <= '9' || c == '_')) {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // Lookup returns the registration of the component called name.
 func Lookup(name string) (*Registration, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
 	r, ok := byName[name]
 	return r, ok
 }
 
-// All returns every registered component, sorted by name.
+// All returns every registered component, the built-in ones and those
+// added with Register, sorted by name.
 func All() []*Registration {
-	all := append([]*Registration(nil), registry...)
-	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	registryMu.RLock()
+	all := slices.Collect(maps.Values(byName))
+	registryMu.RUnlock()
+	slices.SortFunc(all, func(a, b *Registration) int { return strings.Compare(a.Name, b.Name) })
 	return all
 }
 
@@ -227,20 +340,43 @@ func Names() []string {
 	return names
 }
 
-// OptionKey returns the yaml key of an options struct field: its yaml tag
-// name, or the lower-cased field name when the tag gives none, or "" for
-// a field a config file cannot set (tagged "-" or unexported).
-func OptionKey(f reflect.StructField) string {
-	if !f.IsExported() {
-		return ""
+// OptionField is an option a config file may set: a field of an options
+// struct.
+type OptionField struct {
+	// Key is the option's yaml key.
+	Key string
+	// Index is the field's index sequence, for reflect.Value.FieldByIndex.
+	Index []int
+	// Field is the struct field, as declared (in an embedded struct for
+	// the fields it brings).
+	Field reflect.StructField
+}
+
+// OptionFields lists the options of the options struct type t, in the
+// order of its fields: every exported field but those tagged `yaml:"-"`,
+// under its yaml tag's name or else its name in lower case. The fields of
+// an embedded struct tagged `yaml:",inline"` are listed in its place, as
+// if they were t's own (FilesOptions embeds files.Options so).
+func OptionFields(t reflect.Type) []OptionField {
+	var out []OptionField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, flags, _ := strings.Cut(tag, ",")
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && slices.Contains(strings.Split(flags, ","), "inline") {
+			for _, sub := range OptionFields(f.Type) {
+				sub.Index = append([]int{i}, sub.Index...)
+				out = append(out, sub)
+			}
+			continue
+		}
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out = append(out, OptionField{Key: name, Index: []int{i}, Field: f})
 	}
-	tag := f.Tag.Get("yaml")
-	if tag == "-" {
-		return ""
-	}
-	name, _, _ := strings.Cut(tag, ",")
-	if name == "" {
-		name = strings.ToLower(f.Name)
-	}
-	return name
+	return out
 }

@@ -3,7 +3,6 @@ package components
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -37,10 +36,10 @@ func templateWrite(t *testing.T, path, text string) {
 }
 
 // templateNew builds a Template whose log goes to the returned buffer.
-func templateNew(t *testing.T, opts TemplateOptions) (*Template, *cgiLogBuf) {
+func templateNew(t *testing.T, opts TemplateOptions) (*Template, *sluicetest.Buffer) {
 	t.Helper()
-	lb := &cgiLogBuf{}
-	opts.Logger = slog.New(slog.NewTextHandler(lb, nil))
+	var lb *sluicetest.Buffer
+	opts.Logger, lb = sluicetest.Logger()
 	comp, err := NewTemplate(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +59,7 @@ func TestTemplateData(t *testing.T) {
 	addr := sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	req, _ := http.NewRequest("GET", "http://"+addr+"/info?a=1&b=x&b=y", nil)
 	req.Header.Set("User-Agent", "tmpl-test")
-	resp, body := cgiDo(t, req)
+	resp, body := guardDo(t, req)
 	want := fmt.Sprintf("<title>Sluice</title>m=GET p=/info q=1,[x y] ua=tmpl-test host=%s remote=set year=%d n=3", addr, time.Now().Year())
 	if resp.StatusCode != 200 || body != want {
 		t.Errorf("got %d %q\nwant %q", resp.StatusCode, body, want)
@@ -106,7 +105,7 @@ func TestTemplateEscaping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.page, func(t *testing.T) {
-			resp, body := cgiGet(t, base+"/"+tt.page+"?u=javascript:alert(3)&q="+neturl.QueryEscape(attack))
+			resp, body := guardGet(t, base+"/"+tt.page+"?u=javascript:alert(3)&q="+neturl.QueryEscape(attack))
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
 			}
@@ -168,7 +167,7 @@ func TestTemplatePaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			resp, body := cgiGet(t, base+tt.path)
+			resp, body := guardGet(t, base+tt.path)
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d (%q), want %d", resp.StatusCode, body, tt.status)
 			}
@@ -192,7 +191,7 @@ func TestTemplateExecError(t *testing.T) {
 	tp, lb := templateNew(t, TemplateOptions{Root: root, MaxSize: 25, Data: map[string]any{"list": []int{1, 2, 3}}})
 	base := "http://" + sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	for _, page := range []string{"fail", "big"} {
-		resp, body := cgiGet(t, base+"/"+page)
+		resp, body := guardGet(t, base+"/"+page)
 		if resp.StatusCode != 500 {
 			t.Errorf("%s: status %d, want 500", page, resp.StatusCode)
 		}
@@ -213,24 +212,24 @@ func TestTemplateReload(t *testing.T) {
 	root := templateFiles(t, map[string]string{"page.html": "version 1"})
 	tp, lb := templateNew(t, TemplateOptions{Root: root, Reload: true})
 	base := "http://" + sluicetest.NewServer(t, pipe.Handler(tp)).Addr
-	if _, body := cgiGet(t, base+"/page"); body != "version 1" {
+	if _, body := guardGet(t, base+"/page"); body != "version 1" {
 		t.Fatalf("body %q", body)
 	}
 	page := filepath.Join(root, "page.html")
 	templateWrite(t, page, "version 2 {{.Method}}")
 	templateWrite(t, filepath.Join(root, "new.html"), "new page")
-	got := ""
-	if !cgiPoll(func() bool { _, got = cgiGet(t, base+"/page"); return got == "version 2 GET" }) {
-		t.Fatalf("body %q after the change, want version 2 GET", got)
-	}
-	if resp, body := cgiGet(t, base+"/new"); resp.StatusCode != 200 || body != "new page" {
+	sluicetest.WaitFor(t, "version 2 GET after the change", func() bool {
+		_, got := guardGet(t, base+"/page")
+		return got == "version 2 GET"
+	})
+	if resp, body := guardGet(t, base+"/new"); resp.StatusCode != 200 || body != "new page" {
 		t.Errorf("new page: %d %q", resp.StatusCode, body)
 	}
 
 	// A broken change: the next check (forced here) keeps version 2.
 	templateWrite(t, page, "version 3 {{.Method")
 	tp.maybeReload(time.Now().Add(time.Hour))
-	if _, body := cgiGet(t, base+"/page"); body != "version 2 GET" {
+	if _, body := guardGet(t, base+"/page"); body != "version 2 GET" {
 		t.Errorf("body %q after a broken change, want version 2 GET", body)
 	}
 	if !strings.Contains(lb.String(), "reload failed") {
@@ -247,7 +246,7 @@ func TestTemplateNoReload(t *testing.T) {
 	templateWrite(t, file, "second")
 	tp.maybeReload(time.Now().Add(time.Hour))
 	for _, p := range []string{"/", "/any/path"} {
-		if resp, body := cgiGet(t, base+p); resp.StatusCode != 200 || body != "first" {
+		if resp, body := guardGet(t, base+p); resp.StatusCode != 200 || body != "first" {
 			t.Errorf("%s: %d %q, want first", p, resp.StatusCode, body)
 		}
 	}

@@ -381,10 +381,10 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, name string) bool {
 // options in messages ("" at the top); component names the component for
 // the unknown-key message.
 func (d *decoder) options(n *yaml.Node, v reflect.Value, prefix, component string) bool {
-	fields := optionFields(v.Type())
+	fields := components.OptionFields(v.Type())
 	keys := make([]string, 0, len(fields))
 	for _, f := range fields {
-		keys = append(keys, f.key)
+		keys = append(keys, f.Key)
 	}
 	what := "option"
 	switch {
@@ -400,54 +400,28 @@ func (d *decoder) options(n *yaml.Node, v reflect.Value, prefix, component strin
 	}
 	for _, p := range pairs {
 		for _, f := range fields {
-			if f.key == p.key.Value {
-				name := f.key
+			if f.Key == p.key.Value {
+				name := f.Key
 				switch {
 				case prefix != "":
-					name = prefix + "." + f.key
+					name = prefix + "." + f.Key
 				case component != "":
-					name = component + ": " + f.key
+					name = component + ": " + f.Key
 				}
-				d.value(p.val, v.FieldByIndex(f.index), name)
+				d.value(p.val, v.FieldByIndex(f.Index), name)
 			}
 		}
 	}
 	return len(d.errs) == errs
 }
 
-// optionField is a settable field of an options struct.
-type optionField struct {
-	key   string
-	index []int
-	field reflect.StructField
-}
-
-// optionFields lists the fields of the struct type t a config file can
-// set, with embedded ",inline" structs flattened.
-func optionFields(t reflect.Type) []optionField {
-	var out []optionField
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Anonymous && strings.Contains(f.Tag.Get("yaml"), ",inline") && f.Type.Kind() == reflect.Struct {
-			for _, sub := range optionFields(f.Type) {
-				sub.index = append([]int{i}, sub.index...)
-				out = append(out, sub)
-			}
-			continue
-		}
-		if key := components.OptionKey(f); key != "" {
-			out = append(out, optionField{key: key, index: []int{i}, field: f})
-		}
-	}
-	return out
-}
-
-// fieldByKey returns the option field of t whose key is key.
-func fieldByKey(t reflect.Type, key string) (optionField, bool) {
-	for _, f := range optionFields(t) {
-		if f.key == key {
+// fieldByKey returns the option of the options struct type t whose key
+// is key.
+func fieldByKey(t reflect.Type, key string) (components.OptionField, bool) {
+	for _, f := range components.OptionFields(t) {
+		if f.Key == key {
 			return f, true
 		}
 	}
-	return optionField{}, false
+	return components.OptionField{}, false
 }

@@ -17,7 +17,9 @@
 //	      - files: {root: ./public, browse: true}   # or a map of options
 //
 // docs/config.md describes every key and component. Components are looked
-// up in the components registry (components.Lookup); their options are
+// up in the components registry (components.Lookup), which holds the
+// built-in components and any a program added with components.Register;
+// their options are
 // decoded by the yaml tags of their options structs, and every key is
 // checked against those tags before anything is decoded.
 //

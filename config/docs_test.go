@@ -95,15 +95,18 @@ func limitsReference(*testing.T) string {
 	return b.String()
 }
 
-// componentDocs holds the components package's documentation.
+// componentDocs holds the components package's documentation, and the
+// struct types of the packages whose structs options structs embed.
 type componentDocs struct {
 	pkg   *doc.Package
-	types map[string]*ast.StructType
+	types map[string]*ast.StructType // by package path and name: "…/files.Options"
 }
 
-func loadComponentDocs(t *testing.T) *componentDocs {
-	fset := token.NewFileSet()
-	names, err := filepath.Glob("../components/*.go")
+const modulePath = "github.com/sluice-server/sluice"
+
+// parseDir parses the non-test Go files of a package directory.
+func parseDir(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,22 +121,49 @@ func loadComponentDocs(t *testing.T) *componentDocs {
 		}
 		files = append(files, f)
 	}
-	p, err := doc.NewFromFiles(fset, files, "github.com/sluice-server/sluice/components", doc.PreserveAST)
+	return files
+}
+
+func loadComponentDocs(t *testing.T) *componentDocs {
+	fset := token.NewFileSet()
+	files := parseDir(t, fset, "../components")
+	p, err := doc.NewFromFiles(fset, files, modulePath+"/components", doc.PreserveAST)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cd := &componentDocs{pkg: p, types: map[string]*ast.StructType{}}
+	cd.addTypes(modulePath+"/components", files)
+	return cd
+}
+
+// addTypes records the struct types of the package pkgPath.
+func (cd *componentDocs) addTypes(pkgPath string, files []*ast.File) {
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if ts, ok := n.(*ast.TypeSpec); ok {
 				if st, ok := ts.Type.(*ast.StructType); ok {
-					cd.types[ts.Name.Name] = st
+					cd.types[pkgPath+"."+ts.Name.Name] = st
 				}
 			}
 			return true
 		})
 	}
-	return cd
+}
+
+// structType returns the declaration of the struct type t, parsing its
+// package (one of this module's) the first time.
+func (cd *componentDocs) structType(t *testing.T, typ reflect.Type) *ast.StructType {
+	key := typ.PkgPath() + "." + typ.Name()
+	if st := cd.types[key]; st != nil {
+		return st
+	}
+	rel, ok := strings.CutPrefix(typ.PkgPath(), modulePath+"/")
+	if !ok {
+		t.Errorf("options type %v is not of this module", typ)
+		return nil
+	}
+	cd.addTypes(typ.PkgPath(), parseDir(t, token.NewFileSet(), "../"+rel))
+	return cd.types[key]
 }
 
 // markdown renders a doc comment as Markdown.
@@ -200,22 +230,29 @@ func componentReference(t *testing.T) string {
 		b.WriteString(cd.markdown(firstParagraph(text)))
 		b.WriteString("\n")
 		fmt.Fprintf(&b, "```yaml\n- %s\n```\n\n", r.Example)
-		fields := optionFields(r.Options)
+		fields := components.OptionFields(r.Options)
 		if len(fields) == 0 {
 			b.WriteString("No options.\n\n")
 			continue
 		}
-		st := cd.types[typeName]
-		if st == nil {
-			t.Errorf("components: no struct type %s", typeName)
-			continue
-		}
 		b.WriteString("Options:\n\n")
 		for _, f := range fields {
-			fmt.Fprintf(&b, "- `%s` (%s)", f.key, optionType(f.field.Type, contains(r.Paths, f.key)))
-			text := fieldDoc(st, f.field.Name)
+			fmt.Fprintf(&b, "- `%s` (%s)", f.Key, optionType(f.Field.Type, contains(r.Paths, f.Key)))
+			// The struct declaring the field: the options struct, or a
+			// struct it embeds inline (files.Options in FilesOptions).
+			owner := r.Options
+			if len(f.Index) > 1 {
+				owner = r.Options.FieldByIndex(f.Index[:len(f.Index)-1]).Type
+			}
+			st := cd.structType(t, owner)
+			if st == nil {
+				t.Errorf("no struct type %v", owner)
+				b.WriteString("\n")
+				continue
+			}
+			text := fieldDoc(st, f.Field.Name)
 			if text == "" {
-				t.Errorf("components: %s.%s has no doc comment", typeName, f.field.Name)
+				t.Errorf("%v.%s has no doc comment", owner, f.Field.Name)
 				b.WriteString("\n")
 				continue
 			}
@@ -319,7 +356,7 @@ func TestRegistryExamples(t *testing.T) {
 				t.Errorf("%s: shorthand example but no scalar option", r.Name)
 				continue
 			}
-			p.value(arg, v.FieldByIndex(f.index), r.Scalar)
+			p.value(arg, v.FieldByIndex(f.Index), r.Scalar)
 		}
 		if len(p.errs) > 0 {
 			t.Errorf("%s: example %q: %v", r.Name, r.Example, p.errs)

@@ -295,15 +295,15 @@ func (p *parser) stage(n *yaml.Node) *Stage {
 		case shorthand:
 			f, ok := fieldByKey(reg.Options, reg.Scalar)
 			if reg.Scalar == "" || !ok {
-				if len(optionFields(reg.Options)) == 0 {
+				if len(components.OptionFields(reg.Options)) == 0 {
 					p.errorf(a, "%s takes no options: write just `%s`", name, name)
 				} else {
-					p.errorf(a, "%s has no shorthand argument: give its options as a map, e.g. `%s: {%s: …}`", name, name, optionFields(reg.Options)[0].key)
+					p.errorf(a, "%s has no shorthand argument: give its options as a map, e.g. `%s: {%s: …}`", name, name, components.OptionFields(reg.Options)[0].Key)
 				}
 				break
 			}
 			s.Options = append(s.Options, Option{reg.Scalar, flowText(a)})
-			p.value(a, v.FieldByIndex(f.index), name+": "+reg.Scalar)
+			p.value(a, v.FieldByIndex(f.Index), name+": "+reg.Scalar)
 		default:
 			for i := 0; i+1 < len(a.Content); i += 2 {
 				s.Options = append(s.Options, Option{a.Content[i].Value, flowText(a.Content[i+1])})
@@ -314,8 +314,8 @@ func (p *parser) stage(n *yaml.Node) *Stage {
 			return errDecoded
 		}
 		for _, key := range reg.Paths {
-			if f, ok := fieldByKey(reg.Options, key); ok && f.field.Type.Kind() == reflect.String {
-				if fv := v.FieldByIndex(f.index); !stdStream(fv.String()) {
+			if f, ok := fieldByKey(reg.Options, key); ok && f.Field.Type.Kind() == reflect.String {
+				if fv := v.FieldByIndex(f.Index); !stdStream(fv.String()) {
 					fv.SetString(p.path(fv.String()))
 				}
 			}

@@ -9,87 +9,95 @@ import (
 )
 
 // Options tunes a Server. The zero value gives the defaults documented on
-// each field.
+// each field. The yaml tags are the keys a Sluice config file sets them
+// with (components.FilesOptions embeds Options); the fields tagged "-"
+// are for Go code only.
 type Options struct {
 	// Index lists the files tried, in order, for a request ending in a
-	// slash. Nil means DefaultIndex ("index.html"); an empty non-nil list
-	// means no index files.
-	Index []string
+	// slash. Default [index.html] (nil means DefaultIndex); an empty list
+	// means none.
+	Index []string `yaml:"index"`
 
 	// Browse lists a directory that has no index file: HTML, or JSON when
-	// the client prefers application/json. Without it such a directory is
-	// 404.
-	Browse bool
+	// the client prefers application/json; sorted with
+	// ?sort=name|size|time&order=asc|desc. Default off: such a directory
+	// is 404.
+	Browse bool `yaml:"browse"`
 
 	// MaxListing bounds the entries a listing shows: the first MaxListing
 	// in the order asked for, with a note in the HTML page saying how many
 	// the directory has (the JSON array just ends). It bounds the memory a
 	// listing holds while its client reads it, about 100 bytes an entry.
-	// Zero means DefaultMaxListing.
-	MaxListing int
+	// Default 10000 (zero means DefaultMaxListing).
+	MaxListing int `yaml:"max_listing"`
 
 	// Dotfiles says what happens to a path with a segment starting with
-	// "." (".env", ".git/config"): DotfilesHide (the default) answers 404
-	// as for a missing file, DotfilesDeny answers 403, DotfilesAllow
-	// serves them. A first segment ".well-known" (RFC 8615) is always
-	// served; ".." is never.
-	Dotfiles string
+	// "." (".env", ".git/config"): "hide" (DotfilesHide, the default)
+	// answers 404 as for a missing file, "deny" (DotfilesDeny) answers
+	// 403, "allow" (DotfilesAllow) serves them. A first segment
+	// ".well-known" (RFC 8615) is always served; ".." is never.
+	Dotfiles string `yaml:"dotfiles"`
 
 	// FollowSymlinks follows symbolic links wherever they lead, even out
 	// of the root. UNSAFE: anyone who can create a link in the tree (an
 	// upload directory, a shared checkout) can then publish any file the
 	// server can read. By default a link is followed only while it stays
 	// inside the root, checked by the kernel with os.Root.
-	FollowSymlinks bool
+	FollowSymlinks bool `yaml:"follow_symlinks"`
 
 	// Types maps file extensions (".md", case-insensitive, with the dot)
-	// to media types, before the built-in table and /etc/mime.types. A
-	// text/* type without a charset parameter gets "; charset=utf-8".
-	Types map[string]string
+	// to media types, before the built-in table and /etc/mime.types:
+	// {".md": "text/markdown"}. A text/* type without a charset parameter
+	// gets "; charset=utf-8".
+	Types map[string]string `yaml:"types"`
 
 	// NoSniff adds "X-Content-Type-Options: nosniff" to file responses.
-	NoSniff bool
+	NoSniff bool `yaml:"nosniff"`
 
 	// Precompressed lists the content codings whose precompressed files
-	// ("style.css.br" beside "style.css") are served to clients that
-	// accept them, in the server's order of preference: any of "br",
-	// "zstd", "gzip". Nil means DefaultPrecompressed; an empty non-nil
-	// list turns the feature off.
-	Precompressed []string
+	// ("style.css.br", "style.css.zst", "style.css.gz" beside "style.css")
+	// are served to clients that accept them, in the server's order of
+	// preference: any of "br", "zstd", "gzip". Default [br, zstd, gzip]
+	// (nil means DefaultPrecompressed); an empty list turns the feature
+	// off.
+	Precompressed []string `yaml:"precompressed"`
 
-	// MaxAge, when positive, sends "Cache-Control: max-age=N" (whole
-	// seconds) and an Expires field MaxAge from now with every file.
-	MaxAge time.Duration
+	// MaxAge, when positive, sends "Cache-Control: max-age=N" and an
+	// Expires field MaxAge from now with every file: a duration of whole
+	// seconds such as 1h or 720h.
+	MaxAge time.Duration `yaml:"max_age"`
 
-	// Immutable adds "immutable" to Cache-Control (RFC 8246): the files
-	// never change under their names. It needs MaxAge.
-	Immutable bool
+	// Immutable adds "immutable" to Cache-Control (RFC 8246): for
+	// fingerprinted assets that never change under their names. It needs
+	// MaxAge.
+	Immutable bool `yaml:"immutable"`
 
 	// NoCache sends "Cache-Control: no-cache": caches must revalidate
 	// every time (cheap with the validators every file carries). It
 	// excludes MaxAge.
-	NoCache bool
+	NoCache bool `yaml:"no_cache"`
 
 	// StripPrefix is removed from the start of the request path before
 	// the path is mapped to a file ("/static" serves /static/a.css from
 	// ROOT/a.css). A path without the prefix is 404.
-	StripPrefix string
+	StripPrefix string `yaml:"strip_prefix"`
 
 	// MaxRanges bounds the byte ranges of one request after overlapping
 	// and nearby ranges are merged; a request with more is answered with
-	// the whole file (200). Zero means DefaultMaxRanges.
-	MaxRanges int
+	// the whole file (200). Default 16 (zero means DefaultMaxRanges).
+	MaxRanges int `yaml:"max_ranges"`
 
 	// Expiry is how long what the Server learned about a path (its file's
 	// metadata and content, or that it is missing) is trusted before the
-	// file system is asked again. Zero means DefaultExpiry; a negative
-	// value means every request checks the file system (content held in
-	// memory is still reused while the file is unchanged).
-	Expiry time.Duration
+	// file system is asked again: a changed file is served within Expiry.
+	// Default 1s (zero means DefaultExpiry); a negative value means every
+	// request checks the file system (content held in memory is still
+	// reused while the file is unchanged).
+	Expiry time.Duration `yaml:"expiry"`
 
 	// OpenExpiry is how long a file kept open for sendfile stays open
 	// without being requested. Zero means DefaultOpenExpiry.
-	OpenExpiry time.Duration
+	OpenExpiry time.Duration `yaml:"-"`
 
 	// MaxOpenFiles bounds the files kept open between requests; files
 	// beyond it are opened and closed per request. A file too large to
@@ -97,20 +105,20 @@ type Options struct {
 	// it is looked up (to answer 403 alike for GET, HEAD and conditional
 	// requests) and kept if there is room, until OpenExpiry without use.
 	// Zero means DefaultMaxOpenFiles; negative keeps none open.
-	MaxOpenFiles int
+	MaxOpenFiles int `yaml:"-"`
 
 	// MaxMemFile is the size up to which a file's content is held in
 	// memory and written with its header in one write. Zero means
 	// DefaultMaxMemFile; negative holds no content in memory.
-	MaxMemFile int64
+	MaxMemFile int64 `yaml:"-"`
 
 	// MaxMemBytes bounds the total content held in memory; files beyond it
 	// are read from disk on each request. Zero means DefaultMaxMemBytes.
-	MaxMemBytes int64
+	MaxMemBytes int64 `yaml:"-"`
 
 	// MaxEntries bounds the number of cached paths (including paths found
 	// missing). Zero means DefaultMaxEntries.
-	MaxEntries int
+	MaxEntries int `yaml:"-"`
 }
 
 // Values of Options.Dotfiles.

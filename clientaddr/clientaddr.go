@@ -1,4 +1,4 @@
-package components
+package clientaddr
 
 import (
 	"bytes"
@@ -11,62 +11,37 @@ import (
 	"github.com/sluice-server/sluice/httpgrammar"
 )
 
-// Client addresses behind proxies
-//
-// ipfilter, ratelimit, htaccess and log act on the client's address. By
-// default that is the TCP peer's address. When the server sits behind
-// reverse proxies, list them in the component's trusted_proxies option
-// (CIDRs or single addresses, IPv4 or IPv6, and "unix:" for proxies
-// connecting over a Unix socket, as nginx's set_real_ip_from spells it):
-// only when the peer is one of them is the proxy header believed, and
-// then it is read from the right
-// — the end the trusted proxies appended to — skipping every address that
-// is itself a trusted proxy. The first address that is not trusted is the
-// client; if every address is trusted, the leftmost is. An entry that does
-// not parse as an address ("unknown", an obfuscated "_hidden" node, junk)
-// ends the walk: the last trusted hop before it is taken as the client,
-// since nothing to its left can be vouched for.
-//
-// The header is named by the client_ip_header option:
-//
-//   - "X-Forwarded-For" (the default): comma-separated addresses, several
-//     fields joined in order; "X-Real-IP" and similar single-address
-//     headers are read the same way.
-//   - "Forwarded" (RFC 7239): the for= parameter of each forwarded-element,
-//     quoted or not, with an optional port ("[2001:db8::1]:4711").
-//
-// Only one header is read. Believing both would let a client spoof its
-// address through whichever header its proxy passes along untouched.
-//
-// A client without an IP address — a Unix-socket peer not trusted with
-// "unix:", or one whose trusted proxy names no address — matches only
-// "all" in ipfilter and htaccess, and ratelimit puts all such clients in
-// one bucket.
-
-// clientIP resolves a request's client address. It is immutable after
-// construction and safe for concurrent use.
-type clientIP struct {
+// A Resolver finds the client address of a request, believing the proxy
+// header only from trusted proxies. It is immutable after New and safe
+// for concurrent use.
+type Resolver struct {
 	trusted   []netip.Prefix
 	trustUnix bool   // a Unix-socket peer is a trusted proxy ("unix:")
 	name      []byte // the header field to read when the peer is trusted
 	forwarded bool   // header is RFC 7239 Forwarded
 }
 
-// newClientIP checks the trusted_proxies and client_ip_header options.
-func newClientIP(trusted []string, header string) (*clientIP, error) {
+// New returns the Resolver that trusts the proxies listed in trusted
+// (CIDRs or single addresses, IPv4 or IPv6, and "unix:" for a peer on a
+// Unix socket) and reads the client address from their header field
+// named header ("X-Forwarded-For" when empty; "Forwarded" for RFC 7239).
+// Its errors start with the names config files give the two settings:
+// `trusted_proxies: "x" is not an IP address or CIDR`,
+// `client_ip_header: "X Y" is not a header name`.
+func New(trusted []string, header string) (*Resolver, error) {
 	if header == "" {
 		header = "X-Forwarded-For"
 	}
 	if strings.ContainsAny(header, " \t:\r\n") {
 		return nil, fmt.Errorf("client_ip_header: %q is not a header name", header)
 	}
-	ci := &clientIP{name: []byte(header), forwarded: strings.EqualFold(header, "Forwarded")}
+	ci := &Resolver{name: []byte(header), forwarded: strings.EqualFold(header, "Forwarded")}
 	for _, s := range trusted {
 		if strings.TrimSpace(s) == "unix:" {
 			ci.trustUnix = true
 			continue
 		}
-		p, err := cipParsePrefix(s)
+		p, err := ParsePrefix(s)
 		if err != nil {
 			return nil, fmt.Errorf("trusted_proxies: %w", err)
 		}
@@ -75,10 +50,11 @@ func newClientIP(trusted []string, header string) (*clientIP, error) {
 	return ci, nil
 }
 
-// cipParsePrefix parses a CIDR ("10.0.0.0/8", "2001:db8::/32") or a
-// single address (a /32 or /128). IPv4-mapped IPv6 forms are unmapped so
-// they match IPv4 clients. Host bits are masked off.
-func cipParsePrefix(s string) (netip.Prefix, error) {
+// ParsePrefix parses a CIDR ("10.0.0.0/8", "2001:db8::/32") or a
+// single address (a /32 or /128), with spaces around it allowed.
+// IPv4-mapped IPv6 forms are unmapped so they match the IPv4 addresses
+// Addr returns. Host bits are masked off.
+func ParsePrefix(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
 	if !strings.Contains(s, "/") {
 		a, err := netip.ParseAddr(s)
@@ -102,7 +78,7 @@ func cipParsePrefix(s string) (netip.Prefix, error) {
 }
 
 // isTrusted reports whether a is one of the trusted proxies.
-func (ci *clientIP) isTrusted(a netip.Addr) bool {
+func (ci *Resolver) isTrusted(a netip.Addr) bool {
 	for _, p := range ci.trusted {
 		if p.Contains(a) {
 			return true
@@ -111,11 +87,12 @@ func (ci *clientIP) isTrusted(a netip.Addr) bool {
 	return false
 }
 
-// addr returns the client address of r, unmapped (an IPv4 client over an
+// Addr returns the client address of r, unmapped (an IPv4 client over an
 // IPv6 socket is IPv4). It is the invalid Addr when the client has no IP
-// address (a Unix-socket peer, unless it is trusted and names one).
-func (ci *clientIP) addr(r *engine.Request) netip.Addr {
-	peer := cipPeer(r.RemoteAddr)
+// address (a Unix-socket peer, unless it is trusted and names one). It
+// allocates nothing for an IPv4 client.
+func (ci *Resolver) Addr(r *engine.Request) netip.Addr {
+	peer := peer(r.RemoteAddr)
 	if !ci.trustedPeer(r.RemoteAddr, peer) {
 		return peer
 	}
@@ -127,7 +104,7 @@ func (ci *clientIP) addr(r *engine.Request) netip.Addr {
 
 // trustedPeer reports whether a connection's peer, whose IP address is
 // peer (invalid if it has none), is a trusted proxy.
-func (ci *clientIP) trustedPeer(a net.Addr, peer netip.Addr) bool {
+func (ci *Resolver) trustedPeer(a net.Addr, peer netip.Addr) bool {
 	if peer.IsValid() {
 		return ci.isTrusted(peer)
 	}
@@ -135,8 +112,8 @@ func (ci *clientIP) trustedPeer(a net.Addr, peer netip.Addr) bool {
 	return unix && ci.trustUnix
 }
 
-// cipPeer is the IP address of a connection's peer.
-func cipPeer(a net.Addr) netip.Addr {
+// peer is the IP address of a connection's peer.
+func peer(a net.Addr) netip.Addr {
 	switch a := a.(type) {
 	case *net.TCPAddr:
 		ip, _ := netip.AddrFromSlice(a.IP)
@@ -153,7 +130,7 @@ func cipPeer(a net.Addr) netip.Addr {
 
 // walkList reads comma-separated addresses from the right, over every
 // field named ci.name from the last to the first.
-func (ci *clientIP) walkList(r *engine.Request, client netip.Addr) netip.Addr {
+func (ci *Resolver) walkList(r *engine.Request, client netip.Addr) netip.Addr {
 	for i := len(r.Fields) - 1; i >= 0; i-- {
 		f := &r.Fields[i]
 		if !httpgrammar.EqualFold(f.Name, ci.name) {
@@ -164,7 +141,7 @@ func (ci *clientIP) walkList(r *engine.Request, client netip.Addr) netip.Addr {
 			j := bytes.LastIndexByte(v, ',')
 			// Empty list elements are allowed (RFC 9110 §5.6.1).
 			if elem := httpgrammar.TrimOWS(v[j+1:]); len(elem) > 0 {
-				a, ok := cipParseNode(elem)
+				a, ok := parseNode(elem)
 				if !ok {
 					return client
 				}
@@ -184,17 +161,17 @@ func (ci *clientIP) walkList(r *engine.Request, client netip.Addr) netip.Addr {
 
 // walkForwarded reads the for= parameters of RFC 7239 Forwarded fields
 // from the right.
-func (ci *clientIP) walkForwarded(r *engine.Request, client netip.Addr) netip.Addr {
+func (ci *Resolver) walkForwarded(r *engine.Request, client netip.Addr) netip.Addr {
 	var buf [8][]byte
 	nodes := buf[:0]
 	for i := range r.Fields {
 		f := &r.Fields[i]
 		if httpgrammar.EqualFold(f.Name, ci.name) {
-			nodes = cipForwardedFor(nodes, f.Value)
+			nodes = forwardedFor(nodes, f.Value)
 		}
 	}
 	for i := len(nodes) - 1; i >= 0; i-- {
-		a, ok := cipParseNode(nodes[i])
+		a, ok := parseNode(nodes[i])
 		if !ok {
 			return client
 		}
@@ -206,10 +183,10 @@ func (ci *clientIP) walkForwarded(r *engine.Request, client netip.Addr) netip.Ad
 	return client
 }
 
-// cipForwardedFor appends the for= value of every forwarded-element in
+// forwardedFor appends the for= value of every forwarded-element in
 // v (RFC 7239 §4), unquoted; an element without for= contributes an empty
 // value, which does not parse as an address and so ends the walk there.
-func cipForwardedFor(nodes [][]byte, v []byte) [][]byte {
+func forwardedFor(nodes [][]byte, v []byte) [][]byte {
 	var forVal []byte
 	hasElem := false
 	i := 0
@@ -276,25 +253,25 @@ func cipForwardedFor(nodes [][]byte, v []byte) [][]byte {
 	return nodes
 }
 
-// cipParseNode parses an address as proxies write it: "192.0.2.1",
+// parseNode parses an address as proxies write it: "192.0.2.1",
 // "192.0.2.1:8080", "2001:db8::1", "[2001:db8::1]" or "[2001:db8::1]:8080".
-func cipParseNode(b []byte) (netip.Addr, bool) {
+func parseNode(b []byte) (netip.Addr, bool) {
 	if len(b) > 0 && b[0] == '[' {
 		end := bytes.IndexByte(b, ']')
 		if end < 0 {
 			return netip.Addr{}, false
 		}
-		if rest := b[end+1:]; len(rest) > 0 && (rest[0] != ':' || !cipDigits(rest[1:])) {
+		if rest := b[end+1:]; len(rest) > 0 && (rest[0] != ':' || !digits(rest[1:])) {
 			return netip.Addr{}, false
 		}
 		b = b[1:end]
 	} else if i := bytes.IndexByte(b, ':'); i >= 0 && bytes.LastIndexByte(b, ':') == i {
-		if !cipDigits(b[i+1:]) {
+		if !digits(b[i+1:]) {
 			return netip.Addr{}, false
 		}
 		b = b[:i] // IPv4 with a port
 	}
-	if a, ok := cipParseIPv4(b); ok {
+	if a, ok := parseIPv4(b); ok {
 		return a, true
 	}
 	a, err := netip.ParseAddr(string(b))
@@ -304,9 +281,9 @@ func cipParseNode(b []byte) (netip.Addr, bool) {
 	return a.Unmap(), true
 }
 
-// cipParseIPv4 parses a dotted-quad IPv4 address without allocating (the
+// parseIPv4 parses a dotted-quad IPv4 address without allocating (the
 // common case behind proxies); anything else is left to netip.
-func cipParseIPv4(b []byte) (netip.Addr, bool) {
+func parseIPv4(b []byte) (netip.Addr, bool) {
 	var ip [4]byte
 	n, digits, val := 0, 0, 0
 	for i := 0; i <= len(b); i++ {
@@ -334,7 +311,7 @@ func cipParseIPv4(b []byte) (netip.Addr, bool) {
 	return netip.AddrFrom4(ip), true
 }
 
-func cipDigits(b []byte) bool {
+func digits(b []byte) bool {
 	if len(b) == 0 {
 		return false
 	}

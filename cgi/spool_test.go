@@ -1,4 +1,4 @@
-package components
+package cgi
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ import (
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
-// cgiSpoolFiles counts this process's open descriptors of CGI spool or
+// spoolFiles counts this process's open descriptors of CGI spool or
 // output files (unlinked temporary files named sluice-cgi-*).
-func cgiSpoolFiles(t *testing.T) int {
+func spoolFiles(t *testing.T) int {
 	t.Helper()
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -44,9 +44,9 @@ func heapInUse() int64 {
 // goes to an unlinked temporary file past 64 KiB), and memory and files
 // are released when their clients go away. 100 such uploads of 8 MiB
 // grew the server by 1.2 GB, which stayed after the clients left.
-func TestCGIChunkedBodySpooled(t *testing.T) {
+func TestChunkedBodySpooled(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "ok.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nok'\n")
-	g, _ := cgiNew(t, CGIOptions{Script: script})
+	g, _ := newGateway(t, Options{Script: script})
 	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 
 	const clients, size = 16, 4 << 20 // within MaxBody, never finished
@@ -76,17 +76,17 @@ func TestCGIChunkedBodySpooled(t *testing.T) {
 			}
 		}()
 	}
-	received := cgiPoll(func() bool { return cgiSpoolStats.disk.Load() == clients*size })
+	received := cgiPoll(func() bool { return spoolStats.disk.Load() == clients*size })
 	if grown := heapInUse() - before; grown > clients<<20 {
 		t.Errorf("the server holds %d MiB more for %d pending uploads of %d MiB", grown>>20, clients, size>>20)
 	}
 	if !received {
-		t.Fatalf("the server spooled %d bytes, want %d", cgiSpoolStats.disk.Load(), clients*size)
+		t.Fatalf("the server spooled %d bytes, want %d", spoolStats.disk.Load(), clients*size)
 	}
-	if n := cgiSpoolFiles(t); n != clients {
+	if n := spoolFiles(t); n != clients {
 		t.Errorf("%d spool files open, want %d", n, clients)
 	}
-	if m := cgiSpoolStats.mem.Load(); m != 0 {
+	if m := spoolStats.mem.Load(); m != 0 {
 		t.Errorf("%d bytes held in memory with every body in a file", m)
 	}
 
@@ -94,9 +94,9 @@ func TestCGIChunkedBodySpooled(t *testing.T) {
 		c.Close()
 	}
 	if !cgiPoll(func() bool {
-		return cgiSpoolFiles(t) == 0 && cgiSpoolStats.disk.Load() == 0 && cgiSpoolStats.mem.Load() == 0
+		return spoolFiles(t) == 0 && spoolStats.disk.Load() == 0 && spoolStats.mem.Load() == 0
 	}) {
 		t.Errorf("after the clients left: %d spool files, %d bytes on disk, %d in memory",
-			cgiSpoolFiles(t), cgiSpoolStats.disk.Load(), cgiSpoolStats.mem.Load())
+			spoolFiles(t), spoolStats.disk.Load(), spoolStats.mem.Load())
 	}
 }

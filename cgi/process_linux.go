@@ -1,4 +1,4 @@
-package components
+package cgi
 
 import (
 	"os"
@@ -8,21 +8,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgiSysProcAttr makes the program lead a process group of its own, so
+// sysProcAttr makes the program lead a process group of its own, so
 // everything it starts can be killed with it.
-func cgiSysProcAttr(cmd *exec.Cmd) {
+func sysProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// cgiKillGroup kills the process group p leads. It must not be called
+// killGroup kills the process group p leads. It must not be called
 // once p has been reaped.
-func cgiKillGroup(p *os.Process) {
+func killGroup(p *os.Process) {
 	syscall.Kill(-p.Pid, syscall.SIGKILL)
 }
 
-// cgiWaitExited blocks until p has exited without reaping it: while it is
+// waitExited blocks until p has exited without reaping it: while it is
 // a zombie its pid, and so its process group id, cannot be reused.
-func cgiWaitExited(p *os.Process) {
+func waitExited(p *os.Process) {
 	var info unix.Siginfo
 	for {
 		err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)

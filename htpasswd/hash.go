@@ -1,4 +1,4 @@
-package components
+package htpasswd
 
 import (
 	"crypto/md5"
@@ -8,7 +8,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"hash"
 	"strconv"
 	"strings"
@@ -16,69 +15,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// htpasswd files
-//
-// One user per line, "name:hash"; blank lines and lines starting with '#'
-// are skipped. The hash formats understood are those Apache's htpasswd
-// writes and a modern system's crypt(3) produces:
-//
-//	$2y$, $2a$, $2b$   bcrypt (htpasswd -B), via golang.org/x/crypto/bcrypt
-//	$5$, $6$           SHA-256 / SHA-512 crypt (Drepper, "Unix crypt using
-//	                   SHA-256 and SHA-512"; openssl passwd -5 / -6;
-//	                   htpasswd -2 / -5 in Apache 2.4.59+)
-//	$apr1$             Apache's MD5 crypt (htpasswd -m, the old default)
-//	$1$                MD5 crypt (same algorithm, another magic string)
-//	{SHA}              base64 of an unsalted SHA-1 (htpasswd -s): weak,
-//	                   accepted only for compatibility
-//
-// DES crypt (htpasswd -d), plain-text passwords and anything else are
-// not verified: such a line locks its user (a locked "bob:!" as in
-// /etc/shadow, a half-edited line, garbage), and so does a user listed
-// twice. The file as it is counts, user by user: one bad line never keeps
-// an older version of the file in force, and never lets anyone in.
-
-// htpasswdUser is one user of an htpasswd file.
-type htpasswdUser struct {
-	hash  string // "" for a locked user
-	class string // htpasswdClass(hash); "" for a locked user
-}
-
-// htpasswdParse parses an htpasswd file; name is used in problems. It
-// returns every user, locked ones with an empty hash, and describes each
-// line that locks a user or names none in problems, as
-// `users:3: user "bob": unsupported hash format`: the user name quoted
-// with Go escapes, never the hash.
-func htpasswdParse(data []byte, name string) (users map[string]htpasswdUser, problems []string) {
-	users = make(map[string]htpasswdUser)
-	for n, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimRight(line, "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimLeft(line, " \t"), "#") {
-			continue
-		}
-		user, hash, ok := strings.Cut(line, ":")
-		if !ok || user == "" {
-			problems = append(problems, fmt.Sprintf("%s:%d: want user:hash", name, n+1))
-			continue
-		}
-		if _, dup := users[user]; dup {
-			problems = append(problems, fmt.Sprintf("%s:%d: user %q listed twice: locked", name, n+1, user))
-			users[user] = htpasswdUser{}
-			continue
-		}
-		hash = strings.TrimSpace(hash)
-		if err := htpasswdCheck(hash); err != nil {
-			problems = append(problems, fmt.Sprintf("%s:%d: user %q: %v: locked", name, n+1, user, err))
-			users[user] = htpasswdUser{}
-			continue
-		}
-		users[user] = htpasswdUser{hash: hash, class: htpasswdClass(hash)}
-	}
-	return users, problems
-}
-
-// htpasswdCheck reports whether hash is in a supported, well-formed
+// checkHash reports whether hash is in a supported, well-formed
 // format. Its errors never quote the hash.
-func htpasswdCheck(hash string) error {
+func checkHash(hash string) error {
 	switch {
 	case strings.HasPrefix(hash, "$2"):
 		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
@@ -105,11 +44,11 @@ func htpasswdCheck(hash string) error {
 	return errors.New("unsupported hash format (plain text? use htpasswd -B)")
 }
 
-// htpasswdClass names the cost of verifying a password against hash, a
-// hash htpasswdCheck accepts: hashes of one class take the same work for
+// hashClass names the cost of verifying a password against hash, a
+// hash checkHash accepts: hashes of one class take the same work for
 // a given password. It is the scheme with its cost parameter:
 // "bcrypt/10", "sha-crypt/$6$/5000", "md5-crypt", "sha1".
-func htpasswdClass(hash string) string {
+func hashClass(hash string) string {
 	switch {
 	case strings.HasPrefix(hash, "$2"):
 		cost, _ := bcrypt.Cost([]byte(hash))
@@ -123,9 +62,9 @@ func htpasswdClass(hash string) string {
 	return "sha1"
 }
 
-// htpasswdVerify reports whether pw matches hash, comparing in constant
-// time. hash has passed htpasswdCheck.
-func htpasswdVerify(hash string, pw []byte) bool {
+// verifyHash reports whether pw matches hash, comparing in constant
+// time. hash has passed checkHash.
+func verifyHash(hash string, pw []byte) bool {
 	switch {
 	case strings.HasPrefix(hash, "$2"):
 		return bcrypt.CompareHashAndPassword([]byte(hash), pw) == nil
@@ -450,9 +389,9 @@ func md5CryptSum(pw []byte, magic, salt string) string {
 	return string(out)
 }
 
-// htpasswdSHA returns the {SHA} form of pw (for tests and tools; the
+// shaHash returns the {SHA} form of pw (for tests and tools; the
 // format is weak: unsalted and fast).
-func htpasswdSHA(pw []byte) string {
+func shaHash(pw []byte) string {
 	sum := sha1.Sum(pw)
 	return "{SHA}" + base64.StdEncoding.EncodeToString(sum[:])
 }

@@ -1,4 +1,4 @@
-package components
+package cgi
 
 import (
 	"fmt"
@@ -35,11 +35,11 @@ func cgiCall(comp pipe.Component, p string) *httptest.ResponseRecorder {
 // never leaves the document root (/cgi-bin/show.cgi/../../../etc/passwd
 // gave PATH_TRANSLATED=/etc/passwd). Both modes, called directly with
 // paths the engine's canonical form never has.
-func TestCGIPathNotCanonical(t *testing.T) {
+func TestPathNotCanonical(t *testing.T) {
 	dir, docRoot := t.TempDir(), t.TempDir()
 	script := cgiScript(t, dir, "show.cgi", cgiShowScript)
-	gDir, _ := cgiNew(t, CGIOptions{Dir: dir, Prefix: "/cgi-bin/", DocRoot: docRoot})
-	gScript, _ := cgiNew(t, CGIOptions{Script: script, Prefix: "/cgi-bin/show.cgi", DocRoot: docRoot})
+	gDir, _ := newGateway(t, Options{Dir: dir, Prefix: "/cgi-bin/", DocRoot: docRoot})
+	gScript, _ := newGateway(t, Options{Script: script, Prefix: "/cgi-bin/show.cgi", DocRoot: docRoot})
 	for name, g := range map[string]pipe.Component{"dir": gDir, "script": gScript} {
 		for _, tt := range []struct {
 			path   string
@@ -74,10 +74,10 @@ func TestCGIPathNotCanonical(t *testing.T) {
 // The same over a real socket with the spellings an attacker sends: the
 // script never sees a PATH_INFO with a dot segment nor a PATH_TRANSLATED
 // outside the document root; paths that climb above the root are 400.
-func TestCGIPathTraversal(t *testing.T) {
+func TestPathTraversal(t *testing.T) {
 	dir, docRoot := t.TempDir(), t.TempDir()
 	cgiScript(t, dir, "show.cgi", cgiShowScript)
-	g, _ := cgiNew(t, CGIOptions{Dir: dir, Prefix: "/cgi-bin/", DocRoot: docRoot})
+	g, _ := newGateway(t, Options{Dir: dir, Prefix: "/cgi-bin/", DocRoot: docRoot})
 	rt, _ := pipe.NewRouter(pipe.Route{Match: []string{"/cgi-bin/"}, Pipeline: g})
 	addr := sluicetest.NewServer(t, pipe.Handler(rt)).Addr
 	for _, tt := range []struct {
@@ -113,23 +113,23 @@ func TestCGIPathTraversal(t *testing.T) {
 	}
 }
 
-// cgiCleanPath agrees with path.Clean on rooted paths (clean, or clean
+// cleanPath agrees with path.Clean on rooted paths (clean, or clean
 // plus a trailing slash, and no control byte), and a clean path's
 // PATH_TRANSLATED stays inside the root.
-func FuzzCGICleanPath(f *testing.F) {
+func FuzzCleanPath(f *testing.F) {
 	for _, s := range []string{"/", "/a/b", "/a/b/", "/a/../b", "/a/./b", "//a", "/a//b", "/..", "/.", "/a/..",
 		"/..a/b..", "/a\x00", "/a\nb", "", "*", "a/b", "/cgi-bin/show.cgi/../../../etc/passwd"} {
 		f.Add(s)
 	}
 	root := filepath.Join(string(filepath.Separator), "srv", "www")
 	f.Fuzz(func(t *testing.T, p string) {
-		ok := cgiCleanPath(p)
+		ok := cleanPath(p)
 		if strings.HasPrefix(p, "/") {
 			ctl := strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f })
 			c := path.Clean(p)
 			want := !ctl && (c == p || c != "/" && c+"/" == p)
 			if ok != want {
-				t.Fatalf("cgiCleanPath(%q) = %v, want %v", p, ok, want)
+				t.Fatalf("cleanPath(%q) = %v, want %v", p, ok, want)
 			}
 		}
 		if !ok {
@@ -137,12 +137,12 @@ func FuzzCGICleanPath(f *testing.F) {
 		}
 		for _, seg := range strings.Split(p, "/") {
 			if seg == "." || seg == ".." {
-				t.Fatalf("cgiCleanPath(%q) = true with a dot segment", p)
+				t.Fatalf("cleanPath(%q) = true with a dot segment", p)
 			}
 		}
-		tr, inside := cgiTranslate(root, p)
+		tr, inside := translate(root, p)
 		if !inside || (tr != root && !strings.HasPrefix(tr, root+string(filepath.Separator))) {
-			t.Fatalf("cgiTranslate(%q) = %q, %v: outside %s", p, tr, inside, root)
+			t.Fatalf("translate(%q) = %q, %v: outside %s", p, tr, inside, root)
 		}
 	})
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package components
+package cgi
 
 import (
 	"os"
@@ -10,8 +10,8 @@ import (
 // Outside Linux a CGI program is killed alone: its process group is not
 // tracked.
 
-func cgiSysProcAttr(*exec.Cmd) {}
+func sysProcAttr(*exec.Cmd) {}
 
-func cgiKillGroup(p *os.Process) { p.Kill() }
+func killGroup(p *os.Process) { p.Kill() }
 
-func cgiWaitExited(*os.Process) {}
+func waitExited(*os.Process) {}

@@ -1,4 +1,4 @@
-package components
+package cgi
 
 import (
 	"bufio"
@@ -60,9 +60,9 @@ func cgiAllDead(t *testing.T, what string, leaders, children []int) {
 // Clients that disconnect while their programs run, before any output,
 // get them killed with their process groups and reaped at once, not at
 // the timeout (1,000 quick disconnects left 1,000 processes).
-func TestCGIClientGoneBeforeOutput(t *testing.T) {
+func TestClientGoneBeforeOutput(t *testing.T) {
 	dir := t.TempDir()
-	g, _ := cgiNew(t, CGIOptions{Script: cgiPidScript(t, dir), Timeout: time.Hour})
+	g, _ := newGateway(t, Options{Script: cgiPidScript(t, dir), Timeout: time.Hour})
 	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	const n = 20
 	var leaders, children []int
@@ -93,9 +93,9 @@ func TestCGIClientGoneBeforeOutput(t *testing.T) {
 // is killed and reaped at once, and the client gets a 504 without
 // sending the rest of the body (it was a zombie until the body ended, and
 // then no 504 came).
-func TestCGITimeoutWhileBodyArrives(t *testing.T) {
+func TestTimeoutWhileBodyArrives(t *testing.T) {
 	dir := t.TempDir()
-	g, _ := cgiNew(t, CGIOptions{Script: cgiPidScript(t, dir), Timeout: time.Second})
+	g, _ := newGateway(t, Options{Script: cgiPidScript(t, dir), Timeout: time.Second})
 	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -135,14 +135,14 @@ func TestCGITimeoutWhileBodyArrives(t *testing.T) {
 
 // At most MaxRunning programs run at once: the next request gets 503 with
 // Retry-After, and no program is started for it.
-func TestCGIMaxRunning(t *testing.T) {
+func TestMaxRunning(t *testing.T) {
 	dir := t.TempDir()
 	gofile := filepath.Join(dir, "go")
 	script := cgiScript(t, dir, "wait.cgi", "#!/bin/sh\n"+
 		"echo $$ > "+dir+"/pid.$QUERY_STRING\n"+
 		"i=0; while [ ! -e "+gofile+" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n"+
 		"printf 'Content-Type: text/plain\\n\\nok'\n")
-	g, _ := cgiNew(t, CGIOptions{Script: script, MaxRunning: 2})
+	g, _ := newGateway(t, Options{Script: script, MaxRunning: 2})
 	base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 
 	results := make(chan int, 2)
@@ -182,9 +182,9 @@ func TestCGIMaxRunning(t *testing.T) {
 
 // Close kills the programs still running and returns once they are
 // reaped; their requests get 503, and so do later ones.
-func TestCGICloseKillsPrograms(t *testing.T) {
+func TestCloseKillsPrograms(t *testing.T) {
 	dir := t.TempDir()
-	g, _ := cgiNew(t, CGIOptions{Script: cgiPidScript(t, dir), Timeout: time.Hour})
+	g, _ := newGateway(t, Options{Script: cgiPidScript(t, dir), Timeout: time.Hour})
 	closer, ok := g.(io.Closer)
 	if !ok {
 		t.Fatal("the CGI component is not an io.Closer")

@@ -1,4 +1,4 @@
-package components
+package htpasswd
 
 import (
 	"os"
@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-server/sluice/sluicetest"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // The test vectors of Drepper's "Unix crypt using SHA-256 and SHA-512".
-var htpasswdSHACryptVectors = []struct{ setting, key, want string }{
+var shaCryptVectors = []struct{ setting, key, want string }{
 	{"$5$saltstring", "Hello world!",
 		"$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5"},
 	{"$5$rounds=10000$saltstringsaltstring", "Hello world!",
@@ -45,8 +46,8 @@ var htpasswdSHACryptVectors = []struct{ setting, key, want string }{
 		"$6$rounds=1000$roundstoolow$kUMsbe306n21p9R.FRkW3IGn.S9NPN0x50YhH1xhLsPuWGsUSklZt58jaTfF4ZEQpyUNGc0dqbpBYYBaHHrsX."},
 }
 
-func TestHtpasswdSHACryptVectors(t *testing.T) {
-	for _, v := range htpasswdSHACryptVectors {
+func TestSHACryptVectors(t *testing.T) {
+	for _, v := range shaCryptVectors {
 		if testing.Short() && (strings.Contains(v.setting, "=77777") || strings.Contains(v.setting, "=123456")) {
 			continue // seconds under -race
 		}
@@ -54,15 +55,15 @@ func TestHtpasswdSHACryptVectors(t *testing.T) {
 		if err != nil || got != v.want {
 			t.Errorf("shaCrypt(%q, %q) = %q, %v; want %q", v.key, v.setting, got, err, v.want)
 		}
-		if !htpasswdVerify(v.want, []byte(v.key)) {
+		if !verifyHash(v.want, []byte(v.key)) {
 			t.Errorf("verify %q with its key failed", v.want)
 		}
-		if htpasswdVerify(v.want, []byte(v.key+"x")) {
+		if verifyHash(v.want, []byte(v.key+"x")) {
 			t.Errorf("verify %q with a wrong key succeeded", v.want)
 		}
 	}
 	// A stored hash keeps the rounds as written; verification clamps them.
-	if !htpasswdVerify("$6$rounds=10$roundstoolow$kUMsbe306n21p9R.FRkW3IGn.S9NPN0x50YhH1xhLsPuWGsUSklZt58jaTfF4ZEQpyUNGc0dqbpBYYBaHHrsX.",
+	if !verifyHash("$6$rounds=10$roundstoolow$kUMsbe306n21p9R.FRkW3IGn.S9NPN0x50YhH1xhLsPuWGsUSklZt58jaTfF4ZEQpyUNGc0dqbpBYYBaHHrsX.",
 		[]byte("the minimum number is still observed")) {
 		t.Error("rounds=10 as stored did not verify")
 	}
@@ -71,7 +72,7 @@ func TestHtpasswdSHACryptVectors(t *testing.T) {
 // MD5 crypt vectors: the $apr1$ example of Apache's password-encryption
 // documentation, and hashes made by OpenSSL 3 (`openssl passwd -1/-apr1
 // -salt S KEY`), including an empty salt and key.
-var htpasswdMD5Vectors = []struct{ hash, key string }{
+var md5CryptVectors = []struct{ hash, key string }{
 	{"$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/", "myPassword"},
 	{"$apr1$cZoD7rpt$QvDG6ps/UVr5008zzo1pa.", "secret"},
 	{"$apr1$x$16j9.5e7KiXmuYFAYpPJM/", "a"},
@@ -79,8 +80,8 @@ var htpasswdMD5Vectors = []struct{ hash, key string }{
 	{"$1$$qRPK7m23GJusamGpoGLby/", ""},
 }
 
-func TestHtpasswdMD5CryptVectors(t *testing.T) {
-	for _, v := range htpasswdMD5Vectors {
+func TestMD5CryptVectors(t *testing.T) {
+	for _, v := range md5CryptVectors {
 		magic, salt, _, err := parseMD5Crypt(v.hash)
 		if err != nil {
 			t.Fatalf("parse %q: %v", v.hash, err)
@@ -88,7 +89,7 @@ func TestHtpasswdMD5CryptVectors(t *testing.T) {
 		if got := md5Crypt([]byte(v.key), magic, salt); got != v.hash {
 			t.Errorf("md5Crypt(%q, %q, %q) = %q, want %q", v.key, magic, salt, got, v.hash)
 		}
-		if !htpasswdVerify(v.hash, []byte(v.key)) || htpasswdVerify(v.hash, []byte(v.key+"!")) {
+		if !verifyHash(v.hash, []byte(v.key)) || verifyHash(v.hash, []byte(v.key+"!")) {
 			t.Errorf("verify %q wrong", v.hash)
 		}
 	}
@@ -97,18 +98,18 @@ func TestHtpasswdMD5CryptVectors(t *testing.T) {
 // Hashes made by openssl passwd (-5, -6, -apr1, -1) and by Apache's
 // htpasswd (-B, -m, -s, and -2/-5 where it has them) verify, with random
 // salts the tools choose.
-func TestHtpasswdExternalTools(t *testing.T) {
+func TestExternalTools(t *testing.T) {
 	const pw = "correct horse battery staple"
 	verifies := func(t *testing.T, tool, hash string) {
 		t.Helper()
-		if err := htpasswdCheck(hash); err != nil {
+		if err := checkHash(hash); err != nil {
 			t.Errorf("%s: %q: %v", tool, hash, err)
 			return
 		}
-		if !htpasswdVerify(hash, []byte(pw)) {
+		if !verifyHash(hash, []byte(pw)) {
 			t.Errorf("%s: %q does not verify", tool, hash)
 		}
-		if htpasswdVerify(hash, []byte(pw[1:])) {
+		if verifyHash(hash, []byte(pw[1:])) {
 			t.Errorf("%s: %q verifies a wrong password", tool, hash)
 		}
 	}
@@ -168,19 +169,19 @@ func mustSHACrypt(t *testing.T, pw, setting string) string {
 	return s
 }
 
-func TestHtpasswdParse(t *testing.T) {
+func TestParse(t *testing.T) {
 	bc, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := "# users\n\nalice:" + string(bc) + "\r\nbob:" + htpasswdSHA([]byte("pw")) +
+	good := "# users\n\nalice:" + string(bc) + "\r\nbob:" + shaHash([]byte("pw")) +
 		"\ncarol:" + md5Crypt([]byte("pw"), "$apr1$", "abcdefgh") + "\n"
-	users, problems := htpasswdParse([]byte(good), "users")
+	users, problems := parse([]byte(good), "users")
 	if len(problems) > 0 || len(users) != 3 {
 		t.Fatalf("users = %v, problems %q", users, problems)
 	}
 	for name, u := range users {
-		if !htpasswdVerify(u.hash, []byte("pw")) || htpasswdVerify(u.hash, []byte("pW")) {
+		if !verifyHash(u.hash, []byte("pw")) || verifyHash(u.hash, []byte("pW")) {
 			t.Errorf("%s: %q", name, u.hash)
 		}
 	}
@@ -201,10 +202,10 @@ func TestHtpasswdParse(t *testing.T) {
 		{"alice:$2y$05$short\n", "bad bcrypt hash"},
 		{"alice:$6$salt$tooshort\n", "bad SHA-crypt hash"},
 		{"alice:$apr1$salt$tooshort\n", "bad MD5 crypt hash"},
-		{"alice:" + htpasswdSHA(nil) + "\nalice:" + htpasswdSHA(nil) + "\n", "users:2: user \"alice\" listed twice: locked"},
+		{"alice:" + shaHash(nil) + "\nalice:" + shaHash(nil) + "\n", "users:2: user \"alice\" listed twice: locked"},
 		{"al\x00ice:x\n", `user "al\x00ice"`},
 	} {
-		users, problems := htpasswdParse([]byte(tt.file+"bob:"+htpasswdSHA([]byte("pw"))+"\n"), "users")
+		users, problems := parse([]byte(tt.file+"bob:"+shaHash([]byte("pw"))+"\n"), "users")
 		got := strings.Join(problems, "\n")
 		if len(problems) != 1 || !strings.Contains(got, tt.problem) {
 			t.Errorf("parse %q: problems %q, want %q", tt.file, problems, tt.problem)
@@ -222,7 +223,7 @@ func TestHtpasswdParse(t *testing.T) {
 }
 
 // A file written by the htpasswd tool itself parses.
-func TestHtpasswdFileFromTool(t *testing.T) {
+func TestParseFileFromTool(t *testing.T) {
 	htpasswd := sluicetest.NeedTool(t, "htpasswd", "apache2-utils")
 	path := filepath.Join(t.TempDir(), "users")
 	for i, u := range []struct{ flag, name, pw string }{
@@ -240,12 +241,12 @@ func TestHtpasswdFileFromTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	users, problems := htpasswdParse(data, path)
+	users, problems := parse(data, path)
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
 	for name, pw := range map[string]string{"bcrypt": "b-pass", "md5": "m-pass", "sha": "s-pass"} {
-		if !htpasswdVerify(users[name].hash, []byte(pw)) {
+		if !verifyHash(users[name].hash, []byte(pw)) {
 			t.Errorf("%s: %q does not verify", name, users[name].hash)
 		}
 	}

@@ -1,0 +1,356 @@
+package cgi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-server/sluice/httpgrammar"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// respond reads the program's header, sets up the response and streams
+// the body. It stops early when the program is killed (stop).
+func (x *run) respond(w pipe.Writer) error {
+	// The header.
+	var hdr []byte
+	var rest []byte
+	for {
+		var b []byte
+		ok := false
+		select {
+		case b, ok = <-x.chunks:
+		case <-x.stop:
+		}
+		if !ok {
+			return x.failStopped(w)
+		}
+		scan := max(0, len(hdr)-2) // a blank line may straddle reads
+		hdr = append(hdr, b...)
+		recycle(b)
+		if end, bodyAt := headerEnd(hdr, scan); end >= 0 {
+			hdr, rest = hdr[:end], hdr[bodyAt:]
+			break
+		}
+		if len(hdr) > x.g.maxHdr {
+			x.kill()
+			return x.fail(w, http.StatusBadGateway, "CGI program's header is too large")
+		}
+	}
+	if len(hdr) > x.g.maxHdr {
+		x.kill()
+		return x.fail(w, http.StatusBadGateway, "CGI program's header is too large")
+	}
+	if err := x.setHeader(hdr); err != nil {
+		x.kill()
+		x.g.log.Warn("cgi: invalid response header", "script", x.scriptName, "err", err)
+		return x.fail(w, http.StatusBadGateway, "CGI program sent an invalid header")
+	}
+
+	// Nothing goes to the client while the body feeder may still read the
+	// request: the engine reads and writes a connection on one goroutine.
+	// Meanwhile stdout is held in memory, up to a bound, and past it in an
+	// unlinked temporary file (a program echoing a large upload).
+	pending := [][]byte{rest}
+	held := len(rest)
+	putPending := func() {
+		for _, b := range pending[1:] {
+			recycle(b)
+		}
+	}
+	var spill *os.File
+	defer func() {
+		if spill != nil {
+			spill.Close()
+		}
+	}()
+	chunks := x.chunks
+	for waiting := true; waiting; {
+		select {
+		case <-x.fed:
+			waiting = false
+		case <-x.stop:
+			putPending()
+			return x.failStopped(w)
+		case b, ok := <-chunks:
+			if !ok {
+				chunks = nil
+				continue
+			}
+			if spill == nil && held+len(b) <= maxPending {
+				pending = append(pending, b)
+				held += len(b)
+				continue
+			}
+			var err error
+			if spill == nil {
+				spill, err = tempFile()
+			}
+			if err == nil {
+				_, err = spill.Write(b)
+			}
+			recycle(b)
+			if err != nil {
+				x.kill()
+				putPending()
+				x.g.log.Error("cgi: cannot hold output", "script", x.scriptName, "err", err)
+				return x.fail(w, http.StatusInternalServerError, "cannot hold CGI output")
+			}
+		}
+	}
+	if x.bodyErr != nil {
+		putPending()
+		return x.failBody(w)
+	}
+	for i, b := range pending {
+		if len(b) > 0 {
+			x.wrote = true
+			if _, err := w.Write(b); err != nil {
+				x.kill()
+				for _, b := range pending[i+1:] {
+					recycle(b)
+				}
+				return err
+			}
+		}
+		if i > 0 {
+			recycle(b)
+		}
+	}
+	if spill != nil {
+		x.wrote = true
+		buf := bufs.Get().(*[]byte)
+		_, err := io.CopyBuffer(writerOnly{w}, io.NewSectionReader(spill, 0, 1<<62), *buf)
+		bufs.Put(buf)
+		if err != nil {
+			x.kill()
+			return err
+		}
+	}
+
+	// The body, flushed whenever the program pauses.
+	for chunks != nil {
+		var b []byte
+		ok := false
+		select {
+		case b, ok = <-chunks:
+		case <-x.stop:
+		default:
+			x.wrote = true
+			if err := w.Flush(); err != nil {
+				x.kill()
+				return err
+			}
+			select {
+			case b, ok = <-chunks:
+			case <-x.stop:
+			}
+		}
+		if !ok {
+			break
+		}
+		x.wrote = true
+		_, err := w.Write(b)
+		recycle(b)
+		if err != nil {
+			x.kill()
+			return err
+		}
+	}
+	_, err := x.stopped(w)
+	return err
+}
+
+// errClientGone ends a response nobody will receive.
+var errClientGone = errors.New("cgi: client gone")
+
+// stopped answers for a program the server killed: 504 after its timeout
+// and 503 when the component closed, if nothing was sent yet; otherwise
+// an error cuts the response short. It reports false, doing nothing, if
+// the program was not killed for one of those reasons or the client's.
+func (x *run) stopped(w pipe.Writer) (bool, error) {
+	switch {
+	case x.clientGone.Load():
+		return true, errClientGone
+	case x.timedOut.Load():
+		return true, x.fail(w, http.StatusGatewayTimeout, "CGI program timed out")
+	case x.closing.Load():
+		return true, x.fail(w, http.StatusServiceUnavailable, "server shutting down")
+	}
+	return false, nil
+}
+
+// failStopped answers a program that ended, or was killed, before its
+// response could be sent.
+func (x *run) failStopped(w pipe.Writer) error {
+	if x.stdinW != nil {
+		x.stdinW.Close() // no more output: the program is done with its input
+	}
+	if <-x.fed; x.bodyErr != nil {
+		return x.failBody(w)
+	}
+	if done, err := x.stopped(w); done {
+		return err
+	}
+	return x.fail(w, http.StatusBadGateway, "CGI program ended without a valid header")
+}
+
+// tempFile creates an unlinked temporary file.
+func tempFile() (*os.File, error) {
+	f, err := os.CreateTemp("", "sluice-cgi-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	return f, nil
+}
+
+// writerOnly hides everything but Write, so io.CopyBuffer uses the
+// buffer it is given.
+type writerOnly struct{ io.Writer }
+
+// headerEnd finds the blank line ending a CGI header (lines end in LF
+// or CRLF), searching from offset from. It returns the header's length
+// without the blank line and where the body starts, or -1.
+func headerEnd(b []byte, from int) (end, body int) {
+	for i := from; i < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		// b[i] ends a line; is the next line empty?
+		switch {
+		case i+1 < len(b) && b[i+1] == '\n':
+			return i + 1, i + 2
+		case i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
+			return i + 1, i + 3
+		}
+	}
+	if len(b) > 0 && b[0] == '\n' { // no header lines at all
+		return 0, 1
+	}
+	if len(b) > 1 && b[0] == '\r' && b[1] == '\n' {
+		return 0, 2
+	}
+	return -1, -1
+}
+
+// setHeader applies the program's header fields to the response.
+func (x *run) setHeader(hdr []byte) error {
+	h := x.c.Header()
+	status := 0
+	location := ""
+	cgiField := false
+	for len(hdr) > 0 {
+		line := hdr
+		if i := bytes.IndexByte(hdr, '\n'); i >= 0 {
+			line, hdr = hdr[:i], hdr[i+1:]
+		} else {
+			hdr = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !httpgrammar.IsToken(line[:colon]) {
+			return fmt.Errorf("malformed header line %q", clip(line))
+		}
+		name := string(line[:colon])
+		value := string(bytes.Trim(line[colon+1:], " \t"))
+		switch {
+		case strings.EqualFold(name, "Status"):
+			code, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(value, " ", 2)[0]))
+			if err != nil || code < 200 || code > 599 {
+				return fmt.Errorf("invalid Status %q", clip([]byte(value)))
+			}
+			status, cgiField = code, true
+			continue
+		case strings.EqualFold(name, "Location"):
+			if value == "" {
+				return errors.New("empty Location")
+			}
+			location, cgiField = value, true
+		case strings.EqualFold(name, "Content-Type"):
+			cgiField = true
+		}
+		if isHopByHop(name) {
+			continue
+		}
+		h.Add(name, value)
+		x.added = append(x.added, name)
+	}
+	if !cgiField {
+		return errors.New("no Content-Type, Location or Status field")
+	}
+	if status == 0 && location != "" {
+		status = http.StatusFound
+	}
+	if status != 0 {
+		x.c.SetStatus(status)
+	}
+	return nil
+}
+
+// isHopByHop reports whether a program's header field is one it must
+// not set: a hop-by-hop field (the engine frames the connection), or
+// Trailer (the engine sends no trailers for a program).
+func isHopByHop(name string) bool {
+	return httpgrammar.IsHopByHop(name) || httpgrammar.EqualFold(name, "Trailer")
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		b = b[:80]
+	}
+	return string(b)
+}
+
+// fail answers an error before anything was written: it undoes the
+// program's header fields, waits for the body feeder (the request must not
+// be read while the response is written) and writes the error. If the
+// feeder left part of the body unread, the connection closes after it.
+func (x *run) fail(w pipe.Writer, status int, msg string) error {
+	if x.wrote {
+		return errors.New("cgi: " + msg)
+	}
+	if x.stdinW != nil {
+		x.stdinW.Close()
+	}
+	<-x.fed
+	for _, name := range x.added {
+		x.c.Header().Del(name)
+	}
+	x.added = nil
+	if x.unread {
+		x.c.Header().Set("Connection", "close")
+	}
+	x.g.log.Warn("cgi: "+msg, "script", x.scriptName, "status", status)
+	return answer(x.c, w, status, msg)
+}
+
+// failBody answers a request whose body could not be read: 413 for one
+// over the server's limit; otherwise the client is gone or too slow, and
+// the error goes back to the pipeline (the engine closes the connection).
+func (x *run) failBody(w pipe.Writer) error {
+	if bodyTooLarge(x.bodyErr) {
+		return x.fail(w, http.StatusRequestEntityTooLarge, "request body too large")
+	}
+	for _, name := range x.added {
+		x.c.Header().Del(name)
+	}
+	x.added = nil
+	return x.bodyErr
+}
+
+// answer writes a plain-text error response from a Content.
+func answer(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
+	h := c.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.SetContentLength(-1)
+	c.SetStatus(status)
+	_, err := io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+msg+"\n")
+	return err
+}

@@ -1,0 +1,131 @@
+package cgi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// spoolMem is how much of a chunked request body a CGI holds in memory;
+// a longer body goes to an unlinked temporary file.
+const spoolMem = 64 << 10
+
+// spool is a chunked request body read whole, as CGI needs its length
+// (CONTENT_LENGTH) before the program starts: in a pooled buffer of
+// spoolMem bytes, or, when longer, in an unlinked temporary file, so a
+// request holds at most spoolMem bytes of memory whatever its body.
+// close releases either.
+type spool struct {
+	buf  *[]byte  // the pooled buffer, until the body is in a file or close
+	mem  []byte   // the body, when it is in buf
+	file *os.File // the body, when it is not, at offset 0
+	disk int64    // bytes written to file
+	n    int64    // the body's length
+}
+
+// spoolStats counts what spools hold now, for tests.
+var spoolStats struct {
+	mem   atomic.Int64 // bytes of memory
+	files atomic.Int64 // temporary files open
+	disk  atomic.Int64 // bytes in them
+}
+
+// spoolFile writes to a spool's file, counting the bytes.
+type spoolFile struct{ s *spool }
+
+func (w spoolFile) Write(p []byte) (int, error) {
+	n, err := w.s.file.Write(p)
+	w.s.disk += int64(n)
+	spoolStats.disk.Add(int64(n))
+	return n, err
+}
+
+var spoolBufs = sync.Pool{New: func() any { b := make([]byte, spoolMem); return &b }}
+
+// errBodyTooLarge is a body over Options.MaxBody.
+var errBodyTooLarge = errors.New("cgi: request body too large")
+
+// spoolBody reads body to its end into a spool. A body over limit
+// bytes gives errBodyTooLarge; a failing read gives its error (the
+// client went away, was too slow, or sent more than the server's limit:
+// *http.MaxBytesError). Nothing is kept on error.
+func spoolBody(body io.Reader, limit int64) (_ *spool, err error) {
+	s := &spool{buf: spoolBufs.Get().(*[]byte)}
+	spoolStats.mem.Add(spoolMem)
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	b := *s.buf
+	n := 0
+	for n < len(b) {
+		m, rerr := body.Read(b[n:])
+		n += m
+		if int64(n) > limit {
+			return nil, errBodyTooLarge
+		}
+		if rerr == io.EOF {
+			s.mem, s.n = b[:n], int64(n)
+			return s, nil
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+
+	// Longer than the buffer: into a file.
+	if s.file, err = tempFile(); err != nil {
+		return nil, err
+	}
+	spoolStats.files.Add(1)
+	if _, err := (spoolFile{s}).Write(b[:n]); err != nil {
+		return nil, err
+	}
+	s.n = int64(n)
+	s.putBuf()
+	copyBuf := bufs.Get().(*[]byte)
+	defer bufs.Put(copyBuf)
+	m, err := io.CopyBuffer(spoolFile{s}, io.LimitReader(body, limit-s.n+1), *copyBuf)
+	s.n += m
+	switch {
+	case err != nil:
+		return nil, err
+	case s.n > limit:
+		return nil, errBodyTooLarge
+	}
+	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// bodyTooLarge reports whether err is a body over the component's or
+// the server's limit.
+func bodyTooLarge(err error) bool {
+	var tooBig *http.MaxBytesError
+	return err == errBodyTooLarge || errors.As(err, &tooBig)
+}
+
+func (s *spool) putBuf() {
+	if s.buf != nil {
+		spoolBufs.Put(s.buf)
+		spoolStats.mem.Add(-spoolMem)
+		s.buf, s.mem = nil, nil
+	}
+}
+
+// close releases the spool's memory and file (the program, if started,
+// has a descriptor of its own). It may be called more than once.
+func (s *spool) close() {
+	s.putBuf()
+	if s.file != nil {
+		s.file.Close()
+		spoolStats.files.Add(-1)
+		spoolStats.disk.Add(-s.disk)
+		s.file = nil
+	}
+}
