@@ -47,33 +47,6 @@ func newGateway(t *testing.T, opts Options) (pipe.Component, *sluicetest.Buffer)
 	return g, lb
 }
 
-// cgiDo sends a request and returns the response with its body read.
-func cgiDo(t *testing.T, req *http.Request) (*http.Response, string) {
-	t.Helper()
-	client := &http.Client{Timeout: 60 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
-}
-
-func cgiGet(t *testing.T, url string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cgiDo(t, req)
-}
-
 // cgiRaw sends raw request bytes on a new connection and reads one
 // response; it returns the client's local port too.
 func cgiRaw(t *testing.T, addr, raw string) (*http.Response, string, int) {
@@ -291,7 +264,7 @@ func TestPostEcho(t *testing.T) {
 					if !chunked {
 						req.ContentLength = int64(len(body))
 					}
-					resp, got := cgiDo(t, req)
+					resp, got := sluicetest.Do(t, req)
 					if resp.StatusCode != 200 {
 						t.Fatalf("status %d: %.200s", resp.StatusCode, got)
 					}
@@ -321,7 +294,7 @@ func TestChunkedBodyTooLarge(t *testing.T) {
 	g, _ := newGateway(t, Options{Script: script, MaxBody: 1000})
 	base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	req, _ := http.NewRequest("POST", base+"/", io.MultiReader(bytes.NewReader(make([]byte, 1001))))
-	resp, body := cgiDo(t, req)
+	resp, body := sluicetest.Do(t, req)
 	if resp.StatusCode != 413 {
 		t.Errorf("status %d (%s), want 413", resp.StatusCode, body)
 	}
@@ -374,7 +347,7 @@ func TestResponseHeader(t *testing.T) {
 	base := "http://" + sluicetest.NewServer(t, pipe.Handler(router)).Addr
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := cgiGet(t, fmt.Sprintf("%s/%d", base, i))
+			resp, body := sluicetest.Get(t, fmt.Sprintf("%s/%d", base, i))
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d (body %q)", resp.StatusCode, tt.status, body)
 			}
@@ -398,7 +371,7 @@ func TestResponseHeader(t *testing.T) {
 func TestRepeatedFields(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "c.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\nSet-Cookie: a=1\\nSet-Cookie: b=2\\n\\nok'\n")
 	g, _ := newGateway(t, Options{Script: script})
-	resp, _ := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
+	resp, _ := sluicetest.Get(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
 	if got := resp.Header.Values("Set-Cookie"); strings.Join(got, "|") != "a=1|b=2" {
 		t.Errorf("Set-Cookie = %q", got)
 	}
@@ -411,7 +384,7 @@ func TestHeaderTooLarge(t *testing.T) {
 	script := cgiScript(t, dir, "big.cgi", "#!/bin/sh\necho $$ > "+pidfile+"\n"+
 		"printf 'Content-Type: text/plain\\n'\nwhile :; do printf 'X-Pad: 0123456789012345678901234567890123456789\\n'; done\n")
 	g, _ := newGateway(t, Options{Script: script, MaxHeader: 4096, Timeout: time.Hour})
-	resp, body := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
+	resp, body := sluicetest.Get(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
 	if resp.StatusCode != 502 {
 		t.Errorf("status %d (%q), want 502", resp.StatusCode, body)
 	}
@@ -431,7 +404,7 @@ func TestTimeoutKillsGroup(t *testing.T) {
 		"echo $$ $! > "+pidfile+".tmp && mv "+pidfile+".tmp "+pidfile+"\n"+
 		"wait\n")
 	g, lb := newGateway(t, Options{Script: script, Timeout: time.Second})
-	resp, body := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
+	resp, body := sluicetest.Get(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
 	if resp.StatusCode != 504 || body != "504 Gateway Timeout: CGI program timed out\n" {
 		t.Fatalf("status %d (%q), want 504", resp.StatusCode, body)
 	}
@@ -542,7 +515,7 @@ func TestStreams(t *testing.T) {
 func TestStderrLogged(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "err.cgi", "#!/bin/sh\necho 'first problem' >&2\necho 'second problem' >&2\nprintf 'Content-Type: text/plain\\n\\nok'\nexit 3\n")
 	g, lb := newGateway(t, Options{Script: script})
-	resp, body := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
+	resp, body := sluicetest.Get(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/")
 	if resp.StatusCode != 200 || body != "ok" {
 		t.Errorf("got %d %q", resp.StatusCode, body)
 	}
@@ -562,13 +535,13 @@ func TestNoShell(t *testing.T) {
 	script := cgiScript(t, dir, name, "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nran %s' \"$SCRIPT_NAME\"\n")
 
 	g, _ := newGateway(t, Options{Script: script})
-	_, body := cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/x")
+	_, body := sluicetest.Get(t, "http://"+sluicetest.NewServer(t, pipe.Handler(g)).Addr+"/x")
 	if body != "ran /x" {
 		t.Errorf("script mode: body %q", body)
 	}
 
 	gd, _ := newGateway(t, Options{Dir: dir})
-	_, body = cgiGet(t, "http://"+sluicetest.NewServer(t, pipe.Handler(gd)).Addr+"/"+strings.NewReplacer(" ", "%20", ";", "%3B", "$", "%24", "`", "%60").Replace(name))
+	_, body = sluicetest.Get(t, "http://"+sluicetest.NewServer(t, pipe.Handler(gd)).Addr+"/"+strings.NewReplacer(" ", "%20", ";", "%3B", "$", "%24", "`", "%60").Replace(name))
 	if body != "ran /"+name {
 		t.Errorf("dir mode: body %q", body)
 	}
@@ -633,7 +606,7 @@ func TestIgnoresBody(t *testing.T) {
 	g, _ := newGateway(t, Options{Script: script})
 	base := "http://" + sluicetest.NewServer(t, pipe.Handler(g)).Addr
 	req, _ := http.NewRequest("POST", base+"/", bytes.NewReader(make([]byte, 1<<20)))
-	resp, body := cgiDo(t, req)
+	resp, body := sluicetest.Do(t, req)
 	if resp.StatusCode != 200 || len(body) != 2000000 {
 		t.Errorf("status %d, %d bytes", resp.StatusCode, len(body))
 	}

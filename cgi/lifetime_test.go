@@ -159,7 +159,7 @@ func TestMaxRunning(t *testing.T) {
 		cgiReadPids(t, filepath.Join(dir, "pid."+strconv.Itoa(i)), 1)
 	}
 
-	resp, body := cgiGet(t, base+"/?2")
+	resp, body := sluicetest.Get(t, base+"/?2")
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third request: %d, Retry-After %q (%q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
@@ -175,7 +175,7 @@ func TestMaxRunning(t *testing.T) {
 			t.Errorf("a running program's request: %d, want 200", code)
 		}
 	}
-	if resp, body := cgiGet(t, base+"/?3"); resp.StatusCode != 200 {
+	if resp, body := sluicetest.Get(t, base+"/?3"); resp.StatusCode != 200 {
 		t.Errorf("after the others ended: %d (%q), want 200", resp.StatusCode, body)
 	}
 }
@@ -210,7 +210,7 @@ func TestCloseKillsPrograms(t *testing.T) {
 	if got, want := <-status, "503 503 Service Unavailable: server shutting down\n"; got != want {
 		t.Errorf("the running program's request: %q, want %q", got, want)
 	}
-	if resp, _ := cgiGet(t, base+"/?1"); resp.StatusCode != 503 {
+	if resp, _ := sluicetest.Get(t, base+"/?1"); resp.StatusCode != 503 {
 		t.Errorf("after Close: %d, want 503", resp.StatusCode)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pids.1")); err == nil {

@@ -3,7 +3,6 @@ package clientaddr
 import (
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -136,11 +135,11 @@ func TestOverSocket(t *testing.T) {
 	plain, _ := New(nil, "")
 	behind, _ := New([]string{"127.0.0.0/8"}, "")
 	url := sluicetest.NewServer(t, pipe.Handler(echoClient(plain))).URL
-	if _, body := get(t, url+"/", "X-Forwarded-For", "1.2.3.4"); body != "127.0.0.1" {
+	if _, body := sluicetest.Get(t, url+"/", "X-Forwarded-For", "1.2.3.4"); body != "127.0.0.1" {
 		t.Errorf("untrusted: %q", body)
 	}
 	url = sluicetest.NewServer(t, pipe.Handler(echoClient(behind))).URL
-	if _, body := get(t, url+"/", "X-Forwarded-For", "6.6.6.6, 1.2.3.4"); body != "1.2.3.4" {
+	if _, body := sluicetest.Get(t, url+"/", "X-Forwarded-For", "6.6.6.6, 1.2.3.4"); body != "1.2.3.4" {
 		t.Errorf("trusted: %q", body)
 	}
 }
@@ -180,25 +179,4 @@ func TestParseIPv4(t *testing.T) {
 			t.Errorf("parseIPv4(%q) = %v, %v; netip: %v, %v", s, got, ok, want, werr)
 		}
 	}
-}
-
-// get sends GET url with the header field name: value and returns the
-// response and its body.
-func get(t *testing.T, url, name, value string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set(name, value)
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
 }

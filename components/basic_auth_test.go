@@ -56,7 +56,7 @@ func authGet(t *testing.T, url, authorization string) (int, string, string) {
 	if authorization != "" {
 		hdr = []string{"Authorization", authorization}
 	}
-	resp, body := guardGet(t, url+"/", hdr...)
+	resp, body := sluicetest.Get(t, url+"/", hdr...)
 	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body
 }
 

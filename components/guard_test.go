@@ -22,36 +22,6 @@ import (
 // guardQuiet is a logger for components whose errors a test provokes.
 var guardQuiet = slog.New(slog.DiscardHandler)
 
-// guardGet sends GET url with header pairs and returns the response and
-// its body.
-func guardGet(t testing.TB, url string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Add(hdr[i], hdr[i+1])
-	}
-	return guardDo(t, req)
-}
-
-// guardDo sends req, following no redirect, and returns the response and
-// its body.
-func guardDo(t testing.TB, req *http.Request) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
-}
-
 // guardRaw sends raw request bytes to the server at base URL (or
 // "unix:PATH") and returns the response, read with net/http.
 func guardRaw(t testing.TB, url, raw string) (*http.Response, string) {

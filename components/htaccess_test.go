@@ -259,7 +259,7 @@ func TestHtaccessLogsOnce(t *testing.T) {
 	h.clock = now.Load
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(h.handle), guardText("x")})).URL
 	for i := range 3 {
-		if resp, _ := guardGet(t, url+"/bad/"+strings.Repeat("q", i+1)); resp.StatusCode != 500 {
+		if resp, _ := sluicetest.Get(t, url+"/bad/"+strings.Repeat("q", i+1)); resp.StatusCode != 500 {
 			t.Errorf("invalid file: %d", resp.StatusCode)
 		}
 		now.Add(int64(time.Second))
@@ -332,7 +332,7 @@ func TestHtaccessOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{h, guardText("x")})).URL
-	if resp, _ := guardGet(t, url+"/x"); resp.StatusCode != 403 {
+	if resp, _ := sluicetest.Get(t, url+"/x"); resp.StatusCode != 403 {
 		t.Errorf("file ACCESS not applied: %d", resp.StatusCode)
 	}
 }

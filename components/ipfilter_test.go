@@ -40,12 +40,12 @@ func TestIPFilter(t *testing.T) {
 			}
 			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")})).URL
 			for _, client := range tt.ok {
-				if resp, body := guardGet(t, url+"/", "X-Forwarded-For", client); resp.StatusCode != 200 || body != "in" {
+				if resp, body := sluicetest.Get(t, url+"/", "X-Forwarded-For", client); resp.StatusCode != 200 || body != "in" {
 					t.Errorf("%s: %d %q, want 200", client, resp.StatusCode, body)
 				}
 			}
 			for _, client := range tt.refused {
-				if resp, body := guardGet(t, url+"/", "X-Forwarded-For", client); resp.StatusCode != 403 || !strings.Contains(body, "access denied") {
+				if resp, body := sluicetest.Get(t, url+"/", "X-Forwarded-For", client); resp.StatusCode != 403 || !strings.Contains(body, "access denied") {
 					t.Errorf("%s: %d %q, want 403", client, resp.StatusCode, body)
 				}
 			}
@@ -61,20 +61,20 @@ func TestIPFilterIgnoresHeaderFromUntrustedPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")})).URL
-	if resp, _ := guardGet(t, url+"/", "X-Forwarded-For", "10.1.1.1"); resp.StatusCode != 403 {
+	if resp, _ := sluicetest.Get(t, url+"/", "X-Forwarded-For", "10.1.1.1"); resp.StatusCode != 403 {
 		t.Errorf("spoofed X-Forwarded-For let in: %d", resp.StatusCode)
 	}
 	f, _ = NewIPFilter(IPFilterOptions{Deny: []string{"127.0.0.1"}, TrustedProxies: []string{"10.0.0.0/8"}})
 	url = sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")})).URL
-	if resp, _ := guardGet(t, url+"/", "X-Forwarded-For", "192.0.2.1"); resp.StatusCode != 403 {
+	if resp, _ := sluicetest.Get(t, url+"/", "X-Forwarded-For", "192.0.2.1"); resp.StatusCode != 403 {
 		t.Errorf("peer 127.0.0.1 (not a trusted proxy) hid behind X-Forwarded-For: %d", resp.StatusCode)
 	}
 	f, _ = NewIPFilter(IPFilterOptions{Deny: []string{"192.0.2.1"}, TrustedProxies: []string{"127.0.0.1"}, ClientIPHeader: "Forwarded"})
 	url = sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")})).URL
-	if resp, _ := guardGet(t, url+"/", "Forwarded", `for="192.0.2.1:1234"`); resp.StatusCode != 403 {
+	if resp, _ := sluicetest.Get(t, url+"/", "Forwarded", `for="192.0.2.1:1234"`); resp.StatusCode != 403 {
 		t.Errorf("Forwarded for= not applied: %d", resp.StatusCode)
 	}
-	if resp, _ := guardGet(t, url+"/", "X-Forwarded-For", "192.0.2.1"); resp.StatusCode != 200 {
+	if resp, _ := sluicetest.Get(t, url+"/", "X-Forwarded-For", "192.0.2.1"); resp.StatusCode != 200 {
 		t.Errorf("X-Forwarded-For read although Forwarded configured: %d", resp.StatusCode)
 	}
 }
@@ -101,7 +101,7 @@ func TestIPFilterIPv6Loopback(t *testing.T) {
 			t.Fatal(err)
 		}
 		url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{f, guardText("in")}), sluicetest.Listen("tcp", "[::1]:0")).URL
-		if resp, _ := guardGet(t, url+"/", "X-Forwarded-For", "2001:db8::77"); resp.StatusCode != tt.want {
+		if resp, _ := sluicetest.Get(t, url+"/", "X-Forwarded-For", "2001:db8::77"); resp.StatusCode != tt.want {
 			t.Errorf("%+v: %d, want %d", tt.opts, resp.StatusCode, tt.want)
 		}
 	}

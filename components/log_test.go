@@ -209,7 +209,7 @@ func TestLogStatusAndBytes(t *testing.T) {
 	}
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, deny, rt})).URL
 	for _, p := range []string{"/", "/private/x", "/empty", "/stream", "/nothing-here/"} {
-		guardGet(t, url+p)
+		sluicetest.Get(t, url+p)
 	}
 	want := []struct {
 		uri          string
@@ -246,18 +246,18 @@ func TestLogRotateReopen(t *testing.T) {
 	file := filepath.Join(dir, "access.log")
 	l := logOpen(t, LogOptions{File: file, Format: "common"})
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
-	guardGet(t, url+"/1")
-	guardGet(t, url+"/2")
+	sluicetest.Get(t, url+"/1")
+	sluicetest.Get(t, url+"/2")
 	l.Sync()
 	if err := os.Rename(file, file+".1"); err != nil {
 		t.Fatal(err)
 	}
-	guardGet(t, url+"/3") // still written to the renamed file
+	sluicetest.Get(t, url+"/3") // still written to the renamed file
 	if err := l.Reopen(); err != nil {
 		t.Fatal(err)
 	}
-	guardGet(t, url+"/4")
-	guardGet(t, url+"/5")
+	sluicetest.Get(t, url+"/4")
+	sluicetest.Get(t, url+"/5")
 	old, cur := logLines(t, l, file+".1"), logLines(t, l, file)
 	if len(old) != 3 || !strings.Contains(old[2], "GET /3 ") {
 		t.Errorf("rotated file: %q", old)
@@ -274,7 +274,7 @@ func TestLogRotateReopen(t *testing.T) {
 	if err := l.Reopen(); err == nil {
 		t.Error("Reopen into a missing directory succeeded")
 	}
-	guardGet(t, url+"/6")
+	sluicetest.Get(t, url+"/6")
 	l.Sync()
 	if data, _ := os.ReadFile(filepath.Join(dir+".gone", "access.log")); !strings.Contains(string(data), "GET /6 ") {
 		t.Errorf("line lost after a failed reopen: %q", data)
@@ -286,11 +286,11 @@ func TestLogClosed(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "access.log")
 	l := logOpen(t, LogOptions{File: file})
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
-	guardGet(t, url+"/before")
+	sluicetest.Get(t, url+"/before")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := guardGet(t, url+"/after"); resp.StatusCode != 200 {
+	if resp, _ := sluicetest.Get(t, url+"/after"); resp.StatusCode != 200 {
 		t.Errorf("after Close: %d", resp.StatusCode)
 	}
 	if l.Dropped() != 1 {

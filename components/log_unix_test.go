@@ -22,7 +22,7 @@ func TestLogReopenOnSIGUSR1(t *testing.T) {
 	stop := l.ReopenOnSignal()
 	defer stop()
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
-	guardGet(t, url+"/before")
+	sluicetest.Get(t, url+"/before")
 	l.Sync()
 	if err := os.Rename(file, file+".1"); err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestLogReopenOnSIGUSR1(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	guardGet(t, url+"/after")
+	sluicetest.Get(t, url+"/after")
 	if lines := logLines(t, l, file); len(lines) != 1 || !strings.Contains(lines[0], "GET /after ") {
 		t.Errorf("new file: %q", lines)
 	}
@@ -77,13 +77,13 @@ func TestLogDropsWhenFull(t *testing.T) {
 		if requests == 2000 {
 			t.Fatal("no line dropped after 2000 requests")
 		}
-		if resp, _ := guardGet(t, url+"/", "User-Agent", ua); resp.StatusCode != 200 {
+		if resp, _ := sluicetest.Get(t, url+"/", "User-Agent", ua); resp.StatusCode != 200 {
 			t.Fatalf("request %d: %d", requests, resp.StatusCode)
 		}
 		requests++
 	}
 	for range 10 {
-		guardGet(t, url+"/", "User-Agent", ua)
+		sluicetest.Get(t, url+"/", "User-Agent", ua)
 		requests++
 	}
 	read := make(chan string)

@@ -29,7 +29,7 @@ func TestRateLimitOverSocket(t *testing.T) {
 	rl, now := rlFixed(t, RateLimitOptions{Rate: 2, Burst: 3, TrustedProxies: []string{"127.0.0.1"}})
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{pipe.Pipe(rl.handle), guardText("ok")})).URL
 	get := func(client string) (int, string) {
-		resp, _ := guardGet(t, url+"/", "X-Forwarded-For", client)
+		resp, _ := sluicetest.Get(t, url+"/", "X-Forwarded-For", client)
 		return resp.StatusCode, resp.Header.Get("Retry-After")
 	}
 	for i := range 3 {
@@ -79,7 +79,7 @@ func TestRateLimitRetryAfter(t *testing.T) {
 		{6500 * time.Millisecond, "1"}, // 0.5 s left: rounded up
 	} {
 		now.Add(int64(tt.advance))
-		resp, _ := guardGet(t, url+"/", "X-Forwarded-For", a.String())
+		resp, _ := sluicetest.Get(t, url+"/", "X-Forwarded-For", a.String())
 		if ra := resp.Header.Get("Retry-After"); resp.StatusCode != 429 || ra != tt.want {
 			t.Errorf("after +%v: %d Retry-After %q, want 429 %s", tt.advance, resp.StatusCode, ra, tt.want)
 		}

@@ -59,7 +59,7 @@ func TestTemplateData(t *testing.T) {
 	addr := sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	req, _ := http.NewRequest("GET", "http://"+addr+"/info?a=1&b=x&b=y", nil)
 	req.Header.Set("User-Agent", "tmpl-test")
-	resp, body := guardDo(t, req)
+	resp, body := sluicetest.Do(t, req)
 	want := fmt.Sprintf("<title>Sluice</title>m=GET p=/info q=1,[x y] ua=tmpl-test host=%s remote=set year=%d n=3", addr, time.Now().Year())
 	if resp.StatusCode != 200 || body != want {
 		t.Errorf("got %d %q\nwant %q", resp.StatusCode, body, want)
@@ -105,7 +105,7 @@ func TestTemplateEscaping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.page, func(t *testing.T) {
-			resp, body := guardGet(t, base+"/"+tt.page+"?u=javascript:alert(3)&q="+neturl.QueryEscape(attack))
+			resp, body := sluicetest.Get(t, base+"/"+tt.page+"?u=javascript:alert(3)&q="+neturl.QueryEscape(attack))
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
 			}
@@ -167,7 +167,7 @@ func TestTemplatePaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			resp, body := guardGet(t, base+tt.path)
+			resp, body := sluicetest.Get(t, base+tt.path)
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d (%q), want %d", resp.StatusCode, body, tt.status)
 			}
@@ -191,7 +191,7 @@ func TestTemplateExecError(t *testing.T) {
 	tp, lb := templateNew(t, TemplateOptions{Root: root, MaxSize: 25, Data: map[string]any{"list": []int{1, 2, 3}}})
 	base := "http://" + sluicetest.NewServer(t, pipe.Handler(tp)).Addr
 	for _, page := range []string{"fail", "big"} {
-		resp, body := guardGet(t, base+"/"+page)
+		resp, body := sluicetest.Get(t, base+"/"+page)
 		if resp.StatusCode != 500 {
 			t.Errorf("%s: status %d, want 500", page, resp.StatusCode)
 		}
@@ -212,24 +212,24 @@ func TestTemplateReload(t *testing.T) {
 	root := templateFiles(t, map[string]string{"page.html": "version 1"})
 	tp, lb := templateNew(t, TemplateOptions{Root: root, Reload: true})
 	base := "http://" + sluicetest.NewServer(t, pipe.Handler(tp)).Addr
-	if _, body := guardGet(t, base+"/page"); body != "version 1" {
+	if _, body := sluicetest.Get(t, base+"/page"); body != "version 1" {
 		t.Fatalf("body %q", body)
 	}
 	page := filepath.Join(root, "page.html")
 	templateWrite(t, page, "version 2 {{.Method}}")
 	templateWrite(t, filepath.Join(root, "new.html"), "new page")
 	sluicetest.WaitFor(t, "version 2 GET after the change", func() bool {
-		_, got := guardGet(t, base+"/page")
+		_, got := sluicetest.Get(t, base+"/page")
 		return got == "version 2 GET"
 	})
-	if resp, body := guardGet(t, base+"/new"); resp.StatusCode != 200 || body != "new page" {
+	if resp, body := sluicetest.Get(t, base+"/new"); resp.StatusCode != 200 || body != "new page" {
 		t.Errorf("new page: %d %q", resp.StatusCode, body)
 	}
 
 	// A broken change: the next check (forced here) keeps version 2.
 	templateWrite(t, page, "version 3 {{.Method")
 	tp.maybeReload(time.Now().Add(time.Hour))
-	if _, body := guardGet(t, base+"/page"); body != "version 2 GET" {
+	if _, body := sluicetest.Get(t, base+"/page"); body != "version 2 GET" {
 		t.Errorf("body %q after a broken change, want version 2 GET", body)
 	}
 	if !strings.Contains(lb.String(), "reload failed") {
@@ -246,7 +246,7 @@ func TestTemplateNoReload(t *testing.T) {
 	templateWrite(t, file, "second")
 	tp.maybeReload(time.Now().Add(time.Hour))
 	for _, p := range []string{"/", "/any/path"} {
-		if resp, body := guardGet(t, base+p); resp.StatusCode != 200 || body != "first" {
+		if resp, body := sluicetest.Get(t, base+p); resp.StatusCode != 200 || body != "first" {
 			t.Errorf("%s: %d %q, want first", p, resp.StatusCode, body)
 		}
 	}

@@ -25,10 +25,6 @@ func serve(t testing.TB, h engine.Handler) string {
 	t.Helper()
 	srv := sluicetest.NewServer(t, h,
 		sluicetest.Configure(func(s *engine.Server) { s.ServerHeader = "sluice" }))
-	// The client may hold connections it dialed and never used; the
-	// engine gives those HeaderTimeout (10s) before Shutdown may close
-	// them, so the client closes them first (cleanups run last first).
-	t.Cleanup(client.CloseIdleConnections)
 	return srv.Addr
 }
 
@@ -58,16 +54,8 @@ func writeFiles(t testing.TB, dir string, m map[string]string) {
 	}
 }
 
-// client does not follow redirects, so tests see them, and does not ask
-// for gzip behind the test's back.
-var client = &http.Client{
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	Timeout:       10 * time.Second,
-	Transport:     &http.Transport{DisableCompression: true},
-}
-
 // get sends method url with the extra header fields given as name, value
-// pairs and returns the response with its body read.
+// pairs, by sluicetest.Do.
 func get(t testing.TB, method, url string, fields ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
@@ -77,16 +65,7 @@ func get(t testing.TB, method, url string, fields ...string) (*http.Response, st
 	for i := 0; i+1 < len(fields); i += 2 {
 		req.Header.Set(fields[i], fields[i+1])
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, url, err)
-	}
-	return resp, string(b)
+	return sluicetest.Do(t, req)
 }
 
 // exchange writes raw request bytes on a new connection, half-closes it,

@@ -17,24 +17,6 @@ import (
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
-func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
-}
-
 // text is a test Source.
 func text(s string) Source {
 	return func(c *Conn) Content {
@@ -88,7 +70,7 @@ var (
 // Content passes the filters in the order the pipeline lists them.
 func TestChainRunsFiltersInOrder(t *testing.T) {
 	url := sluicetest.NewServer(t, Handler(Chain{text("hal"), upper, shift})).URL
-	resp, body := get(t, url+"/")
+	resp, body := sluicetest.Get(t, url+"/")
 	if body != "IBM" {
 		t.Errorf("body = %q, want IBM (upper, then shift)", body)
 	}
@@ -103,8 +85,8 @@ func TestProcNetworkMatchesChain(t *testing.T) {
 	pn := NewProcNetwork(comps...)
 	defer pn.Stop()
 	chainURL, netURL := sluicetest.NewServer(t, Handler(Chain(comps))).URL, sluicetest.NewServer(t, Handler(pn)).URL
-	r1, b1 := get(t, chainURL+"/x")
-	r2, b2 := get(t, netURL+"/x")
+	r1, b1 := sluicetest.Get(t, chainURL+"/x")
+	r2, b2 := sluicetest.Get(t, netURL+"/x")
 	if b1 != b2 || b1 != "NETWORK" {
 		t.Errorf("chain %q, network %q", b1, b2)
 	}
@@ -136,11 +118,11 @@ func TestPipeAnswersAndStops(t *testing.T) {
 	})
 	after := Pipe(func(c *Conn) bool { ran = true; return true })
 	url := sluicetest.NewServer(t, Handler(Chain{deny, after, text("secret")})).URL
-	resp, body := get(t, url+"/")
+	resp, body := sluicetest.Get(t, url+"/")
 	if resp.StatusCode != 401 || !strings.Contains(body, "credentials required") || ran {
 		t.Errorf("status %d body %q after-ran %v", resp.StatusCode, body, ran)
 	}
-	if resp, body = get(t, url+"/", "Authorization", "Basic eDp5"); resp.StatusCode != 200 || body != "secret" {
+	if resp, body = sluicetest.Get(t, url+"/", "Authorization", "Basic eDp5"); resp.StatusCode != 200 || body != "secret" {
 		t.Errorf("authorized: %d %q", resp.StatusCode, body)
 	}
 }
@@ -318,7 +300,7 @@ func TestIfAndBranch(t *testing.T) {
 	})).URL
 
 	for path, want := range map[string]string{"/": "plain", "/?q": "query", "/loud?q": "QUERY"} {
-		if _, body := get(t, url+path); body != want {
+		if _, body := sluicetest.Get(t, url+path); body != want {
 			t.Errorf("%s: %q, want %q", path, body, want)
 		}
 	}
@@ -331,16 +313,16 @@ func TestFromHTTP(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "f.txt"), bytes.Repeat([]byte("abc"), 50000), 0o644)
 	fs := FromHTTP(http.FileServer(http.Dir(dir)))
 	plain := sluicetest.NewServer(t, Handler(fs)).URL
-	resp, body := get(t, plain+"/f.txt")
+	resp, body := sluicetest.Get(t, plain+"/f.txt")
 	if resp.StatusCode != 200 || len(body) != 150000 || resp.Header.Get("Content-Length") != "150000" {
 		t.Errorf("plain: %d, %d bytes, CL %q", resp.StatusCode, len(body), resp.Header.Get("Content-Length"))
 	}
 	filtered := sluicetest.NewServer(t, Handler(Chain{fs, upper})).URL
-	resp, body = get(t, filtered+"/f.txt")
+	resp, body = sluicetest.Get(t, filtered+"/f.txt")
 	if body != strings.Repeat("ABC", 50000) || resp.Header.Get("Content-Length") != "" {
 		t.Errorf("filtered: %.20q… CL %q", body, resp.Header.Get("Content-Length"))
 	}
-	resp, _ = get(t, plain+"/missing")
+	resp, _ = sluicetest.Get(t, plain+"/missing")
 	if resp.StatusCode != 404 {
 		t.Errorf("missing: %d", resp.StatusCode)
 	}
@@ -377,11 +359,11 @@ func TestMiddleware(t *testing.T) {
 			b := &Builder{Network: network}
 			comps := append(append([]Component(nil), lead...), Middleware(gate), Middleware(tag), echoPath, upper)
 			url := sluicetest.NewServer(t, Handler(b.Pipeline(comps...))).URL
-			resp, body := get(t, url+"/p?key=k")
+			resp, body := sluicetest.Get(t, url+"/p?key=k")
 			if resp.StatusCode != 200 || body != "/REWRITTEN/P" || resp.Header.Get("X-Middleware") != "yes" {
 				t.Errorf("network=%v lead=%d: through: %d %q %q", network, len(lead), resp.StatusCode, body, resp.Header.Get("X-Middleware"))
 			}
-			resp, body = get(t, url+"/p")
+			resp, body = sluicetest.Get(t, url+"/p")
 			if resp.StatusCode != 403 || !strings.Contains(body, "gated") {
 				t.Errorf("network=%v lead=%d: gated: %d %q", network, len(lead), resp.StatusCode, body)
 			}
@@ -446,7 +428,7 @@ func TestMiddlewareInNetworkDoesNotBlockStages(t *testing.T) {
 func TestHTTPHandler(t *testing.T) {
 	ts := httptest.NewServer(HTTPHandler(Chain{text("via net/http"), upper}))
 	defer ts.Close()
-	_, body := get(t, ts.URL+"/")
+	_, body := sluicetest.Get(t, ts.URL+"/")
 	if body != "VIA NET/HTTP" {
 		t.Errorf("body %q", body)
 	}
@@ -457,7 +439,7 @@ func TestContentErrorBeforeWriting(t *testing.T) {
 	fail := Source(func(c *Conn) Content {
 		return func(w Writer) error { return fmt.Errorf("disk on fire") }
 	})
-	resp, body := get(t, sluicetest.NewServer(t, Handler(Chain{fail, upper})).URL+"/")
+	resp, body := sluicetest.Get(t, sluicetest.NewServer(t, Handler(Chain{fail, upper})).URL+"/")
 	if resp.StatusCode != 500 || !strings.Contains(strings.ToLower(body), "content failed") { // the filters apply to the error too
 		t.Errorf("%d %q", resp.StatusCode, body)
 	}
@@ -499,7 +481,7 @@ func TestSendFileThroughObservingFilter(t *testing.T) {
 	observe := Filter(func(c *Conn) Wrap {
 		return func(next Writer) Writer { return countWriter{next, &counted, &usedSendfile} }
 	})
-	_, body := get(t, sluicetest.NewServer(t, Handler(Chain{src, observe})).URL+"/")
+	_, body := sluicetest.Get(t, sluicetest.NewServer(t, Handler(Chain{src, observe})).URL+"/")
 	if len(body) != 100000 || counted.Load() != 100000 || !usedSendfile.Load() {
 		t.Errorf("body %d bytes, counted %d, by reference %v", len(body), counted.Load(), usedSendfile.Load())
 	}
@@ -514,7 +496,7 @@ func TestValues(t *testing.T) {
 		}),
 	})).URL
 
-	if _, body := get(t, url+"/"); body != "grace/" {
+	if _, body := sluicetest.Get(t, url+"/"); body != "grace/" {
 		t.Errorf("body %q", body)
 	}
 }
@@ -527,7 +509,7 @@ func TestBuilder(t *testing.T) {
 		if _, isNet := comp.(*ProcNetwork); isNet != network {
 			t.Errorf("Network=%v built a %T", network, comp)
 		}
-		if _, body := get(t, sluicetest.NewServer(t, Handler(comp)).URL+"/"); body != "BUILT" {
+		if _, body := sluicetest.Get(t, sluicetest.NewServer(t, Handler(comp)).URL+"/"); body != "BUILT" {
 			t.Errorf("Network=%v: body %q", network, body)
 		}
 		b.Stop()

@@ -1,9 +1,10 @@
 // Package sluicetest holds helpers for the tests of Sluice and of programs
 // built on it. NewServer starts an engine.Server on a loopback socket, as
 // net/http/httptest does for net/http: one call listens, serves and
-// arranges a graceful shutdown when the test ends. NeedTool finds an
-// outside program a test runs, WaitFor waits for a condition, and Buffer
-// collects a log the test reads while it is written.
+// arranges a graceful shutdown when the test ends. Get and Do send a
+// request and read the whole answer, NeedTool finds an outside program a
+// test runs, WaitFor waits for a condition, and Buffer collects a log the
+// test reads while it is written.
 //
 // It imports "testing", so only tests may import it; the sluice binary
 // does not link it.
@@ -78,6 +79,9 @@ func NewServer(t testing.TB, h engine.Handler, opts ...Option) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// Client may hold connections it dialed ahead and never used:
+		// close them first, so they do not hold up the shutdown.
+		Client.CloseIdleConnections()
 		if err := s.Close(); err != nil {
 			var b strings.Builder
 			pprof.Lookup("goroutine").WriteTo(&b, 1)
