@@ -37,6 +37,8 @@ type conn struct {
 	unread      bool        // the client may have sent bytes we did not read
 	broken      bool        // a write failed: nothing more can be sent
 	resume      bool        // taken over from the park set: go on waiting (see serve)
+	sparse      bool        // taken over after a long park: park again when idle (see rawServe)
+	repark      bool        // rawServe asks readIdle to park at once
 
 	// State for rawWait, bound once so the idle wait does not allocate.
 	rawWaitFn func(fd uintptr) bool

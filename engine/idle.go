@@ -89,9 +89,9 @@ func (c *conn) waitForRequest() idleResult {
 // readIdle waits for and reads the first bytes of a request. With a raw
 // connection it borrows the session only once bytes are ready to read, so
 // a waiting connection holds no buffer. If the sweeper interrupts a long
-// wait to move it (IdleNotice), readIdle moves it (moveWait) and returns
-// idleMoved: the caller's goroutine must then exit without touching c
-// again.
+// wait to move it (IdleNotice), or rawServe finds a sparse connection
+// done, readIdle moves the wait (moveWait) and returns idleMoved: the
+// caller's goroutine must then exit without touching c again.
 func (c *conn) readIdle() idleResult {
 	if c.rc == nil {
 		c.acquireSession()
@@ -102,7 +102,7 @@ func (c *conn) readIdle() idleResult {
 		}
 		return idleClosed
 	}
-	c.rawN, c.rawErr, c.ended = 0, nil, false
+	c.rawN, c.rawErr, c.ended, c.repark = 0, nil, false, false
 	c.wait.Store(waitIdle)
 	err := c.rc.Read(c.rawWaitFn)
 	if !c.wait.CompareAndSwap(waitIdle, waitActive) {
@@ -116,6 +116,10 @@ func (c *conn) readIdle() idleResult {
 			c.moveWait()
 			return idleMoved
 		}
+	}
+	if c.repark && err == nil {
+		c.moveWait()
+		return idleMoved
 	}
 	if err != nil || c.ended || c.rawErr != nil || c.rawN == 0 {
 		return idleClosed
@@ -199,6 +203,13 @@ func (c *conn) rawServe(fd uintptr) bool {
 		c.releaseSession()
 		if c.srv.shuttingDown() { // Shutdown may have looked before SetIdle
 			c.ended = true
+			return true
+		}
+		if c.sparse {
+			// Woken after a long park, and the client has no more to
+			// say: park again rather than wait here, on a goroutine,
+			// through the idle notice.
+			c.repark = true
 			return true
 		}
 		return false

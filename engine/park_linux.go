@@ -117,6 +117,7 @@ func (p *parkSet) wake(slot, gen uint32) {
 	}
 	c.unpark()
 	c.resume = true
+	c.sparse = c.th.Noticed()
 	c.srv.startConn(c)
 }
 
@@ -133,7 +134,7 @@ func (c *conn) park() bool {
 		return false
 	}
 	if h := c.srv.parkHook; h != nil {
-		h()
+		h(c)
 	}
 	// Expire holds moveMu while it decides: either it came first (and
 	// set interrupted, and a deadline the wait will see), or it finds c

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -74,9 +76,10 @@ func (ic idleClient) expectEOF(t *testing.T) {
 }
 
 // Keep-alive connections park after their first exchange, with no
-// goroutine, and are answered when they speak again; after a request
-// served from the runtime's poller (which the socket then joins) they
-// park again once idle, out of the poller.
+// goroutine, and are answered when they speak again. One that speaks
+// again soon waits for its next request in the runtime's poller (which
+// its socket then joins) and parks at the idle notice, out of the poller;
+// one that speaks after a long park parks again at once.
 func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	const n = 8
 	ln, err := Listen("tcp", "127.0.0.1:0")
@@ -84,8 +87,25 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, n)}
-	// A short BusyIdleTimeout makes the idle notice come soon.
-	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour, BusyIdleTimeout: 100 * time.Millisecond, MaxConns: 1000}}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0) // none until the test asks
+	var polledParks atomic.Int64
+	var parked sync.Map // every *conn that parked
+	s.parkHook = func(c *conn) {
+		parked.Store(c, true)
+		if c.nc.(*sockConn).polled.Load() != nil {
+			polledParks.Add(1)
+		}
+	}
+	allNoticed := func() bool {
+		all := true
+		parked.Range(func(c, _ any) bool {
+			all = c.(*conn).th.Noticed()
+			return all
+		})
+		return all
+	}
 	addr := serveOn(t, s, al)
 	cs := openIdle(t, addr, n)
 	waitForParked(t, s, n)
@@ -93,16 +113,36 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	for range n {
 		server = append(server, (<-al.conns).(*sockConn))
 	}
-	for round := range 3 {
-		for i, ic := range cs {
-			ic.get(t, fmt.Sprintf("/c%d/r%d", i, round))
-		}
-		waitForParked(t, s, n)
+	checkOutOfPoller := func(round int) {
+		t.Helper()
 		for i, sc := range server {
 			if sc.polled.Load() != nil {
 				t.Errorf("round %d: connection %d is parked in the runtime's poller too", round, i)
 			}
 		}
+	}
+	// Speaking soon: no idle notice has come.
+	for i, ic := range cs {
+		ic.get(t, fmt.Sprintf("/c%d/soon", i))
+	}
+	waitForParked(t, s, 0)
+	s.tm.SetIdleNotice(10 * time.Millisecond)
+	waitForParked(t, s, n)
+	if got := polledParks.Load(); got != n {
+		t.Errorf("%d connections parked from the runtime's poller, want %d", got, n)
+	}
+	checkOutOfPoller(0)
+	// Speaking after a long park.
+	for round := 1; round <= 2; round++ {
+		waitFor(t, "the idle notice", allNoticed)
+		for i, ic := range cs {
+			ic.get(t, fmt.Sprintf("/c%d/r%d", i, round))
+		}
+		waitForParked(t, s, n)
+		checkOutOfPoller(round)
+	}
+	if got := polledParks.Load(); got != n {
+		t.Errorf("%d connections parked from the runtime's poller, want %d: those woken after a long park waited there", got, n)
 	}
 	if got := s.OpenConns(); got != n {
 		t.Errorf("%d connections open, want %d", got, n)
@@ -203,7 +243,7 @@ func TestBytesArrivingAsConnectionParks(t *testing.T) {
 			first := true
 			// The hook runs on the connection's goroutine, as it parks
 			// after its first exchange.
-			s.parkHook = func() {
+			s.parkHook = func(*conn) {
 				if !first {
 					return
 				}
@@ -239,6 +279,39 @@ func TestBytesArrivingAsConnectionParks(t *testing.T) {
 			ic.expect(t, "/raced")
 			waitForParked(t, s, 1)
 		})
+	}
+}
+
+// A connection woken after a long park (longer than the idle notice)
+// parks again as soon as it has answered, without waiting in the runtime's
+// poller through another idle notice: a client that speaks now and then
+// costs a goroutine only while it is answered.
+func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	// The idle notice comes after 50ms.
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour, BusyIdleTimeout: 100 * time.Millisecond, MaxConns: 1000}}
+	type park struct {
+		c      *conn
+		polled bool // the socket was in the runtime's poller as it parked
+	}
+	parks := make(chan park, 10)
+	s.parkHook = func(c *conn) {
+		parks <- park{c, c.nc.(*sockConn).polled.Load() != nil}
+	}
+	addr := serveOn(t, s, al)
+	ic := openIdle(t, addr, 1)[0]
+	first := recvWithin(t, "the first park", parks)
+	for i := range 3 {
+		waitFor(t, "the idle notice", first.c.th.Noticed)
+		ic.get(t, fmt.Sprintf("/sparse%d", i))
+		again := recvWithin(t, "the connection to park again", parks)
+		if again.polled {
+			t.Fatalf("request %d: the connection waited in the runtime's poller before parking again", i)
+		}
 	}
 }
 

@@ -71,7 +71,7 @@ type Server struct {
 	stopOnce    sync.Once
 	stats       counters
 
-	parkHook func() // if set, called as a connection is about to park (for tests)
+	parkHook func(*conn) // if set, called as a connection is about to park (for tests)
 }
 
 // counters are a Server's statistics, updated atomically.

@@ -156,6 +156,11 @@ func (h *Handle) MarkIdle() {
 	}
 }
 
+// Noticed reports whether the handle has been idle for the idle notice
+// period in its current idle period: its owner's IdleNotice was called
+// (or, if the owner ignored it, was due).
+func (h *Handle) Noticed() bool { return h.noticed.Load() }
+
 // Clear disarms the handle: it will not fire until armed again.
 func (h *Handle) Clear() {
 	h.deadline.Store(0)
