@@ -169,8 +169,9 @@ func (l *tcpListener) step(fd uintptr) bool {
 
 // sockConn is a TCP connection served with direct system calls until an
 // operation would block; then its descriptor joins the runtime's poller
-// (as an *os.File) and every later operation goes through it. It
-// implements net.Conn, syscall.Conn and CloseWrite.
+// (as an *os.File) and every later operation goes through it, until the
+// connection parks (see unpoll). It implements net.Conn, syscall.Conn and
+// CloseWrite.
 //
 // Read, Write, CloseWrite and Close are called by the connection's own
 // goroutine only; the deadline methods may be called from any goroutine

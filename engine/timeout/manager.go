@@ -14,8 +14,9 @@
 // cleared (no timeout while, say, a handler runs).
 //
 // A handle that has been idle for the manager's idle notice period (but
-// not yet its timeout) gets one IdleNotice call: a server uses it to move a
-// long wait to a goroutine with a minimal stack.
+// not yet its timeout) gets one IdleNotice call, and reports Noticed until
+// it is idle anew: a server uses it to move a long wait off the goroutine
+// that waits.
 package timeout
 
 import (
