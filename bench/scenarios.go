@@ -255,7 +255,8 @@ func (h *harness) add(s report.Sample) {
 }
 
 // idle measures the RSS a fresh server spends per idle keep-alive
-// connection, with n connections each having made one request.
+// connection, with n connections each having made one request; then each
+// speaks again and must be answered.
 func (h *harness) idle(p peers.Peer, round, n int) {
 	srv, err := h.start(p, fmt.Sprintf("%d-idle%d", round, n))
 	if err != nil {
@@ -278,10 +279,12 @@ func (h *harness) idle(p peers.Peer, round, n int) {
 	// crowded, and this is a figure of memory, not of patience.
 	time.Sleep(500 * time.Millisecond)
 	u1, _ := srv.Usage()
+	idle := held.OK
+	held.Again(h.ctx, 500, 10*time.Second)
 	s := report.Sample{Scenario: report.Idle, Server: p.Name, Round: round, X: float64(n), Tool: "sluicebench",
 		OK: int64(held.OK), Errors: int64(held.Failed), RSS: u1.RSS}
-	if held.OK > 0 {
-		s.PerConn = float64(u1.RSS-u0.RSS) / float64(held.OK)
+	if idle > 0 {
+		s.PerConn = float64(u1.RSS-u0.RSS) / float64(idle)
 	}
 	if held.Failed > 0 {
 		s.ErrorText = fmt.Sprintf("%d failed; first: %v", held.Failed, held.Err)

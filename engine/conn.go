@@ -32,19 +32,18 @@ type conn struct {
 	pin    int      // rbuf[:pin] holds the head of the request being served
 	served int      // requests served on this connection
 
-	raddr, laddr net.Addr // nc's addresses, asked for at the first request
-
 	interrupted atomic.Bool // a timeout or shutdown fired
 	closeAfter  bool        // close once the current response is sent
 	unread      bool        // the client may have sent bytes we did not read
 	broken      bool        // a write failed: nothing more can be sent
+	resume      bool        // taken over from the park set: go on waiting (see serve)
+	sparse      bool        // taken over after a long park: park again when idle (see rawServe)
+	repark      bool        // rawServe asks readIdle to park at once
 
-	// State for rawRead and rawServe, bound once so the idle wait does
-	// not allocate.
-	rawReadFn  func(fd uintptr) bool
-	rawServeFn func(fd uintptr) bool
-	rawN       int
-	rawErr     error
+	// State for rawWait, bound once so the idle wait does not allocate.
+	rawWaitFn func(fd uintptr) bool
+	rawN      int
+	rawErr    error
 
 	// inline is set while rawServe runs a request inside the poller's
 	// read callback, where the connection must not be read (see fill);
@@ -57,12 +56,17 @@ type conn struct {
 	headN     int
 	headErr   error
 
-	// wait is waitActive, waitIdle while blocked for a request, or
-	// waitMoving once the sweeper asked to move that wait to a fresh
-	// goroutine; moveMu orders the sweeper's deadline change against the
-	// connection's own.
+	// wait is waitActive, waitIdle while blocked for a request,
+	// waitMoving once the sweeper asked to move that wait off its
+	// goroutine, or waitParked while parked (see park.go); moveMu orders
+	// the sweeper's deadline change and Expire against the connection's
+	// own.
 	wait   atomic.Int32
 	moveMu sync.Mutex
+
+	// While parked: the socket's slot in the park set and its descriptor.
+	parkSlot uint32
+	parkFd   int32
 
 	// gone is made when a handler first asks (see GoneNotifier).
 	gone atomic.Pointer[goneWatch]
@@ -73,8 +77,7 @@ func newConn(srv *Server, nc net.Conn) *conn {
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
-			c.rawReadFn = c.rawRead
-			c.rawServeFn = c.rawServe
+			c.rawWaitFn = c.rawWait
 		}
 	}
 	// The net package's sockets are non-blocking; one whose descriptor
@@ -95,15 +98,31 @@ func newConn(srv *Server, nc net.Conn) *conn {
 	return c
 }
 
-// connection, which then closes. It is called from the sweeper.
+// Expire implements timeout.Owner: it wakes any blocked I/O on the
+// connection, which then closes; a parked connection is closed there and
+// then. It is called from the sweeper, or by CloseIdle and ExpireAll.
 func (c *conn) Expire() {
+	c.moveMu.Lock()
+	if c.wait.CompareAndSwap(waitParked, waitActive) {
+		c.moveMu.Unlock()
+		c.unpark()
+		c.finish()
+		return
+	}
 	c.interrupted.Store(true)
 	c.nc.SetDeadline(aLongTimeAgo)
+	c.moveMu.Unlock()
 	c.expireGone()
 }
 
-// serve runs the connection until the client or the server ends it.
-func (c *conn) serve() { c.run(false) }
+// serve runs the connection until the client or the server ends it, or
+// its wait moves off the goroutine. A connection taken over from the park
+// set resumes its wait.
+func (c *conn) serve() {
+	resume := c.resume
+	c.resume = false
+	c.run(resume)
+}
 
 // run is the connection loop; resumed is set on a goroutine that took an
 // idle wait over (see IdleNotice).
@@ -283,10 +302,7 @@ func (c *conn) serveHead(n int, err error) bool {
 	c.th.Clear()
 	c.srv.stats.requests.Add(1)
 
-	if c.raddr == nil {
-		c.raddr, c.laddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
-	}
-	req.RemoteAddr, req.LocalAddr = c.raddr, c.laddr
+	req.RemoteAddr, req.LocalAddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
 	resp := &s.resp
 	resp.start(c, req)
 	body := &s.body

@@ -16,9 +16,16 @@ import (
 
 // The child half of TestAcceptRecoversFromEMFILE: a server whose process
 // may open only a few descriptors.
+//
+// In mode "stall" its connections must send their heads within 300ms;
+// in mode "parked" they stay for an hour, and the limit on connections
+// is far above the descriptors the process may open, so that only
+// running out of descriptors makes it close idle (parked) ones; GET
+// /parked answers with the number of connections parked.
 func TestEMFILEChild(t *testing.T) {
-	if os.Getenv("SLUICE_EMFILE_CHILD") != "1" {
-		t.Skip("run by TestAcceptRecoversFromEMFILE")
+	mode := os.Getenv("SLUICE_EMFILE_CHILD")
+	if mode == "" {
+		t.Skip("run by TestAcceptRecoversFromEMFILE and others")
 	}
 	ln, err := Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -33,19 +40,25 @@ func TestEMFILEChild(t *testing.T) {
 		Handler: HandlerFunc(func(w ResponseWriter, r *Request) { w.WriteString("alive") }),
 		Limits:  Limits{HeaderTimeout: 300 * time.Millisecond},
 	}
+	if mode == "parked" {
+		s.Limits = Limits{IdleTimeout: time.Hour, MaxConns: 1000}
+		s.Handler = HandlerFunc(func(w ResponseWriter, r *Request) {
+			fmt.Fprintf(writerOnly{w}, "parked=%d", s.stats.parked.Load())
+		})
+	}
 	s.Serve(ln)
 }
 
-// startEMFILEChild runs TestEMFILEChild in a child process and returns the
-// address it serves and its standard error, where its server logs. The
-// child is killed when the test ends.
-func startEMFILEChild(t *testing.T) (addr string, stderr *lockedBuffer) {
+// startEMFILEChild runs TestEMFILEChild in a child process in mode and
+// returns the address it serves and its standard error, where its server
+// logs. The child is killed when the test ends.
+func startEMFILEChild(t *testing.T, mode string) (addr string, stderr *lockedBuffer) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEMFILEChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "SLUICE_EMFILE_CHILD=1")
+	cmd.Env = append(os.Environ(), "SLUICE_EMFILE_CHILD="+mode)
 	stdout, _ := cmd.StdoutPipe()
 	stderr = new(lockedBuffer)
 	cmd.Stderr = stderr
@@ -85,7 +98,7 @@ func hog(t *testing.T, addr string) {
 // Out of file descriptors, the accept loop backs off and recovers (closing
 // idle connections) instead of spinning or exiting.
 func TestAcceptRecoversFromEMFILE(t *testing.T) {
-	addr, stderr := startEMFILEChild(t)
+	addr, stderr := startEMFILEChild(t, "stall")
 	for i := 0; i < 40; i++ {
 		hog(t, addr)
 	}
@@ -111,7 +124,7 @@ func TestAcceptRecoversFromEMFILE(t *testing.T) {
 // (issue 14, finding 8: the back-off was reset by every successful accept
 // and a warning logged every 5ms).
 func TestAcceptBackoffBoundsItsLog(t *testing.T) {
-	addr, stderr := startEMFILEChild(t)
+	addr, stderr := startEMFILEChild(t, "stall")
 	// New hogs keep arriving while the old ones time out (after 300ms),
 	// so accepts fail and succeed in turn for as long as this runs.
 	start := time.Now()

@@ -20,9 +20,10 @@ import (
 // maxIdleRunners wait, so a burst of connections leaves no crowd of
 // goroutines with grown stacks behind. Keep-alive connections do not hold
 // a runner while they are idle: on a connection with a raw descriptor
-// their wait moves to a fresh goroutine with a minimal stack after the
-// first exchange (see conn.waitForRequest), and the runner returns to the
-// stack.
+// their wait moves off it after the first exchange (see
+// conn.waitForRequest), to the park set or to a fresh goroutine with a
+// minimal stack, and the runner returns to the stack. A parked
+// connection whose bytes arrive is handed to a runner like a new one.
 const (
 	maxIdleRunners = 256
 	runnerIdleTime = 2 * time.Second

@@ -7,15 +7,17 @@ import (
 
 // The idle wait of a connection: between requests a connection holds no
 // session (no buffers), and its wait moves off the goroutine that served
-// the last request so that an idle connection costs little memory. On a
-// raw connection the keep-alive loop runs inside the poller's read
-// callback (see rawServe).
+// the last request so that an idle connection costs little memory: it is
+// parked, with no goroutine (see park.go), or else goes on on a fresh
+// goroutine with a minimal stack. On a raw connection the keep-alive loop
+// runs inside the poller's read callback (see rawServe).
 
 // Values of conn.wait.
 const (
 	waitActive = iota
 	waitIdle
 	waitMoving
+	waitParked
 )
 
 // Outcomes of an idle wait.
@@ -24,13 +26,14 @@ type idleResult int
 const (
 	idleClosed idleResult = iota // the client left or the server closes
 	idleData                     // request bytes are in the buffer
-	idleMoved                    // another goroutine carries on waiting
+	idleMoved                    // the wait moved off this goroutine (see moveWait)
 )
 
-// IdleNotice implements timeout.Owner: it wakes a connection
-// that has waited for a while, so the wait continues on a new goroutine
-// whose stack is minimal instead of the one a handler grew. Idle
-// connections then cost little memory (see readIdle).
+// IdleNotice implements timeout.Owner: it wakes a connection that has
+// waited for a while, so that its wait moves off the goroutine, which may
+// have a stack a handler grew: the connection is parked, or its wait
+// continues on a new goroutine whose stack is minimal. Idle connections
+// then cost little memory (see readIdle).
 func (c *conn) IdleNotice() {
 	c.moveMu.Lock()
 	if c.wait.CompareAndSwap(waitIdle, waitMoving) {
@@ -74,11 +77,10 @@ func (c *conn) waitForRequest() idleResult {
 		return idleClosed
 	}
 	if c.served == 1 && c.rc != nil {
-		// After its first exchange a connection waits on a fresh goroutine
-		// at once, shedding the stack the handler grew: many connections
-		// make one request and then idle (see also IdleNotice).
-		idleMoves.Add(1)
-		go c.run(true)
+		// After its first exchange a connection's wait moves off this
+		// goroutine at once: many connections make one request and then
+		// idle (see also IdleNotice).
+		c.moveWait()
 		return idleMoved
 	}
 	return c.readIdle()
@@ -87,9 +89,9 @@ func (c *conn) waitForRequest() idleResult {
 // readIdle waits for and reads the first bytes of a request. With a raw
 // connection it borrows the session only once bytes are ready to read, so
 // a waiting connection holds no buffer. If the sweeper interrupts a long
-// wait to move it (IdleNotice), readIdle starts a goroutine to go on
-// waiting and returns idleMoved: the caller's goroutine must then exit
-// without touching c again.
+// wait to move it (IdleNotice), or rawServe finds a sparse connection
+// done, readIdle moves the wait (moveWait) and returns idleMoved: the
+// caller's goroutine must then exit without touching c again.
 func (c *conn) readIdle() idleResult {
 	if c.rc == nil {
 		c.acquireSession()
@@ -100,13 +102,9 @@ func (c *conn) readIdle() idleResult {
 		}
 		return idleClosed
 	}
-	c.rawN, c.rawErr, c.ended = 0, nil, false
+	c.rawN, c.rawErr, c.ended, c.repark = 0, nil, false, false
 	c.wait.Store(waitIdle)
-	f := c.rawReadFn
-	if c.served > 0 {
-		f = c.rawServeFn
-	}
-	err := c.rc.Read(f)
+	err := c.rc.Read(c.rawWaitFn)
 	if !c.wait.CompareAndSwap(waitIdle, waitActive) {
 		// The sweeper set a read deadline to move this wait; undo it once
 		// it is done setting it.
@@ -115,15 +113,27 @@ func (c *conn) readIdle() idleResult {
 		c.wait.Store(waitActive)
 		c.moveMu.Unlock()
 		if err != nil && !c.interrupted.Load() && !c.srv.shuttingDown() {
-			idleMoves.Add(1)
-			go c.run(true)
+			c.moveWait()
 			return idleMoved
 		}
+	}
+	if c.repark && err == nil {
+		c.moveWait()
+		return idleMoved
 	}
 	if err != nil || c.ended || c.rawErr != nil || c.rawN == 0 {
 		return idleClosed
 	}
 	return idleData
+}
+
+// rawWait is the poller's read callback of an idle wait: rawRead before a
+// connection's first request, rawServe after it.
+func (c *conn) rawWait(fd uintptr) bool {
+	if c.served == 0 {
+		return c.rawRead(fd)
+	}
+	return c.rawServe(fd)
 }
 
 // rawRead is called by the runtime poller when the socket may be readable;
@@ -193,6 +203,13 @@ func (c *conn) rawServe(fd uintptr) bool {
 		c.releaseSession()
 		if c.srv.shuttingDown() { // Shutdown may have looked before SetIdle
 			c.ended = true
+			return true
+		}
+		if c.sparse {
+			// Woken after a long park, and the client has no more to
+			// say: park again rather than wait here, on a goroutine,
+			// through the idle notice.
+			c.repark = true
 			return true
 		}
 		return false

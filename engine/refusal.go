@@ -46,10 +46,7 @@ func (c *conn) refused(e *ProtocolError, head []byte, body int64) {
 		return
 	}
 	req := &c.s.req
-	if c.raddr == nil {
-		c.raddr, c.laddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
-	}
-	req.RemoteAddr, req.LocalAddr = c.raddr, c.laddr
+	req.RemoteAddr, req.LocalAddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
 	hook(&Refusal{
 		Status:    e.Status,
 		Reason:    e.Msg,

@@ -70,11 +70,14 @@ type Server struct {
 	idleRunners []*runner // see goroutines.go
 	stopOnce    sync.Once
 	stats       counters
+
+	parkHook func(*conn) // if set, called as a connection is about to park (for tests)
 }
 
 // counters are a Server's statistics, updated atomically.
 type counters struct {
 	accepted, requests, refused, panics, bytesWritten atomic.Uint64
+	parked                                            atomic.Int64 // connections parked now (see park.go)
 }
 
 // Stats is a snapshot of a Server's counters since it started.
@@ -120,11 +123,11 @@ func (s *Server) init() {
 }
 
 // idleNotice is how long a keep-alive connection waits before its wait
-// moves to a fresh goroutine with a minimal stack (sooner when the idle
-// timeouts are short).
+// moves off its goroutine, to be parked or to go on on a fresh goroutine
+// with a minimal stack (sooner when the idle timeouts are short).
 const idleNotice = 250 * time.Millisecond
 
-// idleMoves counts idle waits moved to fresh goroutines, for tests.
+// idleMoves counts idle waits moved off their goroutines, for tests.
 var idleMoves atomic.Int64
 
 // tickFor picks the timeout manager's tick: a quarter of the shortest

@@ -169,8 +169,9 @@ func (l *tcpListener) step(fd uintptr) bool {
 
 // sockConn is a TCP connection served with direct system calls until an
 // operation would block; then its descriptor joins the runtime's poller
-// (as an *os.File) and every later operation goes through it. It
-// implements net.Conn, syscall.Conn and CloseWrite.
+// (as an *os.File) and every later operation goes through it, until the
+// connection parks (see unpoll). It implements net.Conn, syscall.Conn and
+// CloseWrite.
 //
 // Read, Write, CloseWrite and Close are called by the connection's own
 // goroutine only; the deadline methods may be called from any goroutine
@@ -188,9 +189,7 @@ type sockConn struct {
 
 	raddr net.TCPAddr
 	rip   [16]byte                    // storage of raddr.IP
-	laddr atomic.Pointer[net.TCPAddr] // the listener's, or own (looked up on first use)
-	own   net.TCPAddr                 // the local address of a wildcard listener's connection
-	oip   [16]byte                    // storage of own.IP
+	laddr atomic.Pointer[net.TCPAddr] // the listener's, or one looked up on first use (see localAddr)
 }
 
 // polledFile is a sockConn's descriptor once it joined the poller.
@@ -232,6 +231,35 @@ func (c *sockConn) poll() (*polledFile, error) {
 	c.polled.Store(p)
 	polledConns.Add(1)
 	return p, nil
+}
+
+// unpoll takes the descriptor out of the runtime's poller again, for a
+// connection about to wait elsewhere for a long time (parked; see
+// park.go): the poller's state for a descriptor (an os.File and the
+// runtime's pollDesc, about 500 bytes) is not kept for an idle connection.
+// The poller forgets a descriptor only when it is closed, so the socket
+// moves to a duplicate descriptor and the old one is closed; the
+// connection is then as if freshly accepted, and joins the poller again
+// when an operation would block. Deadlines set before are dropped. It
+// must be called by the connection's goroutine with no operation in
+// progress; if no descriptor is left for the duplicate, the connection
+// stays in the poller.
+func (c *sockConn) unpoll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.polled.Load()
+	if p == nil || c.closed {
+		return
+	}
+	nfd, err := unix.FcntlInt(uintptr(c.fd), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return
+	}
+	p.f.Close()
+	c.fd = nfd
+	c.polled.Store(nil)
+	c.rdl.Store(0)
+	c.wdl.Store(0)
 }
 
 // expired reports whether the deadline d (UnixNano, 0 for none) has passed.
@@ -344,11 +372,52 @@ func (c *sockConn) LocalAddr() net.Addr {
 	if a := c.laddr.Load(); a != nil {
 		return a
 	}
-	if !c.closed && getsockname(c.fd, &c.own, &c.oip) == nil {
-		c.laddr.Store(&c.own)
-		return &c.own
+	if !c.closed {
+		var rsa unix.RawSockaddrAny
+		if getsockname(c.fd, &rsa) == nil {
+			if a := localAddr(&rsa); a != nil {
+				c.laddr.Store(a)
+				return a
+			}
+		}
 	}
 	return &net.TCPAddr{}
+}
+
+// localAddrs holds the local addresses of wildcard listeners'
+// connections, shared: a server has few (an address or two per interface
+// and port), so its connections need not each keep a copy.
+var localAddrs struct {
+	mu sync.Mutex
+	m  map[unix.RawSockaddrAny]*net.TCPAddr
+}
+
+// maxLocalAddrs bounds localAddrs; past it, addresses are not shared.
+const maxLocalAddrs = 256
+
+// localAddr returns the address rsa holds (as getsockname left it), shared
+// with the connections that have the same one, or nil if it is not an IP
+// address. The result must not be modified.
+func localAddr(rsa *unix.RawSockaddrAny) *net.TCPAddr {
+	localAddrs.mu.Lock()
+	defer localAddrs.mu.Unlock()
+	if a := localAddrs.m[*rsa]; a != nil {
+		return a
+	}
+	la := new(struct {
+		a  net.TCPAddr
+		ip [16]byte
+	})
+	if !setTCPAddr(&la.a, &la.ip, rsa) {
+		return nil
+	}
+	if localAddrs.m == nil {
+		localAddrs.m = map[unix.RawSockaddrAny]*net.TCPAddr{}
+	}
+	if len(localAddrs.m) < maxLocalAddrs {
+		localAddrs.m[*rsa] = &la.a
+	}
+	return &la.a
 }
 
 // SetDeadline implements net.Conn.

@@ -120,17 +120,13 @@ func networkPort(p uint16) int {
 	return int(b[0])<<8 | int(b[1])
 }
 
-// getsockname sets a, with ip as the storage of a.IP, to the local address
-// of the socket fd.
-func getsockname(fd int, a *net.TCPAddr, ip *[16]byte) error {
-	var rsa unix.RawSockaddrAny
+// getsockname stores the local address of the socket fd in rsa, which
+// must be zero.
+func getsockname(fd int, rsa *unix.RawSockaddrAny) error {
 	l := uint32(unix.SizeofSockaddrAny)
-	_, _, e := syscall.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)))
+	_, _, e := syscall.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&l)))
 	if e != 0 {
 		return e
-	}
-	if !setTCPAddr(a, ip, &rsa) {
-		return unix.EAFNOSUPPORT
 	}
 	return nil
 }

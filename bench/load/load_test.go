@@ -149,3 +149,30 @@ func TestHistogram(t *testing.T) {
 		t.Errorf("merged: count %d p50 %v mean %v", sum.Count(), sum.Quantile(0.5), sum.Mean())
 	}
 }
+
+// Held connections are answered again when they speak again; those the
+// server has closed meanwhile are counted as failed and no longer held.
+func TestHoldAgain(t *testing.T) {
+	srv := &engine.Server{Handler: engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.WriteString(page)
+	})}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ctx := context.Background()
+	h := load.Hold(ctx, ln.Addr().String(), "/", 20, 5, 10*time.Second)
+	defer h.Close()
+	if h.OK != 20 || h.Failed != 0 {
+		t.Fatalf("Hold: OK %d, failed %d (%v)", h.OK, h.Failed, h.Err)
+	}
+	if n := h.Again(ctx, 5, 10*time.Second); n != 20 || h.OK != 20 {
+		t.Fatalf("Again: %d answered, OK %d, failed %d (%v); want 20", n, h.OK, h.Failed, h.Err)
+	}
+	srv.Close()
+	if n := h.Again(ctx, 5, 10*time.Second); n != 0 || h.OK != 0 || h.Failed != 20 || h.Err == nil {
+		t.Fatalf("Again after Close: %d answered, OK %d, failed %d (%v); want 0, 0, 20 and an error", n, h.OK, h.Failed, h.Err)
+	}
+}

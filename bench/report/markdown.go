@@ -240,7 +240,7 @@ func (w *writer) headline() {
 		w.p("| %s |", strings.Join(row, " | "))
 	}
 	w.p("")
-	w.p("Medians over rounds, <sub>min–max</sub> when rounds differ. \"idle answered\": the fewest connections, over rounds, that got their 200 and stayed open.")
+	w.p("Medians over rounds, <sub>min–max</sub> when rounds differ. \"idle answered\": the fewest connections, over rounds, that got their 200, stayed open, and got a 200 again when they spoke again after the measurement.")
 	w.p("")
 }
 
@@ -539,7 +539,7 @@ func (w *writer) idle() {
 	xs := w.rep.Xs(Idle)
 	w.p("## Idle memory per connection")
 	w.p("")
-	w.p("A fresh server answers 20 requests, rests a second, and its RSS is read; then N keep-alive connections each make one `GET /`, read the answer and stay open; 0.5 s later RSS is read again. Figure: (RSS after − RSS before) / connections answered.")
+	w.p("A fresh server answers 20 requests, rests a second, and its RSS is read; then N keep-alive connections each make one `GET /`, read the answer and stay open; 0.5 s later RSS is read again, and then every connection makes a second `GET /`, which must be answered. Figure: (RSS after − RSS before) / connections answered the first time; \"answered\": connections answered both times.")
 	w.p("")
 	var groups []string
 	var vals [][]Stat

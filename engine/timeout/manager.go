@@ -14,8 +14,9 @@
 // cleared (no timeout while, say, a handler runs).
 //
 // A handle that has been idle for the manager's idle notice period (but
-// not yet its timeout) gets one IdleNotice call: a server uses it to move a
-// long wait to a goroutine with a minimal stack.
+// not yet its timeout) gets one IdleNotice call, and reports Noticed until
+// it is idle anew: a server uses it to move a long wait off the goroutine
+// that waits.
 package timeout
 
 import (
@@ -155,6 +156,11 @@ func (h *Handle) MarkIdle() {
 		h.idleSince.CompareAndSwap(0, h.m.Now())
 	}
 }
+
+// Noticed reports whether the handle has been idle for the idle notice
+// period in its current idle period: its owner's IdleNotice was called
+// (or, if the owner ignored it, was due).
+func (h *Handle) Noticed() bool { return h.noticed.Load() }
 
 // Clear disarms the handle: it will not fire until armed again.
 func (h *Handle) Clear() {

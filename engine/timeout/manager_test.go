@@ -58,15 +58,18 @@ func TestIdleNoticeThenTimeout(t *testing.T) {
 	h := m.Register(o)
 	h.SetIdle()
 	sweepAt(m, 500*time.Millisecond)
-	if o.noticed.Load() != 0 {
+	if o.noticed.Load() != 0 || h.Noticed() {
 		t.Fatal("noticed too early")
 	}
 	sweepAt(m, time.Second)
 	sweepAt(m, time.Second)
-	if n := o.noticed.Load(); n != 1 {
-		t.Fatalf("noticed %d times, want once per idle period", n)
+	if n := o.noticed.Load(); n != 1 || !h.Noticed() {
+		t.Fatalf("noticed %d times (Noticed %v), want once per idle period", n, h.Noticed())
 	}
 	h.SetIdle() // a new idle period
+	if h.Noticed() {
+		t.Fatal("Noticed carried over into a new idle period")
+	}
 	sweepAt(m, 2*time.Second)
 	if n := o.noticed.Load(); n != 2 {
 		t.Fatalf("noticed %d times after a second idle period, want 2", n)

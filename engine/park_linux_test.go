@@ -1,0 +1,405 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/sluice-server/sluice/engine/timeout"
+	"golang.org/x/sys/unix"
+)
+
+// The tests of parking (park.go) count parked connections with the
+// server's own counter and wait for it; none asserts how long anything
+// takes.
+
+// waitForParked waits until n of s's connections are parked.
+func waitForParked(t testing.TB, s *Server, n int64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d parked connections", n), func() bool { return s.stats.parked.Load() == n })
+}
+
+// idleClient is a client connection that has made requests and reads
+// their answers.
+type idleClient struct {
+	c  *net.TCPConn
+	br *bufio.Reader
+}
+
+// openIdle opens n connections to addr that each make one request and
+// read its answer.
+func openIdle(t *testing.T, addr string, n int) []idleClient {
+	t.Helper()
+	cs := make([]idleClient, n)
+	for i := range cs {
+		c := dial(t, addr)
+		cs[i] = idleClient{c, bufio.NewReader(c)}
+		cs[i].get(t, fmt.Sprintf("/c%d/first", i))
+	}
+	return cs
+}
+
+// get sends a GET for path and checks that echo answered it.
+func (ic idleClient) get(t *testing.T, path string) {
+	t.Helper()
+	if _, err := io.WriteString(ic.c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	ic.expect(t, path)
+}
+
+// expect reads a response of echo to a GET for path.
+func (ic idleClient) expect(t *testing.T, path string) {
+	t.Helper()
+	resp, body := readResponse(t, ic.br, "GET")
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "GET "+path+" ") {
+		t.Fatalf("GET %s: %d %q", path, resp.StatusCode, body)
+	}
+}
+
+// expectEOF checks that the server closed the connection, cleanly and
+// with nothing more sent.
+func (ic idleClient) expectEOF(t *testing.T) {
+	t.Helper()
+	if rest, err := io.ReadAll(ic.br); err != nil || len(rest) != 0 {
+		t.Errorf("read %q, %v; want EOF: the server closes the connection", rest, err)
+	}
+}
+
+// Keep-alive connections park after their first exchange, with no
+// goroutine, and are answered when they speak again. One that speaks
+// again soon waits for its next request in the runtime's poller (which
+// its socket then joins) and parks at the idle notice, out of the poller;
+// one that speaks after a long park parks again at once.
+func TestParkedConnectionsSpeakAgain(t *testing.T) {
+	const n = 8
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, n)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0) // none until the test asks
+	var polledParks atomic.Int64
+	var parked sync.Map // every *conn that parked
+	s.parkHook = func(c *conn) {
+		parked.Store(c, true)
+		if c.nc.(*sockConn).polled.Load() != nil {
+			polledParks.Add(1)
+		}
+	}
+	allNoticed := func() bool {
+		all := true
+		parked.Range(func(c, _ any) bool {
+			all = c.(*conn).th.Noticed()
+			return all
+		})
+		return all
+	}
+	addr := serveOn(t, s, al)
+	cs := openIdle(t, addr, n)
+	waitForParked(t, s, n)
+	var server []*sockConn
+	for range n {
+		server = append(server, (<-al.conns).(*sockConn))
+	}
+	checkOutOfPoller := func(round int) {
+		t.Helper()
+		for i, sc := range server {
+			if sc.polled.Load() != nil {
+				t.Errorf("round %d: connection %d is parked in the runtime's poller too", round, i)
+			}
+		}
+	}
+	// Speaking soon: no idle notice has come.
+	for i, ic := range cs {
+		ic.get(t, fmt.Sprintf("/c%d/soon", i))
+	}
+	waitForParked(t, s, 0)
+	s.tm.SetIdleNotice(10 * time.Millisecond)
+	waitForParked(t, s, n)
+	if got := polledParks.Load(); got != n {
+		t.Errorf("%d connections parked from the runtime's poller, want %d", got, n)
+	}
+	checkOutOfPoller(0)
+	// Speaking after a long park.
+	for round := 1; round <= 2; round++ {
+		waitFor(t, "the idle notice", allNoticed)
+		for i, ic := range cs {
+			ic.get(t, fmt.Sprintf("/c%d/r%d", i, round))
+		}
+		waitForParked(t, s, n)
+		checkOutOfPoller(round)
+	}
+	if got := polledParks.Load(); got != n {
+		t.Errorf("%d connections parked from the runtime's poller, want %d: those woken after a long park waited there", got, n)
+	}
+	if got := s.OpenConns(); got != n {
+		t.Errorf("%d connections open, want %d", got, n)
+	}
+}
+
+// A parked connection is closed by the timeout manager at the idle
+// timeout, and by Shutdown; both take it out of the park set.
+func TestParkedConnectionsClosedByServer(t *testing.T) {
+	t.Run("idle timeout", func(t *testing.T) {
+		s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+		addr := startServer(t, s)
+		cs := openIdle(t, addr, 3)
+		waitForParked(t, s, 3)
+		s.tm.SetIdleTimeout(time.Millisecond) // what a crowded server does
+		for _, ic := range cs {
+			ic.expectEOF(t)
+		}
+		waitForParked(t, s, 0)
+		waitFor(t, "no open connections", func() bool { return s.OpenConns() == 0 })
+	})
+	t.Run("Shutdown", func(t *testing.T) {
+		s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+		ln, err := Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(ln) }()
+		cs := openIdle(t, ln.Addr().String(), 3)
+		waitForParked(t, s, 3)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		if err := <-done; err != ErrServerClosed {
+			t.Errorf("Serve: %v", err)
+		}
+		if got := s.OpenConns(); got != 0 {
+			t.Errorf("Shutdown returned with %d connections open", got)
+		}
+		if got := s.stats.parked.Load(); got != 0 {
+			t.Errorf("Shutdown returned with %d connections parked", got)
+		}
+		for _, ic := range cs {
+			ic.expectEOF(t)
+		}
+	})
+}
+
+// A client that closes its parked connection, with a FIN or with a RST,
+// has it released: nothing stays parked or open.
+func TestParkedConnectionReleasedWhenClientCloses(t *testing.T) {
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	addr := startServer(t, s)
+	cs := openIdle(t, addr, 6)
+	waitForParked(t, s, 6)
+	for i, ic := range cs {
+		if i%2 == 1 {
+			ic.c.SetLinger(0) // close sends RST
+		}
+		ic.c.Close()
+	}
+	waitForParked(t, s, 0)
+	waitFor(t, "no open connections", func() bool { return s.OpenConns() == 0 })
+}
+
+// Bytes that arrive as a connection parks, after its last read found
+// nothing and before its socket is in the park set, wake it: a request
+// is answered, a FIN closes it.
+func TestBytesArrivingAsConnectionParks(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		send    func(ic idleClient)
+		arrived func(fd int) bool // the server's socket holds what send sent
+	}{
+		{"request",
+			func(ic idleClient) { io.WriteString(ic.c, "GET /raced HTTP/1.1\r\nHost: a\r\n\r\n") },
+			func(fd int) bool { n, err := unix.IoctlGetInt(fd, unix.SIOCINQ); return err == nil && n > 0 }},
+		{"FIN",
+			func(ic idleClient) { ic.c.CloseWrite() },
+			func(fd int) bool {
+				p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+				n, err := unix.Poll(p, 0)
+				return err == nil && n == 1 && p[0].Revents&unix.POLLRDHUP != 0
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+			s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+			client := make(chan idleClient, 1)
+			raced := make(chan bool, 1)
+			first := true
+			// The hook runs on the connection's goroutine, as it parks
+			// after its first exchange.
+			s.parkHook = func(*conn) {
+				if !first {
+					return
+				}
+				first = false
+				tc.send(<-client)
+				sc := <-al.conns
+				arrived := false
+				for deadline := time.Now().Add(10 * time.Second); !arrived && time.Now().Before(deadline); {
+					rc, _ := sc.(syscall.Conn).SyscallConn()
+					rc.Control(func(fd uintptr) { arrived = tc.arrived(int(fd)) })
+					if !arrived {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				raced <- arrived
+			}
+			addr := serveOn(t, s, al)
+			ic := openIdle(t, addr, 1)[0]
+			client <- ic
+			select {
+			case ok := <-raced:
+				if !ok {
+					t.Fatal("what the client sent never reached the server's socket")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the connection never parked")
+			}
+			if tc.name == "FIN" {
+				ic.expectEOF(t)
+				waitFor(t, "no open connections", func() bool { return s.OpenConns() == 0 })
+				return
+			}
+			ic.expect(t, "/raced")
+			waitForParked(t, s, 1)
+		})
+	}
+}
+
+// A connection woken after a long park (longer than the idle notice)
+// parks again as soon as it has answered, without waiting in the runtime's
+// poller through another idle notice: a client that speaks now and then
+// costs a goroutine only while it is answered.
+func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	// The idle notice comes after 50ms.
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour, BusyIdleTimeout: 100 * time.Millisecond, MaxConns: 1000}}
+	type park struct {
+		c      *conn
+		polled bool // the socket was in the runtime's poller as it parked
+	}
+	parks := make(chan park, 10)
+	s.parkHook = func(c *conn) {
+		parks <- park{c, c.nc.(*sockConn).polled.Load() != nil}
+	}
+	addr := serveOn(t, s, al)
+	ic := openIdle(t, addr, 1)[0]
+	first := recvWithin(t, "the first park", parks)
+	for i := range 3 {
+		waitFor(t, "the idle notice", first.c.th.Noticed)
+		ic.get(t, fmt.Sprintf("/sparse%d", i))
+		again := recvWithin(t, "the connection to park again", parks)
+		if again.polled {
+			t.Fatalf("request %d: the connection waited in the runtime's poller before parking again", i)
+		}
+	}
+}
+
+// Requests that arrive while a connection is parked are served in order:
+// pipelined ones, one with a body, a head split across packets. The
+// connection parks again after them.
+func TestPipelinedBytesWhileParked(t *testing.T) {
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	addr := startServer(t, s)
+	ic := openIdle(t, addr, 1)[0]
+	waitForParked(t, s, 1)
+
+	io.WriteString(ic.c, "GET /p1 HTTP/1.1\r\nHost: a\r\n\r\nGET /p2 HTTP/1.1\r\nHost: a\r\n\r\nGET /p3 HTTP/1.1\r\nHost: a\r\n\r\n")
+	for _, p := range []string{"/p1", "/p2", "/p3"} {
+		ic.expect(t, p)
+	}
+	waitForParked(t, s, 1)
+
+	io.WriteString(ic.c, "POST /body HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhel")
+	io.WriteString(ic.c, "lo")
+	resp, body := readResponse(t, ic.br, "POST")
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "POST /body ") || !strings.Contains(body, `body="hello"`) {
+		t.Fatalf("POST while parked: %d %q", resp.StatusCode, body)
+	}
+	waitForParked(t, s, 1)
+
+	io.WriteString(ic.c, "GET /split HTTP/1.1\r\nHo")
+	waitForParked(t, s, 0) // woken by the first part
+	io.WriteString(ic.c, "st: a\r\n\r\n")
+	ic.expect(t, "/split")
+}
+
+// At the descriptor limit, parked connections make room: the longest
+// idle is closed and the new connection served.
+func TestEMFILEWhileParked(t *testing.T) {
+	addr, stderr := startEMFILEChild(t, "parked")
+	var cs []idleClient
+	for i := range 40 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		ic := idleClient{c.(*net.TCPConn), bufio.NewReader(c)}
+		io.WriteString(c, "GET /parked HTTP/1.1\r\nHost: a\r\n\r\n")
+		resp, body := readResponse(t, ic.br, "GET")
+		if resp.StatusCode != 200 {
+			t.Fatalf("connection %d: %d %q", i, resp.StatusCode, body)
+		}
+		cs = append(cs, ic)
+	}
+	if !strings.Contains(stderr.String(), "too many open files") {
+		t.Fatalf("the child never hit EMFILE; stderr:\n%.2000s", stderr.String())
+	}
+	// The first connections were closed to make room; the last one is
+	// open, and was served while others were parked.
+	cs[0].expectEOF(t)
+	last := cs[len(cs)-1]
+	io.WriteString(last.c, "GET /parked HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, body := readResponse(t, last.br, "GET")
+	if resp.StatusCode != 200 || body == "parked=0" {
+		t.Errorf("last connection: %d %q, want 200 and connections parked", resp.StatusCode, body)
+	}
+}
+
+// The state a parked connection keeps is small: its conn, its socket, its
+// timeout handle, the closure of its wait and its slot in the park set.
+// The budget leaves room, within the 1 KB an idle connection may cost in
+// all (docs/benchmarks.md), for the allocator's size classes and the
+// collector's overhead; a field added to these structures must fit it.
+func TestParkedStateIsSmall(t *testing.T) {
+	sizes := []struct {
+		name string
+		size uintptr
+	}{
+		{"conn", unsafe.Sizeof(conn{})},
+		{"sockConn", unsafe.Sizeof(sockConn{})},
+		{"timeout.Handle", unsafe.Sizeof(timeout.Handle{})},
+		{"parkSlot", unsafe.Sizeof(parkSlot{})},
+		{"rawWait closure", 2 * unsafe.Sizeof(uintptr(0))},
+	}
+	const budget = 512
+	var total uintptr
+	for _, s := range sizes {
+		total += s.size
+	}
+	if total > budget {
+		t.Errorf("a parked connection keeps %d bytes, over the budget of %d: %+v", total, budget, sizes)
+	}
+}

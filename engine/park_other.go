@@ -1,0 +1,11 @@
+//go:build !linux
+
+package engine
+
+// Outside Linux connections are not parked: an idle wait that moves goes
+// on on a fresh goroutine with a minimal stack.
+
+func (c *conn) park() bool { return false }
+
+// unpark is never called: nothing is parked.
+func (c *conn) unpark() {}
