@@ -528,15 +528,15 @@ func TestWarningsLogged(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "users.htpasswd"), "alice:plaintext\n")
 	file := filepath.Join(dir, "site.yaml")
-	writeFile(t, file, "workers: 4\nlisten: 127.0.0.1:0\nroutes:\n  - match: /\n    pipeline:\n      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}\n      - text: hi\n")
+	writeFile(t, file, "health: {timeout: 2s}\nlisten: 127.0.0.1:0\nroutes:\n  - match: /\n    pipeline:\n      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}\n      - text: hi\n")
 	s, log := newServer(t, fileLoad(file))
 	start(t, s)
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	workers := fmt.Sprintf("level=WARN msg=%q at=%s:1:10", config.WorkersWarning, file)
-	if n := strings.Count(log.String(), workers); n != 2 {
-		t.Errorf("the workers warning is logged %d times, want 2 (Start, Reload):\n%s", n, log)
+	health := fmt.Sprintf("level=WARN msg=%q at=%s:1:9", config.HealthWarning, file)
+	if n := strings.Count(log.String(), health); n != 2 {
+		t.Errorf("the health warning is logged %d times, want 2 (Start, Reload):\n%s", n, log)
 	}
 	if n := strings.Count(log.String(), "level=WARN msg=\"basic_auth: "); n != 2 {
 		t.Errorf("the component's warning is logged %d times, want 2:\n%s", n, log)

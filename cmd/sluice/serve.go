@@ -57,7 +57,7 @@ reopens the log files (after logrotate). With -c, --listen, --workers and
 		fs.BoolVar(&f.browse, "browse", false, "list the files of directories without an index file (without -c)")
 		fs.BoolVar(&f.compress, "compress", false, "compress responses with zstd, br or gzip as the client accepts (without -c)")
 		fs.StringVar(&f.serverHeader, "server-header", config.DefaultServerHeader, "the Server header field `value`; empty sends none (without -c)")
-		fs.StringVar(&f.workers, "workers", "1", "worker processes, `N` or auto (only 1 is implemented yet)")
+		fs.StringVar(&f.workers, "workers", "0", "worker processes under a master, `N` or auto (one per CPU); 0 serves in this one process")
 		fs.StringVar(&f.pidFile, "pid-file", "", "write the process id to `FILE` (for sluice reload)")
 		fs.BoolVar(&f.printConfig, "print-config", false, "print the config file the flags stand for, and exit")
 		fs.DurationVar(&f.grace, "shutdown-grace", daemon.DefaultGrace, "how long requests in flight get to finish at shutdown (and on the old config after a reload) before they are cut; must be positive")
@@ -176,10 +176,8 @@ func (f *serveFlags) override(cfg *config.Config) error {
 			return err
 		}
 		cfg.Workers = w
-		// The file's warning, if any, is about the value overridden.
-		cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(w *config.Warning) bool { return w.Msg == config.WorkersWarning })
-		if w != 1 {
-			cfg.Warnings = append(cfg.Warnings, &config.Warning{File: cfg.File, Msg: config.WorkersWarning})
+		if w != 0 { // the file's warning, if any, is about the value overridden
+			cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(w *config.Warning) bool { return w.Msg == config.HealthWarning })
 		}
 	}
 	if f.set["pid-file"] {
@@ -188,13 +186,14 @@ func (f *serveFlags) override(cfg *config.Config) error {
 	return nil
 }
 
+// parseWorkers parses --workers as config.Config.Workers.
 func parseWorkers(s string) (int, error) {
 	if s == "auto" {
-		return 0, nil
+		return config.WorkersAuto, nil
 	}
 	var n int
-	if _, err := fmt.Sscan(s, &n); err != nil || n < 1 || fmt.Sprint(n) != s {
-		return 0, fmt.Errorf("--workers: want a number of processes (1 or more) or auto, got %q", s)
+	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 || fmt.Sprint(n) != s {
+		return 0, fmt.Errorf("--workers: want a number of processes (0 for none) or auto, got %q", s)
 	}
 	return n, nil
 }
@@ -220,7 +219,7 @@ func (f *serveFlags) configYAML() ([]byte, error) {
 		pipeline = append(pipeline, "compress")
 	}
 	top := yamlMap("listen", f.listen)
-	if w != 1 {
+	if w != 0 {
 		top.Content = append(top.Content, yamlMap("workers", f.workers).Content...)
 	}
 	var sh any = f.serverHeader
