@@ -72,6 +72,7 @@ type Master struct {
 	logFile *reopenFile
 
 	lns     map[config.Address]*os.File // the listening sockets, in the master
+	bound   map[string]config.Address   // "network addr" a socket is bound to → its key in lns (port 0 resolved)
 	pidFile string
 	nextID  int
 	cur     *generation // serving
@@ -106,6 +107,7 @@ func (m *Master) Run(ctx context.Context) error {
 		return err
 	}
 	m.lns = map[config.Address]*os.File{}
+	m.bound = map[string]config.Address{}
 	if err := m.openListeners(first); err != nil {
 		m.closeLog()
 		return err
@@ -118,7 +120,7 @@ func (m *Master) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	m.log.Info("master started", "workers", first.n, "config", first.name, "pid", os.Getpid())
+	m.log.Info("master started", "workers", first.n, "config", first.name)
 	m.pending = first
 	m.startGeneration(first)
 
@@ -200,6 +202,12 @@ func (m *Master) load() (*generation, error) {
 			m.log.Warn(w.Msg)
 		}
 	}
+	addrs := slices.Clone(cfg.Listen)
+	for i, a := range addrs { // a socket already open for the address, as bound (a port 0 resolved)
+		if k, ok := m.bound[a.Network+" "+a.Addr]; ok {
+			addrs[i] = k
+		}
+	}
 	n := cfg.Workers
 	if n == config.WorkersAuto {
 		n = runtime.NumCPU()
@@ -209,7 +217,7 @@ func (m *Master) load() (*generation, error) {
 		m.log.Warn("workers: 0 takes effect on a restart; keeping 1 worker")
 	}
 	return &generation{
-		name: name, data: data, addrs: cfg.Listen, n: n,
+		name: name, data: data, addrs: addrs, n: n,
 		health:   cfg.Health.WithDefaults(),
 		workers:  make([]*worker, n),
 		restarts: make([]int, n),
@@ -227,14 +235,16 @@ func (m *Master) openListeners(g *generation) error {
 		if err == nil {
 			var f *os.File
 			f, err = engine.ListenerFile(ln)
+			addr := ln.Addr().String()
 			if ul, ok := ln.(*net.UnixListener); ok {
 				ul.SetUnlinkOnClose(false) // the socket lives on in f; closeListeners removes the file
 			}
 			ln.Close()
 			if err == nil {
 				m.lns[a] = f
+				m.bound[a.Network+" "+addr] = a
 				g.opened = append(g.opened, a)
-				m.log.Info("listening", "addr", a.String())
+				m.log.Info("listening on", "addr", addr)
 				continue
 			}
 		}
@@ -258,6 +268,11 @@ func (m *Master) closeListeners(keep []config.Address) {
 				os.Remove(a.Addr)
 			}
 			delete(m.lns, a)
+			for k, v := range m.bound {
+				if v == a {
+					delete(m.bound, k)
+				}
+			}
 		}
 	}
 }
