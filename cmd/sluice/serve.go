@@ -155,7 +155,8 @@ func (f *serveFlags) workerCount() int {
 		w, _ := parseWorkers(f.workers)
 		return w
 	}
-	cfg, err := config.Load(f.file)
+	quiet := components.Context{Logger: slog.New(slog.DiscardHandler)} // the server logs the warnings
+	cfg, err := (&config.Loader{Context: quiet}).Load(f.file)
 	if err != nil {
 		return 0
 	}
