@@ -106,11 +106,15 @@ func start(t *testing.T, args ...string) *server {
 	go func() {
 		defer close(s.done)
 		sc := bufio.NewScanner(stderr)
+		first := true
 		for sc.Scan() {
 			s.mu.Lock()
 			s.log.WriteString(sc.Text() + "\n")
 			s.mu.Unlock()
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			// Only the first address is waited for: a process with
+			// workers logs one line per worker, and more at every reload.
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil && first {
+				first = false
 				addr <- m[1]
 			}
 		}
