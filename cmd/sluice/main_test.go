@@ -145,6 +145,12 @@ func (s *server) stop(t *testing.T, sig os.Signal) int {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
+	return s.wait(t)
+}
+
+// wait waits for the process to exit and returns its exit status.
+func (s *server) wait(t *testing.T) int {
+	t.Helper()
 	<-s.done
 	err := s.cmd.Wait()
 	var ee *exec.ExitError

@@ -289,3 +289,34 @@ func (k *keepAlive) get(t *testing.T) (*http.Response, string) {
 	}
 	return resp, string(b)
 }
+
+// SIGTERM to the master lets a request in flight in a worker complete:
+// a POST whose body the client sends only after the worker has begun its
+// shutdown is read and answered in full.
+func TestStopLetsRequestsFinish(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\nroutes:\n  - match: /\n    pipeline:\n      - echo\n")
+	s := start(t, "serve", "-c", file)
+	s.waitLog(t, "workers ready", 1)
+	k := dialKeepAlive(t, s.addr)
+	k.c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(k.c, "POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	// 100 Continue: the worker's handler is reading the body.
+	if resp, err := http.ReadResponse(k.br, nil); err != nil || resp.StatusCode != 100 {
+		t.Fatalf("interim response: %v %v", resp, err)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.waitLog(t, `msg="shutting down" grace=`, 1) // the worker's, not the master's
+	io.WriteString(k.c, "hello")
+	resp, err := http.ReadResponse(k.br, nil)
+	if err != nil {
+		t.Fatalf("the request in flight failed: %v\n%s", err, s.stderr())
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || string(b) != "hello" || !resp.Close {
+		t.Errorf("in flight: %d %q close=%v %v", resp.StatusCode, b, resp.Close, err)
+	}
+	if code := s.wait(t); code != 0 {
+		t.Errorf("exit status %d:\n%s", code, s.stderr())
+	}
+}
