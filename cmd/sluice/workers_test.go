@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -318,5 +319,80 @@ func TestStopLetsRequestsFinish(t *testing.T) {
 	}
 	if code := s.wait(t); code != 0 {
 		t.Errorf("exit status %d:\n%s", code, s.stderr())
+	}
+}
+
+// The status page, served by any worker, shows every worker as the
+// master last heard from it; a worker killed and replaced shows as its
+// slot's restart.
+func TestStatusShowsEveryWorker(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 2\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /status\n    pipeline:\n      - status\n  - match: /\n    pipeline:\n      - text: hi\n")
+	s := start(t, "serve", "-c", file)
+	s.waitLog(t, "workers ready", 1)
+	type view struct {
+		Worker  int
+		Workers []struct {
+			ID, PID, Restarts int
+			State             string
+			Started           time.Time
+			Requests          uint64
+		}
+	}
+	// waitView polls the status page until ok accepts what it shows.
+	waitView := func(what string, ok func(v view) bool) view {
+		t.Helper()
+		var v view
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, _, body := get(t, "http://"+s.addr+"/status?format=json")
+			v = view{}
+			if err := json.Unmarshal([]byte(body), &v); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			if ok(v) {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the status page never showed %s: %+v", what, v)
+			}
+		}
+	}
+	pids := s.workerPids()
+	v := waitView("workers 1 and 2 serving", func(v view) bool {
+		return len(v.Workers) == 2 && v.Workers[0].ID == 1 && v.Workers[1].ID == 2 &&
+			v.Workers[0].State == "serving" && v.Workers[1].State == "serving"
+	})
+	for _, w := range v.Workers {
+		if w.PID != pids[w.ID] || w.Restarts != 0 || w.Started.IsZero() || time.Since(w.Started) > time.Hour {
+			t.Errorf("worker %d: %+v, want pid %d", w.ID, w, pids[w.ID])
+		}
+	}
+	if v.Worker != 1 && v.Worker != 2 {
+		t.Errorf("answered by worker %d", v.Worker)
+	}
+
+	syscall.Kill(pids[1], syscall.SIGKILL)
+	s.waitLog(t, `msg="worker started"`, 3)
+	pids = s.workerPids()
+	waitView("worker 3 replacing 1", func(v view) bool {
+		return len(v.Workers) == 2 && v.Workers[0].ID == 2 && v.Workers[1].ID == 3 &&
+			v.Workers[1].State == "serving" && v.Workers[1].PID == pids[3] && v.Workers[1].Restarts == 1
+	})
+
+	// Prometheus: a series per worker, and the answering worker's own
+	// counters labelled with its id.
+	_, _, body := get(t, "http://"+s.addr+"/status?format=prometheus")
+	for _, re := range []string{
+		`(?m)^sluice_worker_requests_total\{worker="2"\} \d+$`,
+		`(?m)^sluice_worker_requests_total\{worker="3"\} \d+$`,
+		fmt.Sprintf(`(?m)^sluice_worker_info\{worker="3",pid="%d",state="serving"\} 1$`, pids[3]),
+		`(?m)^sluice_requests_total\{worker="[23]"\} \d+$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(body) {
+			t.Errorf("the Prometheus output lacks %s:\n%s", re, body)
+		}
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d", code)
 	}
 }

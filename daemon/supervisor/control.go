@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 )
 
@@ -48,6 +49,7 @@ const (
 	msgStop   = "stop"   // shut down (close idle connections) within Grace, then exit
 	msgDrain  = "drain"  // drain (keep idle connections until Grace), then exit
 	msgReopen = "reopen" // reopen the log files
+	msgView   = "view"   // every worker's status, for the status page; Workers set
 )
 
 // message is one control-channel packet.
@@ -57,6 +59,8 @@ type message struct {
 	Stats *Stats        `json:"stats,omitempty"`
 	Error string        `json:"error,omitempty"`
 	Grace time.Duration `json:"grace,omitempty"`
+
+	Workers []components.WorkerStatus `json:"workers,omitempty"`
 }
 
 // Stats are a worker's counters, as its heartbeats report them

@@ -136,6 +136,7 @@ func (m *Master) Run(ctx context.Context) error {
 			m.handle(e)
 		case <-check.C:
 			m.checkBeats()
+			m.sendView()
 		}
 		if m.stopErr != nil {
 			return m.shutdown(m.stopErr)
@@ -346,6 +347,7 @@ func (m *Master) abort(w *worker, why string) {
 	m.pending = nil
 	for _, o := range g.workers {
 		if o != nil && o != w {
+			o.retiring = true
 			o.kill()
 			m.old = append(m.old, o)
 		}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +55,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 
+	view := &workersView{self: su.ID}
 	srv := &daemon.Server{
 		Name:           su.Name,
 		Grace:          su.Grace,
@@ -62,6 +64,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		Logger:         logger,
 		SetSlogDefault: true,
 		Load: func(ctx components.Context) (*config.Config, error) {
+			ctx.Workers = view.get
 			cfg, err := (&config.Loader{Context: ctx}).Parse(su.Name, su.Config)
 			if err != nil {
 				return nil, err
@@ -117,6 +120,8 @@ func RunWorker(stdout, stderr io.Writer) int {
 				}
 			case msgReopen:
 				srv.ReopenLogs()
+			case msgView:
+				view.all.Store(&m.Workers)
 			case msgStop, msgDrain:
 				stop <- m
 				return
@@ -154,6 +159,22 @@ func RunWorker(stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
+}
+
+// workersView is what the master last said of its workers
+// (msgView), for the status page.
+type workersView struct {
+	self int
+	all  atomic.Pointer[[]components.WorkerStatus]
+}
+
+// get is components.Context.Workers. Safe for concurrent use.
+func (v *workersView) get() components.Workers {
+	ws := components.Workers{Self: v.self}
+	if all := v.all.Load(); all != nil {
+		ws.All = *all
+	}
+	return ws
 }
 
 // expired returns a context that is already done.

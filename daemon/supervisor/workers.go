@@ -7,23 +7,27 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluice-server/sluice/components"
 )
 
 // worker is one worker process, as the master sees it. Its fields are
 // Run's, but for exited and the process, which its goroutines share.
 type worker struct {
-	id      int
-	gen     *generation
-	slot    int
-	cmd     *exec.Cmd
-	ctl     *net.UnixConn
-	started time.Time
-	exited  chan struct{} // closed when the process has been waited for
-	killOne sync.Once
+	id       int
+	gen      *generation
+	slot     int
+	cmd      *exec.Cmd
+	ctl      *net.UnixConn
+	started  time.Time
+	restarts int           // its slot's restarts before it
+	exited   chan struct{} // closed when the process has been waited for
+	killOne  sync.Once
 
 	ready    bool // said it serves
 	healthy  bool // answered a probe
@@ -54,7 +58,7 @@ const (
 // kill ends the process at once (SIGKILL).
 func (w *worker) kill() {
 	w.killOne.Do(func() {
-		if w.cmd.Process != nil {
+		if w.cmd != nil && w.cmd.Process != nil {
 			w.cmd.Process.Signal(syscall.SIGKILL)
 		}
 	})
@@ -63,7 +67,7 @@ func (w *worker) kill() {
 // startWorker starts a process for slot of g.
 func (m *Master) startWorker(g *generation, slot int) {
 	m.nextID++
-	w := &worker{id: m.nextID, gen: g, slot: slot, exited: make(chan struct{})}
+	w := &worker{id: m.nextID, gen: g, slot: slot, restarts: g.restarts[slot], exited: make(chan struct{})}
 	g.workers[slot] = w
 	if err := m.spawn(w); err != nil {
 		m.log.Error("cannot start a worker", "worker", w.id, "error", err)
@@ -267,6 +271,7 @@ func (m *Master) exited(w *worker, err error) {
 		why = "exited"
 	}
 	if w.retiring {
+		m.old = slices.DeleteFunc(m.old, func(o *worker) bool { return o == w })
 		m.log.Info("worker stopped", "worker", w.id)
 		return
 	}
@@ -336,3 +341,47 @@ func (m *Master) checkBeats() {
 // startAllowance is how long a worker may take to build its config and
 // say it serves, beyond the health timeout.
 const startAllowance = 30 * time.Second
+
+// sendView sends every ready worker the status of all workers (for the
+// status page, components.Workers): those serving, those starting, and
+// those draining or stopping.
+func (m *Master) sendView() {
+	var all []*worker
+	for _, g := range []*generation{m.cur, m.pending} {
+		if g != nil {
+			for _, w := range g.workers {
+				if w != nil && !w.retiring && w.cmd != nil {
+					all = append(all, w)
+				}
+			}
+		}
+	}
+	for _, w := range m.old {
+		if w.cmd != nil {
+			all = append(all, w)
+		}
+	}
+	slices.SortFunc(all, func(a, b *worker) int { return a.id - b.id })
+	view := make([]components.WorkerStatus, 0, len(all))
+	for _, w := range all {
+		state := "serving"
+		switch {
+		case w.retiring:
+			state = "stopping"
+		case !w.healthy:
+			state = "starting"
+		}
+		view = append(view, components.WorkerStatus{
+			ID: w.id, PID: w.cmd.Process.Pid, Started: w.started, State: state,
+			Restarts: w.restarts, Connections: w.stats.Open, Requests: w.stats.Requests,
+		})
+	}
+	msg := message{Type: msgView, Workers: view}
+	for _, w := range all {
+		if w.ready {
+			// Not on Run's goroutine: a stopped worker's full socket
+			// buffer must not hold the master up.
+			go send(w.ctl, msg, nil, time.Second)
+		}
+	}
+}
