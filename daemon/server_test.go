@@ -543,8 +543,8 @@ func TestWarningsLogged(t *testing.T) {
 	}
 }
 
-// HandleSignals: SIGHUP reloads, SIGUSR1 reopens the logs, SIGTERM ends
-// Run.
+// HandleSignals: SIGHUP reloads, SIGUSR1 reopens the logs, SIGUSR2 is
+// logged and ignored, SIGTERM ends Run.
 func TestHandleSignals(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "site.yaml")
 	writeFile(t, file, textConfig("127.0.0.1:0", "one"))
@@ -564,6 +564,8 @@ func TestHandleSignals(t *testing.T) {
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGUSR1)
 	sluicetest.WaitFor(t, "the reopen", func() bool { return strings.Contains(log.String(), "log files reopened") })
+	syscall.Kill(os.Getpid(), syscall.SIGUSR2) // not the default action: the test goes on
+	sluicetest.WaitFor(t, "the warning", func() bool { return strings.Contains(log.String(), "SIGUSR2 ignored") })
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	if err := <-done; err != nil {
 		t.Errorf("Run after SIGTERM = %v, want nil", err)
