@@ -7,6 +7,7 @@
 //	sluice fmt -c FILE [-w]
 //	sluice reload (-c FILE | --pid-file FILE | --pid N)
 //	sluice stop (-c FILE | --pid-file FILE | --pid N)
+//	sluice upgrade (-c FILE | --pid-file FILE | --pid N)
 //	sluice demo [--listen ADDR]
 //	sluice version
 //	sluice help [COMMAND | signals]
@@ -50,6 +51,7 @@ Commands:
   fmt       format a config file canonically, keeping comments
   reload    make a running server load its config file again (SIGHUP)
   stop      make a running server stop gracefully (SIGTERM)
+  upgrade   make a running master upgrade its binary (SIGUSR2)
   demo      serve the demo site built into the binary
   version   print the version
   help      print help for a command
@@ -78,7 +80,7 @@ type command struct {
 	setup          func(fs *flag.FlagSet) (exec func(stdout, stderr io.Writer) int)
 }
 
-var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, stopCommand, demoCommand, versionCommand}
+var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, stopCommand, upgradeCommand, demoCommand, versionCommand}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 

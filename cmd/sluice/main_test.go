@@ -88,12 +88,26 @@ var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
 // ends, if still running.
 func start(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := &server{cmd: exec.Command(binary, args...), done: make(chan struct{})}
-	stderr, err := s.cmd.StderrPipe()
+	return startCmd(t, exec.Command(binary, args...))
+}
+
+// startCmd is start for a command to run.
+func startCmd(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
+	args := cmd.Args[1:]
+	s := &server{cmd: cmd, done: make(chan struct{})}
+	// stderr is a pipe of ours rather than the command's StderrPipe, for
+	// it to stay readable as long as any process writes to it: a binary
+	// upgrade's new master outlives the process started.
+	stderr, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.cmd.Start(); err != nil {
+	s.cmd.Stderr = w
+	err = s.cmd.Start()
+	w.Close()
+	if err != nil {
+		stderr.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -105,6 +119,7 @@ func start(t *testing.T, args ...string) *server {
 	addr := make(chan string, 1)
 	go func() {
 		defer close(s.done)
+		defer stderr.Close()
 		sc := bufio.NewScanner(stderr)
 		first := true
 		for sc.Scan() {

@@ -42,6 +42,23 @@ the process is the one whose id is in the file's pid_file (or
 	setup: signalSetup("stop", syscall.SIGTERM, false),
 }
 
+var upgradeCommand = command{
+	name: "upgrade",
+	synopsis: `sluice upgrade -c FILE [--pid-file FILE | --pid N]
+       sluice upgrade --pid-file FILE
+       sluice upgrade --pid N
+
+Makes a running master (workers: N) upgrade its binary by sending it
+SIGUSR2: it starts the binary at the path it was started from as a new
+master that inherits its listening sockets; once the new master's workers
+are healthy the old workers drain and the old master exits. Meanwhile the
+pid file names the new master and the old one is at FILE.oldbin. A new
+binary that fails leaves the old master serving, with the reason logged.
+With -c, the process is the one whose id is in the file's pid_file (or
+--pid-file, or --pid). See 'sluice help signals'.`,
+	setup: signalSetup("upgrade", syscall.SIGUSR2, false),
+}
+
 // signalSetup returns the setup of a command that sends sig to the
 // server named by -c FILE's pid_file, --pid-file or --pid; check makes -c
 // FILE be checked first, and nothing sent if it is invalid.
@@ -109,7 +126,7 @@ func signalSetup(name string, sig syscall.Signal, check bool) func(fs *flag.Flag
 	}
 }
 
-var sigName = map[syscall.Signal]string{syscall.SIGHUP: "SIGHUP", syscall.SIGTERM: "SIGTERM"}
+var sigName = map[syscall.Signal]string{syscall.SIGHUP: "SIGHUP", syscall.SIGTERM: "SIGTERM", syscall.SIGUSR2: "SIGUSR2"}
 
 // topics are the help topics that are not commands: sluice help TOPIC.
 var topics = map[string]string{"signals": signalsHelp}
@@ -141,8 +158,21 @@ With workers (workers: N or --workers N), the signals go to the master:
                    An invalid file, or new workers that fail to start,
                    leave the old workers serving, with the reason logged.
   SIGUSR1          the master and every worker reopen their log files.
+  SIGUSR2          binary upgrade: the master starts the binary at the path
+                   it was started from, with the same arguments, as a new
+                   master that inherits the listening sockets and reads the
+                   config file again. The pid file is renamed FILE.oldbin
+                   and the new master writes FILE. Once the new master's
+                   workers answer their health probes, the old workers
+                   drain as on SIGHUP and the old master exits. A new
+                   master that exits before, or whose workers are not
+                   healthy within health.timeout + 30s (it is then
+                   killed), leaves the old master serving, FILE naming it
+                   again, with the reason logged. Refused while a reload
+                   is under way. 'sluice upgrade' sends it.
 
-Workers ignore SIGINT, SIGHUP and SIGUSR1 sent to them directly (a
-terminal's Ctrl-C reaches the master, which stops them); SIGTERM stops one
-gracefully, and the master replaces it. See docs/workers.md.
+Workers ignore SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 sent to them directly
+(a terminal's Ctrl-C reaches the master, which stops them); SIGTERM stops
+one gracefully, and the master replaces it. Without workers SIGUSR2 is
+ignored, with a warning logged. See docs/workers.md.
 `

@@ -53,7 +53,8 @@ reopens the log files (after logrotate). With -c, --listen, --workers and
 
 With --workers N (or workers: N in the file) a master process starts N
 worker processes sharing the listening sockets, checks their health and
-replaces those that fail (docs/workers.md; 'sluice help signals').`,
+replaces those that fail; SIGUSR2 then upgrades the binary without
+closing a socket (docs/workers.md; 'sluice help signals').`,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
 		f := &serveFlags{}
 		fs.StringVar(&f.file, "c", "", "serve the config `FILE` (YAML or JSON)")
@@ -100,7 +101,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	log := newLogger(stderr)
-	if f.workerCount() != 0 {
+	if f.workerCount() != 0 || supervisor.Upgrading() {
 		return f.runMaster(stdout, stderr, log)
 	}
 	d := &daemon.Server{Grace: f.grace, Stdout: stdout, Stderr: stderr, Logger: log, SetSlogDefault: true}

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -407,5 +409,170 @@ func TestStatusShowsEveryWorker(t *testing.T) {
 	}
 	if code := s.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d", code)
+	}
+}
+
+// upgradable starts a master from a copy of the binary in a directory of
+// its own, for a test to replace, with a pid file; it returns the
+// server, the copy's path and the pid file's. The master the pid file
+// names when the test ends is killed, and its workers with it.
+func upgradable(t *testing.T, config func(pidFile string) string) (s *server, bin, pidFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin = filepath.Join(dir, "sluice")
+	copyFile(t, binary, bin, 0o755)
+	pidFile = filepath.Join(dir, "sluice.pid")
+	file := filepath.Join(dir, "w.yaml")
+	writeConfig(t, file, config(pidFile))
+	t.Cleanup(func() {
+		if pid := readPid(pidFile); pid > 0 && (s == nil || pid != s.cmd.Process.Pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	s = startCmd(t, exec.Command(bin, "serve", "-c", file))
+	s.waitLog(t, "workers ready", 1)
+	return s, bin, pidFile
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readPid returns the process id in a pid file, or 0.
+func readPid(file string) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// A binary upgrade under keep-alive and Connection: close load fails no
+// request: the new master's workers take over, the old master's drain,
+// and it exits; the pid file names the new master, which serves the
+// config as the file says now. (Where the pid file is during the
+// hand-over, TestUpgradeFailureKeepsServing sees.)
+func TestUpgradeLosesNothing(t *testing.T) {
+	var file string
+	cfg := func(body string) func(string) string {
+		return func(pidFile string) string {
+			return fmt.Sprintf("listen: 127.0.0.1:0\nworkers: 2\npid_file: %s\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /\n    pipeline:\n      - text: %q\n", pidFile, body)
+		}
+	}
+	s, bin, pidFile := upgradable(t, cfg("old"))
+	file = filepath.Join(filepath.Dir(bin), "w.yaml")
+	old := s.cmd.Process.Pid
+	keep := startLoad(s.addr, 4, false)
+	closing := startLoad(s.addr, 2, true)
+	keep.waitOK(t, 100)
+	closing.waitOK(t, 20)
+	// The new master reads the file again: its answers tell them apart.
+	// The port stays the old master's: the socket is handed over.
+	writeConfig(t, file, strings.Replace(cfg("new")(pidFile), "127.0.0.1:0", s.addr, 1))
+	if r := sluice(t, "upgrade", "--pid-file", pidFile); r.code != 0 || r.stdout != fmt.Sprintf("sent SIGUSR2 to process %d\n", old) {
+		t.Fatalf("sluice upgrade = %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	s.waitLog(t, "binary upgrade: new master started", 1)
+	s.cmd.Wait() // the old master exits once the new one's workers are healthy
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the old master's exit status %d:\n%s", code, s.stderr())
+	}
+	keep.waitOK(t, 100)
+	closing.waitOK(t, 20)
+	keep.end()
+	closing.end()
+	if f := keep.failed.Load() + closing.failed.Load(); f != 0 {
+		t.Errorf("%d requests failed across the upgrade: %q %q\n%s", f, keep.errs, closing.errs, s.stderr())
+	}
+	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "new" {
+		t.Errorf("after the upgrade: %d %q", code, body)
+	}
+	pid := readPid(pidFile)
+	if pid == 0 || pid == old || !alive(pid) {
+		t.Fatalf("the pid file names %d (the old master was %d)", pid, old)
+	}
+	if _, err := os.Stat(pidFile + ".oldbin"); !os.IsNotExist(err) {
+		t.Errorf("%s.oldbin is left: %v", pidFile, err)
+	}
+	if r := sluice(t, "stop", "--pid-file", pidFile); r.code != 0 {
+		t.Fatalf("sluice stop = %d %q", r.code, r.stderr)
+	}
+	<-s.done // every process of both masters has closed the log
+	if !strings.Contains(s.stderr(), fmt.Sprintf(`msg=stopped master=%d`, pid)) {
+		t.Errorf("the new master did not stop:\n%s", s.stderr())
+	}
+}
+
+// A binary upgrade to a program that exits at start, or to a config the
+// new master rejects, leaves the old master serving with its pid file,
+// the reason logged; its workers are still replaced when they die (from
+// its own binary, though the file it was started from is now another).
+func TestUpgradeFailureKeepsServing(t *testing.T) {
+	s, bin, pidFile := upgradable(t, func(pidFile string) string {
+		return fmt.Sprintf("listen: 127.0.0.1:0\nworkers: 1\npid_file: %s\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /\n    pipeline:\n      - text: old\n", pidFile)
+	})
+	old := s.cmd.Process.Pid
+	keep := startLoad(s.addr, 2, false)
+	keep.waitOK(t, 50)
+
+	// A broken binary, renamed over the one the master was started from.
+	// It notes where the pid file is while it runs: PATH.oldbin.
+	broken := filepath.Join(filepath.Dir(bin), "broken")
+	seen := filepath.Join(filepath.Dir(bin), "seen")
+	writeConfig(t, broken, fmt.Sprintf("#!/bin/sh\ncat %s.oldbin %s > %s\necho 'the new binary is broken' >&2\nexit 3\n", pidFile, pidFile, seen))
+	os.Chmod(broken, 0o755)
+	if err := os.Rename(broken, bin); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Process.Signal(syscall.SIGUSR2)
+	s.waitLog(t, "binary upgrade failed; the old master keeps serving", 1)
+	if !strings.Contains(s.stderr(), `error="the new master exited: exit status 3"`) {
+		t.Errorf("the reason is not logged:\n%s", s.stderr())
+	}
+	if b, err := os.ReadFile(seen); err != nil || string(b) != fmt.Sprintf("%d\n", old) {
+		t.Errorf("while the new binary ran, PATH.oldbin and PATH held %q (%v), want the old pid and nothing", b, err)
+	}
+	if pid := readPid(pidFile); pid != old {
+		t.Errorf("the pid file holds %d, want the old master's %d", pid, old)
+	}
+	keep.waitOK(t, 50)
+
+	// The binary back, and a config the new master rejects.
+	copyFile(t, binary, bin, 0o755)
+	file := filepath.Join(filepath.Dir(bin), "w.yaml")
+	writeConfig(t, file, "listen: [\n")
+	s.cmd.Process.Signal(syscall.SIGUSR2)
+	s.waitLog(t, "binary upgrade failed; the old master keeps serving", 2)
+	if !strings.Contains(s.stderr(), `msg="binary upgrade failed; the old master keeps serving" master=`+strconv.Itoa(old)+` error="`+file+`:1:`) {
+		t.Errorf("the new master's reason is not logged:\n%s", s.stderr())
+	}
+	if pid := readPid(pidFile); pid != old {
+		t.Errorf("the pid file holds %d, want the old master's %d", pid, old)
+	}
+	keep.waitOK(t, 50)
+
+	// The old master still replaces a worker: from its own binary.
+	os.Remove(bin)
+	syscall.Kill(s.workerPids()[1], syscall.SIGKILL)
+	s.waitLog(t, "worker exited; replacing it", 1)
+	s.waitLog(t, `msg="worker started"`, 2)
+	keep.waitOK(t, 50)
+	keep.end()
+	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "old" {
+		t.Errorf("after the failed upgrades: %d %q", code, body)
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d:\n%s", code, s.stderr())
+	}
+	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+		t.Errorf("the pid file is left: %v", err)
 	}
 }

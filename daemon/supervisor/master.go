@@ -30,10 +30,12 @@ import (
 // spreads new connections over the workers through each socket's one
 // accept queue; the master is not in the data path. It checks the
 // workers' health, replaces those that die or stop answering, reloads
-// by starting new workers and draining the old, and stops them all.
+// by starting new workers and draining the old, hands its sockets over
+// to a new master on a binary upgrade, and stops them all.
 //
-// Set the exported fields before Run. Reload, ReopenLogs and Stop are
-// safe for concurrent use, and do nothing once Run has returned.
+// Set the exported fields before Run. Reload, ReopenLogs and Upgrade are
+// safe for concurrent use, and do nothing once Run has returned; Run
+// stops when its context is done.
 type Master struct {
 	// Read returns the config file's name (for messages and relative
 	// paths) and its bytes. Run calls it once, every Reload again. The
@@ -50,9 +52,18 @@ type Master struct {
 	Grace time.Duration
 
 	// Command returns the command that starts a worker; nil runs this
-	// program (os.Executable) with the argument WorkerCommand. Run sets
-	// its ExtraFiles, Stderr, and SysProcAttr.Pdeathsig.
+	// program's own binary (/proc/self/exe: the file this process runs,
+	// even once an upgrade replaced it on disk) with the argument
+	// WorkerCommand. Run sets its ExtraFiles, Stderr, and
+	// SysProcAttr.Pdeathsig.
 	Command func() *exec.Cmd
+
+	// UpgradeCommand returns the command that starts a new master on a
+	// binary upgrade (Upgrade, SIGUSR2); nil runs the binary at the path
+	// this program was started from (os.Args[0], made absolute when Run
+	// starts) with the same arguments. Run sets its ExtraFiles and
+	// Env, and Stdin, Stdout and Stderr to this process's if nil.
+	UpgradeCommand func() *exec.Cmd
 
 	// Stdout and Stderr are where the config's log goes when its output
 	// is stdout or stderr, the workers' included; nil means os.Stdout
@@ -80,6 +91,15 @@ type Master struct {
 	old     []*worker   // draining or stopping
 	again   bool        // a reload asked for while one was pending
 	stopErr error
+
+	binary     string     // the path this program was started from (startedFrom)
+	up         *upgrading // a binary upgrade under way
+	handedOver bool       // the upgrade's new master serves: this one leaves
+
+	// As the new master of an upgrade, until its first workers are healthy:
+	upCtl     *net.UnixConn           // the channel to the old master
+	handed    []handedListener        // sockets handed over, not yet used
+	inherited map[config.Address]bool // sockets the old master still serves: never unlinked
 }
 
 // generation is one config's set of workers.
@@ -100,15 +120,31 @@ type generation struct {
 // cannot be loaded, a *daemon.ListenError if an address cannot be
 // listened on, and an error naming the worker's own when the first
 // workers cannot start.
-func (m *Master) Run(ctx context.Context) error {
+//
+// A master started by another's binary upgrade (see Upgrade) takes the
+// listening sockets it was handed, and tells the old master when its
+// workers are healthy, or why it cannot start.
+func (m *Master) Run(ctx context.Context) (err error) {
 	m.init()
+	if err := m.inherit(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.tellOldMaster(err)
+		}
+	}()
+	m.binary, _ = startedFrom()
 	first, err := m.load()
 	if err != nil {
+		m.closeHanded()
 		return err
 	}
 	m.lns = map[config.Address]*os.File{}
 	m.bound = map[string]config.Address{}
-	if err := m.openListeners(first); err != nil {
+	err = m.openListeners(first)
+	m.closeHanded()
+	if err != nil {
 		m.closeLog()
 		return err
 	}
@@ -138,7 +174,7 @@ func (m *Master) Run(ctx context.Context) error {
 			m.checkBeats()
 			m.sendView()
 		}
-		if m.stopErr != nil {
+		if m.stopErr != nil || m.handedOver {
 			return m.shutdown(m.stopErr)
 		}
 	}
@@ -232,6 +268,14 @@ func (m *Master) openListeners(g *generation) error {
 		if m.lns[a] != nil {
 			continue
 		}
+		if f, bound := m.takeHanded(a); f != nil {
+			m.lns[a] = f
+			m.bound[a.Network+" "+bound] = a
+			m.inherited[a] = true
+			g.opened = append(g.opened, a)
+			m.log.Info("listening on", "addr", bound, "inherited", true)
+			continue
+		}
 		ln, err := daemon.Listen(a)
 		if err == nil {
 			var f *os.File
@@ -250,8 +294,7 @@ func (m *Master) openListeners(g *generation) error {
 			}
 		}
 		for _, o := range g.opened {
-			m.lns[o].Close()
-			delete(m.lns, o)
+			m.closeListener(o)
 		}
 		m.log.Error("cannot listen", "addr", a.String(), "error", err)
 		return &daemon.ListenError{Addr: a, Err: err}
@@ -260,20 +303,28 @@ func (m *Master) openListeners(g *generation) error {
 }
 
 // closeListeners closes the master's sockets for the addresses keep does
-// not list (all of them for nil).
+// not list (all of them for nil). It removes the files of Unix sockets
+// but those another master serves: one the old master of an upgrade
+// handed over and still serves, or all of them once this one handed
+// over to a new master.
 func (m *Master) closeListeners(keep []config.Address) {
-	for a, f := range m.lns {
+	for a := range m.lns {
 		if !slices.Contains(keep, a) {
-			f.Close()
-			if a.Network == "unix" {
-				os.Remove(a.Addr)
-			}
-			delete(m.lns, a)
-			for k, v := range m.bound {
-				if v == a {
-					delete(m.bound, k)
-				}
-			}
+			m.closeListener(a)
+		}
+	}
+}
+
+// closeListener closes the master's socket for a (see closeListeners).
+func (m *Master) closeListener(a config.Address) {
+	m.lns[a].Close()
+	if a.Network == "unix" && !m.handedOver && !m.inherited[a] {
+		os.Remove(a.Addr)
+	}
+	delete(m.lns, a)
+	for k, v := range m.bound {
+		if v == a {
+			delete(m.bound, k)
 		}
 	}
 }
@@ -288,6 +339,10 @@ func (m *Master) startGeneration(g *generation) {
 // reload loads the config again and starts its workers; they take over
 // once healthy (see handle).
 func (m *Master) reload() {
+	if m.up != nil {
+		m.log.Error("reload refused: a binary upgrade is under way")
+		return
+	}
 	if m.pending != nil {
 		m.again = true
 		m.log.Info("reload requested while one is under way; it follows")
@@ -326,6 +381,7 @@ func (m *Master) promote() {
 	m.cur, m.pending = g, nil
 	if old == nil {
 		m.log.Info("workers ready", "workers", g.n)
+		m.tellOldMaster(nil)
 	} else {
 		for _, w := range old.workers {
 			if w != nil {
@@ -354,8 +410,7 @@ func (m *Master) abort(w *worker, why string) {
 	}
 	for _, a := range g.opened {
 		if m.cur == nil || !slices.Contains(m.cur.addrs, a) {
-			m.lns[a].Close()
-			delete(m.lns, a)
+			m.closeListener(a)
 		}
 	}
 	if m.cur == nil {
@@ -402,19 +457,30 @@ func (m *Master) shutdown(failure error) error {
 			}
 		}
 	}
-	if failure == nil {
+	how := msgStop
+	switch {
+	case m.handedOver:
+		how = msgDrain // the new master's workers accept on the same sockets
+	case failure == nil:
 		m.log.Info("shutting down", "grace", m.grace())
 	}
-	for _, w := range all {
-		m.retire(w, msgStop)
+	if m.up != nil {
+		m.abortUpgrade()
 	}
-	for _, w := range m.old {
+	for _, w := range all {
+		m.retire(w, how)
+	}
+	for len(m.old) > 0 {
+		w := m.old[0]
 		<-w.exited
+		m.old = slices.DeleteFunc(m.old, func(o *worker) bool { return o == w })
 	}
 	m.closeListeners(nil)
 	if m.pidFile != "" {
-		if b, err := os.ReadFile(m.pidFile); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
-			os.Remove(m.pidFile)
+		for _, name := range []string{m.pidFile, m.pidFile + ".oldbin"} {
+			if b, err := os.ReadFile(name); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
+				os.Remove(name)
+			}
 		}
 	}
 	m.log.Info("stopped")
@@ -447,11 +513,9 @@ func (m *Master) command() (*exec.Cmd, error) {
 	if m.Command != nil {
 		return m.Command(), nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	return exec.Command(exe, WorkerCommand), nil
+	cmd := exec.Command("/proc/self/exe", WorkerCommand)
+	cmd.Args[0] = os.Args[0]
+	return cmd, nil
 }
 
 // relay copies a worker's log lines to the master's log output, each

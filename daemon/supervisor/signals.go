@@ -12,6 +12,7 @@ import (
 //
 //	SIGHUP          m.Reload: new workers with the new config take over
 //	SIGUSR1         m.ReopenLogs, in the master and every worker
+//	SIGUSR2         m.Upgrade: a new master of the binary takes over
 //	SIGINT, SIGTERM the returned context is done: Run stops the workers
 //
 // After the first SIGINT or SIGTERM it lets go of the signals, so that a
@@ -21,7 +22,7 @@ func HandleSignals(ctx context.Context, m *Master) (_ context.Context, stop cont
 	m.init()
 	ctx, cancel := context.WithCancel(ctx)
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
 	go func() {
 		defer signal.Stop(sigs)
 		for {
@@ -34,6 +35,8 @@ func HandleSignals(ctx context.Context, m *Master) (_ context.Context, stop cont
 					m.Reload()
 				case syscall.SIGUSR1:
 					m.ReopenLogs()
+				case syscall.SIGUSR2:
+					m.Upgrade()
 				default:
 					signal.Stop(sigs)
 					cancel()

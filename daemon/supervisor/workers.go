@@ -37,9 +37,10 @@ type worker struct {
 	err      string // what it said when it could not start
 }
 
-// event is what a worker's goroutines report to Run.
+// event is what a worker's goroutines, or an upgrade's, report to Run.
 type event struct {
 	w    *worker
+	up   *upgrading
 	kind eventKind
 	msg  message
 	err  error
@@ -53,6 +54,10 @@ const (
 	evUnhealthy                  // a probe failed: err
 	evExit                       // the process ended: err
 	evRestart                    // a slot's back-off is over
+
+	evUpgradeMessage // msg from the new master of an upgrade
+	evUpgradeExit    // the new master ended before the hand-over: err
+	evUpgradeTimeout // the new master's workers were not healthy in time
 )
 
 // kill ends the process at once (SIGKILL).
@@ -224,6 +229,10 @@ func (m *Master) prober(w *worker, interval, timeout time.Duration) {
 
 // handle acts on a worker's event.
 func (m *Master) handle(e event) {
+	if e.up != nil {
+		m.handleUpgrade(e)
+		return
+	}
 	w := e.w
 	switch e.kind {
 	case evMessage:
