@@ -9,7 +9,7 @@
 //	sluice stop (-c FILE | --pid-file FILE | --pid N)
 //	sluice upgrade (-c FILE | --pid-file FILE | --pid N)
 //	sluice demo [--listen ADDR]
-//	sluice version
+//	sluice version (or sluice --version)
 //	sluice help [COMMAND | signals]
 //
 // The config file format is described in docs/config.md. The benchmark
@@ -53,7 +53,7 @@ Commands:
   stop      make a running server stop gracefully (SIGTERM)
   upgrade   make a running master upgrade its binary (SIGUSR2)
   demo      serve the demo site built into the binary
-  version   print the version
+  version   print the version (also: sluice --version)
   help      print help for a command
 
 Run 'sluice help <command>' or 'sluice <command> --help' for a command's flags,
@@ -96,6 +96,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		fmt.Fprint(stderr, benchMoved)
 		return exitUsage
+	case "--version", "-version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "sluice: %s takes no arguments\n", name)
+			return exitUsage
+		}
+		return run([]string{"version"}, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && name == "help" {
 			if t, ok := topics[args[1]]; ok {

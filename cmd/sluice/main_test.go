@@ -362,4 +362,12 @@ func TestVersion(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "sluice ") || !strings.Contains(r.stdout, "go1.") {
 		t.Errorf("sluice version = %d %q", r.code, r.stdout)
 	}
+	for _, flag := range []string{"--version", "-version"} {
+		if f := sluice(t, flag); f != r {
+			t.Errorf("sluice %s = %+v, want as sluice version: %+v", flag, f, r)
+		}
+	}
+	if r := sluice(t, "--version", "x"); r.code != 2 {
+		t.Errorf("sluice --version x = %d %q", r.code, r.stderr)
+	}
 }
