@@ -576,3 +576,55 @@ func TestUpgradeFailureKeepsServing(t *testing.T) {
 		t.Errorf("the pid file is left: %v", err)
 	}
 }
+
+// A reload applies the file's log section and pid_file to the master
+// too: its records, and its workers' relayed lines, go to the new output
+// in the new format, and the pid file moves.
+func TestReloadMovesLogAndPidFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "w.yaml")
+	pidA, pidB, logFile := filepath.Join(dir, "a.pid"), filepath.Join(dir, "b.pid"), filepath.Join(dir, "sluice.log")
+	routes := "routes:\n  - match: /\n    pipeline:\n      - text: hi\n"
+	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\npid_file: "+pidA+"\n"+routes)
+	s := start(t, "serve", "-c", file)
+	s.waitLog(t, "workers ready", 1)
+	master := s.cmd.Process.Pid
+	if pid := readPid(pidA); pid != master {
+		t.Fatalf("%s holds %d, want %d", pidA, pid, master)
+	}
+	writeConfig(t, file, fmt.Sprintf("listen: %s\nworkers: 1\npid_file: %s\nlog: {output: %s, format: json}\n%s", s.addr, pidB, logFile, routes))
+	if r := sluice(t, "reload", "--pid-file", pidA); r.code != 0 {
+		t.Fatalf("sluice reload = %d %q", r.code, r.stderr)
+	}
+	s.waitLog(t, "reloading", 1)
+	for deadline := time.Now().Add(20 * time.Second); readPid(pidB) != master; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never named the master:\n%s", pidB, s.stderr())
+		}
+	}
+	if _, err := os.Stat(pidA); !os.IsNotExist(err) {
+		t.Errorf("the old pid file is left: %v", err)
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`"msg":"reloaded","master":%d,`, master),
+		fmt.Sprintf(`"msg":"stopped","master":%d}`, master),
+		`{"worker":2,"time":`, // the new worker's lines, relayed
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the new log lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(s.stderr(), "msg=reloaded") {
+		t.Errorf("the master still logs to stderr:\n%s", s.stderr())
+	}
+	if _, err := os.Stat(pidB); !os.IsNotExist(err) {
+		t.Errorf("the pid file is left after the stop: %v", err)
+	}
+}

@@ -22,6 +22,13 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// set makes the lines go to w from now on.
+func (l *lineWriter) set(w io.Writer) {
+	l.mu.Lock()
+	l.w = w
+	l.mu.Unlock()
+}
+
 // WriteLine writes s and a newline in one write.
 func (l *lineWriter) WriteLine(s string) {
 	l.Write([]byte(s + "\n"))
@@ -55,9 +62,11 @@ func (r *reopenFile) Reopen() error {
 }
 
 // openLog sets up the master's log as the config's log section asks; the
-// workers' lines go to the same output.
+// workers' lines go to the same output. Called again (by a reload), it
+// moves the log and the workers' lines to the new output.
 func (m *Master) openLog(l config.Log) error {
 	var w io.Writer
+	var file *reopenFile
 	switch l.Output {
 	case "stdout":
 		w = m.Stdout
@@ -72,15 +81,24 @@ func (m *Master) openLog(l config.Log) error {
 	default:
 		f, err := os.OpenFile(l.Output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
-			if m.Logger != nil {
+			if m.log != nil {
+				m.log.Error("cannot open the new log; keeping the old one", "output", l.Output, "error", err)
+			} else if m.Logger != nil {
 				m.Logger.Error("cannot open the log", "output", l.Output, "error", err)
 			}
 			return err
 		}
-		m.logFile = &reopenFile{path: l.Output, f: f}
-		w = m.logFile
+		file = &reopenFile{path: l.Output, f: f}
+		w = file
 	}
-	m.logw = &lineWriter{w: w}
+	if m.logw == nil {
+		m.logw = &lineWriter{w: w}
+	} else {
+		m.logw.set(w)
+	}
+	m.closeLog()
+	m.logFile = file
+	m.logConfig = l
 	opts := &slog.HandlerOptions{Level: l.Level}
 	var h slog.Handler = slog.NewTextHandler(m.logw, opts)
 	if l.Format == "json" {
@@ -88,6 +106,13 @@ func (m *Master) openLog(l config.Log) error {
 	}
 	m.log = slog.New(h).With("master", os.Getpid())
 	return nil
+}
+
+// applyLog sets the master's log up again if a reload changed it.
+func (m *Master) applyLog(l config.Log) {
+	if l != m.logConfig {
+		m.openLog(l) // on failure, logged and the old log kept
+	}
 }
 
 // closeLog closes the log file, if the log is one.

@@ -78,9 +78,10 @@ type Master struct {
 	events  chan event
 	initErr sync.Once
 
-	log     *slog.Logger
-	logw    *lineWriter // the config's log output, shared with the workers' relayed lines
-	logFile *reopenFile
+	log       *slog.Logger
+	logw      *lineWriter // the config's log output, shared with the workers' relayed lines
+	logFile   *reopenFile
+	logConfig config.Log // what m.log was set up from
 
 	lns     map[config.Address]*os.File // the listening sockets, in the master
 	bound   map[string]config.Address   // "network addr" a socket is bound to → its key in lns (port 0 resolved)
@@ -113,6 +114,8 @@ type generation struct {
 	restarts []int     // by slot
 	failures []int     // by slot: consecutive short-lived runs
 	opened   []config.Address
+	log      config.Log // the master's log, once the generation serves
+	pidFile  string
 }
 
 // Run serves until ctx is done or Stop is called, then stops the workers
@@ -149,7 +152,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if m.pidFile != "" {
-		if err := os.WriteFile(m.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		if err := writePidFile(m.pidFile); err != nil {
 			m.log.Error("cannot write the pid file", "error", err)
 			m.closeListeners(nil)
 			m.closeLog()
@@ -160,9 +163,14 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	m.pending = first
 	m.startGeneration(first)
 
-	check := time.NewTicker(first.health.Interval)
+	interval := first.health.Interval
+	check := time.NewTicker(interval)
 	defer check.Stop()
 	for {
+		if m.cur != nil && m.cur.health.Interval != interval { // a reload changed it
+			interval = m.cur.health.Interval
+			check.Reset(interval)
+		}
 		select {
 		case <-ctx.Done():
 			return m.shutdown(nil)
@@ -226,7 +234,7 @@ func (m *Master) load() (*generation, error) {
 			return nil, &daemon.LoadError{Err: err}
 		}
 	}
-	if m.log == nil { // the first config sets up the master's log
+	if m.log == nil { // the first config sets up the master's log (a reload's: applyLog)
 		if err := m.openLog(cfg.Log); err != nil {
 			return nil, err
 		}
@@ -255,6 +263,7 @@ func (m *Master) load() (*generation, error) {
 	}
 	return &generation{
 		name: name, data: data, addrs: addrs, n: n,
+		log: cfg.Log, pidFile: cfg.PidFile,
 		health:   cfg.Health.WithDefaults(),
 		workers:  make([]*worker, n),
 		restarts: make([]int, n),
@@ -389,6 +398,8 @@ func (m *Master) promote() {
 			}
 		}
 		m.closeListeners(g.addrs)
+		m.applyLog(g.log)
+		m.applyPidFile(g.pidFile)
 		m.log.Info("reloaded", "config", g.name, "workers", g.n)
 	}
 	if m.again {
@@ -477,11 +488,8 @@ func (m *Master) shutdown(failure error) error {
 	}
 	m.closeListeners(nil)
 	if m.pidFile != "" {
-		for _, name := range []string{m.pidFile, m.pidFile + ".oldbin"} {
-			if b, err := os.ReadFile(name); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
-				os.Remove(name)
-			}
-		}
+		removePidFile(m.pidFile)
+		removePidFile(m.pidFile + ".oldbin")
 	}
 	m.log.Info("stopped")
 	m.closeLog()
@@ -539,4 +547,34 @@ func (m *Master) relay(id int, r io.Reader) {
 func marshalSetup(su setup) []byte {
 	b, _ := json.Marshal(su)
 	return b
+}
+
+// applyPidFile moves the pid file to name, as a reload asks: the new
+// one is written before the old one is removed.
+func (m *Master) applyPidFile(name string) {
+	if name == m.pidFile {
+		return
+	}
+	if name != "" {
+		if err := writePidFile(name); err != nil {
+			m.log.Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
+			return
+		}
+	}
+	if m.pidFile != "" {
+		removePidFile(m.pidFile)
+	}
+	m.pidFile = name
+}
+
+// writePidFile writes this process's id to name.
+func writePidFile(name string) error {
+	return os.WriteFile(name, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+}
+
+// removePidFile removes name if it holds this process's id.
+func removePidFile(name string) {
+	if b, err := os.ReadFile(name); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
+		os.Remove(name)
+	}
 }
