@@ -118,8 +118,9 @@ type generation struct {
 	pidFile  string
 }
 
-// Run serves until ctx is done or Stop is called, then stops the workers
-// gracefully and returns. It returns a *daemon.LoadError if the config
+// Run serves until ctx is done, then stops the workers gracefully and
+// returns nil; after a binary upgrade handed over to a new master, it
+// returns nil once its workers have drained. It returns a *daemon.LoadError if the config
 // cannot be loaded, a *daemon.ListenError if an address cannot be
 // listened on, and an error naming the worker's own when the first
 // workers cannot start.
