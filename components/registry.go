@@ -55,6 +55,10 @@ type Context struct {
 	// them). Nil leaves them unknown.
 	Conns func() int
 
+	// Workers reports the worker processes of the master this process
+	// is a worker of (the status page shows them); nil when it is none.
+	Workers func() Workers
+
 	// Shorthand is set by Build when the options came from a scalar or
 	// list argument (`name: argument`) rather than a map.
 	Shorthand bool
@@ -204,7 +208,7 @@ var builtins = []*Registration{
 	entry("echo", KindSource, "format", NewEcho, nil).
 		example(`echo: json`),
 	entry("status", KindSource, "format", NewStatus, func(o *StatusOptions, x *Context) {
-		o.Conns = x.Conns
+		o.Conns, o.Workers = x.Conns, x.Workers
 	}).example(`status: {format: json}`),
 	entry("cgi", KindSource, "script", NewCGI, nil).paths("script", "dir", "doc_root").
 		example(`cgi: {dir: ./cgi-bin, prefix: /cgi-bin/, timeout: 10s}`),

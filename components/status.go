@@ -54,6 +54,11 @@ type StatsSnapshot struct {
 	Errors uint64 `json:"errors"`
 	// UptimeSeconds is the time since the Stats were created.
 	UptimeSeconds float64 `json:"uptime_seconds"`
+	// Worker is the id of the worker process that answered, and Workers
+	// every worker of its master; both are left out when the server
+	// runs no workers (StatusOptions.Workers is nil).
+	Worker  int            `json:"worker,omitempty"`
+	Workers []WorkerStatus `json:"workers,omitempty"`
 }
 
 // Snapshot returns the counters now. Each counter is read atomically; the
@@ -99,12 +104,22 @@ type StatusOptions struct {
 	// engine.Server's OpenConns. Nil leaves the connection count out.
 	// (Not settable from a config file.)
 	Conns func() int `yaml:"-"`
+
+	// Workers reports the worker processes, when the server runs some
+	// (components.Context.Workers); nil leaves them out. (Not settable
+	// from a config file.)
+	Workers func() Workers `yaml:"-"`
 }
 
 // NewStatus returns the status Source: a page of the server counters (see
 // Stats) as HTML, JSON (a StatsSnapshot) or the Prometheus text exposition
 // format 0.0.4. Responses are marked Cache-Control: no-store. It is safe
 // for concurrent use.
+//
+// Under a master with worker processes, the counters are those of the
+// worker that answers, and the page adds every worker as the master last
+// heard from it (see Workers): in Prometheus, the worker's own series are
+// labelled worker="ID" and each worker has sluice_worker_* series.
 func NewStatus(opts StatusOptions) (pipe.Component, error) {
 	st := &status{opts: opts}
 	if st.opts.Stats == nil {
@@ -128,6 +143,10 @@ func (st *status) source(c *pipe.Conn) pipe.Content {
 	snap := st.opts.Stats.Snapshot()
 	if st.opts.Conns != nil {
 		snap.Connections = st.opts.Conns()
+	}
+	if st.opts.Workers != nil {
+		ws := st.opts.Workers()
+		snap.Worker, snap.Workers = ws.Self, ws.All
 	}
 	var b bytes.Buffer
 	h := c.Header()
@@ -186,26 +205,35 @@ func (st *status) format(c *pipe.Conn) string {
 // of counters in a small, stable format do not need client_golang and its
 // dependencies.
 func statusPrometheus(b *bytes.Buffer, s *StatsSnapshot, st *Stats) {
-	metric := func(name, typ, help string) {
-		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	// A worker's own series are labelled with its id: scrapes reach any
+	// worker, and each worker's counters are a series of their own.
+	var self, selfAnd string
+	if s.Worker != 0 {
+		self = fmt.Sprintf("{worker=\"%d\"}", s.Worker)
+		selfAnd = fmt.Sprintf("worker=\"%d\",", s.Worker)
 	}
 	if s.Connections >= 0 {
-		metric("sluice_connections_open", "gauge", "Open client connections.")
-		fmt.Fprintf(b, "sluice_connections_open %d\n", s.Connections)
+		promMetric(b, "sluice_connections_open", "gauge", "Open client connections.")
+		fmt.Fprintf(b, "sluice_connections_open%s %d\n", self, s.Connections)
 	}
-	metric("sluice_requests_total", "counter", "Requests counted.")
-	fmt.Fprintf(b, "sluice_requests_total %d\n", s.Requests)
-	metric("sluice_responses_total", "counter", "Responses by status class.")
+	promMetric(b, "sluice_requests_total", "counter", "Requests counted.")
+	fmt.Fprintf(b, "sluice_requests_total%s %d\n", self, s.Requests)
+	promMetric(b, "sluice_responses_total", "counter", "Responses by status class.")
 	for i := range len(st.classes) {
 		name := statusClassName(i)
-		fmt.Fprintf(b, "sluice_responses_total{class=%q} %d\n", name, s.Responses[name])
+		fmt.Fprintf(b, "sluice_responses_total{%sclass=%q} %d\n", selfAnd, name, s.Responses[name])
 	}
-	metric("sluice_response_body_bytes_total", "counter", "Response body bytes counted.")
-	fmt.Fprintf(b, "sluice_response_body_bytes_total %d\n", s.Bytes)
-	metric("sluice_response_errors_total", "counter", "Responses whose body could not be delivered.")
-	fmt.Fprintf(b, "sluice_response_errors_total %d\n", s.Errors)
-	metric("sluice_uptime_seconds", "gauge", "Seconds since the counters started.")
-	fmt.Fprintf(b, "sluice_uptime_seconds %.3f\n", s.UptimeSeconds)
+	promMetric(b, "sluice_response_body_bytes_total", "counter", "Response body bytes counted.")
+	fmt.Fprintf(b, "sluice_response_body_bytes_total%s %d\n", self, s.Bytes)
+	promMetric(b, "sluice_response_errors_total", "counter", "Responses whose body could not be delivered.")
+	fmt.Fprintf(b, "sluice_response_errors_total%s %d\n", self, s.Errors)
+	promMetric(b, "sluice_uptime_seconds", "gauge", "Seconds since the counters started.")
+	fmt.Fprintf(b, "sluice_uptime_seconds%s %.3f\n", self, s.UptimeSeconds)
+	workersPrometheus(b, s.Workers)
+}
+
+func promMetric(b *bytes.Buffer, name, typ, help string) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 }
 
 func statusHTML(b *bytes.Buffer, s *StatsSnapshot) {
@@ -224,5 +252,10 @@ func statusHTML(b *bytes.Buffer, s *StatsSnapshot) {
 	row("Body bytes", s.Bytes)
 	row("Delivery errors", s.Errors)
 	row("Uptime", time.Duration(s.UptimeSeconds*float64(time.Second)).Truncate(time.Second))
-	b.WriteString("</table>\n</body></html>\n")
+	if s.Worker != 0 {
+		row("Answered by worker", s.Worker)
+	}
+	b.WriteString("</table>\n")
+	workersHTML(b, s.Workers)
+	b.WriteString("</body></html>\n")
 }

@@ -135,7 +135,7 @@ func TestCountAndStatus(t *testing.T) {
 // values of the samples in want ("" for any value).
 func statusCheckPrometheus(t *testing.T, text string, want map[string]string) {
 	t.Helper()
-	sample := regexp.MustCompile(`^([a-z_]+)(\{[a-z]+="[^"]*"\})? ([0-9.]+)$`)
+	sample := regexp.MustCompile(`^([a-z_]+)(\{[a-z]+="[^"]*"(?:,[a-z]+="[^"]*")*\})? ([0-9.]+)$`)
 	typed := map[string]bool{}
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
@@ -162,6 +162,57 @@ func statusCheckPrometheus(t *testing.T, text string, want map[string]string) {
 	for name, v := range want {
 		if g, ok := got[name]; !ok || (v != "" && g != v) {
 			t.Errorf("%s = %q (present %v), want %q", name, g, ok, v)
+		}
+	}
+}
+
+// Under a master, the page shows every worker; the Prometheus series of
+// the worker answering are labelled with its id, and each worker has its
+// own sluice_worker_* series.
+func TestStatusWorkers(t *testing.T) {
+	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	view := Workers{Self: 2, All: []WorkerStatus{
+		{ID: 2, PID: 1002, Started: started, State: "serving", Restarts: 0, Connections: 3, Requests: 40},
+		{ID: 3, PID: 1003, Started: started.Add(time.Minute), State: "starting", Restarts: 1, Connections: 0, Requests: 1},
+	}}
+	stats := NewStats()
+	stats.requests.Add(7)
+	st, err := NewStatus(StatusOptions{Stats: stats, Workers: func() Workers { return view }})
+	statusURL := sluicetest.NewServer(t, pipe.Handler(builtinComp(t, st, err))).URL
+
+	_, body := builtinDo(t, "GET", statusURL+"/?format=json", nil)
+	var snap StatsSnapshot
+	if err := json.Unmarshal(body, &snap); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if snap.Worker != 2 || len(snap.Workers) != 2 || snap.Workers[1] != view.All[1] || !snap.Workers[0].Started.Equal(started) {
+		t.Errorf("JSON workers: %s", body)
+	}
+
+	_, body = builtinDo(t, "GET", statusURL+"/?format=prometheus", nil)
+	statusCheckPrometheus(t, string(body), map[string]string{
+		`sluice_requests_total{worker="2"}`:                          "7",
+		`sluice_responses_total{worker="2",class="2xx"}`:             "0",
+		`sluice_uptime_seconds{worker="2"}`:                          "",
+		`sluice_worker_info{worker="2",pid="1002",state="serving"}`:  "1",
+		`sluice_worker_info{worker="3",pid="1003",state="starting"}`: "1",
+		`sluice_worker_start_time_seconds{worker="3"}`:               fmt.Sprintf("%.3f", float64(started.Unix()+60)),
+		`sluice_worker_restarts{worker="3"}`:                         "1",
+		`sluice_worker_connections_open{worker="2"}`:                 "3",
+		`sluice_worker_requests_total{worker="2"}`:                   "40",
+		`sluice_worker_requests_total{worker="3"}`:                   "1",
+	})
+	if strings.Contains(string(body), "\nsluice_requests_total ") {
+		t.Errorf("an unlabelled series under workers:\n%s", body)
+	}
+
+	_, body = builtinDo(t, "GET", statusURL+"/?format=html", nil)
+	for _, want := range []string{
+		"<tr><th>Answered by worker</th><td>2</td></tr>",
+		"<tr><td>3</td><td>1003</td><td>2026-01-02T03:05:05Z</td><td>starting</td><td>1</td><td>0</td><td>1</td></tr>",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("HTML lacks %q:\n%s", want, body)
 		}
 	}
 }

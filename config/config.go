@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -26,9 +27,14 @@ type Config struct {
 	// Listen lists the addresses to listen on, in the order written.
 	Listen []Address
 
-	// Workers is the number of worker processes; 0 means one per CPU
-	// ("auto"). Only 1 is implemented yet (see docs/config.md).
+	// Workers is the number of worker processes a master starts (see
+	// package daemon/supervisor): 0, the default, serves in one process
+	// with no master; WorkersAuto starts one per CPU.
 	Workers int
+
+	// Health bounds how the master checks its workers; zero fields take
+	// their defaults (DefaultHealthInterval, DefaultHealthTimeout).
+	Health Health
 
 	// Limits are the engine's limits; fields the file does not set are
 	// zero (the engine's defaults).
@@ -64,6 +70,38 @@ type Log struct {
 	Format string // "text" or "json"
 	Output string // "stderr", "stdout" or a file path
 }
+
+// WorkersAuto is Config.Workers for "workers: auto": one worker process
+// per CPU (runtime.NumCPU).
+const WorkersAuto = -1
+
+// Health is the top-level health section: how often a master checks that
+// each worker still serves, and how long a check may go unanswered before
+// the worker is killed and replaced.
+type Health struct {
+	Interval time.Duration // between checks; 0 means DefaultHealthInterval
+	Timeout  time.Duration // a check unanswered this long fails; 0 means DefaultHealthTimeout
+}
+
+// Defaults of the health section.
+const (
+	DefaultHealthInterval = time.Second
+	DefaultHealthTimeout  = 5 * time.Second
+)
+
+// WithDefaults returns h with its zero fields set to the defaults.
+func (h Health) WithDefaults() Health {
+	if h.Interval <= 0 {
+		h.Interval = DefaultHealthInterval
+	}
+	if h.Timeout <= 0 {
+		h.Timeout = DefaultHealthTimeout
+	}
+	return h
+}
+
+// HealthKeys are the keys of the health section.
+var HealthKeys = []string{"interval", "timeout"}
 
 // Route is one route of the file: what it matches and its pipeline.
 type Route struct {
@@ -187,7 +225,7 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "limits", "log", "server_header", "pid_file", "routes"}
+var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "server_header", "pid_file", "routes"}
 
 // RouteKeys are the keys of a route.
 var RouteKeys = []string{"match", "host", "methods", "pipeline"}
@@ -229,9 +267,8 @@ func (p *parser) parse(data []byte) {
 	if !ok {
 		return
 	}
-	var routes *yaml.Node
+	var routes, health *yaml.Node
 	c := p.cfg
-	c.Workers = 1
 	c.ServerHeader = DefaultServerHeader
 	c.Log = Log{Level: slog.LevelInfo, Format: "text", Output: "stderr"}
 	for _, kv := range pairs {
@@ -240,6 +277,9 @@ func (p *parser) parse(data []byte) {
 			p.listen(kv.val)
 		case "workers":
 			p.workers(kv.val)
+		case "health":
+			health = kv.val
+			p.health(kv.val)
 		case "limits":
 			p.limits(kv.val)
 		case "log":
@@ -260,6 +300,9 @@ func (p *parser) parse(data []byte) {
 	}
 	if c.Listen == nil {
 		c.Listen = []Address{{Network: "tcp", Addr: DefaultListen}}
+	}
+	if health != nil && c.Workers == 0 {
+		p.warn(health, "", HealthWarning)
 	}
 	if routes == nil {
 		p.errorf(root, "no routes: a config file needs a routes list, each route with a match (the paths it serves) and a pipeline (the components that answer), e.g. %s", routesExample)
@@ -313,18 +356,34 @@ func (p *parser) workers(n *yaml.Node) {
 		return
 	}
 	if s == "auto" {
-		p.cfg.Workers = 0
-		p.warn(n, "", WorkersWarning)
+		p.cfg.Workers = WorkersAuto
 		return
 	}
 	w, err := strconv.Atoi(s)
-	if err != nil || w < 1 {
-		p.errorf(n, `workers: want a number of processes (1 or more) or "auto", got %q`, s)
+	if err != nil || w < 0 {
+		p.errorf(n, `workers: want a number of processes (0 for none) or "auto", got %q`, s)
 		return
 	}
 	p.cfg.Workers = w
-	if w != 1 {
-		p.warn(n, "", WorkersWarning)
+}
+
+func (p *parser) health(n *yaml.Node) {
+	pairs, _ := p.mapping(n, "health key", HealthKeys)
+	for _, kv := range pairs {
+		s, ok := p.scalar(kv.val, "health."+kv.key.Value, "a duration")
+		if !ok {
+			continue
+		}
+		d, err := ParseDuration(s)
+		if err != nil || d <= 0 {
+			p.errorf(kv.val, "health.%s: want a positive duration (e.g. 2s), got %q", kv.key.Value, s)
+			continue
+		}
+		if kv.key.Value == "interval" {
+			p.cfg.Health.Interval = d
+		} else {
+			p.cfg.Health.Timeout = d
+		}
 	}
 }
 

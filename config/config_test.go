@@ -119,13 +119,18 @@ func TestParseTopLevel(t *testing.T) {
 		check func(c *Config) bool
 	}{
 		{"", func(c *Config) bool {
-			return len(c.Listen) == 1 && c.Listen[0].Addr == ":8080" && c.Workers == 1 && c.ServerHeader == "sluice" && c.Log.Format == "text"
+			return len(c.Listen) == 1 && c.Listen[0].Addr == ":8080" && c.Workers == 0 && c.Health == (Health{}) && c.ServerHeader == "sluice" && c.Log.Format == "text"
 		}},
 		{"listen: [127.0.0.1:1, unix:s.sock]", func(c *Config) bool {
 			return c.Listen[0] == Address{"tcp", "127.0.0.1:1"} && c.Listen[1] == Address{"unix", filepath.Join("dir", "s.sock")}
 		}},
-		{"workers: auto", func(c *Config) bool { return c.Workers == 0 }},
+		{"workers: auto", func(c *Config) bool { return c.Workers == WorkersAuto }},
 		{"workers: 4", func(c *Config) bool { return c.Workers == 4 }},
+		{"workers: 0", func(c *Config) bool { return c.Workers == 0 }},
+		{"workers: 2\nhealth: {interval: 200ms, timeout: 3s}", func(c *Config) bool {
+			return c.Health == Health{200 * time.Millisecond, 3 * time.Second} &&
+				c.Health.WithDefaults() == c.Health && (Health{}).WithDefaults() == Health{DefaultHealthInterval, DefaultHealthTimeout}
+		}},
 		{"server_header: false", func(c *Config) bool { return c.ServerHeader == "" }},
 		{`server_header: "false"`, func(c *Config) bool { return c.ServerHeader == "false" }},
 		{"server_header: edge/1", func(c *Config) bool { return c.ServerHeader == "edge/1" }},
@@ -167,7 +172,7 @@ routes:
 	}
 	want := []string{
 		`test.yaml:2:1: unknown top-level key "lisen" (did you mean "listen"?)`,
-		`test.yaml:3:10: workers: want a number of processes (1 or more) or "auto", got "none"`,
+		`test.yaml:3:10: workers: want a number of processes (0 for none) or "auto", got "none"`,
 		`test.yaml:6:16: unknown component "compres" (did you mean "compress"?)`,
 		`test.yaml:8:24: unknown text option "bdy" (did you mean "body"?)`,
 	}

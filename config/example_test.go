@@ -31,7 +31,7 @@ routes:
 	cfg.Explain(os.Stdout)
 	// Output:
 	// listen         127.0.0.1:8080
-	// workers        1
+	// workers        0
 	// server_header  "sluice"
 	// limits         defaults
 	// log            info, text, to stderr

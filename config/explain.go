@@ -21,7 +21,7 @@ func (c *Config) Explain(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "listen\t%s\n", strings.Join(addrs, ", "))
 	workers := strconv.Itoa(c.Workers)
-	if c.Workers == 0 {
+	if c.Workers == WorkersAuto {
 		workers = "auto"
 	}
 	fmt.Fprintf(tw, "workers\t%s\n", workers)

@@ -36,9 +36,9 @@ func (w *Warning) String() string {
 	return fmt.Sprintf("%s:%d:%d: warning: %s", w.File, w.Line, w.Col, w.Msg)
 }
 
-// WorkersWarning is the warning, and the message a server logs, for a
-// workers setting other than 1.
-const WorkersWarning = "workers: the master/worker mode is not implemented yet; serving in this one process"
+// HealthWarning is the warning, and the message a server logs, for a
+// health section in a config with no workers to check.
+const HealthWarning = "health: checks worker processes, and workers is 0 (or absent): this one process serves alone"
 
 // buildLog records what a component logs at level Warn or above while it
 // is built, and passes every record on to the logger the component was

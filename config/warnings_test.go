@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// A valid config's warnings come with their positions: workers other than
-// 1, and what a component logs at Warn while it is built, which also
+// A valid config's warnings come with their positions: a health section
+// with no workers to check, and what a component logs at Warn while it is built, which also
 // reaches the Loader's logger as before.
 func TestWarnings(t *testing.T) {
 	dir := t.TempDir()
@@ -20,7 +20,7 @@ func TestWarnings(t *testing.T) {
 	var logged bytes.Buffer
 	l := &Loader{Context: testLoader().Context}
 	l.Context.Logger = slog.New(slog.NewTextHandler(&logged, nil))
-	cfg, err := l.Parse(filepath.Join(dir, "w.yaml"), []byte(`workers: auto
+	cfg, err := l.Parse(filepath.Join(dir, "w.yaml"), []byte(`health: {timeout: 2s}
 routes:
   - match: /
     pipeline:
@@ -36,7 +36,7 @@ routes:
 		got = append(got, strings.TrimPrefix(w.String(), dir+string(filepath.Separator)))
 	}
 	if len(got) != 2 ||
-		got[0] != "w.yaml:1:10: warning: "+WorkersWarning ||
+		got[0] != "w.yaml:1:9: warning: "+HealthWarning ||
 		!strings.HasPrefix(got[1], "w.yaml:5:9: warning: basic_auth: htpasswd lines without a hash Sluice verifies") ||
 		!strings.Contains(got[1], ` file=`) || cfg.Warnings[1].Stage != "basic_auth" {
 		t.Errorf("warnings:\n%s", strings.Join(got, "\n"))

@@ -294,7 +294,38 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.shutdown(ctx, grace)
 }
 
+// Drain is Shutdown for a server others take over from (a worker a
+// supervisor replaces): it stops accepting, but leaves idle keep-alive
+// connections open, answering the next request on each with
+// "Connection: close" (see engine.Server.Drain); connections still idle
+// when ctx is done are closed. Then it tidies up as Shutdown does.
+func (s *Server) Drain(ctx context.Context) error {
+	var grace any = "none"
+	if dl, ok := ctx.Deadline(); ok {
+		grace = time.Until(dl).Round(time.Millisecond)
+	}
+	return s.stop(ctx, grace, s.srv.Drain)
+}
+
+// ServeListener serves the connections ln accepts, beside the config's
+// listeners, until Shutdown or Drain closes it: a supervisor's health
+// probes reach a worker's engine this way. It returns ErrNotRunning if
+// the server does not run.
+func (s *Server) ServeListener(ln net.Listener) error {
+	if err := s.lockRunning(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	go s.srv.Serve(ln)
+	return nil
+}
+
 func (s *Server) shutdown(ctx context.Context, grace any) error {
+	return s.stop(ctx, grace, s.srv.Shutdown)
+}
+
+// stop ends the server with end (the engine's Shutdown or Drain).
+func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) error) error {
 	if err := s.lockRunning(); err != nil {
 		return err
 	}
@@ -303,7 +334,7 @@ func (s *Server) shutdown(ctx context.Context, grace any) error {
 	close(s.stopped)
 	log := s.logger()
 	log.Info("shutting down", "grace", grace)
-	err := s.srv.Shutdown(ctx)
+	err := end(ctx)
 	if err != nil {
 		log.Warn("grace period over; connections cut", "connections", s.srv.OpenConns())
 	}
@@ -317,6 +348,14 @@ func (s *Server) shutdown(ctx context.Context, grace any) error {
 	log.Info("stopped")
 	s.closeLog()
 	return err
+}
+
+// Stats returns the engine's counters (engine.Server.Stats): connections
+// accepted and open, requests, refusals, panics and bytes written since
+// Start. It is safe to call at any time.
+func (s *Server) Stats() engine.Stats {
+	s.init()
+	return s.srv.Stats()
 }
 
 // Addrs returns the addresses the server listens on, in the order they

@@ -528,23 +528,23 @@ func TestWarningsLogged(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "users.htpasswd"), "alice:plaintext\n")
 	file := filepath.Join(dir, "site.yaml")
-	writeFile(t, file, "workers: 4\nlisten: 127.0.0.1:0\nroutes:\n  - match: /\n    pipeline:\n      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}\n      - text: hi\n")
+	writeFile(t, file, "health: {timeout: 2s}\nlisten: 127.0.0.1:0\nroutes:\n  - match: /\n    pipeline:\n      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}\n      - text: hi\n")
 	s, log := newServer(t, fileLoad(file))
 	start(t, s)
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	workers := fmt.Sprintf("level=WARN msg=%q at=%s:1:10", config.WorkersWarning, file)
-	if n := strings.Count(log.String(), workers); n != 2 {
-		t.Errorf("the workers warning is logged %d times, want 2 (Start, Reload):\n%s", n, log)
+	health := fmt.Sprintf("level=WARN msg=%q at=%s:1:9", config.HealthWarning, file)
+	if n := strings.Count(log.String(), health); n != 2 {
+		t.Errorf("the health warning is logged %d times, want 2 (Start, Reload):\n%s", n, log)
 	}
 	if n := strings.Count(log.String(), "level=WARN msg=\"basic_auth: "); n != 2 {
 		t.Errorf("the component's warning is logged %d times, want 2:\n%s", n, log)
 	}
 }
 
-// HandleSignals: SIGHUP reloads, SIGUSR1 reopens the logs, SIGTERM ends
-// Run.
+// HandleSignals: SIGHUP reloads, SIGUSR1 reopens the logs, SIGUSR2 is
+// logged and ignored, SIGTERM ends Run.
 func TestHandleSignals(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "site.yaml")
 	writeFile(t, file, textConfig("127.0.0.1:0", "one"))
@@ -564,6 +564,8 @@ func TestHandleSignals(t *testing.T) {
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGUSR1)
 	sluicetest.WaitFor(t, "the reopen", func() bool { return strings.Contains(log.String(), "log files reopened") })
+	syscall.Kill(os.Getpid(), syscall.SIGUSR2) // not the default action: the test goes on
+	sluicetest.WaitFor(t, "the warning", func() bool { return strings.Contains(log.String(), "SIGUSR2 ignored") })
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	if err := <-done; err != nil {
 		t.Errorf("Run after SIGTERM = %v, want nil", err)

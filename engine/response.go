@@ -242,7 +242,7 @@ func (w *response) commit(final bool) {
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
 	}
 	switch {
-	case c.closeAfter || w.req.close || w.hdr.close || c.srv.shuttingDown():
+	case c.closeAfter || w.req.close || w.hdr.close || c.srv.closing():
 		b = append(b, "Connection: close\r\n"...)
 		c.closeAfter = true
 	case w.req.ProtoMinor == 0:

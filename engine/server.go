@@ -62,6 +62,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	closed    atomic.Bool // Shutdown or Close called
+	draining  atomic.Bool // Drain called (see drain.go)
 	open      atomic.Int64
 	slot      chan struct{} // signalled when a connection closes
 	quit      chan struct{} // closed by Shutdown or Close: idle runners exit
@@ -205,7 +206,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if s.closed.Load() {
+			if s.closing() {
 				return ErrServerClosed
 			}
 			if !temporaryAcceptError(err) {

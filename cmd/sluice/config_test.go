@@ -230,16 +230,15 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 }
 
-func TestWorkersNotImplementedYet(t *testing.T) {
-	s := start(t, "serve", "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--workers", "auto")
-	if !strings.Contains(s.stderr(), "master/worker mode is not implemented yet") {
-		t.Errorf("no warning about workers:\n%s", s.stderr())
+// --workers takes 0 (one process), a number, or auto; nothing else.
+func TestWorkersFlag(t *testing.T) {
+	for _, bad := range []string{"-1", "none", "02"} {
+		if r := sluice(t, "serve", "--workers", bad, "--print-config"); r.code != 1 || !strings.Contains(r.stderr, "--workers") {
+			t.Errorf("--workers %s = %d %q", bad, r.code, r.stderr)
+		}
 	}
-	if code, _, _ := get(t, "http://"+s.addr+"/nope"); code != 404 {
-		t.Errorf("GET /nope = %d", code)
-	}
-	if r := sluice(t, "serve", "--workers", "0", "--print-config"); r.code != 1 || !strings.Contains(r.stderr, "--workers") {
-		t.Errorf("--workers 0 = %d %q", r.code, r.stderr)
+	if r := sluice(t, "serve", "--workers", "auto", "--print-config"); r.code != 0 || !strings.Contains(r.stdout, "workers: auto") {
+		t.Errorf("--workers auto = %d %q %q", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -517,7 +516,7 @@ func TestCheckWarnsLikeServe(t *testing.T) {
 	dir := t.TempDir()
 	writeConfig(t, filepath.Join(dir, "users.htpasswd"), "alice:plaintext\n")
 	file := filepath.Join(dir, "site.yaml")
-	writeConfig(t, file, `workers: 4
+	writeConfig(t, file, `health: {timeout: 2s}
 routes:
   - match: /
     pipeline:
@@ -527,7 +526,7 @@ routes:
 	r := sluice(t, "check", "-c", file)
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 	if r.code != 0 || r.stdout != "ok\n" || len(lines) != 2 ||
-		!strings.HasPrefix(lines[0], file+":1:10: warning: workers: ") ||
+		!strings.HasPrefix(lines[0], file+":1:9: warning: health: ") ||
 		!strings.HasPrefix(lines[1], file+":5:9: warning: basic_auth: ") {
 		t.Fatalf("sluice check = %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}

@@ -6,9 +6,11 @@
 //	sluice graph -c FILE [--svg OUT]
 //	sluice fmt -c FILE [-w]
 //	sluice reload (-c FILE | --pid-file FILE | --pid N)
+//	sluice stop (-c FILE | --pid-file FILE | --pid N)
+//	sluice upgrade (-c FILE | --pid-file FILE | --pid N)
 //	sluice demo [--listen ADDR]
-//	sluice version
-//	sluice help [COMMAND]
+//	sluice version (or sluice --version)
+//	sluice help [COMMAND | signals]
 //
 // The config file format is described in docs/config.md. The benchmark
 // harness is not part of this binary: it is the Go module in bench/ of the
@@ -27,6 +29,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sluice-server/sluice/daemon/supervisor"
 )
 
 // Exit statuses.
@@ -46,11 +50,14 @@ Commands:
   graph     draw a config file's process network (Graphviz DOT or SVG)
   fmt       format a config file canonically, keeping comments
   reload    make a running server load its config file again (SIGHUP)
+  stop      make a running server stop gracefully (SIGTERM)
+  upgrade   make a running master upgrade its binary (SIGUSR2)
   demo      serve the demo site built into the binary
-  version   print the version
+  version   print the version (also: sluice --version)
   help      print help for a command
 
-Run 'sluice help <command>' or 'sluice <command> --help' for a command's flags.
+Run 'sluice help <command>' or 'sluice <command> --help' for a command's flags,
+and 'sluice help signals' for the signals a server answers.
 
 Exit status: 0 on success (including a graceful shutdown on SIGINT or
 SIGTERM), 1 on a runtime or configuration error, 2 on a usage error.
@@ -73,7 +80,7 @@ type command struct {
 	setup          func(fs *flag.FlagSet) (exec func(stdout, stderr io.Writer) int)
 }
 
-var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, demoCommand, versionCommand}
+var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, stopCommand, upgradeCommand, demoCommand, versionCommand}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -84,11 +91,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch name := args[0]; name {
+	case supervisor.WorkerCommand: // hidden: how a master starts its workers
+		return supervisor.RunWorker(stdout, stderr)
 	case "bench":
 		fmt.Fprint(stderr, benchMoved)
 		return exitUsage
+	case "--version", "-version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "sluice: %s takes no arguments\n", name)
+			return exitUsage
+		}
+		return run([]string{"version"}, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && name == "help" {
+			if t, ok := topics[args[1]]; ok {
+				fmt.Fprint(stdout, t)
+				return exitOK
+			}
 			if c := lookup(args[1]); c != nil {
 				fs := newFlagSet(c)
 				c.setup(fs)

@@ -88,12 +88,26 @@ var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
 // ends, if still running.
 func start(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := &server{cmd: exec.Command(binary, args...), done: make(chan struct{})}
-	stderr, err := s.cmd.StderrPipe()
+	return startCmd(t, exec.Command(binary, args...))
+}
+
+// startCmd is start for a command to run.
+func startCmd(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
+	args := cmd.Args[1:]
+	s := &server{cmd: cmd, done: make(chan struct{})}
+	// stderr is a pipe of ours rather than the command's StderrPipe, for
+	// it to stay readable as long as any process writes to it: a binary
+	// upgrade's new master outlives the process started.
+	stderr, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.cmd.Start(); err != nil {
+	s.cmd.Stderr = w
+	err = s.cmd.Start()
+	w.Close()
+	if err != nil {
+		stderr.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -105,12 +119,17 @@ func start(t *testing.T, args ...string) *server {
 	addr := make(chan string, 1)
 	go func() {
 		defer close(s.done)
+		defer stderr.Close()
 		sc := bufio.NewScanner(stderr)
+		first := true
 		for sc.Scan() {
 			s.mu.Lock()
 			s.log.WriteString(sc.Text() + "\n")
 			s.mu.Unlock()
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			// Only the first address is waited for: a process with
+			// workers logs one line per worker, and more at every reload.
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil && first {
+				first = false
 				addr <- m[1]
 			}
 		}
@@ -141,6 +160,12 @@ func (s *server) stop(t *testing.T, sig os.Signal) int {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
+	return s.wait(t)
+}
+
+// wait waits for the process to exit and returns its exit status.
+func (s *server) wait(t *testing.T) int {
+	t.Helper()
 	<-s.done
 	err := s.cmd.Wait()
 	var ee *exec.ExitError
@@ -336,5 +361,13 @@ func TestVersion(t *testing.T) {
 	r := sluice(t, "version")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "sluice ") || !strings.Contains(r.stdout, "go1.") {
 		t.Errorf("sluice version = %d %q", r.code, r.stdout)
+	}
+	for _, flag := range []string{"--version", "-version"} {
+		if f := sluice(t, flag); f != r {
+			t.Errorf("sluice %s = %+v, want as sluice version: %+v", flag, f, r)
+		}
+	}
+	if r := sluice(t, "--version", "x"); r.code != 2 {
+		t.Errorf("sluice --version x = %d %q", r.code, r.stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
+	"github.com/sluice-server/sluice/daemon/supervisor"
 )
 
 // flagsSource names the config the serve flags stand for, in messages.
@@ -47,7 +49,12 @@ SIGHUP loads the config again: a valid one takes over for new requests
 while requests in flight finish on the old one, for up to --shutdown-grace; an invalid one is logged
 and the running config keeps serving (see 'sluice help reload'). SIGUSR1
 reopens the log files (after logrotate). With -c, --listen, --workers and
---pid-file override the file's listen, workers and pid_file.`,
+--pid-file override the file's listen, workers and pid_file.
+
+With --workers N (or workers: N in the file) a master process starts N
+worker processes sharing the listening sockets, checks their health and
+replaces those that fail; SIGUSR2 then upgrades the binary without
+closing a socket (docs/workers.md; 'sluice help signals').`,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
 		f := &serveFlags{}
 		fs.StringVar(&f.file, "c", "", "serve the config `FILE` (YAML or JSON)")
@@ -57,7 +64,7 @@ reopens the log files (after logrotate). With -c, --listen, --workers and
 		fs.BoolVar(&f.browse, "browse", false, "list the files of directories without an index file (without -c)")
 		fs.BoolVar(&f.compress, "compress", false, "compress responses with zstd, br or gzip as the client accepts (without -c)")
 		fs.StringVar(&f.serverHeader, "server-header", config.DefaultServerHeader, "the Server header field `value`; empty sends none (without -c)")
-		fs.StringVar(&f.workers, "workers", "1", "worker processes, `N` or auto (only 1 is implemented yet)")
+		fs.StringVar(&f.workers, "workers", "0", "worker processes under a master, `N` or auto (one per CPU); 0 serves in this one process")
 		fs.StringVar(&f.pidFile, "pid-file", "", "write the process id to `FILE` (for sluice reload)")
 		fs.BoolVar(&f.printConfig, "print-config", false, "print the config file the flags stand for, and exit")
 		fs.DurationVar(&f.grace, "shutdown-grace", daemon.DefaultGrace, "how long requests in flight get to finish at shutdown (and on the old config after a reload) before they are cut; must be positive")
@@ -94,6 +101,9 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	log := newLogger(stderr)
+	if f.workerCount() != 0 || supervisor.Upgrading() {
+		return f.runMaster(stdout, stderr, log)
+	}
 	d := &daemon.Server{Grace: f.grace, Stdout: stdout, Stderr: stderr, Logger: log, SetSlogDefault: true}
 	if f.file != "" {
 		d.Name = f.file
@@ -135,7 +145,62 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 func runDaemon(d *daemon.Server, log *slog.Logger, stderr io.Writer) int {
 	ctx, stop := daemon.HandleSignals(context.Background(), d)
 	defer stop()
-	err := d.Run(ctx)
+	return exitStatus(d.Run(ctx), d.Name, log, stderr)
+}
+
+// workerCount returns the number of worker processes asked for (the
+// config's Workers): 0 serves in this process. A file that cannot be read
+// counts as 0, for the server to report its errors.
+func (f *serveFlags) workerCount() int {
+	if f.file == "" {
+		w, _ := parseWorkers(f.workers)
+		return w
+	}
+	quiet := components.Context{Logger: slog.New(slog.DiscardHandler)} // the server logs the warnings
+	cfg, err := (&config.Loader{Context: quiet}).Load(f.file)
+	if err != nil {
+		return 0
+	}
+	defer cfg.Close()
+	if f.override(cfg) != nil {
+		return 0
+	}
+	return cfg.Workers
+}
+
+// runMaster runs a master and its worker processes (package
+// daemon/supervisor) until SIGINT or SIGTERM.
+func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger) int {
+	m := &supervisor.Master{Grace: f.grace, Stdout: stdout, Stderr: stderr, Logger: log}
+	name := flagsSource
+	if f.file != "" {
+		name = f.file
+		m.Read = func() (string, []byte, error) {
+			data, err := os.ReadFile(f.file)
+			return f.file, data, err
+		}
+		m.Prepare = f.override
+	} else {
+		m.Read = func() (string, []byte, error) {
+			data, err := f.configYAML()
+			return flagsSource, data, err
+		}
+	}
+	ctx, stop := supervisor.HandleSignals(context.Background(), m)
+	defer stop()
+	err := m.Run(ctx)
+	if err != nil && !errors.As(err, new(*daemon.LoadError)) {
+		fmt.Fprintln(stderr, "sluice serve:", err)
+	}
+	return exitStatus(err, name, log, stderr)
+}
+
+// exitStatus returns the exit status for Run's error, reporting a config
+// that cannot be loaded: a file's errors one per line as
+// FILE:LINE:COL: message on stderr, then a log record; the flags'
+// config's errors as log records (their positions are in no file).
+// Other errors were logged.
+func exitStatus(err error, name string, log *slog.Logger, stderr io.Writer) int {
 	var le *daemon.LoadError
 	switch {
 	case err == nil:
@@ -146,14 +211,14 @@ func runDaemon(d *daemon.Server, log *slog.Logger, stderr io.Writer) int {
 	var errs config.Errors
 	switch {
 	case !errors.As(le.Err, &errs):
-		log.Error("cannot load the config", "config", d.Name, "error", le.Err)
-	case d.Name == flagsSource:
+		log.Error("cannot load the config", "config", name, "error", le.Err)
+	case name == flagsSource:
 		for _, e := range errs {
 			log.Error("cannot serve", "error", e.Msg)
 		}
 	default:
 		fmt.Fprintln(stderr, errs.Error())
-		log.Error("invalid config", "config", d.Name, "errors", len(errs))
+		log.Error("invalid config", "config", name, "errors", len(errs))
 	}
 	return exitError
 }
@@ -176,10 +241,8 @@ func (f *serveFlags) override(cfg *config.Config) error {
 			return err
 		}
 		cfg.Workers = w
-		// The file's warning, if any, is about the value overridden.
-		cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(w *config.Warning) bool { return w.Msg == config.WorkersWarning })
-		if w != 1 {
-			cfg.Warnings = append(cfg.Warnings, &config.Warning{File: cfg.File, Msg: config.WorkersWarning})
+		if w != 0 { // the file's warning, if any, is about the value overridden
+			cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(w *config.Warning) bool { return w.Msg == config.HealthWarning })
 		}
 	}
 	if f.set["pid-file"] {
@@ -188,13 +251,14 @@ func (f *serveFlags) override(cfg *config.Config) error {
 	return nil
 }
 
+// parseWorkers parses --workers as config.Config.Workers.
 func parseWorkers(s string) (int, error) {
 	if s == "auto" {
-		return 0, nil
+		return config.WorkersAuto, nil
 	}
 	var n int
-	if _, err := fmt.Sscan(s, &n); err != nil || n < 1 || fmt.Sprint(n) != s {
-		return 0, fmt.Errorf("--workers: want a number of processes (1 or more) or auto, got %q", s)
+	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 || fmt.Sprint(n) != s {
+		return 0, fmt.Errorf("--workers: want a number of processes (0 for none) or auto, got %q", s)
 	}
 	return n, nil
 }
@@ -220,7 +284,7 @@ func (f *serveFlags) configYAML() ([]byte, error) {
 		pipeline = append(pipeline, "compress")
 	}
 	top := yamlMap("listen", f.listen)
-	if w != 1 {
+	if w != 0 {
 		top.Content = append(top.Content, yamlMap("workers", f.workers).Content...)
 	}
 	var sh any = f.serverHeader

@@ -1,0 +1,159 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/config"
+)
+
+// The file descriptors a worker inherits (exec.Cmd.ExtraFiles), after
+// stdin, stdout and stderr (stderr is a pipe the master reads):
+//
+//	3      the control channel: this worker's end of a SOCK_SEQPACKET
+//	       socketpair, one JSON message per packet (see message)
+//	4      the setup pipe: the master writes one JSON setup (the config's
+//	       name and bytes, the listen addresses, the health settings) and
+//	       closes it
+//	5 + i  the listening socket of setup.Addrs[i], shared with the master
+//	       and every other worker
+const (
+	fdControl   = 3
+	fdSetup     = 4
+	fdListeners = 5
+)
+
+// setup is what the master tells a worker at its start.
+type setup struct {
+	ID     int              // the worker's id, in log records (worker=ID)
+	Name   string           // the config file's name: relative paths resolve against its directory
+	Config []byte           // the config file's bytes, as the master validated them
+	Addrs  []config.Address // the addresses of the inherited listeners, in fd order
+	Health config.Health    // with defaults
+	Grace  time.Duration    // for a shutdown the worker starts itself (SIGTERM)
+}
+
+// Message types.
+const (
+	// worker to master
+	msgReady = "ready" // the worker serves; PID set
+	msgBeat  = "beat"  // a heartbeat; Stats set
+	msgError = "error" // the worker cannot start; Error set, then it exits
+	// master to worker
+	msgProbe  = "probe"  // with a socket in SCM_RIGHTS: serve it as an HTTP connection
+	msgStop   = "stop"   // shut down (close idle connections) within Grace, then exit
+	msgDrain  = "drain"  // drain (keep idle connections until Grace), then exit
+	msgReopen = "reopen" // reopen the log files
+	msgView   = "view"   // every worker's status, for the status page; Workers set
+)
+
+// message is one control-channel packet.
+type message struct {
+	Type  string        `json:"type"`
+	PID   int           `json:"pid,omitempty"`
+	Stats *Stats        `json:"stats,omitempty"`
+	Error string        `json:"error,omitempty"`
+	Grace time.Duration `json:"grace,omitempty"`
+
+	Workers []components.WorkerStatus `json:"workers,omitempty"`
+}
+
+// Stats are a worker's counters, as its heartbeats report them
+// (engine.Stats).
+type Stats struct {
+	Open         int64  `json:"open"`
+	Accepted     uint64 `json:"accepted"`
+	Requests     uint64 `json:"requests"`
+	Refused      uint64 `json:"refused"`
+	Panics       uint64 `json:"panics"`
+	BytesWritten uint64 `json:"bytes_written"`
+}
+
+// maxMessage bounds a control packet.
+const maxMessage = 64 << 10
+
+// send writes m as one packet, with f's descriptor attached if f is not
+// nil. Safe for concurrent use (one packet is one write).
+func send(c *net.UnixConn, m message, f *os.File, timeout time.Duration) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if f != nil {
+		oob = syscall.UnixRights(int(f.Fd()))
+	}
+	c.SetWriteDeadline(time.Now().Add(timeout))
+	_, _, err = c.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// receive reads one packet: the message and the file passed with it, if
+// any. It returns io.EOF-like errors when the other end is gone.
+func receive(c *net.UnixConn) (message, *os.File, error) {
+	var m message
+	buf := make([]byte, maxMessage)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return m, nil, err
+	}
+	if n == 0 && oobn == 0 {
+		return m, nil, errors.New("control channel closed")
+	}
+	var f *os.File
+	if oobn > 0 {
+		cmsgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+		if err == nil {
+			for _, cm := range cmsgs {
+				fds, err := syscall.ParseUnixRights(&cm)
+				if err != nil {
+					continue
+				}
+				for _, fd := range fds {
+					if f == nil {
+						f = os.NewFile(uintptr(fd), "probe")
+					} else {
+						syscall.Close(fd)
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(buf[:n], &m); err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return m, nil, err
+	}
+	return m, f, nil
+}
+
+// socketpair returns the two ends of a new Unix socket pair of type typ.
+func socketpair(typ int, name string) (a, b *os.File, err error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, typ|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, os.NewSyscallError("socketpair", err)
+	}
+	return os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name), nil
+}
+
+// fileConn returns a net.UnixConn over f's socket; f is closed.
+func fileConn(f *os.File) (*net.UnixConn, error) {
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, errors.New("not a Unix socket")
+	}
+	return uc, nil
+}

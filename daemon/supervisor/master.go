@@ -1,0 +1,581 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-server/sluice/config"
+	"github.com/sluice-server/sluice/daemon"
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Master runs a config with worker processes: it reads and validates the
+// config, opens every listen address once, and starts the config's
+// number of workers, each a process of the same binary that inherits the
+// listening sockets and serves them with a daemon.Server. The kernel
+// spreads new connections over the workers through each socket's one
+// accept queue; the master is not in the data path. It checks the
+// workers' health, replaces those that die or stop answering, reloads
+// by starting new workers and draining the old, hands its sockets over
+// to a new master on a binary upgrade, and stops them all.
+//
+// Set the exported fields before Run. Reload, ReopenLogs and Upgrade are
+// safe for concurrent use, and do nothing once Run has returned; Run
+// stops when its context is done.
+type Master struct {
+	// Read returns the config file's name (for messages and relative
+	// paths) and its bytes. Run calls it once, every Reload again. The
+	// bytes are what workers get, so that a file edited between the
+	// master's check and a worker's start cannot split them.
+	Read func() (name string, data []byte, err error)
+
+	// Prepare, if set, adjusts each config the master loads (command-line
+	// overrides of listen, workers, pid_file) before it is used.
+	Prepare func(*config.Config) error
+
+	// Grace bounds how long a worker's requests in flight get to finish
+	// when it stops or drains. Zero means daemon.DefaultGrace.
+	Grace time.Duration
+
+	// Command returns the command that starts a worker; nil runs this
+	// program's own binary (/proc/self/exe: the file this process runs,
+	// even once an upgrade replaced it on disk) with the argument
+	// WorkerCommand. Run sets its ExtraFiles, Stderr, and
+	// SysProcAttr.Pdeathsig.
+	Command func() *exec.Cmd
+
+	// UpgradeCommand returns the command that starts a new master on a
+	// binary upgrade (Upgrade, SIGUSR2); nil runs the binary at the path
+	// this program was started from (os.Args[0], made absolute when Run
+	// starts) with the same arguments. Run sets its ExtraFiles and
+	// Env, and Stdin, Stdout and Stderr to this process's if nil.
+	UpgradeCommand func() *exec.Cmd
+
+	// Stdout and Stderr are where the config's log goes when its output
+	// is stdout or stderr, the workers' included; nil means os.Stdout
+	// and os.Stderr.
+	Stdout, Stderr io.Writer
+
+	// Logger receives what is logged before the config's log is set up.
+	// Nil means slog.Default().
+	Logger *slog.Logger
+
+	reqs    chan func()
+	events  chan event
+	initErr sync.Once
+
+	log       *slog.Logger
+	logw      *lineWriter // the config's log output, shared with the workers' relayed lines
+	logFile   *reopenFile
+	logConfig config.Log // what m.log was set up from
+
+	lns     map[config.Address]*os.File // the listening sockets, in the master
+	bound   map[string]config.Address   // "network addr" a socket is bound to → its key in lns (port 0 resolved)
+	pidFile string
+	nextID  int
+	cur     *generation // serving
+	pending *generation // a reload's, until its workers are healthy
+	old     []*worker   // draining or stopping
+	again   bool        // a reload asked for while one was pending
+	stopErr error
+
+	binary     string     // the path this program was started from (startedFrom)
+	up         *upgrading // a binary upgrade under way
+	handedOver bool       // the upgrade's new master serves: this one leaves
+
+	// As the new master of an upgrade, until its first workers are healthy:
+	upCtl     *net.UnixConn           // the channel to the old master
+	handed    []handedListener        // sockets handed over, not yet used
+	inherited map[config.Address]bool // sockets the old master still serves: never unlinked
+}
+
+// generation is one config's set of workers.
+type generation struct {
+	name     string
+	data     []byte
+	addrs    []config.Address
+	n        int
+	health   config.Health
+	workers  []*worker // by slot; nil while a restart waits
+	restarts []int     // by slot
+	failures []int     // by slot: consecutive short-lived runs
+	opened   []config.Address
+	log      config.Log // the master's log, once the generation serves
+	pidFile  string
+}
+
+// Run serves until ctx is done, then stops the workers gracefully and
+// returns nil; after a binary upgrade handed over to a new master, it
+// returns nil once its workers have drained. It returns a *daemon.LoadError if the config
+// cannot be loaded, a *daemon.ListenError if an address cannot be
+// listened on, and an error naming the worker's own when the first
+// workers cannot start.
+//
+// A master started by another's binary upgrade (see Upgrade) takes the
+// listening sockets it was handed, and tells the old master when its
+// workers are healthy, or why it cannot start.
+func (m *Master) Run(ctx context.Context) (err error) {
+	m.init()
+	if err := m.inherit(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.tellOldMaster(err)
+		}
+	}()
+	m.binary, _ = startedFrom()
+	first, err := m.load()
+	if err != nil {
+		m.closeHanded()
+		return err
+	}
+	m.lns = map[config.Address]*os.File{}
+	m.bound = map[string]config.Address{}
+	err = m.openListeners(first)
+	m.closeHanded()
+	if err != nil {
+		m.closeLog()
+		return err
+	}
+	if m.pidFile != "" {
+		if err := writePidFile(m.pidFile); err != nil {
+			m.log.Error("cannot write the pid file", "error", err)
+			m.closeListeners(nil)
+			m.closeLog()
+			return err
+		}
+	}
+	m.log.Info("master started", "workers", first.n, "config", first.name)
+	m.pending = first
+	m.startGeneration(first)
+
+	interval := first.health.Interval
+	check := time.NewTicker(interval)
+	defer check.Stop()
+	for {
+		if m.cur != nil && m.cur.health.Interval != interval { // a reload changed it
+			interval = m.cur.health.Interval
+			check.Reset(interval)
+		}
+		select {
+		case <-ctx.Done():
+			return m.shutdown(nil)
+		case f := <-m.reqs:
+			f()
+		case e := <-m.events:
+			m.handle(e)
+		case <-check.C:
+			m.checkBeats()
+			m.sendView()
+		}
+		if m.stopErr != nil || m.handedOver {
+			return m.shutdown(m.stopErr)
+		}
+	}
+}
+
+func (m *Master) init() {
+	m.initErr.Do(func() {
+		m.reqs = make(chan func(), 8)
+		m.events = make(chan event, 64)
+	})
+}
+
+// do runs f on Run's goroutine, if it runs.
+func (m *Master) do(f func()) {
+	m.init()
+	select {
+	case m.reqs <- f:
+	case <-time.After(time.Second):
+	}
+}
+
+// Reload reads the config again; see docs/workers.md.
+func (m *Master) Reload() { m.do(m.reload) }
+
+// ReopenLogs reopens the master's log file and tells every worker to
+// reopen theirs.
+func (m *Master) ReopenLogs() { m.do(m.reopen) }
+
+func (m *Master) grace() time.Duration {
+	if m.Grace > 0 {
+		return m.Grace
+	}
+	return daemon.DefaultGrace
+}
+
+// load reads the config, validates it and returns its generation.
+func (m *Master) load() (*generation, error) {
+	name, data, err := m.Read()
+	if err != nil {
+		return nil, &daemon.LoadError{Err: err}
+	}
+	cfg, err := (&config.Loader{}).Parse(name, data)
+	if err != nil {
+		return nil, &daemon.LoadError{Err: err}
+	}
+	defer cfg.Close()
+	if m.Prepare != nil {
+		if err := m.Prepare(cfg); err != nil {
+			return nil, &daemon.LoadError{Err: err}
+		}
+	}
+	if m.log == nil { // the first config sets up the master's log (a reload's: applyLog)
+		if err := m.openLog(cfg.Log); err != nil {
+			return nil, err
+		}
+		m.pidFile = cfg.PidFile
+	}
+	for _, w := range cfg.Warnings {
+		if w.Line > 0 {
+			m.log.Warn(w.Msg, "at", fmt.Sprintf("%s:%d:%d", w.File, w.Line, w.Col))
+		} else {
+			m.log.Warn(w.Msg)
+		}
+	}
+	addrs := slices.Clone(cfg.Listen)
+	for i, a := range addrs { // a socket already open for the address, as bound (a port 0 resolved)
+		if k, ok := m.bound[a.Network+" "+a.Addr]; ok {
+			addrs[i] = k
+		}
+	}
+	n := cfg.Workers
+	if n == config.WorkersAuto {
+		n = runtime.NumCPU()
+	}
+	if n < 1 {
+		n = 1 // a reload to workers: 0 keeps one worker until a restart
+		m.log.Warn("workers: 0 takes effect on a restart; keeping 1 worker")
+	}
+	return &generation{
+		name: name, data: data, addrs: addrs, n: n,
+		log: cfg.Log, pidFile: cfg.PidFile,
+		health:   cfg.Health.WithDefaults(),
+		workers:  make([]*worker, n),
+		restarts: make([]int, n),
+		failures: make([]int, n),
+	}, nil
+}
+
+// openListeners opens g's addresses that are not open yet.
+func (m *Master) openListeners(g *generation) error {
+	for _, a := range g.addrs {
+		if m.lns[a] != nil {
+			continue
+		}
+		if f, bound := m.takeHanded(a); f != nil {
+			m.lns[a] = f
+			m.bound[a.Network+" "+bound] = a
+			m.inherited[a] = true
+			g.opened = append(g.opened, a)
+			m.log.Info("listening on", "addr", bound, "inherited", true)
+			continue
+		}
+		ln, err := daemon.Listen(a)
+		if err == nil {
+			var f *os.File
+			f, err = engine.ListenerFile(ln)
+			addr := ln.Addr().String()
+			if ul, ok := ln.(*net.UnixListener); ok {
+				ul.SetUnlinkOnClose(false) // the socket lives on in f; closeListeners removes the file
+			}
+			ln.Close()
+			if err == nil {
+				m.lns[a] = f
+				m.bound[a.Network+" "+addr] = a
+				g.opened = append(g.opened, a)
+				m.log.Info("listening on", "addr", addr)
+				continue
+			}
+		}
+		for _, o := range g.opened {
+			m.closeListener(o)
+		}
+		m.log.Error("cannot listen", "addr", a.String(), "error", err)
+		return &daemon.ListenError{Addr: a, Err: err}
+	}
+	return nil
+}
+
+// closeListeners closes the master's sockets for the addresses keep does
+// not list (all of them for nil). It removes the files of Unix sockets
+// but those another master serves: one the old master of an upgrade
+// handed over and still serves, or all of them once this one handed
+// over to a new master.
+func (m *Master) closeListeners(keep []config.Address) {
+	for a := range m.lns {
+		if !slices.Contains(keep, a) {
+			m.closeListener(a)
+		}
+	}
+}
+
+// closeListener closes the master's socket for a (see closeListeners).
+func (m *Master) closeListener(a config.Address) {
+	m.lns[a].Close()
+	if a.Network == "unix" && !m.handedOver && !m.inherited[a] {
+		os.Remove(a.Addr)
+	}
+	delete(m.lns, a)
+	for k, v := range m.bound {
+		if v == a {
+			delete(m.bound, k)
+		}
+	}
+}
+
+// startGeneration starts every slot of g.
+func (m *Master) startGeneration(g *generation) {
+	for slot := range g.workers {
+		m.startWorker(g, slot)
+	}
+}
+
+// reload loads the config again and starts its workers; they take over
+// once healthy (see handle).
+func (m *Master) reload() {
+	if m.up != nil {
+		m.log.Error("reload refused: a binary upgrade is under way")
+		return
+	}
+	if m.pending != nil {
+		m.again = true
+		m.log.Info("reload requested while one is under way; it follows")
+		return
+	}
+	g, err := m.load()
+	if err != nil {
+		var errs config.Errors
+		if errors.As(err, &errs) {
+			for _, e := range errs {
+				m.log.Error("invalid config", "error", e.Error())
+			}
+		}
+		m.log.Error("reload failed; the running workers keep serving", "error", err)
+		return
+	}
+	if err := m.openListeners(g); err != nil {
+		m.log.Error("reload failed; the running workers keep serving", "error", err)
+		return
+	}
+	m.log.Info("reloading", "config", g.name, "workers", g.n)
+	m.pending = g
+	m.startGeneration(g)
+}
+
+// promote makes the pending generation current once all its workers are
+// healthy; the old ones drain.
+func (m *Master) promote() {
+	g := m.pending
+	for _, w := range g.workers {
+		if w == nil || !w.healthy {
+			return
+		}
+	}
+	old := m.cur
+	m.cur, m.pending = g, nil
+	if old == nil {
+		m.log.Info("workers ready", "workers", g.n)
+		m.tellOldMaster(nil)
+	} else {
+		for _, w := range old.workers {
+			if w != nil {
+				m.retire(w, msgDrain)
+			}
+		}
+		m.closeListeners(g.addrs)
+		m.applyLog(g.log)
+		m.applyPidFile(g.pidFile)
+		m.log.Info("reloaded", "config", g.name, "workers", g.n)
+	}
+	if m.again {
+		m.again = false
+		m.reload()
+	}
+}
+
+// abort gives up the pending generation after one of its workers failed.
+func (m *Master) abort(w *worker, why string) {
+	g := m.pending
+	m.pending = nil
+	for _, o := range g.workers {
+		if o != nil && o != w {
+			o.retiring = true
+			o.kill()
+			m.old = append(m.old, o)
+		}
+	}
+	for _, a := range g.opened {
+		if m.cur == nil || !slices.Contains(m.cur.addrs, a) {
+			m.closeListener(a)
+		}
+	}
+	if m.cur == nil {
+		m.stopErr = fmt.Errorf("worker %d could not start: %s", w.id, why)
+		m.log.Error("workers cannot start", "worker", w.id, "error", why)
+		return
+	}
+	m.log.Error("reload failed; the running workers keep serving", "worker", w.id, "error", why)
+	if m.again {
+		m.again = false
+		m.reload()
+	}
+}
+
+// retire tells w to stop (msgStop) or drain (msgDrain), and kills it if
+// it is still there after the grace period and a margin.
+func (m *Master) retire(w *worker, how string) {
+	if w.retiring {
+		return
+	}
+	w.retiring = true
+	m.old = append(m.old, w)
+	if err := send(w.ctl, message{Type: how, Grace: m.grace()}, nil, time.Second); err != nil {
+		w.kill()
+		return
+	}
+	time.AfterFunc(m.grace()+killMargin, w.kill)
+}
+
+// killMargin is how long past the grace period a stopping worker has to
+// exit before it is killed.
+const killMargin = 5 * time.Second
+
+// shutdown stops every worker gracefully and waits for them, then closes
+// the listeners, the pid file and the log.
+func (m *Master) shutdown(failure error) error {
+	var all []*worker
+	for _, g := range []*generation{m.cur, m.pending} {
+		if g != nil {
+			for _, w := range g.workers {
+				if w != nil {
+					all = append(all, w)
+				}
+			}
+		}
+	}
+	how := msgStop
+	switch {
+	case m.handedOver:
+		how = msgDrain // the new master's workers accept on the same sockets
+	case failure == nil:
+		m.log.Info("shutting down", "grace", m.grace())
+	}
+	if m.up != nil {
+		m.abortUpgrade()
+	}
+	for _, w := range all {
+		m.retire(w, how)
+	}
+	for len(m.old) > 0 {
+		w := m.old[0]
+		<-w.exited
+		m.old = slices.DeleteFunc(m.old, func(o *worker) bool { return o == w })
+	}
+	m.closeListeners(nil)
+	if m.pidFile != "" {
+		removePidFile(m.pidFile)
+		removePidFile(m.pidFile + ".oldbin")
+	}
+	m.log.Info("stopped")
+	m.closeLog()
+	return failure
+}
+
+// reopen reopens the master's log and the workers'.
+func (m *Master) reopen() {
+	if m.logFile != nil {
+		if err := m.logFile.Reopen(); err != nil {
+			m.log.Error("cannot reopen the log", "error", err)
+		}
+	}
+	for _, g := range []*generation{m.cur, m.pending} {
+		if g == nil {
+			continue
+		}
+		for _, w := range g.workers {
+			if w != nil && !w.retiring {
+				send(w.ctl, message{Type: msgReopen}, nil, time.Second)
+			}
+		}
+	}
+	m.log.Info("log files reopened")
+}
+
+// command returns the command for a worker.
+func (m *Master) command() (*exec.Cmd, error) {
+	if m.Command != nil {
+		return m.Command(), nil
+	}
+	cmd := exec.Command("/proc/self/exe", WorkerCommand)
+	cmd.Args[0] = os.Args[0]
+	return cmd, nil
+}
+
+// relay copies a worker's log lines to the master's log output, each
+// marked with the worker's id: worker=ID at the end of a text line, a
+// "worker" member first in a JSON one.
+func (m *Master) relay(id int, r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "{") {
+			line = `{"worker":` + strconv.Itoa(id) + "," + line[1:]
+		} else {
+			line += " worker=" + strconv.Itoa(id)
+		}
+		m.logw.WriteLine(line)
+	}
+}
+
+// marshalSetup encodes su for the setup pipe.
+func marshalSetup(su setup) []byte {
+	b, _ := json.Marshal(su)
+	return b
+}
+
+// applyPidFile moves the pid file to name, as a reload asks: the new
+// one is written before the old one is removed.
+func (m *Master) applyPidFile(name string) {
+	if name == m.pidFile {
+		return
+	}
+	if name != "" {
+		if err := writePidFile(name); err != nil {
+			m.log.Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
+			return
+		}
+	}
+	if m.pidFile != "" {
+		removePidFile(m.pidFile)
+	}
+	m.pidFile = name
+}
+
+// writePidFile writes this process's id to name.
+func writePidFile(name string) error {
+	return os.WriteFile(name, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+}
+
+// removePidFile removes name if it holds this process's id.
+func removePidFile(name string) {
+	if b, err := os.ReadFile(name); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
+		os.Remove(name)
+	}
+}

@@ -1,0 +1,228 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/config"
+	"github.com/sluice-server/sluice/daemon"
+	"github.com/sluice-server/sluice/engine"
+)
+
+// WorkerCommand is the hidden subcommand a master runs its own binary
+// with to start a worker (see Master.Command): the program's main calls
+// RunWorker when its first argument is WorkerCommand.
+const WorkerCommand = "worker"
+
+// RunWorker runs this process as a worker of a master that started it
+// with the descriptors described at fdControl, and returns the exit
+// status: 0 after the master told it to stop, 1 if it could not start
+// (the reason sent to the master and written to stderr) or lost its
+// master. Its log goes to stderr, which the master relays. stdout is
+// where a component writing to "stdout" writes.
+func RunWorker(stdout, stderr io.Writer) int {
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	ctl, err := fileConn(os.NewFile(fdControl, "control"))
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice worker: not started by a master: no control channel:", err)
+		return 1
+	}
+	defer ctl.Close()
+	var su setup
+	sf := os.NewFile(fdSetup, "setup")
+	err = json.NewDecoder(sf).Decode(&su)
+	sf.Close()
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice worker: reading the setup:", err)
+		return 1
+	}
+	// The master orchestrates: a terminal's SIGINT to the process group,
+	// or a SIGHUP, reaches the master, which tells the workers.
+	signal.Ignore(os.Interrupt, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+
+	view := &workersView{self: su.ID}
+	srv := &daemon.Server{
+		Name:           su.Name,
+		Grace:          su.Grace,
+		Stdout:         stdout,
+		Stderr:         stderr,
+		Logger:         logger,
+		SetSlogDefault: true,
+		Load: func(ctx components.Context) (*config.Config, error) {
+			ctx.Workers = view.get
+			cfg, err := (&config.Loader{Context: ctx}).Parse(su.Name, su.Config)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Listen = su.Addrs
+			cfg.PidFile = ""          // the master's
+			cfg.Log.Output = "stderr" // relayed by the master, with worker=ID
+			cfg.Warnings = nil        // the master logged them
+			return cfg, nil
+		},
+		Listen: func(a config.Address) (net.Listener, error) {
+			i := slices.Index(su.Addrs, a)
+			if i < 0 {
+				return nil, fmt.Errorf("no inherited socket for %s", a)
+			}
+			f := os.NewFile(uintptr(fdListeners+i), a.String())
+			defer f.Close()
+			return engine.FileListener(f)
+		},
+	}
+	if err := srv.Start(); err != nil {
+		msg := err.Error()
+		var le *daemon.LoadError
+		if errors.As(err, &le) {
+			msg = "invalid config: " + msg
+		}
+		fmt.Fprintln(stderr, "sluice worker:", msg)
+		send(ctl, message{Type: msgError, Error: msg}, nil, time.Second)
+		return 1
+	}
+	probes := newConnListener()
+	srv.ServeListener(probes)
+	if err := send(ctl, message{Type: msgReady, PID: os.Getpid()}, nil, su.Health.Timeout); err != nil {
+		srv.Shutdown(expired())
+		return 1
+	}
+
+	stop := make(chan message, 1)
+	go func() { // the master's messages
+		for {
+			m, f, err := receive(ctl)
+			if err != nil {
+				stop <- message{} // the master is gone
+				return
+			}
+			switch m.Type {
+			case msgProbe:
+				if f != nil {
+					if c, err := net.FileConn(f); err == nil {
+						probes.push(c)
+					}
+					f.Close()
+				}
+			case msgReopen:
+				srv.ReopenLogs()
+			case msgView:
+				view.all.Store(&m.Workers)
+			case msgStop, msgDrain:
+				stop <- m
+				return
+			}
+		}
+	}()
+	beat := time.NewTicker(su.Health.Interval)
+	defer beat.Stop()
+	for {
+		select {
+		case <-beat.C:
+			s := srv.Stats()
+			send(ctl, message{Type: msgBeat, Stats: &Stats{
+				Open: s.Open, Accepted: s.Accepted, Requests: s.Requests,
+				Refused: s.Refused, Panics: s.Panics, BytesWritten: s.BytesWritten,
+			}}, nil, su.Health.Timeout)
+		case <-term:
+			ctx, cancel := context.WithTimeout(context.Background(), su.Grace)
+			srv.Shutdown(ctx)
+			cancel()
+			return 0
+		case m := <-stop:
+			if m.Type == "" {
+				logger.Error("the master is gone; exiting")
+				srv.Shutdown(expired())
+				return 1
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), m.Grace)
+			if m.Type == msgDrain {
+				srv.Drain(ctx)
+			} else {
+				srv.Shutdown(ctx)
+			}
+			cancel()
+			return 0
+		}
+	}
+}
+
+// workersView is what the master last said of its workers
+// (msgView), for the status page.
+type workersView struct {
+	self int
+	all  atomic.Pointer[[]components.WorkerStatus]
+}
+
+// get is components.Context.Workers. Safe for concurrent use.
+func (v *workersView) get() components.Workers {
+	ws := components.Workers{Self: v.self}
+	if all := v.all.Load(); all != nil {
+		ws.All = *all
+	}
+	return ws
+}
+
+// expired returns a context that is already done.
+func expired() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// connListener is a net.Listener whose connections are pushed to it: the
+// master's probes.
+type connListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newConnListener() *connListener {
+	return &connListener{conns: make(chan net.Conn, 4), done: make(chan struct{})}
+}
+
+func (l *connListener) push(c net.Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		c.Close()
+	default:
+		c.Close() // the engine is not accepting: the probe fails
+	}
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *connListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *connListener) Addr() net.Addr { return probeAddr{} }
+
+type probeAddr struct{}
+
+func (probeAddr) Network() string { return "unix" }
+func (probeAddr) String() string  { return "health-probe" }
