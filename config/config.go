@@ -46,6 +46,11 @@ type Config struct {
 	// Log configures the server's error log.
 	Log Log
 
+	// AccessLog is the server-wide access log (the file's access_log): a
+	// log component, built with components.LogOptions.ServerWide, that
+	// Handler runs before the router. Nil when the file sets none.
+	AccessLog *Stage
+
 	// ServerHeader is the Server field's value; "" sends none.
 	ServerHeader string
 
@@ -191,6 +196,9 @@ func (l *Loader) Parse(file string, data []byte) (*Config, error) {
 // still do (cgi kills its programs and waits until they are reaped).
 func (c *Config) Close() error {
 	var errs []error
+	if c.AccessLog != nil && c.AccessLog.Component != nil {
+		errs = append(errs, c.AccessLog.Component.(io.Closer).Close())
+	}
 	for _, r := range c.Routes {
 		for _, s := range r.Stages {
 			if cl, ok := s.Component.(io.Closer); ok {
@@ -201,8 +209,14 @@ func (c *Config) Close() error {
 	return errors.Join(errs...)
 }
 
-// Handler returns the engine handler serving the config's routes.
-func (c *Config) Handler() engine.Handler { return pipe.Handler(c.Router) }
+// Handler returns the engine handler serving the config's routes, behind
+// the server-wide access log if the file sets one.
+func (c *Config) Handler() engine.Handler {
+	if c.AccessLog != nil {
+		return pipe.Handler(pipe.Chain{c.AccessLog.Component, c.Router})
+	}
+	return pipe.Handler(c.Router)
+}
 
 // ExtraMethods lists the methods the routes name beyond those the engine
 // knows (engine.Server.ExtraMethods), so that requests with them reach
@@ -225,7 +239,7 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "server_header", "pid_file", "routes"}
+var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "routes"}
 
 // RouteKeys are the keys of a route.
 var RouteKeys = []string{"match", "host", "methods", "pipeline"}
@@ -284,6 +298,8 @@ func (p *parser) parse(data []byte) {
 			p.limits(kv.val)
 		case "log":
 			p.log(kv.val)
+		case "access_log":
+			p.accessLog(kv.key, kv.val)
 		case "server_header":
 			p.serverHeader(kv.val)
 		case "pid_file":
@@ -447,11 +463,30 @@ func (p *parser) log(n *yaml.Node) {
 	}
 }
 
+// accessLog builds the server-wide access log: the log component with
+// the value as its argument, recording the requests of every route.
+func (p *parser) accessLog(key, n *yaml.Node) {
+	if isNull(deref(n)) {
+		p.errorf(key, "access_log: want a file path (or stdout or stderr) or a map of the log component's options, e.g. access_log: {file: ./access.log, format: json}")
+		return
+	}
+	reg, _ := components.Lookup("log")
+	s := p.build(key, reg, n, "access_log", func(opts any) {
+		opts.(*components.LogOptions).ServerWide = true
+	})
+	if s.Component != nil {
+		p.cfg.AccessLog = s
+	}
+}
+
 // Reopen reopens the files the components write to (those with a
-// Reopen() error method, such as the access log), typically on SIGUSR1
+// Reopen() error method, such as the access logs), typically on SIGUSR1
 // after logrotate has moved them.
 func (c *Config) Reopen() error {
 	var errs []error
+	if c.AccessLog != nil {
+		errs = append(errs, c.AccessLog.Component.(*components.Log).Reopen())
+	}
 	for _, r := range c.Routes {
 		for _, s := range r.Stages {
 			if ro, ok := s.Component.(interface{ Reopen() error }); ok {

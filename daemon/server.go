@@ -184,7 +184,7 @@ func (s *Server) Start() error {
 	logWarnings(log, cfg)
 	s.sw = NewSwitch(cfg)
 	s.sw.Grace = s.grace() // for the old config's requests after a reload
-	s.srv.Handler = s.sw
+	s.srv.Handler = handler{s.sw}
 	s.srv.Limits = cfg.Limits
 	s.srv.ServerHeader = cfg.ServerHeader
 	s.srv.ExtraMethods = cfg.ExtraMethods()
@@ -305,19 +305,6 @@ func (s *Server) Drain(ctx context.Context) error {
 		grace = time.Until(dl).Round(time.Millisecond)
 	}
 	return s.stop(ctx, grace, s.srv.Drain)
-}
-
-// ServeListener serves the connections ln accepts, beside the config's
-// listeners, until Shutdown or Drain closes it: a supervisor's health
-// probes reach a worker's engine this way. It returns ErrNotRunning if
-// the server does not run.
-func (s *Server) ServeListener(ln net.Listener) error {
-	if err := s.lockRunning(); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	go s.srv.Serve(ln)
-	return nil
 }
 
 func (s *Server) shutdown(ctx context.Context, grace any) error {

@@ -96,7 +96,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		return 1
 	}
 	probes := newConnListener()
-	srv.ServeListener(probes)
+	srv.ServeProbes(probes)
 	if err := send(ctl, message{Type: msgReady, PID: os.Getpid()}, nil, su.Health.Timeout); err != nil {
 		srv.Shutdown(expired())
 		return 1
