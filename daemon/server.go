@@ -89,7 +89,8 @@ type Server struct {
 	state       state
 	sw          *Switch
 	pidFile     string
-	logOut      *logFile     // the config's log file, when it is one
+	out         logOutput    // where the config's log writes
+	logConfig   config.Log   // the log section out and log were set up by
 	prevDefault *slog.Logger // slog's default before SetSlogDefault
 
 	log atomic.Pointer[slog.Logger] // the config's log, once set up
@@ -188,7 +189,7 @@ func (s *Server) Start() error {
 	s.srv.Limits = cfg.Limits
 	s.srv.ServerHeader = cfg.ServerHeader
 	s.srv.ExtraMethods = cfg.ExtraMethods()
-	s.srv.Logger = log
+	s.srv.Logger = slog.New(logHandler{s}) // the log of the moment: a reload may change it
 	s.srv.OnRefused = s.sw.LogRefusal
 
 	opened, err := s.open(cfg.Listen)
