@@ -135,6 +135,7 @@ type Log struct {
 
 	lines     chan *[]byte
 	reopenReq chan chan error
+	chownReq  chan logChown
 	syncReq   chan chan struct{}
 	quit      chan struct{}
 	done      chan struct{}
@@ -207,6 +208,7 @@ func newLog(opts LogOptions) (*Log, error) {
 	}
 	l.lines = make(chan *[]byte, opts.Buffer)
 	l.reopenReq = make(chan chan error)
+	l.chownReq = make(chan logChown)
 	l.syncReq = make(chan chan struct{})
 	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
@@ -253,6 +255,27 @@ func (l *Log) Reopen() error {
 	reply := make(chan error, 1)
 	select {
 	case l.reopenReq <- reply:
+		return <-reply
+	case <-l.done:
+		return errors.New("log: closed")
+	}
+}
+
+// logChown asks the writer goroutine to change the file's owner.
+type logChown struct {
+	uid, gid int
+	reply    chan error
+}
+
+// Chown makes uid and gid the owner of the log file (os.File.Chown), so
+// that a process that switches to that user after opening the file (see
+// package daemon) can still reopen it; for standard output and standard
+// error it does nothing. A file Reopen creates later belongs to whoever
+// runs then.
+func (l *Log) Chown(uid, gid int) error {
+	reply := make(chan error, 1)
+	select {
+	case l.chownReq <- logChown{uid, gid, reply}:
 		return <-reply
 	case <-l.done:
 		return errors.New("log: closed")
@@ -337,6 +360,12 @@ func (l *Log) run() {
 		case reply := <-l.reopenReq:
 			l.writeQueued(batch)
 			reply <- l.reopenFile()
+		case r := <-l.chownReq:
+			var err error
+			if l.path != "" {
+				err = l.out.Chown(r.uid, r.gid)
+			}
+			r.reply <- err
 		case <-l.quit:
 			l.writeQueued(batch)
 			if l.path != "" {

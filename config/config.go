@@ -57,6 +57,13 @@ type Config struct {
 	// PidFile, if set, is where the server writes its process id.
 	PidFile string
 
+	// User, if set, names the user the server serves as (a name or a
+	// numeric id), and Group its group ("": the user's own): a process
+	// started as root switches to them and the user's groups once it has
+	// opened its listeners and log files (see package daemon). Parse
+	// checks that they exist on this system.
+	User, Group string
+
 	// Routes are the routes in the order written.
 	Routes []*Route
 
@@ -196,14 +203,9 @@ func (l *Loader) Parse(file string, data []byte) (*Config, error) {
 // still do (cgi kills its programs and waits until they are reaped).
 func (c *Config) Close() error {
 	var errs []error
-	if c.AccessLog != nil && c.AccessLog.Component != nil {
-		errs = append(errs, c.AccessLog.Component.(io.Closer).Close())
-	}
-	for _, r := range c.Routes {
-		for _, s := range r.Stages {
-			if cl, ok := s.Component.(io.Closer); ok {
-				errs = append(errs, cl.Close())
-			}
+	for _, comp := range c.components() {
+		if cl, ok := comp.(io.Closer); ok {
+			errs = append(errs, cl.Close())
 		}
 	}
 	return errors.Join(errs...)
@@ -239,7 +241,7 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "routes"}
+var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "routes"}
 
 // RouteKeys are the keys of a route.
 var RouteKeys = []string{"match", "host", "methods", "pipeline"}
@@ -281,7 +283,7 @@ func (p *parser) parse(data []byte) {
 	if !ok {
 		return
 	}
-	var routes, health *yaml.Node
+	var routes, health, group *yaml.Node
 	c := p.cfg
 	c.ServerHeader = DefaultServerHeader
 	c.Log = Log{Level: slog.LevelInfo, Format: "text", Output: "stderr"}
@@ -310,9 +312,29 @@ func (p *parser) parse(data []byte) {
 					c.PidFile = p.path(s)
 				}
 			}
+		case "user":
+			if s, ok := p.scalar(kv.val, "user", "a user name"); ok {
+				if err := checkUser(s); err != nil {
+					p.errorf(kv.val, "user: %v", err)
+				} else {
+					c.User = s
+				}
+			}
+		case "group":
+			group = kv.key
+			if s, ok := p.scalar(kv.val, "group", "a group name"); ok {
+				if err := checkGroup(s); err != nil {
+					p.errorf(kv.val, "group: %v", err)
+				} else {
+					c.Group = s
+				}
+			}
 		case "routes":
 			routes = kv.val
 		}
+	}
+	if group != nil && c.Group != "" && c.User == "" {
+		p.errorf(group, "group: needs a user: the server switches to a user and, with group, to that group")
 	}
 	if c.Listen == nil {
 		c.Listen = []Address{{Network: "tcp", Addr: DefaultListen}}
@@ -463,6 +485,37 @@ func (p *parser) log(n *yaml.Node) {
 	}
 }
 
+// Chown makes uid and gid the owner of the files the components write to
+// (those with a Chown(uid, gid int) error method, such as the access
+// logs), so that a process that switches to that user once the config is
+// built can still reopen them (see Reopen).
+func (c *Config) Chown(uid, gid int) error {
+	var errs []error
+	for _, comp := range c.components() {
+		if ch, ok := comp.(interface{ Chown(uid, gid int) error }); ok {
+			errs = append(errs, ch.Chown(uid, gid))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// components returns every component built: the access log's, then the
+// routes' in order.
+func (c *Config) components() []pipe.Component {
+	var out []pipe.Component
+	if c.AccessLog != nil && c.AccessLog.Component != nil {
+		out = append(out, c.AccessLog.Component)
+	}
+	for _, r := range c.Routes {
+		for _, s := range r.Stages {
+			if s.Component != nil {
+				out = append(out, s.Component)
+			}
+		}
+	}
+	return out
+}
+
 // accessLog builds the server-wide access log: the log component with
 // the value as its argument, recording the requests of every route.
 func (p *parser) accessLog(key, n *yaml.Node) {
@@ -484,14 +537,9 @@ func (p *parser) accessLog(key, n *yaml.Node) {
 // after logrotate has moved them.
 func (c *Config) Reopen() error {
 	var errs []error
-	if c.AccessLog != nil {
-		errs = append(errs, c.AccessLog.Component.(*components.Log).Reopen())
-	}
-	for _, r := range c.Routes {
-		for _, s := range r.Stages {
-			if ro, ok := s.Component.(interface{ Reopen() error }); ok {
-				errs = append(errs, ro.Reopen())
-			}
+	for _, comp := range c.components() {
+		if ro, ok := comp.(interface{ Reopen() error }); ok {
+			errs = append(errs, ro.Reopen())
 		}
 	}
 	return errors.Join(errs...)

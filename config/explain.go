@@ -47,6 +47,13 @@ func (c *Config) Explain(w io.Writer) error {
 	if c.PidFile != "" {
 		fmt.Fprintf(tw, "pid_file\t%s\n", c.PidFile)
 	}
+	if c.User != "" {
+		group := ""
+		if c.Group != "" {
+			group = ", group " + c.Group
+		}
+		fmt.Fprintf(tw, "user\t%s%s\n", c.User, group)
+	}
 	tw.Flush()
 
 	for i, r := range c.Routes {

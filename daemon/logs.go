@@ -134,6 +134,16 @@ func (o *logOutput) set(t logTarget) {
 	}
 }
 
+// chown gives the file, if the target is one, to uid and gid.
+func (o *logOutput) chown(uid, gid int) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.t.f == nil {
+		return nil
+	}
+	return o.t.f.Chown(uid, gid)
+}
+
 // Reopen opens the file's name again, which logrotate may have moved; a
 // stream is left alone.
 func (o *logOutput) Reopen() error {

@@ -28,8 +28,11 @@ import (
 // switch; the records logged from then on go there, and the old file is
 // closed) and pid_file (the new file is written, then the old one
 // removed; one that cannot be written leaves the old one, with an
-// error). Only workers needs a restart: a process serving alone cannot
-// become a master; a change is logged as a warning.
+// error). Only workers, user and group need a restart (a process serving
+// alone cannot become a master, nor switch back to root to switch to
+// another user): a change is logged as a warning. A process that switched
+// to the config's user (see Start) loads the new config as that user: its
+// files must be readable, and its new listen addresses open, by it.
 //
 // A config that cannot be loaded, or served (a listen address or a log
 // file that cannot be opened), changes nothing: the running config keeps
@@ -57,8 +60,18 @@ func (s *Server) Reload() error {
 		return &LoadError{err}
 	}
 	logWarnings(log, cfg)
-	if cfg.Workers != s.sw.Config().Workers {
-		log.Warn("changed setting needs a restart; keeping the running value", "key", "workers")
+	old := s.sw.Config()
+	for _, c := range []struct {
+		key     string
+		changed bool
+	}{
+		{"workers", cfg.Workers != old.Workers},
+		{"user", cfg.User != old.User},
+		{"group", cfg.Group != old.Group},
+	} {
+		if c.changed {
+			log.Warn("changed setting needs a restart; keeping the running value", "key", c.key)
+		}
 	}
 	newLog := cfg.Log != s.logConfig
 	var target logTarget

@@ -152,8 +152,11 @@ func (s *Server) context() components.Context {
 }
 
 // Start loads the config, sets up its log, opens its listeners, writes
-// its pid file and starts serving; it returns once the server accepts
-// connections. Log records go to the config's log from then on.
+// its pid file, switches to the config's user if it names one (a process
+// started as root gives the log files to the user, then takes its
+// groups, group and user; any other process must already run as them),
+// and starts serving; it returns once the server accepts connections.
+// Log records go to the config's log from then on.
 //
 // If Load fails, Start returns a *LoadError and logs nothing: how to show
 // a config's errors (config.Errors, one per line with its position) is
@@ -208,6 +211,17 @@ func (s *Server) Start() error {
 			return err
 		}
 		s.pidFile = cfg.PidFile
+	}
+	if err := s.switchUser(cfg); err != nil {
+		log.Error("cannot serve as the config's user", "error", err)
+		s.closeListeners(opened)
+		if s.pidFile != "" {
+			removePidFile(s.pidFile)
+			s.pidFile = ""
+		}
+		s.sw.Close()
+		s.closeLog()
+		return err
 	}
 	s.serve(opened)
 	s.state = stateRunning

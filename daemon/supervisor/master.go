@@ -241,6 +241,10 @@ func (m *Master) load() (*generation, error) {
 		}
 		m.pidFile = cfg.PidFile
 	}
+	if err := daemon.CheckUser(cfg.User, cfg.Group); err != nil {
+		m.log.Error("cannot serve as the config's user", "error", err)
+		return nil, err // before starting workers that would all fail so
+	}
 	for _, w := range cfg.Warnings {
 		if w.Line > 0 {
 			m.log.Warn(w.Msg, "at", fmt.Sprintf("%s:%d:%d", w.File, w.Line, w.Col))

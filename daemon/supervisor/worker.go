@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/engine"
+	"golang.org/x/sys/unix"
 )
 
 // WorkerCommand is the hidden subcommand a master runs its own binary
@@ -35,6 +36,7 @@ const WorkerCommand = "worker"
 // where a component writing to "stdout" writes.
 func RunWorker(stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	master := os.Getppid()
 	ctl, err := fileConn(os.NewFile(fdControl, "control"))
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice worker: not started by a master: no control channel:", err)
@@ -93,6 +95,15 @@ func RunWorker(stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "sluice worker:", msg)
 		send(ctl, message{Type: msgError, Error: msg}, nil, time.Second)
+		return 1
+	}
+	// Start switched to the config's user, if it names one, which clears
+	// the parent-death signal: set it again, then make sure the master
+	// did not die meanwhile.
+	unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0)
+	if os.Getppid() != master {
+		logger.Error("the master is gone; exiting")
+		srv.Shutdown(expired())
 		return 1
 	}
 	probes := newConnListener()
