@@ -53,6 +53,14 @@
 // process, or opened before privileges are dropped — are handed in with
 // Server.Listen, which is asked for every address the config lists.
 //
+// # Service managers
+//
+// A Server tells systemd (or any manager that sets $NOTIFY_SOCKET) when it
+// is ready, reloading and stopping (Notify). SocketActivation takes the
+// listening sockets systemd passes a socket-activated process; its Listen
+// method, set as Server.Listen, serves each config address on the socket
+// passed for it. See docs/service.md.
+//
 // # Logging
 //
 // Until the config's log is set up, records go to Server.Logger (or

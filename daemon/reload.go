@@ -44,6 +44,8 @@ func (s *Server) Reload() error {
 		return err
 	}
 	defer s.mu.Unlock()
+	s.notify(NotifyReloading)
+	defer s.notify(NotifyReady)
 	log := s.logger()
 	log.Info("reloading", "config", s.Name)
 	cfg, err := s.Load(s.context())

@@ -156,7 +156,10 @@ func (s *Server) context() components.Context {
 // started as root gives the log files to the user, then takes its
 // groups, group and user; any other process must already run as them),
 // and starts serving; it returns once the server accepts connections.
-// Log records go to the config's log from then on.
+// Log records go to the config's log from then on. Once it serves, it
+// tells a service manager that waits for it (systemd's $NOTIFY_SOCKET,
+// see Notify): READY=1; Reload says RELOADING=1, then READY=1 when it is
+// done, and Shutdown (or Drain) STOPPING=1.
 //
 // If Load fails, Start returns a *LoadError and logs nothing: how to show
 // a config's errors (config.Errors, one per line with its position) is
@@ -226,7 +229,15 @@ func (s *Server) Start() error {
 	s.serve(opened)
 	s.state = stateRunning
 	close(s.started)
+	s.notify(NotifyReady)
 	return nil
+}
+
+// notify tells the service manager (see Notify), logging a failure.
+func (s *Server) notify(send func() error) {
+	if err := send(); err != nil {
+		s.logger().Warn("cannot notify the service manager", "error", err)
+	}
 }
 
 // lockRunning locks s.mu if s runs, for the caller to unlock; otherwise
@@ -334,6 +345,7 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	defer s.mu.Unlock()
 	s.state = stateDone
 	close(s.stopped)
+	s.notify(NotifyStopping)
 	log := s.logger()
 	log.Info("shutting down", "grace", grace)
 	err := end(ctx)

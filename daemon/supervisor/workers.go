@@ -118,6 +118,10 @@ func (m *Master) spawn(w *worker) error {
 		cmd.Stdout = os.Stdout
 	}
 	cmd.Stderr = logW
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = workerEnv(cmd.Env)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
