@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice worker: reading the setup:", err)
 		return 1
 	}
+	procs := sizeFor(su.N)
 	// The master orchestrates: a terminal's SIGINT to the process group,
 	// or a SIGHUP, reaches the master, which tells the workers.
 	signal.Ignore(os.Interrupt, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
@@ -67,6 +69,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		SetSlogDefault: true,
 		Load: func(ctx components.Context) (*config.Config, error) {
 			ctx.Workers = view.get
+			ctx.Processes = su.N
 			cfg, err := (&config.Loader{Context: ctx}).Parse(su.Name, su.Config)
 			if err != nil {
 				return nil, err
@@ -106,6 +109,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		srv.Shutdown(expired())
 		return 1
 	}
+	logger.Info("sized for the workers", "workers", su.N, "gomaxprocs", procs, "file_caches", fmt.Sprintf("1/%d of the defaults", max(1, su.N)))
 	probes := newConnListener()
 	srv.ServeProbes(probes)
 	if err := send(ctl, message{Type: msgReady, PID: os.Getpid()}, nil, su.Health.Timeout); err != nil {
@@ -170,6 +174,19 @@ func RunWorker(stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
+}
+
+// sizeFor sets GOMAXPROCS for one of n workers sharing the machine, unless
+// the GOMAXPROCS environment variable sets it: the runtime's default (the
+// CPUs this process may use) divided by n, at least 1. It returns the
+// value in force.
+func sizeFor(n int) int {
+	if os.Getenv("GOMAXPROCS") != "" || n < 2 {
+		return runtime.GOMAXPROCS(0)
+	}
+	p := max(1, runtime.GOMAXPROCS(0)/n)
+	runtime.GOMAXPROCS(p)
+	return p
 }
 
 // workersView is what the master last said of its workers

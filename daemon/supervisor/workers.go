@@ -138,7 +138,7 @@ func (m *Master) spawn(w *worker) error {
 	go func() {
 		setupW.Write(marshalSetup(setup{
 			ID: w.id, Name: g.name, Config: g.data, Addrs: g.addrs,
-			Health: g.health, Grace: m.grace(),
+			Health: g.health, Grace: m.grace(), N: g.n,
 		}))
 		setupW.Close()
 	}()
