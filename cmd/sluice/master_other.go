@@ -1,0 +1,17 @@
+//go:build !linux
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/sluice-server/sluice/daemon/supervisor"
+)
+
+// runMaster reports that worker processes need Linux.
+func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger) int {
+	fmt.Fprintln(stderr, "sluice serve:", supervisor.ErrUnsupported)
+	return exitError
+}
