@@ -346,29 +346,56 @@ func (h *harness) wrk(srv *peers.Server, sc string, round int, x float64) {
 		h.note("%s wrk: %v: %s", srv.Peer.Name, err, out)
 		return
 	}
-	s := report.Sample{Scenario: sc, Server: srv.Peer.Name, Round: round, X: x, Tool: "wrk", RSS: u1.RSS}
-	s.RPS = num(out, `Requests/sec:\s+([\d.]+)`)
-	s.OK = int64(num(out, `(\d+) requests in`))
-	if m := regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`).FindStringSubmatch(out); m != nil {
-		for _, v := range m[1:] {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			s.Errors += n
-		}
-	}
-	non2xx := int64(num(out, `Non-2xx or 3xx responses:\s+(\d+)`))
-	s.Errors += non2xx
-	s.OK -= non2xx
-	s.P50ms = wrkDur(out, `50%\s+(\S+)`)
-	s.P99ms = wrkDur(out, `99%\s+(\S+)`)
-	s.MeanMs = wrkDur(out, `Latency\s+(\S+)`)
-	s.MaxMs = wrkDur(out, `Latency\s+\S+\s+\S+\s+(\S+)`)
+	res := parseWrk(out)
+	s := report.Sample{Scenario: sc, Server: srv.Peer.Name, Round: round, X: x, Tool: "wrk", RSS: u1.RSS,
+		RPS: res.rps, OK: res.requests - res.non2xx, Errors: res.socketErrors + res.non2xx,
+		P50ms: res.p50ms, P99ms: res.p99ms, MeanMs: res.meanMs, MaxMs: res.maxMs}
 	if s.OK > 0 {
 		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(s.OK)
 	}
 	if s.Errors > 0 {
-		s.ErrorText = "wrk: socket errors or non-2xx responses"
+		s.ErrorText = res.errText
 	}
 	h.add(s)
+}
+
+// wrkResult is what parseWrk reads from wrk's report.
+type wrkResult struct {
+	requests     int64 // responses read, whatever their status
+	socketErrors int64 // connect, read, write and timeout errors
+	non2xx       int64 // responses other than 2xx or 3xx
+	rps          float64
+	p50ms, p99ms float64 // from --latency's distribution
+	meanMs       float64
+	maxMs        float64
+	errText      string // wrk's lines about errors, if any
+}
+
+// parseWrk parses the report of wrk --latency.
+func parseWrk(out string) wrkResult {
+	r := wrkResult{
+		requests: int64(num(out, `(\d+) requests in`)),
+		non2xx:   int64(num(out, `Non-2xx or 3xx responses:\s+(\d+)`)),
+		rps:      num(out, `Requests/sec:\s+([\d.]+)`),
+		// Anchored: the "+/- Stdev" column ends in "%" too (98.99%).
+		p50ms:  wrkDur(out, `(?m)^\s+50%\s+(\S+)`),
+		p99ms:  wrkDur(out, `(?m)^\s+99%\s+(\S+)`),
+		meanMs: wrkDur(out, `Latency\s+(\S+)`),
+		maxMs:  wrkDur(out, `Latency\s+\S+\s+\S+\s+(\S+)`),
+	}
+	var errText []string
+	if m := regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`).FindStringSubmatch(out); m != nil {
+		for _, v := range m[1:] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			r.socketErrors += n
+		}
+		errText = append(errText, m[0])
+	}
+	if r.non2xx > 0 {
+		errText = append(errText, fmt.Sprintf("%d non-2xx or 3xx responses", r.non2xx))
+	}
+	r.errText = strings.Join(errText, "; ")
+	return r
 }
 
 // ab runs ab -n 5000 -c 500 (the master–worker paper's test) and records
@@ -526,7 +553,9 @@ func (h *harness) machine() {
 	add("RLIMIT_NOFILE", strconv.Itoa(h.nofile))
 	add("load average (1 min) during the run", fmt.Sprintf("%.1f–%.1f", h.loadMin, h.loadMax))
 	if h.pinned {
-		add("pinning", fmt.Sprintf("client (this harness, wrk, ab) on CPU %s, servers on CPU %s (taskset)", h.o.clientCPU, h.o.serverCPU))
+		if slices.ContainsFunc(h.o.scenarios, func(s string) bool { return s != report.Workers && s != report.Pipe }) {
+			add("pinning", fmt.Sprintf("client (this harness, wrk, ab) on CPU %s, servers on CPU %s (taskset)", h.o.clientCPU, h.o.serverCPU))
+		}
 		if h.has(report.Workers) {
 			add("pinning, workers scenario", fmt.Sprintf("client on CPU %s, servers on CPUs %s (taskset)", h.o.clientCPU, h.o.workersCPU))
 		}

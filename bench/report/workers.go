@@ -160,7 +160,17 @@ func (w *writer) workersKeepAlive(names []string) {
 			busy.Med, msf(p.Of(get("p50")).Med), msf(p.Of(get("p99")).Med), errCell(p))
 	}
 	w.p("")
-	w.p("Medians over rounds, <sub>min–max</sub> when rounds differ. \"server CPU used\": requests/s × CPU-µs per request, in cores (1.00 is one core busy all the time).")
+	w.p("Medians over rounds, <sub>min–max</sub> when rounds differ. \"server CPU used\": requests/s × CPU-µs per request, in cores (1.00 is one core busy all the time). The client is one `wrk` thread on one core, which it shares with the server: where a server used well under the cores it may use, `wrk`, not the server, set the pace, and a second worker cannot raise requests/s; server CPU-µs per request is then the figure to compare.")
+	w.p("")
+	for _, name := range names {
+		if p, ok := w.workerPoint(Workers, name); ok {
+			for _, s := range p.Rounds {
+				if s.ErrorText != "" {
+					w.p("- %s, round %d: %s", w.workerLabel(name), s.Round, s.ErrorText)
+				}
+			}
+		}
+	}
 	w.p("")
 	var lines []string
 	for _, base := range []string{"sluice", "nginx"} {
@@ -432,6 +442,10 @@ func (w *writer) workersMemory(names []string) {
 	}
 	if len(lines) > 0 {
 		w.p("What one more worker costs, the growth of the server's total PSS per worker added: %s.", strings.Join(lines, "; "))
+		w.p("")
+	}
+	if w.variant("nginx", 1) != "" {
+		w.p("Each nginx worker allocates its connection table for `worker_connections` when it starts; the nginx peer sets that to the descriptor limit (RLIMIT_NOFILE, under [Machine](#machine)) so that it can hold the C10K scenario's connections, and the table is most of an nginx worker's PSS.")
 		w.p("")
 	}
 	var ss []series
