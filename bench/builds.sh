@@ -2,22 +2,25 @@
 # builds.sh - compare server CPU per request of several sluice builds (and
 # optionally nginx) on one file, in interleaved short runs.
 #
-# Usage: bench/builds.sh [--close] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx] [nginx-deferred]
+# Usage: bench/builds.sh [--close] [--conns 100] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx] [nginx-deferred]
 #
 # Each BIN is a sluice binary, started as `BIN serve --root DIR`; "nginx"
 # adds nginx tuned as in bench/files.sh, "nginx-deferred" the same with
-# `listen ... deferred` (TCP_DEFER_ACCEPT, as Sluice's listener has). wrk (-t1 -c100) is pinned to core
-# 0 and every server to core 1. The builds take turns, one run of --secs
-# each, --runs times, so drifting background load hits all alike; the
-# median CPU-µs per request (utime+stime from /proc/PID/stat ÷ requests)
-# and every run's figure are printed per build. --close sends
-# "Connection: close". Used to measure one engine change at a time
-# (docs/files.md, "What closed the gap").
+# `listen ... deferred` (TCP_DEFER_ACCEPT, as Sluice's listener has). wrk
+# (-t1 -c CONNS --latency) is pinned to core 0 and every server to core 1.
+# The builds take turns, one run of --secs each, --runs times, so drifting
+# background load hits all alike; per build the medians of CPU-µs per
+# request (utime+stime from /proc/PID/stat ÷ requests), requests/s and
+# wrk's p50 and p99 latency are printed, and every run's CPU figure.
+# --close sends "Connection: close"; --conns 10000 is the C10K case (the
+# open-file limit must allow it). Used to measure one engine change at a
+# time (docs/files.md, "What closed the gap").
 #
 # Needs: wrk taskset nginx (if asked for) awk ss.
 set -euo pipefail
 
 CLOSE=""
+CONNS=100
 RUNS=9
 SECS=2
 SIZE=4096
@@ -25,6 +28,7 @@ BINS=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--close) CLOSE=1; shift ;;
+	--conns) CONNS="$2"; shift 2 ;;
 	--runs) RUNS="$2"; shift 2 ;;
 	--secs) SECS="$2"; shift 2 ;;
 	--size) SIZE="$2"; shift 2 ;;
@@ -72,7 +76,7 @@ done
 sleep 1
 
 ticks() { local s; s=$(cat "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $((${12} + ${13})); }
-wrk_args=(-t1 -c100)
+wrk_args=(-t1 "-c$CONNS" --latency)
 [[ -n $CLOSE ]] && wrk_args+=(-H "Connection: close")
 CLK=$(getconf CLK_TCK)
 for b in "${BINS[@]}"; do taskset -c 0 wrk "${wrk_args[@]}" -d1s "http://127.0.0.1:${PORT[$b]}/f.html" >/dev/null; done
@@ -83,12 +87,24 @@ for _ in $(seq "$RUNS"); do
 		out=$(taskset -c 0 wrk "${wrk_args[@]}" -d"${SECS}s" "http://127.0.0.1:${PORT[$b]}/f.html")
 		t1=$(ticks "${PID[$b]}")
 		echo "$out" | awk -v b="$b" -v dt=$((t1 - t0)) -v hz="$CLK" '
+			function ms(v) {
+				if (v ~ /us$/) return v / 1000
+				if (v ~ /ms$/) return v + 0
+				if (v ~ /m$/) return v * 60000
+				return v * 1000 # s
+			}
 			/requests in/ {n = $1} /Non-2xx|Socket errors/ {e = 1}
-			END {printf "%s %.2f %d\n", b, dt * 1e6 / hz / n, e}' >>"$WORK/runs"
+			/Requests\/sec/ {rps = $2} $1 == "50%" {p50 = ms($2)} $1 == "99%" {p99 = ms($2)}
+			END {printf "%s %.2f %d %.0f %.3f %.3f\n", b, dt * 1e6 / hz / n, e, rps, p50, p99}' >>"$WORK/runs"
 	done
 done
 for b in "${BINS[@]}"; do
-	awk -v b="$b" '$1 == b {print $2, $3}' "$WORK/runs" | sort -g | awk -v b="$b" '
-		{v[NR] = $1; all = all " " $1; e += $2}
-		END {printf "%-30s median %7.2f CPU-µs/request  (%s )%s\n", b, v[int((NR + 1) / 2)], all, e ? "  ERRORS" : ""}'
+	awk -v b="$b" '$1 == b {print $2, $3, $4, $5, $6}' "$WORK/runs" | sort -g | awk -v b="$b" '
+		function median(a, n,   i, j, t) {
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) {t = a[j]; a[j] = a[j-1]; a[j-1] = t}
+			return a[int((n + 1) / 2)]
+		}
+		{v[NR] = $1; all = all " " $1; e += $2; r[NR] = $3; p[NR] = $4; q[NR] = $5}
+		END {printf "%-30s median %7.2f CPU-µs/request  %8.0f req/s  p50 %8.3f ms  p99 %8.3f ms  (%s )%s\n",
+			b, v[int((NR + 1) / 2)], median(r, NR), median(p, NR), median(q, NR), all, e ? "  ERRORS" : ""}'
 done

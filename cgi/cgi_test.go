@@ -1,3 +1,5 @@
+//go:build unix
+
 package cgi
 
 import (
@@ -12,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +84,16 @@ func cgiEnvMap(s string) map[string]string {
 		}
 	}
 	return m
+}
+
+// skipUnlessLinux skips a test of what the package does on Linux only:
+// killing a program's process group, and learning that a client went
+// (engine.GoneNotifier).
+func skipUnlessLinux(t *testing.T, what string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip(what + ": Linux only")
+	}
 }
 
 // cgiDead reports whether pid has exited: it no longer exists, or is a
@@ -397,6 +410,7 @@ func TestHeaderTooLarge(t *testing.T) {
 // A program that outlives its timeout is killed with its whole process
 // group and reaped; before its header that is a 504.
 func TestTimeoutKillsGroup(t *testing.T) {
+	skipUnlessLinux(t, "killing a process group")
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pids")
 	script := cgiScript(t, dir, "slow.cgi", "#!/bin/sh\n"+
@@ -445,6 +459,7 @@ func TestTimeoutAfterHeader(t *testing.T) {
 // A client that goes away while the program streams gets the program
 // killed: the next write fails.
 func TestClientGoneKillsChild(t *testing.T) {
+	skipUnlessLinux(t, "learning that a client went")
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pids")
 	script := cgiScript(t, dir, "stream.cgi", "#!/bin/sh\n"+

@@ -1,3 +1,5 @@
+//go:build unix
+
 package cgi
 
 import (
@@ -61,6 +63,7 @@ func cgiAllDead(t *testing.T, what string, leaders, children []int) {
 // get them killed with their process groups and reaped at once, not at
 // the timeout (1,000 quick disconnects left 1,000 processes).
 func TestClientGoneBeforeOutput(t *testing.T) {
+	skipUnlessLinux(t, "learning that a client went")
 	dir := t.TempDir()
 	g, _ := newGateway(t, Options{Script: cgiPidScript(t, dir), Timeout: time.Hour})
 	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
@@ -94,6 +97,7 @@ func TestClientGoneBeforeOutput(t *testing.T) {
 // sending the rest of the body (it was a zombie until the body ended, and
 // then no 504 came).
 func TestTimeoutWhileBodyArrives(t *testing.T) {
+	skipUnlessLinux(t, "killing a process group")
 	dir := t.TempDir()
 	g, _ := newGateway(t, Options{Script: cgiPidScript(t, dir), Timeout: time.Second})
 	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
@@ -183,6 +187,7 @@ func TestMaxRunning(t *testing.T) {
 // Close kills the programs still running and returns once they are
 // reaped; their requests get 503, and so do later ones.
 func TestCloseKillsPrograms(t *testing.T) {
+	skipUnlessLinux(t, "killing a process group")
 	dir := t.TempDir()
 	g, _ := newGateway(t, Options{Script: cgiPidScript(t, dir), Timeout: time.Hour})
 	closer, ok := g.(io.Closer)

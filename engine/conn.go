@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine/timeout"
-	"golang.org/x/sys/unix"
 )
 
 // aLongTimeAgo is a deadline in the past: setting it interrupts blocked I/O.
@@ -74,25 +73,9 @@ type conn struct {
 
 func newConn(srv *Server, nc net.Conn) *conn {
 	c := &conn{srv: srv, nc: nc}
-	if sc, ok := nc.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			c.rc = rc
-			c.rawWaitFn = c.rawWait
-		}
-	}
-	// The net package's sockets are non-blocking; one whose descriptor
-	// was made blocking behind its back (Fd of a File from it) would
-	// stall a raw call, so the flag is read rather than assumed.
-	switch nc.(type) {
-	case *sockConn:
-		c.nb = true
-	case *net.TCPConn, *net.UnixConn:
-		if c.rc != nil {
-			c.rc.Control(func(fd uintptr) {
-				fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
-				c.nb = err == nil && fl&unix.O_NONBLOCK != 0
-			})
-		}
+	c.rc, c.nb = rawConn(nc)
+	if c.rc != nil {
+		c.rawWaitFn = c.rawWait
 	}
 	c.th = srv.tm.Register(c)
 	return c

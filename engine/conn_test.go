@@ -685,6 +685,7 @@ func TestKeepAliveSessionAcrossWaits(t *testing.T) {
 // that no wait moved. On TCP, the engine's own listener, acknowledgements
 // may wake such a wait by chance.
 func TestRequestArrivingDuringHandlerIsServed(t *testing.T) {
+	skipUnlessLinux(t, "reads a socket's queue (SIOCINQ)")
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {
 			var ln net.Listener
@@ -766,6 +767,7 @@ func TestRequestArrivingDuringHandlerIsServed(t *testing.T) {
 // are handed back and served in full, pipelined bodiless requests are
 // answered in order in one write, and Connection: close still closes.
 func TestKeepAliveRequestsAfterTheFirst(t *testing.T) {
+	skipUnlessLinux(t, "reads sockets' queues (SIOCINQ, SIOCOUTQ)")
 	ln, err := Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

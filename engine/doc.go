@@ -25,7 +25,7 @@
 // wait a while to serve the next one, so short connections do not each
 // grow a new stack.
 //
-// Listeners from Listen serve TCP connections with direct system calls
+// On Linux, listeners from Listen serve TCP connections with direct system calls
 // (accept4, recvfrom, sendmsg, sendfile, close); a connection joins the
 // runtime's poller only when an operation would block, and leaves it when
 // it parks. They set
@@ -96,4 +96,19 @@
 //
 // Shutdown stops accepting, closes idle connections, and waits for
 // requests in flight, whose responses carry "Connection: close".
+//
+// # Platforms
+//
+// The engine builds everywhere Go does, and behaves alike; the fast paths
+// are Linux's: the listener's direct system calls, MSG_MORE, sendfile(2)
+// with its page cache check, parking idle connections, and watching for
+// a client that goes. On the other Unix systems (macOS, the BSDs) Listen
+// returns the net package's listeners, writes go through net.Conn, a file
+// is sent by reading it into the output buffer, an idle connection waits
+// on a goroutine with a minimal stack (with a read(2) of its own, so it
+// still holds no buffer), a Gone channel closes only when the server
+// gives up on the connection, and ListenShared fails. On Windows an idle
+// connection also holds its goroutine's stack and a pooled buffer while
+// it waits. The tests run on Linux; elsewhere the engine is only built
+// and vetted (make cross).
 package engine

@@ -65,6 +65,7 @@ func closed(ch <-chan struct{}) bool {
 // the connection while the handler runs, on the engine's listener and on
 // a net.Listener's connections.
 func TestGoneOnClientClose(t *testing.T) {
+	skipUnlessLinux(t, "watching for a client that goes")
 	for _, tt := range []struct {
 		name  string
 		close func(c *net.TCPConn)
@@ -105,6 +106,7 @@ func TestGoneOnClientClose(t *testing.T) {
 // Bytes that arrive while the handler runs (the rest of its body, a
 // pipelined request) are not a client going.
 func TestGoneNotOnBytes(t *testing.T) {
+	skipUnlessLinux(t, "watching for a client that goes")
 	p := newGoneProbe()
 	addr := startServer(t, &Server{Handler: p, Logger: discardLogger()})
 
@@ -141,6 +143,7 @@ func TestGoneNotOnBytes(t *testing.T) {
 // The watch ends with the handler: the next request on the connection
 // gets a new channel, open until that client goes.
 func TestGoneEndsWithHandler(t *testing.T) {
+	skipUnlessLinux(t, "watching for a client that goes")
 	p := newGoneProbe()
 	addr := startServer(t, &Server{Handler: p, Logger: discardLogger()})
 	c := dial(t, addr)
@@ -213,6 +216,7 @@ func TestGoneOnShutdown(t *testing.T) {
 // A net/http handler behind FromHTTP sees its request's context
 // cancelled, with cause ErrClientGone, when the client goes.
 func TestGoneContext(t *testing.T) {
+	skipUnlessLinux(t, "watching for a client that goes")
 	cause := make(chan error, 1)
 	entered := make(chan struct{})
 	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

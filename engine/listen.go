@@ -12,10 +12,11 @@ import (
 // listens on the address already: a second server started on a busy port
 // is refused rather than handed a share of its connections.
 //
-// A TCP listener from Listen serves its connections with fewer system
-// calls than one from net.Listen (which Serve also accepts): accepted
-// sockets inherit TCP_NODELAY from it, and join the runtime's poller only
-// when an operation would block (see sock_linux.go). Its connections
+// On Linux, a TCP listener from Listen serves its connections with fewer
+// system calls than one from net.Listen (which Serve also accepts):
+// accepted sockets inherit TCP_NODELAY from it, and join the runtime's
+// poller only when an operation would block (see sock_linux.go);
+// elsewhere it is net.Listen's. Its connections
 // implement net.Conn and syscall.Conn. Accepted connections get no TCP
 // keep-alive probes: the engine's idle timeout already closes connections
 // that stay silent.
@@ -27,7 +28,8 @@ func Listen(network, addr string) (net.Listener, error) {
 // processes (workers of one server) may listen on the same address, each
 // with its own socket, and the kernel spreads new connections among them.
 // Every socket sharing the address must set it, and belong to the same
-// user. A Unix socket cannot be shared; for "unix" it is Listen.
+// user. A Unix socket cannot be shared; for "unix" it is Listen. Outside
+// Linux a TCP socket cannot be shared either: ListenShared fails.
 func ListenShared(network, addr string) (net.Listener, error) {
 	return listen(network, addr, true)
 }

@@ -1,6 +1,10 @@
 package engine
 
-import "golang.org/x/sys/unix"
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
 
 // defaultMaxConns is DefaultMaxConns, or three quarters of RLIMIT_NOFILE
 // when that is lower.
@@ -12,4 +16,11 @@ func defaultMaxConns() int {
 		}
 	}
 	return DefaultMaxConns
+}
+
+// ownSocket reports whether nc is a connection of the engine's own TCP
+// listener (a sockConn), whose descriptor is non-blocking from accept4 on.
+func ownSocket(nc net.Conn) bool {
+	_, ok := nc.(*sockConn)
+	return ok
 }

@@ -88,7 +88,7 @@ func (c *conn) write(b []byte) error {
 func (c *conn) writev(p []byte) error {
 	s := c.s
 	var err error
-	if c.rc != nil {
+	if rawSend && c.rc != nil {
 		err = c.transmit(p, nil, 0, 0, 0)
 	} else {
 		s.iov = append(s.iov[:0], s.out, p)

@@ -275,7 +275,7 @@ func TestWriteTimeoutRenewedByProgress(t *testing.T) {
 	}
 	addr := serveOn(t, &Server{Handler: h, Limits: Limits{WriteTimeout: time.Second}}, smallSendBuffers{ln})
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+		return rc.Control(func(fd uintptr) { setSockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
 	}}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
@@ -317,6 +317,6 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 32<<10) })
+	rc.Control(func(fd uintptr) { setSockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 32<<10) })
 	return c, nil
 }

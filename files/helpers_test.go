@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -130,7 +129,7 @@ func serveAsNobody(t *testing.T, dir string) string {
 	}
 	cmd := exec.Command(bin, "-test.run=^TestHelperServeAsNobody$")
 	cmd.Env = append(os.Environ(), "FILES_HELPER_ROOT="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	asNobody(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -263,7 +263,7 @@ func dialSlow(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var err error
-		rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		rc.Control(func(fd uintptr) { err = setSockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 		return err
 	}}
 	c, err := d.Dial("tcp", addr)
