@@ -4,8 +4,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // Notify tells the service manager that started this process (systemd,
@@ -34,13 +32,14 @@ func Notify(state string) error {
 func NotifyReady() error { return Notify("READY=1") }
 
 // NotifyReloading says a reload begins; NotifyReady follows when it is
-// done. The message carries the monotonic clock, which Type=notify-reload
-// units require.
+// done. On Linux the message carries the monotonic clock, which
+// Type=notify-reload units require.
 func NotifyReloading() error {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	usec := ts.Nano() / 1000
-	return Notify("RELOADING=1\nMONOTONIC_USEC=" + strconv.FormatInt(usec, 10))
+	state := "RELOADING=1"
+	if usec, ok := monotonicUsec(); ok {
+		state += "\nMONOTONIC_USEC=" + strconv.FormatInt(usec, 10)
+	}
+	return Notify(state)
 }
 
 // NotifyStopping says the server is shutting down.
