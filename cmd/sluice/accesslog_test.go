@@ -17,6 +17,9 @@ import (
 func TestAccessLog(t *testing.T) {
 	for _, workers := range []int{0, 2} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			if workers > 0 {
+				needWorkers(t)
+			}
 			dir := t.TempDir()
 			file := filepath.Join(dir, "site.yaml")
 			access, own := filepath.Join(dir, "access.log"), filepath.Join(dir, "own.log")

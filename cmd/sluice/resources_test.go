@@ -14,6 +14,7 @@ import (
 // Each of N workers sets GOMAXPROCS to the CPUs divided by N (at least 1)
 // unless the environment sets it, and divides its file caches by N.
 func TestWorkersSizedForN(t *testing.T) {
+	needWorkers(t)
 	for _, tt := range []struct {
 		env  string
 		want int

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,9 @@ import (
 // own id by a shell that then executes sluice.
 func activated(t *testing.T, ln net.Listener, args ...string) *exec.Cmd {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("socket activation is systemd's, on Linux")
+	}
 	f, err := ln.(*net.TCPListener).File()
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +43,9 @@ func activated(t *testing.T, ln net.Listener, args ...string) *exec.Cmd {
 func TestSocketActivation(t *testing.T) {
 	for _, workers := range []int{0, 2} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			if workers > 0 {
+				needWorkers(t)
+			}
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -134,6 +141,9 @@ func (n *notifySocket) expect(t *testing.T, want string) string {
 func TestNotify(t *testing.T) {
 	for _, workers := range []int{0, 2} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			if workers > 0 {
+				needWorkers(t)
+			}
 			n := listenNotify(t)
 			file := filepath.Join(t.TempDir(), "site.yaml")
 			writeConfig(t, file, fmt.Sprintf("listen: 127.0.0.1:0\nworkers: %d\nroutes:\n  - match: /\n    pipeline: [{text: hi}]\n", workers))
@@ -164,6 +174,7 @@ func TestNotify(t *testing.T) {
 // main process (MAINPID=), and says nothing else; the new master does
 // not say READY=1 for its start, but speaks for itself from then on.
 func TestNotifyUpgrade(t *testing.T) {
+	needWorkers(t)
 	n := listenNotify(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "sluice")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,6 +39,9 @@ func procIDs(t *testing.T, pid int) (uid, gid, groups string) {
 // root on a system that has that user.
 func nobody(t *testing.T) *user.User {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the user a process runs as is read from /proc, on Linux")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("switching user needs root: run the tests as root to check user:")
 	}
@@ -73,6 +77,9 @@ func TestUser(t *testing.T) {
 	wantGid := u.Gid + " " + u.Gid + " " + u.Gid + " " + u.Gid
 	for _, workers := range []int{0, 1} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			if workers > 0 {
+				needWorkers(t)
+			}
 			dir := sharedDir(t)
 			access := filepath.Join(dir, "access.log")
 			file := filepath.Join(t.TempDir(), "site.yaml")
