@@ -29,7 +29,8 @@ import (
 // event and passes the wake-up on to the next process, so every process
 // would still wake. The accepting goroutine therefore blocks in
 // epoll_wait on the set, holding a thread while it waits, as a blocking
-// file read does; one thread per listener. A process that is not waiting
+// file read does; one thread per listener. It yields once before it
+// blocks (see Read). A process that is not waiting
 // (busy, or not accepting at all) is skipped: the wake-up goes to one
 // that is. Close wakes the waiter through an eventfd in the set,
 // registered without EPOLLEXCLUSIVE.
@@ -98,13 +99,23 @@ func newSharedSocket(fd int) (*sharedSocket, error) {
 func (s *sharedSocket) Read(f func(fd uintptr) bool) error {
 	s.readMu.Lock()
 	defer s.readMu.Unlock()
-	woken := false
+	woken, yielded := false, false
 	for !s.closed.Load() {
 		if f(uintptr(s.fd)) {
 			return nil
 		}
 		if woken {
 			s.idleWakes.Add(1)
+		}
+		if !yielded {
+			// A goroutine blocked in a system call keeps its P until
+			// the runtime's monitor takes it back (after 20µs or
+			// more), and the connections just accepted wait on that P
+			// to start: let them run first. Connections arriving
+			// meanwhile are then accepted without blocking.
+			yielded = true
+			runtime.Gosched()
+			continue
 		}
 		s.waits.Add(1)
 		n, err := unix.EpollWait(s.epfd, s.events[:], -1)
