@@ -63,16 +63,20 @@ type conn struct {
 	wait   atomic.Int32
 	moveMu sync.Mutex
 
-	// While parked: the socket's slot in the park set and its descriptor.
-	parkSlot uint32
-	parkFd   int32
+	// The connection's slot in the park set, taken when it first parks
+	// and kept until it closes (hasSlot), with its generation, and the
+	// descriptor its socket is in the set under (-1 if none; see
+	// park_linux.go).
+	parkSlot, parkGen uint32
+	parkFd            int32
+	hasSlot           bool
 
 	// gone is made when a handler first asks (see GoneNotifier).
 	gone atomic.Pointer[goneWatch]
 }
 
 func newConn(srv *Server, nc net.Conn) *conn {
-	c := &conn{srv: srv, nc: nc}
+	c := &conn{srv: srv, nc: nc, parkFd: -1}
 	c.rc, c.nb = rawConn(nc)
 	if c.rc != nil {
 		c.rawWaitFn = c.rawWait
@@ -191,6 +195,7 @@ func (c *conn) finish() {
 	}
 	c.th.Cancel()
 	c.nc.Close()
+	c.leavePark()
 	c.releaseSession()
 	c.srv.connClosed(c)
 }

@@ -285,7 +285,9 @@ func TestBytesArrivingAsConnectionParks(t *testing.T) {
 // A connection woken after a long park (longer than the idle notice)
 // parks again as soon as it has answered, without waiting in the runtime's
 // poller through another idle notice: a client that speaks now and then
-// costs a goroutine only while it is answered.
+// costs a goroutine only while it is answered. Its socket stays in the
+// park set from one park to the next, so each park after the first costs
+// one system call (re-arming it) and each wake none.
 func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 	ln, err := Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -296,15 +298,17 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour, BusyIdleTimeout: 100 * time.Millisecond, MaxConns: 1000}}
 	type park struct {
 		c      *conn
-		polled bool // the socket was in the runtime's poller as it parked
+		polled bool  // the socket was in the runtime's poller as it parked
+		ctls   int64 // parkCtls as it parked
 	}
 	parks := make(chan park, 10)
 	s.parkHook = func(c *conn) {
-		parks <- park{c, c.nc.(*sockConn).polled.Load() != nil}
+		parks <- park{c, c.nc.(*sockConn).polled.Load() != nil, parkCtls.Load()}
 	}
 	addr := serveOn(t, s, al)
 	ic := openIdle(t, addr, 1)[0]
 	first := recvWithin(t, "the first park", parks)
+	last := first
 	for i := range 3 {
 		waitFor(t, "the idle notice", first.c.th.Noticed)
 		ic.get(t, fmt.Sprintf("/sparse%d", i))
@@ -312,6 +316,10 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 		if again.polled {
 			t.Fatalf("request %d: the connection waited in the runtime's poller before parking again", i)
 		}
+		if n := again.ctls - last.ctls; n != 1 {
+			t.Errorf("request %d: %d epoll_ctl calls on the park set from one park to the next, want 1 (the park's own)", i, n)
+		}
+		last = again
 	}
 }
 

@@ -9,3 +9,6 @@ func (c *conn) park() bool { return false }
 
 // unpark is never called: nothing is parked.
 func (c *conn) unpark() {}
+
+// leavePark has nothing to give back: nothing is parked.
+func (c *conn) leavePark() {}
