@@ -36,7 +36,7 @@ type conn struct {
 	unread      bool        // the client may have sent bytes we did not read
 	broken      bool        // a write failed: nothing more can be sent
 	resume      bool        // taken over from the park set: go on waiting (see serve)
-	sparse      bool        // taken over after a long park: park again when idle (see rawServe)
+	sparse      bool        // taken over after a long park: park again when idle (see park.go)
 	repark      bool        // rawServe asks readIdle to park at once
 
 	// State for rawWait, bound once so the idle wait does not allocate.
@@ -70,6 +70,7 @@ type conn struct {
 	parkSlot, parkGen uint32
 	parkFd            int32
 	hasSlot           bool
+	parkedAt          int64 // when it last parked (monoNow)
 
 	// gone is made when a handler first asks (see GoneNotifier).
 	gone atomic.Pointer[goneWatch]

@@ -130,7 +130,7 @@ func (p *parkSet) wake(slot, gen uint32) {
 	}
 	c.unpark()
 	c.resume = true
-	c.sparse = c.th.Noticed()
+	c.sparse = monoNow()-c.parkedAt >= c.srv.sparseAfter.Load()
 	c.srv.startConn(c)
 }
 
@@ -177,6 +177,7 @@ func (c *conn) park() bool {
 		op = unix.EPOLL_CTL_MOD // in the set, disarmed since it last woke
 	}
 	c.parkFd = int32(fd)
+	c.parkedAt = monoNow()
 	c.srv.stats.parked.Add(1)
 	c.wait.Store(waitParked)
 	ev := unix.EpollEvent{Events: parkEvents, Fd: int32(c.parkSlot), Pad: int32(c.parkGen)}

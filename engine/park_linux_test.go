@@ -89,7 +89,8 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, n)}
 	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
 	s.init()
-	s.tm.SetIdleNotice(0) // none until the test asks
+	s.tm.SetIdleNotice(0)                 // none until the test asks
+	s.sparseAfter.Store(int64(time.Hour)) // every wake is soon, until the test says
 	var polledParks atomic.Int64
 	var parked sync.Map // every *conn that parked
 	s.parkHook = func(c *conn) {
@@ -133,6 +134,7 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	}
 	checkOutOfPoller(0)
 	// Speaking after a long park.
+	s.sparseAfter.Store(0)
 	for round := 1; round <= 2; round++ {
 		waitFor(t, "the idle notice", allNoticed)
 		for i, ic := range cs {
@@ -305,6 +307,8 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 	s.parkHook = func(c *conn) {
 		parks <- park{c, c.nc.(*sockConn).polled.Load() != nil, parkCtls.Load()}
 	}
+	s.init()
+	s.sparseAfter.Store(int64(10 * time.Millisecond)) // shorter than the idle notice the test waits for
 	addr := serveOn(t, s, al)
 	ic := openIdle(t, addr, 1)[0]
 	first := recvWithin(t, "the first park", parks)
@@ -320,6 +324,34 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 			t.Errorf("request %d: %d epoll_ctl calls on the park set from one park to the next, want 1 (the park's own)", i, n)
 		}
 		last = again
+	}
+}
+
+// Whether a woken connection is sparse depends on how long it was parked,
+// not on the idle notice: at 10,000 busy connections each one waits in the
+// park set for its turn, well past sparseAfter, and parks again after every
+// answer, with no notice and no trip through the runtime's poller. Here
+// every wake is late (sparseAfter 0) and notices are off.
+func TestConnectionWokenLateParksAgain(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0)
+	s.sparseAfter.Store(0)
+	addr := serveOn(t, s, al)
+	ic := openIdle(t, addr, 1)[0]
+	waitForParked(t, s, 1)
+	sc := (<-al.conns).(*sockConn)
+	for i := range 3 {
+		ic.get(t, fmt.Sprintf("/late%d", i))
+		waitForParked(t, s, 1)
+		if sc.polled.Load() != nil {
+			t.Fatalf("request %d: the connection waited in the runtime's poller", i)
+		}
 	}
 }
 

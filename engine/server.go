@@ -72,7 +72,8 @@ type Server struct {
 	stopOnce    sync.Once
 	stats       counters
 
-	parkHook func(*conn) // if set, called as a connection is about to park (for tests)
+	parkHook    func(*conn)  // if set, called as a connection is about to park (for tests)
+	sparseAfter atomic.Int64 // nanoseconds; see park.go (tests change it)
 }
 
 // counters are a Server's statistics, updated atomically.
@@ -119,6 +120,7 @@ func (s *Server) init() {
 		s.listeners = map[net.Listener]struct{}{}
 		s.slot = make(chan struct{}, 1)
 		s.quit = make(chan struct{})
+		s.sparseAfter.Store(int64(sparseAfter))
 		go s.reapRunners()
 	})
 }
