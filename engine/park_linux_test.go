@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -352,6 +353,45 @@ func TestConnectionWokenLateParksAgain(t *testing.T) {
 		if sc.polled.Load() != nil {
 			t.Fatalf("request %d: the connection waited in the runtime's poller", i)
 		}
+	}
+}
+
+// When many parked connections speak at once, more than there are idle
+// runners, the park set's reader hands them on a batch at a time, letting
+// each batch's runners finish and return to the idle stack before the
+// next: they are served by the runners there are, not each by a new
+// goroutine (whose stack grows by copying, to exit when the idle stack is
+// full). One processor, as the benchmarks give a server, so that the
+// hand-over order is the scheduler's.
+func TestWakesReuseRunners(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const n = 3 * maxIdleRunners
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.sparseAfter.Store(0) // answered, each parks again and frees its runner
+	addr := startServer(t, s)
+	cs := make([]idleClient, n)
+	for i := range cs {
+		c := dial(t, addr)
+		cs[i] = idleClient{c, bufio.NewReader(c)}
+	}
+	// All make their first request at once, and all park.
+	for i, ic := range cs {
+		io.WriteString(ic.c, fmt.Sprintf("GET /c%d/first HTTP/1.1\r\nHost: a\r\n\r\n", i))
+	}
+	for i, ic := range cs {
+		ic.expect(t, fmt.Sprintf("/c%d/first", i))
+	}
+	waitForParked(t, s, n)
+	before := runnersStarted.Load()
+	for i, ic := range cs {
+		io.WriteString(ic.c, fmt.Sprintf("GET /c%d/again HTTP/1.1\r\nHost: a\r\n\r\n", i))
+	}
+	for i, ic := range cs {
+		ic.expect(t, fmt.Sprintf("/c%d/again", i))
+	}
+	if started := runnersStarted.Load() - before; started > n/4 {
+		t.Errorf("%d new runners for %d connections woken at once, with %d idle runners at most; want few", started, n, maxIdleRunners)
 	}
 }
 
