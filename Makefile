@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test test-alloc lint cross fuzz bench bench-deps redbot clean
+.PHONY: all build test test-alloc test-c50k lint cross fuzz bench bench-deps redbot clean
 
 all: lint test
 
@@ -26,6 +26,15 @@ test:
 test-alloc:
 	$(GO) test -shuffle=on -run 'Alloc' ./...
 	$(GO) -C bench test -shuffle=on -run 'Alloc' ./...
+
+## test-c50k: C50K idle keep-alive connections (default 50,000) on one
+## server, engine.TestC50KIdle, without the race detector: bounded memory,
+## all answered (docs/benchmarks.md). Each of server and client needs
+## C50K descriptors: the test raises its soft limit to the hard one and
+## skips, saying so, if that is too low (as root, `ulimit -Hn` raises it).
+C50K ?= 50000
+test-c50k:
+	SLUICE_C50K=$(C50K) $(GO) test -run '^TestC50KIdle$$' -count=1 -v ./engine
 
 ## lint: gofmt (fails on any file to format), go vet, staticcheck; both
 ## modules; then cross

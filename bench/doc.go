@@ -15,6 +15,10 @@
 // server's process tree in /proc/PID/stat, memory from VmRSS in
 // /proc/PID/status. Errors are counted, never hidden.
 //
+// The workers scenario is the exception: its servers run on every CPU
+// (--workers-cpu), so that a server with two worker processes can use
+// two cores, while the client stays on core 0.
+//
 // # Scenarios
 //
 // The scenarios come from the five papers Sluice draws on (the
@@ -23,7 +27,13 @@
 // rates in an open loop; the master–worker paper's ab -n 5000 -c 500; the
 // C10K mix at 10,000 connections; the C++ paper's file-size sweep;
 // pipelining 16 deep; idle memory per connection; Chain against
-// ProcNetwork.
+// ProcNetwork. The workers scenario, run only when named (--scenarios
+// workers; it takes minutes), measures Sluice at 0, 1, 2, 10 and 100
+// worker processes against nginx at 1 and 2 (wrk: requests/s, server
+// CPU per request over every process), reproduces the master–worker
+// paper's ab table against Apache with Debian's default configuration,
+// and reads the PSS of the master and of each worker from
+// /proc/PID/smaps_rollup.
 //
 // # Entry points
 //

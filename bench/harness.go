@@ -78,6 +78,10 @@ func newHarness(ctx context.Context, o options, stderr io.Writer) (*harness, err
 	h.rep = report.Report{
 		Command: o.commandStr, Reproduce: o.reproduce, Started: time.Now(), Rounds: o.rounds,
 		Duration: o.duration, Sweep: o.sweep, Quick: o.quick, Scenarios: o.scenarios,
+		ClientCPU: o.clientCPU,
+	}
+	if slices.Contains(o.scenarios, report.Workers) {
+		h.rep.WorkersCPU = o.workersCPU
 	}
 	if h.o.out == "" {
 		h.o.out = "sluice-bench"
@@ -284,15 +288,22 @@ func freePort() (int, error) {
 
 // start starts peer p on the server CPU in a fresh scratch directory.
 func (h *harness) start(p peers.Peer, label string) (*peers.Server, error) {
+	return h.startOn(p, label, 0, h.o.serverCPU)
+}
+
+// startOn starts peer p with workers worker processes (Env.Workers) on
+// the CPUs cpus, in a fresh scratch directory.
+func (h *harness) startOn(p peers.Peer, label string, workers int, cpus string) (*peers.Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	env := h.env
 	env.Port = port
+	env.Workers = workers
 	env.Dir = filepath.Join(h.tmp, "run", p.Name+"-"+label)
 	os.RemoveAll(env.Dir)
-	srv, err := peers.Start(p, env, h.o.serverCPU)
+	srv, err := peers.Start(p, env, cpus)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +326,7 @@ func (h *harness) recordConfig(srv *peers.Server) {
 			s = strings.ReplaceAll(s, h.env.Bin, "$BIN")
 			return strings.ReplaceAll(s, srv.Env.Addr(), "127.0.0.1:$PORT")
 		}
-		pi.Command = clean("taskset -c " + h.o.serverCPU + " " + strings.Join(srv.Argv, " "))
+		pi.Command = clean("taskset -c " + srv.CPUs + " " + strings.Join(srv.Argv, " "))
 		pi.Config = clean(srv.Config)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -26,11 +27,16 @@ const (
 	exitUsage = 2
 )
 
-// allScenarios is every scenario, in the order each server runs them.
+// allScenarios is every scenario, in the order they run.
 var allScenarios = []string{
 	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
-	report.C10K, report.Sizes, report.Idle, report.Pipe,
+	report.C10K, report.Sizes, report.Idle, report.Workers, report.Pipe,
 }
+
+// defaultScenarios are those run without --scenarios: all but workers,
+// which takes several minutes and has a report of its own
+// (docs/benchmarks/workers).
+var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool { return s == report.Workers })
 
 // options is the parsed command line.
 type options struct {
@@ -45,6 +51,7 @@ type options struct {
 	maxConns   int
 	clientCPU  string
 	serverCPU  string
+	workersCPU string
 	keep       bool
 	from       string
 	reproduce  string
@@ -125,7 +132,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	}
 	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default docs/benchmarks in the repository, or ./sluice-bench")
 	servers := fs.String("servers", strings.Join(peers.Names(), ","), "comma-separated servers to measure")
-	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
+	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers is not run unless named)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
 	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")
@@ -134,6 +141,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	maxConns := fs.Int("conns", 10000, "connections for the C10K mix and the largest idle-memory point")
 	clientCPU := fs.String("client-cpu", "0", "CPU list (taskset) for the client")
 	serverCPU := fs.String("server-cpu", "1", "CPU list (taskset) for the servers")
+	workersCPU := fs.String("workers-cpu", fmt.Sprintf("0-%d", runtime.NumCPU()-1), "CPU list (taskset) for the servers of the workers scenario (default: every CPU, so that workers can use more than one; the client stays on --client-cpu)")
 	keep := fs.Bool("keep", false, "keep the scratch directory (configurations, logs)")
 	from := fs.String("from", "", "measure nothing: write the report from the results.json of an earlier run")
 	if err := fs.Parse(args); err != nil {
@@ -148,7 +156,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	}
 	o = options{
 		out: *out, rounds: *rounds, duration: *duration, sweep: *sweep, quick: *quick,
-		sluice: *sluice, maxConns: *maxConns, clientCPU: *clientCPU, serverCPU: *serverCPU, keep: *keep, from: *from,
+		sluice: *sluice, maxConns: *maxConns, clientCPU: *clientCPU, serverCPU: *serverCPU, workersCPU: *workersCPU, keep: *keep, from: *from,
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,18 +63,24 @@ func (h *harness) run() (string, error) {
 			per += len(sizes)
 		case report.Idle:
 			per += len(h.idlePoints())
-		case report.Pipe:
+		case report.Pipe, report.Workers:
 		default:
 			per++
 		}
 	}
-	h.prog.total = per*len(h.peers)*h.o.rounds + 1
+	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + 1
 	h.prog.logf("%d server(s) × %d round(s), client on CPU %s, servers on CPU %s; scratch %s",
 		len(h.peers), h.o.rounds, h.o.clientCPU, h.o.serverCPU, h.tmp)
-	if _, err := exec.LookPath("wrk"); err != nil && h.has(report.Wrk) {
+	if h.has(report.Workers) {
+		h.prog.logf("workers scenario: %d variant(s) × %d round(s), servers on CPUs %s", len(h.workerVariants()), h.o.rounds, h.o.workersCPU)
+	}
+	if !h.hasWrk() && h.has(report.Wrk) {
 		h.note("wrk is not installed: no wrk cross-check.")
 	}
-	if _, err := exec.LookPath("ab"); err != nil && h.has(report.AB) {
+	if !h.hasWrk() && h.has(report.Workers) {
+		h.note("wrk is not installed: the workers scenario's keep-alive runs use sluicebench's generator (100 connections) instead.")
+	}
+	if _, err := exec.LookPath("ab"); err != nil && (h.has(report.AB) || h.has(report.Workers)) {
 		h.note("ab (apache2-utils) is not installed: the ab -n 5000 -c 500 table is measured with sluicebench's generator in the same shape (5,000 requests, 500 at a time, a connection each).")
 	}
 
@@ -86,6 +93,11 @@ func (h *harness) run() (string, error) {
 			if err := h.serverRound(p, round); err != nil {
 				return "", err
 			}
+		}
+	}
+	if h.has(report.Workers) {
+		if err := h.workers(); err != nil {
+			return "", err
 		}
 	}
 	stopWatch()
@@ -111,7 +123,9 @@ func (h *harness) run() (string, error) {
 // serverRound runs every scenario once against peer p.
 func (h *harness) serverRound(p peers.Peer, round int) error {
 	tag := fmt.Sprintf("round %d/%d %s", round, h.o.rounds, p.Name)
-	loaded := slices.ContainsFunc(h.o.scenarios, func(s string) bool { return s != report.Idle && s != report.Pipe })
+	loaded := slices.ContainsFunc(h.o.scenarios, func(s string) bool {
+		return s != report.Idle && s != report.Pipe && s != report.Workers
+	})
 	if loaded {
 		srv, err := h.startWarm(p, fmt.Sprint(round))
 		if err != nil {
@@ -128,7 +142,7 @@ func (h *harness) serverRound(p peers.Peer, round int) error {
 					h.measure(srv, report.Warp, round, float64(c), load.Config{Paths: []string{pathIndex}, Conns: c, Duration: h.o.sweep})
 				}
 			}},
-			{report.Wrk, func(srv *peers.Server) { h.step(tag, "wrk c=100"); h.wrk(srv, round) }},
+			{report.Wrk, func(srv *peers.Server) { h.step(tag, "wrk c=100"); h.wrk(srv, report.Wrk, round, kaConns) }},
 			{report.Pipelined, func(srv *peers.Server) {
 				h.step(tag, "pipelined ×16")
 				h.measure(srv, report.Pipelined, round, pipeDepth, load.Config{Paths: []string{pathIndex}, Conns: kaConns, Pipeline: pipeDepth, Duration: h.o.duration})
@@ -143,7 +157,7 @@ func (h *harness) serverRound(p peers.Peer, round int) error {
 					time.Sleep(time.Second)
 				}
 			}},
-			{report.AB, func(srv *peers.Server) { h.step(tag, "ab -n 5000 -c 500"); h.ab(srv, round) }},
+			{report.AB, func(srv *peers.Server) { h.step(tag, "ab -n 5000 -c 500"); h.ab(srv, report.AB, round, abConcurrent) }},
 			{report.C10K, func(srv *peers.Server) {
 				h.step(tag, fmt.Sprintf("c10k %d conns", h.o.maxConns))
 				h.measure(srv, report.C10K, round, float64(h.o.maxConns), load.Config{
@@ -189,6 +203,12 @@ func (h *harness) serverRound(p peers.Peer, round int) error {
 }
 
 func (h *harness) step(tag, what string) { h.prog.step(tag + ": " + what) }
+
+// hasWrk reports whether wrk is installed.
+func (h *harness) hasWrk() bool {
+	_, err := exec.LookPath("wrk")
+	return err == nil
+}
 
 // startWarm starts p and warms it up for a second at 100 connections.
 func (h *harness) startWarm(p peers.Peer, label string) (*peers.Server, error) {
@@ -240,6 +260,19 @@ func (h *harness) measure(srv *peers.Server, sc string, round int, x float64, cf
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
+// memLine summarises a TreeMemory for the log: total PSS, the master's,
+// and the workers' mean.
+func memLine(t *report.TreeMemory) string {
+	if t == nil {
+		return "?"
+	}
+	line := fmt.Sprintf("PSS %.1f MB (master %.1f MB", float64(t.Total().PSS)/1e6, float64(t.Master.PSS)/1e6)
+	if n := len(t.Workers); n > 0 {
+		line += fmt.Sprintf(", %d workers %.1f MB each", n, float64(t.Total().PSS-t.Master.PSS)/float64(n)/1e6)
+	}
+	return line + ")"
+}
+
 // add records a sample and logs it.
 func (h *harness) add(s report.Sample) {
 	h.rep.Samples = append(h.rep.Samples, s)
@@ -247,6 +280,12 @@ func (h *harness) add(s report.Sample) {
 		s.Round, s.Server, s.Scenario, s.X, s.RPS, s.CPUus, s.P99ms, float64(s.RSS)/1e6, s.Errors)
 	if s.Scenario == report.Idle {
 		line = fmt.Sprintf("r%d %-14s idle      n=%-8g %6.0f B/conn, %d answered", s.Round, s.Server, s.X, s.PerConn, s.OK)
+	}
+	if s.Scenario == report.WorkersMem {
+		line = fmt.Sprintf("r%d %-14s memory: after load %s", s.Round, s.Server, memLine(s.Loaded))
+		if s.Fresh != nil {
+			line += "; fresh " + memLine(s.Fresh)
+		}
 	}
 	if s.ErrorText != "" {
 		line += " (" + s.ErrorText + ")"
@@ -292,8 +331,9 @@ func (h *harness) idle(p peers.Peer, round, n int) {
 	h.add(s)
 }
 
-// wrk runs wrk -t1 -c100 against srv's 151-byte page, as a cross-check.
-func (h *harness) wrk(srv *peers.Server, round int) {
+// wrk runs wrk -t1 -c100 against srv's 151-byte page and records it as
+// a sample of scenario sc at x.
+func (h *harness) wrk(srv *peers.Server, sc string, round int, x float64) {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return
 	}
@@ -306,36 +346,64 @@ func (h *harness) wrk(srv *peers.Server, round int) {
 		h.note("%s wrk: %v: %s", srv.Peer.Name, err, out)
 		return
 	}
-	s := report.Sample{Scenario: report.Wrk, Server: srv.Peer.Name, Round: round, X: kaConns, Tool: "wrk", RSS: u1.RSS}
-	s.RPS = num(out, `Requests/sec:\s+([\d.]+)`)
-	s.OK = int64(num(out, `(\d+) requests in`))
-	if m := regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`).FindStringSubmatch(out); m != nil {
-		for _, v := range m[1:] {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			s.Errors += n
-		}
-	}
-	non2xx := int64(num(out, `Non-2xx or 3xx responses:\s+(\d+)`))
-	s.Errors += non2xx
-	s.OK -= non2xx
-	s.P50ms = wrkDur(out, `50%\s+(\S+)`)
-	s.P99ms = wrkDur(out, `99%\s+(\S+)`)
-	s.MeanMs = wrkDur(out, `Latency\s+(\S+)`)
-	s.MaxMs = wrkDur(out, `Latency\s+\S+\s+\S+\s+(\S+)`)
+	res := parseWrk(out)
+	s := report.Sample{Scenario: sc, Server: srv.Peer.Name, Round: round, X: x, Tool: "wrk", RSS: u1.RSS,
+		RPS: res.rps, OK: res.requests - res.non2xx, Errors: res.socketErrors + res.non2xx,
+		P50ms: res.p50ms, P99ms: res.p99ms, MeanMs: res.meanMs, MaxMs: res.maxMs}
 	if s.OK > 0 {
 		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(s.OK)
 	}
 	if s.Errors > 0 {
-		s.ErrorText = "wrk: socket errors or non-2xx responses"
+		s.ErrorText = res.errText
 	}
 	h.add(s)
 }
 
-// ab runs ab -n 5000 -c 500 (the master–worker paper's test), or the
-// generator in the same shape if ab is not installed.
-func (h *harness) ab(srv *peers.Server, round int) {
+// wrkResult is what parseWrk reads from wrk's report.
+type wrkResult struct {
+	requests     int64 // responses read, whatever their status
+	socketErrors int64 // connect, read, write and timeout errors
+	non2xx       int64 // responses other than 2xx or 3xx
+	rps          float64
+	p50ms, p99ms float64 // from --latency's distribution
+	meanMs       float64
+	maxMs        float64
+	errText      string // wrk's lines about errors, if any
+}
+
+// parseWrk parses the report of wrk --latency.
+func parseWrk(out string) wrkResult {
+	r := wrkResult{
+		requests: int64(num(out, `(\d+) requests in`)),
+		non2xx:   int64(num(out, `Non-2xx or 3xx responses:\s+(\d+)`)),
+		rps:      num(out, `Requests/sec:\s+([\d.]+)`),
+		// Anchored: the "+/- Stdev" column ends in "%" too (98.99%).
+		p50ms:  wrkDur(out, `(?m)^\s+50%\s+(\S+)`),
+		p99ms:  wrkDur(out, `(?m)^\s+99%\s+(\S+)`),
+		meanMs: wrkDur(out, `Latency\s+(\S+)`),
+		maxMs:  wrkDur(out, `Latency\s+\S+\s+\S+\s+(\S+)`),
+	}
+	var errText []string
+	if m := regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`).FindStringSubmatch(out); m != nil {
+		for _, v := range m[1:] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			r.socketErrors += n
+		}
+		errText = append(errText, m[0])
+	}
+	if r.non2xx > 0 {
+		errText = append(errText, fmt.Sprintf("%d non-2xx or 3xx responses", r.non2xx))
+	}
+	r.errText = strings.Join(errText, "; ")
+	return r
+}
+
+// ab runs ab -n 5000 -c 500 (the master–worker paper's test) and records
+// it as a sample of scenario sc at x; or, if ab is not installed, the
+// generator in the same shape.
+func (h *harness) ab(srv *peers.Server, sc string, round int, x float64) {
 	if _, err := exec.LookPath("ab"); err != nil {
-		h.measure(srv, report.AB, round, abConcurrent, load.Config{Paths: []string{pathIndex}, Conns: abConcurrent,
+		h.measure(srv, sc, round, x, load.Config{Paths: []string{pathIndex}, Conns: abConcurrent,
 			Requests: abRequests, Close: true, Timeout: 30 * time.Second, Duration: 2 * time.Minute})
 		return
 	}
@@ -345,29 +413,66 @@ func (h *harness) ab(srv *peers.Server, round int) {
 	out, err := h.client(3*time.Minute, "ab", "-r", "-s", "30", "-n", strconv.Itoa(abRequests), "-c", strconv.Itoa(abConcurrent),
 		"http://"+srv.Env.Addr()+pathIndex)
 	u1, _ := srv.Usage()
-	if err != nil && !strings.Contains(out, "Requests per second") {
+	res, perr := parseAB(out)
+	if perr != nil {
+		if err == nil {
+			err = perr
+		}
 		h.note("%s ab: %v: %s", srv.Peer.Name, err, lastLines(out, 3))
 		return
 	}
-	s := report.Sample{Scenario: report.AB, Server: srv.Peer.Name, Round: round, X: abConcurrent, Tool: "ab", RSS: u1.RSS}
-	complete := int64(num(out, `Complete requests:\s+(\d+)`))
-	failed := int64(num(out, `Failed requests:\s+(\d+)`))
-	non2xx := int64(num(out, `Non-2xx responses:\s+(\d+)`))
-	s.OK = complete - failed - non2xx
-	s.Errors = failed + non2xx + (abRequests - complete)
-	s.RPS = num(out, `Requests per second:\s+([\d.]+)`)
-	s.MeanMs = num(out, `Time per request:\s+([\d.]+) \[ms\] \(mean\)`)
-	s.MBps = num(out, `Transfer rate:\s+([\d.]+)`) * 1024 / 1e6
-	s.P50ms = num(out, `\n\s+50%\s+(\d+)`)
-	s.P99ms = num(out, `\n\s+99%\s+(\d+)`)
-	s.MaxMs = num(out, `\n\s+100%\s+(\d+)`)
+	s := report.Sample{Scenario: sc, Server: srv.Peer.Name, Round: round, X: x, Tool: "ab", RSS: u1.RSS,
+		RPS: res.rps, MeanMs: res.meanMs, MBps: res.kbps * 1024 / 1e6, P50ms: res.p50ms, P99ms: res.p99ms, MaxMs: res.maxMs}
+	s.OK = res.complete - res.failed - res.non2xx
+	s.Errors = res.failed + res.non2xx + (abRequests - res.complete)
 	if s.OK > 0 {
 		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(s.OK)
 	}
 	if s.Errors > 0 {
-		s.ErrorText = strings.TrimSpace(regexp.MustCompile(`Failed requests:.*\n(?:\s+\(.*\n)?`).FindString(out))
+		s.ErrorText = res.failedText
+		if res.non2xx > 0 {
+			s.ErrorText += fmt.Sprintf("; %d non-2xx responses", res.non2xx)
+		}
+		if res.complete < abRequests {
+			s.ErrorText += fmt.Sprintf("; %d of %d requests completed", res.complete, abRequests)
+		}
 	}
 	h.add(s)
+}
+
+// abResult is what parseAB reads from ab's report.
+type abResult struct {
+	complete, failed, non2xx int64
+	rps                      float64 // Requests per second
+	meanMs                   float64 // Time per request (mean): concurrency × elapsed / requests
+	acrossMs                 float64 // Time per request (mean, across all concurrent requests): elapsed / requests
+	kbps                     float64 // Transfer rate, in ab's Kbytes (1,024 bytes) per second
+	p50ms, p99ms, maxMs      float64
+	failedText               string // "Failed requests: N" and ab's breakdown of them, if any failed
+}
+
+// parseAB parses the report ab prints; it fails if ab printed none (it
+// gave up before the end).
+func parseAB(out string) (abResult, error) {
+	if !strings.Contains(out, "Requests per second:") {
+		return abResult{}, errors.New("ab printed no report")
+	}
+	r := abResult{
+		complete: int64(num(out, `Complete requests:\s+(\d+)`)),
+		failed:   int64(num(out, `Failed requests:\s+(\d+)`)),
+		non2xx:   int64(num(out, `Non-2xx responses:\s+(\d+)`)),
+		rps:      num(out, `Requests per second:\s+([\d.]+)`),
+		meanMs:   num(out, `Time per request:\s+([\d.]+) \[ms\] \(mean\)`),
+		acrossMs: num(out, `Time per request:\s+([\d.]+) \[ms\] \(mean, across all concurrent requests\)`),
+		kbps:     num(out, `Transfer rate:\s+([\d.]+)`),
+		p50ms:    num(out, `\n\s+50%\s+(\d+)`),
+		p99ms:    num(out, `\n\s+99%\s+(\d+)`),
+		maxMs:    num(out, `\n\s+100%\s+(\d+)`),
+	}
+	if r.failed > 0 {
+		r.failedText = strings.Join(strings.Fields(regexp.MustCompile(`Failed requests:.*\n(?:\s+\(.*\n)?`).FindString(out)), " ")
+	}
+	return r, nil
 }
 
 // client runs a client program on the client CPU, bounded by limit.
@@ -448,7 +553,12 @@ func (h *harness) machine() {
 	add("RLIMIT_NOFILE", strconv.Itoa(h.nofile))
 	add("load average (1 min) during the run", fmt.Sprintf("%.1f–%.1f", h.loadMin, h.loadMax))
 	if h.pinned {
-		add("pinning", fmt.Sprintf("client (this harness, wrk, ab) on CPU %s, servers on CPU %s (taskset)", h.o.clientCPU, h.o.serverCPU))
+		if slices.ContainsFunc(h.o.scenarios, func(s string) bool { return s != report.Workers && s != report.Pipe }) {
+			add("pinning", fmt.Sprintf("client (this harness, wrk, ab) on CPU %s, servers on CPU %s (taskset)", h.o.clientCPU, h.o.serverCPU))
+		}
+		if h.has(report.Workers) {
+			add("pinning, workers scenario", fmt.Sprintf("client on CPU %s, servers on CPUs %s (taskset)", h.o.clientCPU, h.o.workersCPU))
+		}
 	}
 	if out, err := exec.Command("go", "version").Output(); err == nil {
 		add("Go", strings.TrimSpace(string(out)))

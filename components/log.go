@@ -52,6 +52,13 @@ type LogOptions struct {
 	// Logger receives the log's own errors (failed writes and reopens).
 	// Nil means slog.Default().
 	Logger *slog.Logger `yaml:"-"`
+
+	// ServerWide makes the Log the server's access log for every route,
+	// as a config file's top-level access_log is: placed before the
+	// router, it records each request unless a Log of the request's
+	// route recorded it, so that a route listing a log of its own is
+	// logged there only. Not an option of the component in a pipeline.
+	ServerWide bool `yaml:"-"`
 }
 
 // Log is an access log component: one line per request, written by a
@@ -86,6 +93,17 @@ type LogOptions struct {
 // with invalid UTF-8 replaced by U+FFFD. No byte a client sent reaches
 // the file unescaped.
 //
+// # Server-wide
+//
+// A Log made with ServerWide set runs before the router (config.Config's
+// Handler places a config file's access_log so) and records every
+// request, those no route matches included, except the requests that a
+// Log in their route's pipeline records: the route's own log wins, as an
+// access_log directive in an nginx location replaces the server's. A
+// request stopped before its route's log runs (a 401 from a basic_auth
+// placed first) is recorded by the server-wide Log, so none goes
+// unrecorded.
+//
 // # Requests the engine refuses
 //
 // A request the engine answers itself (a malformed or oversized head, an
@@ -109,13 +127,15 @@ type LogOptions struct {
 //
 // A Log is safe for concurrent use.
 type Log struct {
-	format int
-	client *clientaddr.Resolver
-	path   string // "" for standard output or error
-	log    *slog.Logger
+	format     int
+	serverWide bool
+	client     *clientaddr.Resolver
+	path       string // "" for standard output or error
+	log        *slog.Logger
 
 	lines     chan *[]byte
 	reopenReq chan chan error
+	chownReq  chan logChown
 	syncReq   chan chan struct{}
 	quit      chan struct{}
 	done      chan struct{}
@@ -153,7 +173,7 @@ func NewLog(opts LogOptions) (pipe.Component, error) {
 }
 
 func newLog(opts LogOptions) (*Log, error) {
-	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default())}
+	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide}
 	switch strings.ToLower(opts.Format) {
 	case "", "combined":
 		l.format = logCombined
@@ -188,6 +208,7 @@ func newLog(opts LogOptions) (*Log, error) {
 	}
 	l.lines = make(chan *[]byte, opts.Buffer)
 	l.reopenReq = make(chan chan error)
+	l.chownReq = make(chan logChown)
 	l.syncReq = make(chan chan struct{})
 	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
@@ -199,9 +220,22 @@ func openLogFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 }
 
+// The per-request value (pipe.Conn.SetValue) by which a server-wide Log
+// learns that a route's Log records the request.
+const (
+	logMarkKey    = "components.log"
+	logMarkServer = "server" // a server-wide Log will record it
+	logMarkRoute  = "route"  // a route's Log records it: the server-wide one does not
+)
+
 // Handle notes the request's arrival and registers the filter that
 // writes the line when the content phase ends.
 func (l *Log) Handle(c *pipe.Conn) bool {
+	if l.serverWide {
+		c.SetValue(logMarkKey, logMarkServer)
+	} else if c.Value(logMarkKey) == logMarkServer {
+		c.SetValue(logMarkKey, logMarkRoute)
+	}
 	rec := logRecPool.Get().(*logRec)
 	rec.l, rec.start, rec.n = l, l.now(), 0
 	c.AddFilter(rec.filterFn)
@@ -221,6 +255,27 @@ func (l *Log) Reopen() error {
 	reply := make(chan error, 1)
 	select {
 	case l.reopenReq <- reply:
+		return <-reply
+	case <-l.done:
+		return errors.New("log: closed")
+	}
+}
+
+// logChown asks the writer goroutine to change the file's owner.
+type logChown struct {
+	uid, gid int
+	reply    chan error
+}
+
+// Chown makes uid and gid the owner of the log file (os.File.Chown), so
+// that a process that switches to that user after opening the file (see
+// package daemon) can still reopen it; for standard output and standard
+// error it does nothing. A file Reopen creates later belongs to whoever
+// runs then.
+func (l *Log) Chown(uid, gid int) error {
+	reply := make(chan error, 1)
+	select {
+	case l.chownReq <- logChown{uid, gid, reply}:
 		return <-reply
 	case <-l.done:
 		return errors.New("log: closed")
@@ -305,6 +360,12 @@ func (l *Log) run() {
 		case reply := <-l.reopenReq:
 			l.writeQueued(batch)
 			reply <- l.reopenFile()
+		case r := <-l.chownReq:
+			var err error
+			if l.path != "" {
+				err = l.out.Chown(r.uid, r.gid)
+			}
+			r.reply <- err
 		case <-l.quit:
 			l.writeQueued(batch)
 			if l.path != "" {
@@ -617,11 +678,15 @@ type logRec struct {
 	wrapFn   pipe.Wrap   // rec.wrap, bound once
 }
 
-var logRecPool = sync.Pool{New: func() any {
-	rec := new(logRec)
-	rec.filterFn, rec.wrapFn = rec.filter, rec.wrap
-	return rec
-}}
+var logRecPool sync.Pool // of *logRec; New is set by init (filter puts recs back)
+
+func init() {
+	logRecPool.New = func() any {
+		rec := new(logRec)
+		rec.filterFn, rec.wrapFn = rec.filter, rec.wrap
+		return rec
+	}
+}
 
 var logBufPool = sync.Pool{New: func() any {
 	b := make([]byte, 0, 256)
@@ -629,6 +694,10 @@ var logBufPool = sync.Pool{New: func() any {
 }}
 
 func (rec *logRec) filter(c *pipe.Conn) pipe.Wrap {
+	if rec.l.serverWide && c.Value(logMarkKey) == logMarkRoute {
+		rec.recycle() // the route's log records this request
+		return nil
+	}
 	rec.c = c
 	return rec.wrapFn
 }
@@ -649,9 +718,13 @@ func (rec *logRec) Flush() error { return rec.next.Flush() }
 // Close logs the request: the content phase is over and the status final.
 func (rec *logRec) Close() error {
 	rec.l.emit(rec.c.Request, nil, rec.c.Status(), rec.start, rec.n)
+	rec.recycle()
+	return nil
+}
+
+func (rec *logRec) recycle() {
 	rec.l, rec.c, rec.next = nil, nil, nil
 	logRecPool.Put(rec)
-	return nil
 }
 
 // SendFile sends n bytes of f through the writers beneath and counts

@@ -59,6 +59,12 @@ type Context struct {
 	// is a worker of (the status page shows them); nil when it is none.
 	Workers func() Workers
 
+	// Processes is how many processes serve the config side by side (a
+	// master's workers): components that cache divide their default
+	// budgets by it (files: files.Options.SharedBy). 0 or 1: this process
+	// alone.
+	Processes int
+
 	// Shorthand is set by Build when the options came from a scalar or
 	// list argument (`name: argument`) rather than a map.
 	Shorthand bool
@@ -201,7 +207,9 @@ func (r *Registration) example(yaml string) *Registration  { r.Example = yaml; r
 // builtins are the components of this package.
 var builtins = []*Registration{
 	// Sources.
-	entry("files", KindSource, "root", NewFiles, nil).paths("root").
+	entry("files", KindSource, "root", NewFiles, func(o *FilesOptions, x *Context) {
+		o.Options = o.Options.SharedBy(x.Processes)
+	}).paths("root").
 		example(`files: {root: ./public, browse: true, max_age: 1h}`),
 	entry("text", KindSource, "body", NewText, nil).
 		example(`text: "Hello, world!\n"`),

@@ -46,11 +46,23 @@ type Config struct {
 	// Log configures the server's error log.
 	Log Log
 
+	// AccessLog is the server-wide access log (the file's access_log): a
+	// log component, built with components.LogOptions.ServerWide, that
+	// Handler runs before the router. Nil when the file sets none.
+	AccessLog *Stage
+
 	// ServerHeader is the Server field's value; "" sends none.
 	ServerHeader string
 
 	// PidFile, if set, is where the server writes its process id.
 	PidFile string
+
+	// User, if set, names the user the server serves as (a name or a
+	// numeric id), and Group its group ("": the user's own): a process
+	// started as root switches to them and the user's groups once it has
+	// opened its listeners and log files (see package daemon). Parse
+	// checks that they exist on this system.
+	User, Group string
 
 	// Routes are the routes in the order written.
 	Routes []*Route
@@ -191,18 +203,22 @@ func (l *Loader) Parse(file string, data []byte) (*Config, error) {
 // still do (cgi kills its programs and waits until they are reaped).
 func (c *Config) Close() error {
 	var errs []error
-	for _, r := range c.Routes {
-		for _, s := range r.Stages {
-			if cl, ok := s.Component.(io.Closer); ok {
-				errs = append(errs, cl.Close())
-			}
+	for _, comp := range c.components() {
+		if cl, ok := comp.(io.Closer); ok {
+			errs = append(errs, cl.Close())
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Handler returns the engine handler serving the config's routes.
-func (c *Config) Handler() engine.Handler { return pipe.Handler(c.Router) }
+// Handler returns the engine handler serving the config's routes, behind
+// the server-wide access log if the file sets one.
+func (c *Config) Handler() engine.Handler {
+	if c.AccessLog != nil {
+		return pipe.Handler(pipe.Chain{c.AccessLog.Component, c.Router})
+	}
+	return pipe.Handler(c.Router)
+}
 
 // ExtraMethods lists the methods the routes name beyond those the engine
 // knows (engine.Server.ExtraMethods), so that requests with them reach
@@ -225,7 +241,7 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "server_header", "pid_file", "routes"}
+var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "routes"}
 
 // RouteKeys are the keys of a route.
 var RouteKeys = []string{"match", "host", "methods", "pipeline"}
@@ -267,7 +283,7 @@ func (p *parser) parse(data []byte) {
 	if !ok {
 		return
 	}
-	var routes, health *yaml.Node
+	var routes, health, group *yaml.Node
 	c := p.cfg
 	c.ServerHeader = DefaultServerHeader
 	c.Log = Log{Level: slog.LevelInfo, Format: "text", Output: "stderr"}
@@ -284,6 +300,8 @@ func (p *parser) parse(data []byte) {
 			p.limits(kv.val)
 		case "log":
 			p.log(kv.val)
+		case "access_log":
+			p.accessLog(kv.key, kv.val)
 		case "server_header":
 			p.serverHeader(kv.val)
 		case "pid_file":
@@ -294,9 +312,29 @@ func (p *parser) parse(data []byte) {
 					c.PidFile = p.path(s)
 				}
 			}
+		case "user":
+			if s, ok := p.scalar(kv.val, "user", "a user name"); ok {
+				if err := checkUser(s); err != nil {
+					p.errorf(kv.val, "user: %v", err)
+				} else {
+					c.User = s
+				}
+			}
+		case "group":
+			group = kv.key
+			if s, ok := p.scalar(kv.val, "group", "a group name"); ok {
+				if err := checkGroup(s); err != nil {
+					p.errorf(kv.val, "group: %v", err)
+				} else {
+					c.Group = s
+				}
+			}
 		case "routes":
 			routes = kv.val
 		}
+	}
+	if group != nil && c.Group != "" && c.User == "" {
+		p.errorf(group, "group: needs a user: the server switches to a user and, with group, to that group")
 	}
 	if c.Listen == nil {
 		c.Listen = []Address{{Network: "tcp", Addr: DefaultListen}}
@@ -447,16 +485,61 @@ func (p *parser) log(n *yaml.Node) {
 	}
 }
 
+// Chown makes uid and gid the owner of the files the components write to
+// (those with a Chown(uid, gid int) error method, such as the access
+// logs), so that a process that switches to that user once the config is
+// built can still reopen them (see Reopen).
+func (c *Config) Chown(uid, gid int) error {
+	var errs []error
+	for _, comp := range c.components() {
+		if ch, ok := comp.(interface{ Chown(uid, gid int) error }); ok {
+			errs = append(errs, ch.Chown(uid, gid))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// components returns every component built: the access log's, then the
+// routes' in order.
+func (c *Config) components() []pipe.Component {
+	var out []pipe.Component
+	if c.AccessLog != nil && c.AccessLog.Component != nil {
+		out = append(out, c.AccessLog.Component)
+	}
+	for _, r := range c.Routes {
+		for _, s := range r.Stages {
+			if s.Component != nil {
+				out = append(out, s.Component)
+			}
+		}
+	}
+	return out
+}
+
+// accessLog builds the server-wide access log: the log component with
+// the value as its argument, recording the requests of every route.
+func (p *parser) accessLog(key, n *yaml.Node) {
+	if isNull(deref(n)) {
+		p.errorf(key, "access_log: want a file path (or stdout or stderr) or a map of the log component's options, e.g. access_log: {file: ./access.log, format: json}")
+		return
+	}
+	reg, _ := components.Lookup("log")
+	s := p.build(key, reg, n, "access_log", func(opts any) {
+		opts.(*components.LogOptions).ServerWide = true
+	})
+	if s.Component != nil {
+		p.cfg.AccessLog = s
+	}
+}
+
 // Reopen reopens the files the components write to (those with a
-// Reopen() error method, such as the access log), typically on SIGUSR1
+// Reopen() error method, such as the access logs), typically on SIGUSR1
 // after logrotate has moved them.
 func (c *Config) Reopen() error {
 	var errs []error
-	for _, r := range c.Routes {
-		for _, s := range r.Stages {
-			if ro, ok := s.Component.(interface{ Reopen() error }); ok {
-				errs = append(errs, ro.Reopen())
-			}
+	for _, comp := range c.components() {
+		if ro, ok := comp.(interface{ Reopen() error }); ok {
+			errs = append(errs, ro.Reopen())
 		}
 	}
 	return errors.Join(errs...)

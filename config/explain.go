@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -40,8 +41,18 @@ func (c *Config) Explain(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "limits\t%s\n", strings.Join(lims, ", "))
 	fmt.Fprintf(tw, "log\t%s, %s, to %s\n", strings.ToLower(c.Log.Level.String()), c.Log.Format, c.Log.Output)
+	if c.AccessLog != nil {
+		fmt.Fprintf(tw, "access_log\t%s\n", cmp.Or(describeStage(c.AccessLog), "to stdout")+", every route without a log of its own")
+	}
 	if c.PidFile != "" {
 		fmt.Fprintf(tw, "pid_file\t%s\n", c.PidFile)
+	}
+	if c.User != "" {
+		group := ""
+		if c.Group != "" {
+			group = ", group " + c.Group
+		}
+		fmt.Fprintf(tw, "user\t%s%s\n", c.User, group)
 	}
 	tw.Flush()
 

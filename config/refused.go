@@ -9,7 +9,8 @@ import (
 
 // LogRefusal writes the access-log line of a request the engine refused
 // before any route could be chosen (see engine.Server.OnRefused) to the
-// config's refusal logs: the log components of the catch-all routes
+// config's refusal logs: the server-wide access log (AccessLog) if the
+// file sets one; otherwise the log components of the catch-all routes
 // (those matching "/" for any host), or, when they have none, the first
 // log component in the file. Such a request may have no path, host or
 // method to route by, and nginx, likewise, logs it in the default server.
@@ -22,6 +23,9 @@ func (c *Config) LogRefusal(rf *engine.Refusal) {
 
 // refusalLogs returns the logs LogRefusal writes to.
 func (c *Config) refusalLogs() []*components.Log {
+	if c.AccessLog != nil {
+		return []*components.Log{c.AccessLog.Component.(*components.Log)}
+	}
 	var catchAll []*components.Log
 	var first *components.Log
 	for _, r := range c.Routes {

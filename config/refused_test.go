@@ -49,6 +49,10 @@ func TestLogRefusal(t *testing.T) {
 		{"no log at all", `
   - match: /
     pipeline: [{text: main}]`, nil},
+		{"the server-wide access_log's alone", `
+  - match: /
+    pipeline: [{log: "%[1]s/main.log"}, {text: main}]
+access_log: "%[1]s/access.log"`, []string{"access.log"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

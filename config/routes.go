@@ -281,6 +281,17 @@ func (p *parser) stage(n *yaml.Node) *Stage {
 		p.errorf(nameNode, "unknown component %q%s", name, suggest(name, components.Names()))
 		return nil
 	}
+	return p.build(nameNode, reg, arg, name, nil)
+}
+
+// build decodes the options of the component reg from arg (nil, a
+// shorthand argument or a map) and builds it, as the entry at nameNode.
+// Messages call it label: its name in a pipeline, the key elsewhere
+// (access_log). adjust, if set, gets the decoded options struct (a
+// pointer) before the component is built. It returns the stage, whose
+// Component is nil if it could not be built (the errors are recorded).
+func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *yaml.Node, label string, adjust func(opts any)) *Stage {
+	name := reg.Name
 	s := &Stage{Name: name, Registration: reg, Line: nameNode.Line, Col: nameNode.Column}
 	x := p.loader.Context
 	a := deref(arg)
@@ -296,19 +307,19 @@ func (p *parser) stage(n *yaml.Node) *Stage {
 			f, ok := fieldByKey(reg.Options, reg.Scalar)
 			if reg.Scalar == "" || !ok {
 				if len(components.OptionFields(reg.Options)) == 0 {
-					p.errorf(a, "%s takes no options: write just `%s`", name, name)
+					p.errorf(a, "%s takes no options: write just `%s`", label, label)
 				} else {
-					p.errorf(a, "%s has no shorthand argument: give its options as a map, e.g. `%s: {%s: …}`", name, name, components.OptionFields(reg.Options)[0].Key)
+					p.errorf(a, "%s has no shorthand argument: give its options as a map, e.g. `%s: {%s: …}`", label, label, components.OptionFields(reg.Options)[0].Key)
 				}
 				break
 			}
 			s.Options = append(s.Options, Option{reg.Scalar, flowText(a)})
-			p.value(a, v.FieldByIndex(f.Index), name+": "+reg.Scalar)
+			p.value(a, v.FieldByIndex(f.Index), label+": "+reg.Scalar)
 		default:
 			for i := 0; i+1 < len(a.Content); i += 2 {
 				s.Options = append(s.Options, Option{a.Content[i].Value, flowText(a.Content[i+1])})
 			}
-			p.options(a, v, "", name)
+			p.options(a, v, "", label)
 		}
 		if len(p.errs) > before {
 			return errDecoded
@@ -320,26 +331,31 @@ func (p *parser) stage(n *yaml.Node) *Stage {
 				}
 			}
 		}
+		if adjust != nil {
+			adjust(opts)
+		}
 		return nil
 	}
 	log, warnings := newBuildLog(x.Logger)
 	x.Logger = log
 	comp, err := build(reg, decode, x)
 	for _, msg := range warnings() {
-		p.warn(nameNode, name, msg)
+		p.warn(nameNode, label, msg)
 	}
 	switch {
 	case errors.Is(err, errDecoded):
 		return s
 	case err != nil:
 		msg := err.Error()
-		if !strings.HasPrefix(msg, name+":") {
-			msg = name + ": " + msg
+		if rest, ok := strings.CutPrefix(msg, name+":"); ok {
+			msg = label + ":" + rest
+		} else {
+			msg = label + ": " + msg
 		}
 		p.errorf(nameNode, "%s", msg)
 		return s
 	case comp == nil:
-		p.errorf(nameNode, "%s: the constructor returned no component", name)
+		p.errorf(nameNode, "%s: the constructor returned no component", label)
 		return s
 	}
 	s.Component = comp

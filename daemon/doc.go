@@ -36,9 +36,11 @@
 // Listen addresses the new config adds are opened before the swap, those
 // it drops are closed after it; connections already accepted on a
 // dropped address stay open. A config that fails to load, or an address
-// that cannot be opened, leaves the running config serving. Settings read
-// only at start (workers, limits, server_header, log, pid_file) keep
-// their running values until a restart, with a warning.
+// that cannot be opened, leaves the running config serving. The rest of
+// the file applies too: limits, server_header and new methods through
+// the engine's setters (engine.Server.SetLimits), the log section and
+// pid_file; only workers keeps its running value until a restart, with a
+// warning.
 //
 // # Driving it
 //
@@ -50,6 +52,14 @@
 // calls the methods. Sockets opened elsewhere — inherited from a parent
 // process, or opened before privileges are dropped — are handed in with
 // Server.Listen, which is asked for every address the config lists.
+//
+// # Service managers
+//
+// A Server tells systemd (or any manager that sets $NOTIFY_SOCKET) when it
+// is ready, reloading and stopping (Notify). SocketActivation takes the
+// listening sockets systemd passes a socket-activated process; its Listen
+// method, set as Server.Listen, serves each config address on the socket
+// passed for it. See docs/service.md.
 //
 // # Logging
 //

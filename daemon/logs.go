@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -24,11 +25,9 @@ func (s *Server) ReopenLogs() error {
 	defer s.mu.Unlock()
 	log := s.logger()
 	var errs []error
-	if s.logOut != nil {
-		if err := s.logOut.Reopen(); err != nil {
-			log.Error("cannot reopen the log", "error", err)
-			errs = append(errs, err)
-		}
+	if err := s.out.Reopen(); err != nil {
+		log.Error("cannot reopen the log", "error", err)
+		errs = append(errs, err)
 	}
 	if err := s.sw.Config().Reopen(); err != nil {
 		log.Error("cannot reopen a log file", "error", err)
@@ -38,38 +37,57 @@ func (s *Server) ReopenLogs() error {
 	return errors.Join(errs...)
 }
 
-// openLog sets up the server's log as l asks for.
-func (s *Server) openLog(l config.Log) error {
-	var w io.Writer
+// logTarget is where a config's log section sends the records: a stream,
+// or a file opened for appending.
+type logTarget struct {
+	w    io.Writer // the stream, or f
+	f    *os.File
+	path string
+}
+
+// openTarget opens the output l names.
+func (s *Server) openTarget(l config.Log) (logTarget, error) {
 	switch l.Output {
 	case "stderr", "":
-		w = s.Stderr
-		if w == nil {
-			w = os.Stderr
-		}
+		return logTarget{w: cmp.Or[io.Writer](s.Stderr, os.Stderr)}, nil
 	case "stdout":
-		w = s.Stdout
-		if w == nil {
-			w = os.Stdout
-		}
-	default:
-		f, err := openLogFile(l.Output)
-		if err != nil {
-			return err
-		}
-		s.logOut, w = f, f
+		return logTarget{w: cmp.Or[io.Writer](s.Stdout, os.Stdout)}, nil
 	}
+	f, err := openLogFile(l.Output)
+	if err != nil {
+		return logTarget{}, err
+	}
+	return logTarget{w: f, f: f, path: l.Output}, nil
+}
+
+// setLog makes the server log as l asks for, to t, from now on: at Start,
+// and again when a reload changes the log section. The previous file, if
+// any, is closed once no record can be written to it.
+func (s *Server) setLog(l config.Log, t logTarget) {
+	s.out.set(t)
+	s.logConfig = l
 	opts := &slog.HandlerOptions{Level: l.Level}
-	var h slog.Handler = slog.NewTextHandler(w, opts)
+	var h slog.Handler = slog.NewTextHandler(&s.out, opts)
 	if l.Format == "json" {
-		h = slog.NewJSONHandler(w, opts)
+		h = slog.NewJSONHandler(&s.out, opts)
 	}
 	log := slog.New(h)
 	s.log.Store(log)
 	if s.SetSlogDefault {
-		s.prevDefault = slog.Default()
+		if s.prevDefault == nil {
+			s.prevDefault = slog.Default()
+		}
 		slog.SetDefault(log)
 	}
+}
+
+// openLog sets up the server's log as l asks for.
+func (s *Server) openLog(l config.Log) error {
+	t, err := s.openTarget(l)
+	if err != nil {
+		return err
+	}
+	s.setLog(l, t)
 	return nil
 }
 
@@ -80,51 +98,75 @@ func (s *Server) closeLog() {
 		s.prevDefault = nil
 	}
 	s.log.Store(nil)
-	if s.logOut != nil {
-		s.logOut.Close()
-		s.logOut = nil
+	s.out.set(logTarget{w: io.Discard})
+}
+
+func openLogFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+}
+
+// logOutput is where the server's log records go: the target of the
+// config's log section, which Reopen opens again under its name and set
+// replaces. Records written meanwhile go to one or the other, whole. It
+// is safe for concurrent use.
+type logOutput struct {
+	mu sync.Mutex
+	t  logTarget
+}
+
+func (o *logOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.t.w == nil {
+		return len(p), nil
+	}
+	return o.t.w.Write(p)
+}
+
+// set makes t the target, closing the previous one's file.
+func (o *logOutput) set(t logTarget) {
+	o.mu.Lock()
+	old := o.t
+	o.t = t
+	o.mu.Unlock()
+	if old.f != nil {
+		old.f.Close()
 	}
 }
 
-// logFile is an append-only log file that can be reopened under its name.
-// It is safe for concurrent use.
-type logFile struct {
-	mu   sync.Mutex
-	path string
-	f    *os.File
-}
-
-func openLogFile(path string) (*logFile, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
+// chown gives the file, if the target is one, to uid and gid.
+func (o *logOutput) chown(uid, gid int) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.t.f == nil {
+		return nil
 	}
-	return &logFile{path: path, f: f}, nil
+	return o.t.f.Chown(uid, gid)
 }
 
-func (l *logFile) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.f.Write(p)
-}
-
-// Reopen opens the file's name again, which logrotate may have moved.
-func (l *logFile) Reopen() error {
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+// Reopen opens the file's name again, which logrotate may have moved; a
+// stream is left alone.
+func (o *logOutput) Reopen() error {
+	o.mu.Lock()
+	path := o.t.path
+	o.mu.Unlock()
+	if path == "" {
+		return nil
+	}
+	f, err := openLogFile(path)
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	old := l.f
-	l.f = f
-	l.mu.Unlock()
+	o.mu.Lock()
+	old := o.t.f
+	if o.t.path != path { // moved meanwhile
+		o.mu.Unlock()
+		f.Close()
+		return nil
+	}
+	o.t.w, o.t.f = f, f
+	o.mu.Unlock()
 	return old.Close()
-}
-
-func (l *logFile) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.f.Close()
 }
 
 // logHandler hands records to the server's log of the moment (see

@@ -2,11 +2,10 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"net"
-	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/sluice-server/sluice/config"
@@ -20,19 +19,33 @@ import (
 // An address moving to an overlapping one on the same TCP port
 // (127.0.0.1:8080 to 0.0.0.0:8080) cannot be opened beside the old
 // socket: the old one is closed first, and opened again if the new one
-// still fails. Settings that need a restart (workers, limits,
-// server_header, log, pid_file) keep their running values, with a
-// warning.
+// still fails.
 //
-// A config that cannot be loaded, or served, changes nothing: the running
-// config keeps serving. Reload logs the outcome either way and returns the
-// error (a *LoadError, or a *ListenError); it returns ErrNotRunning before
-// Start and after Shutdown.
+// The rest of the file applies too, once the new config serves: limits,
+// server_header and the methods the routes name beyond the standard ones
+// (engine.Server.SetLimits: to what starts afterwards, on open
+// connections too), the log section (a new output is opened before the
+// switch; the records logged from then on go there, and the old file is
+// closed) and pid_file (the new file is written, then the old one
+// removed; one that cannot be written leaves the old one, with an
+// error). Only workers, user and group need a restart (a process serving
+// alone cannot become a master, nor switch back to root to switch to
+// another user): a change is logged as a warning. A process that switched
+// to the config's user (see Start) loads the new config as that user: its
+// files must be readable, and its new listen addresses open, by it.
+//
+// A config that cannot be loaded, or served (a listen address or a log
+// file that cannot be opened), changes nothing: the running config keeps
+// serving. Reload logs the outcome either way and returns the error (a
+// *LoadError, a *ListenError, or the log file's); it returns
+// ErrNotRunning before Start and after Shutdown.
 func (s *Server) Reload() error {
 	if err := s.lockRunning(); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
+	s.notify(NotifyReloading)
+	defer s.notify(NotifyReady)
 	log := s.logger()
 	log.Info("reloading", "config", s.Name)
 	cfg, err := s.Load(s.context())
@@ -49,7 +62,29 @@ func (s *Server) Reload() error {
 		return &LoadError{err}
 	}
 	logWarnings(log, cfg)
-	s.warnRestart(s.sw.Config(), cfg)
+	old := s.sw.Config()
+	for _, c := range []struct {
+		key     string
+		changed bool
+	}{
+		{"workers", cfg.Workers != old.Workers},
+		{"user", cfg.User != old.User},
+		{"group", cfg.Group != old.Group},
+	} {
+		if c.changed {
+			log.Warn("changed setting needs a restart; keeping the running value", "key", c.key)
+		}
+	}
+	newLog := cfg.Log != s.logConfig
+	var target logTarget
+	if newLog {
+		if target, err = s.openTarget(cfg.Log); err != nil {
+			log.Error("cannot open the log", "output", cfg.Log.Output, "error", err)
+			cfg.Close()
+			log.Error("reload rejected; the running config keeps serving", "config", s.Name)
+			return fmt.Errorf("log output %s: %w", cfg.Log.Output, err)
+		}
+	}
 
 	var added []config.Address
 	for _, a := range cfg.Listen {
@@ -71,18 +106,48 @@ func (s *Server) Reload() error {
 	}
 	if err != nil {
 		s.logListenError(err)
+		if target.f != nil {
+			target.f.Close()
+		}
 		cfg.Close()
 		log.Error("reload rejected; the running config keeps serving", "config", s.Name)
 		return err
 	}
 	s.sw.Swap(cfg)
+	s.srv.SetLimits(cfg.Limits)
+	s.srv.SetServerHeader(cfg.ServerHeader)
+	s.srv.SetExtraMethods(cfg.ExtraMethods())
+	if newLog {
+		log.Info("log moves", "output", cfg.Log.Output, "format", cfg.Log.Format, "level", cfg.Log.Level.String())
+		s.setLog(cfg.Log, target)
+		log = s.logger()
+	}
 	s.serve(opened)
 	for _, l := range removed {
 		log.Info("closing listener", "addr", l.ln.Addr().String())
 	}
 	s.closeListeners(removed)
+	s.movePidFile(cfg.PidFile)
 	log.Info("reloaded", "config", s.Name, "routes", len(cfg.Routes))
 	return nil
+}
+
+// movePidFile moves the pid file to name, as a reload asks: the new one
+// is written before the old one is removed.
+func (s *Server) movePidFile(name string) {
+	if name == s.pidFile {
+		return
+	}
+	if name != "" {
+		if err := writePidFile(name); err != nil {
+			s.logger().Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
+			return
+		}
+	}
+	if s.pidFile != "" {
+		removePidFile(s.pidFile)
+	}
+	s.pidFile = name
 }
 
 // reopenSharingPort opens the added addresses after closing the removed
@@ -128,32 +193,4 @@ func (s *Server) reopenSharingPort(added []config.Address, removed []*listener, 
 		s.logListenError(berr)
 	}
 	return nil, err
-}
-
-// warnRestart warns about settings that changed but only take effect on a
-// restart; the running values are kept.
-func (s *Server) warnRestart(old, cfg *config.Config) {
-	log := s.logger()
-	changed := func(key string, a, b any) {
-		if !reflect.DeepEqual(a, b) {
-			log.Warn("changed setting needs a restart; keeping the running value", "key", key)
-		}
-	}
-	changed("workers", old.Workers, cfg.Workers)
-	changed("limits", old.Limits, cfg.Limits)
-	changed("server_header", old.ServerHeader, cfg.ServerHeader)
-	changed("log", old.Log, cfg.Log)
-	changed("pid_file", old.PidFile, cfg.PidFile)
-	if m := cfg.ExtraMethods(); !sameSet(m, old.ExtraMethods()) {
-		log.Warn("the routes name new non-standard methods; requests with them get 501 until a restart", "methods", strings.Join(m, ","))
-	}
-}
-
-func sameSet(a, b []string) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return len(a) == len(b)
 }

@@ -89,7 +89,8 @@ type Server struct {
 	state       state
 	sw          *Switch
 	pidFile     string
-	logOut      *logFile     // the config's log file, when it is one
+	out         logOutput    // where the config's log writes
+	logConfig   config.Log   // the log section out and log were set up by
 	prevDefault *slog.Logger // slog's default before SetSlogDefault
 
 	log atomic.Pointer[slog.Logger] // the config's log, once set up
@@ -151,8 +152,14 @@ func (s *Server) context() components.Context {
 }
 
 // Start loads the config, sets up its log, opens its listeners, writes
-// its pid file and starts serving; it returns once the server accepts
-// connections. Log records go to the config's log from then on.
+// its pid file, switches to the config's user if it names one (a process
+// started as root gives the log files to the user, then takes its
+// groups, group and user; any other process must already run as them),
+// and starts serving; it returns once the server accepts connections.
+// Log records go to the config's log from then on. Once it serves, it
+// tells a service manager that waits for it (systemd's $NOTIFY_SOCKET,
+// see Notify): READY=1; Reload says RELOADING=1, then READY=1 when it is
+// done, and Shutdown (or Drain) STOPPING=1.
 //
 // If Load fails, Start returns a *LoadError and logs nothing: how to show
 // a config's errors (config.Errors, one per line with its position) is
@@ -184,11 +191,11 @@ func (s *Server) Start() error {
 	logWarnings(log, cfg)
 	s.sw = NewSwitch(cfg)
 	s.sw.Grace = s.grace() // for the old config's requests after a reload
-	s.srv.Handler = s.sw
+	s.srv.Handler = handler{s.sw}
 	s.srv.Limits = cfg.Limits
 	s.srv.ServerHeader = cfg.ServerHeader
 	s.srv.ExtraMethods = cfg.ExtraMethods()
-	s.srv.Logger = log
+	s.srv.Logger = slog.New(logHandler{s}) // the log of the moment: a reload may change it
 	s.srv.OnRefused = s.sw.LogRefusal
 
 	opened, err := s.open(cfg.Listen)
@@ -208,10 +215,29 @@ func (s *Server) Start() error {
 		}
 		s.pidFile = cfg.PidFile
 	}
+	if err := s.switchUser(cfg); err != nil {
+		log.Error("cannot serve as the config's user", "error", err)
+		s.closeListeners(opened)
+		if s.pidFile != "" {
+			removePidFile(s.pidFile)
+			s.pidFile = ""
+		}
+		s.sw.Close()
+		s.closeLog()
+		return err
+	}
 	s.serve(opened)
 	s.state = stateRunning
 	close(s.started)
+	s.notify(NotifyReady)
 	return nil
+}
+
+// notify tells the service manager (see Notify), logging a failure.
+func (s *Server) notify(send func() error) {
+	if err := send(); err != nil {
+		s.logger().Warn("cannot notify the service manager", "error", err)
+	}
 }
 
 // lockRunning locks s.mu if s runs, for the caller to unlock; otherwise
@@ -307,19 +333,6 @@ func (s *Server) Drain(ctx context.Context) error {
 	return s.stop(ctx, grace, s.srv.Drain)
 }
 
-// ServeListener serves the connections ln accepts, beside the config's
-// listeners, until Shutdown or Drain closes it: a supervisor's health
-// probes reach a worker's engine this way. It returns ErrNotRunning if
-// the server does not run.
-func (s *Server) ServeListener(ln net.Listener) error {
-	if err := s.lockRunning(); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	go s.srv.Serve(ln)
-	return nil
-}
-
 func (s *Server) shutdown(ctx context.Context, grace any) error {
 	return s.stop(ctx, grace, s.srv.Shutdown)
 }
@@ -332,6 +345,7 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	defer s.mu.Unlock()
 	s.state = stateDone
 	close(s.stopped)
+	s.notify(NotifyStopping)
 	log := s.logger()
 	log.Info("shutting down", "grace", grace)
 	err := end(ctx)

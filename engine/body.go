@@ -42,8 +42,8 @@ type bodyReader struct {
 var _ io.Reader = (*bodyReader)(nil)
 
 func (b *bodyReader) start(c *conn, req *Request) {
-	*b = bodyReader{c: c, req: req, limit: c.srv.limits.MaxBodyBytes}
-	b.pace.start(&c.srv.limits)
+	*b = bodyReader{c: c, req: req, limit: c.srv.limits().MaxBodyBytes}
+	b.pace.start(c.srv.limits())
 	switch {
 	case req.ContentLength < 0:
 		b.chunked = true
@@ -136,7 +136,7 @@ func (b *bodyReader) fill() error {
 	}
 	c := b.c
 	unread := c.w - c.r // fill may move the bytes, never drop them
-	err := c.fill(c.srv.limits.MaxHeaderBytes + 2)
+	err := c.fill(c.srv.limits().MaxHeaderBytes + 2)
 	c.th.Clear()
 	b.pace.got(c.srv.tm.Now(), c.w-c.r-unread)
 	if err != nil {
@@ -261,7 +261,7 @@ func (b *bodyReader) line(max int, tooLong *ProtocolError) ([]byte, error) {
 // line, validating each field as a header field and copying it into
 // Request.Trailer.
 func (b *bodyReader) readTrailer() error {
-	lim := &b.c.srv.limits
+	lim := b.c.srv.limits()
 	total := 0
 	for {
 		line, err := b.line(lim.MaxHeaderBytes, errHeaderTooLarge)
@@ -399,7 +399,7 @@ func (b *bodyReader) keepable(final bool) bool {
 		}
 		return b.drain(make([]byte, 4096))
 	}
-	return b.err == nil && (b.chunked || b.left <= b.c.srv.limits.MaxDrainBytes)
+	return b.err == nil && (b.chunked || b.left <= b.c.srv.limits().MaxDrainBytes)
 }
 
 // discard reads and drops what the handler left of the body, up to
@@ -417,7 +417,7 @@ func (b *bodyReader) drain(scratch []byte) bool {
 	if b.err != nil || b.req.expectCont && !b.continueSent || b.req.expectOther {
 		return false // the client may be waiting to send it (see commit)
 	}
-	budget := b.c.srv.limits.MaxDrainBytes
+	budget := b.c.srv.limits().MaxDrainBytes
 	for budget > 0 {
 		n, err := b.Read(scratch)
 		budget -= int64(n)

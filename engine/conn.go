@@ -249,7 +249,7 @@ func (c *conn) readHead() (n int, err error, ok bool) {
 	}
 	s := c.s
 	req := &s.req
-	lim := &c.srv.limits
+	lim := c.srv.limits()
 	c.th.SetDeadline(lim.HeaderTimeout) // the whole head must arrive in time
 	for {
 		req.reset()
@@ -306,12 +306,13 @@ func (c *conn) serveHead(n int, err error) bool {
 		c.closeAfter = true
 	}
 	var refusal *ProtocolError // a head we understood but refuse
+	maxBody := c.srv.limits().MaxBodyBytes
 	switch {
 	case perr != nil:
 		refusal = perr
 	case !c.srv.knownMethod(req.Method):
 		refusal = errUnknownMethod
-	case c.srv.limits.MaxBodyBytes >= 0 && req.ContentLength > c.srv.limits.MaxBodyBytes:
+	case maxBody >= 0 && req.ContentLength > maxBody:
 		refusal = errBodyTooLarge
 	case c.srv.shuttingDown():
 		resp.Header().Set("Connection", "close")
@@ -366,7 +367,7 @@ func (c *conn) fillHead() error {
 	if err := c.flush(); err != nil {
 		return err
 	}
-	return c.fill(c.srv.limits.MaxHeaderBytes + 2)
+	return c.fill(c.srv.limits().MaxHeaderBytes + 2)
 }
 
 // fill reads at least one more byte into rbuf[w:], making room first:

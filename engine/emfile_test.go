@@ -56,11 +56,22 @@ func TestEMFILEChild(t *testing.T) {
 // logs. The child is killed when the test ends.
 func startEMFILEChild(t *testing.T, mode string) (addr string, stderr *lockedBuffer) {
 	t.Helper()
+	addr, _, stderr = startChild(t, "TestEMFILEChild", "SLUICE_EMFILE_CHILD="+mode)
+	return addr, stderr
+}
+
+// startChild runs the test named test in a child process (this test
+// binary) with env added to its environment, and returns the address its
+// server prints on standard output (a line starting 127.0.0.1:), its
+// process id and its standard error. The child is killed when the test
+// ends.
+func startChild(t *testing.T, test string, env ...string) (addr string, pid int, stderr *lockedBuffer) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEMFILEChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "SLUICE_EMFILE_CHILD="+mode)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
 	stdout, _ := cmd.StdoutPipe()
 	stderr = new(lockedBuffer)
 	cmd.Stderr = stderr
@@ -79,7 +90,7 @@ func startEMFILEChild(t *testing.T, mode string) (addr string, stderr *lockedBuf
 		}
 	}
 	go io.Copy(io.Discard, br)
-	return addr, stderr
+	return addr, cmd.Process.Pid, stderr
 }
 
 // hog opens a connection that sends the start of a request head and

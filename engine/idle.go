@@ -56,7 +56,7 @@ func (c *conn) waitForRequest() idleResult {
 		// idle yet; HeaderTimeout bounds the wait. If the first read
 		// finds nothing, rawRead marks it idle, as nginx's are: Shutdown
 		// and the connection limit may then close it.
-		c.th.SetDeadline(c.srv.limits.HeaderTimeout)
+		c.th.SetDeadline(c.srv.limits().HeaderTimeout)
 	} else {
 		if c.srv.shuttingDown() {
 			return idleClosed
@@ -224,7 +224,7 @@ func (c *conn) serveInline() bool {
 	s := c.s
 	req := &s.req
 	req.reset()
-	n, err := parseHead(c.rbuf[c.r:c.w], req, &c.srv.limits, &s.pathBuf)
+	n, err := parseHead(c.rbuf[c.r:c.w], req, c.srv.limits(), &s.pathBuf)
 	if err != nil || req.ContentLength != 0 {
 		if err != errNeedMore {
 			c.headReady, c.headN, c.headErr = true, n, err

@@ -73,7 +73,7 @@ func (c *conn) flush() error {
 
 // write sends b in full under the write timeout.
 func (c *conn) write(b []byte) error {
-	c.th.SetDeadline(c.srv.limits.WriteTimeout)
+	c.th.SetDeadline(c.srv.limits().WriteTimeout)
 	n, err := c.nc.Write(b)
 	c.srv.stats.bytesWritten.Add(uint64(n))
 	c.th.Clear()
@@ -93,7 +93,7 @@ func (c *conn) writev(p []byte) error {
 	} else {
 		s.iov = append(s.iov[:0], s.out, p)
 		bufs := net.Buffers(s.iov)
-		c.th.SetDeadline(c.srv.limits.WriteTimeout)
+		c.th.SetDeadline(c.srv.limits().WriteTimeout)
 		var n int64
 		n, err = bufs.WriteTo(c.nc)
 		c.srv.stats.bytesWritten.Add(uint64(n))

@@ -230,7 +230,7 @@ func (w *response) commit(final bool) {
 
 	b := appendStatusLine(s.out, status)
 	if !w.hdr.hasServer {
-		b = append(b, c.srv.serverLine...)
+		b = append(b, c.srv.set.Load().serverLine...)
 	}
 	if !w.hdr.hasDate {
 		b = appendDate(b, c.srv.tm.Now())

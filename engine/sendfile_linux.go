@@ -46,11 +46,11 @@ func (c *conn) flushBeforeClose() error {
 func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) error {
 	t := &c.s.transfer
 	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, offset: offset, n: n, nb: c.nb,
-		th: c.th, timeout: c.srv.limits.WriteTimeout}
+		th: c.th, timeout: c.srv.limits().WriteTimeout}
 	if src != nil {
 		t.file, t.src, t.clock = src, int(src.Fd()), c.srv.tm
 	}
-	c.th.SetDeadline(c.srv.limits.WriteTimeout)
+	c.th.SetDeadline(c.srv.limits().WriteTimeout)
 	err := c.rc.Write(c.s.transferFn)
 	c.th.Clear()
 	c.srv.stats.bytesWritten.Add(uint64(t.sent))

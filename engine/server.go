@@ -29,15 +29,18 @@ type Server struct {
 	Handler Handler
 
 	// Limits bounds sizes and times; zero fields take their defaults.
+	// SetLimits changes them while the server runs.
 	Limits Limits
 
 	// ServerHeader is the value of the Server header field on every
-	// response; empty sends none.
+	// response; empty sends none. SetServerHeader changes it while the
+	// server runs.
 	ServerHeader string
 
 	// ExtraMethods lists request methods beyond RFC 9110's (GET, HEAD,
 	// POST, PUT, DELETE, CONNECT, OPTIONS, TRACE) and PATCH that reach the
 	// handler; requests with any other method get 501 Not Implemented.
+	// SetExtraMethods changes them while the server runs.
 	ExtraMethods []string
 
 	// Logger receives errors worth an operator's attention (handler panics,
@@ -53,11 +56,9 @@ type Server struct {
 	// and what it points to are valid only until it returns.
 	OnRefused func(*Refusal)
 
-	initOnce   sync.Once
-	limits     Limits
-	serverLine []byte
-	methods    map[string]bool
-	tm         *timeout.Manager
+	initOnce sync.Once
+	set      atomic.Pointer[settings] // Limits, ServerHeader and ExtraMethods as they are now
+	tm       *timeout.Manager
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -105,18 +106,30 @@ func (s *Server) Stats() Stats {
 	}
 }
 
+// settings are the values of Limits, ServerHeader and ExtraMethods the
+// server applies: replaced whole (SetLimits, SetServerHeader,
+// SetExtraMethods), never modified, so that a connection reads a
+// consistent set with one atomic load.
+type settings struct {
+	limits     Limits          // with the defaults filled in
+	serverLine []byte          // "Server: …\r\n", or nil
+	methods    map[string]bool // ExtraMethods
+}
+
+// limits returns the limits in force. The Limits it points to never
+// change.
+func (s *Server) limits() *Limits { return &s.set.Load().limits }
+
 func (s *Server) init() {
 	s.initOnce.Do(func() {
-		s.limits = s.Limits.withDefaults()
-		if s.ServerHeader != "" {
-			s.serverLine = []byte("Server: " + s.ServerHeader + "\r\n")
-		}
-		s.methods = map[string]bool{}
-		for _, m := range s.ExtraMethods {
-			s.methods[m] = true
-		}
-		s.tm = timeout.New(tickFor(&s.limits), s.limits.IdleTimeout)
-		s.tm.SetIdleNotice(min(idleNotice, s.limits.IdleTimeout/2, s.limits.BusyIdleTimeout/2))
+		s.set.Store(&settings{
+			limits:     s.Limits.withDefaults(),
+			serverLine: serverLine(s.ServerHeader),
+			methods:    methodSet(s.ExtraMethods),
+		})
+		lim := s.limits()
+		s.tm = timeout.New(tickFor(lim), lim.IdleTimeout)
+		s.tm.SetIdleNotice(idleNoticeFor(lim))
 		s.listeners = map[net.Listener]struct{}{}
 		s.slot = make(chan struct{}, 1)
 		s.quit = make(chan struct{})
@@ -125,10 +138,74 @@ func (s *Server) init() {
 	})
 }
 
+func serverLine(v string) []byte {
+	if v == "" {
+		return nil
+	}
+	return []byte("Server: " + v + "\r\n")
+}
+
+func methodSet(ms []string) map[string]bool {
+	set := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		set[m] = true
+	}
+	return set
+}
+
+// update replaces the settings with a copy that f changes.
+func (s *Server) update(f func(*settings)) {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := *s.set.Load()
+	f(&st)
+	s.set.Store(&st)
+}
+
+// SetLimits replaces the limits the server applies (Limits, whose field
+// it leaves as it was set), while it runs: zero fields take their
+// defaults. Each limit is read where it applies, so the new ones apply
+// from then on to what starts afterwards, on new and open connections
+// alike: a request head's limits and HeaderTimeout as the head begins
+// (a keep-alive connection's next request), MaxBodyBytes, BodyTimeout
+// and MinBodyRate as a body begins, MaxDrainBytes as a request ends,
+// WriteTimeout at each write, MaxConns at each accept, and IdleTimeout
+// and BusyIdleTimeout at once to idle connections. The timeout
+// manager's tick is chosen once, by the limits of the first Serve (see
+// tickFor): a timeout made shorter later may fire up to 250ms late.
+// SetLimits is safe for concurrent use with serving.
+func (s *Server) SetLimits(l Limits) {
+	s.update(func(st *settings) { st.limits = l.withDefaults() })
+	s.tm.SetIdleNotice(idleNoticeFor(s.limits()))
+	s.adjustIdle()
+}
+
+// SetServerHeader replaces the Server field's value (ServerHeader, whose
+// field it leaves as it was set) on the responses composed from then on;
+// "" sends none. It is safe for concurrent use with serving.
+func (s *Server) SetServerHeader(v string) {
+	s.update(func(st *settings) { st.serverLine = serverLine(v) })
+}
+
+// SetExtraMethods replaces the methods beyond the standard ones that
+// reach the handler (ExtraMethods, whose field it leaves as it was set),
+// for the requests whose head is read from then on. The server keeps no
+// reference to ms. It is safe for concurrent use with serving.
+func (s *Server) SetExtraMethods(ms []string) {
+	s.update(func(st *settings) { st.methods = methodSet(ms) })
+}
+
 // idleNotice is how long a keep-alive connection waits before its wait
 // moves off its goroutine, to be parked or to go on on a fresh goroutine
-// with a minimal stack (sooner when the idle timeouts are short).
+// with a minimal stack (sooner when the idle timeouts are short: see
+// idleNoticeFor).
 const idleNotice = 250 * time.Millisecond
+
+// idleNoticeFor returns the idle notice for the limits l.
+func idleNoticeFor(l *Limits) time.Duration {
+	return min(idleNotice, l.IdleTimeout/2, l.BusyIdleTimeout/2)
+}
 
 // idleMoves counts idle waits moved off their goroutines, for tests.
 var idleMoves atomic.Int64
@@ -157,7 +234,8 @@ func (s *Server) knownMethod(m []byte) bool {
 	case "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE":
 		return true
 	}
-	return len(s.methods) > 0 && s.methods[string(m)]
+	set := s.set.Load().methods
+	return len(set) > 0 && set[string(m)]
 }
 
 // ListenAndServe listens on the TCP address addr (see Listen) and serves
@@ -244,7 +322,7 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) admit() {
 	for {
 		n := s.open.Load()
-		if n < int64(s.limits.MaxConns) {
+		if n < int64(s.limits().MaxConns) {
 			s.open.Add(1)
 			s.adjustIdle()
 			return
@@ -265,9 +343,10 @@ func (s *Server) admit() {
 }
 
 func (s *Server) adjustIdle() {
-	d := s.limits.IdleTimeout
-	if s.open.Load() > int64(s.limits.MaxConns/2) {
-		d = s.limits.BusyIdleTimeout
+	lim := s.limits()
+	d := lim.IdleTimeout
+	if s.open.Load() > int64(lim.MaxConns/2) {
+		d = lim.BusyIdleTimeout
 	}
 	if s.tm.IdleTimeout() != d {
 		s.tm.SetIdleTimeout(d)
@@ -344,6 +423,6 @@ func (s *Server) beginClose() {
 
 // appendServerFields appends the Server and Date lines.
 func (s *Server) appendServerFields(b []byte) []byte {
-	b = append(b, s.serverLine...)
+	b = append(b, s.set.Load().serverLine...)
 	return appendDate(b, s.tm.Now())
 }

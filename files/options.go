@@ -203,6 +203,27 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// SharedBy returns o for one of n processes serving side by side (a
+// master's workers): the cache budgets left zero — MaxMemBytes,
+// MaxOpenFiles and MaxEntries — are set to their defaults divided by n
+// (at least 1 each), so that n processes hold about what one would. Set
+// budgets, and n below 2, leave o as it is.
+func (o Options) SharedBy(n int) Options {
+	if n < 2 {
+		return o
+	}
+	if o.MaxMemBytes == 0 {
+		o.MaxMemBytes = max(1, DefaultMaxMemBytes/int64(n))
+	}
+	if o.MaxOpenFiles == 0 {
+		o.MaxOpenFiles = max(1, DefaultMaxOpenFiles/n)
+	}
+	if o.MaxEntries == 0 {
+		o.MaxEntries = max(1, DefaultMaxEntries/n)
+	}
+	return o
+}
+
 func (o Options) withDefaults() Options {
 	if o.Index == nil {
 		o.Index = DefaultIndex

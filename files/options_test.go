@@ -189,3 +189,20 @@ func TestFollowSymlinks(t *testing.T) {
 		}
 	}
 }
+
+// SharedBy divides the cache budgets left to their defaults among n
+// processes, and leaves those set alone.
+func TestOptionsSharedBy(t *testing.T) {
+	got := files.Options{MaxEntries: 7}.SharedBy(4)
+	want := files.Options{MaxMemBytes: files.DefaultMaxMemBytes / 4, MaxOpenFiles: files.DefaultMaxOpenFiles / 4, MaxEntries: 7}
+	if got.MaxMemBytes != want.MaxMemBytes || got.MaxOpenFiles != want.MaxOpenFiles || got.MaxEntries != want.MaxEntries {
+		t.Errorf("SharedBy(4) = %d, %d, %d; want %d, %d, %d", got.MaxMemBytes, got.MaxOpenFiles, got.MaxEntries,
+			want.MaxMemBytes, want.MaxOpenFiles, want.MaxEntries)
+	}
+	if got := (files.Options{}).SharedBy(1); got.MaxMemBytes != 0 || got.MaxOpenFiles != 0 || got.MaxEntries != 0 {
+		t.Errorf("SharedBy(1) changed the zero budgets: %+v", got)
+	}
+	if got := (files.Options{}).SharedBy(1 << 20); got.MaxOpenFiles != 1 || got.MaxEntries != 1 {
+		t.Errorf("SharedBy(1<<20): %d open files, %d entries; want at least 1 each", got.MaxOpenFiles, got.MaxEntries)
+	}
+}

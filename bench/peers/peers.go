@@ -28,6 +28,11 @@ type Env struct {
 	NoFile int    // descriptors the server may use (the hard RLIMIT_NOFILE)
 	Bin    string // directory holding the built Go peers (nethttp-peer, fasthttp-peer)
 	Sluice string // the sluice binary; empty: the sluice peer is unavailable
+
+	// Workers is the number of worker processes, for the peers that
+	// take one (see Peer.Workers): sluice's --workers (0: one process,
+	// no master) and nginx's worker_processes (0: 1). Others ignore it.
+	Workers int
 }
 
 // Addr is Host:Port.
@@ -57,6 +62,14 @@ type Peer struct {
 
 	// environ is added to the server's environment.
 	environ func(env Env) []string
+
+	// takesWorkers says the peer honours Env.Workers, from minWorkers up.
+	takesWorkers bool
+	minWorkers   int
+
+	// ready, if set, reports whether a server that answers GET / has
+	// finished starting (every worker up); Start waits for it.
+	ready func(s *Server) bool
 }
 
 // All returns every peer, in the order the report lists them.
@@ -71,7 +84,17 @@ func All() []Peer {
 				return firstLine(env.Sluice, "version")
 			},
 			argv: func(env Env, _ string) []string {
-				return []string{env.Sluice, "serve", "--root", env.Root, "--listen", env.Addr()}
+				argv := []string{env.Sluice, "serve", "--root", env.Root, "--listen", env.Addr()}
+				if env.Workers > 0 {
+					argv = append(argv, "--workers", strconv.Itoa(env.Workers))
+				}
+				return argv
+			},
+			takesWorkers: true,
+			ready: func(s *Server) bool {
+				// The master logs this once every worker answered its
+				// health probe; GET / is answered by the first one up.
+				return s.Env.Workers == 0 || strings.Contains(s.readLog("output.log"), `msg="workers ready"`)
 			},
 		},
 		{
@@ -80,6 +103,7 @@ func All() []Peer {
 			argv: func(env Env, conf string) []string {
 				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
 			},
+			takesWorkers: true, minWorkers: 1,
 		},
 		{
 			Name: "apache-default", About: "Debian Apache httpd with Debian's default configuration (MPM event, 25 threads per child, access log)", conf: "apache-default.conf",
@@ -181,6 +205,11 @@ func (p Peer) Config(env Env) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// Workers reports the fewest worker processes p runs with Env.Workers,
+// and whether it honours Env.Workers at all: sluice from 0 (one process,
+// no master), nginx from 1.
+func (p Peer) Workers() (least int, ok bool) { return p.minWorkers, p.takesWorkers }
 
 // CommandLine returns the command that starts p with its configuration at
 // conf.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ type Server struct {
 	Env    Env
 	Config string   // the configuration written, "" if none
 	Argv   []string // the command run (under taskset)
+	CPUs   string   // the CPU list it runs on (taskset -c)
 	Pid    int      // the server's process (taskset execs it)
 
 	cmd  *exec.Cmd
@@ -27,16 +29,17 @@ type Server struct {
 }
 
 // Start writes p's configuration into env.Dir, starts p under
-// "taskset -c cpus", and waits (at most 15 s) until GET / answers 200.
-// The server runs in a process group of its own, so Stop can end its
-// children too.
+// "taskset -c cpus", and waits (at most 15 s) until GET / answers 200,
+// then, for a peer with workers (Env.Workers), until every worker is up
+// (at most 60 s more). The server runs in a process group of its own, so
+// Stop can end its children too.
 func Start(p Peer, env Env, cpus string) (*Server, error) {
 	if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	// Servers that drop privileges (Apache, h2o) must reach their files.
 	os.Chmod(env.Dir, 0o755)
-	s := &Server{Peer: p, Env: env, done: make(chan struct{})}
+	s := &Server{Peer: p, Env: env, CPUs: cpus, done: make(chan struct{})}
 	conf := ""
 	text, err := p.Config(env)
 	if err != nil {
@@ -74,6 +77,9 @@ func Start(p Peer, env Env, cpus string) (*Server, error) {
 	for {
 		err := probe(env.Addr())
 		if err == nil {
+			if err := s.waitReady(60 * time.Second); err != nil {
+				return nil, err
+			}
 			return s, nil
 		}
 		select {
@@ -108,6 +114,33 @@ func probe(addr string) error {
 		return fmt.Errorf("GET / answered %q", strings.TrimSpace(line))
 	}
 	return nil
+}
+
+// waitReady waits until the peer's ready hook holds, at most limit; it
+// stops the server if it does not.
+func (s *Server) waitReady(limit time.Duration) error {
+	if s.Peer.ready == nil {
+		return nil
+	}
+	deadline := time.Now().Add(limit)
+	for !s.Peer.ready(s) {
+		if !s.Alive() {
+			return fmt.Errorf("%s exited while starting: %s", s.Peer.Name, s.logTail())
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return fmt.Errorf("%s answered GET / but did not finish starting within %s: %s", s.Peer.Name, limit, s.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// readLog returns the server's log file name in its directory, "" if
+// unreadable.
+func (s *Server) readLog(name string) string {
+	data, _ := os.ReadFile(filepath.Join(s.Env.Dir, name))
+	return string(data)
 }
 
 // logTail returns the end of the server's output and error logs.
@@ -190,28 +223,40 @@ type stat struct {
 	utime, stime, cutime, cstime int64
 }
 
-// readStat parses /proc/PID/stat.
+// readStat reads /proc/PID/stat.
 func readStat(pid int) (stat, error) {
-	var st stat
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return st, err
+		return stat{}, err
 	}
+	return parseStat(data)
+}
+
+// parseStat parses the contents of a /proc/PID/stat.
+func parseStat(data []byte) (stat, error) {
+	var st stat
 	// "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
 	i := strings.LastIndexByte(string(data), ')')
 	if i < 0 {
-		return st, fmt.Errorf("/proc/%d/stat: malformed", pid)
+		return st, errors.New("/proc/PID/stat: no )")
 	}
 	f := strings.Fields(string(data[i+1:]))
 	if len(f) < 15 {
-		return st, fmt.Errorf("/proc/%d/stat: malformed", pid)
+		return st, fmt.Errorf("/proc/PID/stat: %d fields after comm, want 15 or more", len(f))
 	}
 	// f[0] is field 3 (state): ppid is field 4, utime..cstime 14..17.
-	fmt.Sscan(f[1], &st.ppid)
-	fmt.Sscan(f[11], &st.utime)
-	fmt.Sscan(f[12], &st.stime)
-	fmt.Sscan(f[13], &st.cutime)
-	fmt.Sscan(f[14], &st.cstime)
+	for j, dst := range []*int64{&st.utime, &st.stime, &st.cutime, &st.cstime} {
+		v, err := strconv.ParseInt(f[11+j], 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("/proc/PID/stat: field %d: %v", 14+j, err)
+		}
+		*dst = v
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return st, fmt.Errorf("/proc/PID/stat: ppid: %v", err)
+	}
+	st.ppid = ppid
 	return st, nil
 }
 
@@ -229,6 +274,70 @@ func readRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// ProcessMemory is one process's resident memory, from
+// /proc/PID/smaps_rollup.
+type ProcessMemory struct {
+	Pid int
+	RSS int64 // resident set, in bytes
+	PSS int64 // proportional set: each resident page divided by the processes sharing it, in bytes
+}
+
+// Memory returns the memory of the server process and of each of its
+// descendants (a master's workers), the server first. The PSS of every
+// process of a tree adds up to the memory the tree holds; RSS counts
+// shared pages (the binary, pages inherited at fork) once per process.
+func (s *Server) Memory() ([]ProcessMemory, error) { return treeMemory(s.Pid) }
+
+func treeMemory(root int) ([]ProcessMemory, error) {
+	pids, err := tree(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProcessMemory
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		if err == nil {
+			var m ProcessMemory
+			if m.RSS, m.PSS, err = parseSmapsRollup(data); err == nil {
+				m.Pid = pid
+				out = append(out, m)
+				continue
+			}
+		}
+		if pid == root {
+			return nil, err
+		}
+		// A descendant that exited meanwhile.
+	}
+	return out, nil
+}
+
+// parseSmapsRollup returns the Rss and Pss lines of a
+// /proc/PID/smaps_rollup, in bytes.
+func parseSmapsRollup(data []byte) (rss, pss int64, err error) {
+	var haveRSS, havePSS bool
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("smaps_rollup: %q: %v", line, err)
+		}
+		switch f[0] {
+		case "Rss:":
+			rss, haveRSS = kb<<10, true
+		case "Pss:":
+			pss, havePSS = kb<<10, true
+		}
+	}
+	if !haveRSS || !havePSS {
+		return 0, 0, errors.New("smaps_rollup: no Rss or Pss line")
+	}
+	return rss, pss, nil
 }
 
 // tree returns root and all its descendants.

@@ -4,6 +4,7 @@
 package report
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -20,6 +21,14 @@ const (
 	Sizes     = "sizes"     // file sizes 1 KB–1 MB
 	Idle      = "idle"      // RSS per idle keep-alive connection
 	Pipe      = "pipe"      // Chain vs ProcNetwork (go test -bench)
+
+	// Workers is the master–worker scenario: Sluice at 0, 1, 2, 10 and
+	// 100 workers, nginx at 1 and 2, Apache as Debian ships it. Its
+	// samples are of three kinds, each its own Sample.Scenario, with X
+	// the number of workers:
+	Workers    = "workers"     // wrk -t1 -c100: requests/s and server CPU per request
+	WorkersAB  = "workers-ab"  // ab -n 5000 -c 500, the master–worker paper's table
+	WorkersMem = "workers-mem" // RSS and PSS of the master and of each worker
 )
 
 // Sample is one measurement: one server, one scenario point, one round.
@@ -43,6 +52,37 @@ type Sample struct {
 	MaxMs     float64 `json:"max_ms"`
 	PerConn   float64 `json:"rss_per_conn,omitempty"` // idle: bytes of RSS per connection
 	Tool      string  `json:"tool"`                   // sluicebench, wrk or ab
+
+	// Workers scenario (WorkersMem): the server's processes right after
+	// every worker is up, and after the load runs.
+	Fresh  *TreeMemory `json:"fresh,omitempty"`
+	Loaded *TreeMemory `json:"loaded,omitempty"`
+}
+
+// ProcMem is one process's resident memory, in bytes: RSS, and PSS (each
+// shared page divided by the processes sharing it, so that the PSS of
+// every process adds up to what they hold together).
+type ProcMem struct {
+	RSS int64 `json:"rss"`
+	PSS int64 `json:"pss"`
+}
+
+// TreeMemory is the memory of a server's processes at one moment: the
+// process the harness started (the master; the only process without
+// workers) and each of its descendants.
+type TreeMemory struct {
+	Master  ProcMem   `json:"master"`
+	Workers []ProcMem `json:"workers,omitempty"`
+}
+
+// Total sums the master and the workers.
+func (t TreeMemory) Total() ProcMem {
+	sum := t.Master
+	for _, w := range t.Workers {
+		sum.RSS += w.RSS
+		sum.PSS += w.PSS
+	}
+	return sum
 }
 
 // PeerInfo describes one server of the run.
@@ -53,6 +93,12 @@ type PeerInfo struct {
 	Skipped string `json:"skipped,omitempty"` // why it did not run
 	Command string `json:"command,omitempty"`
 	Config  string `json:"config,omitempty"`
+
+	// Base and Workers describe a variant of the workers scenario: the
+	// peer it runs (sluice, nginx, apache-default) with Workers worker
+	// processes (for sluice 0 is one process; Apache manages its own).
+	Base    string `json:"base,omitempty"`
+	Workers int    `json:"workers,omitempty"`
 }
 
 // Report is everything a run produced.
@@ -71,6 +117,9 @@ type Report struct {
 	Notes     []string      `json:"notes"`
 	PipeBench string        `json:"pipe_bench,omitempty"` // go test -bench Pipeline output
 	Scenarios []string      `json:"scenarios"`            // the scenarios that ran
+
+	ClientCPU  string `json:"client_cpu,omitempty"`  // CPU list of the client (taskset)
+	WorkersCPU string `json:"workers_cpu,omitempty"` // CPU list of the servers in the workers scenario
 }
 
 // Stat is the median of a figure over rounds, with its range.
@@ -96,11 +145,17 @@ type Point struct {
 	Rounds []Sample
 }
 
-// Of returns the median, minimum and maximum of f over the rounds.
+// Of returns the median, minimum and maximum of f over the rounds,
+// leaving out rounds where f is NaN (not measured); NaN if all are.
 func (p Point) Of(f func(Sample) float64) Stat {
 	var v []float64
 	for _, s := range p.Rounds {
-		v = append(v, f(s))
+		if x := f(s); !math.IsNaN(x) {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 && len(p.Rounds) > 0 {
+		return Stat{math.NaN(), math.NaN(), math.NaN()}
 	}
 	return stat(v)
 }

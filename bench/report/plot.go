@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // series is one server's line: medians with min/max error bars.
@@ -22,23 +25,26 @@ type series struct {
 }
 
 // lineFigure plots series against X, optionally on log axes, and saves
-// it as PNG at path.
-func lineFigure(path, title, xLabel, yLabel string, logX, logY, legendLeft bool, ss []series, extra ...plot.Plotter) error {
+// it as PNG at path, with the legend beside the plot.
+func lineFigure(path, title, xLabel, yLabel string, logX, logY bool, ss []series, extra ...plot.Plotter) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
 	p.Add(plotter.NewGrid())
+	p.X.Tick.Marker = siTicks{plot.DefaultTicks{}}
+	p.Y.Tick.Marker = siTicks{plot.DefaultTicks{}}
 	if logX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = siTicks{logTicks{}}
 	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = siTicks{logTicks{}}
 	} else {
 		p.Y.Min = 0
 	}
+	legend := newLegend()
 	for _, e := range extra {
 		p.Add(e)
 	}
@@ -73,12 +79,9 @@ func lineFigure(path, title, xLabel, yLabel string, logX, logY, legendLeft bool,
 		points.Shape = plotutil.Shape(s.idx)
 		bars := &plotter.YErrorBars{XYs: xys, YErrors: errs, LineStyle: draw.LineStyle{Color: colorOf(s.idx), Width: vg.Points(1)}, CapWidth: vg.Points(4)}
 		p.Add(line, points, bars)
-		p.Legend.Add(s.name, line, points)
+		legend.Add(s.name, line, points)
 	}
-	p.Legend.Top = true
-	p.Legend.Left = legendLeft
-	p.Legend.Padding = vg.Points(4)
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return save(p, legend, 8*vg.Inch, 5*vg.Inch, path)
 }
 
 // barFigure draws horizontal bars (one group per entry of groups, each
@@ -88,9 +91,18 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
 	p.X.Min = 0
+	p.X.Tick.Marker = siTicks{plot.DefaultTicks{}}
 	p.Add(plotter.NewGrid())
+	legend := newLegend()
 	n := len(groups)
 	w := vg.Points(14)
+	maxV := 0.0
+	for _, vs := range values {
+		for _, v := range vs {
+			maxV = max(maxV, math.Abs(v.Med))
+		}
+	}
+	format := labelFormat(maxV)
 	for g, name := range groups {
 		vals := make(plotter.Values, len(labels))
 		for i := range labels {
@@ -106,14 +118,14 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 		b.Offset = w * vg.Length(float64(g)-float64(n-1)/2)
 		p.Add(b)
 		if n > 1 {
-			p.Legend.Add(name, b)
+			legend.Add(name, b)
 		}
 		// Value labels at the bar ends.
 		var xys plotter.XYs
 		var texts []string
 		for i := range labels {
 			xys = append(xys, plotter.XY{X: vals[i], Y: float64(i)})
-			texts = append(texts, " "+short(vals[i]))
+			texts = append(texts, " "+format(vals[i]))
 		}
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
 		if err != nil {
@@ -127,32 +139,112 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 		p.Add(lab)
 	}
 	p.NominalY(labels...)
-	p.Legend.Top = true
-	maxV := 0.0
-	for _, vs := range values {
-		for _, v := range vs {
-			maxV = max(maxV, v.Med)
-		}
-	}
 	p.X.Max = maxV * 1.2
 	h := vg.Points(float64(len(labels)*(14*n+12)) + 90)
-	return p.Save(8*vg.Inch, max(h, 3*vg.Inch), path)
+	return save(p, legend, 8*vg.Inch, max(h, 3*vg.Inch), path)
 }
 
-// short formats v compactly: 12.3k, 456, 7.89.
-func short(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case a >= 1e4:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	case a >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 10:
-		return fmt.Sprintf("%.1f", v)
+// labelFormat returns the one format of a figure's value labels, chosen
+// by the largest value: whole numbers with thousands separators from
+// 1,000 up (272,645), else one decimal from 10 up (16.2), else two
+// (0.19).
+func labelFormat(maxAbs float64) func(float64) string {
+	switch {
+	case maxAbs >= 1000:
+		return thousands
+	case maxAbs >= 10:
+		return func(v float64) string { return fmt.Sprintf("%.1f", v) }
 	default:
-		return fmt.Sprintf("%.2f", v)
+		return func(v float64) string { return fmt.Sprintf("%.2f", v) }
 	}
+}
+
+// siTicks relabels another ticker's labelled ticks with SI suffixes:
+// 250000 is 250k, 1500000 1.5M.
+type siTicks struct{ plot.Ticker }
+
+// Ticks implements plot.Ticker.
+func (t siTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := t.Ticker.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = si(ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+// logTicks marks a log axis at 1–9 times each power of ten and labels
+// 1, 2 and 5 times it, so that an axis spanning less than a decade still
+// has labels. (plot.LogTicks labels powers of ten only, and none below 1
+// when the axis starts between 0.1 and 1.)
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	last := int(math.Floor(math.Log10(hi)))
+	for e := int(math.Floor(math.Log10(lo))); e <= last+1; e++ {
+		for k := 1; k <= 9 && (e <= last || k == 1); k++ {
+			// Divide by an exact power of ten: the nearest float to k·10^e.
+			v := float64(k) * math.Pow10(e)
+			if e < 0 {
+				v = float64(k) / math.Pow10(-e)
+			}
+			t := plot.Tick{Value: v}
+			if k == 1 || k == 2 || k == 5 {
+				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// si formats a tick value: 250k, 1.5M, 40, 0.5.
+func si(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	default:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+}
+
+func newLegend() plot.Legend {
+	l := plot.NewLegend()
+	l.Top, l.Left = true, true
+	l.Padding = vg.Points(4)
+	return l
+}
+
+// save draws p with the legend to its right, outside the plot, so that
+// it never covers data, and writes a PNG of w×h at path.
+func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, path string) error {
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	gap := vg.Points(8)
+	lw := vg.Length(0)
+	if r := legend.Rectangle(dc); r.Max.X > r.Min.X {
+		lw = r.Max.X - r.Min.X + 2*gap
+	}
+	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+	if lw > 0 {
+		// Below the title, beside the top of the plot.
+		legend.Draw(draw.Crop(dc, w-lw+gap, 0, 0, -vg.Points(28)))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ideal is the y = x line of an achieved-vs-attempted figure.

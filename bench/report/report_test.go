@@ -76,3 +76,88 @@ func TestWrite(t *testing.T) {
 		t.Error("README.md has a section for a scenario that did not run")
 	}
 }
+
+// TestWriteWorkers renders a workers-only report and checks the figures
+// it computes: the paper's table beside this run's, the same-run ratio
+// from 1 to 2 workers, and the memory per worker.
+func TestWriteWorkers(t *testing.T) {
+	rep := &report.Report{
+		Command: "sluicebench --scenarios workers", Reproduce: "go -C bench run ./cmd/sluicebench",
+		Started: time.Now(), Rounds: 2, Duration: time.Second, Sweep: time.Second,
+		Scenarios: []string{report.Workers}, ClientCPU: "0", WorkersCPU: "0-1",
+		Machine: []string{"sluice commit: abc1234"},
+		Peers: []report.PeerInfo{
+			{Name: "sluice", About: "base"},
+			{Name: "nginx", About: "base"},
+			{Name: "apache-default", About: "Apache", Command: "apache2"},
+			{Name: "lighttpd", About: "not in this scenario"},
+			{Name: "nginx-w1", Base: "nginx", Workers: 1, Command: "nginx"},
+			{Name: "nginx-w2", Base: "nginx", Workers: 2, Command: "nginx"},
+			{Name: "sluice-w0", Base: "sluice", Workers: 0, Command: "sluice serve"},
+			{Name: "sluice-w1", Base: "sluice", Workers: 1, Command: "sluice serve --workers 1"},
+			{Name: "sluice-w2", Base: "sluice", Workers: 2, Command: "sluice serve --workers 2"},
+			{Name: "sluice-w10", Base: "sluice", Workers: 10, Command: "sluice serve --workers 10"},
+		},
+	}
+	const mib = 1 << 20
+	tree := func(workers int, perWorker int64) *report.TreeMemory {
+		m := &report.TreeMemory{Master: report.ProcMem{RSS: 10 * mib, PSS: 4 * mib}}
+		for range workers {
+			m.Workers = append(m.Workers, report.ProcMem{RSS: 10 * mib, PSS: perWorker})
+		}
+		return m
+	}
+	for round := 1; round <= 2; round++ {
+		for _, v := range []struct {
+			name    string
+			workers int
+			rps     float64
+		}{{"sluice-w0", 0, 40000}, {"sluice-w1", 1, 40000}, {"sluice-w2", 2, 60000}, {"sluice-w10", 10, 60000},
+			{"nginx-w1", 1, 30000}, {"nginx-w2", 2, 45000}, {"apache-default", 0, 10000}} {
+			x := float64(v.workers)
+			rps := v.rps * float64(round) // the machine twice as fast in round 2: ratios hold
+			rep.Samples = append(rep.Samples,
+				report.Sample{Scenario: report.Workers, Server: v.name, Round: round, X: x, Tool: "wrk", RPS: rps, OK: 1000, CPUus: 10},
+				report.Sample{Scenario: report.WorkersAB, Server: v.name, Round: round, X: x, Tool: "ab", RPS: 10000, OK: 5000, MBps: 2.097152, MeanMs: 50},
+				report.Sample{Scenario: report.WorkersMem, Server: v.name, Round: round, X: x, Tool: "smaps_rollup",
+					Fresh: tree(v.workers, 2*mib), Loaded: tree(v.workers, 3*mib)})
+		}
+	}
+	dir := t.TempDir()
+	path, err := report.Write(dir, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(data)
+	for _, want := range []string{
+		"at commit abc1234", "## Master and workers", "pinned to CPU 0", "`taskset -c 0-1`",
+		// The paper's column, then this run's: 1,000 / 10,000 req/s = 0.100 ms; 2 MB/s = 2.0 Mbytes/sec.
+		"| Mean time per request (ms) | 4.206 | **0.100** | 0.197 | **0.100** |",
+		"| Transfer rate (Mbytes/sec) | 34 | **2.0** | 729 | **2.0** |",
+		"| Failed requests | 28 | **0** |",
+		"sluice ×1.50 requests/s", "nginx ×1.50 requests/s",
+		// Fresh, 2 workers: master 4 MiB PSS, workers 2 each, total 8.
+		"| sluice, 2 workers | 3 | 10.0 | 4.0 | 10.0 | 2.0 | 30.0 | 8.0 |",
+		"| sluice, one process | 1 | 10.0 | 4.0 | – | – | 10.0 | 4.0 |",
+		"sluice 2.0 MiB fresh, 3.0 MiB after load (total PSS from 1 to 10 workers, ÷ 9)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("README.md lacks %q", want)
+		}
+	}
+	for _, fig := range []string{"workers-rps.png", "workers-cpu.png", "workers-ab.png", "workers-memory.png"} {
+		if fi, err := os.Stat(filepath.Join(dir, fig)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", fig, err)
+		}
+	}
+	if strings.Contains(md, "## Headline") || strings.Contains(md, "| lighttpd |") {
+		t.Error("README.md has the headline, or a peer that did not run, in a workers-only report")
+	}
+	if i, j := strings.Index(md, "| sluice, 10 workers |"), strings.Index(md, "| nginx, 1 worker |"); i < 0 || j < i {
+		t.Error("rows are not ordered sluice by workers, then nginx")
+	}
+}

@@ -8,14 +8,18 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/daemon/supervisor"
 )
 
 // runMaster runs a master and its worker processes (package
 // daemon/supervisor) until SIGINT or SIGTERM.
-func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger) int {
+func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger, act *daemon.Activation) int {
 	m := &supervisor.Master{Grace: f.grace, Stdout: stdout, Stderr: stderr, Logger: log}
+	if act != nil {
+		m.Listen = act.Listen
+	}
 	name := flagsSource
 	if f.file != "" {
 		name = f.file
@@ -23,12 +27,13 @@ func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger) int {
 			data, err := os.ReadFile(f.file)
 			return f.file, data, err
 		}
-		m.Prepare = f.override
+		m.Prepare = func(cfg *config.Config) error { return f.prepare(cfg, act) }
 	} else {
 		m.Read = func() (string, []byte, error) {
 			data, err := f.configYAML()
 			return flagsSource, data, err
 		}
+		m.Prepare = func(cfg *config.Config) error { warnUnmatched(cfg, act); return nil }
 	}
 	ctx, stop := supervisor.HandleSignals(context.Background(), m)
 	defer stop()

@@ -7,11 +7,12 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/daemon/supervisor"
 )
 
 // runMaster reports that worker processes need Linux.
-func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger) int {
+func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger, _ *daemon.Activation) int {
 	fmt.Fprintln(stderr, "sluice serve:", supervisor.ErrUnsupported)
 	return exitError
 }

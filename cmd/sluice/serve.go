@@ -53,7 +53,11 @@ reopens the log files (after logrotate). With -c, --listen, --workers and
 With --workers N (or workers: N in the file) a master process starts N
 worker processes sharing the listening sockets, checks their health and
 replaces those that fail; SIGUSR2 then upgrades the binary without
-closing a socket (docs/workers.md; 'sluice help signals').`,
+closing a socket (docs/workers.md; 'sluice help signals').
+
+Under systemd it serves the sockets passed by socket activation
+(LISTEN_FDS) for the addresses the config lists, and reports readiness,
+reloads and stopping to $NOTIFY_SOCKET (docs/service.md).`,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
 		f := &serveFlags{}
 		fs.StringVar(&f.file, "c", "", "serve the config `FILE` (YAML or JSON)")
@@ -100,10 +104,18 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	log := newLogger(stderr)
+	act, err := daemon.SocketActivation()
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice serve:", err)
+		return exitError
+	}
 	if f.workerCount() != 0 || supervisor.Upgrading() {
-		return f.runMaster(stdout, stderr, log)
+		return f.runMaster(stdout, stderr, log, act)
 	}
 	d := &daemon.Server{Grace: f.grace, Stdout: stdout, Stderr: stderr, Logger: log, SetSlogDefault: true}
+	if act != nil {
+		d.Listen = act.Listen
+	}
 	if f.file != "" {
 		d.Name = f.file
 		d.Attrs = []any{"config", f.file}
@@ -112,7 +124,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 			if err != nil {
 				return nil, err
 			}
-			return cfg, f.override(cfg)
+			return cfg, f.prepare(cfg, act)
 		}
 	} else {
 		d.Name = flagsSource
@@ -129,6 +141,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 			for _, w := range cfg.Warnings {
 				w.Line, w.Col = 0, 0 // a position in no file
 			}
+			warnUnmatched(cfg, act)
 			return cfg, nil
 		}
 	}
@@ -193,6 +206,26 @@ func exitStatus(err error, name string, log *slog.Logger, stderr io.Writer) int 
 		log.Error("invalid config", "config", name, "errors", len(errs))
 	}
 	return exitError
+}
+
+// prepare readies a config loaded from a file: the command line's
+// overrides, then the warnings about sockets passed by socket activation
+// that it does not listen on.
+func (f *serveFlags) prepare(cfg *config.Config, act *daemon.Activation) error {
+	if err := f.override(cfg); err != nil {
+		return err
+	}
+	warnUnmatched(cfg, act)
+	return nil
+}
+
+// warnUnmatched adds a warning to cfg for each socket passed by socket
+// activation that none of its listen addresses matches.
+func warnUnmatched(cfg *config.Config, act *daemon.Activation) {
+	for _, s := range act.Unmatched(cfg.Listen) {
+		cfg.Warnings = append(cfg.Warnings, &config.Warning{File: cfg.File,
+			Msg: "socket activation passed a socket for " + s + ", which listen does not list: nothing accepts on it"})
+	}
 }
 
 // override applies the command line's --listen, --workers and --pid-file

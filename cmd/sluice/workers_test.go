@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,15 @@ import (
 	"testing"
 	"time"
 )
+
+// needWorkers skips a test of worker processes, which run on Linux only
+// (see daemon/supervisor).
+func needWorkers(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("worker processes run on Linux only")
+	}
+}
 
 // workersConfig is a config with n workers and fast health checks.
 func workersConfig(n int, body string) string {
@@ -152,6 +162,7 @@ func (l *load) end() {
 // requests on its connections fail (at most one per client), and the
 // load goes on. When the master is killed with SIGKILL, its workers exit.
 func TestWorkerKilledIsReplaced(t *testing.T) {
+	needWorkers(t)
 	file := filepath.Join(t.TempDir(), "w.yaml")
 	writeConfig(t, file, workersConfig(2, "hi"))
 	s := start(t, "serve", "-c", file)
@@ -183,6 +194,7 @@ func TestWorkerKilledIsReplaced(t *testing.T) {
 // A stopped worker (SIGSTOP) fails its health check and is killed and
 // replaced; the master's stop then completes.
 func TestWorkerStoppedIsReplaced(t *testing.T) {
+	needWorkers(t)
 	file := filepath.Join(t.TempDir(), "w.yaml")
 	writeConfig(t, file, workersConfig(1, "hi"))
 	s := start(t, "serve", "-c", file)
@@ -210,6 +222,7 @@ func TestWorkerStoppedIsReplaced(t *testing.T) {
 // under its client: its next request is answered by the old worker, with
 // Connection: close.
 func TestReloadsLoseNothing(t *testing.T) {
+	needWorkers(t)
 	file := filepath.Join(t.TempDir(), "w.yaml")
 	writeConfig(t, file, workersConfig(2, "v0"))
 	s := start(t, "serve", "-c", file)
@@ -310,6 +323,7 @@ func (k *keepAlive) get(t *testing.T) (*http.Response, string) {
 // a POST whose body the client sends only after the worker has begun its
 // shutdown is read and answered in full.
 func TestStopLetsRequestsFinish(t *testing.T) {
+	needWorkers(t)
 	file := filepath.Join(t.TempDir(), "w.yaml")
 	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\nroutes:\n  - match: /\n    pipeline:\n      - echo\n")
 	s := start(t, "serve", "-c", file)
@@ -341,6 +355,7 @@ func TestStopLetsRequestsFinish(t *testing.T) {
 // master last heard from it; a worker killed and replaced shows as its
 // slot's restart.
 func TestStatusShowsEveryWorker(t *testing.T) {
+	needWorkers(t)
 	file := filepath.Join(t.TempDir(), "w.yaml")
 	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 2\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /status\n    pipeline:\n      - status\n  - match: /\n    pipeline:\n      - text: hi\n")
 	s := start(t, "serve", "-c", file)
@@ -461,6 +476,7 @@ func readPid(file string) int {
 // config as the file says now. (Where the pid file is during the
 // hand-over, TestUpgradeFailureKeepsServing sees.)
 func TestUpgradeLosesNothing(t *testing.T) {
+	needWorkers(t)
 	var file string
 	cfg := func(body string) func(string) string {
 		return func(pidFile string) string {
@@ -516,6 +532,7 @@ func TestUpgradeLosesNothing(t *testing.T) {
 // the reason logged; its workers are still replaced when they die (from
 // its own binary, though the file it was started from is now another).
 func TestUpgradeFailureKeepsServing(t *testing.T) {
+	needWorkers(t)
 	s, bin, pidFile := upgradable(t, func(pidFile string) string {
 		return fmt.Sprintf("listen: 127.0.0.1:0\nworkers: 1\npid_file: %s\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /\n    pipeline:\n      - text: old\n", pidFile)
 	})
@@ -581,6 +598,7 @@ func TestUpgradeFailureKeepsServing(t *testing.T) {
 // too: its records, and its workers' relayed lines, go to the new output
 // in the new format, and the pid file moves.
 func TestReloadMovesLogAndPidFile(t *testing.T) {
+	needWorkers(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "w.yaml")
 	pidA, pidB, logFile := filepath.Join(dir, "a.pid"), filepath.Join(dir, "b.pid"), filepath.Join(dir, "sluice.log")

@@ -38,6 +38,7 @@ type setup struct {
 	Addrs  []config.Address // the addresses of the inherited listeners, in fd order
 	Health config.Health    // with defaults
 	Grace  time.Duration    // for a shutdown the worker starts itself (SIGTERM)
+	N      int              // the generation's number of workers, which share the machine
 }
 
 // Message types.

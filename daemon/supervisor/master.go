@@ -67,6 +67,13 @@ type Master struct {
 	// Env, and Stdin, Stdout and Stderr to this process's if nil.
 	UpgradeCommand func() *exec.Cmd
 
+	// Listen opens the listening socket for an address of the config, at
+	// Run and for the addresses a reload adds; nil means daemon.Listen.
+	// A program handed sockets by a service manager gives them here
+	// (daemon.Activation.Listen). The master does not remove the Unix
+	// socket files of sockets Listen gave it: they are not its own.
+	Listen func(config.Address) (net.Listener, error)
+
 	// Stdout and Stderr are where the config's log goes when its output
 	// is stdout or stderr, the workers' included; nil means os.Stdout
 	// and os.Stderr.
@@ -86,6 +93,7 @@ type Master struct {
 	logConfig config.Log // what m.log was set up from
 
 	lns     map[config.Address]*os.File // the listening sockets, in the master
+	foreign map[config.Address]bool     // sockets Listen gave: their Unix socket files are not ours to remove
 	bound   map[string]config.Address   // "network addr" a socket is bound to → its key in lns (port 0 resolved)
 	pidFile string
 	nextID  int
@@ -148,6 +156,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	}
 	m.lns = map[config.Address]*os.File{}
 	m.bound = map[string]config.Address{}
+	m.foreign = map[config.Address]bool{}
 	err = m.openListeners(first)
 	m.closeHanded()
 	if err != nil {
@@ -243,6 +252,10 @@ func (m *Master) load() (*generation, error) {
 		}
 		m.pidFile = cfg.PidFile
 	}
+	if err := daemon.CheckUser(cfg.User, cfg.Group); err != nil {
+		m.log.Error("cannot serve as the config's user", "error", err)
+		return nil, err // before starting workers that would all fail so
+	}
 	for _, w := range cfg.Warnings {
 		if w.Line > 0 {
 			m.log.Warn(w.Msg, "at", fmt.Sprintf("%s:%d:%d", w.File, w.Line, w.Col))
@@ -288,7 +301,12 @@ func (m *Master) openListeners(g *generation) error {
 			m.log.Info("listening on", "addr", bound, "inherited", true)
 			continue
 		}
-		ln, err := daemon.Listen(a)
+		listen := daemon.Listen
+		if m.Listen != nil {
+			listen = m.Listen
+			m.foreign[a] = true
+		}
+		ln, err := listen(a)
 		if err == nil {
 			var f *os.File
 			f, err = engine.ListenerFile(ln)
@@ -330,10 +348,11 @@ func (m *Master) closeListeners(keep []config.Address) {
 // closeListener closes the master's socket for a (see closeListeners).
 func (m *Master) closeListener(a config.Address) {
 	m.lns[a].Close()
-	if a.Network == "unix" && !m.handedOver && !m.inherited[a] {
+	if a.Network == "unix" && !m.handedOver && !m.inherited[a] && !m.foreign[a] {
 		os.Remove(a.Addr)
 	}
 	delete(m.lns, a)
+	delete(m.foreign, a)
 	for k, v := range m.bound {
 		if v == a {
 			delete(m.bound, k)
@@ -360,6 +379,7 @@ func (m *Master) reload() {
 		m.log.Info("reload requested while one is under way; it follows")
 		return
 	}
+	m.notify(daemon.NotifyReloading)
 	g, err := m.load()
 	if err != nil {
 		var errs config.Errors
@@ -369,10 +389,12 @@ func (m *Master) reload() {
 			}
 		}
 		m.log.Error("reload failed; the running workers keep serving", "error", err)
+		m.notify(daemon.NotifyReady)
 		return
 	}
 	if err := m.openListeners(g); err != nil {
 		m.log.Error("reload failed; the running workers keep serving", "error", err)
+		m.notify(daemon.NotifyReady)
 		return
 	}
 	m.log.Info("reloading", "config", g.name, "workers", g.n)
@@ -393,6 +415,9 @@ func (m *Master) promote() {
 	m.cur, m.pending = g, nil
 	if old == nil {
 		m.log.Info("workers ready", "workers", g.n)
+		if m.upCtl == nil { // a new master of an upgrade is the old one's until it hands over
+			m.notify(daemon.NotifyReady)
+		}
 		m.tellOldMaster(nil)
 	} else {
 		for _, w := range old.workers {
@@ -404,6 +429,7 @@ func (m *Master) promote() {
 		m.applyLog(g.log)
 		m.applyPidFile(g.pidFile)
 		m.log.Info("reloaded", "config", g.name, "workers", g.n)
+		m.notify(daemon.NotifyReady)
 	}
 	if m.again {
 		m.again = false
@@ -433,6 +459,7 @@ func (m *Master) abort(w *worker, why string) {
 		return
 	}
 	m.log.Error("reload failed; the running workers keep serving", "worker", w.id, "error", why)
+	m.notify(daemon.NotifyReady)
 	if m.again {
 		m.again = false
 		m.reload()
@@ -478,6 +505,9 @@ func (m *Master) shutdown(failure error) error {
 	case failure == nil:
 		m.log.Info("shutting down", "grace", m.grace())
 	}
+	if !m.handedOver {
+		m.notify(daemon.NotifyStopping)
+	}
 	if m.up != nil {
 		m.abortUpgrade()
 	}
@@ -517,6 +547,28 @@ func (m *Master) reopen() {
 		}
 	}
 	m.log.Info("log files reopened")
+}
+
+// notify tells the service manager (see daemon.Notify), logging a
+// failure.
+func (m *Master) notify(send func() error) {
+	if err := send(); err != nil {
+		m.log.Warn("cannot notify the service manager", "error", err)
+	}
+}
+
+// workerEnv is the environment of a worker: the master's, without what
+// is the master's alone (the service manager's notification socket and
+// socket activation's variables).
+func workerEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "NOTIFY_SOCKET", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES":
+			return true
+		}
+		return false
+	})
 }
 
 // command returns the command for a worker.

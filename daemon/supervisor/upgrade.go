@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/config"
+	"github.com/sluice-server/sluice/daemon"
 )
 
 // A binary upgrade (SIGUSR2, Master.Upgrade) hands the listening sockets
@@ -225,6 +226,7 @@ func (m *Master) handOver() {
 	up.ctl.Close()
 	m.handedOver = true
 	m.log.Info("binary upgrade: the new master's workers are healthy; the old workers drain", "new_master", up.cmd.Process.Pid)
+	m.notify(func() error { return daemon.NotifyMainPID(up.cmd.Process.Pid) })
 }
 
 // upgradeFailed gives the upgrade up: the pid file names this master

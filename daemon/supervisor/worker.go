@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/engine"
+	"golang.org/x/sys/unix"
 )
 
 // WorkerCommand is the hidden subcommand a master runs its own binary
@@ -37,6 +39,7 @@ const WorkerCommand = "worker"
 // where a component writing to "stdout" writes.
 func RunWorker(stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	master := os.Getppid()
 	ctl, err := fileConn(os.NewFile(fdControl, "control"))
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice worker: not started by a master: no control channel:", err)
@@ -51,6 +54,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice worker: reading the setup:", err)
 		return 1
 	}
+	procs := sizeFor(su.N)
 	// The master orchestrates: a terminal's SIGINT to the process group,
 	// or a SIGHUP, reaches the master, which tells the workers.
 	signal.Ignore(os.Interrupt, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
@@ -67,6 +71,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		SetSlogDefault: true,
 		Load: func(ctx components.Context) (*config.Config, error) {
 			ctx.Workers = view.get
+			ctx.Processes = su.N
 			cfg, err := (&config.Loader{Context: ctx}).Parse(su.Name, su.Config)
 			if err != nil {
 				return nil, err
@@ -97,8 +102,18 @@ func RunWorker(stdout, stderr io.Writer) int {
 		send(ctl, message{Type: msgError, Error: msg}, nil, time.Second)
 		return 1
 	}
+	// Start switched to the config's user, if it names one, which clears
+	// the parent-death signal: set it again, then make sure the master
+	// did not die meanwhile.
+	unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0)
+	if os.Getppid() != master {
+		logger.Error("the master is gone; exiting")
+		srv.Shutdown(expired())
+		return 1
+	}
+	logger.Info("sized for the workers", "workers", su.N, "gomaxprocs", procs, "file_caches", fmt.Sprintf("1/%d of the defaults", max(1, su.N)))
 	probes := newConnListener()
-	srv.ServeListener(probes)
+	srv.ServeProbes(probes)
 	if err := send(ctl, message{Type: msgReady, PID: os.Getpid()}, nil, su.Health.Timeout); err != nil {
 		srv.Shutdown(expired())
 		return 1
@@ -161,6 +176,19 @@ func RunWorker(stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
+}
+
+// sizeFor sets GOMAXPROCS for one of n workers sharing the machine, unless
+// the GOMAXPROCS environment variable sets it: the runtime's default (the
+// CPUs this process may use) divided by n, at least 1. It returns the
+// value in force.
+func sizeFor(n int) int {
+	if os.Getenv("GOMAXPROCS") != "" || n < 2 {
+		return runtime.GOMAXPROCS(0)
+	}
+	p := max(1, runtime.GOMAXPROCS(0)/n)
+	runtime.GOMAXPROCS(p)
+	return p
 }
 
 // workersView is what the master last said of its workers

@@ -120,6 +120,10 @@ func (m *Master) spawn(w *worker) error {
 		cmd.Stdout = os.Stdout
 	}
 	cmd.Stderr = logW
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = workerEnv(cmd.Env)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -136,7 +140,7 @@ func (m *Master) spawn(w *worker) error {
 	go func() {
 		setupW.Write(marshalSetup(setup{
 			ID: w.id, Name: g.name, Config: g.data, Addrs: g.addrs,
-			Health: g.health, Grace: m.grace(),
+			Health: g.health, Grace: m.grace(), N: g.n,
 		}))
 		setupW.Close()
 	}()
