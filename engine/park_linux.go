@@ -204,6 +204,27 @@ func (c *conn) park() bool {
 	return true
 }
 
+// firstRead is the first wait of a new connection: it reads what has come,
+// and if the request is not in yet the connection waits for it parked,
+// where a socket of the engine's listener costs one system call to join
+// (epoll_ctl; none to leave, as it closes or parks again), rather than in
+// the runtime's poller (fcntl, an os.File and its pollDesc, and epoll_ctl
+// to join and to leave): a listener that does not defer accepting until a
+// request is in (TCP_DEFER_ACCEPT; see listenTCP) accepts most
+// connections before, and a deferring one accepts a connection without
+// one after a second. read reports that the read found
+// bytes, the end of input or an error (see idleOutcome); parked, that c
+// is parked and the caller must leave it alone. If neither, the wait goes
+// on in the runtime's poller.
+func (c *conn) firstRead() (read, parked bool) {
+	sc, ok := c.nc.(*sockConn)
+	if !ok || sc.polled.Load() != nil {
+		return false, false
+	}
+	c.rc.Control(func(fd uintptr) { read = c.rawRead(fd) })
+	return read, !read && c.park()
+}
+
 // unpark accounts for c, just claimed, leaving the park set: its socket,
 // disarmed or about to close, stays in it.
 func (c *conn) unpark() {

@@ -245,9 +245,10 @@ func TestBytesArrivingAsConnectionParks(t *testing.T) {
 			raced := make(chan bool, 1)
 			first := true
 			// The hook runs on the connection's goroutine, as it parks
-			// after its first exchange.
-			s.parkHook = func(*conn) {
-				if !first {
+			// after its first exchange (not as it waits for its first
+			// request, which it may do parked too).
+			s.parkHook = func(c *conn) {
+				if !first || c.served == 0 {
 					return
 				}
 				first = false
@@ -306,7 +307,9 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 	}
 	parks := make(chan park, 10)
 	s.parkHook = func(c *conn) {
-		parks <- park{c, c.nc.(*sockConn).polled.Load() != nil, parkCtls.Load()}
+		if c.served > 0 { // not the wait for its first request
+			parks <- park{c, c.nc.(*sockConn).polled.Load() != nil, parkCtls.Load()}
+		}
 	}
 	s.init()
 	s.sparseAfter.Store(int64(10 * time.Millisecond)) // shorter than the idle notice the test waits for
@@ -393,6 +396,32 @@ func TestWakesReuseRunners(t *testing.T) {
 	if started := runnersStarted.Load() - before; started > n/4 {
 		t.Errorf("%d new runners for %d connections woken at once, with %d idle runners at most; want few", started, n, maxIdleRunners)
 	}
+}
+
+// A connection accepted before its request is in (the listener does not
+// defer accepting here) waits for it parked, not in the runtime's poller,
+// and is answered when it speaks.
+func TestNewConnectionWaitsParked(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := ln.(*tcpListener)
+	tl.rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, 0) })
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0) // it parks at once, not at the notice
+	addr := serveOn(t, s, al)
+	c := dial(t, addr)
+	sc := recvWithin(t, "the connection to be accepted", al.conns).(*sockConn)
+	waitForParked(t, s, 1)
+	if sc.polled.Load() != nil {
+		t.Error("the new connection joined the runtime's poller")
+	}
+	ic := idleClient{c, bufio.NewReader(c)}
+	ic.get(t, "/late")
+	waitForParked(t, s, 1) // after its first exchange
 }
 
 // Requests that arrive while a connection is parked are served in order:
