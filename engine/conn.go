@@ -290,6 +290,9 @@ func (c *conn) serveHead(n int, err error) bool {
 	c.pin = c.r
 	c.th.Clear()
 	c.srv.stats.requests.Add(1)
+	if req.close {
+		c.srv.stats.closing.Add(1)
+	}
 
 	req.RemoteAddr, req.LocalAddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
 	resp := &s.resp

@@ -210,7 +210,7 @@ func (c *conn) park() bool {
 // (epoll_ctl; none to leave, as it closes or parks again), rather than in
 // the runtime's poller (fcntl, an os.File and its pollDesc, and epoll_ctl
 // to join and to leave): a listener that does not defer accepting until a
-// request is in (TCP_DEFER_ACCEPT; see listenTCP) accepts most
+// request is in (TCP_DEFER_ACCEPT; see deferaccept.go) accepts most
 // connections before, and a deferring one accepts a connection without
 // one after a second. read reports that the read found
 // bytes, the end of input or an error (see idleOutcome); parked, that c
