@@ -87,9 +87,9 @@ func (s *activated) open(fd int) error {
 	}
 	if _, ok := s.addr.(*net.TCPAddr); ok {
 		// As engine.Listen's sockets: accepted connections inherit
-		// TCP_NODELAY, and are accepted once their first bytes are in.
+		// TCP_NODELAY. (The server that serves the socket decides
+		// whether it defers accepting.)
 		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, 1)
 	}
 	s.f = os.NewFile(uintptr(fd), "activated "+s.addr.String())
 	return nil
@@ -111,7 +111,8 @@ func (a *Activation) close() {
 // the socket, which the caller closes as usual; the socket itself stays
 // open in the Activation, so an address a reload drops and a later one
 // lists again gets it again. Sockets keep what systemd set on them,
-// but TCP ones get TCP_NODELAY and TCP_DEFER_ACCEPT, as Listen's do.
+// but TCP ones get TCP_NODELAY, as Listen's do, and the engine's server
+// sets TCP_DEFER_ACCEPT as the traffic asks (engine/deferaccept.go).
 func (a *Activation) Listen(addr config.Address) (net.Listener, error) {
 	if a != nil {
 		for _, s := range a.socks {

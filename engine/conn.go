@@ -36,7 +36,7 @@ type conn struct {
 	unread      bool        // the client may have sent bytes we did not read
 	broken      bool        // a write failed: nothing more can be sent
 	resume      bool        // taken over from the park set: go on waiting (see serve)
-	sparse      bool        // taken over after a long park: park again when idle (see rawServe)
+	sparse      bool        // taken over after a long park: park again when idle (see park.go)
 	repark      bool        // rawServe asks readIdle to park at once
 
 	// State for rawWait, bound once so the idle wait does not allocate.
@@ -63,16 +63,21 @@ type conn struct {
 	wait   atomic.Int32
 	moveMu sync.Mutex
 
-	// While parked: the socket's slot in the park set and its descriptor.
-	parkSlot uint32
-	parkFd   int32
+	// The connection's slot in the park set, taken when it first parks
+	// and kept until it closes (hasSlot), with its generation, and the
+	// descriptor its socket is in the set under (-1 if none; see
+	// park_linux.go).
+	parkSlot, parkGen uint32
+	parkFd            int32
+	hasSlot           bool
+	parkedAt          int64 // when it last parked (monoNow)
 
 	// gone is made when a handler first asks (see GoneNotifier).
 	gone atomic.Pointer[goneWatch]
 }
 
 func newConn(srv *Server, nc net.Conn) *conn {
-	c := &conn{srv: srv, nc: nc}
+	c := &conn{srv: srv, nc: nc, parkFd: -1}
 	c.rc, c.nb = rawConn(nc)
 	if c.rc != nil {
 		c.rawWaitFn = c.rawWait
@@ -191,6 +196,7 @@ func (c *conn) finish() {
 	}
 	c.th.Cancel()
 	c.nc.Close()
+	c.leavePark()
 	c.releaseSession()
 	c.srv.connClosed(c)
 }
@@ -284,6 +290,9 @@ func (c *conn) serveHead(n int, err error) bool {
 	c.pin = c.r
 	c.th.Clear()
 	c.srv.stats.requests.Add(1)
+	if req.close {
+		c.srv.stats.closing.Add(1)
+	}
 
 	req.RemoteAddr, req.LocalAddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
 	resp := &s.resp

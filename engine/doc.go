@@ -29,9 +29,11 @@
 // (accept4, recvfrom, sendmsg, sendfile, close); a connection joins the
 // runtime's poller only when an operation would block, and leaves it when
 // it parks. They set
-// TCP_NODELAY once for all connections and defer accepting a connection
-// until its first bytes arrive (TCP_DEFER_ACCEPT). Serve also accepts any
-// other net.Listener, whose connections are served through net.Conn.
+// TCP_NODELAY once for all connections, and Serve has them defer accepting
+// a connection until its first bytes arrive (TCP_DEFER_ACCEPT) while most
+// connections carry one request, not otherwise (see deferaccept.go). Serve
+// also accepts any other net.Listener, whose connections are served
+// through net.Conn.
 //
 // After its first request, a connection whose net.Conn offers a
 // syscall.RawConn runs its keep-alive loop inside the poller's read

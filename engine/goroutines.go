@@ -77,7 +77,8 @@ func (s *Server) runConns(c *conn) {
 
 // reapRunners stops the runners idle for longer than runnerIdleTime, every
 // runnerIdleTime, and all of them once the server stops. It also sweeps
-// the expired answers of residentFiles.
+// the expired answers of residentFiles and tunes the listeners' deferred
+// accepting (see deferaccept.go).
 func (s *Server) reapRunners() {
 	t := time.NewTicker(runnerIdleTime)
 	defer t.Stop()
@@ -89,6 +90,9 @@ func (s *Server) reapRunners() {
 			stop = true
 		}
 		residentFiles.sweep(s.tm.Now())
+		if !stop {
+			s.tuneDeferAccept()
+		}
 		old := s.tm.Now() - int64(runnerIdleTime)
 		s.runnerMu.Lock()
 		n := 0

@@ -51,9 +51,8 @@ func (c *conn) waitForRequest() idleResult {
 		return idleClosed
 	}
 	if c.served == 0 {
-		// A new connection's first request may be in already (the
-		// listener accepts once its first bytes arrive), so it is not
-		// idle yet; HeaderTimeout bounds the wait. If the first read
+		// A new connection's first request may be in already, so it is
+		// not idle yet; HeaderTimeout bounds the wait. If the first read
 		// finds nothing, rawRead marks it idle, as nginx's are: Shutdown
 		// and the connection limit may then close it.
 		c.th.SetDeadline(c.srv.limits().HeaderTimeout)
@@ -103,6 +102,15 @@ func (c *conn) readIdle() idleResult {
 		return idleClosed
 	}
 	c.rawN, c.rawErr, c.ended, c.repark = 0, nil, false, false
+	if c.served == 0 {
+		switch read, parked := c.firstRead(); {
+		case parked:
+			idleMoves.Add(1)
+			return idleMoved
+		case read:
+			return c.idleOutcome(nil)
+		}
+	}
 	c.wait.Store(waitIdle)
 	err := c.rc.Read(c.rawWaitFn)
 	if !c.wait.CompareAndSwap(waitIdle, waitActive) {
@@ -121,6 +129,12 @@ func (c *conn) readIdle() idleResult {
 		c.moveWait()
 		return idleMoved
 	}
+	return c.idleOutcome(err)
+}
+
+// idleOutcome is the outcome of an idle wait that ended with err and the
+// state its read callback left.
+func (c *conn) idleOutcome(err error) idleResult {
 	if err != nil || c.ended || c.rawErr != nil || c.rawN == 0 {
 		return idleClosed
 	}

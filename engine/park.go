@@ -1,5 +1,7 @@
 package engine
 
+import "time"
+
 // Parking: an idle keep-alive connection waits with no goroutine at all.
 //
 // A goroutine blocked in a read keeps its stack (2 KiB at least) and its
@@ -17,12 +19,21 @@ package engine
 // it there and then. Handlers are unaffected: every request still runs on
 // a goroutine, as before.
 //
-// A connection woken soon after it parked is busy: it then waits for its
-// next request in the runtime's poller, where the keep-alive loop is
-// cheapest (see rawServe), until the idle notice parks it again. One
-// woken after the idle notice is sparse: it parks again as soon as it has
+// A connection woken soon after it parked (within sparseAfter) is busy:
+// it then waits for its next request in the runtime's poller, where the
+// keep-alive loop is cheapest (see rawServe), until the idle notice parks
+// it again. One woken later is sparse: it parks again as soon as it has
 // answered, so a client that speaks now and then costs a goroutine only
-// while it is answered.
+// while it is answered, and one system call (re-arming its socket) per
+// request. At 10,000 busy connections every connection waits longer than
+// that for its turn, so they are all sparse: a connection moves between
+// the runtime's poller and the park set (a dozen system calls and a
+// goroutine each way) only when how its client talks changes.
+//
+// sparseAfter is measured from the park to the wake, which is when the
+// park set's reader hands the connection on: at a server that answers
+// slower than requests come, a request waits for its turn in the park
+// set, and its connection counts as sparse, whatever its client's pace.
 //
 // A parked connection holds its conn, its socket (a sockConn, out of the
 // runtime's poller; see sockConn.unpoll), its timeout handle, the closure
@@ -31,6 +42,21 @@ package engine
 // it is in the set, and whoever moves it out of that state (the park
 // set's reader, or Expire) owns it next. docs/benchmarks.md has the
 // figures and the alternatives measured.
+
+// sparseAfter is how long a connection must have been parked for its wake
+// to find it sparse. Parking after every request costs a system call and
+// a hand-over to a runner per request, about a microsecond; waiting in the
+// runtime's poller costs nothing per request but holds a goroutine, its
+// grown stack included, until the idle notice. A client that speaks again
+// within a few milliseconds is served from the poller; one slower than
+// this pays the microsecond.
+const sparseAfter = 20 * time.Millisecond
+
+// monoStart is the origin of monoNow.
+var monoStart = time.Now()
+
+// monoNow returns the monotonic clock in nanoseconds since monoStart.
+func monoNow() int64 { return int64(time.Since(monoStart)) }
 
 // moveWait moves c's idle wait off the calling goroutine, which must then
 // exit without touching c again: c is parked or, where it cannot be, its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,7 +90,8 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, n)}
 	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
 	s.init()
-	s.tm.SetIdleNotice(0) // none until the test asks
+	s.tm.SetIdleNotice(0)                 // none until the test asks
+	s.sparseAfter.Store(int64(time.Hour)) // every wake is soon, until the test says
 	var polledParks atomic.Int64
 	var parked sync.Map // every *conn that parked
 	s.parkHook = func(c *conn) {
@@ -133,6 +135,7 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	}
 	checkOutOfPoller(0)
 	// Speaking after a long park.
+	s.sparseAfter.Store(0)
 	for round := 1; round <= 2; round++ {
 		waitFor(t, "the idle notice", allNoticed)
 		for i, ic := range cs {
@@ -242,9 +245,10 @@ func TestBytesArrivingAsConnectionParks(t *testing.T) {
 			raced := make(chan bool, 1)
 			first := true
 			// The hook runs on the connection's goroutine, as it parks
-			// after its first exchange.
-			s.parkHook = func(*conn) {
-				if !first {
+			// after its first exchange (not as it waits for its first
+			// request, which it may do parked too).
+			s.parkHook = func(c *conn) {
+				if !first || c.served == 0 {
 					return
 				}
 				first = false
@@ -285,7 +289,9 @@ func TestBytesArrivingAsConnectionParks(t *testing.T) {
 // A connection woken after a long park (longer than the idle notice)
 // parks again as soon as it has answered, without waiting in the runtime's
 // poller through another idle notice: a client that speaks now and then
-// costs a goroutine only while it is answered.
+// costs a goroutine only while it is answered. Its socket stays in the
+// park set from one park to the next, so each park after the first costs
+// one system call (re-arming it) and each wake none.
 func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 	ln, err := Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -296,15 +302,21 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour, BusyIdleTimeout: 100 * time.Millisecond, MaxConns: 1000}}
 	type park struct {
 		c      *conn
-		polled bool // the socket was in the runtime's poller as it parked
+		polled bool  // the socket was in the runtime's poller as it parked
+		ctls   int64 // parkCtls as it parked
 	}
 	parks := make(chan park, 10)
 	s.parkHook = func(c *conn) {
-		parks <- park{c, c.nc.(*sockConn).polled.Load() != nil}
+		if c.served > 0 { // not the wait for its first request
+			parks <- park{c, c.nc.(*sockConn).polled.Load() != nil, parkCtls.Load()}
+		}
 	}
+	s.init()
+	s.sparseAfter.Store(int64(10 * time.Millisecond)) // shorter than the idle notice the test waits for
 	addr := serveOn(t, s, al)
 	ic := openIdle(t, addr, 1)[0]
 	first := recvWithin(t, "the first park", parks)
+	last := first
 	for i := range 3 {
 		waitFor(t, "the idle notice", first.c.th.Noticed)
 		ic.get(t, fmt.Sprintf("/sparse%d", i))
@@ -312,7 +324,104 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 		if again.polled {
 			t.Fatalf("request %d: the connection waited in the runtime's poller before parking again", i)
 		}
+		if n := again.ctls - last.ctls; n != 1 {
+			t.Errorf("request %d: %d epoll_ctl calls on the park set from one park to the next, want 1 (the park's own)", i, n)
+		}
+		last = again
 	}
+}
+
+// Whether a woken connection is sparse depends on how long it was parked,
+// not on the idle notice: at 10,000 busy connections each one waits in the
+// park set for its turn, well past sparseAfter, and parks again after every
+// answer, with no notice and no trip through the runtime's poller. Here
+// every wake is late (sparseAfter 0) and notices are off.
+func TestConnectionWokenLateParksAgain(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0)
+	s.sparseAfter.Store(0)
+	addr := serveOn(t, s, al)
+	ic := openIdle(t, addr, 1)[0]
+	waitForParked(t, s, 1)
+	sc := (<-al.conns).(*sockConn)
+	for i := range 3 {
+		ic.get(t, fmt.Sprintf("/late%d", i))
+		waitForParked(t, s, 1)
+		if sc.polled.Load() != nil {
+			t.Fatalf("request %d: the connection waited in the runtime's poller", i)
+		}
+	}
+}
+
+// When many parked connections speak at once, more than there are idle
+// runners, the park set's reader hands them on a batch at a time, letting
+// each batch's runners finish and return to the idle stack before the
+// next: they are served by the runners there are, not each by a new
+// goroutine (whose stack grows by copying, to exit when the idle stack is
+// full). One processor, as the benchmarks give a server, so that the
+// hand-over order is the scheduler's.
+func TestWakesReuseRunners(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const n = 3 * maxIdleRunners
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.sparseAfter.Store(0) // answered, each parks again and frees its runner
+	addr := startServer(t, s)
+	cs := make([]idleClient, n)
+	for i := range cs {
+		c := dial(t, addr)
+		cs[i] = idleClient{c, bufio.NewReader(c)}
+	}
+	// All make their first request at once, and all park.
+	for i, ic := range cs {
+		io.WriteString(ic.c, fmt.Sprintf("GET /c%d/first HTTP/1.1\r\nHost: a\r\n\r\n", i))
+	}
+	for i, ic := range cs {
+		ic.expect(t, fmt.Sprintf("/c%d/first", i))
+	}
+	waitForParked(t, s, n)
+	before := runnersStarted.Load()
+	for i, ic := range cs {
+		io.WriteString(ic.c, fmt.Sprintf("GET /c%d/again HTTP/1.1\r\nHost: a\r\n\r\n", i))
+	}
+	for i, ic := range cs {
+		ic.expect(t, fmt.Sprintf("/c%d/again", i))
+	}
+	if started := runnersStarted.Load() - before; started > n/4 {
+		t.Errorf("%d new runners for %d connections woken at once, with %d idle runners at most; want few", started, n, maxIdleRunners)
+	}
+}
+
+// A connection accepted before its request is in (the listener does not
+// defer accepting here) waits for it parked, not in the runtime's poller,
+// and is answered when it speaks.
+func TestNewConnectionWaitsParked(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := ln.(*tcpListener)
+	tl.rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, 0) })
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0) // it parks at once, not at the notice
+	addr := serveOn(t, s, al)
+	c := dial(t, addr)
+	sc := recvWithin(t, "the connection to be accepted", al.conns).(*sockConn)
+	waitForParked(t, s, 1)
+	if sc.polled.Load() != nil {
+		t.Error("the new connection joined the runtime's poller")
+	}
+	ic := idleClient{c, bufio.NewReader(c)}
+	ic.get(t, "/late")
+	waitForParked(t, s, 1) // after its first exchange
 }
 
 // Requests that arrive while a connection is parked are served in order:

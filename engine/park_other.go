@@ -9,3 +9,9 @@ func (c *conn) park() bool { return false }
 
 // unpark is never called: nothing is parked.
 func (c *conn) unpark() {}
+
+// leavePark has nothing to give back: nothing is parked.
+func (c *conn) leavePark() {}
+
+// firstRead leaves the first wait to the runtime's poller.
+func (c *conn) firstRead() (read, parked bool) { return false, false }

@@ -72,14 +72,17 @@ type Server struct {
 	idleRunners []*runner // see goroutines.go
 	stopOnce    sync.Once
 	stats       counters
+	deferAccept deferState // see deferaccept.go
 
-	parkHook func(*conn) // if set, called as a connection is about to park (for tests)
+	parkHook    func(*conn)  // if set, called as a connection is about to park (for tests)
+	sparseAfter atomic.Int64 // nanoseconds; see park.go (tests change it)
 }
 
 // counters are a Server's statistics, updated atomically.
 type counters struct {
 	accepted, requests, refused, panics, bytesWritten atomic.Uint64
-	parked                                            atomic.Int64 // connections parked now (see park.go)
+	closing                                           atomic.Uint64 // requests whose client asked to close after them
+	parked                                            atomic.Int64  // connections parked now (see park.go)
 }
 
 // Stats is a snapshot of a Server's counters since it started.
@@ -132,6 +135,7 @@ func (s *Server) init() {
 		s.listeners = map[net.Listener]struct{}{}
 		s.slot = make(chan struct{}, 1)
 		s.quit = make(chan struct{})
+		s.sparseAfter.Store(int64(sparseAfter))
 		go s.reapRunners()
 	})
 }
@@ -272,6 +276,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	s.listeners[ln] = struct{}{}
+	setDeferAccept(ln, s.deferAccept.on)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()

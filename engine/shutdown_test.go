@@ -73,9 +73,10 @@ func TestShutdownFinishesInFlightRequest(t *testing.T) {
 // When the context ends first, Shutdown interrupts what is left and
 // returns the context's error.
 func TestShutdownDeadline(t *testing.T) {
-	block := make(chan struct{})
+	block, inside := make(chan struct{}), make(chan struct{})
 	defer close(block)
 	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		close(inside)
 		io.ReadAll(r.Body) // blocks: the client never sends the body
 		<-block
 	})
@@ -84,7 +85,7 @@ func TestShutdownDeadline(t *testing.T) {
 	go s.Serve(ln)
 	c := dial(t, ln.Addr().String())
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n")
-	waitFor(t, "connection to be served", func() bool { return s.OpenConns() == 1 })
+	recvWithin(t, "the request to reach the handler", inside)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {

@@ -69,13 +69,6 @@ func listenTCP(network, addr string, shared bool) (net.Listener, error) {
 			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); serr != nil {
 				return
 			}
-			// Accept a connection once its first bytes are in (or after
-			// about a second without any, as the kernel counts SYN-ACK
-			// retransmissions), so serving it starts with a read that
-			// succeeds rather than a wait through the poller.
-			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, 1); serr != nil {
-				return
-			}
 			dup, serr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 3)
 		})
 		if err != nil {
@@ -109,6 +102,23 @@ func listenTCP(network, addr string, shared bool) (net.Listener, error) {
 
 // Addr implements net.Listener.
 func (l *tcpListener) Addr() net.Addr { return l.addr }
+
+// setDeferAccept makes the kernel accept connections yet to come only once
+// their first bytes are in, or after about a second without any (as it
+// counts SYN-ACK retransmissions), or at once (see deferaccept.go).
+func (l *tcpListener) setDeferAccept(on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	var err error
+	if cerr := l.rc.Control(func(fd uintptr) {
+		err = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, v)
+	}); cerr != nil {
+		return cerr
+	}
+	return os.NewSyscallError("setsockopt", err)
+}
 
 // Close implements net.Listener.
 func (l *tcpListener) Close() error { return l.f.Close() }

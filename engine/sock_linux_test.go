@@ -204,3 +204,52 @@ func TestListenRefusesBusyAddress(t *testing.T) {
 		t.Errorf("connections reached %v, want both listeners", seen)
 	}
 }
+
+// The listener defers accepting (TCP_DEFER_ACCEPT) while most requests
+// close their connections, and not while they keep them open (see
+// deferaccept.go); it starts not deferring. The test looks at the
+// traffic itself (tuneDeferAccept) instead of waiting for the reaper, and
+// repeats a round of traffic until the setting follows, since the reaper
+// may look at part of a round.
+func TestDeferAcceptFollowsTraffic(t *testing.T) {
+	s := &Server{Handler: echo, Logger: discardLogger()}
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveOn(t, s, ln)
+	deferring := func() bool {
+		v := -1
+		ln.(*tcpListener).rc.Control(func(fd uintptr) {
+			v, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT)
+		})
+		return v > 0
+	}
+	if deferring() {
+		t.Fatal("a new listener defers accepting")
+	}
+	waitFor(t, "deferring after short connections", func() bool {
+		for range deferMinRequests {
+			if got := exchange(t, addr, "GET /short HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 200 ") {
+				t.Fatalf("short connection: %q", got)
+			}
+		}
+		s.tuneDeferAccept()
+		return deferring()
+	})
+	waitFor(t, "not deferring after keep-alive connections", func() bool {
+		for range deferMinRequests / 4 {
+			c := dial(t, addr)
+			br := bufio.NewReader(c)
+			for i := range 4 {
+				fmt.Fprintf(c, "GET /ka%d HTTP/1.1\r\nHost: x\r\n\r\n", i)
+				if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 200 {
+					t.Fatalf("keep-alive request %d: %d", i, resp.StatusCode)
+				}
+			}
+			c.Close()
+		}
+		s.tuneDeferAccept()
+		return !deferring()
+	})
+}

@@ -16,7 +16,9 @@
 // A handle that has been idle for the manager's idle notice period (but
 // not yet its timeout) gets one IdleNotice call, and reports Noticed until
 // it is idle anew: a server uses it to move a long wait off the goroutine
-// that waits.
+// that waits. The notice is never early: the clock an idle period is
+// stamped with may be up to a tick behind, so a notice comes after the
+// notice period and at most two ticks more.
 package timeout
 
 import (
@@ -67,14 +69,20 @@ type Owner interface {
 // New starts a manager that sweeps every tick, with the given idle timeout.
 // Call Stop to end its goroutine.
 func New(tick, idleTimeout time.Duration) *Manager {
+	m := makeManager(tick, idleTimeout)
+	m.wg.Add(1)
+	go m.run()
+	return m
+}
+
+// makeManager returns a manager that sweeps only when told to.
+func makeManager(tick, idleTimeout time.Duration) *Manager {
 	if tick <= 0 {
 		tick = time.Second
 	}
 	m := &Manager{tick: tick, done: make(chan struct{})}
 	m.now.Store(time.Now().UnixNano())
 	m.idleTimeout.Store(int64(idleTimeout))
-	m.wg.Add(1)
-	go m.run()
 	return m
 }
 
@@ -249,6 +257,14 @@ func (m *Manager) run() {
 func (m *Manager) sweep(now int64) {
 	m.now.Store(now)
 	idle, notice := m.idleTimeout.Load(), m.idleNotice.Load()
+	if notice > 0 {
+		// An idle period stamped s began between s and the next tick: it
+		// has certainly lasted the notice period once now-s covers a
+		// tick more. Without the tick a notice could come at once (with
+		// the notice period a tick, to a connection idle for a
+		// microsecond before the tick that noticed it).
+		notice += int64(m.tick)
+	}
 	m.mu.Lock()
 	for _, h := range m.handles {
 		// Firing disarms both the deadline and the idle period (a handle

@@ -17,10 +17,12 @@ func (o *owner) IdleNotice() { o.noticed.Add(1) }
 // time themselves instead of sleeping.
 func sweepAt(m *Manager, d time.Duration) { m.sweep(m.Now() + int64(d)) }
 
+// testTick is the tick of the managers the tests make; they have no
+// ticker, so only sweepAt sweeps.
+const testTick = 100 * time.Millisecond
+
 func newManager(t *testing.T, idle time.Duration) *Manager {
-	m := New(time.Hour, idle) // the ticker never fires during a test
-	t.Cleanup(m.Stop)
-	return m
+	return makeManager(testTick, idle)
 }
 
 func TestDeadlineFiresOnceWhenPassed(t *testing.T) {
@@ -81,6 +83,26 @@ func TestIdleNoticeThenTimeout(t *testing.T) {
 	sweepAt(m, time.Second)
 	if o.expired.Load() != 1 {
 		t.Fatal("idle handle outlived the tightened idle timeout")
+	}
+}
+
+// The clock is a tick behind at worst, so a handle that went idle just
+// before a tick is stamped with the tick before: it must not be noticed
+// one notice period after that stamp, when it may have been idle for no
+// more than a moment, but only once the period has surely passed.
+func TestIdleNoticeNeverEarly(t *testing.T) {
+	m := newManager(t, time.Hour)
+	m.SetIdleNotice(testTick)
+	o := &owner{}
+	h := m.Register(o)
+	h.SetIdle() // stamped now; as far as the manager knows, just before the next tick
+	sweepAt(m, testTick)
+	if o.noticed.Load() != 0 {
+		t.Fatal("noticed one notice period after the stamp: the handle may have been idle for a moment only")
+	}
+	sweepAt(m, testTick)
+	if o.noticed.Load() != 1 {
+		t.Fatal("not noticed a notice period and a tick after the stamp")
 	}
 }
 
