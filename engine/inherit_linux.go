@@ -9,8 +9,9 @@ import (
 )
 
 // ListenerFile returns ln's listening socket as a file to hand to a child
-// process (exec.Cmd.ExtraFiles), for ln from Listen. The file holds a
-// duplicate descriptor, which the caller closes; ln stays usable.
+// process (exec.Cmd.ExtraFiles), for ln from Listen or FileListener. The
+// file holds a duplicate descriptor, which the caller closes; ln stays
+// usable.
 //
 // The file is made so that handing it over never puts the socket in
 // blocking mode: os.File.Fd, which os/exec calls, clears O_NONBLOCK on a
@@ -53,6 +54,13 @@ func ListenerFile(ln net.Listener) (*os.File, error) {
 // from a parent process (see ListenerFile): for TCP the engine's own
 // listener, as Listen returns, for a Unix socket net.FileListener's. f is
 // not closed; the listener holds a duplicate.
+//
+// The TCP listener is made for a socket that other processes accept on
+// too. Its Accept waits for connections in an epoll set of its own, in
+// which the socket is registered with EPOLLEXCLUSIVE, so that a new
+// connection wakes one of the waiting processes rather than every one
+// (see shared_linux.go); a waiting Accept holds a thread. ListenerFile
+// accepts it.
 func FileListener(f *os.File) (net.Listener, error) {
 	sc, err := f.SyscallConn()
 	if err != nil {
@@ -87,13 +95,12 @@ func FileListener(f *os.File) (net.Listener, error) {
 		unix.Close(dup)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	nf := os.NewFile(uintptr(dup), "tcp listener "+la.String())
-	rc, err := nf.SyscallConn()
+	s, err := newSharedSocket(dup)
 	if err != nil {
-		nf.Close()
+		unix.Close(dup)
 		return nil, err
 	}
-	l := &tcpListener{f: nf, rc: rc, addr: la}
+	l := &tcpListener{f: s, rc: s, addr: la}
 	if !la.IP.IsUnspecified() {
 		l.laddr = la
 	}

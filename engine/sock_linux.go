@@ -29,10 +29,14 @@ import (
 // polledConns counts sockConns that joined the poller, for tests.
 var polledConns atomic.Int64
 
-// tcpListener is the listener Listen returns for TCP: its Accept returns
-// sockConns. Accept calls are serialised; Close interrupts a blocked one.
+// tcpListener is the listener Listen and FileListener return for TCP: its
+// Accept returns sockConns. Accept calls are serialised; Close interrupts
+// a blocked one.
 type tcpListener struct {
-	f    *os.File // the listening socket, registered with the poller
+	// f is the listening socket and rc its RawConn: an *os.File
+	// registered with the poller (Listen's), or a *sharedSocket, which
+	// waits in an epoll set of its own (FileListener's).
+	f    io.Closer
 	rc   syscall.RawConn
 	addr *net.TCPAddr
 	// laddr is addr when it names one IP (every connection's local

@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sharedListeners returns k listeners made by FileListener from one
+// listening socket, as k workers have them; the test's end closes them.
+func sharedListeners(t *testing.T, k int) []net.Listener {
+	t.Helper()
+	base, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ListenerFile(base)
+	base.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lns := make([]net.Listener, k)
+	for i := range lns {
+		ln, err := FileListener(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		lns[i] = ln
+	}
+	return lns
+}
+
+// sharedOf returns the shared socket of ln, a listener from FileListener.
+func sharedOf(t testing.TB, ln net.Listener) *sharedSocket {
+	t.Helper()
+	tl, ok := ln.(*tcpListener)
+	if !ok {
+		t.Fatalf("FileListener returned a %T", ln)
+	}
+	s, ok := tl.rc.(*sharedSocket)
+	if !ok {
+		t.Fatalf("FileListener's listener waits through a %T", tl.rc)
+	}
+	return s
+}
+
+// dialWithByte connects to addr and sends one byte: the engine's sockets
+// have TCP_DEFER_ACCEPT, so a connection is accepted once bytes are in.
+func dialWithByte(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c := dial(t, addr)
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A new connection on a socket shared by several listeners, each with an
+// Accept waiting, wakes one of them, not every one (the thundering herd);
+// each connection is accepted once, and Close ends every Accept.
+func TestSharedListenersWakeOneAcceptor(t *testing.T) {
+	const k, n = 8, 200
+	lns := sharedListeners(t, k)
+	conns := make(chan net.Conn, n)
+	errs := make(chan error, k)
+	for _, ln := range lns {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					errs <- err
+					return
+				}
+				conns <- c
+			}
+		}()
+	}
+	waitFor(t, "every listener to wait", func() bool {
+		for _, ln := range lns {
+			if sharedOf(t, ln).waits.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	addr := lns[0].Addr().String()
+	for i := range n {
+		c := dialWithByte(t, addr)
+		select {
+		case sc := <-conns:
+			if got, want := sc.RemoteAddr().String(), c.LocalAddr().String(); got != want {
+				t.Fatalf("connection %d: accepted %s, want %s", i, got, want)
+			}
+			sc.Close()
+		case <-time.After(10 * time.Second):
+			t.Fatalf("connection %d not accepted", i)
+		}
+		c.Close()
+	}
+
+	var idle int64
+	for _, ln := range lns {
+		idle += sharedOf(t, ln).idleWakes.Load()
+	}
+	t.Logf("%d listeners, %d connections: %d wake-ups found nothing to accept", k, n, idle)
+	if idle >= n {
+		t.Errorf("%d wake-ups found nothing to accept for %d connections; every listener wakes for each (about %d)",
+			idle, n, (k-1)*n)
+	}
+
+	for _, ln := range lns {
+		ln.Close()
+	}
+	for range k {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("an Accept did not return after Close")
+		}
+	}
+	select {
+	case c := <-conns:
+		t.Errorf("connection from %s accepted again or from nowhere", c.RemoteAddr())
+	default:
+	}
+}
+
+// Close wakes an Accept waiting on a shared socket; the socket stays open
+// for the other listeners on it.
+func TestSharedListenerCloseWakesAccept(t *testing.T) {
+	lns := sharedListeners(t, 2)
+	ln := lns[0]
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if c != nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	waitFor(t, "Accept to wait", func() bool { return sharedOf(t, ln).waits.Load() > 0 })
+	if err := ln.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Accept still waits after Close")
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
+	}
+	if err := ln.Close(); err == nil {
+		t.Error("second Close succeeded")
+	}
+
+	c := dialWithByte(t, ln.Addr().String())
+	defer c.Close()
+	sc, err := lns[1].Accept()
+	if err != nil {
+		t.Fatalf("the other listener: %v", err)
+	}
+	sc.Close()
+}
+
+// ListenerFile takes a FileListener's socket too (a master re-executed
+// for a binary upgrade passes its sockets on), leaving it non-blocking,
+// and the file makes a listener that accepts.
+func TestListenerFileOfSharedListener(t *testing.T) {
+	ln := sharedListeners(t, 1)[0]
+	f, err := ListenerFile(ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ln.Close()
+	if fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK == 0 {
+		t.Errorf("the socket's flags: %#x (%v), want O_NONBLOCK", fl, err)
+	}
+	if _, err := ListenerFile(ln); err == nil {
+		t.Error("ListenerFile of a closed listener succeeded")
+	}
+	ln2, err := FileListener(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Serve's end (Shutdown, at the test's end) must close ln2 under a
+	// waiting Accept.
+	addr := serveOn(t, &Server{Handler: echo}, ln2)
+	resp := exchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	if !strings.HasPrefix(resp, "HTTP/1.1 200 ") || !strings.Contains(resp, "path=/x") {
+		t.Errorf("response: %q", resp)
+	}
+}
