@@ -22,7 +22,6 @@ type conn struct {
 	srv *Server
 	nc  net.Conn
 	rc  syscall.RawConn // nil if nc offers none; then idle reads use a buffer
-	nb  bool            // rc's descriptor is a non-blocking socket (see sysCall)
 	th  *timeout.Handle
 
 	s      *session // nil while idle
@@ -38,6 +37,7 @@ type conn struct {
 	resume      bool        // taken over from the park set: go on waiting (see serve)
 	sparse      bool        // taken over after a long park: park again when idle (see park.go)
 	repark      bool        // rawServe asks readIdle to park at once
+	nb          bool        // rc's descriptor is a non-blocking socket (see sysCall)
 
 	// State for rawWait, bound once so the idle wait does not allocate.
 	rawWaitFn func(fd uintptr) bool
@@ -55,6 +55,8 @@ type conn struct {
 	headN     int
 	headErr   error
 
+	hasSlot bool // the connection has a slot in the park set (parkSlot)
+
 	// wait is waitActive, waitIdle while blocked for a request,
 	// waitMoving once the sweeper asked to move that wait off its
 	// goroutine, or waitParked while parked (see park.go); moveMu orders
@@ -69,7 +71,6 @@ type conn struct {
 	// park_linux.go).
 	parkSlot, parkGen uint32
 	parkFd            int32
-	hasSlot           bool
 	parkedAt          int64 // when it last parked (monoNow)
 
 	// gone is made when a handler first asks (see GoneNotifier).
