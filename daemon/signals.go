@@ -31,15 +31,51 @@ import (
 // Shutdown (or cancels Run's context) itself instead.
 func HandleSignals(ctx context.Context, s *Server) (_ context.Context, stop context.CancelFunc) {
 	s.init()
+	return OnSignals(ctx, SignalActions{
+		Ready:      s.started,
+		Reload:     func() { s.Reload() },
+		ReopenLogs: func() { s.ReopenLogs() },
+		Upgrade: func() {
+			s.logger().Warn("SIGUSR2 ignored: a binary upgrade needs workers (workers: N) under a master")
+		},
+	})
+}
+
+// SignalActions says what OnSignals does for each signal it handles.
+type SignalActions struct {
+	// Ready, if not nil, holds the signals back until it is closed (the
+	// server has started); they are caught meanwhile, not lost.
+	Ready <-chan struct{}
+	// Reload runs on SIGHUP, ReopenLogs on SIGUSR1, Upgrade on SIGUSR2;
+	// each is called on OnSignals' goroutine, one at a time. Nil ones
+	// leave their signal caught and ignored.
+	Reload, ReopenLogs, Upgrade func()
+}
+
+// OnSignals catches SIGHUP, SIGUSR1, SIGUSR2, SIGINT and SIGTERM at once
+// and, once a.Ready is closed, runs a's action for each of the first
+// three; on SIGINT or SIGTERM it ends the returned context and lets go of
+// every signal, so that a second one takes its default action (ending
+// the process) while a shutdown waits on slow requests. The returned stop
+// function lets go of the signals too and ends the context. HandleSignals
+// and the supervisor's master are built on it.
+func OnSignals(ctx context.Context, a SignalActions) (_ context.Context, stop context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	run := func(f func()) {
+		if f != nil {
+			f()
+		}
+	}
 	go func() {
 		defer signal.Stop(sigs)
-		select {
-		case <-s.started:
-		case <-ctx.Done():
-			return
+		if a.Ready != nil {
+			select {
+			case <-a.Ready:
+			case <-ctx.Done():
+				return
+			}
 		}
 		for {
 			select {
@@ -48,11 +84,11 @@ func HandleSignals(ctx context.Context, s *Server) (_ context.Context, stop cont
 			case sig := <-sigs:
 				switch sig {
 				case syscall.SIGHUP:
-					s.Reload()
+					run(a.Reload)
 				case syscall.SIGUSR1:
-					s.ReopenLogs()
+					run(a.ReopenLogs)
 				case syscall.SIGUSR2:
-					s.logger().Warn("SIGUSR2 ignored: a binary upgrade needs workers (workers: N) under a master")
+					run(a.Upgrade)
 				default:
 					signal.Stop(sigs)
 					cancel()

@@ -4,9 +4,8 @@ package supervisor
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/sluice-server/sluice/daemon"
 )
 
 // HandleSignals drives m by the process's signals, as nginx's master
@@ -22,33 +21,5 @@ import (
 // workers). The returned stop function lets go of them too.
 func HandleSignals(ctx context.Context, m *Master) (_ context.Context, stop context.CancelFunc) {
 	m.init()
-	ctx, cancel := context.WithCancel(ctx)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
-	go func() {
-		defer signal.Stop(sigs)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case sig := <-sigs:
-				switch sig {
-				case syscall.SIGHUP:
-					m.Reload()
-				case syscall.SIGUSR1:
-					m.ReopenLogs()
-				case syscall.SIGUSR2:
-					m.Upgrade()
-				default:
-					signal.Stop(sigs)
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(sigs)
-		cancel()
-	}
+	return daemon.OnSignals(ctx, daemon.SignalActions{Reload: m.Reload, ReopenLogs: m.ReopenLogs, Upgrade: m.Upgrade})
 }
