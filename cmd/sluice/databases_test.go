@@ -1,0 +1,99 @@
+package main_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/sluice-server/sluice/sqldata"
+	"github.com/sluice-server/sluice/sqldata/sqltest"
+)
+
+// sluice serves a template filled from each of the databases it links:
+// SQLite in a file, and private PostgreSQL and MariaDB servers.
+func TestServeDatabases(t *testing.T) {
+	for _, c := range []struct {
+		driver string
+		dsn    func(t *testing.T) string
+		ph     string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "site.db") }, "?"},
+		{"postgres", func(t *testing.T) string { return sqltest.Postgres(t) }, "$1"},
+		{"mysql", func(t *testing.T) string { return sqltest.MariaDB(t) }, "?"},
+	} {
+		t.Run(c.driver, func(t *testing.T) {
+			dsn := c.dsn(t)
+			db, err := sqldata.Open("setup", sqldata.Options{Driver: c.driver, DSN: dsn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, s := range []string{
+				"CREATE TABLE articles (id INTEGER PRIMARY KEY, title VARCHAR(100))",
+				"INSERT INTO articles VALUES (7, '<script>x()</script>')",
+			} {
+				if _, err := db.SQL().Exec(s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			dir := t.TempDir()
+			writeConfig(t, filepath.Join(dir, "page.html"), "<h1>{{.DB.article.title}}</h1>")
+			file := filepath.Join(dir, "site.yaml")
+			writeConfig(t, file, fmt.Sprintf(`listen: 127.0.0.1:0
+databases:
+  main: {driver: %s, dsn: %q}
+routes:
+  - match: /article
+    pipeline:
+      - template:
+          file: page.html
+          queries:
+            article: {database: main, sql: "SELECT title FROM articles WHERE id = %s", one: true, args: [{query: id, int: true}]}
+`, c.driver, dsn, c.ph))
+			if r := sluice(t, "check", "-c", file); r.code != 0 {
+				t.Fatalf("check = %d %s", r.code, r.stderr)
+			}
+			s := start(t, "serve", "-c", file)
+			url := "http://" + s.addr + "/article"
+			for _, want := range []struct {
+				query  string
+				status int
+				body   string
+			}{
+				{"?id=7", 200, "<h1>&lt;script&gt;x()&lt;/script&gt;</h1>"},
+				{"?id=8", 404, "404 Not Found: not found\n"},
+				{"?id=x", 400, "400 Bad Request: parameter id: want an integer\n"},
+			} {
+				if code, _, body := get(t, url+want.query); code != want.status || body != want.body {
+					t.Errorf("%s: %d %q, want %d %q", want.query, code, body, want.status, want.body)
+				}
+			}
+		})
+	}
+}
+
+// sluice check does not connect: a config whose database is down checks.
+func TestCheckDatabaseDown(t *testing.T) {
+	dir := t.TempDir()
+	writeConfig(t, filepath.Join(dir, "page.html"), "{{.DB.a}}")
+	file := filepath.Join(dir, "site.yaml")
+	writeConfig(t, file, `databases:
+  main: {driver: postgres, dsn: "host=`+dir+` user=nobody dbname=none"}
+routes:
+  - match: /
+    pipeline:
+      - template: {file: page.html, queries: {a: {database: main, sql: SELECT 1}}}
+`)
+	if r := sluice(t, "check", "-c", file); r.code != 0 || strings.Contains(r.stderr, "error") {
+		t.Errorf("check = %d %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".s.PGSQL.5432")); err == nil {
+		t.Fatal("a server is listening")
+	}
+}
