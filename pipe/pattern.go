@@ -124,7 +124,7 @@ func segmentEnd[S ~string | ~[]byte](p S, i int) int {
 // countSegments returns the number of segments of the canonical path p,
 // or 0 when p ends in '/' (no pattern with captures matches it).
 func countSegments(p []byte) int {
-	if len(p) == 0 || p[0] != '/' || p[len(p)-1] == '/' {
+	if len(p) < 2 || p[0] != '/' || p[len(p)-1] == '/' {
 		return 0
 	}
 	n := 0

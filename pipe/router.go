@@ -223,17 +223,19 @@ func (rt *Router) Handle(c *Conn) bool {
 			return comp.Handle(c)
 		}
 	}
-	if n := countSegments(r.Path); !located && n < len(rt.captures) {
-		for i, e := range rt.captures[n] {
-			if located && e.key != rt.captures[n][i-1].key {
-				break // a more specific shape was the request's; its methods did not fit
-			}
-			if matchSegments(e.segs, r.Path) {
-				if comp, ok := try(e); ok {
-					if !c.capture(e.segs) {
-						return false
+	if !located && len(rt.captures) > 0 {
+		if n := countSegments(r.Path); n < len(rt.captures) {
+			for i, e := range rt.captures[n] {
+				if located && e.key != rt.captures[n][i-1].key {
+					break // a more specific shape was the request's; its methods did not fit
+				}
+				if matchSegments(e.segs, r.Path) {
+					if comp, ok := try(e); ok {
+						if !c.capture(e.segs) {
+							return false
+						}
+						return comp.Handle(c)
 					}
-					return comp.Handle(c)
 				}
 			}
 		}
