@@ -40,8 +40,9 @@ type TemplateQuery struct {
 // QueryArg is where an argument of a query comes from: exactly one of
 // Path, Query and Value.
 type QueryArg struct {
-	// Path names a path parameter of the route's match ({id} in
-	// /article/{id}).
+	// Path names a path parameter: a capture of the route's match, id
+	// for /article/{id:int} (see pipe.Conn.Param). The router has checked
+	// an int capture (400 otherwise) before the pipeline runs.
 	Path string `yaml:"path"`
 
 	// Query names a parameter of the URL's query string (?page=2). A
@@ -117,9 +118,6 @@ func buildQueries(opts TemplateOptions) ([]templateQuery, error) {
 					return nil, fmt.Errorf("template: query %s: args[%d]: default %q is not an integer", name, i, *a.Default)
 				}
 			}
-			if a.Path != "" && !pathParamsSupported {
-				return nil, fmt.Errorf("template: query %s: args[%d]: path parameters are not supported yet", name, i)
-			}
 		}
 		q, err := db.Query(sqldata.QueryOptions{Name: name, SQL: tq.SQL, One: tq.One, Cache: tq.Cache})
 		if err != nil {
@@ -142,7 +140,7 @@ func (tq *templateQuery) argValues(c *pipe.Conn, query url.Values) ([]any, error
 		var s, what string
 		switch {
 		case a.Path != "":
-			s, what = pathParam(c, a.Path), "path parameter "+a.Path
+			s, what = c.Param(a.Path), "path parameter "+a.Path
 		case a.Query != "":
 			what = "parameter " + a.Query
 			if vs, ok := query[a.Query]; ok && len(vs) > 0 {

@@ -71,6 +71,45 @@ func TestTemplateQueryEscaping(t *testing.T) {
 	}
 }
 
+// A path parameter of the route's pattern is a query's argument: the
+// router answers 400 for a non-integer {id:int} before the pipeline, the
+// query 404 for an id with no row.
+func TestTemplateQueryPathParam(t *testing.T) {
+	db := templateDB(t, sqldata.Options{})
+	root := templateFiles(t, map[string]string{"article.html": `<h1>{{.DB.article.title}}</h1>{{.Param "id"}}`})
+	tp, _ := templateNew(t, TemplateOptions{
+		File: filepath.Join(root, "article.html"),
+		Queries: map[string]TemplateQuery{"article": {Database: "main", One: true,
+			SQL: "SELECT title FROM articles WHERE id = ?", Args: []QueryArg{{Path: "id", Int: true}}}},
+		Databases: map[string]*sqldata.DB{"main": db},
+	})
+	rt, err := pipe.NewRouter(pipe.Route{Match: []string{"/dynamic/article/{id:int}"}, Pipeline: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + sluicetest.NewServer(t, pipe.Handler(rt)).Addr
+	for _, c := range []struct {
+		path   string
+		status int
+		body   string
+	}{
+		{"/dynamic/article/1", 200, "<h1>First</h1>1"},
+		{"/dynamic/article/2", 200, "<h1>&lt;script&gt;alert(1)&lt;/script&gt;</h1>2"},
+		{"/dynamic/article/3", 404, "404 Not Found: not found\n"},
+		{"/dynamic/article/-0", 404, "404 Not Found: not found\n"},
+	} {
+		resp, body := sluicetest.Get(t, url+c.path)
+		if resp.StatusCode != c.status || body != c.body {
+			t.Errorf("%s: got %d %q, want %d %q", c.path, resp.StatusCode, body, c.status, c.body)
+		}
+	}
+	for _, p := range []string{"/dynamic/article/x", "/dynamic/article/1.5", "/dynamic/article/99999999999999999999"} {
+		if resp, body := sluicetest.Get(t, url+p); resp.StatusCode != 400 {
+			t.Errorf("%s: got %d %q, want 400", p, resp.StatusCode, body)
+		}
+	}
+}
+
 // Arguments are checked before any query runs: 400 for a missing or
 // non-integer one, the default when set; no row is 404; the database's
 // own error is a 500 whose detail is logged, never sent.

@@ -134,3 +134,31 @@ func (c *Config) closeDatabases() error {
 	}
 	return errors.Join(errs...)
 }
+
+// queryParams checks that the path parameters the route's template
+// queries read are captured by every pattern of its match.
+func (p *parser) queryParams(r *Route) {
+	for _, s := range r.Stages {
+		o, ok := s.decoded.(*components.TemplateOptions)
+		if !ok || s.Component == nil {
+			continue
+		}
+		names := make([]string, 0, len(o.Queries))
+		for name := range o.Queries {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			for i, a := range o.Queries[name].Args {
+				if a.Path == "" {
+					continue
+				}
+				for _, pat := range r.Match {
+					if !strings.Contains(pat, "{"+a.Path+"}") && !strings.Contains(pat, "{"+a.Path+":") {
+						p.errorf(&yaml.Node{Line: s.Line, Column: s.Col}, "template: query %s: args[%d]: match %q captures no path parameter %q (write {%s} or {%s:int} in it)", name, i, pat, a.Path, a.Path, a.Path)
+					}
+				}
+			}
+		}
+	}
+}

@@ -106,6 +106,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 		p.errorf(n, "route has no pipeline: add pipeline: [a list of components]")
 	} else {
 		p.pipeline(pipelineNode, r)
+		p.queryParams(r)
 	}
 	// Duplicates: the same pattern and host with overlapping methods.
 	// Patterns with captures are the same when only their names or types

@@ -49,29 +49,30 @@ func TestServeDatabases(t *testing.T) {
 databases:
   main: {driver: %s, dsn: %q}
 routes:
-  - match: /article
+  - match: /dynamic/article/{id:int}
     pipeline:
       - template:
           file: page.html
           queries:
-            article: {database: main, sql: "SELECT title FROM articles WHERE id = %s", one: true, args: [{query: id, int: true}]}
+            article: {database: main, sql: "SELECT title FROM articles WHERE id = %s", one: true, args: [{path: id}]}
 `, c.driver, dsn, c.ph))
 			if r := sluice(t, "check", "-c", file); r.code != 0 {
 				t.Fatalf("check = %d %s", r.code, r.stderr)
 			}
 			s := start(t, "serve", "-c", file)
-			url := "http://" + s.addr + "/article"
+			url := "http://" + s.addr + "/dynamic/article/"
 			for _, want := range []struct {
-				query  string
+				id     string
 				status int
 				body   string
 			}{
-				{"?id=7", 200, "<h1>&lt;script&gt;x()&lt;/script&gt;</h1>"},
-				{"?id=8", 404, "404 Not Found: not found\n"},
-				{"?id=x", 400, "400 Bad Request: parameter id: want an integer\n"},
+				{"7", 200, "<h1>&lt;script&gt;x()&lt;/script&gt;</h1>"},
+				{"8", 404, "404 Not Found: not found\n"},
+				{"x", 400, ""},
 			} {
-				if code, _, body := get(t, url+want.query); code != want.status || body != want.body {
-					t.Errorf("%s: %d %q, want %d %q", want.query, code, body, want.status, want.body)
+				code, _, body := get(t, url+want.id)
+				if code != want.status || want.body != "" && body != want.body {
+					t.Errorf("%s: %d %q, want %d %q", want.id, code, body, want.status, want.body)
 				}
 			}
 		})
