@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,7 @@ type cache struct {
 	entries map[string]*cacheEntry
 	max     int
 	ttl     time.Duration
+	joining *atomic.Int32 // the DB's count of callers waiting for a fetch in flight
 }
 
 // cacheEntry is a result, or one being fetched until done is closed.
@@ -46,6 +48,8 @@ func (c *cache) get(ctx context.Context, key string, fetch func() (*Result, erro
 	}
 	if e != nil {
 		c.mu.Unlock()
+		c.joining.Add(1)
+		defer c.joining.Add(-1)
 		select {
 		case <-e.done:
 			return e.res, e.err

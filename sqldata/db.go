@@ -88,6 +88,7 @@ type DB struct {
 
 	rejected atomic.Uint64
 	timedOut atomic.Uint64
+	joining  atomic.Int32
 }
 
 // Open checks opts and returns the data source called name (the name
@@ -180,6 +181,7 @@ func (d *DB) Ping(ctx context.Context) error {
 type Stats struct {
 	Running  int    // queries holding a slot
 	Waiting  int    // queries in the queue
+	Joining  int    // cached queries waiting for the same result another is fetching
 	Rejected uint64 // queries failed with ErrBusy since Open
 	TimedOut uint64 // queries failed with ErrTimeout since Open
 }
@@ -189,6 +191,7 @@ func (d *DB) Stats() Stats {
 	return Stats{
 		Running:  len(d.gate.slots),
 		Waiting:  int(d.gate.waiting.Load()),
+		Joining:  int(d.joining.Load()),
 		Rejected: d.rejected.Load(),
 		TimedOut: d.timedOut.Load(),
 	}

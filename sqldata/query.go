@@ -79,7 +79,7 @@ func (d *DB) Query(opts QueryOptions) (*Query, error) {
 		if size == 0 {
 			size = DefaultCacheSize
 		}
-		q.cache = &cache{entries: map[string]*cacheEntry{}, max: size, ttl: opts.Cache}
+		q.cache = &cache{entries: map[string]*cacheEntry{}, max: size, ttl: opts.Cache, joining: &d.joining}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -256,6 +256,38 @@ func suite(t *testing.T, s server) {
 		}
 	})
 
+	t.Run("one fetch per key", func(t *testing.T) {
+		// No queue: a second query reaching the database would be shed.
+		d := open(t, s, sqldata.Options{Pool: 2, MaxConcurrent: 1, Queue: -1, Timeout: time.Hour})
+		blockSQL, release := s.hold(t, d)
+		q := query(t, d, sqldata.QueryOptions{SQL: blockSQL, One: true, Cache: time.Hour})
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		run := func() {
+			wg.Go(func() {
+				_, err := q.Run(ctx)
+				errs <- err
+			})
+		}
+		run()
+		sluicetest.WaitFor(t, "the first query running", func() bool { return d.Stats().Running == 1 })
+		for range 3 {
+			run()
+		}
+		sluicetest.WaitFor(t, "three queries joining the first", func() bool { return d.Stats().Joining == 3 })
+		release()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		}
+		if st := d.Stats(); st.Rejected != 0 || st.Joining != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+
 	t.Run("timeout", func(t *testing.T) {
 		d := open(t, s, sqldata.Options{Timeout: 50 * time.Millisecond})
 		q := query(t, d, sqldata.QueryOptions{SQL: s.endless})

@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/sluice-server/sluice/sluicetest"
 	"github.com/sluice-server/sluice/sqldata"
 	"github.com/sluice-server/sluice/sqldata/sqltest"
 )
@@ -97,4 +99,60 @@ routes:
 	if _, err := os.Stat(filepath.Join(dir, ".s.PGSQL.5432")); err == nil {
 		t.Fatal("a server is listening")
 	}
+}
+
+// A reload opens the new config's pools and closes the old config's once
+// its requests are done; shutdown closes the rest: PostgreSQL sees the
+// old connections go.
+func TestReloadClosesPools(t *testing.T) {
+	dsn := sqltest.Postgres(t)
+	admin, err := sqldata.Open("admin", sqldata.Options{Driver: "postgres", DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	conns := func(app string) int {
+		t.Helper()
+		var n int
+		err := admin.SQL().QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	dir := t.TempDir()
+	writeConfig(t, filepath.Join(dir, "page.html"), "{{.DB.gen.g}}")
+	file := filepath.Join(dir, "site.yaml")
+	config := func(gen string) string {
+		return fmt.Sprintf(`listen: 127.0.0.1:0
+databases:
+  main: {driver: postgres, dsn: %q}
+routes:
+  - match: /
+    pipeline:
+      - template: {file: page.html, queries: {gen: {database: main, sql: "SELECT '%s' AS g", one: true}}}
+`, dsn+" application_name="+gen, gen)
+	}
+	writeConfig(t, file, config("gen1"))
+	s := start(t, "serve", "-c", file)
+	if _, _, body := get(t, "http://"+s.addr+"/"); body != "gen1" {
+		t.Fatalf("body %q", body)
+	}
+	if n := conns("gen1"); n != 1 {
+		t.Fatalf("%d connections of gen1, want 1", n)
+	}
+	writeConfig(t, file, strings.Replace(config("gen2"), "127.0.0.1:0", s.addr, 1))
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	s.waitLog(t, "msg=reloaded", 1)
+	if _, _, body := get(t, "http://"+s.addr+"/"); body != "gen2" {
+		t.Fatalf("body after reload %q", body)
+	}
+	sluicetest.WaitFor(t, "the old pool's connection closed", func() bool { return conns("gen1") == 0 })
+	if n := conns("gen2"); n != 1 {
+		t.Errorf("%d connections of gen2, want 1", n)
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	sluicetest.WaitFor(t, "the pool's connection closed at shutdown", func() bool { return conns("gen2") == 0 })
 }
