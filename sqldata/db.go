@@ -82,8 +82,8 @@ type DB struct {
 	opts   Options
 	gate   gate
 
-	mu      sync.Mutex
-	closed  bool
+	closed  atomic.Bool
+	mu      sync.Mutex // guards queries, and closed's change
 	queries []*Query
 
 	rejected atomic.Uint64
@@ -198,14 +198,15 @@ func (d *DB) Stats() Stats {
 }
 
 // Close closes the prepared statements and the pool; it waits for the
-// queries running to finish. Queries run after it fail with ErrClosed.
+// queries running to finish. Queries run after it fail with ErrClosed,
+// cached ones too.
 func (d *DB) Close() error {
 	d.mu.Lock()
-	if d.closed {
+	if d.closed.Load() {
 		d.mu.Unlock()
 		return nil
 	}
-	d.closed = true
+	d.closed.Store(true)
 	queries := d.queries
 	d.mu.Unlock()
 	for _, q := range queries {
@@ -215,11 +216,7 @@ func (d *DB) Close() error {
 }
 
 // isClosed reports whether Close was called.
-func (d *DB) isClosed() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.closed
-}
+func (d *DB) isClosed() bool { return d.closed.Load() }
 
 // gate admits at most cap(slots) queries at once and queue more waiting.
 type gate struct {

@@ -83,7 +83,7 @@ func (d *DB) Query(opts QueryOptions) (*Query, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
+	if d.closed.Load() {
 		return nil, fmt.Errorf("query %s: %w", opts.Name, ErrClosed)
 	}
 	d.queries = append(d.queries, q)
@@ -101,6 +101,9 @@ func (q *Query) Name() string { return q.opts.Name }
 // it has one. Its errors wrap ErrNoRows, ErrBusy, ErrTimeout or
 // ErrClosed, or are the database's (see the package doc).
 func (q *Query) Run(ctx context.Context, args ...any) (*Result, error) {
+	if q.db.isClosed() {
+		return nil, q.errorf(ErrClosed)
+	}
 	ctx, cancel := context.WithTimeout(ctx, q.db.opts.Timeout)
 	defer cancel()
 	if q.cache == nil {
@@ -208,7 +211,7 @@ func (q *Query) failed(ctx context.Context, err error) error {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		q.db.timedOut.Add(1)
 		return fmt.Errorf("database %s: query %s: %w (after %v): %v", q.db.name, q.opts.Name, ErrTimeout, q.db.opts.Timeout, err)
-	case errors.Is(err, sql.ErrConnDone) && q.db.isClosed():
+	case q.db.isClosed(): // closed while the query ran
 		return q.errorf(ErrClosed)
 	}
 	return fmt.Errorf("database %s: query %s: %w", q.db.name, q.opts.Name, err)

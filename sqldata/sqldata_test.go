@@ -331,9 +331,15 @@ func suite(t *testing.T, s server) {
 	t.Run("closed", func(t *testing.T) {
 		d := open(t, s, sqldata.Options{})
 		q := query(t, d, sqldata.QueryOptions{SQL: byID, One: true})
+		cached := query(t, d, sqldata.QueryOptions{SQL: byID, One: true, Cache: time.Hour})
+		if _, err := cached.Run(ctx, int64(1)); err != nil {
+			t.Fatal(err)
+		}
 		d.Close()
-		if _, err := q.Run(ctx, int64(1)); !errors.Is(err, sqldata.ErrClosed) {
-			t.Errorf("err = %v, want ErrClosed", err)
+		for _, q := range []*sqldata.Query{q, cached} {
+			if _, err := q.Run(ctx, int64(1)); !errors.Is(err, sqldata.ErrClosed) {
+				t.Errorf("err = %v, want ErrClosed", err)
+			}
 		}
 	})
 }
