@@ -43,7 +43,10 @@ func (p *parser) routes(n *yaml.Node) {
 			continue
 		}
 		p.cfg.Routes = append(p.cfg.Routes, r)
-		chain := make(pipe.Chain, 0, len(r.Stages))
+		chain := make(pipe.Chain, 0, len(r.Stages)+1)
+		if r.ErrorPages != nil {
+			chain = append(chain, r.ErrorPages)
+		}
 		for _, s := range r.Stages {
 			chain = append(chain, s.Component)
 		}
@@ -94,6 +97,13 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 					continue
 				}
 				r.Methods = append(r.Methods, m)
+			}
+		case "error_pages":
+			if ep := p.errorPages(kv.val, "error_pages"); ep != nil {
+				if len(deref(kv.val).Content) > 0 {
+					ep = ep.Over(p.cfg.ErrorPages)
+				} // else {}: no error pages on this route, not even the server's
+				r.ErrorPages = ep
 			}
 		case "pipeline":
 			pipelineNode = kv.val
