@@ -26,12 +26,13 @@ func errorSite(t *testing.T) string {
 	dir := t.TempDir()
 	pad := "<p>" + strings.Repeat(" padding so compress takes the page", 40) + "</p>\n"
 	for name, content := range map[string]string{
-		"errors/404.html":   "<h1>{{.Status}} {{.StatusText}}</h1>\n<p>server 404 {{.Method}} {{.Path}} on {{.Host}}: {{.Message}}</p>\n" + pad,
-		"errors/4xx.html":   "<h1>server 4xx {{.Status}} {{.Method}}</h1>\n",
-		"errors/5xx.html":   "<h1>server 5xx {{.Status}}</h1>\n",
-		"errors/route.html": "<h1>route 404 {{.Path}}</h1>\n",
-		"www/app/a.txt":     "0123456789",
-		"www/z/a.txt":       "0123456789",
+		"errors/404.html":     "<h1>{{.Status}} {{.StatusText}}</h1>\n<p>server 404 {{.Method}} {{.Path}} on {{.Host}}: {{.Message}}</p>\n" + pad,
+		"errors/4xx.html":     "<h1>server 4xx {{.Status}} {{.Method}}</h1>\n",
+		"errors/5xx.html":     "<h1>server 5xx {{.Status}}</h1>\n",
+		"errors/route.html":   "<h1>route 404 {{.Path}}</h1>\n",
+		"www/app/a.txt":       "0123456789",
+		"www/z/a.txt":         "0123456789",
+		"www/site/about.html": "ABOUT",
 	} {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -70,6 +71,8 @@ routes:
     pipeline: [files: www]
   - match: /z/
     pipeline: [files: www, compress: [gzip]]
+  - match: /site/
+    pipeline: [files: {root: www, try: [$path, $path.html]}]
 `, htpasswd))
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +130,10 @@ func TestErrorPages(t *testing.T) {
 			"<h1>server 4xx 405 POST</h1>", map[string]string{"Allow": "GET, HEAD, OPTIONS"}},
 		{"416 keeps Content-Range", "GET /app/a.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=50-\r\n\r\n", 416,
 			"<h1>server 4xx 416 GET</h1>", map[string]string{"Content-Range": "bytes */10", "ETag": "", "Last-Modified": ""}},
+		{"try: a candidate found", "GET /site/about HTTP/1.1\r\nHost: a\r\n\r\n", 200,
+			"ABOUT", map[string]string{"Content-Type": "text/html; charset=utf-8"}},
+		{"try: none found, the 404 page", "GET /site/nope HTTP/1.1\r\nHost: a\r\n\r\n", 404,
+			"<p>server 404 GET /site/nope on a: </p>", nil},
 		{"route turns pages off", "GET /plain/missing HTTP/1.1\r\nHost: a\r\n\r\n", 404,
 			"404 Not Found: no such file\n", map[string]string{"Content-Type": "text/plain; charset=utf-8"}},
 		{"protocol error stays short text", "GET /nowhere HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
