@@ -253,3 +253,32 @@ func TestErrorPagesConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorPagesExplained(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"404.html", "4xx.html"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("<p>{{.Status}}</p>"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := parseString(t, dir, `
+error_pages: {404: 404.html}
+routes:
+  - {match: /a/, error_pages: {4xx: 4xx.html}, pipeline: [text: a]}
+  - {match: /b/, error_pages: {}, pipeline: [text: b]}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	cfg.Explain(&b)
+	for _, want := range []string{
+		"error_pages    404 404.html\n",
+		"route 1: /a/ (prefix)\n  error pages: 4xx 4xx.html, then the server's\n",
+		"route 2: /b/ (prefix)\n  error pages: none\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("Explain lacks %q:\n%s", want, b.String())
+		}
+	}
+}

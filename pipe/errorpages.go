@@ -6,8 +6,11 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // ErrorPages answers error statuses with pages: an HTML template for a
@@ -120,6 +123,28 @@ func (ep *ErrorPages) Over(base *ErrorPages) *ErrorPages {
 	o := *ep
 	o.base = base
 	return &o
+}
+
+// String lists ep's own pages, statuses before classes, each with its
+// template's name ("404 404.html, 5xx oops.html"), and says when another's
+// answer the rest; "none" when it has no page.
+func (ep *ErrorPages) String() string {
+	var parts []string
+	for _, status := range slices.Sorted(maps.Keys(ep.exact)) {
+		parts = append(parts, strconv.Itoa(status)+" "+ep.exact[status].Name())
+	}
+	for k, t := range ep.class {
+		if t != nil {
+			parts = append(parts, strconv.Itoa(k)+"xx "+t.Name())
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "none")
+	}
+	if ep.base != nil {
+		parts = append(parts, "then the server's")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Handle implements Component: it makes ep the request's error pages.
