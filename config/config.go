@@ -127,9 +127,9 @@ type Route struct {
 	Host    string
 	Methods []string
 	Stages  []*Stage
-	// ErrorPages are the route's error_pages over the server's, which its
-	// pipeline sets before its first component runs; nil when the route
-	// sets none (the server's then apply).
+	// ErrorPages are the route's error_pages over the server's, which the
+	// router sets when it chooses the route (pipe.Route.ErrorPages); nil
+	// when the route sets none (the server's then apply).
 	ErrorPages *pipe.ErrorPages
 	Line       int // where the route starts in the file
 	Col        int

@@ -33,6 +33,7 @@ func errorSite(t *testing.T) string {
 		"www/app/a.txt":       "0123456789",
 		"www/z/a.txt":         "0123456789",
 		"www/site/about.html": "ABOUT",
+		"errors/param.html":   "<h1>route {{.Status}}: {{.Message}}</h1>\n",
 	} {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -71,6 +72,11 @@ routes:
     pipeline: [files: www]
   - match: /z/
     pipeline: [files: www, compress: [gzip]]
+  - match: /article/{id:int}
+    error_pages: {4xx: errors/param.html}
+    pipeline: [text: article]
+  - match: /n/{id:int}
+    pipeline: [text: n]
   - match: /site/
     pipeline: [files: {root: www, try: [$path, $path.html]}]
 `, htpasswd))
@@ -134,6 +140,10 @@ func TestErrorPages(t *testing.T) {
 			"ABOUT", map[string]string{"Content-Type": "text/html; charset=utf-8"}},
 		{"try: none found, the 404 page", "GET /site/nope HTTP/1.1\r\nHost: a\r\n\r\n", 404,
 			"<p>server 404 GET /site/nope on a: </p>", nil},
+		{"a bad path parameter: the route's page", "GET /article/x HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+			"<h1>route 400: path parameter id: not an integer</h1>\n", nil},
+		{"a bad path parameter: the server's page", "GET /n/x HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+			"<h1>server 4xx 400 GET</h1>\n", nil},
 		{"route turns pages off", "GET /plain/missing HTTP/1.1\r\nHost: a\r\n\r\n", 404,
 			"404 Not Found: no such file\n", map[string]string{"Content-Type": "text/plain; charset=utf-8"}},
 		{"protocol error stays short text", "GET /nowhere HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,

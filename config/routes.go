@@ -43,14 +43,11 @@ func (p *parser) routes(n *yaml.Node) {
 			continue
 		}
 		p.cfg.Routes = append(p.cfg.Routes, r)
-		chain := make(pipe.Chain, 0, len(r.Stages)+1)
-		if r.ErrorPages != nil {
-			chain = append(chain, r.ErrorPages)
-		}
+		chain := make(pipe.Chain, 0, len(r.Stages))
 		for _, s := range r.Stages {
 			chain = append(chain, s.Component)
 		}
-		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain})
+		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain, ErrorPages: r.ErrorPages})
 	}
 	if len(p.errs) > 0 {
 		return

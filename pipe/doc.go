@@ -40,7 +40,7 @@
 // # Error pages
 //
 // ErrorPages, a component placed before the router (and, for a route's
-// own, first in its pipeline), answers error statuses with HTML pages
+// own, in Route.ErrorPages), answers error statuses with HTML pages
 // rendered from templates: every status of 400 or more decided in the
 // setup phase, Conn.Error's included, gets the page for its status or
 // class, with its fields that carry meaning kept.

@@ -16,13 +16,15 @@ import (
 // ErrorPages answers error statuses with pages: an HTML template for a
 // status ("404") or a class of statuses ("4xx", "5xx"), the exact status
 // chosen before its class. As a Component it makes itself the error pages
-// of the request, replacing any set before (a route's over the server's),
-// and the pipeline goes on.
+// of the request, replacing any set before, and the pipeline goes on: put
+// it before the Router for the whole server. A route's own go in its
+// Route.ErrorPages (typically over the server's, see Over).
 //
 // A response gets a page when, as the content phase starts (Conn.Finish),
 // its status is 400 or above and a page is set for it: whatever decided
 // the status in the setup phase — Conn.Error, a source's SetStatus (the
-// files source's 404), the Router's own 404 and 405. A status a Content
+// files source's 404), the Router's own 404, 405 and 400 (a path
+// parameter). A status a Content
 // sets while it writes (a CGI program's Status, a net/http handler's
 // WriteHeader) is that content's own answer and keeps its body, as do the
 // engine's protocol errors (a malformed request, 413 and 431 over the
