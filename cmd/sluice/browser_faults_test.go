@@ -24,9 +24,9 @@ import (
 // it accepts it, else gzip), the broken one not encoded at all.
 func faultySite(t *testing.T, user, password string) engine.Handler {
 	const css = "body { color: rgb(1, 2, 3); }"
-	page := func(body string) string {
+	page := func(head string) string {
 		return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>t</title>` +
-			`<link rel="icon" href="data:,">` + body + `</head><body><p>page</p></body></html>`
+			`<link rel="icon" href="/icon.png">` + head + `</head><body><p>page</p></body></html>`
 	}
 	var dot bytes.Buffer
 	img := image.NewGray(image.Rect(0, 0, 1, 1))
@@ -39,16 +39,22 @@ func faultySite(t *testing.T, user, password string) engine.Handler {
 			<a href="/console">console</a> <a href="/warn">warn</a> <a href="/throw">throw</a>
 			<a href="/missing">missing</a> <a href="/badencoding">bad encoding</a> <a href="/badimage">bad image</a>
 			<a href="/gone" data-expect-status="404">an error page on show</a> <a href="/lost">a broken link</a>
+			<a href="/noicon">no icon</a> <a href="/data.csv">a download</a> <a href="/article/1">1</a> <a href="/article/2">2</a> <a href="/article/3">3</a>
 			<a href="https://example.invalid/">elsewhere</a> <a href="mailto:a@example.invalid">mail</a>`),
-		"/good":     page(`<link rel="stylesheet" href="/good.css"><img src="/dot.png" alt="">`),
-		"/private/": page(`<link rel="stylesheet" href="/good.css">`),
-		"/console":  page(`<script>console.error("boom")</script>`),
-		"/warn":     page(`<script>console.warn("careful")</script>`),
-		"/throw":    page(`<script>throw new Error("kaboom")</script>`),
-		"/missing":  page(`<link rel="stylesheet" href="/nope.css">`),
+		"/article/1": page(`<a href="/article/2">next</a>`),
+		"/article/2": page(`<a href="/article/3">next</a>`),
+		"/article/3": page(`<a href="/article/4">next</a>`),
+		"/article/4": page(""),
+		"/good":      page(`<link rel="stylesheet" href="/good.css"><img src="/dot.png" alt="">`),
+		"/private/":  page(`<link rel="stylesheet" href="/good.css">`),
+		"/console":   page(`<script>console.error("boom")</script>`),
+		"/warn":      page(`<script>console.warn("careful")</script>`),
+		"/throw":     page(`<script>throw new Error("kaboom")</script>`),
+		"/missing":   page(`<link rel="stylesheet" href="/nope.css">`),
 		// The stylesheet says it is compressed and is not.
 		"/badencoding": page(`<link rel="stylesheet" href="/bad.css">`),
 		"/badimage":    page(`<img src="/bad.png" alt="">`),
+		"/noicon":      strings.Replace(page(""), `<link rel="icon" href="/icon.png">`, "", 1),
 	}
 	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 	return engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
@@ -75,7 +81,10 @@ func faultySite(t *testing.T, user, password string) engine.Handler {
 			w.Header().Set("Content-Type", "text/css")
 			w.Header().Set("Content-Encoding", encoding)
 			w.WriteString(css)
-		case path == "/dot.png":
+		case path == "/data.csv":
+			w.Header().Set("Content-Type", "text/csv")
+			w.WriteString("a,b\n1,2\n")
+		case path == "/dot.png" || path == "/icon.png":
 			w.Header().Set("Content-Type", "image/png")
 			w.Write(dot.Bytes())
 		case path == "/bad.png":
@@ -113,8 +122,10 @@ func TestBrowserFindsFaults(t *testing.T) {
 	c := &crawl{
 		browser:     browser,
 		maxPages:    20,
+		perShape:    2,
 		credentials: func() (credentials, bool) { return credentials{"ada", "s3cret"}, true },
 		screenshots: t.TempDir(),
+		favicon:     true,
 	}
 	results := map[string]*pageResult{}
 	var order []string
@@ -123,7 +134,7 @@ func TestBrowserFindsFaults(t *testing.T) {
 		order = append(order, strings.TrimPrefix(r.url, srv.URL))
 		t.Logf("%s: %d, %d problems %q, encoded %q", r.url, r.status, len(r.problems), r.problems, r.encoded)
 	}
-	want := []string{"/", "/good", "/private/", "/console", "/warn", "/throw", "/missing", "/badencoding", "/badimage", "/gone", "/lost"}
+	want := []string{"/", "/good", "/private/", "/console", "/warn", "/throw", "/missing", "/badencoding", "/badimage", "/gone", "/lost", "/noicon", "/data.csv", "/article/1", "/article/2"}
 	if strings.Join(order, " ") != strings.Join(want, " ") {
 		t.Errorf("visited %q, want %q", order, want)
 	}
@@ -132,6 +143,7 @@ func TestBrowserFindsFaults(t *testing.T) {
 		"/good":        "",
 		"/private/":    "",
 		"/gone":        "", // a 404 its link expects
+		"/data.csv":    "", // downloaded, not shown
 		"/console":     `console.error: "boom"`,
 		"/warn":        `console.warning: "careful"`,
 		"/throw":       "uncaught exception",
@@ -139,6 +151,7 @@ func TestBrowserFindsFaults(t *testing.T) {
 		"/badencoding": "ERR_CONTENT_DECODING_FAILED",
 		"/badimage":    "/bad.png did not decode",
 		"/lost":        "status 404, want 2xx",
+		"/noicon":      "favicon " + srv.URL + "/favicon.ico: status 404",
 	} {
 		r := results[path]
 		switch {
@@ -157,6 +170,9 @@ func TestBrowserFindsFaults(t *testing.T) {
 		if r := results[path]; r != nil && (len(r.encoded) != 1 || !strings.HasSuffix(r.encoded[0], "/good.css")) {
 			t.Errorf("%s: decoded %q, want /good.css", path, r.encoded)
 		}
+	}
+	if r := results["/data.csv"]; r != nil && (!r.download || r.status != 200) {
+		t.Errorf("/data.csv: status %d, download %v; want 200, a download", r.status, r.download)
 	}
 	if r := results["/good"]; r != nil && r.shot == "" {
 		t.Errorf("/good: no screenshot")

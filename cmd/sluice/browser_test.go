@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -36,6 +37,9 @@ const (
 	// pageTimeout bounds one page's navigation, checks and screenshot:
 	// a page that does not load within it fails, the test goes on.
 	pageTimeout = 20 * time.Second
+	// maxShotHeight bounds a screenshot's height: the top of a very long
+	// page shows it, and a full 80 KB page takes seconds to capture.
+	maxShotHeight = 4 * viewportHeight
 	// settleTimeout bounds how long a loaded page may keep requests in
 	// flight (a script's fetch) before it is checked as it is.
 	settleTimeout = 3 * time.Second
@@ -157,13 +161,19 @@ type credentials struct{ user, password string }
 type crawl struct {
 	// browser is the context of newBrowser; each page gets a tab of it.
 	browser context.Context
-	// maxPages bounds the pages visited.
+	// maxPages bounds the pages visited: more is an error.
 	maxPages int
+	// perShape bounds the pages visited of one shape (pathShape): of
+	// /article/1 to /article/10000, only the first few are.
+	perShape int
 	// credentials returns the credentials for a page that asks for them,
 	// or false to skip it.
 	credentials func() (credentials, bool)
 	// screenshots is the folder the pages' screenshots go to.
 	screenshots string
+	// favicon says every page must have an icon: its link rel="icon",
+	// or else /favicon.ico, loads.
+	favicon bool
 }
 
 // A pageResult is what the browser saw of one page.
@@ -175,10 +185,11 @@ type pageResult struct {
 	links    []string // the absolute URLs of its a[href] links
 	// expect maps a link's URL to the status its data-expect-status
 	// attribute says it answers on purpose (an error page on show).
-	expect  map[string]int
-	encoded []string // the subresources (and document) decoded from a Content-Encoding
-	authed  bool     // whether it was visited with credentials
-	shot    string   // the screenshot's file
+	expect   map[string]int
+	encoded  []string // the subresources (and document) decoded from a Content-Encoding
+	authed   bool     // whether it was visited with credentials
+	download bool     // whether the browser downloaded it instead of showing it
+	shot     string   // the screenshot's file
 }
 
 // run visits start and every same-origin page its links lead to,
@@ -194,6 +205,7 @@ func (c *crawl) run(t *testing.T, start string) []*pageResult {
 	seen := map[string]bool{start: true} // queued
 	visited := map[string]bool{}         // loaded, by the URL after redirects
 	expect := map[string]int{}
+	shapes := map[string]int{} // pages queued by pathShape
 	var results []*pageResult
 	for len(queue) > 0 {
 		u := queue[0]
@@ -228,10 +240,17 @@ func (c *crawl) run(t *testing.T, start string) []*pageResult {
 			if want, ok := r.expect[l]; ok {
 				expect[l] = want
 			}
-			if !seen[l] {
-				seen[l] = true
-				queue = append(queue, l)
+			if seen[l] {
+				continue
 			}
+			seen[l] = true
+			if shape := pathShape(lu.Path); c.perShape > 0 && shapes[shape] == c.perShape {
+				t.Logf("%s: not visited, %d pages of its shape %s are", l, c.perShape, shape)
+				continue
+			} else {
+				shapes[shape]++
+			}
+			queue = append(queue, l)
 		}
 	}
 	return results
@@ -242,7 +261,7 @@ func (c *crawl) run(t *testing.T, start string) []*pageResult {
 // or skipped (nil) when there are none.
 func (c *crawl) visit(t *testing.T, u string, want int) *pageResult {
 	t.Helper()
-	r := checkPage(c.browser, u, nil, want, c.screenshots)
+	r := checkPage(c.browser, u, nil, want, c.screenshots, c.favicon)
 	if r.status == 401 && want != 401 {
 		creds, ok := credentials{}, false
 		if c.credentials != nil {
@@ -252,7 +271,7 @@ func (c *crawl) visit(t *testing.T, u string, want int) *pageResult {
 			t.Logf("%s: 401 and no credentials to log in with: skipped", u)
 			return nil
 		}
-		r = checkPage(c.browser, u, &creds, want, c.screenshots)
+		r = checkPage(c.browser, u, &creds, want, c.screenshots, c.favicon)
 		r.authed = true
 	}
 	return r
@@ -265,9 +284,11 @@ func (c *crawl) visit(t *testing.T, u string, want int) *pageResult {
 // failed to load or answered 4xx/5xx (a body that does not decode from
 // its Content-Encoding fails to load), a stylesheet that did not apply,
 // an image that did not decode. Everything is bounded by pageTimeout.
+// With favicon, the page's icon must load (the browser's own request
+// for it comes whenever it likes, so it is not counted).
 // When shots is not empty, a full-page PNG screenshot is saved there,
 // named by screenshotName after the URL the page was loaded from.
-func checkPage(browser context.Context, u string, creds *credentials, want int, shots string) *pageResult {
+func checkPage(browser context.Context, u string, creds *credentials, want int, shots string, favicon bool) *pageResult {
 	r := &pageResult{url: u}
 	tab, closeTab := chromedp.NewContext(browser)
 	defer closeTab()
@@ -308,6 +329,19 @@ func checkPage(browser context.Context, u string, creds *credentials, want int, 
 		r.status = 401
 		r.problems = append(r.problems, "status 401: asks for credentials")
 		return r
+	case err != nil && strings.Contains(err.Error(), "ERR_ABORTED"):
+		// A response the browser does not show (text/csv, an
+		// attachment) is downloaded instead, which aborts the
+		// navigation: its status still counts, there is no page.
+		if doc := ev.document(u); doc != nil && doc.status != 0 {
+			r.status, r.download = int(doc.status), true
+			if r.status < 200 || r.status > 299 {
+				r.problems = append(r.problems, fmt.Sprintf("status %d, want 2xx (a download)", r.status))
+			}
+			return r
+		}
+		r.problems = append(r.problems, "loading: "+err.Error())
+		return r
 	case err != nil:
 		r.problems = append(r.problems, "loading: "+err.Error())
 		return r
@@ -329,7 +363,8 @@ func checkPage(browser context.Context, u string, creds *credentials, want int, 
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	rendered, err := chromedp.Run(ctx, chromedp.Evaluate[renderCheck](renderCheckJS))
+	rendered, err := chromedp.Run(ctx, chromedp.Evaluate[renderCheck](
+		fmt.Sprintf("(%s)(%v)", renderCheckJS, favicon), chromedp.EvalAwaitPromise))
 	if err != nil {
 		r.problems = append(r.problems, "checking the rendering: "+err.Error())
 	} else {
@@ -347,7 +382,7 @@ func checkPage(browser context.Context, u string, creds *credentials, want int, 
 		if fu, err := url.Parse(r.final); err == nil {
 			shot = filepath.Join(shots, screenshotName(fu.Path, fu.RawQuery))
 		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		png, err := chromedp.Run(ctx, screenshot)
 		if err == nil {
 			err = os.WriteFile(shot, png, 0o644)
 		}
@@ -360,6 +395,27 @@ func checkPage(browser context.Context, u string, creds *credentials, want int, 
 	return r
 }
 
+// screenshot is a PNG of the page at the viewport's width and its full
+// height, up to maxShotHeight.
+func screenshot(ctx context.Context, t *chromedp.Target) ([]byte, error) {
+	m, err := cdp.Call(ctx, t, page.GetLayoutMetrics, cdp.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	height := float64(viewportHeight)
+	if m.CSSContentSize != nil {
+		height = max(min(m.CSSContentSize.Height, maxShotHeight), 1)
+	}
+	beyond := true
+	r, err := cdp.Call(ctx, t, page.CaptureScreenshot, page.CaptureScreenshotParams{
+		Format:                page.CaptureScreenshotFormatPng,
+		CaptureBeyondViewport: &beyond,
+		FromSurface:           &beyond,
+		Clip:                  &page.Viewport{Width: viewportWidth, Height: height, Scale: 1},
+	})
+	return r.Data, err
+}
+
 // renderCheck is what renderCheckJS returns.
 type renderCheck struct {
 	Problems []string `json:"problems"`
@@ -370,10 +426,11 @@ type renderCheck struct {
 	} `json:"expect"`
 }
 
-// renderCheckJS runs in the loaded page: every stylesheet applied (it has
-// rules: a body that did not decode has none), every image decoded, and
-// the page's links.
-const renderCheckJS = `(() => {
+// renderCheckJS is a function run in the loaded page: every stylesheet
+// applied (it has rules: a body that did not decode has none), every
+// image decoded, the icon loads when its argument is true (an HTML page's
+// only), and the page's links.
+const renderCheckJS = `async (favicon) => {
 	const problems = [];
 	for (const l of document.querySelectorAll('link[rel~="stylesheet"]')) {
 		let rules = -1;
@@ -383,11 +440,22 @@ const renderCheckJS = `(() => {
 	for (const img of document.images) {
 		if (!img.complete || img.naturalWidth === 0) problems.push('image ' + (img.currentSrc || img.src) + ' did not decode');
 	}
+	if (favicon && document.contentType === 'text/html') {
+		const icon = document.querySelector('link[rel~="icon"]');
+		const href = icon ? icon.href : new URL('/favicon.ico', location.href).href;
+		try {
+			const resp = await fetch(href);
+			await resp.arrayBuffer();
+			if (!resp.ok) problems.push('favicon ' + href + ': status ' + resp.status);
+		} catch (e) {
+			problems.push('favicon ' + href + ': ' + e);
+		}
+	}
 	const links = [...document.querySelectorAll('a[href]')].map(a => a.href);
 	const expect = [...document.querySelectorAll('a[href][data-expect-status]')]
 		.map(a => ({url: a.href.split('#')[0], status: parseInt(a.dataset.expectStatus, 10)}));
 	return {problems, links, expect};
-})()`
+}`
 
 // pageEvents collects the DevTools events of one tab. handle runs on
 // chromedp's event loop; the other methods on the test's goroutine.
@@ -408,6 +476,9 @@ type logEntry struct {
 type request struct {
 	url      string
 	document bool
+	// own marks the browser's own requests (type Other: the page's
+	// icon, /favicon.ico), which finish whenever the browser likes.
+	own      bool
 	status   int64
 	encoding string // the response's Content-Encoding
 	finished bool
@@ -450,7 +521,11 @@ func (e *pageEvents) handle(ev any) {
 			e.order = append(e.order, ev.RequestID)
 		}
 		// A redirect reuses the request's id: the last URL counts.
-		e.requests[ev.RequestID] = &request{url: ev.Request.URL, document: ev.Type == network.ResourceTypeDocument}
+		e.requests[ev.RequestID] = &request{
+			url:      ev.Request.URL,
+			document: ev.Type == network.ResourceTypeDocument,
+			own:      ev.Type == network.ResourceTypeOther,
+		}
 	case *network.EventResponseReceived:
 		if r := e.requests[ev.RequestID]; r != nil {
 			r.status = ev.Response.Status
@@ -474,13 +549,36 @@ func (e *pageEvents) handle(ev any) {
 	}
 }
 
+// document returns the request of the document at u, or nil.
+func (e *pageEvents) document(u string) *request {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range e.order {
+		if r := e.requests[id]; r.document && r.url == u {
+			return r
+		}
+	}
+	return nil
+}
+
+// isOwn reports whether u is the URL of one of the browser's own
+// requests. e.mu is held.
+func (e *pageEvents) isOwn(u string) bool {
+	for _, r := range e.requests {
+		if r.own && r.url == u {
+			return true
+		}
+	}
+	return false
+}
+
 // inFlight counts the requests neither finished nor failed.
 func (e *pageEvents) inFlight() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
 	for _, r := range e.requests {
-		if !r.finished && r.failed == "" {
+		if !r.finished && r.failed == "" && !r.own {
 			n++
 		}
 	}
@@ -496,7 +594,7 @@ func (e *pageEvents) problems(u string) []string {
 	for _, l := range e.logs {
 		// The browser logs a document's 4xx or 5xx as a failed load:
 		// checkPage checks that status against the one expected.
-		if l.source != string(cdplog.EntrySourceNetwork) || l.url != u {
+		if l.source != string(cdplog.EntrySourceNetwork) || l.url != u && !e.isOwn(l.url) {
 			p = append(p, l.text)
 		}
 	}
@@ -505,6 +603,8 @@ func (e *pageEvents) problems(u string) []string {
 		switch {
 		case r.document && r.url == u:
 			// the navigation: its status is checkPage's
+		case r.own:
+			// not the page's; checkPage checks the icon when asked
 		case r.status >= 400:
 			p = append(p, fmt.Sprintf("%s: status %d", r.url, r.status))
 		case r.failed != "":
@@ -528,6 +628,18 @@ func (e *pageEvents) encoded() []string {
 		}
 	}
 	return enc
+}
+
+// pathShape is path with its all-digit segments replaced by "N": the
+// pages of one route that differ by an ID have one shape.
+func pathShape(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if s != "" && strings.Trim(s, "0123456789") == "" {
+			segs[i] = "N"
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // screenshotName is the file name of the screenshot of the page at path:

@@ -55,16 +55,24 @@ func TestDemoInBrowser(t *testing.T) {
 	}
 	c := &crawl{
 		browser:  browser,
-		maxPages: 60,
+		maxPages: 80,
+		perShape: 3,
 		credentials: func() (credentials, bool) {
 			return parseCredentials(stdout.String() + "\n" + s.stderr())
 		},
 		screenshots: shots,
+		// The rebuilt demo has an icon; the old one has none.
+		favicon: rebuilt,
 	}
 	results := c.run(t, "http://"+s.addr+"/")
 	var encoded []string
 	for _, r := range results {
-		t.Logf("%s: %d%s, screenshot %s", r.url, r.status, map[bool]string{true: " (logged in)"}[r.authed], filepath.Base(r.shot))
+		switch {
+		case r.download:
+			t.Logf("%s: %d, downloaded", r.url, r.status)
+		default:
+			t.Logf("%s: %d%s, screenshot %s", r.url, r.status, map[bool]string{true: " (logged in)"}[r.authed], filepath.Base(r.shot))
+		}
 		for _, p := range r.problems {
 			t.Errorf("%s: %s", r.url, p)
 		}
@@ -86,14 +94,15 @@ func TestDemoInBrowser(t *testing.T) {
 
 // parseCredentials finds the demo's basic-authentication credentials in
 // its start output: a line naming a user and a password, as
-// `user=NAME password=PASS` (a log line; quotes and ":" also do) or
-// `NAME:PASS` after the word "credentials" or "login".
+// `user=NAME password=PASS` (a log line; quotes and ":" also do),
+// `user NAME, password PASS`, or `NAME:PASS` after the word
+// "credentials" or "login".
 func parseCredentials(output string) (credentials, bool) {
 	for line := range strings.Lines(output) {
 		u := userField.FindStringSubmatch(line)
 		p := passwordField.FindStringSubmatch(line)
 		if u != nil && p != nil {
-			return credentials{u[1], p[1]}, true
+			return credentials{u[1] + u[2], p[1]}, true
 		}
 		if m := userColonPassword.FindStringSubmatch(line); m != nil {
 			return credentials{m[1], m[2]}, true
@@ -103,8 +112,11 @@ func parseCredentials(output string) (credentials, bool) {
 }
 
 var (
-	userField         = regexp.MustCompile(`(?i)\buser(?:name)?"?\s*[=:]\s*"?([^\s",]+)`)
-	passwordField     = regexp.MustCompile(`(?i)\bpass(?:word)?"?\s*[=:]\s*"?([^\s",]+)`)
+	// user=NAME, user: NAME, "user":"NAME", or "user NAME," (a comma
+	// ends a name given after a space: "the user and password" is none).
+	userField     = regexp.MustCompile(`(?i)\buser(?:name)?(?:"?\s*[=:]\s*"?([^\s",;]+)|\s+([^\s",;]+)[,;])`)
+	passwordField = regexp.MustCompile(`(?i)\bpass(?:word)?(?:"?\s*[=:]\s*"?|\s+)([^\s",;]+)`)
+	// NAME:PASS after "credentials" or "login".
 	userColonPassword = regexp.MustCompile(`(?i)\b(?:credentials|login)\b[^\s]*\s*[=:]?\s*"?([^\s:"]+):([^\s"]+?)"?\s*$`)
 )
 
@@ -113,6 +125,7 @@ func TestParseCredentials(t *testing.T) {
 		"time=x level=INFO msg=\"demo credentials\" user=demo password=s3cret\n":               {"demo", "s3cret"},
 		"msg=listening addr=127.0.0.1:1\nlevel=INFO msg=private user=\"ada\" password=\"x y\"": {"ada", "x"},
 		"/private/: log in with username: guest, password: hunter2\n":                          {"guest", "hunter2"},
+		"  private:  user demo, password Zx9-q\n":                                              {"demo", "Zx9-q"},
 		"Demo login: demo:pa55\n":              {"demo", "pa55"},
 		"credentials demo:pa55\n":              {"demo", "pa55"},
 		`{"msg":"demo","user":"u","pass":"p"}`: {"u", "p"},
@@ -121,7 +134,10 @@ func TestParseCredentials(t *testing.T) {
 			t.Errorf("parseCredentials(%q) = %v, %v; want %v", out, got, ok, want)
 		}
 	}
-	for _, out := range []string{"msg=listening addr=127.0.0.1:8080\n", "user=demo\npassword=x\n", ""} {
+	for _, out := range []string{
+		"msg=listening addr=127.0.0.1:8080\n", "user=demo\npassword=x\n", "",
+		"it prints the user and password of the private area\n",
+	} {
 		if got, ok := parseCredentials(out); ok {
 			t.Errorf("parseCredentials(%q) = %v, want none", out, got)
 		}
