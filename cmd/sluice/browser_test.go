@@ -244,12 +244,12 @@ func (c *crawl) run(t *testing.T, start string) []*pageResult {
 				continue
 			}
 			seen[l] = true
-			if shape := pathShape(lu.Path); c.perShape > 0 && shapes[shape] == c.perShape {
+			shape := pathShape(lu.Path)
+			if c.perShape > 0 && shapes[shape] == c.perShape {
 				t.Logf("%s: not visited, %d pages of its shape %s are", l, c.perShape, shape)
 				continue
-			} else {
-				shapes[shape]++
 			}
+			shapes[shape]++
 			queue = append(queue, l)
 		}
 	}
@@ -261,7 +261,7 @@ func (c *crawl) run(t *testing.T, start string) []*pageResult {
 // or skipped (nil) when there are none.
 func (c *crawl) visit(t *testing.T, u string, want int) *pageResult {
 	t.Helper()
-	r := checkPage(c.browser, u, nil, want, c.screenshots, c.favicon)
+	r := c.check(u, nil, want)
 	if r.status == 401 && want != 401 {
 		creds, ok := credentials{}, false
 		if c.credentials != nil {
@@ -271,26 +271,26 @@ func (c *crawl) visit(t *testing.T, u string, want int) *pageResult {
 			t.Logf("%s: 401 and no credentials to log in with: skipped", u)
 			return nil
 		}
-		r = checkPage(c.browser, u, &creds, want, c.screenshots, c.favicon)
+		r = c.check(u, &creds, want)
 		r.authed = true
 	}
 	return r
 }
 
-// checkPage loads u in a new tab of browser, as a visitor would, with
+// check loads u in a new tab of the browser, as a visitor would, with
 // basic authentication when creds is not nil, and reports what is wrong:
 // a navigation status other than want (any 2xx when want is 0), a
 // console error or warning, an uncaught exception, a subresource that
 // failed to load or answered 4xx/5xx (a body that does not decode from
 // its Content-Encoding fails to load), a stylesheet that did not apply,
 // an image that did not decode. Everything is bounded by pageTimeout.
-// With favicon, the page's icon must load (the browser's own request
-// for it comes whenever it likes, so it is not counted).
-// When shots is not empty, a full-page PNG screenshot is saved there,
-// named by screenshotName after the URL the page was loaded from.
-func checkPage(browser context.Context, u string, creds *credentials, want int, shots string, favicon bool) *pageResult {
+// With c.favicon, the page's icon must load (the browser's own request
+// for it comes whenever it likes, so it is not counted). With
+// c.screenshots, a screenshot of the page is saved there, named by
+// screenshotName after the URL the page was loaded from.
+func (c *crawl) check(u string, creds *credentials, want int) *pageResult {
 	r := &pageResult{url: u}
-	tab, closeTab := chromedp.NewContext(browser)
+	tab, closeTab := chromedp.NewContext(c.browser)
 	defer closeTab()
 	// The first action opens the tab, bound to the context it runs with;
 	// the page's timeout only bounds the wait for it.
@@ -364,7 +364,7 @@ func checkPage(browser context.Context, u string, creds *credentials, want int, 
 	}
 
 	rendered, err := chromedp.Run(ctx, chromedp.Evaluate[renderCheck](
-		fmt.Sprintf("(%s)(%v)", renderCheckJS, favicon), chromedp.EvalAwaitPromise))
+		fmt.Sprintf("(%s)(%v)", renderCheckJS, c.favicon), chromedp.EvalAwaitPromise))
 	if err != nil {
 		r.problems = append(r.problems, "checking the rendering: "+err.Error())
 	} else {
@@ -375,12 +375,12 @@ func checkPage(browser context.Context, u string, creds *credentials, want int, 
 			r.expect[l.URL] = l.Status
 		}
 	}
-	r.problems = append(r.problems, ev.problems(u)...)
+	r.problems = append(r.problems, ev.problems(u, r.final)...)
 	r.encoded = ev.encoded()
-	if shots != "" {
-		shot := filepath.Join(shots, "index.png")
+	if c.screenshots != "" {
+		shot := filepath.Join(c.screenshots, "index.png")
 		if fu, err := url.Parse(r.final); err == nil {
-			shot = filepath.Join(shots, screenshotName(fu.Path, fu.RawQuery))
+			shot = filepath.Join(c.screenshots, screenshotName(fu.Path, fu.RawQuery))
 		}
 		png, err := chromedp.Run(ctx, screenshot)
 		if err == nil {
@@ -586,25 +586,26 @@ func (e *pageEvents) inFlight() int {
 }
 
 // problems lists the console messages and the failed requests of the
-// page at u. The document's own status is checked by checkPage.
-func (e *pageEvents) problems(u string) []string {
+// page requested as u and loaded from final (after redirects). The
+// document's own status is checked by crawl.check.
+func (e *pageEvents) problems(u, final string) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := slices.Clone(e.console)
 	for _, l := range e.logs {
 		// The browser logs a document's 4xx or 5xx as a failed load:
-		// checkPage checks that status against the one expected.
-		if l.source != string(cdplog.EntrySourceNetwork) || l.url != u && !e.isOwn(l.url) {
+		// crawl.check checks that status against the one expected.
+		if l.source != string(cdplog.EntrySourceNetwork) || l.url != u && l.url != final && !e.isOwn(l.url) {
 			p = append(p, l.text)
 		}
 	}
 	for _, id := range e.order {
 		r := e.requests[id]
 		switch {
-		case r.document && r.url == u:
-			// the navigation: its status is checkPage's
+		case r.document && (r.url == u || r.url == final):
+			// the navigation: crawl.check checks its status
 		case r.own:
-			// not the page's; checkPage checks the icon when asked
+			// not the page's; crawl.check checks the icon when asked
 		case r.status >= 400:
 			p = append(p, fmt.Sprintf("%s: status %d", r.url, r.status))
 		case r.failed != "":
