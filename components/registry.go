@@ -72,6 +72,11 @@ type Context struct {
 	// when it is retired.
 	Database func(name string) (*sqldata.DB, bool)
 
+	// Databases are every data source of the config's databases, by
+	// name, for a page that shows their load (status); it is read-only.
+	// A component that queries one asks Database instead.
+	Databases map[string]*sqldata.DB
+
 	// Shorthand is set by Build when the options came from a scalar or
 	// list argument (`name: argument`) rather than a map.
 	Shorthand bool
@@ -223,7 +228,7 @@ var builtins = []*Registration{
 	entry("echo", KindSource, "format", NewEcho, nil).
 		example(`echo: json`),
 	entry("status", KindSource, "format", NewStatus, func(o *StatusOptions, x *Context) {
-		o.Conns, o.Workers = x.Conns, x.Workers
+		o.Conns, o.Workers, o.Databases = x.Conns, x.Workers, x.Databases
 	}).example(`status: {format: json}`),
 	entry("cgi", KindSource, "script", NewCGI, nil).paths("script", "dir", "doc_root").
 		example(`cgi: {dir: ./cgi-bin, prefix: /cgi-bin/, timeout: 10s}`),

@@ -310,7 +310,7 @@ func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *y
 	name := reg.Name
 	s := &Stage{Name: name, Registration: reg, Line: nameNode.Line, Col: nameNode.Column}
 	x := p.loader.Context
-	x.Database = p.database
+	x.Database, x.Databases = p.database, p.cfg.Databases
 	a := deref(arg)
 	shorthand := !isNull(a) && a.Kind != yaml.MappingNode
 	x.Shorthand = shorthand
