@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -178,6 +179,23 @@ func TestTLSListenerReloadCertificate(t *testing.T) {
 	}
 	if _, body := ask(t, c, bufio.NewReader(c), "/"); body != "two" {
 		t.Errorf("a new connection: %q", body)
+	}
+	newSerial := c.ConnectionState().PeerCertificates[0].SerialNumber
+
+	// A key that does not match its certificate rejects the reload; the
+	// certificates in memory keep serving.
+	b, err := os.ReadFile(filepath.Join(site.dir, "b.example.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(site.dir, "a.example.key"), string(b))
+	site.write(t, twoCerts, "three")
+	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), "does not match the certificate") {
+		t.Errorf("a reload with a mismatched key: %v; want it rejected", err)
+	}
+	c = tlsDial(t, addr, site.ca.ClientConfig("a.example"))
+	if _, body := ask(t, c, bufio.NewReader(c), "/"); body != "two" || c.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(newSerial) != 0 {
+		t.Errorf("after the rejected reload: %q; want two, with the certificate before it", body)
 	}
 }
 
