@@ -98,3 +98,66 @@ func TestWorkersTLSReload(t *testing.T) {
 		t.Errorf("exit status %d", code)
 	}
 }
+
+// Private keys are read before the server switches to the config's
+// user, as nginx does: a key only root may read serves. Without workers
+// a reload then reads it as that user, fails, and the running config
+// keeps serving; with workers the master starts new workers as root,
+// which read it before switching.
+func TestUserTLSKeys(t *testing.T) {
+	nobody(t)
+	for _, workers := range []int{0, 1} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			if workers > 0 {
+				needWorkers(t)
+			}
+			keyDir := t.TempDir() // 0700, root's
+			ca := sluicetest.NewCA(t)
+			cert, key := ca.IssueFiles(t, keyDir, "a.example")
+			file := filepath.Join(sharedDir(t), "site.yaml")
+			conf := func(addr string) string {
+				return fmt.Sprintf("listen:\n  - {address: %q, tls: {cert: %s, key: %s}}\nworkers: %d\nuser: nobody\n"+
+					"routes:\n  - match: /\n    pipeline: [{text: hi}]\n", addr, cert, key, workers)
+			}
+			writeConfig(t, file, conf("127.0.0.1:0"))
+			s := start(t, "serve", "-c", file)
+			if workers > 0 {
+				s.waitLog(t, "workers ready", 1)
+			}
+			get := func() string {
+				t.Helper()
+				c, err := tls.Dial("tcp", s.addr, ca.ClientConfig("a.example"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				return string(b)
+			}
+			if got := get(); got != "hi" {
+				t.Fatalf("before the reload: %q", got)
+			}
+			writeConfig(t, file, conf(s.addr))
+			s.cmd.Process.Signal(syscall.SIGHUP)
+			if workers == 0 {
+				s.waitLog(t, "reload rejected", 1)
+				if !strings.Contains(s.stderr(), "permission denied") {
+					t.Errorf("the rejected reload does not say why:\n%s", s.stderr())
+				}
+			} else {
+				s.waitLog(t, "msg=reloaded", 1)
+			}
+			if got := get(); got != "hi" {
+				t.Errorf("after the reload: %q", got)
+			}
+			if code := s.stop(t, syscall.SIGTERM); code != 0 {
+				t.Errorf("exit status %d\n%s", code, s.stderr())
+			}
+		})
+	}
+}
