@@ -65,6 +65,18 @@
 // and files are read into the output buffer and encrypted rather than
 // sent with sendfile(2).
 //
+// # HTTP/2
+//
+// A TLS connection whose client chooses "h2" by ALPN (list it in the
+// config's NextProtos), and on a listener with ListenerOptions.H2C a
+// plain connection that opens with the HTTP/2 preface, is served as
+// HTTP/2 by golang.org/x/net/http2, each stream by the listener's
+// Handler through the net/http bridge (Request.ProtoMajor is 2). The
+// limits apply per stream, or as SETTINGS (Limits.MaxStreams,
+// MaxHeaderBytes); a connection with no stream open is idle for the
+// timeout manager, and ending it (idle timeout, MaxConns, Shutdown,
+// Drain, GoAway) sends GOAWAY and lets its streams finish.
+//
 // # Timeouts
 //
 // One timeout manager (package timeout) watches every connection: the
