@@ -1,0 +1,78 @@
+// Package proxy is a reverse proxy: a Proxy is a pipeline Source that
+// sends each request to one of its upstreams and produces the upstream's
+// response, so that the filters after it (compress, headers, log) act on
+// it as on any source's. The proxy component of a config file is a Proxy
+// built from the file's options.
+//
+// # The upstream client
+//
+// Requests go upstream over HTTP/1.1 through a client of this package, on
+// the engine's grammar: field lines, Content-Length, Transfer-Encoding
+// and chunk lines are read by package httpgrammar, as the engine reads
+// requests, with the same strictness. Each upstream keeps a pool of
+// keep-alive connections (at most MaxIdleConns idle, each for at most
+// IdleTimeout; an idle one is checked to be still open before reuse) and
+// at most MaxConns connections in all.
+//
+// # Strict on the upstream side
+//
+// An upstream response is answered 502 to the client, and its connection
+// closed, when its framing is ambiguous or malformed: Content-Length with
+// Transfer-Encoding, differing Content-Length values or a malformed one,
+// a Transfer-Encoding other than chunked alone, Transfer-Encoding in an
+// HTTP/1.0 response, obs-fold, a bare CR, mixed line ends, an invalid
+// field name or value, a malformed status line, a head over
+// MaxHeaderBytes or MaxHeaderCount, a bad chunk size, extension or chunk
+// end. RFC 9112 §6.3 would let a recipient resolve some of these (let
+// Transfer-Encoding win, read to the close); those are the shapes of
+// response splitting, so none is passed on. A fault found in the body
+// after part of it was sent cuts the client's connection instead, so the
+// client never takes a truncated body for a whole one. A response the
+// proxy accepts is one that net/http's http.ReadResponse reads alike
+// (a differential fuzz test checks it).
+//
+// # What is sent upstream
+//
+// The request goes as received but for: the hop-by-hop fields (RFC 9110
+// §7.6.1: Connection, Keep-Alive, Proxy-Connection, TE,
+// Transfer-Encoding, Upgrade, and every field Connection names), which
+// are dropped both ways; Host, which is the client's, the upstream's or
+// a fixed one (Options.Host); the target, with StripPrefix removed from
+// the canonical path; the client's identity, in X-Forwarded-For, -Proto
+// and -Host, or in an RFC 7239 Forwarded field (Options.Forwarded),
+// appended to only when the peer is one of TrustedProxies and written
+// afresh otherwise; and a Via field, added both ways. A request the
+// engine refuses never gets this far. Since the exchange runs in the
+// content phase, a pipe after the proxy that stops the pipeline (an
+// ipfilter) keeps the request from the upstream too.
+//
+// # Bodies
+//
+// Both bodies are streamed through one 32 KiB buffer per request: a
+// request body as it came, or re-chunked with its trailer fields passed
+// on; a response body passed on as it arrives, flushed whenever no more
+// of it is at hand, so that Server-Sent Events reach the client as the
+// upstream sends them. A request with "Expect: 100-continue" is sent
+// with it, and its body read from the client (which sends it 100
+// Continue) only once the upstream says 100 or stays silent for a
+// second; a final answer instead reaches the client without the body
+// ever being read. Interim responses other than the 100 asked for are
+// dropped; a 101 (Upgrade) is answered 502: the proxy does not tunnel
+// yet. Response trailer fields are read and checked but not passed on
+// (the engine sends none).
+//
+// # Balancing, retries and failures
+//
+// Policy picks an upstream per request: round_robin, least_conn (fewest
+// requests in flight), random_two (the less busy of two at random),
+// ip_hash (the client address, as TrustedProxies find it) or hash (a
+// header, cookie or the path; rendezvous hashing, so that a key moves
+// only when its upstream does). A failed attempt is retried on an
+// upstream not yet tried, at most Retries times, when nothing of the
+// request was sent (connection refused, max_conns reached), or when it
+// is idempotent, has no body and no byte of a response came back; never
+// after a timeout. The client is told, in a short plain-text body: 502
+// when the upstream is unreachable, closed the connection or sent a
+// malformed response; 503 when every upstream is at MaxConns; 504 when
+// connecting or the response head took too long.
+package proxy
