@@ -47,8 +47,9 @@ const (
 // file's proxy entry. The zero value of every field but Upstreams is a
 // valid default.
 type Options struct {
-	// Upstreams are the servers to proxy to: "http://host:port" (port 80
-	// if absent) or "unix:/path/to/socket". At least one, at most 64.
+	// Upstreams are the servers to proxy to, at least one, at most 64:
+	// an http URL of a host and port (port 80 if absent), without path or
+	// query, or "unix:" and the path of a Unix socket.
 	Upstreams []string `yaml:"upstreams"`
 
 	// Policy chooses an upstream per request: round_robin (the default),
@@ -113,10 +114,12 @@ type Options struct {
 	// when the peer is trusted ("X-Forwarded-For" by default).
 	ClientIPHeader string `yaml:"client_ip_header"`
 
-	// MaxHeaderBytes and MaxHeaderCount bound an upstream response's
-	// head and its trailer section (default 32 KiB, 256 fields); a
-	// larger one is answered 502.
+	// MaxHeaderBytes bounds an upstream response's head, and its
+	// trailer section (default 32 KiB); a larger one is answered 502.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
+
+	// MaxHeaderCount bounds the fields of an upstream response's head
+	// (default 256); more are answered 502.
 	MaxHeaderCount int `yaml:"max_header_count"`
 
 	// Logger receives upstream failures; nil is slog.Default().
