@@ -524,8 +524,15 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 	}
 	status, reusable := h.status, !h.close
 	var err error
+	var watch *goneWatch
 	buf := x.scratch
 	for first := true; ; first = false {
+		if !first && watch == nil {
+			// The body is still coming: a client that goes away now must
+			// not leave this request waiting on a silent upstream (an
+			// event stream), so its going ends the wait.
+			watch = watchGone(c.Gone(), uc)
+		}
 		// Read what is at hand, up to a buffer's worth.
 		n, rerr := 0, error(nil)
 		for n < len(buf) {
@@ -570,12 +577,51 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			break
 		}
 	}
+	if watch.stop() {
+		reusable = false
+	}
 	if reusable && x.body.mode != bodyClose && x.body.done {
 		uc.up.put(uc)
 	} else {
 		uc.up.discard(uc)
 	}
 	return err
+}
+
+// goneWatch ends the wait for an upstream's body when the client goes.
+type goneWatch struct {
+	quit, exited chan struct{}
+	fired        bool
+}
+
+// watchGone starts a goneWatch over uc for the gone channel of a
+// request; nil when the server cannot tell (gone is nil).
+func watchGone(gone <-chan struct{}, uc *upConn) *goneWatch {
+	if gone == nil {
+		return nil
+	}
+	w := &goneWatch{quit: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(w.exited)
+		select {
+		case <-gone:
+			w.fired = true
+			uc.nc.SetReadDeadline(time.Unix(1, 0))
+		case <-w.quit:
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and reports whether the client went (the
+// connection then has a deadline in the past and is not reused).
+func (w *goneWatch) stop() bool {
+	if w == nil {
+		return false
+	}
+	close(w.quit)
+	<-w.exited
+	return w.fired
 }
 
 // writeError answers the client with status and a short message, before

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -234,5 +236,43 @@ func TestSmugglingNeverReachesUpstream(t *testing.T) {
 	if n := up.requests.Load(); n != 0 {
 		up.mu.Lock()
 		t.Fatalf("the upstream received %d requests: %q", n, up.received)
+	}
+}
+
+// A client that leaves an event stream ends the upstream exchange too,
+// even while the upstream is silent: the upstream sees its request
+// cancelled.
+func TestClientGoneEndsUpstream(t *testing.T) {
+	cancelled := make(chan struct{})
+	_, urls := upstreams(t, 1, func(int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: first\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // silent until the proxy goes
+			close(cancelled)
+		})
+	})
+	srv, _ := front(t, Options{Upstreams: urls})
+	conn, err := srv.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(conn)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "data: first") {
+			break
+		}
+	}
+	conn.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(sluicetest.WaitTimeout):
+		t.Fatal("the upstream request was never cancelled after the client left")
 	}
 }
