@@ -74,5 +74,20 @@
 // after a timeout. The client is told, in a short plain-text body: 502
 // when the upstream is unreachable, closed the connection or sent a
 // malformed response; 503 when every upstream is at MaxConns; 504 when
-// connecting or the response head took too long.
+// connecting or the response head took too long; 503 too when every
+// upstream is marked down.
+//
+// # Health
+//
+// Passive checks are on by default: an upstream whose requests fail
+// (connection refused or timed out, a response head late, malformed or
+// missing) Passive.Failures times within Passive.Window is left out for
+// Passive.DownFor. Active checks run when Health.Path is set: each
+// upstream is sent "GET path" every Health.Interval on a connection of
+// its own, its response head read by the same strict parser; Fall
+// failed checks in a row mark it down, Rise passes bring it back (and
+// end a passive mark). An upstream's health is shared by every Proxy
+// naming it, as long as one does: a config reload builds the new Proxy
+// before it closes the old, so the state carries over, as Caddy's
+// upstream pool does.
 package proxy

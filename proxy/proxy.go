@@ -122,6 +122,21 @@ type Options struct {
 	// (default 256); more are answered 502.
 	MaxHeaderCount int `yaml:"max_header_count"`
 
+	// Passive configures passive health checks, on by default: failures
+	// (default 3; -1 turns them off) failed requests to an upstream
+	// within window (default 10s) leave it out for down_for (default
+	// 10s). A failure is a connection refused or timed out, or a
+	// response head late, malformed or missing; not max_conns, nor 5xx.
+	Passive PassiveHealth `yaml:"passive"`
+
+	// Health configures active health checks, off without a path: every
+	// interval (default 5s) each upstream is sent GET path on a
+	// connection of its own; a check fails when it cannot connect,
+	// exceeds timeout (default 2s), or answers another status than
+	// expect (default any 2xx). fall (default 3) failures in a row mark
+	// the upstream down, rise (default 2) passes in a row up again.
+	Health Health `yaml:"health"`
+
 	// Logger receives upstream failures; nil is slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -143,6 +158,12 @@ type Proxy struct {
 	maxHead     int
 	maxFields   int
 	log         *slog.Logger
+	passive     PassiveHealth
+	health      Health
+
+	closeOnce sync.Once
+	stopCheck chan struct{} // closed by Close; nil without active checks
+	checkDone chan struct{}
 }
 
 var _ pipe.Component = (*Proxy)(nil)
@@ -194,6 +215,25 @@ func New(opts Options) (*Proxy, error) {
 	if p.resolver, err = clientaddr.New(opts.TrustedProxies, opts.ClientIPHeader); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
+	p.passive = PassiveHealth{
+		Failures: orDefault(opts.Passive.Failures, DefaultPassiveFailures),
+		Window:   orDefault(opts.Passive.Window, DefaultPassiveWindow),
+		DownFor:  orDefault(opts.Passive.DownFor, DefaultPassiveDownFor),
+	}
+	p.health = Health{
+		Path:     opts.Health.Path,
+		Interval: orDefault(opts.Health.Interval, DefaultHealthInterval),
+		Timeout:  orDefault(opts.Health.Timeout, DefaultHealthTimeout),
+		Expect:   opts.Health.Expect,
+		Rise:     max(orDefault(opts.Health.Rise, DefaultHealthRise), 1),
+		Fall:     max(orDefault(opts.Health.Fall, DefaultHealthFall), 1),
+	}
+	if hp := p.health.Path; hp != "" && (hp[0] != '/' || !validTarget(hp)) {
+		return nil, fmt.Errorf("proxy: health path %q: want an origin-form path such as /healthz", hp)
+	}
+	if e := p.health.Expect; e != 0 && (e < 100 || e > 999) {
+		return nil, fmt.Errorf("proxy: health expect %d: want a status code", e)
+	}
 	maxIdle := orDefault(opts.MaxIdleConns, DefaultMaxIdleConns)
 	for _, s := range opts.Upstreams {
 		u, err := parseUpstream(s)
@@ -204,7 +244,25 @@ func New(opts Options) (*Proxy, error) {
 		u.idleTime = orDefault(opts.IdleTimeout, DefaultIdleTimeout)
 		p.ups = append(p.ups, u)
 	}
+	for _, u := range p.ups {
+		u.health = acquireHealth(u.name)
+	}
+	if p.health.Path != "" {
+		p.stopCheck, p.checkDone = make(chan struct{}), make(chan struct{})
+		go p.checker(p.stopCheck, p.checkDone)
+	}
 	return p, nil
+}
+
+// validTarget reports whether every byte of t may appear in a
+// request-target.
+func validTarget(t string) bool {
+	for i := range len(t) {
+		if !httpgrammar.IsTargetChar(t[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // orDefault returns v, or def when v is zero; a negative v is taken as
@@ -229,12 +287,21 @@ func validHostValue(h string) bool {
 	return h != ""
 }
 
-// Close closes the idle upstream connections. Requests in flight finish;
-// their connections are closed rather than kept.
+// Close stops the active health checks and closes the idle upstream
+// connections. Requests in flight finish; their connections are closed
+// rather than kept. The upstreams' health is kept for another Proxy
+// naming them (the next config's, after a reload).
 func (p *Proxy) Close() error {
-	for _, u := range p.ups {
-		u.close()
-	}
+	p.closeOnce.Do(func() {
+		if p.stopCheck != nil {
+			close(p.stopCheck)
+			<-p.checkDone
+		}
+		for _, u := range p.ups {
+			u.close()
+			releaseHealth(u.name)
+		}
+	})
 	return nil
 }
 
@@ -266,6 +333,7 @@ type failure struct {
 	msg    string
 	err    error
 	retry  bool
+	fault  bool // the upstream's: counts for passive health
 }
 
 // serve proxies c's request and writes the response to w.
@@ -285,7 +353,14 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer) error {
 		}
 	}
 
+	// Upstreams marked down count as tried already.
 	var tried uint64
+	now := time.Now()
+	for i, u := range p.ups {
+		if !u.health.up(now) {
+			tried |= 1 << i
+		}
+	}
 	var last *failure
 	for attempt := 0; attempt <= p.retries; attempt++ {
 		i := p.bal.pick(p.ups, tried, r, client)
@@ -304,6 +379,10 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer) error {
 		up.active.Add(-1)
 		last = f
 		p.log.Warn("proxy: upstream failed", "upstream", up.name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
+		if f.fault && up.health.failed(time.Now(), &p.passive) {
+			p.log.Warn("proxy: upstream down after failed requests", "upstream", up.name,
+				"failures", p.passive.Failures, "window", p.passive.Window, "down_for", p.passive.DownFor)
+		}
 		if !f.retry {
 			break
 		}
@@ -340,11 +419,11 @@ func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody,
 	if err != nil {
 		switch {
 		case err == errFull:
-			return nil, &failure{http.StatusServiceUnavailable, "upstreams busy", err, true}
+			return nil, &failure{http.StatusServiceUnavailable, "upstreams busy", err, true, false}
 		case isTimeout(err):
-			return nil, &failure{http.StatusGatewayTimeout, "upstream did not accept the connection in time", err, true}
+			return nil, &failure{http.StatusGatewayTimeout, "upstream did not accept the connection in time", err, true, true}
 		}
-		return nil, &failure{http.StatusBadGateway, "upstream unreachable", err, true}
+		return nil, &failure{http.StatusBadGateway, "upstream unreachable", err, true, true}
 	}
 	// Retrying is safe when the upstream cannot have acted on the request.
 	safe := idempotent(r) && !hasBody
@@ -354,7 +433,7 @@ func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody,
 		if _, bad := err.(*BadResponseError); bad {
 			retry = false
 		}
-		return nil, &failure{status, msg, err, retry}
+		return nil, &failure{status, msg, err, retry, true}
 	}
 
 	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect)
@@ -394,7 +473,7 @@ func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody,
 		if err := p.sendBody(x, nc, r); err != nil {
 			if errors.Is(err, errClientBody) {
 				up.discard(uc)
-				return nil, &failure{http.StatusBadRequest, "request body incomplete", err, false}
+				return nil, &failure{http.StatusBadRequest, "request body incomplete", err, false, false}
 			}
 			return fail(http.StatusBadGateway, "upstream closed the connection", err)
 		}

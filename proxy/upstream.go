@@ -20,6 +20,7 @@ type upstream struct {
 	host    string // the Host an upstream-named request carries
 
 	active atomic.Int64 // requests in flight, for least_conn and random_two
+	health *health      // shared with other Proxies naming it
 
 	mu       sync.Mutex
 	idle     []*upConn // most recently used last
