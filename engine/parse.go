@@ -105,6 +105,10 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 			if httpgrammar.EqualFold(name, "expect") {
 				h.expect(value)
 			}
+		case 7:
+			if httpgrammar.EqualFold(name, "upgrade") {
+				req.upgrade = true
+			}
 		case 10:
 			if httpgrammar.EqualFold(name, "connection") {
 				h.connection(value)

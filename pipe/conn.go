@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"net"
 	"net/http"
 	"sync"
 
@@ -187,6 +188,31 @@ func (c *Conn) Finish() {
 		// cut the connection so the client sees it incomplete.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// Tunnel answers the request 101 Switching Protocols, with the header
+// set up so far, and hands over the client connection with the bytes the
+// client sent after the request head (see engine.Tunneler), for a source
+// that relays another protocol (a proxy tunnelling WebSocket). The
+// response is then complete: no filter runs and no content follows; the
+// connection closes when the pipeline ends. It fails with
+// engine.ErrNoTunnel when the request is no Upgrade request, when
+// something of the response was written, or when the server cannot hand
+// its connections over.
+func (c *Conn) Tunnel() (net.Conn, []byte, error) {
+	t, ok := c.conn.(engine.Tunneler)
+	if !ok || c.top.committed {
+		return nil, nil, engine.ErrNoTunnel
+	}
+	nc, buffered, err := t.Tunnel()
+	if err != nil {
+		return nil, nil, err
+	}
+	c.status = http.StatusSwitchingProtocols
+	c.top.committed, c.top.head = true, &c.wire
+	c.wire.started = true
+	c.wraps = c.wraps[:0]
+	return nc, buffered, nil
 }
 
 // noCopy makes `go vet` report copies of a struct that embeds it.
