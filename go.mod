@@ -9,3 +9,5 @@ require (
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sys v0.49.0
 )
+
+require github.com/coder/websocket v1.8.15

@@ -19,7 +19,10 @@ type ProxyOptions struct {
 // headers, log) act on it. Upstream responses with ambiguous or
 // malformed framing are answered 502, never passed on; an unreachable
 // upstream 502, every upstream at max_conns 503, a timeout 504. Both
-// bodies are streamed, flushes passed on at once. Hop-by-hop fields are
+// bodies are streamed, flushes passed on at once; WebSocket (any
+// Upgrade) is tunnelled byte for byte after the upstream's 101. Failing
+// upstreams are left out for a while (passive checks), and with
+// health.path set checked actively. Hop-by-hop fields are
 // dropped both ways; X-Forwarded-For/-Proto/-Host (or RFC 7239
 // Forwarded) are appended to only past trusted_proxies; Via is added.
 // See package proxy for the rules in full.

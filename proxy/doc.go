@@ -57,9 +57,18 @@
 // Continue) only once the upstream says 100 or stays silent for a
 // second; a final answer instead reaches the client without the body
 // ever being read. Interim responses other than the 100 asked for are
-// dropped; a 101 (Upgrade) is answered 502: the proxy does not tunnel
-// yet. Response trailer fields are read and checked but not passed on
-// (the engine sends none).
+// dropped. Response trailer fields are read and checked but not passed
+// on (the engine sends none).
+//
+// # Upgrade and WebSocket
+//
+// A request without a body that asks to switch protocols (Upgrade, named
+// by Connection) is sent upstream with its Upgrade field. If the
+// upstream answers 101, the client gets the 101 with the upstream's
+// Upgrade and end-to-end fields (pipe.Conn.Tunnel), and from then on the
+// bytes are relayed both ways unchanged, until either side closes; no
+// filter acts on them. A 101 to a request that did not ask is answered
+// 502; an upstream that ignores the Upgrade answers as usual.
 //
 // # Balancing, retries and failures
 //

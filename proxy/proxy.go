@@ -346,6 +346,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer) error {
 	defer exchangePool.Put(x)
 	hasBody := r.ContentLength != 0
 	expect := hasBody && expectsContinue(r)
+	upgrade := upgradeOf(r)
 	var client []byte
 	if p.bal.policy == IPHash {
 		if a := p.resolver.Addr(r); a.IsValid() {
@@ -370,7 +371,12 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer) error {
 		tried |= 1 << i
 		up := p.ups[i]
 		up.active.Add(1)
-		uc, f := p.roundTrip(x, up, r, hasBody, expect)
+		uc, f := p.roundTrip(x, up, r, hasBody, expect, upgrade)
+		if f == nil && x.head.status == http.StatusSwitchingProtocols {
+			err := p.tunnel(c, w, x, uc)
+			up.active.Add(-1)
+			return err
+		}
 		if f == nil {
 			err := p.respond(c, w, x, uc, r)
 			up.active.Add(-1)
@@ -414,7 +420,7 @@ func idempotent(r *engine.Request) bool {
 // roundTrip sends r to up and reads the response head into x.head. On
 // success the connection is returned, its body reader ready in x.body; on
 // failure the connection is closed and the failure says why.
-func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody, expect bool) (*upConn, *failure) {
+func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
 	uc, err := up.get(p.connectTO)
 	if err != nil {
 		switch {
@@ -436,7 +442,7 @@ func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody,
 		return nil, &failure{status, msg, err, retry, true}
 	}
 
-	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect)
+	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade)
 	nc := uc.nc
 	nc.SetDeadline(time.Now().Add(p.headerTO))
 	sendBody := hasBody
@@ -490,7 +496,11 @@ func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody,
 			break
 		}
 		if x.head.status == http.StatusSwitchingProtocols {
-			return fail(http.StatusBadGateway, "upstream switched protocols, which the proxy does not tunnel", errors.New("101 response"))
+			if upgrade == nil {
+				return fail(http.StatusBadGateway, "upstream switched protocols unasked", errors.New("101 response to a request without Upgrade"))
+			}
+			uc.nc.SetDeadline(time.Time{})
+			return uc, nil
 		}
 		// 1xx: 100 Continue the proxy did not ask for, 102, 103: dropped.
 	}
@@ -665,6 +675,52 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 		uc.up.discard(uc)
 	}
 	return err
+}
+
+// tunnel passes a 101 (Switching Protocols) response in x on to the
+// client and relays bytes both ways, unchanged, until either side closes
+// its connection; then both are closed.
+func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) error {
+	h := &x.head
+	var connBuf [maxConnectionFields][]byte
+	conn := connBuf[:0]
+	for _, f := range h.fields {
+		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
+			conn = append(conn, f.value)
+		}
+	}
+	hdr := c.Header()
+	for _, f := range h.fields {
+		if !httpgrammar.IsHopByHop(f.name, conn...) || httpgrammar.EqualFold(f.name, "upgrade") {
+			hdr.Add(string(f.name), string(f.value))
+		}
+	}
+	hdr.Add("Via", viaValue)
+	client, early, err := c.Tunnel()
+	if err != nil {
+		uc.up.discard(uc)
+		return writeError(c, w, http.StatusBadGateway, "could not switch protocols")
+	}
+	// What the upstream sent after its 101, and the client after its
+	// request, go first.
+	fromUp := uc.buf[uc.r:uc.w]
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := client.Write(fromUp); err == nil {
+			io.Copy(client, uc.nc)
+		}
+		client.Close()
+		uc.nc.Close()
+	}()
+	if _, err := uc.nc.Write(early); err == nil {
+		io.Copy(uc.nc, client)
+	}
+	client.Close()
+	uc.nc.Close()
+	<-done
+	uc.up.discard(uc)
+	return nil
 }
 
 // goneWatch ends the wait for an upstream's body when the client goes.

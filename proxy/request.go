@@ -51,8 +51,9 @@ func dropOnRequest(name []byte, conn [][]byte) bool {
 // appendRequestHead composes the head of the request sent upstream for r
 // into b: the method, the target (with StripPrefix removed), the Host the
 // options choose, the end-to-end fields, the forwarding fields, Via, and
-// the framing of the body. expect adds "Expect: 100-continue".
-func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, expect bool) []byte {
+// the framing of the body. expect adds "Expect: 100-continue"; upgrade,
+// the client's Upgrade value, asks the upstream to switch protocols.
+func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, expect bool, upgrade []byte) []byte {
 	b = append(b, r.Method...)
 	b = append(b, ' ')
 	b = p.appendTarget(b, r)
@@ -129,6 +130,10 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 	if expect {
 		b = append(b, "Expect: 100-continue\r\n"...)
 	}
+	if upgrade != nil {
+		b = append(b, "Connection: Upgrade\r\n"...)
+		b = appendField(b, []byte("Upgrade"), upgrade)
+	}
 	switch {
 	case r.ContentLength < 0:
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
@@ -157,6 +162,26 @@ func appendList(list, v []byte) []byte {
 		list = append(list, ", "...)
 	}
 	return append(list, v...)
+}
+
+// upgradeOf returns the Upgrade value of a request that asks to switch
+// protocols (RFC 9110 §7.8: Upgrade, named by Connection) and may be
+// tunnelled: one without a body. Nil otherwise: the fields are then
+// dropped as hop-by-hop, and the request served as any other.
+func upgradeOf(r *engine.Request) []byte {
+	if r.ContentLength != 0 || r.ProtoMinor == 0 {
+		return nil
+	}
+	v := r.Header("Upgrade")
+	if len(v) == 0 {
+		return nil
+	}
+	for i := range r.Fields {
+		if httpgrammar.EqualFold(r.Fields[i].Name, "connection") && httpgrammar.HasToken(r.Fields[i].Value, "upgrade") {
+			return v
+		}
+	}
+	return nil
 }
 
 // appendForwardedElement appends an RFC 7239 forwarded-element for a
