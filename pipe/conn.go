@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"iter"
 	"net"
 	"net/http"
 	"sync"
@@ -40,6 +41,9 @@ type Conn struct {
 	finished bool
 	done     chan bool // ProcNetwork's completion signal
 	values   []keyValue
+	pages    *ErrorPages // see ErrorPages.Handle
+	message  string      // Conn.Error's, for an error page
+	params   []keyValue  // the matched route's captures, in pattern order
 }
 
 type keyValue struct{ key, value string }
@@ -61,10 +65,12 @@ func releaseConn(c *Conn) {
 	clear(c.wraps)
 	clear(c.wrapFns)
 	clear(c.values)
-	c.values = c.values[:0]
+	clear(c.params)
+	c.values, c.params = c.values[:0], c.params[:0]
 	c.Request, c.w, c.conn, c.content = nil, nil, nil, nil
 	c.filters, c.wraps, c.wrapFns = c.filters[:0], c.wraps[:0], c.wrapFns[:0]
 	c.status, c.finished = 0, false
+	c.pages, c.message = nil, ""
 	c.top.committed, c.wire.started = false, false
 	connPool.Put(c)
 }
@@ -130,15 +136,77 @@ func (c *Conn) Value(key string) string {
 	return ""
 }
 
+// Param returns the value of the path parameter name — the canonical
+// path segment that the capture {name} or {name:int} of the route's
+// pattern took (see Route.Match) — or "" when the route captured no such
+// name. The value is decoded: "/tag/a%20b" gives "a b" for "/tag/{t}".
+// It is never empty, "." or "..", and holds no '/' or NUL, but may hold
+// any other byte (spaces, '<', bytes that are not UTF-8): escape it
+// where it lands (html/template does). An int capture's value has been
+// checked to parse with strconv.ParseInt(v, 10, 64). The string stays
+// valid after the request.
+func (c *Conn) Param(name string) string {
+	for _, kv := range c.params {
+		if kv.key == name {
+			return kv.value
+		}
+	}
+	return ""
+}
+
+// Params yields the route's path parameters, name and value, in the
+// order of the pattern's captures; nothing for a route without captures.
+// It must not be used after the request.
+func (c *Conn) Params() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, kv := range c.params {
+			if !yield(kv.key, kv.value) {
+				return
+			}
+		}
+	}
+}
+
+// capture records the captures of segs, a pattern matching the request
+// path, as the Conn's parameters (one string allocation for all of them,
+// none when segs has no capture). It checks int captures, and answers the
+// request 400 and returns false when one fails.
+func (c *Conn) capture(segs []segment) bool {
+	clear(c.params)
+	c.params = c.params[:0]
+	var path string
+	i := 1
+	for _, s := range segs {
+		j := segmentEnd(c.Request.Path, i)
+		if s.name != "" {
+			if path == "" {
+				path = string(c.Request.Path)
+			}
+			v := path[i:j]
+			if s.isInt {
+				if ok, why := isInt64(v); !ok {
+					clear(c.params)
+					c.params = c.params[:0]
+					return c.Error(http.StatusBadRequest, "path parameter "+s.name+": "+why)
+				}
+			}
+			c.params = append(c.params, keyValue{s.name, v})
+		}
+		i = j + 1
+	}
+	return true
+}
+
 // Error sets up a short plain-text error response — status and "status
 // text: msg" as the body — and returns false, so a Pipe can end with
-// `return c.Error(403, "forbidden")`.
+// `return c.Error(403, "forbidden")`. Where error pages are set (see
+// ErrorPages), the page for the status replaces the text and sees msg.
 func (c *Conn) Error(status int, msg string) bool {
 	h := c.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.SetContentLength(-1)
-	c.status = status
+	c.status, c.message = status, msg
 	text := http.StatusText(status)
 	c.content = func(w Writer) error {
 		_, err := w.Write([]byte(statusLine(status, text) + ": " + msg + "\n"))
@@ -158,7 +226,9 @@ func statusLine(code int, text string) string {
 }
 
 // Finish runs the content phase now, if it has not run yet: the content
-// writes through the filters and the response is complete. The pipeline
+// writes through the filters and the response is complete. An error
+// status set by then gets its error page, if the request has one (see
+// ErrorPages). The pipeline
 // handler calls it after the setup phase; a component calls it only to
 // finish the response inside its own Handle (as net/http middleware does).
 func (c *Conn) Finish() {
@@ -166,6 +236,9 @@ func (c *Conn) Finish() {
 		return
 	}
 	c.finished = true
+	if c.pages != nil && c.status >= 400 {
+		c.pages.apply(c)
+	}
 	var err error
 	if c.content != nil {
 		err = c.content(&c.top)
