@@ -57,8 +57,11 @@
 // Continue) only once the upstream says 100 or stays silent for a
 // second; a final answer instead reaches the client without the body
 // ever being read. Interim responses other than the 100 asked for are
-// dropped. Response trailer fields are read and checked but not passed
-// on (the engine sends none).
+// dropped. Trailer fields are passed on both ways, but for those RFC
+// 9110 §6.5.1 keeps out of trailers (framing, Host, Content-Type,
+// Authorization, Set-Cookie…); the client gets them when the response
+// reaches it chunked (see engine.Header.AddTrailer: a Trailer field
+// announcing them makes it so).
 //
 // # Upgrade and WebSocket
 //

@@ -564,7 +564,7 @@ func (p *Proxy) sendBody(x *exchange, nc net.Conn, r *engine.Request) error {
 		if err == io.EOF && chunked {
 			last := []byte("0\r\n") // once a request: the trailer fields follow
 			for _, f := range r.Trailer {
-				if !httpgrammar.IsHopByHop(f.Name) && !httpgrammar.EqualFold(f.Name, "content-length") {
+				if !httpgrammar.IsHopByHop(f.Name) && !isFramingField(f.Name) {
 					last = appendField(last, f.Name, f.Value)
 				}
 			}
@@ -612,6 +612,7 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 		x.fields = append(x.fields, string(f.name), string(f.value))
 	}
 	status, reusable := h.status, !h.close
+	hdr := c.Header()
 	var err error
 	var watch *goneWatch
 	buf := x.scratch
@@ -646,7 +647,6 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 		}
 		if first {
 			c.SetStatus(status)
-			hdr := c.Header()
 			for i := 0; i < len(x.fields); i += 2 {
 				hdr.Add(x.fields[i], x.fields[i+1])
 			}
@@ -659,6 +659,11 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			}
 		}
 		if rerr == io.EOF {
+			for _, f := range x.body.trailer {
+				if !httpgrammar.IsHopByHop(f.name) && !isFramingField(f.name) {
+					hdr.AddTrailer(string(f.name), string(f.value))
+				}
+			}
 			break
 		}
 		if werr := w.Flush(); werr != nil {
@@ -721,6 +726,18 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	<-done
 	uc.up.discard(uc)
 	return nil
+}
+
+// isFramingField reports whether a trailer field is one a sender must not
+// put in a trailer section (RFC 9110 §6.5.1): framing, routing, and the
+// fields read before the body.
+func isFramingField(name []byte) bool {
+	for _, n := range [...]string{"Content-Length", "Host", "Content-Type", "Content-Encoding", "Content-Range", "Trailer", "Authorization", "Set-Cookie", "Cache-Control", "Expect", "Max-Forwards", "TE"} {
+		if httpgrammar.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // goneWatch ends the wait for an upstream's body when the client goes.

@@ -277,3 +277,30 @@ func TestClientGoneEndsUpstream(t *testing.T) {
 		t.Fatal("the upstream request was never cancelled after the client left")
 	}
 }
+
+// Trailer fields pass through the proxy both ways; those RFC 9110 §6.5.1
+// keeps out of trailers do not.
+func TestTrailersPassedOn(t *testing.T) {
+	_, urls := upstreams(t, 1, func(int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Trailer", "X-Sum, Set-Cookie")
+			io.WriteString(w, "body;")
+			w.Header().Set("X-Sum", "up:"+r.Trailer.Get("X-Req-Sum")+","+r.Trailer.Get("Host"))
+			w.Header().Set("Set-Cookie", "a=b")
+		})
+	})
+	srv, _ := front(t, Options{Upstreams: urls})
+	req, _ := http.NewRequest("POST", srv.URL+"/", io.MultiReader(strings.NewReader("chunked body")))
+	req.ContentLength = -1
+	req.Trailer = http.Header{"X-Req-Sum": {"r1"}, "Host": {"evil"}}
+	resp, err := sluicetest.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "body;" || resp.Trailer.Get("X-Sum") != "up:r1," || resp.Trailer.Get("Set-Cookie") != "" {
+		t.Fatalf("body %q, trailers %v; want X-Sum up:r1, and no Set-Cookie", b, resp.Trailer)
+	}
+}
