@@ -288,6 +288,19 @@ func (c *Conn) Tunnel() (net.Conn, []byte, error) {
 	return nc, buffered, nil
 }
 
+// WriteInterim sends an interim (1xx) response with fields, name and
+// value pairs, at once (see engine.InterimWriter), as a proxy passes on
+// an upstream's 103 Early Hints; the final response's header is not
+// touched. It does nothing once the response is under way, or when the
+// server cannot send one.
+func (c *Conn) WriteInterim(code int, fields ...string) error {
+	iw, ok := c.conn.(engine.InterimWriter)
+	if !ok || c.top.committed {
+		return nil
+	}
+	return iw.WriteInterim(code, fields...)
+}
+
 // noCopy makes `go vet` report copies of a struct that embeds it.
 type noCopy struct{}
 
