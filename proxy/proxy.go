@@ -371,7 +371,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer) error {
 		tried |= 1 << i
 		up := p.ups[i]
 		up.active.Add(1)
-		uc, f := p.roundTrip(x, up, r, hasBody, expect, upgrade)
+		uc, f := p.roundTrip(c, x, up, r, hasBody, expect, upgrade)
 		if f == nil && x.head.status == http.StatusSwitchingProtocols {
 			err := p.tunnel(c, w, x, uc)
 			up.active.Add(-1)
@@ -420,7 +420,7 @@ func idempotent(r *engine.Request) bool {
 // roundTrip sends r to up and reads the response head into x.head. On
 // success the connection is returned, its body reader ready in x.body; on
 // failure the connection is closed and the failure says why.
-func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
+func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, r *engine.Request, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
 	uc, err := up.get(p.connectTO)
 	if err != nil {
 		switch {
@@ -464,7 +464,8 @@ func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody,
 			sendBody = false
 			x.head.close = true // the body it might wait for never comes
 		case err == nil:
-			// Another interim response: dropped; the final one follows.
+			// Another interim response: passed on; the final one follows.
+			passInterim(c, x)
 			sendBody = true
 		case isTimeout(err) && uc.got == 0:
 			// Silence: send the body anyway, as clients do.
@@ -502,7 +503,12 @@ func (p *Proxy) roundTrip(x *exchange, up *upstream, r *engine.Request, hasBody,
 			uc.nc.SetDeadline(time.Time{})
 			return uc, nil
 		}
-		// 1xx: 100 Continue the proxy did not ask for, 102, 103: dropped.
+		// Other interim responses (102, 103) go to the client as they
+		// come (RFC 9110 §15.2); those the proxy asked for (100 to its
+		// Expect) were handled above.
+		// Sent at once: a 103's hints are for now. (No byte of a
+		// response having come is no longer true: no retry follows.)
+		passInterim(c, x)
 	}
 	return uc, p.startBody(x, uc, r)
 }
@@ -726,6 +732,27 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	<-done
 	uc.up.discard(uc)
 	return nil
+}
+
+// passInterim passes the interim (1xx) response head in x on to the
+// client with its end-to-end fields (RFC 9110 §15.2: a proxy forwards
+// the 1xx responses it did not ask for).
+func passInterim(c *pipe.Conn, x *exchange) {
+	h := &x.head
+	var connBuf [maxConnectionFields][]byte
+	conn := connBuf[:0]
+	for _, f := range h.fields {
+		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
+			conn = append(conn, f.value)
+		}
+	}
+	x.fields = x.fields[:0]
+	for _, f := range h.fields {
+		if !httpgrammar.IsHopByHop(f.name, conn...) {
+			x.fields = append(x.fields, string(f.name), string(f.value))
+		}
+	}
+	c.WriteInterim(h.status, x.fields...)
 }
 
 // isFramingField reports whether a trailer field is one a sender must not

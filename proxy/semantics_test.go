@@ -183,3 +183,41 @@ func TestNoBodyResponses(t *testing.T) {
 		}
 	}
 }
+
+// Interim responses the proxy did not ask for reach the client as they
+// come (RFC 9110 §15.2): a 103 Early Hints with its Link field, before
+// the final response, which does not carry it.
+func TestEarlyHintsPassedOn(t *testing.T) {
+	up := newRawUpstream(t, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nConnection: X-Hop\r\nX-Hop: 1\r\n\r\n"+
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	srv, _ := front(t, Options{Upstreams: []string{up.URL}})
+	conn, err := srv.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(conn)
+	var interim []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "\r\n" {
+			break
+		}
+		interim = append(interim, strings.TrimSpace(line))
+	}
+	if len(interim) != 2 || interim[0] != "HTTP/1.1 103 Early Hints" || interim[1] != "Link: </a.css>; rel=preload" {
+		t.Fatalf("interim response %q, want the 103 with its Link only", interim)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "ok" || resp.Header.Get("Link") != "" {
+		t.Fatalf("final response %d %q, Link %q", resp.StatusCode, body, resp.Header.Get("Link"))
+	}
+}
