@@ -28,6 +28,7 @@ type upConn struct {
 	buf  []byte
 	r, w int
 
+	peek      [1]byte   // alive's read, kept off the heap
 	got       int64     // response bytes read since the request was sent
 	idleSince time.Time // when it was put in the pool
 	reused    bool      // served a request before this one
@@ -356,6 +357,12 @@ func (b *bodyReader) readTrailer() error {
 
 // isTimeout reports whether err is a deadline expiring.
 func isTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true // without the allocation errors.As costs
+	}
 	var ne net.Error
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -309,7 +309,9 @@ func (p *Proxy) Close() error {
 // happens in the content phase, so that every component of the pipeline
 // has run first and nothing is sent upstream for a request they refuse.
 func (p *Proxy) Handle(c *pipe.Conn) bool {
-	c.SetContent(func(w pipe.Writer) error { return p.serve(c, w) })
+	x := exchangePool.Get().(*exchange)
+	x.p, x.c = p, c
+	c.SetContent(x.content)
 	return true
 }
 
@@ -320,11 +322,37 @@ type exchange struct {
 	reqHead []byte
 	scratch []byte
 	fields  []string // the response fields passed on: name, value, …
+	text    []byte   // the bytes of fields, made one string
+	ends    []int    // where each name and value ends in text
+
+	p       *Proxy
+	c       *pipe.Conn
+	content pipe.Content // x.serve, bound once
 }
 
-var exchangePool = sync.Pool{New: func() any {
-	return &exchange{reqHead: make([]byte, 0, 4<<10), scratch: make([]byte, 32<<10)}
-}}
+// exchangePool holds exchanges between requests (New is set by init: an
+// exchange's content puts it back).
+var exchangePool sync.Pool
+
+func init() {
+	exchangePool.New = func() any {
+		x := &exchange{reqHead: make([]byte, 0, 4<<10), scratch: make([]byte, 32<<10)}
+		x.content = x.serve
+		return x
+	}
+}
+
+// serve is the request's content: the exchange with an upstream. The
+// exchange goes back to the pool after it (one whose content never runs,
+// because a later pipe ended the pipeline, is left to the collector).
+func (x *exchange) serve(w pipe.Writer) error {
+	p, c := x.p, x.c
+	defer func() {
+		x.p, x.c = nil, nil
+		exchangePool.Put(x)
+	}()
+	return p.serve(c, w, x)
+}
 
 // A failure of one attempt, and what the client is told if it is the
 // last.
@@ -337,13 +365,11 @@ type failure struct {
 }
 
 // serve proxies c's request and writes the response to w.
-func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer) error {
+func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	r := c.Request
 	if r.IsMethod("CONNECT") {
 		return writeError(c, w, http.StatusNotImplemented, "the proxy does not tunnel CONNECT")
 	}
-	x := exchangePool.Get().(*exchange)
-	defer exchangePool.Put(x)
 	hasBody := r.ContentLength != 0
 	expect := hasBody && expectsContinue(r)
 	upgrade := upgradeOf(r)
@@ -607,7 +633,8 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 	}
 	// The fields are views into the connection's buffer, which reading
 	// the body reuses: they are copied first.
-	x.fields = x.fields[:0]
+	// One string holds them all, cut into names and values.
+	x.text, x.ends = x.text[:0], x.ends[:0]
 	for _, f := range h.fields {
 		if httpgrammar.IsHopByHop(f.name, conn...) {
 			continue
@@ -615,7 +642,17 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 		if x.body.mode == bodyNone && len(f.name) == 14 && httpgrammar.EqualFold(f.name, "content-length") && !r.IsMethod("HEAD") {
 			continue
 		}
-		x.fields = append(x.fields, string(f.name), string(f.value))
+		x.text = append(x.text, f.name...)
+		x.ends = append(x.ends, len(x.text))
+		x.text = append(x.text, f.value...)
+		x.ends = append(x.ends, len(x.text))
+	}
+	text := string(x.text)
+	x.fields = x.fields[:0]
+	start := 0
+	for _, end := range x.ends {
+		x.fields = append(x.fields, text[start:end])
+		start = end
 	}
 	status, reusable := h.status, !h.close
 	hdr := c.Header()

@@ -109,8 +109,7 @@ func (c *upConn) alive() bool {
 		return false
 	}
 	c.nc.SetReadDeadline(time.Unix(1, 0))
-	var b [1]byte
-	n, err := c.nc.Read(b[:])
+	n, err := c.nc.Read(c.peek[:])
 	c.nc.SetReadDeadline(time.Time{})
 	return n == 0 && isTimeout(err)
 }
