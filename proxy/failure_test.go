@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,5 +120,69 @@ func TestUpstreamTimeoutAndBusy(t *testing.T) {
 	once.Do(func() { close(release) })
 	if code := <-first; code != 200 {
 		t.Fatalf("the request in flight got %d", code)
+	}
+}
+
+// The pool keeps at most max_idle_conns idle connections per upstream,
+// and at most max_conns open.
+func TestPoolBounds(t *testing.T) {
+	var open atomic.Int64
+	_, urls := upstreams(t, 1, func(int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	})
+	srv, p := front(t, Options{Upstreams: urls, MaxIdleConns: 2, MaxConns: 4})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				resp, err := sluicetest.Client.Get(srv.URL + "/")
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						open.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	u := p.ups[0]
+	u.mu.Lock()
+	idle, total := len(u.idle), u.open
+	u.mu.Unlock()
+	if idle > 2 || total > 2 || open.Load() == 0 {
+		t.Fatalf("after the load: %d idle, %d open, %d answered; want at most 2 idle and open", idle, total, open.Load())
+	}
+}
+
+// A connection idle longer than idle_timeout is not reused but closed;
+// one within it is reused.
+func TestIdleTimeout(t *testing.T) {
+	for _, c := range []struct {
+		idle    time.Duration
+		wantNew int64
+	}{{time.Hour, 1}, {time.Nanosecond, 10}} {
+		var conns atomic.Int64
+		up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+		up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		up.Start()
+		t.Cleanup(up.Close)
+		srv, p := front(t, Options{Upstreams: []string{up.URL}, IdleTimeout: c.idle})
+		for range 10 {
+			sluicetest.Get(t, srv.URL+"/")
+		}
+		p.ups[0].mu.Lock()
+		open := p.ups[0].open
+		p.ups[0].mu.Unlock()
+		if n := conns.Load(); n != c.wantNew || open != 1 {
+			t.Errorf("idle_timeout %v: %d connections made, %d open; want %d, 1", c.idle, n, open, c.wantNew)
+		}
 	}
 }

@@ -121,16 +121,31 @@ func (u *upstream) put(c *upConn) {
 	if len(c.buf) > readBufSize {
 		c.buf = c.buf[:readBufSize:readBufSize]
 	}
-	c.idleSince = time.Now()
+	now := time.Now()
+	c.idleSince = now
 	u.mu.Lock()
-	if u.closed || len(u.idle) >= u.maxIdle {
+	// Connections idle too long go now, oldest first, rather than wait
+	// for a get to find them: they hold a socket each.
+	var expired []*upConn
+	for len(u.idle) > 0 && u.idleTime > 0 && now.Sub(u.idle[0].idleSince) > u.idleTime {
+		expired = append(expired, u.idle[0])
+		u.idle[0] = nil
+		u.idle = u.idle[1:]
 		u.open--
-		u.mu.Unlock()
-		c.nc.Close()
-		return
 	}
-	u.idle = append(u.idle, c)
+	keep := !u.closed && len(u.idle) < u.maxIdle
+	if keep {
+		u.idle = append(u.idle, c)
+	} else {
+		u.open--
+	}
 	u.mu.Unlock()
+	if !keep {
+		c.nc.Close()
+	}
+	for _, e := range expired {
+		e.nc.Close()
+	}
 }
 
 // discard closes a connection that cannot serve another request.
