@@ -56,7 +56,8 @@
 // with it, and its body read from the client (which sends it 100
 // Continue) only once the upstream says 100 or stays silent for a
 // second; a final answer instead reaches the client without the body
-// ever being read. Other interim responses (102, 103 Early Hints) are
+// ever being read. An upstream that answers while the body is still
+// being sent (a 413) and closes has that answer passed on. Other interim responses (102, 103 Early Hints) are
 // passed on to the client as they come, with their end-to-end fields
 // (pipe.Conn.WriteInterim). Trailer fields are passed on both ways, but for those RFC
 // 9110 §6.5.1 keeps out of trailers (framing, Host, Content-Type,

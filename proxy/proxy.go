@@ -508,6 +508,12 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, r *engine.Req
 				up.discard(uc)
 				return nil, &failure{http.StatusBadRequest, "request body incomplete", err, false, false}
 			}
+			// The upstream may have answered before the body was all
+			// sent (a 413) and closed: that answer is the one to pass on.
+			if herr := uc.readHead(&x.head, p.maxHead, p.maxFields); herr == nil && x.head.status >= 200 {
+				x.head.close = true
+				return uc, p.startBody(x, uc, r)
+			}
 			return fail(http.StatusBadGateway, "upstream closed the connection", err)
 		}
 	} else if len(x.reqHead) > 0 {

@@ -221,3 +221,28 @@ func TestEarlyHintsPassedOn(t *testing.T) {
 		t.Fatalf("final response %d %q, Link %q", resp.StatusCode, body, resp.Header.Get("Link"))
 	}
 }
+
+// An upstream that answers before the request body is all sent (413,
+// say) and closes has that answer passed on, not a 502.
+func TestEarlyAnswerDuringUpload(t *testing.T) {
+	up := newRawUpstream(t, "HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big\n")
+	srv, _ := front(t, Options{Upstreams: []string{up.URL}})
+	conn, err := srv.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const size = 8 << 20
+	go func() {
+		io.WriteString(conn, fmt.Sprintf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size))
+		conn.Write(make([]byte, size)) // fails once the server stops reading
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too big\n" {
+		t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
+	}
+}
