@@ -90,8 +90,9 @@ type Options struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 
 	// StripPrefix is removed from the start of the canonical path before
-	// it is sent upstream ("/api" sends /api/users as /users); requests
-	// whose path does not start with it pass unchanged.
+	// it is sent upstream ("/api" sends /api/users as /users, /api as /);
+	// it matches whole segments, and requests whose path does not start
+	// with it (/apix) pass unchanged.
 	StripPrefix string `yaml:"strip_prefix"`
 
 	// Host is the Host sent upstream: "client" (the default: the one
@@ -373,10 +374,11 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	hasBody := r.ContentLength != 0
 	expect := hasBody && expectsContinue(r)
 	upgrade := upgradeOf(r)
-	var client []byte
+	var client []byte // ip_hash's key, kept apart from x.scratch, which bodies reuse
+	var clientBuf [48]byte
 	if p.bal.policy == IPHash {
 		if a := p.resolver.Addr(r); a.IsValid() {
-			client = a.AppendTo(x.scratch[:0])
+			client = a.AppendTo(clientBuf[:0])
 		}
 	}
 

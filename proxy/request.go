@@ -217,9 +217,11 @@ func (p *Proxy) appendTarget(b []byte, r *engine.Request) []byte {
 		return append(b, '*')
 	}
 	if p.stripPrefix != "" {
-		if rest, ok := strings.CutPrefix(string(r.Path), p.stripPrefix); ok {
-			if !strings.HasPrefix(rest, "/") {
-				rest = "/" + rest
+		// The prefix is whole segments: /api strips /api and /api/x,
+		// not /apix.
+		if rest, ok := strings.CutPrefix(string(r.Path), p.stripPrefix); ok && (rest == "" || rest[0] == '/') {
+			if rest == "" {
+				rest = "/"
 			}
 			b = append(b, (&url.URL{Path: rest}).EscapedPath()...)
 			if len(r.Query) > 0 {

@@ -76,6 +76,7 @@ func TestHostAndStripPrefix(t *testing.T) {
 		{Options{StripPrefix: "/api"}, "/api", "GET /\nhost=HOST\n"},
 		{Options{StripPrefix: "/api"}, "/api/a%20b", "GET /a%20b\nhost=HOST\n"},
 		{Options{StripPrefix: "/api"}, "/other", "GET /other\nhost=HOST\n"},
+		{Options{StripPrefix: "/api"}, "/apix/y", "GET /apix/y\nhost=HOST\n"},
 		{Options{StripPrefix: "/api"}, "/api/../api/x", "GET /x\nhost=HOST\n"},
 	} {
 		c.opts.Upstreams = []string{up}
