@@ -1,0 +1,221 @@
+package main_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/sluice-server/sluice/demo"
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+var update = flag.Bool("update", false, "rewrite demo/site/public/graph.svg from the demo's config")
+
+// startDemo starts sluice demo on a loopback port with the data directory
+// dir and returns it with the password it printed.
+func startDemo(t *testing.T, dir string) (*server, string) {
+	t.Helper()
+	cmd := exec.Command(binary, "demo", "--listen", "127.0.0.1:0", "--data", dir)
+	out := &sluicetest.Buffer{}
+	cmd.Stdout = out
+	s := startCmd(t, cmd)
+	if !strings.Contains(out.String(), "site:     "+filepath.Join(dir, demo.ConfigFile)+"\n") {
+		t.Errorf("sluice demo does not say where the site is:\n%s", out)
+	}
+	m := regexp.MustCompile(`private:  user (\S+), password (\S+)\n`).FindStringSubmatch(out.String())
+	if m == nil || m[1] != demo.User {
+		t.Fatalf("sluice demo printed no credentials:\n%s", out)
+	}
+	return s, m[2]
+}
+
+// TestDemo checks every route of the demo site over a real socket, as the
+// home page describes it.
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	s, password := startDemo(t, dir)
+	base := "http://" + s.addr
+	site := demo.FS()
+
+	cases := []struct {
+		path        string
+		fields      []string // request header fields, name and value
+		status      int
+		contentType string
+		contains    string
+	}{
+		{"/", nil, 200, "text/html; charset=utf-8", `<h2 id="config">`},
+		{"/favicon.svg", nil, 200, "image/svg+xml", "<svg"},
+		{"/favicon.ico", nil, 200, "image/x-icon", ""},
+		{"/graph.svg", nil, 200, "image/svg+xml", "<svg"},
+		{"/static/", nil, 200, "text/html; charset=utf-8", "opticks-book-two.html"},
+		{"/static/opticks-queries.html", nil, 200, "text/html; charset=utf-8", "worship our true Author"},
+		{"/template/", nil, 200, "text/html; charset=utf-8", "Parsed templates"},
+		// The headers pipe's field, and the query escaped.
+		{"/template/request?q=%3Cscript%3E", nil, 200, "text/html; charset=utf-8", "<td>set by the headers pipe</td>"},
+		{"/template/greet?name=%3Cscript%3Ex", nil, 200, "text/html; charset=utf-8", "Hello, &lt;script&gt;x!"},
+		{"/template/clock", nil, 200, "text/html; charset=utf-8", "<td>Sluice demo</td>"},
+		{"/template/nope", nil, 404, "", ""},
+		{"/private/", nil, 401, "", ""},
+		{"/files/", nil, 200, "text/html; charset=utf-8", "readme.txt"},
+		{"/files/readme.txt", nil, 200, "text/plain; charset=utf-8", "rot13 filter"},
+		{"/rot13/readme.txt", nil, 200, "text/plain; charset=utf-8", "ebg13 svygre"},
+		{"/hello", nil, 200, "text/plain; charset=utf-8", "Hello from Sluice!\n"},
+		{"/echo?q=sluice", nil, 200, "application/json", `"method":"R0VU"`}, // base64 of GET
+		{"/status?format=json", nil, 200, "application/json", `"requests":`},
+		{"/status", nil, 200, "text/html; charset=utf-8", ""},
+		{"/home", nil, 301, "", ""},
+		{"/nope", nil, 404, "", ""},
+	}
+	for _, c := range cases {
+		resp, body := sluicetest.Get(t, base+c.path, c.fields...)
+		if resp.StatusCode != c.status || c.contentType != "" && resp.Header.Get("Content-Type") != c.contentType ||
+			!strings.Contains(body, c.contains) {
+			t.Errorf("GET %s = %d %q %.80q; want %d %q with %q", c.path, resp.StatusCode, resp.Header.Get("Content-Type"), body,
+				c.status, c.contentType, c.contains)
+		}
+	}
+	if _, body := sluicetest.Get(t, base+"/template/request?q=%3Cscript%3E"); strings.Contains(body, "<script>") || !strings.Contains(body, "&lt;script&gt;") {
+		t.Errorf("/template/request does not print the query escaped")
+	}
+	if resp, _ := sluicetest.Get(t, base+"/home"); resp.Header.Get("Location") != "/" {
+		t.Errorf("/home redirects to %q, want /", resp.Header.Get("Location"))
+	}
+	if resp, _ := sluicetest.Get(t, base+"/"); resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("/ lacks the field the headers pipe sets: %v", resp.Header)
+	}
+
+	// The flat pages are the files of the site, about 80 KB each.
+	for _, name := range []string{"opticks-book-one.html", "opticks-book-two.html", "opticks-queries.html"} {
+		want, _ := fs.ReadFile(site, "static/"+name)
+		if _, body := sluicetest.Get(t, base+"/static/"+name); body != string(want) || len(body) < 75_000 {
+			t.Errorf("/static/%s: %d bytes, want the site's %d", name, len(body), len(want))
+		}
+	}
+
+	// Assets are compressed as the client asks.
+	css, _ := fs.ReadFile(site, "assets/style.css")
+	for _, coding := range []string{"zstd", "gzip"} {
+		resp, body := sluicetest.Get(t, base+"/assets/style.css", "Accept-Encoding", coding)
+		if resp.Header.Get("Content-Encoding") != coding || resp.Header.Get("Content-Type") != "text/css; charset=utf-8" {
+			t.Errorf("/assets/style.css for %s: Content-Encoding %q, Content-Type %q", coding, resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
+			continue
+		}
+		var r io.Reader
+		if coding == "gzip" {
+			r, _ = gzip.NewReader(strings.NewReader(body))
+		} else {
+			d, _ := zstd.NewReader(strings.NewReader(body))
+			defer d.Close()
+			r = d
+		}
+		if r == nil {
+			t.Errorf("/assets/style.css: not %s", coding)
+			continue
+		}
+		if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, css) {
+			t.Errorf("/assets/style.css decoded from %s: %d bytes, %v; want the site's %d", coding, len(got), err, len(css))
+		}
+	}
+
+	// The private area: 401 without the printed password, 200 with it.
+	resp, _ := sluicetest.Get(t, base+"/private/")
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), `Basic realm="Sluice demo"`) {
+		t.Errorf("/private/ without credentials = %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	for pw, want := range map[string]int{password: 200, password + "x": 401} {
+		req, _ := http.NewRequest("GET", base+"/private/", nil)
+		req.SetBasicAuth(demo.User, pw)
+		if resp, body := sluicetest.Do(t, req); resp.StatusCode != want || want == 200 && !strings.Contains(body, "You are in.") {
+			t.Errorf("/private/ with password %q = %d %.60q, want %d", pw, resp.StatusCode, body, want)
+		}
+	}
+
+	// Every link of the home page answers.
+	_, home := sluicetest.Get(t, base+"/")
+	links := regexp.MustCompile(`href="(/[^"#]*)"`).FindAllStringSubmatch(home, -1)
+	if len(links) < 20 {
+		t.Errorf("the home page has %d links", len(links))
+	}
+	for _, l := range links {
+		path := strings.ReplaceAll(l[1], "&amp;", "&")
+		if resp, _ := sluicetest.Get(t, base+path); resp.StatusCode != 200 && resp.StatusCode != 301 && resp.StatusCode != 401 {
+			t.Errorf("the home page links to %s, which answers %d", path, resp.StatusCode)
+		}
+	}
+
+	// The rate limit lets three through at once, then one a second:
+	// ten in a row cannot all pass.
+	limited := 0
+	for range 10 {
+		resp, _ := sluicetest.Get(t, base+"/limited")
+		if resp.StatusCode == 429 {
+			limited++
+			if resp.Header.Get("Retry-After") == "" {
+				t.Errorf("429 without Retry-After")
+			}
+		}
+	}
+	if limited == 0 {
+		t.Errorf("/limited let ten requests in a row through")
+	}
+
+	if code := s.stop(t, os.Interrupt); code != 0 {
+		t.Errorf("exit status after SIGINT = %d, want 0\n%s", code, s.stderr())
+	}
+
+	// Started again on its data directory, the demo keeps its password
+	// and puts back the site's files.
+	os.WriteFile(filepath.Join(dir, "public", "index.html"), []byte("edited"), 0o644)
+	s, again := startDemo(t, dir)
+	if again != password {
+		t.Errorf("second start printed password %q, want %q", again, password)
+	}
+	if _, body := sluicetest.Get(t, "http://"+s.addr+"/"); !strings.Contains(body, `<h2 id="config">`) {
+		t.Errorf("GET / after an edit = %.80q, want the site's home page back", body)
+	}
+	s.stop(t, os.Interrupt)
+}
+
+// TestDemoGraph checks that the picture of the demo's config on its home
+// page is what sluice graph --svg draws of it (-update redraws it).
+func TestDemoGraph(t *testing.T) {
+	sluicetest.NeedTool(t, "dot", "graphviz")
+	dir := t.TempDir()
+	if _, err := demo.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := demo.Credentials(dir); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "graph", "-c", demo.ConfigFile, "--svg", "graph.svg")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sluice graph: %v\n%s", err, out)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "graph.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := filepath.Join("..", "..", "demo", "site", "public", "graph.svg")
+	if *update {
+		if err := os.WriteFile(committed, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want, _ := os.ReadFile(committed); !bytes.Equal(got, want) {
+		t.Errorf("%s is not what sluice graph --svg draws of %s; go test ./cmd/sluice -run TestDemoGraph -update redraws it", committed, demo.ConfigFile)
+	}
+}
