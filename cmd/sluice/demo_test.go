@@ -77,6 +77,10 @@ func TestDemo(t *testing.T) {
 		{"/status", nil, 200, "text/html; charset=utf-8", ""},
 		{"/home", nil, 301, "", ""},
 		{"/nope", nil, 404, "", ""},
+		// The data directory's secrets are reachable by no route.
+		{"/users.htpasswd", nil, 404, "", ""},
+		{"/users.password", nil, 404, "", ""},
+		{"/public/index.html", nil, 404, "", ""},
 	}
 	for _, c := range cases {
 		resp, body := sluicetest.Get(t, base+c.path, c.fields...)
@@ -94,6 +98,12 @@ func TestDemo(t *testing.T) {
 	}
 	if resp, _ := sluicetest.Get(t, base+"/"); resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Errorf("/ lacks the field the headers pipe sets: %v", resp.Header)
+	}
+
+	// The config the site shows is the file it runs.
+	cfg, _ := fs.ReadFile(site, demo.ConfigFile)
+	if _, body := sluicetest.Get(t, base+"/sluice.yaml"); body != string(cfg) {
+		t.Errorf("/sluice.yaml = %.80q, want the site's config file", body)
 	}
 
 	// The flat pages are the files of the site, about 80 KB each.
