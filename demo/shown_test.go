@@ -104,6 +104,7 @@ func TestHomeLinksEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	for m := range routes {
+		m, _, _ = strings.Cut(m, "{") // a pattern with parameters: a path it matches
 		if !strings.Contains(string(home), `href="`+m) {
 			t.Errorf("the home page has no link to the route %s", m)
 		}

@@ -30,6 +30,9 @@ func startDemo(t *testing.T, dir string) (*server, string) {
 	out := &sluicetest.Buffer{}
 	cmd.Stdout = out
 	s := startCmd(t, cmd)
+	// What the process wrote before it listened may still be on its way
+	// through the pipe.
+	sluicetest.WaitFor(t, "the credentials on stdout", func() bool { return strings.Contains(out.String(), "private:") })
 	if !strings.Contains(out.String(), "site:     "+filepath.Join(dir, demo.ConfigFile)+"\n") {
 		t.Errorf("sluice demo does not say where the site is:\n%s", out)
 	}
@@ -72,6 +75,9 @@ func TestDemo(t *testing.T) {
 		{"/files/readme.txt", nil, 200, "text/plain; charset=utf-8", "rot13 filter"},
 		{"/rot13/readme.txt", nil, 200, "text/plain; charset=utf-8", "ebg13 svygre"},
 		{"/hello", nil, 200, "text/plain; charset=utf-8", "Hello from Sluice!\n"},
+		{"/hello/Isaac%20Newton", nil, 200, "text/html; charset=utf-8", "<h1>Hello, Isaac Newton!</h1>"},
+		{"/hello/%3Cb%3E", nil, 200, "text/html; charset=utf-8", "<h1>Hello, &lt;b&gt;!</h1>"},
+		{"/hello/a/b", nil, 404, "", ""},
 		{"/echo?q=sluice", nil, 200, "application/json", `"method":"R0VU"`}, // base64 of GET
 		{"/status?format=json", nil, 200, "application/json", `"requests":`},
 		{"/status", nil, 200, "text/html; charset=utf-8", ""},
