@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
@@ -43,6 +44,9 @@ const (
 	// PasswordFile holds User's password itself (mode 0600), for
 	// sluice demo to print at each start.
 	PasswordFile = "users.password"
+	// ManifestFile lists the files Write wrote, one slash path a line,
+	// for the next Write to remove those the site no longer has.
+	ManifestFile = ".demo-files"
 )
 
 // FS returns the demo site: ConfigFile at its root and the folders it
@@ -60,11 +64,13 @@ func FS() fs.FS {
 // and returns the number of files it wrote. A file already there with the
 // same content is left as it is (its modification time, and so the
 // validators the server sends for it, unchanged); one whose content
-// differs, from an older binary or edited by hand, is replaced. Files of
-// dir that the site does not have, such as a database or Credentials'
-// files, are left alone.
+// differs, from an older binary or edited by hand, is replaced. A file
+// that an earlier Write put there (it is listed in ManifestFile) and the
+// site no longer has is removed; other files of dir, such as a database
+// or Credentials' files, are left alone.
 func Write(dir string) (written int, err error) {
 	fsys := FS()
+	var names []string
 	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -73,6 +79,7 @@ func Write(dir string) (written int, err error) {
 		if d.IsDir() {
 			return os.MkdirAll(path, 0o755)
 		}
+		names = append(names, name)
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return err
@@ -93,7 +100,18 @@ func Write(dir string) (written int, err error) {
 		written++
 		return nil
 	})
-	return written, err
+	if err != nil {
+		return written, err
+	}
+	manifest := filepath.Join(dir, ManifestFile)
+	if old, err := os.ReadFile(manifest); err == nil {
+		for _, name := range strings.Split(string(old), "\n") {
+			if name != "" && fs.ValidPath(name) && !slices.Contains(names, name) {
+				os.Remove(filepath.Join(dir, filepath.FromSlash(name)))
+			}
+		}
+	}
+	return written, os.WriteFile(manifest, []byte(strings.Join(names, "\n")+"\n"), 0o644)
 }
 
 // Credentials returns the password of User for the site in dir. The first

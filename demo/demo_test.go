@@ -56,6 +56,19 @@ func TestWrite(t *testing.T) {
 	if n, err := demo.Write(dir); err != nil || n != 0 {
 		t.Errorf("Write a third time = %d, %v; want 0", n, err)
 	}
+	// A file an older site had is removed; one Write never wrote is not.
+	manifest, _ := os.ReadFile(filepath.Join(dir, demo.ManifestFile))
+	os.WriteFile(filepath.Join(dir, "public", "old.html"), []byte("old"), 0o644)
+	os.WriteFile(filepath.Join(dir, demo.ManifestFile), append(manifest, "public/old.html\n../escape\n"...), 0o644)
+	if _, err := demo.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "public", "old.html")); err == nil {
+		t.Errorf("public/old.html, which the site no longer has, is still there")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "articles.db")); err != nil {
+		t.Errorf("articles.db: %v", err)
+	}
 }
 
 func TestCredentials(t *testing.T) {
