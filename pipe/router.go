@@ -55,16 +55,22 @@ type Route struct {
 
 	// Pipeline serves the requests the route matches.
 	Pipeline Component
+
+	// ErrorPages, if set, are the route's error pages (see ErrorPages;
+	// typically its own over the server's): the router sets them once it
+	// has chosen the route, before it checks the path parameters, so a 400
+	// for a parameter gets them as the pipeline's errors do.
+	ErrorPages *ErrorPages
 }
 
 // Router is a Component that sends each request down the pipeline of the
-// most specific route that matches it: an exact path first, then a
-// pattern with captures, then a prefix, a longer prefix before a shorter
-// one; for the same pattern, a route with a Host before one without.
-// Among patterns with captures that match a path (they have its number
-// of segments), the first segment where they differ decides: a literal
-// beats a capture, so "/a/new" beats "/a/{id}", which beats "/{x}/{y}",
-// and "/a/{x}/c" beats "/{y}/b/c". Requests no route matches get 404. A
+// most specific route that matches it: an exact path first; then,
+// segment by segment, a literal beats a capture and a capture beats the
+// rest of the path a prefix takes, so "/a/new" beats "/a/{id}", which
+// beats "/{x}/{y}", "/a/{x}/c" beats "/{y}/b/c", "/static/" beats
+// "/{x}/{y}" (for "/static/img") and "/a/{id}" beats "/a/"; a longer
+// prefix beats a shorter one; for the same pattern, a route with a Host
+// before one without. Requests no route matches get 404. A
 // Router is immutable and safe for concurrent use.
 type Router struct {
 	exact    map[string][]*route
@@ -76,9 +82,11 @@ type route struct {
 	pattern string
 	key     string    // PatternKey(pattern)
 	segs    []segment // nil for a pattern without captures
+	depth   int       // literal segments before the first capture, or a prefix's segments
 	host    string    // lower-case; "" for any
 	methods []string
 	comp    Component
+	pages   *ErrorPages
 }
 
 // NewRouter builds a router. It refuses an empty pattern, a pattern that
@@ -108,7 +116,15 @@ func NewRouter(routes ...Route) (*Router, error) {
 				return nil, fmt.Errorf("route %d: %v", i, err)
 			}
 			host := strings.TrimSuffix(strings.ToLower(r.Host), ".")
-			e := &route{pattern: p, key: PatternKey(p), segs: segs, host: host, methods: routeMethods(r.Methods), comp: r.Pipeline}
+			e := &route{pattern: p, key: PatternKey(p), segs: segs, host: host, methods: routeMethods(r.Methods), comp: r.Pipeline, pages: r.ErrorPages}
+			switch {
+			case segs != nil:
+				for e.depth < len(segs) && segs[e.depth].name == "" {
+					e.depth++
+				}
+			case strings.HasSuffix(p, "/"):
+				e.depth = strings.Count(p, "/") - 1
+			}
 			key := e.key + " " + e.host
 			for _, o := range seen[key] {
 				if MethodsOverlap(o.methods, e.methods) {
@@ -153,6 +169,23 @@ func NewRouter(routes ...Route) (*Router, error) {
 		sort.SliceStable(es, func(i, j int) bool { return es[i].host != "" && es[j].host == "" })
 	}
 	return rt, nil
+}
+
+// prefixDeeper reports whether a prefix route for host that matches the
+// path p has more than depth segments: more literal segments than the
+// first matching capture pattern has before its first capture, which is
+// then the less specific (segment by segment, a literal beats a capture,
+// and a capture beats the rest of the path a prefix takes). The first
+// prefix that matches is the deepest: prefixes are sorted longest first,
+// and of two prefixes of one path the longer has more segments.
+func (rt *Router) prefixDeeper(p []byte, host []byte, depth int) bool {
+	for _, e := range rt.prefix {
+		if len(p) >= len(e.pattern) && string(p[:len(e.pattern)]) == e.pattern &&
+			(e.host == "" || hostMatches(e.host, host)) {
+			return e.depth > depth
+		}
+	}
+	return false
 }
 
 // routeMethods returns the methods a route restricted to ms takes: ms,
@@ -216,6 +249,9 @@ func (rt *Router) Handle(c *Conn) bool {
 			allow = append(allow, e.methods...)
 			return nil, false
 		}
+		if e.pages != nil {
+			c.pages = e.pages
+		}
 		return e.comp, true
 	}
 	for _, e := range rt.exact[string(r.Path)] {
@@ -230,6 +266,9 @@ func (rt *Router) Handle(c *Conn) bool {
 					break // a more specific shape was the request's; its methods did not fit
 				}
 				if matchSegments(e.segs, r.Path) {
+					if !located && rt.prefixDeeper(r.Path, host, e.depth) {
+						break // a prefix's literal segments go further than any shape's
+					}
 					if comp, ok := try(e); ok {
 						if !c.capture(e.segs) {
 							return false

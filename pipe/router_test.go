@@ -107,8 +107,8 @@ func params(tag string) Source {
 }
 
 // Patterns with captures: which route each path takes (exact paths
-// first, then captures, the first literal segment winning, then
-// prefixes), the values captured, 400 for a segment an int capture
+// first, then segment by segment: a literal beats a capture, which beats
+// the rest of the path a prefix takes), the values captured, 400 for a segment an int capture
 // refuses, and methods and hosts as for other patterns; over a real
 // socket, so the paths are the engine's canonical ones.
 func TestRouterCaptures(t *testing.T) {
@@ -122,6 +122,7 @@ func TestRouterCaptures(t *testing.T) {
 		Route{Match: []string{"/{a}/{b}"}, Host: "example.com", Pipeline: params("host-two")},
 		Route{Match: []string{"/user/{name}"}, Host: "example.com", Pipeline: params("host-user")},
 		Route{Match: []string{"/static/"}, Pipeline: params("static")},
+		Route{Match: []string{"/article/"}, Pipeline: params("articles")},
 		Route{Match: []string{"/"}, Pipeline: params("root")},
 	)
 	if err != nil {
@@ -148,9 +149,10 @@ func TestRouterCaptures(t *testing.T) {
 		{"GET", "", "/article/x/../42", 200, "article id=42"},
 		{"DELETE", "", "/article/42", 200, "delete id=42"},
 		{"DELETE", "", "/article/abc", 400, "400 Bad Request: path parameter id: not an integer"},
-		{"POST", "", "/article/42", 405, ""},      // the shape is the request's: no falling to /{a}/{b}
-		{"POST", "", "/article/abc", 405, ""},     // 405 before the parameter is looked at
-		{"GET", "", "/article/42/", 200, "root"},  // a capture never matches an empty segment
+		{"POST", "", "/article/42", 405, ""},         // the shape is the request's: no falling to /{a}/{b}
+		{"POST", "", "/article/abc", 405, ""},        // 405 before the parameter is looked at
+		{"GET", "", "/article/42/", 200, "articles"}, // a capture never matches an empty segment
+		{"GET", "", "/article/42/x", 200, "articles"},
 		{"GET", "", "/article/4%2F2", 400, "400"}, // the engine refuses an encoded slash
 		{"GET", "", "/article/4%2f2", 400, "400"}, //
 		{"GET", "", "/article/4%002", 400, "400"}, // and a NUL
@@ -158,7 +160,8 @@ func TestRouterCaptures(t *testing.T) {
 		{"GET", "", "/article/7/comments/3", 200, "comment id=7 n=3"},
 		{"GET", "", "/article/7/comments/latest", 400, "400 Bad Request: path parameter n: not an integer"}, // the earlier literal wins
 		{"GET", "", "/blog/7/comments/latest", 200, "latest section=blog id=7"},
-		{"GET", "", "/static/x", 200, "two a=static b=x"}, // captures before prefixes
+		{"GET", "", "/static/x", 200, "static"},       // a prefix's literal segment beats a capture
+		{"GET", "", "/stat/x", 200, "two a=stat b=x"}, // a capture beats the rest a prefix takes
 		{"GET", "", "/static/x/y", 200, "static"},
 		{"GET", "", "/a", 200, "root"},
 		{"GET", "", "/a/b/c", 200, "root"},
