@@ -196,6 +196,7 @@ const topbar = `<header class="topbar"><div class="inner">
 <a href="/static/">Static</a>
 <a href="/template/">Templates</a>
 <a href="/files/">Files</a>
+<a href="/app/">App</a>
 <a href="/private/">Private</a>
 <a href="/status">Status</a>
 <a href="/#config">Config</a>

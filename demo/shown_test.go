@@ -21,15 +21,17 @@ var update = flag.Bool("update", false, "rewrite the config the pages show from 
 
 // shownBlock is a block of a page that shows part of the config file:
 //
-//	<!-- sluice.yaml: route /static/ -->  (the route whose first match is /static/)
-//	<!-- sluice.yaml: all -->             (the whole file)
+//	<!-- sluice.yaml: route /static/ -->    (the route whose first match is /static/)
+//	<!-- sluice.yaml: key error_pages -->   (a top-level key)
+//	<!-- sluice.yaml: all -->               (the whole file)
 //	...generated...
 //	<!-- sluice.yaml: end -->
-var shownBlock = regexp.MustCompile(`(?s)(<!-- sluice\.yaml: (route (\S+)|all) -->\n)(.*?)(<!-- sluice\.yaml: end -->)`)
+var shownBlock = regexp.MustCompile(`(?s)(<!-- sluice\.yaml: (route (\S+)|key (\S+)|all) -->\n)(.*?)(<!-- sluice\.yaml: end -->)`)
 
 // TestConfigShown checks that every page shows the config file as it is:
 // each block marked as showing a route holds that route's lines of
-// site/sluice.yaml, and a block marked "all" the whole file. With -update
+// site/sluice.yaml, one marked with a key that top-level key's lines, and
+// a block marked "all" the whole file. With -update
 // it rewrites the blocks instead.
 func TestConfigShown(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("site", demo.ConfigFile))
@@ -64,10 +66,18 @@ func TestConfigShown(t *testing.T) {
 				shown[m[3]] = true
 				body = showLines(dedent(lines[r.first-1:r.last]), r.first)
 			}
-			return m[1] + body + m[5]
+			if m[4] != "" {
+				r, ok := keyLines(lines, m[4])
+				if !ok {
+					missing = append(missing, m[4])
+					return block
+				}
+				body = showLines(lines[r.first-1:r.last], r.first)
+			}
+			return m[1] + body + m[6]
 		})
 		for _, m := range missing {
-			t.Errorf("%s shows the route %s, which %s does not have", path, m, demo.ConfigFile)
+			t.Errorf("%s shows %s, which %s does not have", path, m, demo.ConfigFile)
 		}
 		if want == string(page) {
 			return nil
@@ -170,6 +180,28 @@ func routeLines(src []byte) (map[string]routeSpan, error) {
 	return spans, nil
 }
 
+// keyLines returns the lines of the top-level key of the config file,
+// with the comment lines just above it.
+func keyLines(lines []string, key string) (routeSpan, bool) {
+	for i, l := range lines {
+		if !strings.HasPrefix(l, key+":") {
+			continue
+		}
+		first, last := i+1, i+1
+		for first > 1 && strings.HasPrefix(lines[first-2], "#") {
+			first--
+		}
+		for last < len(lines) && (lines[last] == "" || lines[last][0] == ' ' || lines[last][0] == '-') {
+			last++
+		}
+		for t := strings.TrimSpace(lines[last-1]); last > i+1 && (t == "" || t[0] == '#'); t = strings.TrimSpace(lines[last-1]) {
+			last--
+		}
+		return routeSpan{first, last}, true
+	}
+	return routeSpan{}, false
+}
+
 // dedent removes the indentation common to lines.
 func dedent(lines []string) []string {
 	indent := -1
@@ -269,6 +301,13 @@ limits: {max_body: 1MiB}
 	}
 	if h := highlight(`      - text: "#1"   # then <one>`); h != `      - <span class="k">text</span>: &#34;#1&#34;   <span class="c"># then &lt;one&gt;</span>` {
 		t.Errorf("highlight = %q", h)
+	}
+	lines := strings.Split(string(src), "\n")
+	if got, ok := keyLines(lines, "listen"); !ok || got != (routeSpan{1, 1}) {
+		t.Errorf("keyLines(listen) = %v, %v", got, ok)
+	}
+	if got, ok := keyLines(lines, "routes"); !ok || got != (routeSpan{2, 14}) {
+		t.Errorf("keyLines(routes) = %v, %v", got, ok)
 	}
 	if got := dedent([]string{"  - a", "", "    b"}); !slices.Equal(got, []string{"- a", "", "  b"}) {
 		t.Errorf("dedent = %q", got)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,7 +21,9 @@ import (
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
-var update = flag.Bool("update", false, "rewrite demo/site/public/graph.svg from the demo's config")
+// update makes the tests of the demo rewrite what they check: its graph
+// (TestDemoGraph) and its screenshots (TestDemoInBrowser).
+var update = flag.Bool("update", false, "rewrite demo/site/public/graph.svg (TestDemoGraph) and docs/demo/screenshots (TestDemoInBrowser)")
 
 // startDemo starts sluice demo on a loopback port with the data directory
 // dir and returns it with the password it printed.
@@ -82,7 +85,14 @@ func TestDemo(t *testing.T) {
 		{"/status?format=json", nil, 200, "application/json", `"requests":`},
 		{"/status", nil, 200, "text/html; charset=utf-8", ""},
 		{"/home", nil, 301, "", ""},
-		{"/nope", nil, 404, "", ""},
+		// Error pages.
+		{"/nope", nil, 404, "text/html; charset=utf-8", "Nothing here."},
+		{"/hello/a/b", nil, 404, "text/html; charset=utf-8", "Nothing here."},
+		{"/private/", nil, 401, "text/html; charset=utf-8", "<h1>Unauthorized.</h1>"},
+		// The single-page app: a path naming no file gets its page.
+		{"/app/", nil, 200, "text/html; charset=utf-8", "<h1>A single-page app</h1>"},
+		{"/app/colours/violet", nil, 200, "text/html; charset=utf-8", "<h1>A single-page app</h1>"},
+		{"/assets/app.js", nil, 200, "text/javascript; charset=utf-8", "history.pushState"},
 		// The data directory's secrets are reachable by no route.
 		{"/users.htpasswd", nil, 404, "", ""},
 		{"/users.password", nil, 404, "", ""},
@@ -158,16 +168,19 @@ func TestDemo(t *testing.T) {
 		}
 	}
 
-	// Every link of the home page answers.
+	// Every link of the home page answers, as its data-expect-status
+	// says when it leads to an error on purpose.
 	_, home := sluicetest.Get(t, base+"/")
-	links := regexp.MustCompile(`href="(/[^"#]*)"`).FindAllStringSubmatch(home, -1)
+	links := regexp.MustCompile(`href="(/[^"#]*)"(?: data-expect-status="(\d+)")?`).FindAllStringSubmatch(home, -1)
 	if len(links) < 20 {
 		t.Errorf("the home page has %d links", len(links))
 	}
 	for _, l := range links {
 		path := strings.ReplaceAll(l[1], "&amp;", "&")
-		if resp, _ := sluicetest.Get(t, base+path); resp.StatusCode != 200 && resp.StatusCode != 301 && resp.StatusCode != 401 {
-			t.Errorf("the home page links to %s, which answers %d", path, resp.StatusCode)
+		resp, _ := sluicetest.Get(t, base+path)
+		if got := strconv.Itoa(resp.StatusCode); l[2] != "" && got != l[2] ||
+			l[2] == "" && got != "200" && got != "301" && got != "401" {
+			t.Errorf("the home page links to %s, which answers %s", path, got)
 		}
 	}
 
@@ -182,6 +195,9 @@ func TestDemo(t *testing.T) {
 				t.Errorf("429 without Retry-After")
 			}
 		}
+	}
+	if resp, body := sluicetest.Get(t, base+"/limited"); resp.StatusCode != 429 || !strings.Contains(body, "<h1>Too Many Requests.</h1>") {
+		t.Errorf("/limited once more = %d %.60q, want the 429 error page", resp.StatusCode, body)
 	}
 	if limited == 0 {
 		t.Errorf("/limited let ten requests in a row through")
