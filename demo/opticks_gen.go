@@ -195,6 +195,7 @@ const topbar = `<header class="topbar"><div class="inner">
 <nav>
 <a href="/static/">Static</a>
 <a href="/template/">Templates</a>
+<a href="/dynamic/articles">Articles</a>
 <a href="/files/">Files</a>
 <a href="/app/">App</a>
 <a href="/private/">Private</a>

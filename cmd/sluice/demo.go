@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"io"
@@ -24,10 +26,11 @@ writes the site into the data directory DIR (by default sluice/demo in
 the user's cache directory): its config file, sluice.yaml, and the
 folders that file serves, replacing the files that differ from the
 binary's and keeping the rest. The first run with a directory also makes
-the password of the site's private area. Then it serves DIR/sluice.yaml
-as 'sluice serve -c DIR/sluice.yaml' does, --listen overriding the
-file's listen (:8080), and prints where the site is, its address, and
-the user and password of the private area.`,
+the password of the site's private area and its database, articles.db
+(SQLite, 10,000 rows). Then it serves DIR/sluice.yaml as 'sluice serve
+-c DIR/sluice.yaml' does, --listen overriding the file's listen (:8080),
+and prints where the site is, its address, and the user and password of
+the private area.`,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
 		listen := fs.String("listen", "", "the `ADDR`ess to listen on: host:port, :port or unix:/path (default: the config file's, :8080)")
 		data := fs.String("data", "", "the data `DIR`ectory the site is written to and served from (default: sluice/demo in the user's cache directory)")
@@ -74,12 +77,31 @@ func prepareDemo(dir, listen string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("making the password: %w", err)
 	}
+	created, err := createArticles(dir)
+	if err != nil {
+		return fmt.Errorf("creating the articles: %w", err)
+	}
 	fmt.Fprintf(stdout, "Sluice demo\n  site:     %s\n", filepath.Join(dir, demo.ConfigFile))
+	if created {
+		fmt.Fprintf(stdout, "  data:     %s, %d articles, made now\n", filepath.Join(dir, demo.ArticlesFile), demo.ArticleCount)
+	}
 	if u := demoURL(dir, listen); u != "" {
 		fmt.Fprintf(stdout, "  open:     %s\n", u)
 	}
 	fmt.Fprintf(stdout, "  private:  user %s, password %s\n", demo.User, password)
 	return nil
+}
+
+// createArticles creates the demo's SQLite database of articles in dir,
+// unless it is there, and reports whether it did. The sqlite driver is
+// the one the binary links for the databases of config files.
+func createArticles(dir string) (bool, error) {
+	db, err := sql.Open("sqlite", filepath.Join(dir, demo.ArticlesFile))
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	return demo.CreateArticles(context.Background(), db)
 }
 
 // demoURL returns the URL the site will answer at: on listen, or on the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"flag"
+	"html"
 	"io"
 	"io/fs"
 	"net/http"
@@ -26,13 +27,13 @@ import (
 var update = flag.Bool("update", false, "rewrite demo/site/public/graph.svg (TestDemoGraph) and docs/demo/screenshots (TestDemoInBrowser)")
 
 // startDemo starts sluice demo on a loopback port with the data directory
-// dir and returns it with the password it printed.
-func startDemo(t *testing.T, dir string) (*server, string) {
+// dir and returns it with the password it printed and all it printed.
+func startDemo(t *testing.T, dir string) (s *server, password, stdout string) {
 	t.Helper()
 	cmd := exec.Command(binary, "demo", "--listen", "127.0.0.1:0", "--data", dir)
 	out := &sluicetest.Buffer{}
 	cmd.Stdout = out
-	s := startCmd(t, cmd)
+	s = startCmd(t, cmd)
 	// What the process wrote before it listened may still be on its way
 	// through the pipe.
 	sluicetest.WaitFor(t, "the credentials on stdout", func() bool { return strings.Contains(out.String(), "private:") })
@@ -43,16 +44,22 @@ func startDemo(t *testing.T, dir string) (*server, string) {
 	if m == nil || m[1] != demo.User {
 		t.Fatalf("sluice demo printed no credentials:\n%s", out)
 	}
-	return s, m[2]
+	return s, m[2], out.String()
 }
 
 // TestDemo checks every route of the demo site over a real socket, as the
 // home page describes it.
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
-	s, password := startDemo(t, dir)
+	s, password, out := startDemo(t, dir)
+	made := filepath.Join(dir, demo.ArticlesFile) + ", 10000 articles, made now"
+	if !strings.Contains(out, made) {
+		t.Errorf("the first start does not say it made the database:\n%s", out)
+	}
 	base := "http://" + s.addr
 	site := demo.FS()
+	title1, _ := demo.Article(1)
+	title10000, _ := demo.Article(10000)
 
 	cases := []struct {
 		path        string
@@ -93,6 +100,14 @@ func TestDemo(t *testing.T) {
 		{"/app/", nil, 200, "text/html; charset=utf-8", "<h1>A single-page app</h1>"},
 		{"/app/colours/violet", nil, 200, "text/html; charset=utf-8", "<h1>A single-page app</h1>"},
 		{"/assets/app.js", nil, 200, "text/javascript; charset=utf-8", "history.pushState"},
+		// Pages from the database.
+		{"/dynamic/article/1", nil, 200, "text/html; charset=utf-8", "<h1>" + html.EscapeString(title1) + "</h1>"},
+		{"/dynamic/article/10000", nil, 200, "text/html; charset=utf-8", "<h1>" + html.EscapeString(title10000) + "</h1>"},
+		{"/dynamic/article/13", nil, 200, "text/html; charset=utf-8", "<h1>&lt;script&gt;alert(&#34;article 13&#34;)&lt;/script&gt;"},
+		{"/dynamic/article/x", nil, 400, "", ""},
+		{"/dynamic/article/99999", nil, 404, "text/html; charset=utf-8", "Nothing here."},
+		{"/dynamic/articles?after=9990", nil, 200, "text/html; charset=utf-8", `<a href="/dynamic/article/9991">`},
+		{"/dynamic/articles?after=x", nil, 400, "", ""},
 		// The data directory's secrets are reachable by no route.
 		{"/users.htpasswd", nil, 404, "", ""},
 		{"/users.password", nil, 404, "", ""},
@@ -210,9 +225,12 @@ func TestDemo(t *testing.T) {
 	// Started again on its data directory, the demo keeps its password
 	// and puts back the site's files.
 	os.WriteFile(filepath.Join(dir, "public", "index.html"), []byte("edited"), 0o644)
-	s, again := startDemo(t, dir)
+	s, again, out := startDemo(t, dir)
 	if again != password {
 		t.Errorf("second start printed password %q, want %q", again, password)
+	}
+	if strings.Contains(out, made) {
+		t.Errorf("the second start made the database again:\n%s", out)
 	}
 	if _, body := sluicetest.Get(t, "http://"+s.addr+"/"); !strings.Contains(body, `<h2 id="config">`) {
 		t.Errorf("GET / after an edit = %.80q, want the site's home page back", body)
