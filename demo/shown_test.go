@@ -226,12 +226,16 @@ func dedent(lines []string) []string {
 // first, as the HTML a page shows.
 func showLines(lines []string, first int) string {
 	var b strings.Builder
+	// Each line is a block of its own whose indentation class lets a
+	// line too long for a narrow box wrap under its own text, not under
+	// the margin.
 	b.WriteString(`<pre class="config"><code>`)
-	for i, l := range lines {
-		if i > 0 {
-			b.WriteByte('\n')
+	for _, l := range lines {
+		if l == "" {
+			l = " " // a blank line keeps its height
 		}
-		b.WriteString(highlight(l))
+		indent := min(len(l)-len(strings.TrimLeft(l, " ")), 16) &^ 1
+		fmt.Fprintf(&b, `<span class="l i%d">%s</span>`, indent, highlight(l))
 	}
 	b.WriteString("</code></pre>\n")
 	last := first + len(lines) - 1
