@@ -253,7 +253,7 @@ var builtins = []*Registration{
 		example(`ipfilter: {allow: [10.0.0.0/8, 192.168.0.0/16], deny: [10.6.0.0/16]}`),
 	entry("htaccess", KindPipe, "root", NewHtaccess, nil).paths("root").stops("403").
 		example(`htaccess: ./public`),
-	entry("ratelimit", KindPipe, "rate", NewRateLimit, nil).stops("429").
+	entry("ratelimit", KindPipe, "rate", NewRateLimit, nil).paths("redis.password_file").stops("429").
 		example(`ratelimit: {rate: 10, burst: 20}`),
 }
 

@@ -31,6 +31,7 @@ import (
 	"os"
 
 	"github.com/sluice-server/sluice/daemon/supervisor"
+	_ "github.com/sluice-server/sluice/ratelimit/redisstore" // ratelimit's redis option
 )
 
 // Exit statuses.
