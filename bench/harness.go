@@ -242,6 +242,11 @@ func (h *harness) build() error {
 			if err := goBuild(filepath.Join(h.repo, "bench"), "nethttp-peer", "./peers/nethttp"); err != nil {
 				h.note("nethttp peer: %v", err)
 			}
+			if slices.Contains(h.o.scenarios, report.Mix) || slices.Contains(h.o.scenarios, report.MixSlowDB) {
+				if err := goBuild(filepath.Join(h.repo, "bench"), "gomix-peer", "./peers/gomix"); err != nil {
+					h.note("nethttp-mix peer: %v", err)
+				}
+			}
 		}
 		if want("fasthttp") {
 			if err := goBuild(filepath.Join(h.repo, "bench", "peers", "fasthttp"), "fasthttp-peer", "."); err != nil {

@@ -3,6 +3,7 @@
 // files, templates parsed against the request, and templates filled from
 // a database.
 //
+//	/                      index.html, a small page linking the others
 //	/static/NAME.html      three flat HTML pages of 80 KB each (static/)
 //	/template/NAME         three html/template pages that show the request (templates/NAME.html)
 //	/dynamic/article/ID    a template (article.html) filled from the row of
@@ -56,8 +57,8 @@ func Row(id int) (title, text string) {
 	return title, text
 }
 
-// Write writes the site into dir (created if needed): static/,
-// templates/, article.html and the SQLite database DBFile.
+// Write writes the site into dir (created if needed): index.html,
+// static/, templates/, article.html and the SQLite database DBFile.
 func Write(dir string) error {
 	for _, d := range []string{"static", "templates"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -73,6 +74,10 @@ func Write(dir string) error {
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "article.html"), []byte(ArticleTemplate), 0o644); err != nil {
+		return err
+	}
+	index := fmt.Sprintf(head, "Home", "Example Corp") + "</body>\n</html>\n"
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte(index), 0o644); err != nil {
 		return err
 	}
 	return writeDB(filepath.Join(dir, DBFile))

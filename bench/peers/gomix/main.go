@@ -4,7 +4,7 @@
 // with a bounded pool and a per-query timeout. It is the benchmark
 // harness's peer for the template and database pages.
 //
-//	/static/NAME.html     files under SITE/static
+//	/, /static/NAME.html  SITE/index.html, files under SITE/static
 //	/template/NAME        SITE/templates/NAME.html, parsed at start, rendered with the request
 //	/dynamic/article/ID   SITE/article.html filled from the articles row ID (400 if ID is
 //	                      not a number, 404 if there is no such row, 500 on a database error)
@@ -107,13 +107,12 @@ func newHandler(dir, driver, dsn string, pool int, timeout time.Duration) (http.
 	s := &server{pages: pages, article: art, stmt: stmt, timeout: timeout,
 		bufs: sync.Pool{New: func() any { return new(bytes.Buffer) }}}
 
+	files := http.FileServer(http.Dir(dir))
 	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.FileServer(http.Dir(dir)))
+	mux.Handle("GET /static/", files)
+	mux.Handle("GET /{$}", files) // index.html
 	mux.HandleFunc("GET /template/{name}", s.template)
 	mux.HandleFunc("GET /dynamic/article/{id}", s.dynamic)
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/static/about.html", http.StatusFound)
-	})
 	return mux, nil
 }
 

@@ -29,6 +29,7 @@ func TestRoutes(t *testing.T) {
 		path, want string
 		status     int
 	}{
+		{"/", "/dynamic/article/1", 200},
 		{"/static/about.html", "<h1>About</h1>", 200},
 		{"/template/products?q=x", "<td>/template/products</td>", 200},
 		{"/template/nope", "", 404},
