@@ -151,6 +151,7 @@ func (h *harness) mixScenarios() error {
 			return nil
 		}
 		h.rep.Machine = append(h.rep.Machine, "PostgreSQL (mix-slowdb): "+pg.version)
+		h.rep.SlowQuery = slowQuery
 		db := mixDB{"postgres", pg.dsn}
 		for round := 1; round <= h.o.rounds; round++ {
 			for _, v := range vs {

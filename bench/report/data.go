@@ -137,6 +137,8 @@ type Report struct {
 	PipeBench string        `json:"pipe_bench,omitempty"` // go test -bench Pipeline output
 	Scenarios []string      `json:"scenarios"`            // the scenarios that ran
 
+	SlowQuery time.Duration `json:"slow_query,omitempty"` // mix-slowdb: the database's delay per query
+
 	ClientCPU  string `json:"client_cpu,omitempty"`  // CPU list of the client (taskset)
 	WorkersCPU string `json:"workers_cpu,omitempty"` // CPU list of the servers in the workers scenario
 }

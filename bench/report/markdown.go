@@ -189,6 +189,7 @@ func (w *writer) all() {
 	w.webpipes()
 	w.ab()
 	w.c10k()
+	w.mix()
 	w.sizes()
 	w.idle()
 	w.workers()
