@@ -37,7 +37,9 @@ type TemplateOptions struct {
 	// gets 404.
 	Root string `yaml:"root"`
 
-	// File is one template rendered for every request.
+	// File is one template rendered for every request: the page of a
+	// route with path parameters, such as match: /article/{id:int},
+	// which reads them as {{.Param "id"}}.
 	File string `yaml:"file"`
 
 	// Prefix is the URL path Root is mounted at, stripped from the request
@@ -81,12 +83,19 @@ type TemplateData struct {
 	Now        time.Time  // when rendering started
 	Data       map[string]any
 
-	req *engine.Request
+	conn *pipe.Conn
+	req  *engine.Request
 }
 
 // Header returns the request header field name (case-insensitive), or ""
 // — in a template, {{.Header "User-Agent"}}.
 func (d *TemplateData) Header(name string) string { return string(d.req.Header(name)) }
+
+// Param returns the path parameter name that the route's pattern
+// captured (pipe.Conn.Param), or "" — in a template whose route matches
+// "/article/{id:int}", {{.Param "id"}}. The value is decoded and may hold
+// any byte but '/' and NUL; html/template escapes it like any value.
+func (d *TemplateData) Param(name string) string { return d.conn.Param(name) }
 
 // Template is a Source that renders html/template files with the request's
 // TemplateData. html/template escapes every value for the context it lands
@@ -412,6 +421,7 @@ func (tp *Template) Handle(c *pipe.Conn) bool {
 		Host:   string(r.Host),
 		Now:    now,
 		Data:   tp.data,
+		conn:   c,
 		req:    r,
 	}
 	if r.RemoteAddr != nil {

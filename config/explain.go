@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // Explain writes a description of the network c builds: the server
@@ -79,9 +81,12 @@ func (c *Config) Explain(w io.Writer) error {
 func describeMatch(match []string) string {
 	var parts []string
 	for _, m := range match {
-		if strings.HasSuffix(m, "/") {
+		switch {
+		case pipe.PatternKey(m) != m:
+			parts = append(parts, m+" (path parameters)")
+		case strings.HasSuffix(m, "/"):
 			parts = append(parts, m+" (prefix)")
-		} else {
+		default:
 			parts = append(parts, m+" (exact)")
 		}
 	}

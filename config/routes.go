@@ -108,11 +108,17 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 		p.pipeline(pipelineNode, r)
 	}
 	// Duplicates: the same pattern and host with overlapping methods.
+	// Patterns with captures are the same when only their names or types
+	// differ: "/a/{id:int}" takes every path "/a/{name}" takes.
 	for i, pat := range r.Match {
-		k := matchKey{pat, r.Host}
+		k := matchKey{pipe.PatternKey(pat), r.Host}
 		for _, m := range seen[k] {
 			if pipe.MethodsOverlap(m.methods, r.Methods) {
-				p.errorf(matchNodes[i], "match %q is already matched at %d:%d%s", pat, m.node.Line, m.node.Column, hostNote(r.Host))
+				if m.node.Value != pat {
+					p.errorf(matchNodes[i], "match %q takes the paths %q takes at %d:%d%s (captures match by position, whatever their names and types)", pat, m.node.Value, m.node.Line, m.node.Column, hostNote(r.Host))
+				} else {
+					p.errorf(matchNodes[i], "match %q is already matched at %d:%d%s", pat, m.node.Line, m.node.Column, hostNote(r.Host))
+				}
 				break
 			}
 		}
@@ -157,6 +163,8 @@ func (p *parser) matches(n *yaml.Node, r *Route) []*yaml.Node {
 			p.errorf(e, "match: %q contains white space", pat)
 		case pipe.CanonicalPattern(pat) != pat:
 			p.errorf(e, "match: %q never matches: request paths are matched in canonical form, percent-decoded and without repeated slashes or . and .. segments; write %q", pat, pipe.CanonicalPattern(pat))
+		case pipe.CheckPattern(pat) != nil:
+			p.errorf(e, "match: %v", pipe.CheckPattern(pat))
 		case dup[pat]:
 			p.errorf(e, "match: %q is listed twice", pat)
 		default:

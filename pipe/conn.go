@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"iter"
 	"net/http"
 	"sync"
 
@@ -39,6 +40,7 @@ type Conn struct {
 	finished bool
 	done     chan bool // ProcNetwork's completion signal
 	values   []keyValue
+	params   []keyValue // the matched route's captures, in pattern order
 }
 
 type keyValue struct{ key, value string }
@@ -60,7 +62,8 @@ func releaseConn(c *Conn) {
 	clear(c.wraps)
 	clear(c.wrapFns)
 	clear(c.values)
-	c.values = c.values[:0]
+	clear(c.params)
+	c.values, c.params = c.values[:0], c.params[:0]
 	c.Request, c.w, c.conn, c.content = nil, nil, nil, nil
 	c.filters, c.wraps, c.wrapFns = c.filters[:0], c.wraps[:0], c.wrapFns[:0]
 	c.status, c.finished = 0, false
@@ -127,6 +130,67 @@ func (c *Conn) Value(key string) string {
 		}
 	}
 	return ""
+}
+
+// Param returns the value of the path parameter name — the canonical
+// path segment that the capture {name} or {name:int} of the route's
+// pattern took (see Route.Match) — or "" when the route captured no such
+// name. The value is decoded: "/tag/a%20b" gives "a b" for "/tag/{t}".
+// It is never empty, "." or "..", and holds no '/' or NUL, but may hold
+// any other byte (spaces, '<', bytes that are not UTF-8): escape it
+// where it lands (html/template does). An int capture's value has been
+// checked to parse with strconv.ParseInt(v, 10, 64). The string stays
+// valid after the request.
+func (c *Conn) Param(name string) string {
+	for _, kv := range c.params {
+		if kv.key == name {
+			return kv.value
+		}
+	}
+	return ""
+}
+
+// Params yields the route's path parameters, name and value, in the
+// order of the pattern's captures; nothing for a route without captures.
+// It must not be used after the request.
+func (c *Conn) Params() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, kv := range c.params {
+			if !yield(kv.key, kv.value) {
+				return
+			}
+		}
+	}
+}
+
+// capture records the captures of segs, a pattern matching the request
+// path, as the Conn's parameters (one string allocation for all of them,
+// none when segs has no capture). It checks int captures, and answers the
+// request 400 and returns false when one fails.
+func (c *Conn) capture(segs []segment) bool {
+	clear(c.params)
+	c.params = c.params[:0]
+	var path string
+	i := 1
+	for _, s := range segs {
+		j := segmentEnd(c.Request.Path, i)
+		if s.name != "" {
+			if path == "" {
+				path = string(c.Request.Path)
+			}
+			v := path[i:j]
+			if s.isInt {
+				if ok, why := isInt64(v); !ok {
+					clear(c.params)
+					c.params = c.params[:0]
+					return c.Error(http.StatusBadRequest, "path parameter "+s.name+": "+why)
+				}
+			}
+			c.params = append(c.params, keyValue{s.name, v})
+		}
+		i = j + 1
+	}
+	return true
 }
 
 // Error sets up a short plain-text error response — status and "status

@@ -61,3 +61,38 @@ func Example() {
 	// /loud/x 200 HELLO, WORLD
 	// /other 404 404 Not Found: no route for this path
 }
+
+// A route with path parameters: {id:int} takes one segment that must be
+// an integer, and the pipeline reads it with Param. A segment that is not
+// an integer is answered 400 before the pipeline runs.
+func ExampleConn_Param() {
+	article := pipe.Source(func(c *pipe.Conn) pipe.Content {
+		id := c.Param("id")
+		return func(w pipe.Writer) error {
+			_, err := fmt.Fprintf(w, "article %s\n", id)
+			return err
+		}
+	})
+	rt, err := pipe.NewRouter(pipe.Route{Match: []string{"/article/{id:int}"}, Pipeline: article})
+	if err != nil {
+		panic(err)
+	}
+	srv := &engine.Server{Handler: pipe.Handler(rt)}
+	ln, _ := engine.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	for _, path := range []string{"/article/42", "/article/%34%32", "/article/new"} {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%s %d %s", path, resp.StatusCode, body)
+	}
+	// Output:
+	// /article/42 200 article 42
+	// /article/%34%32 200 article 42
+	// /article/new 400 400 Bad Request: path parameter id: not an integer
+}

@@ -20,6 +20,20 @@ type Route struct {
 	// decoded, without dot segments or repeated slashes), so every
 	// spelling of a path takes the route its canonical form takes; a
 	// pattern must itself be canonical, or it could never match.
+	//
+	// A pattern may capture path segments as named parameters: a whole
+	// segment "{name}" matches any one segment, and "{name:int}" one
+	// that must be an optional '-' and decimal digits fitting an int64,
+	// as in "/article/{id:int}". A segment that is not such an integer
+	// still selects the route (patterns match by shape), and the router
+	// answers it 400 before the pipeline runs. Names are identifiers
+	// (a letter or '_', then letters, digits or '_'), each used once in a
+	// pattern. A pattern with captures matches paths of exactly its
+	// number of segments and cannot end in '/'. Components read the
+	// values with Conn.Param. A captured value is one segment of the
+	// canonical path: decoded, never empty, "." or "..", and never
+	// holding a '/' or NUL (the engine refuses "%2F" and "%00"), but it
+	// may hold any other byte, which its user must escape.
 	Match []string
 
 	// Host, if set, restricts the route to requests for that host
@@ -44,26 +58,35 @@ type Route struct {
 }
 
 // Router is a Component that sends each request down the pipeline of the
-// most specific route that matches it: an exact path before any prefix,
-// a longer prefix before a shorter one, a route with a Host before one
-// without. Requests no route matches get 404. A Router is immutable and
-// safe for concurrent use.
+// most specific route that matches it: an exact path first; then,
+// segment by segment, a literal beats a capture and a capture beats the
+// rest of the path a prefix takes, so "/a/new" beats "/a/{id}", which
+// beats "/{x}/{y}", "/a/{x}/c" beats "/{y}/b/c", "/static/" beats
+// "/{x}/{y}" (for "/static/img") and "/a/{id}" beats "/a/"; a longer
+// prefix beats a shorter one; for the same pattern, a route with a Host
+// before one without. Requests no route matches get 404. A
+// Router is immutable and safe for concurrent use.
 type Router struct {
-	exact  map[string][]*route
-	prefix []*route // longest pattern first
+	exact    map[string][]*route
+	captures [][]*route // by number of segments; most specific shape first
+	prefix   []*route   // longest pattern first
 }
 
 type route struct {
 	pattern string
-	host    string // lower-case; "" for any
+	key     string    // PatternKey(pattern)
+	segs    []segment // nil for a pattern without captures
+	depth   int       // literal segments before the first capture, or a prefix's segments
+	host    string    // lower-case; "" for any
 	methods []string
 	comp    Component
 }
 
 // NewRouter builds a router. It refuses an empty pattern, a pattern that
 // is not a canonical path (it holds "//" or a "." or ".." segment), a
-// route without a pipeline, and two routes with the same pattern, host and
-// an overlapping method set.
+// pattern whose captures CheckPattern refuses, a route without a
+// pipeline, and two routes with the same PatternKey, host and an
+// overlapping method set.
 func NewRouter(routes ...Route) (*Router, error) {
 	rt := &Router{exact: map[string][]*route{}}
 	seen := map[string][]*route{}
@@ -81,21 +104,50 @@ func NewRouter(routes ...Route) (*Router, error) {
 			if c := CanonicalPattern(p); c != p {
 				return nil, fmt.Errorf("route %d: pattern %q never matches: request paths are canonical (write %q)", i, p, c)
 			}
+			segs, err := parsePattern(p)
+			if err != nil {
+				return nil, fmt.Errorf("route %d: %v", i, err)
+			}
 			host := strings.TrimSuffix(strings.ToLower(r.Host), ".")
-			e := &route{pattern: p, host: host, methods: routeMethods(r.Methods), comp: r.Pipeline}
-			key := p + " " + e.host
+			e := &route{pattern: p, key: PatternKey(p), segs: segs, host: host, methods: routeMethods(r.Methods), comp: r.Pipeline}
+			switch {
+			case segs != nil:
+				for e.depth < len(segs) && segs[e.depth].name == "" {
+					e.depth++
+				}
+			case strings.HasSuffix(p, "/"):
+				e.depth = strings.Count(p, "/") - 1
+			}
+			key := e.key + " " + e.host
 			for _, o := range seen[key] {
 				if MethodsOverlap(o.methods, e.methods) {
+					if o.pattern != p {
+						return nil, fmt.Errorf("route %d: pattern %q (host %q) matches the paths %q matches", i, p, r.Host, o.pattern)
+					}
 					return nil, fmt.Errorf("route %d: pattern %q (host %q) is matched twice", i, p, r.Host)
 				}
 			}
 			seen[key] = append(seen[key], e)
-			if strings.HasSuffix(p, "/") {
+			switch {
+			case segs != nil:
+				for len(rt.captures) <= len(segs) {
+					rt.captures = append(rt.captures, nil)
+				}
+				rt.captures[len(segs)] = append(rt.captures[len(segs)], e)
+			case strings.HasSuffix(p, "/"):
 				rt.prefix = append(rt.prefix, e)
-			} else {
+			default:
 				rt.exact[p] = append(rt.exact[p], e)
 			}
 		}
+	}
+	for _, es := range rt.captures {
+		sort.SliceStable(es, func(i, j int) bool {
+			if c := compareShapes(es[i].segs, es[j].segs); c != 0 {
+				return c < 0 // one shape's routes together
+			}
+			return es[i].host != "" && es[j].host == ""
+		})
 	}
 	sort.SliceStable(rt.prefix, func(i, j int) bool {
 		if len(rt.prefix[i].pattern) != len(rt.prefix[j].pattern) {
@@ -110,6 +162,23 @@ func NewRouter(routes ...Route) (*Router, error) {
 		sort.SliceStable(es, func(i, j int) bool { return es[i].host != "" && es[j].host == "" })
 	}
 	return rt, nil
+}
+
+// prefixDeeper reports whether a prefix route for host that matches the
+// path p has more than depth segments: more literal segments than the
+// first matching capture pattern has before its first capture, which is
+// then the less specific (segment by segment, a literal beats a capture,
+// and a capture beats the rest of the path a prefix takes). The first
+// prefix that matches is the deepest: prefixes are sorted longest first,
+// and of two prefixes of one path the longer has more segments.
+func (rt *Router) prefixDeeper(p []byte, host []byte, depth int) bool {
+	for _, e := range rt.prefix {
+		if len(p) >= len(e.pattern) && string(p[:len(e.pattern)]) == e.pattern &&
+			(e.host == "" || hostMatches(e.host, host)) {
+			return e.depth > depth
+		}
+	}
+	return false
 }
 
 // routeMethods returns the methods a route restricted to ms takes: ms,
@@ -178,6 +247,26 @@ func (rt *Router) Handle(c *Conn) bool {
 	for _, e := range rt.exact[string(r.Path)] {
 		if comp, ok := try(e); ok {
 			return comp.Handle(c)
+		}
+	}
+	if !located && len(rt.captures) > 0 {
+		if n := countSegments(r.Path); n < len(rt.captures) {
+			for i, e := range rt.captures[n] {
+				if located && e.key != rt.captures[n][i-1].key {
+					break // a more specific shape was the request's; its methods did not fit
+				}
+				if matchSegments(e.segs, r.Path) {
+					if !located && rt.prefixDeeper(r.Path, host, e.depth) {
+						break // a prefix's literal segments go further than any shape's
+					}
+					if comp, ok := try(e); ok {
+						if !c.capture(e.segs) {
+							return false
+						}
+						return comp.Handle(c)
+					}
+				}
+			}
 		}
 	}
 	for i, e := range rt.prefix {
