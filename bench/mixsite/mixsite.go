@@ -58,7 +58,8 @@ func Row(id int) (title, text string) {
 }
 
 // Write writes the site into dir (created if needed): index.html,
-// static/, templates/, article.html and the SQLite database DBFile.
+// static/, templates/, article.html, article-sluice.html and the SQLite
+// database DBFile.
 func Write(dir string) error {
 	for _, d := range []string{"static", "templates"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -74,6 +75,9 @@ func Write(dir string) error {
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "article.html"), []byte(ArticleTemplate), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "article-sluice.html"), []byte(SluiceArticleTemplate), 0o644); err != nil {
 		return err
 	}
 	index := fmt.Sprintf(head, "Home", "Example Corp") + "</body>\n</html>\n"
@@ -183,21 +187,30 @@ func TemplatePage(name string) string {
 }
 
 // ArticleTemplate is the page of the dynamic route for the net/http
-// peer: {{.ID}}, {{.Title}} and {{.Text}} are the row's columns. (Sluice's
-// configuration has its own text of it, naming the query's columns as
-// Sluice's template data gives them.)
-const ArticleTemplate = `<!DOCTYPE html>
+// peer: {{.ID}}, {{.Title}} and {{.Text}} are the row's columns.
+var ArticleTemplate = articlePage(".ID", ".Title", ".Text")
+
+// SluiceArticleTemplate is the same page for Sluice, whose template
+// source gives the row of its query named article as .DB.article, a map
+// of the row's columns.
+var SluiceArticleTemplate = articlePage(".DB.article.article_id", ".DB.article.article_title", ".DB.article.article_text")
+
+func articlePage(id, title, text string) string {
+	return strings.NewReplacer("{{ID}}", "{{"+id+"}}", "{{TITLE}}", "{{"+title+"}}", "{{TEXT}}", "{{"+text+"}}").Replace(articleText)
+}
+
+const articleText = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>{{.Title}} — Example Corp</title>
+<title>{{TITLE}} — Example Corp</title>
 </head>
 <body>
 <nav><a href="/static/about.html">About</a><a href="/dynamic/article/1">News</a></nav>
 <article>
-<h1>{{.Title}}</h1>
-<p>{{.Text}}</p>
-<footer>Article {{.ID}}</footer>
+<h1>{{TITLE}}</h1>
+<p>{{TEXT}}</p>
+<footer>Article {{ID}}</footer>
 </article>
 </body>
 </html>
