@@ -174,8 +174,8 @@ func raiseNofile() int {
 const (
 	pathIndex    = "/"              // index.html, Warp's 151-byte page
 	pathWebpipes = "/4k.html"       // webpipes' 4 KB file
-	pathTemplate = "/template.html" // C10K mix: stand-in for a template page
-	pathDynamic  = "/dynamic.html"  // C10K mix: stand-in for a database page
+	pathTemplate = "/template.html" // c10k scenario: stand-in for a template page (the mix scenario has real ones)
+	pathDynamic  = "/dynamic.html"  // c10k scenario: stand-in for a database page
 )
 
 // sizes are the file sizes of the C++ paper's sweep (1 KB–300 KB), up to 1 MB.

@@ -479,7 +479,7 @@ func (w *writer) c10k() {
 	x := w.maxX(C10K)
 	w.p("## The C10K mix at %s connections", thousands(x))
 	w.p("")
-	w.p("%s keep-alive connections, all opened before the clock starts, each cycling through three pages: the 151-byte `index.html`, `template.html` (2 KB) and `dynamic.html` (1 KB). The C10K paper's mix is static, template and database-backed pages; until Sluice's template and SQLite components exist these two are static stand-ins for every server, so this measures connection scale, not page generation. The open-file limit here (20,000, hard) makes 10,000 the practical maximum per process.", thousands(x))
+	w.p("%s keep-alive connections, all opened before the clock starts, each cycling through three pages: the 151-byte `index.html`, `template.html` (2 KB) and `dynamic.html` (1 KB). The C10K seed's mix is static, template and database-backed pages; here these two are static stand-ins, so that every server can be measured: this measures connection scale, not page generation. The real mix is the `mix` scenario (`--scenarios mix,mix-slowdb`). The open-file limit here (20,000, hard) makes 10,000 the practical maximum per process.", thousands(x))
 	w.p("")
 	var labels []string
 	var vals []Stat
