@@ -51,6 +51,12 @@ type Config struct {
 	// Handler runs before the router. Nil when the file sets none.
 	AccessLog *Stage
 
+	// ErrorPages are the server-wide error pages (the file's
+	// error_pages), which Handler sets before the router runs: they answer
+	// the router's own 404 and 405 and every route without error pages of
+	// its own. Nil when the file sets none.
+	ErrorPages *pipe.ErrorPages
+
 	// ServerHeader is the Server field's value; "" sends none.
 	ServerHeader string
 
@@ -121,8 +127,12 @@ type Route struct {
 	Host    string
 	Methods []string
 	Stages  []*Stage
-	Line    int // where the route starts in the file
-	Col     int
+	// ErrorPages are the route's error_pages over the server's, which the
+	// router sets when it chooses the route (pipe.Route.ErrorPages); nil
+	// when the route sets none (the server's then apply).
+	ErrorPages *pipe.ErrorPages
+	Line       int // where the route starts in the file
+	Col        int
 }
 
 // Stage is one component of a pipeline, as written and as built.
@@ -212,12 +222,19 @@ func (c *Config) Close() error {
 }
 
 // Handler returns the engine handler serving the config's routes, behind
-// the server-wide access log if the file sets one.
+// the server-wide error pages and access log if the file sets them.
 func (c *Config) Handler() engine.Handler {
-	if c.AccessLog != nil {
-		return pipe.Handler(pipe.Chain{c.AccessLog.Component, c.Router})
+	var chain pipe.Chain
+	if c.ErrorPages != nil {
+		chain = append(chain, c.ErrorPages)
 	}
-	return pipe.Handler(c.Router)
+	if c.AccessLog != nil {
+		chain = append(chain, c.AccessLog.Component)
+	}
+	if chain == nil {
+		return pipe.Handler(c.Router)
+	}
+	return pipe.Handler(append(chain, c.Router))
 }
 
 // ExtraMethods lists the methods the routes name beyond those the engine
@@ -241,10 +258,10 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "routes"}
+var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "routes"}
 
 // RouteKeys are the keys of a route.
-var RouteKeys = []string{"match", "host", "methods", "pipeline"}
+var RouteKeys = []string{"match", "host", "methods", "error_pages", "pipeline"}
 
 // LogKeys are the keys of the log section.
 var LogKeys = []string{"level", "format", "output"}
@@ -304,6 +321,8 @@ func (p *parser) parse(data []byte) {
 			p.accessLog(kv.key, kv.val)
 		case "server_header":
 			p.serverHeader(kv.val)
+		case "error_pages":
+			c.ErrorPages = p.errorPages(kv.val, "error_pages")
 		case "pid_file":
 			if s, ok := p.scalar(kv.val, "pid_file", "a file path"); ok {
 				if s == "" {

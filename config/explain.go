@@ -46,6 +46,9 @@ func (c *Config) Explain(w io.Writer) error {
 	if c.AccessLog != nil {
 		fmt.Fprintf(tw, "access_log\t%s\n", cmp.Or(describeStage(c.AccessLog), "to stdout")+", every route without a log of its own")
 	}
+	if c.ErrorPages != nil {
+		fmt.Fprintf(tw, "error_pages\t%s\n", c.ErrorPages)
+	}
 	if c.PidFile != "" {
 		fmt.Fprintf(tw, "pid_file\t%s\n", c.PidFile)
 	}
@@ -67,6 +70,9 @@ func (c *Config) Explain(w io.Writer) error {
 			fmt.Fprintf(&b, ", methods %s", strings.Join(r.Methods, " "))
 		}
 		b.WriteString("\n")
+		if r.ErrorPages != nil {
+			fmt.Fprintf(&b, "  error pages: %s\n", r.ErrorPages)
+		}
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		for j, s := range r.Stages {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", j+1, s.Name, s.Kind(), describeStage(s))

@@ -47,7 +47,7 @@ func (p *parser) routes(n *yaml.Node) {
 		for _, s := range r.Stages {
 			chain = append(chain, s.Component)
 		}
-		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain})
+		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain, ErrorPages: r.ErrorPages})
 	}
 	if len(p.errs) > 0 {
 		return
@@ -94,6 +94,13 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 					continue
 				}
 				r.Methods = append(r.Methods, m)
+			}
+		case "error_pages":
+			if ep := p.errorPages(kv.val, "error_pages"); ep != nil {
+				if len(deref(kv.val).Content) > 0 {
+					ep = ep.Over(p.cfg.ErrorPages)
+				} // else {}: no error pages on this route, not even the server's
+				r.ErrorPages = ep
 			}
 		case "pipeline":
 			pipelineNode = kv.val

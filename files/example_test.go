@@ -66,3 +66,31 @@ func ExampleNewFS() {
 	// Output:
 	// 301 /docs/?page=2
 }
+
+// Serve a single-page app: a path that names a file gets it, any other
+// (a client-side route) gets the app's index.html, with index.html's
+// validators.
+func ExampleOptions_try() {
+	app := fstest.MapFS{
+		"index.html": {Data: []byte("<div id=app></div>\n")},
+		"app.js":     {Data: []byte("render()\n")},
+	}
+	ln, _ := engine.Listen("tcp", "127.0.0.1:0")
+	srv := &engine.Server{Handler: files.NewFS(app, files.Options{Try: []string{"$path", "/index.html"}})}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+
+	for _, path := range []string{"/app.js", "/users/42"} {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%s %d %s", path, resp.StatusCode, body)
+	}
+	// Output:
+	// /app.js 200 render()
+	// /users/42 200 <div id=app></div>
+}

@@ -82,6 +82,30 @@ type Options struct {
 	// ROOT/a.css). A path without the prefix is 404.
 	StripPrefix string `yaml:"strip_prefix"`
 
+	// Try lists the paths tried in turn for a GET or HEAD, as nginx's
+	// try_files does: "$path" in a candidate stands for the request path
+	// (a placeholder that needs no quotes in YAML, where {path} would be
+	// a map), and a candidate without it is a fixed path ("/index.html").
+	// The first candidate the Server would not answer 404 is the answer,
+	// as if it had been requested — its file (200, with the file's own
+	// validators, ranges and precompressed variants), its directory's
+	// index or listing when it ends in "/", a redirect when it names a
+	// directory without the slash, a 403 — under the URL requested; when
+	// every candidate is 404, so is the answer. So [$path, /index.html]
+	// serves a single-page app's client-side routes, and
+	// [$path, $path.html] serves /about from about.html.
+	//
+	// Each candidate is a request path, checked as one: StripPrefix
+	// applies to it, and a candidate with $path is refused (skipped)
+	// wherever the request path itself would be — an encoded slash, a
+	// ".." or NUL, a dotfile segment under Dotfiles hide (deny answers 403
+	// and ends the search) — so a candidate reaches only files that a
+	// request for its own path would be served. A fixed candidate must be
+	// a canonical path under StripPrefix; one with $path must start with
+	// it and add only a canonical suffix ("/", ".html", "/index.htm").
+	// Default none: the request path alone.
+	Try []string `yaml:"try"`
+
 	// MaxRanges bounds the byte ranges of one request after overlapping
 	// and nearby ranges are merged; a request with more is answered with
 	// the whole file (200). Default 16 (zero means DefaultMaxRanges).
@@ -192,6 +216,9 @@ func (o Options) Validate() error {
 		return errors.New("files: immutable needs max_age")
 	}
 	if err := checkStripPrefix(o.StripPrefix); err != nil {
+		return fmt.Errorf("files: %w", err)
+	}
+	if err := o.checkTry(); err != nil {
 		return fmt.Errorf("files: %w", err)
 	}
 	if o.MaxRanges < 0 {

@@ -24,6 +24,7 @@ type Server struct {
 	root  *os.Root // New's directory, closed by Close; nil for NewFS or FollowSymlinks
 	opts  Options
 	paths PathMap // request path → name, from opts.StripPrefix
+	try   []tryCandidate
 	cache *cache
 	types typeTable
 
@@ -93,6 +94,7 @@ func newServer(fsys fs.FS, opts Options) *Server {
 		paths:        PathMap{stripPrefix: opts.StripPrefix},
 		cache:        newCache(opts),
 		types:        newTypeTable(opts.Types),
+		try:          parseTry(opts.Try),
 		cacheControl: opts.cacheControl(),
 	}
 }
@@ -185,7 +187,15 @@ func (s *Server) logError(r *engine.Request, err error) {
 // With force, a cached entry is looked up again even if fresh. now is the
 // cache's clock.
 func (s *Server) lookup(r *engine.Request, force bool, now int64) (*entry, error) {
-	p, clean, verdict := s.paths.split(r.RawPath, r.Path)
+	if len(s.try) == 0 {
+		return s.lookupPath(r.RawPath, r.Path, force, now)
+	}
+	return s.lookupTry(r, force, now)
+}
+
+// lookupPath is lookup for the path p, whose raw form is raw.
+func (s *Server) lookupPath(raw, p []byte, force bool, now int64) (*entry, error) {
+	p, clean, verdict := s.paths.split(raw, p)
 	switch {
 	case verdict == pathRefused:
 		return notFound, nil

@@ -40,7 +40,9 @@ type Conn struct {
 	finished bool
 	done     chan bool // ProcNetwork's completion signal
 	values   []keyValue
-	params   []keyValue // the matched route's captures, in pattern order
+	pages    *ErrorPages // see ErrorPages.Handle
+	message  string      // Conn.Error's, for an error page
+	params   []keyValue  // the matched route's captures, in pattern order
 }
 
 type keyValue struct{ key, value string }
@@ -67,6 +69,7 @@ func releaseConn(c *Conn) {
 	c.Request, c.w, c.conn, c.content = nil, nil, nil, nil
 	c.filters, c.wraps, c.wrapFns = c.filters[:0], c.wraps[:0], c.wrapFns[:0]
 	c.status, c.finished = 0, false
+	c.pages, c.message = nil, ""
 	c.top.committed, c.wire.started = false, false
 	connPool.Put(c)
 }
@@ -195,13 +198,14 @@ func (c *Conn) capture(segs []segment) bool {
 
 // Error sets up a short plain-text error response — status and "status
 // text: msg" as the body — and returns false, so a Pipe can end with
-// `return c.Error(403, "forbidden")`.
+// `return c.Error(403, "forbidden")`. Where error pages are set (see
+// ErrorPages), the page for the status replaces the text and sees msg.
 func (c *Conn) Error(status int, msg string) bool {
 	h := c.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.SetContentLength(-1)
-	c.status = status
+	c.status, c.message = status, msg
 	text := http.StatusText(status)
 	c.content = func(w Writer) error {
 		_, err := w.Write([]byte(statusLine(status, text) + ": " + msg + "\n"))
@@ -221,7 +225,9 @@ func statusLine(code int, text string) string {
 }
 
 // Finish runs the content phase now, if it has not run yet: the content
-// writes through the filters and the response is complete. The pipeline
+// writes through the filters and the response is complete. An error
+// status set by then gets its error page, if the request has one (see
+// ErrorPages). The pipeline
 // handler calls it after the setup phase; a component calls it only to
 // finish the response inside its own Handle (as net/http middleware does).
 func (c *Conn) Finish() {
@@ -229,6 +235,9 @@ func (c *Conn) Finish() {
 		return
 	}
 	c.finished = true
+	if c.pages != nil && c.status >= 400 {
+		c.pages.apply(c)
+	}
 	var err error
 	if c.content != nil {
 		err = c.content(&c.top)

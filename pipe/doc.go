@@ -37,6 +37,14 @@
 // choose sub-pipelines by any condition. Handler serves a pipeline with
 // the engine, HTTPHandler with net/http.
 //
+// # Error pages
+//
+// ErrorPages, a component placed before the router (and, for a route's
+// own, in Route.ErrorPages), answers error statuses with HTML pages
+// rendered from templates: every status of 400 or more decided in the
+// setup phase, Conn.Error's included, gets the page for its status or
+// class, with its fields that carry meaning kept.
+//
 // # net/http
 //
 // FromHTTP makes any http.Handler a source and Middleware makes any

@@ -2,6 +2,7 @@ package pipe_test
 
 import (
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"strings"
@@ -95,4 +96,38 @@ func ExampleConn_Param() {
 	// /article/42 200 article 42
 	// /article/%34%32 200 article 42
 	// /article/new 400 400 Bad Request: path parameter id: not an integer
+}
+
+// Error pages for a whole server: the router's own 404 and a route's 403
+// get HTML pages that show the request, escaped; a route may set its own.
+func ExampleErrorPages() {
+	notFound := template.Must(template.New("404").Parse(
+		"<h1>{{.Status}} {{.StatusText}}</h1><p>Nothing at {{.Path}}.</p>\n"))
+	errs := template.Must(template.New("4xx").Parse("<h1>{{.Status}}: {{.Message}}</h1>\n"))
+	pages, err := pipe.NewErrorPages(map[string]*template.Template{"404": notFound, "4xx": errs})
+	if err != nil {
+		panic(err)
+	}
+	deny := pipe.Pipe(func(c *pipe.Conn) bool { return c.Error(http.StatusForbidden, "not for you") })
+	rt, err := pipe.NewRouter(pipe.Route{Match: []string{"/private/"}, Pipeline: deny})
+	if err != nil {
+		panic(err)
+	}
+	srv := &engine.Server{Handler: pipe.Handler(pipe.Chain{pages, rt})}
+	ln, _ := engine.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	for _, path := range []string{"/private/x", "/%3Cb%3E"} {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	// Output:
+	// 403 text/html; charset=utf-8 <h1>403: not for you</h1>
+	// 404 text/html; charset=utf-8 <h1>404 Not Found</h1><p>Nothing at /&lt;b&gt;.</p>
 }

@@ -55,6 +55,12 @@ type Route struct {
 
 	// Pipeline serves the requests the route matches.
 	Pipeline Component
+
+	// ErrorPages, if set, are the route's error pages (see ErrorPages;
+	// typically its own over the server's): the router sets them once it
+	// has chosen the route, before it checks the path parameters, so a 400
+	// for a parameter gets them as the pipeline's errors do.
+	ErrorPages *ErrorPages
 }
 
 // Router is a Component that sends each request down the pipeline of the
@@ -80,6 +86,7 @@ type route struct {
 	host    string    // lower-case; "" for any
 	methods []string
 	comp    Component
+	pages   *ErrorPages
 }
 
 // NewRouter builds a router. It refuses an empty pattern, a pattern that
@@ -109,7 +116,7 @@ func NewRouter(routes ...Route) (*Router, error) {
 				return nil, fmt.Errorf("route %d: %v", i, err)
 			}
 			host := strings.TrimSuffix(strings.ToLower(r.Host), ".")
-			e := &route{pattern: p, key: PatternKey(p), segs: segs, host: host, methods: routeMethods(r.Methods), comp: r.Pipeline}
+			e := &route{pattern: p, key: PatternKey(p), segs: segs, host: host, methods: routeMethods(r.Methods), comp: r.Pipeline, pages: r.ErrorPages}
 			switch {
 			case segs != nil:
 				for e.depth < len(segs) && segs[e.depth].name == "" {
@@ -241,6 +248,9 @@ func (rt *Router) Handle(c *Conn) bool {
 		if len(e.methods) > 0 && !hasMethod(e.methods, r.Method) {
 			allow = append(allow, e.methods...)
 			return nil, false
+		}
+		if e.pages != nil {
+			c.pages = e.pages
 		}
 		return e.comp, true
 	}
