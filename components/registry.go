@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sqldata"
 )
 
 // Kind is the part a component plays in a pipeline (the webpipes
@@ -64,6 +65,17 @@ type Context struct {
 	// budgets by it (files: files.Options.SharedBy). 0 or 1: this process
 	// alone.
 	Processes int
+
+	// Database returns the data source of the config's databases called
+	// name, for the components that query one (template); nil for a
+	// config with none. The config owns the data sources: it closes them
+	// when it is retired.
+	Database func(name string) (*sqldata.DB, bool)
+
+	// Databases are every data source of the config's databases, by
+	// name, for a page that shows their load (status); it is read-only.
+	// A component that queries one asks Database instead.
+	Databases map[string]*sqldata.DB
 
 	// Shorthand is set by Build when the options came from a scalar or
 	// list argument (`name: argument`) rather than a map.
@@ -216,11 +228,19 @@ var builtins = []*Registration{
 	entry("echo", KindSource, "format", NewEcho, nil).
 		example(`echo: json`),
 	entry("status", KindSource, "format", NewStatus, func(o *StatusOptions, x *Context) {
-		o.Conns, o.Workers = x.Conns, x.Workers
+		o.Conns, o.Workers, o.Databases = x.Conns, x.Workers, x.Databases
 	}).example(`status: {format: json}`),
 	entry("cgi", KindSource, "script", NewCGI, nil).paths("script", "dir", "doc_root").
 		example(`cgi: {dir: ./cgi-bin, prefix: /cgi-bin/, timeout: 10s}`),
 	entry("template", KindSource, "root", NewTemplate, func(o *TemplateOptions, x *Context) {
+		if len(o.Queries) > 0 && x.Database != nil {
+			o.Databases = map[string]*sqldata.DB{}
+			for _, q := range o.Queries {
+				if db, ok := x.Database(q.Database); ok {
+					o.Databases[q.Database] = db
+				}
+			}
+		}
 		// The shorthand names a directory of templates or one file.
 		if x.Shorthand && o.Root != "" {
 			if fi, err := os.Stat(o.Root); err == nil && !fi.IsDir() {
