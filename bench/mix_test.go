@@ -1,6 +1,10 @@
 package bench
 
 import (
+	"bytes"
+	"html/template"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/sluice-server/sluice/bench/mixsite"
+	"github.com/sluice-server/sluice/bench/peers"
+	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -97,5 +103,74 @@ func TestWrkScript(t *testing.T) {
 	}
 	if len(count) != 2*len(mixsite.Pages)+1 {
 		t.Errorf("paths asked: %v", count)
+	}
+}
+
+// Sluice's mix configuration loads and serves the site: the static and
+// template pages, and the article page, byte for byte the one the
+// net/http peer's template makes from the same row; a bad id is 400, a
+// missing row 404.
+func TestSluiceMixConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := mixsite.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	var p peers.Peer
+	for _, q := range peers.Mix() {
+		if q.Name == "sluice-mix" {
+			p = q
+		}
+	}
+	text, err := p.Config(peers.Env{Host: "127.0.0.1", Port: 1, Root: dir, DB: "sqlite", DSN: filepath.Join(dir, mixsite.DBFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "sluice-mix.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	srv := &engine.Server{Handler: cfg.Handler()}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	title, text4711 := mixsite.Row(4711)
+	var want bytes.Buffer
+	template.Must(template.New("a").Parse(mixsite.ArticleTemplate)).Execute(&want, struct {
+		ID          int
+		Title, Text string
+	}{4711, title, text4711})
+	for _, c := range []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{"/", 200, "/dynamic/article/1"},
+		{"/static/contact.html", 200, "<h1>Contact</h1>"},
+		{"/template/products?x=1", 200, "<td>/template/products</td>"},
+		{"/dynamic/article/4711", 200, want.String()},
+		{"/dynamic/article/abc", 400, ""},
+		{"/dynamic/article/10001", 404, ""},
+	} {
+		resp, err := http.Get("http://" + ln.Addr().String() + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d, want %d and a body with %q; got\n%s", c.path, resp.StatusCode, c.status, c.want, body)
+		}
+		if c.path == "/dynamic/article/4711" && string(body) != want.String() {
+			t.Errorf("the article page differs from the net/http peer's:\n%s\nwant\n%s", body, want.String())
+		}
 	}
 }
