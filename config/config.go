@@ -28,6 +28,11 @@ type Config struct {
 	// Listen lists the addresses to listen on, in the order written.
 	Listen []Address
 
+	// ListenOptions holds the options of the listen entries written as
+	// maps ({address: ":8443", tls: ...}), by address; an address written
+	// as a plain string has none, and is served as plain HTTP/1.1.
+	ListenOptions map[Address]*ListenOptions
+
 	// Workers is the number of worker processes a master starts (see
 	// package daemon/supervisor): 0, the default, serves in one process
 	// with no master; WorkersAuto starts one per CPU.

@@ -22,7 +22,7 @@ func (c *Config) Explain(w io.Writer) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	var addrs []string
 	for _, a := range c.Listen {
-		addrs = append(addrs, a.String())
+		addrs = append(addrs, a.String()+c.ListenOptions[a].explain())
 	}
 	fmt.Fprintf(tw, "listen\t%s\n", strings.Join(addrs, ", "))
 	workers := strconv.Itoa(c.Workers)

@@ -315,7 +315,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	for cmd, flags := range map[string][]string{
-		"serve":  {"-root", "-server-header", "-listen", "-browse", "-compress", "-c FILE", "-print-config", "-pid-file", "-workers", "-shutdown-grace"},
+		"serve":  {"-root", "-server-header", "-listen", "-tls-cert FILE", "-tls-key FILE", "-browse", "-compress", "-c FILE", "-print-config", "-pid-file", "-workers", "-shutdown-grace"},
 		"check":  {"-c FILE", "-explain"},
 		"graph":  {"-c FILE", "-svg"},
 		"fmt":    {"-c FILE", "-w"},
