@@ -31,12 +31,15 @@ const (
 var allScenarios = []string{
 	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
 	report.C10K, report.Sizes, report.Idle, report.Workers, report.Pipe,
+	report.Mix, report.MixSlowDB,
 }
 
-// defaultScenarios are those run without --scenarios: all but workers,
-// which takes several minutes and has a report of its own
-// (docs/benchmarks/workers).
-var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool { return s == report.Workers })
+// defaultScenarios are those run without --scenarios: all but workers
+// and the mix scenarios, which take several minutes each and have
+// reports of their own (docs/benchmarks/workers, docs/benchmarks/mix).
+var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool {
+	return s == report.Workers || s == report.Mix || s == report.MixSlowDB
+})
 
 // options is the parsed command line.
 type options struct {
@@ -132,13 +135,13 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	}
 	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default docs/benchmarks in the repository, or ./sluice-bench")
 	servers := fs.String("servers", strings.Join(peers.Names(), ","), "comma-separated servers to measure")
-	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers is not run unless named)")
+	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix and mix-slowdb are not run unless named)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
 	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")
 	quick := fs.Bool("quick", false, "smoke test: 1 round, 1 s runs, fewer sweep points, 2,000 connections at most")
 	sluice := fs.String("sluice", "", "the sluice binary to measure; default: built from ./cmd/sluice in the repository")
-	maxConns := fs.Int("conns", 10000, "connections for the C10K mix and the largest idle-memory point")
+	maxConns := fs.Int("conns", 10000, "connections for the C10K mixes and the largest idle-memory point")
 	clientCPU := fs.String("client-cpu", "0", "CPU list (taskset) for the client")
 	serverCPU := fs.String("server-cpu", "1", "CPU list (taskset) for the servers")
 	workersCPU := fs.String("workers-cpu", fmt.Sprintf("0-%d", runtime.NumCPU()-1), "CPU list (taskset) for the servers of the workers scenario (default: every CPU, so that workers can use more than one; the client stays on --client-cpu)")

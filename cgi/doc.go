@@ -73,5 +73,6 @@
 // character other than a letter, digit or '-' (so X_Forwarded_For cannot
 // pose as X-Forwarded-For). Repeated fields are joined with ", " ("; " for
 // Cookie). SERVER_NAME and SERVER_PORT come from the Host field (port 80
-// when it has none).
+// when it has none, 443 over TLS). A request over TLS also sets HTTPS=on
+// and REQUEST_SCHEME=https, as Apache and nginx do.
 package cgi

@@ -38,9 +38,16 @@ func (g *Gateway) environ(r *engine.Request, user string, t target, length int64
 	}
 	if port == "" {
 		port = "80"
+		if r.TLS != nil {
+			port = "443"
+		}
 	}
 	set("SERVER_NAME", name)
 	set("SERVER_PORT", port)
+	if r.TLS != nil { // not RFC 3875's; Apache's and nginx's, which programs read
+		set("HTTPS", "on")
+		set("REQUEST_SCHEME", "https")
+	}
 	if r.RemoteAddr != nil {
 		addr, rport := splitHostPort(r.RemoteAddr.String())
 		addr = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sqldata"
 )
 
 // Stats holds server counters: requests, responses by status class, body
@@ -59,6 +60,9 @@ type StatsSnapshot struct {
 	// runs no workers (StatusOptions.Workers is nil).
 	Worker  int            `json:"worker,omitempty"`
 	Workers []WorkerStatus `json:"workers,omitempty"`
+	// Databases is the load of the config's data sources, by name; left
+	// out when it has none (StatusOptions.Databases is empty).
+	Databases []DatabaseStatus `json:"databases,omitempty"`
 }
 
 // Snapshot returns the counters now. Each counter is read atomically; the
@@ -109,12 +113,18 @@ type StatusOptions struct {
 	// (components.Context.Workers); nil leaves them out. (Not settable
 	// from a config file.)
 	Workers func() Workers `yaml:"-"`
+
+	// Databases are the data sources whose load the page shows
+	// (components.Context.Databases). (Not settable from a config file.)
+	Databases map[string]*sqldata.DB `yaml:"-"`
 }
 
 // NewStatus returns the status Source: a page of the server counters (see
 // Stats) as HTML, JSON (a StatsSnapshot) or the Prometheus text exposition
 // format 0.0.4. Responses are marked Cache-Control: no-store. It is safe
-// for concurrent use.
+// for concurrent use. With databases in the config it adds each one's
+// load: queries running and waiting, and those shed (503) or timed out
+// (504).
 //
 // Under a master with worker processes, the counters are those of the
 // worker that answers, and the page adds every worker as the master last
@@ -148,6 +158,7 @@ func (st *status) source(c *pipe.Conn) pipe.Content {
 		ws := st.opts.Workers()
 		snap.Worker, snap.Workers = ws.Self, ws.All
 	}
+	snap.Databases = databaseStatus(st.opts.Databases)
 	var b bytes.Buffer
 	h := c.Header()
 	switch format {
@@ -230,6 +241,7 @@ func statusPrometheus(b *bytes.Buffer, s *StatsSnapshot, st *Stats) {
 	promMetric(b, "sluice_uptime_seconds", "gauge", "Seconds since the counters started.")
 	fmt.Fprintf(b, "sluice_uptime_seconds%s %.3f\n", self, s.UptimeSeconds)
 	workersPrometheus(b, s.Workers)
+	databasesPrometheus(b, selfAnd, s.Databases)
 }
 
 func promMetric(b *bytes.Buffer, name, typ, help string) {
@@ -257,5 +269,6 @@ func statusHTML(b *bytes.Buffer, s *StatsSnapshot) {
 	}
 	b.WriteString("</table>\n")
 	workersHTML(b, s.Workers)
+	databasesHTML(b, s.Databases)
 	b.WriteString("</body></html>\n")
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sqldata"
 )
 
 // TemplateOptions configures a template source (see NewTemplate). Exactly
@@ -65,6 +66,19 @@ type TemplateOptions struct {
 	// half a page); a larger page is a 500. Default 8 MiB.
 	MaxSize int `yaml:"max_size"`
 
+	// Queries are SQL queries run before the page renders, each
+	// request, in the order of their names; a template reads the result
+	// of the query NAME as .DB.NAME: the row (a map of column name to
+	// value, {{.DB.article.title}}) for a query with One, the list of
+	// rows otherwise ({{range .DB.latest}}{{.title}}{{end}}). Like every
+	// value, they are escaped by html/template where they land.
+	Queries map[string]TemplateQuery `yaml:"queries"`
+
+	// Databases are the data sources Queries name. A config file's are
+	// its databases; the caller keeps them open while the Template
+	// serves, and closes them.
+	Databases map[string]*sqldata.DB `yaml:"-"`
+
 	// Logger receives template errors. Nil means slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -82,6 +96,9 @@ type TemplateData struct {
 	RemoteAddr string     // client address, "ip:port"
 	Now        time.Time  // when rendering started
 	Data       map[string]any
+	// DB holds the results of TemplateOptions.Queries by name: a
+	// sqldata.Row for a one-row query, a []sqldata.Row otherwise.
+	DB map[string]any
 
 	conn *pipe.Conn
 	req  *engine.Request
@@ -123,6 +140,7 @@ type Template struct {
 	reload  bool
 	maxSize int
 	log     *slog.Logger
+	queries []templateQuery
 
 	set       atomic.Pointer[templateSet]
 	nextCheck atomic.Int64 // unix ns of the next file check, with Reload
@@ -195,6 +213,11 @@ func NewTemplate(opts TemplateOptions) (pipe.Component, error) {
 	default:
 		return nil, errors.New("template: set root or file")
 	}
+	queries, err := buildQueries(opts)
+	if err != nil {
+		return nil, err
+	}
+	tp.queries = queries
 	files, sig, err := tp.scan()
 	if err != nil {
 		return nil, fmt.Errorf("template: %v", err)
@@ -426,6 +449,9 @@ func (tp *Template) Handle(c *pipe.Conn) bool {
 	}
 	if r.RemoteAddr != nil {
 		data.RemoteAddr = r.RemoteAddr.String()
+	}
+	if len(tp.queries) > 0 && !tp.runQueries(c, data) {
+		return false
 	}
 	buf := templateBufs.Get().(*bytes.Buffer)
 	buf.Reset()

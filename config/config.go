@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sqldata"
 )
 
 // Config is a config file read, checked and built: the server settings
@@ -26,6 +27,11 @@ type Config struct {
 
 	// Listen lists the addresses to listen on, in the order written.
 	Listen []Address
+
+	// ListenOptions holds the options of the listen entries written as
+	// maps ({address: ":8443", tls: ...}), by address; an address written
+	// as a plain string has none, and is served as plain HTTP/1.1.
+	ListenOptions map[Address]*ListenOptions
 
 	// Workers is the number of worker processes a master starts (see
 	// package daemon/supervisor): 0, the default, serves in one process
@@ -69,6 +75,11 @@ type Config struct {
 	// opened its listeners and log files (see package daemon). Parse
 	// checks that they exist on this system.
 	User, Group string
+
+	// Databases are the data sources of the file's databases section, by
+	// name (see package sqldata), opened but not connected. Close closes
+	// them, once the components are closed.
+	Databases map[string]*sqldata.DB
 
 	// Routes are the routes in the order written.
 	Routes []*Route
@@ -206,7 +217,8 @@ func (l *Loader) Parse(file string, data []byte) (*Config, error) {
 }
 
 // Close releases the resources the components hold: every component that
-// implements io.Closer is closed. It is called once no request uses the
+// implements io.Closer is closed, then the databases (whose Close waits
+// for the queries running). It is called once no request uses the
 // config any more, or, once the grace period of a reload or a shutdown
 // has run out, under the requests still in flight (see daemon.Switch): a
 // component's Close must let those fail or end short, and stop what they
@@ -218,6 +230,7 @@ func (c *Config) Close() error {
 			errs = append(errs, cl.Close())
 		}
 	}
+	errs = append(errs, c.closeDatabases())
 	return errors.Join(errs...)
 }
 
@@ -258,7 +271,7 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "routes"}
+var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "databases", "routes"}
 
 // RouteKeys are the keys of a route.
 var RouteKeys = []string{"match", "host", "methods", "error_pages", "pipeline"}
@@ -271,6 +284,7 @@ type parser struct {
 	loader *Loader
 	dir    string
 	cfg    *Config
+	dbs    map[string]*database // the databases section
 }
 
 func (p *parser) parse(data []byte) {
@@ -300,7 +314,7 @@ func (p *parser) parse(data []byte) {
 	if !ok {
 		return
 	}
-	var routes, health, group *yaml.Node
+	var routes, health, group, databases *yaml.Node
 	c := p.cfg
 	c.ServerHeader = DefaultServerHeader
 	c.Log = Log{Level: slog.LevelInfo, Format: "text", Output: "stderr"}
@@ -348,6 +362,8 @@ func (p *parser) parse(data []byte) {
 					c.Group = s
 				}
 			}
+		case "databases":
+			databases = kv.val
 		case "routes":
 			routes = kv.val
 		}
@@ -365,7 +381,11 @@ func (p *parser) parse(data []byte) {
 		p.errorf(root, "no routes: a config file needs a routes list, each route with a match (the paths it serves) and a pipeline (the components that answer), e.g. %s", routesExample)
 		return
 	}
+	if databases != nil { // before the routes, whose components query them
+		p.databases(databases)
+	}
 	p.routes(routes)
+	p.unusedDatabases()
 }
 
 // expandEnv replaces ${VAR} references in every scalar value under n

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,7 +22,7 @@ func (c *Config) Explain(w io.Writer) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	var addrs []string
 	for _, a := range c.Listen {
-		addrs = append(addrs, a.String())
+		addrs = append(addrs, a.String()+c.ListenOptions[a].explain())
 	}
 	fmt.Fprintf(tw, "listen\t%s\n", strings.Join(addrs, ", "))
 	workers := strconv.Itoa(c.Workers)
@@ -58,6 +60,12 @@ func (c *Config) Explain(w io.Writer) error {
 			group = ", group " + c.Group
 		}
 		fmt.Fprintf(tw, "user\t%s%s\n", c.User, group)
+	}
+	// A database's dsn is not shown: it may hold a password.
+	for _, name := range slices.Sorted(maps.Keys(c.Databases)) {
+		o := c.Databases[name].Options()
+		fmt.Fprintf(tw, "database %s\t%s, pool %d, %d queries at once, %d queued, timeout %s\n",
+			name, o.Driver, o.Pool, o.MaxConcurrent, o.Queue, FormatDuration(o.Timeout))
 	}
 	tw.Flush()
 

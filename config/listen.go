@@ -28,36 +28,60 @@ func (p *parser) listen(n *yaml.Node) {
 	n = deref(n)
 	var elems []*yaml.Node
 	switch n.Kind {
-	case yaml.ScalarNode:
+	case yaml.ScalarNode, yaml.MappingNode:
 		elems = []*yaml.Node{n}
 	case yaml.SequenceNode:
 		elems = n.Content
 	}
 	if len(elems) == 0 {
-		p.errorf(n, "listen: want an address (host:port, :port or unix:/path) or a list of them, got %s", describe(n))
+		p.errorf(n, "listen: want an address (host:port, :port or unix:/path), a map with an address and its options, or a list of them, got %s", describe(n))
 		return
 	}
 	seen := map[Address]*yaml.Node{}
 	p.cfg.Listen = []Address{}
+	var redirects []*yaml.Node // entries with redirect_to_https: true
 	for _, e := range elems {
-		s, ok := p.scalar(e, "listen", "an address")
+		var opts *ListenOptions
+		var redirect *yaml.Node
+		addrNode := e
+		if deref(e).Kind == yaml.MappingNode {
+			addrNode, opts, redirect = p.listenEntry(e)
+			if addrNode == nil {
+				continue
+			}
+		}
+		s, ok := p.scalar(addrNode, "listen", "an address")
 		if !ok {
 			continue
 		}
 		a, err := ParseAddress(s)
 		if err != nil {
-			p.errorf(e, "listen: %v", err)
+			p.errorf(addrNode, "listen: %v", err)
 			continue
 		}
 		if a.Network == "unix" {
 			a.Addr = p.path(a.Addr)
 		}
 		if prev := seen[a]; prev != nil {
-			p.errorf(e, "listen: %s is already listed at %d:%d", s, prev.Line, prev.Column)
+			p.errorf(addrNode, "listen: %s is already listed at %d:%d", s, prev.Line, prev.Column)
 			continue
 		}
-		seen[a] = e
+		seen[a] = deref(addrNode)
 		p.cfg.Listen = append(p.cfg.Listen, a)
+		if opts != nil {
+			if p.cfg.ListenOptions == nil {
+				p.cfg.ListenOptions = map[Address]*ListenOptions{}
+			}
+			p.cfg.ListenOptions[a] = opts
+		}
+		if redirect != nil {
+			redirects = append(redirects, redirect)
+		}
+	}
+	if len(redirects) > 0 && p.cfg.HTTPSListener() == nil {
+		for _, r := range redirects {
+			p.errorf(r, "redirect_to_https: true redirects to the port of the config's TLS listener, and listen has none: add one, or give the port HTTPS is served on (redirect_to_https: 443)")
+		}
 	}
 }
 

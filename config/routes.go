@@ -113,6 +113,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 		p.errorf(n, "route has no pipeline: add pipeline: [a list of components]")
 	} else {
 		p.pipeline(pipelineNode, r)
+		p.queryParams(r)
 	}
 	// Duplicates: the same pattern and host with overlapping methods.
 	// Patterns with captures are the same when only their names or types
@@ -309,6 +310,7 @@ func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *y
 	name := reg.Name
 	s := &Stage{Name: name, Registration: reg, Line: nameNode.Line, Col: nameNode.Column}
 	x := p.loader.Context
+	x.Database, x.Databases = p.database, p.cfg.Databases
 	a := deref(arg)
 	shorthand := !isNull(a) && a.Kind != yaml.MappingNode
 	x.Shorthand = shorthand
@@ -340,10 +342,8 @@ func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *y
 			return errDecoded
 		}
 		for _, key := range reg.Paths {
-			if f, ok := fieldByKey(reg.Options, key); ok && f.Field.Type.Kind() == reflect.String {
-				if fv := v.FieldByIndex(f.Index); !stdStream(fv.String()) {
-					fv.SetString(p.path(fv.String()))
-				}
+			if fv, ok := pathOption(v, key); ok && !stdStream(fv.String()) {
+				fv.SetString(p.path(fv.String()))
 			}
 		}
 		if adjust != nil {

@@ -42,6 +42,18 @@
 // pid_file; only workers keeps its running value until a restart, with a
 // warning.
 //
+// # TLS
+//
+// A listen entry with tls is served over TLS (engine.ServeWith): TLS 1.2
+// and 1.3, the ECDHE and AEAD suites of CipherSuites, ALPN http/1.1 and
+// crypto/tls's session tickets. Each TLS listener's GetCertificate reads
+// the certificates of the config of the moment, chosen by SNI, so a
+// Reload swaps them for new handshakes without closing a connection.
+// Every listener's requests pass its options first: hsts sets
+// Strict-Transport-Security, redirect_to_https answers 308 to the same
+// URL over HTTPS. The certificates are read by Load, so before Start
+// switches to the config's user, and by each Reload as that user.
+//
 // # Driving it
 //
 // The lifecycle is a set of methods — Start, Reload, ReopenLogs,

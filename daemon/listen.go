@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -43,11 +44,14 @@ type listener struct {
 	addr    config.Address
 	ln      net.Listener
 	closing atomic.Bool // closed by a reload, not failed
+
+	tls   *tls.Config // set if it serves TLS, for as long as it is open
+	state atomic.Pointer[listenState]
 }
 
-// open opens the listeners for addrs and records them. If one fails it
-// closes the others and returns a *ListenError.
-func (s *Server) open(addrs []config.Address) ([]*listener, error) {
+// open opens the listeners for addrs, served as cfg says, and records
+// them. If one fails it closes the others and returns a *ListenError.
+func (s *Server) open(addrs []config.Address, cfg *config.Config) ([]*listener, error) {
 	listen := s.Listen
 	if listen == nil {
 		listen = Listen
@@ -60,10 +64,16 @@ func (s *Server) open(addrs []config.Address) ([]*listener, error) {
 			return nil, &ListenError{Addr: a, Err: err}
 		}
 		l := &listener{addr: a, ln: ln}
+		if isTLS(cfg, a) {
+			l.tls = newTLSConfig(l)
+		}
 		s.lnMu.Lock()
 		s.lns = append(s.lns, l)
 		s.lnMu.Unlock()
 		opened = append(opened, l)
+	}
+	for _, l := range opened { // once all are open, for redirect_to_https: true to find its port
+		s.setState(l, cfg.ListenOptions[l.addr], cfg)
 	}
 	return opened, nil
 }
@@ -81,7 +91,7 @@ func (s *Server) logListenError(err error) {
 func (s *Server) serve(lns []*listener) {
 	for _, l := range lns {
 		go func() {
-			err := s.srv.Serve(l.ln)
+			err := s.srv.ServeWith(l.ln, engine.ListenerOptions{TLS: l.tls, Handler: listenerHandler{l, s.srv.Handler}})
 			if errors.Is(err, engine.ErrServerClosed) || l.closing.Load() {
 				return
 			}
@@ -94,7 +104,11 @@ func (s *Server) serve(lns []*listener) {
 		if l.ln.Addr().Network() == "unix" {
 			addr = "unix:" + addr
 		}
-		s.logger().Info("listening", append([]any{"addr", addr}, s.Attrs...)...)
+		attrs := []any{"addr", addr}
+		if l.tls != nil {
+			attrs = append(attrs, "tls", true)
+		}
+		s.logger().Info("listening", append(attrs, s.Attrs...)...)
 	}
 }
 
@@ -120,4 +134,11 @@ func (s *Server) listening(a config.Address) *listener {
 		}
 	}
 	return nil
+}
+
+// serves reports whether l serves a as cfg says: the same address, with
+// TLS or without as cfg has it. A listener whose address turns to TLS or
+// back is replaced by a reload.
+func (l *listener) serves(a config.Address, cfg *config.Config) bool {
+	return l.addr == a && (l.tls != nil) == isTLS(cfg, a)
 }

@@ -88,21 +88,23 @@ func (s *Server) Reload() error {
 
 	var added []config.Address
 	for _, a := range cfg.Listen {
-		if s.listening(a) == nil {
+		if l := s.listening(a); l == nil || !l.serves(a, cfg) {
 			added = append(added, a)
 		}
 	}
 	s.lnMu.Lock()
-	var removed []*listener
+	var removed, kept []*listener
 	for _, l := range s.lns {
-		if !slices.Contains(cfg.Listen, l.addr) {
+		if slices.ContainsFunc(cfg.Listen, func(a config.Address) bool { return l.serves(a, cfg) }) {
+			kept = append(kept, l)
+		} else {
 			removed = append(removed, l)
 		}
 	}
 	s.lnMu.Unlock()
-	opened, err := s.open(added)
+	opened, err := s.open(added, cfg)
 	if err != nil && errors.Is(err, syscall.EADDRINUSE) {
-		opened, err = s.reopenSharingPort(added, removed, err)
+		opened, err = s.reopenSharingPort(added, removed, cfg, old, err)
 	}
 	if err != nil {
 		s.logListenError(err)
@@ -114,6 +116,9 @@ func (s *Server) Reload() error {
 		return err
 	}
 	s.sw.Swap(cfg)
+	for _, l := range kept {
+		s.setState(l, cfg.ListenOptions[l.addr], cfg) // new certificates, HSTS, redirect
+	}
 	s.srv.SetLimits(cfg.Limits)
 	s.srv.SetServerHeader(cfg.ServerHeader)
 	s.srv.SetExtraMethods(cfg.ExtraMethods())
@@ -157,7 +162,7 @@ func (s *Server) movePidFile(name string) {
 // listener closed this way are reset. If the added addresses still cannot
 // be opened, the closed ones are opened again and the error returned;
 // if no listener shares a port with them, inUse is.
-func (s *Server) reopenSharingPort(added []config.Address, removed []*listener, inUse error) ([]*listener, error) {
+func (s *Server) reopenSharingPort(added []config.Address, removed []*listener, cfg, old *config.Config, inUse error) ([]*listener, error) {
 	ports := map[int]bool{}
 	for _, a := range added {
 		if a.Network == "tcp" {
@@ -183,11 +188,11 @@ func (s *Server) reopenSharingPort(added []config.Address, removed []*listener, 
 		s.logger().Info("closing listener first: its port is reused", "addr", l.ln.Addr().String())
 	}
 	s.closeListeners(clash)
-	opened, err := s.open(added)
+	opened, err := s.open(added, cfg)
 	if err == nil {
 		return opened, nil
 	}
-	if back, berr := s.open(clashAddrs); berr == nil {
+	if back, berr := s.open(clashAddrs, old); berr == nil {
 		s.serve(back)
 	} else {
 		s.logListenError(berr)

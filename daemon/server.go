@@ -198,7 +198,7 @@ func (s *Server) Start() error {
 	s.srv.Logger = slog.New(logHandler{s}) // the log of the moment: a reload may change it
 	s.srv.OnRefused = s.sw.LogRefusal
 
-	opened, err := s.open(cfg.Listen)
+	opened, err := s.open(cfg.Listen, cfg)
 	if err != nil {
 		s.logListenError(err)
 		s.sw.Close()

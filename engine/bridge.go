@@ -88,6 +88,7 @@ func NewHTTPRequest(r *Request) (*http.Request, error) {
 		Close:         r.close,
 		Body:          http.NoBody,
 		Trailer:       nil,
+		TLS:           r.TLS,
 	}
 	if r.RemoteAddr != nil {
 		hr.RemoteAddr = r.RemoteAddr.String()
@@ -324,6 +325,7 @@ func NewRequest(hr *http.Request) (*Request, error) {
 		ProtoMinor:    hr.ProtoMinor,
 		ContentLength: hr.ContentLength,
 		Body:          hr.Body,
+		TLS:           hr.TLS,
 		close:         hr.Close,
 	}
 	if hr.ProtoMajor > 1 {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -23,6 +24,16 @@ type conn struct {
 	nc  net.Conn
 	rc  syscall.RawConn // nil if nc offers none; then idle reads use a buffer
 	th  *timeout.Handle
+	h   Handler // the listener's handler (ListenerOptions.Handler) or Server.Handler
+
+	// A TLS connection: tc is nc, served through crypto/tls, so rc is
+	// nil (every read and write goes through tc; files are copied, not
+	// sent with sendfile); peer is the raw socket beneath it, watched for
+	// the client going (see GoneNotifier); tlsState is set once the
+	// handshake is done (see handshake) and handed to each request.
+	tc       *tls.Conn
+	peer     syscall.RawConn
+	tlsState *tls.ConnectionState
 
 	s      *session // nil while idle
 	rbuf   []byte   // s.rbuf, or a larger buffer for a big request head
@@ -77,14 +88,43 @@ type conn struct {
 	gone atomic.Pointer[goneWatch]
 }
 
-func newConn(srv *Server, nc net.Conn) *conn {
-	c := &conn{srv: srv, nc: nc, parkFd: -1}
-	c.rc, c.nb = rawConn(nc)
+func newConn(srv *Server, nc net.Conn, o *ListenerOptions) *conn {
+	c := &conn{srv: srv, nc: nc, h: o.Handler, parkFd: -1}
+	if c.h == nil {
+		c.h = srv.Handler
+	}
+	if o.TLS != nil {
+		c.peer, _ = rawConn(nc)
+		c.tc = tls.Server(nc, o.TLS)
+		c.nc = c.tc
+	} else {
+		c.rc, c.nb = rawConn(nc)
+		c.peer = c.rc
+	}
 	if c.rc != nil {
 		c.rawWaitFn = c.rawWait
 	}
 	c.th = srv.tm.Register(c)
 	return c
+}
+
+// handshake runs the TLS handshake of a new TLS connection. It must end
+// within HeaderTimeout, as a request head must, or the timeout manager
+// closes the connection; until it is done the connection counts as idle,
+// so Shutdown and a full server (MaxConns) may close it, as they close a
+// new connection that has sent nothing yet. It reports whether the
+// handshake succeeded.
+func (c *conn) handshake() bool {
+	c.th.SetDeadline(c.srv.limits().HeaderTimeout)
+	c.th.MarkIdle()
+	err := c.tc.Handshake()
+	c.th.Clear()
+	if err != nil {
+		return false
+	}
+	st := c.tc.ConnectionState()
+	c.tlsState = &st
+	return true
 }
 
 // Expire implements timeout.Owner: it wakes any blocked I/O on the
@@ -116,6 +156,10 @@ func (c *conn) serve() {
 // run is the connection loop; resumed is set on a goroutine that took an
 // idle wait over (see IdleNotice).
 func (c *conn) run(resumed bool) {
+	if c.tc != nil && c.tlsState == nil && !c.handshake() {
+		c.finish()
+		return
+	}
 	if resumed {
 		switch c.readIdle() {
 		case idleMoved:
@@ -296,6 +340,7 @@ func (c *conn) serveHead(n int, err error) bool {
 	}
 
 	req.RemoteAddr, req.LocalAddr = c.nc.RemoteAddr(), c.nc.LocalAddr()
+	req.TLS = c.tlsState
 	resp := &s.resp
 	resp.start(c, req)
 	body := &s.body
@@ -362,7 +407,7 @@ func (c *conn) runHandler(w *response, r *Request) {
 			}
 		}
 	}()
-	c.srv.Handler.Serve(w, r)
+	c.h.Serve(w, r)
 }
 
 // fillHead reads more of a request head, first sending any output a

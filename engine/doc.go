@@ -57,6 +57,20 @@
 // a response after which the connection must close for want of that
 // says "Connection: close".
 //
+// # TLS
+//
+// ServeWith serves a listener over TLS (ListenerOptions.TLS, a
+// crypto/tls server config). Each connection's handshake runs on its
+// goroutine before its first request, and must end within
+// Limits.HeaderTimeout; requests carry the connection's state in
+// Request.TLS. Everything else works as on plain TCP: keep-alive,
+// pipelining, the timeouts, Gone (the socket beneath the TLS layer is
+// watched) and graceful shutdown. But a *tls.Conn has no socket to wait
+// on, so the Linux fast paths do not apply: an idle TLS connection waits
+// on its goroutine holding a pooled buffer, writes go through crypto/tls,
+// and files are read into the output buffer and encrypted rather than
+// sent with sendfile(2).
+//
 // # Timeouts
 //
 // One timeout manager (package timeout) watches every connection: the

@@ -103,7 +103,7 @@ func (p *gonePoller) notify(id uint32) {
 
 // start adds c's socket to the gone set for w. Called with w.mu held.
 func (pw *peerWatch) start(c *conn, w *goneWatch) {
-	if c.rc == nil {
+	if c.peer == nil {
 		return
 	}
 	p := goneSet()
@@ -111,7 +111,7 @@ func (pw *peerWatch) start(c *conn, w *goneWatch) {
 		return
 	}
 	fd := -1
-	c.rc.Control(func(f uintptr) { fd = int(f) })
+	c.peer.Control(func(f uintptr) { fd = int(f) })
 	if fd < 0 {
 		return
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 
@@ -90,6 +91,13 @@ type Request struct {
 
 	// LocalAddr is the server address the request arrived on.
 	LocalAddr net.Addr
+
+	// TLS describes the TLS connection the request arrived on, as
+	// crypto/tls reports it once the handshake is done (version, cipher
+	// suite, server name, negotiated protocol); nil for a request over
+	// plain TCP or a Unix socket. It is shared by every request of the
+	// connection and must not be modified.
+	TLS *tls.ConnectionState
 
 	close       bool // client asked to close after this exchange
 	expectCont  bool // Expect: 100-continue

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -265,7 +266,34 @@ func (s *Server) ListenAndServe(addr string) error {
 // ("suppressed"). At EMFILE and ENFILE the longest-idle connection is
 // also closed. Serve closes ln when it returns.
 func (s *Server) Serve(ln net.Listener) error {
-	if s.Handler == nil {
+	return s.ServeWith(ln, ListenerOptions{})
+}
+
+// ListenerOptions say how ServeWith serves the connections of one
+// listener.
+type ListenerOptions struct {
+	// TLS, if set, serves every connection over TLS with this config
+	// (crypto/tls's server side; set its NextProtos to "http/1.1" for
+	// ALPN). The handshake must finish within Limits.HeaderTimeout; until
+	// it does the connection counts as idle (see Shutdown). Requests then
+	// carry the connection's state in Request.TLS. The config must not be
+	// modified once ServeWith is called; to change certificates or
+	// settings while serving, set its GetCertificate or
+	// GetConfigForClient. A TLS connection has no socket of its own to
+	// wait on, so it does not take the engine's Linux fast paths: it
+	// waits for its next request on its goroutine holding its buffers,
+	// and files are copied through it rather than sent with sendfile.
+	TLS *tls.Config
+
+	// Handler, if set, answers the requests of this listener's
+	// connections instead of Server.Handler.
+	Handler Handler
+}
+
+// ServeWith is Serve with options for this listener: TLS, or a handler
+// of its own.
+func (s *Server) ServeWith(ln net.Listener, o ListenerOptions) error {
+	if s.Handler == nil && o.Handler == nil {
 		return errors.New("engine: Server.Handler is nil")
 	}
 	s.init()
@@ -314,7 +342,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		s.stats.accepted.Add(1)
 		s.admit()
-		s.startConn(newConn(s, nc))
+		s.startConn(newConn(s, nc, &o))
 	}
 }
 

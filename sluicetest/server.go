@@ -4,7 +4,8 @@
 // arranges a graceful shutdown when the test ends. Get and Do send a
 // request and read the whole answer, NeedTool finds an outside program a
 // test runs, WaitFor waits for a condition, and Buffer collects a log the
-// test reads while it is written.
+// test reads while it is written. CA makes throwaway certificates for
+// tests that serve TLS.
 //
 // It imports "testing", so only tests may import it; the sluice binary
 // does not link it.

@@ -85,7 +85,8 @@ func lineFigure(path, title, xLabel, yLabel string, logX, logY bool, ss []series
 }
 
 // barFigure draws horizontal bars (one group per entry of groups, each
-// with its own legend name) and saves them as PNG at path.
+// with its own legend name) and saves them as PNG at path. A NaN value
+// (not measured) gets neither bar nor label.
 func barFigure(path, title, xLabel string, labels []string, groups []string, values [][]Stat) error {
 	p := plot.New()
 	p.Title.Text = title
@@ -99,7 +100,9 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 	maxV := 0.0
 	for _, vs := range values {
 		for _, v := range vs {
-			maxV = max(maxV, math.Abs(v.Med))
+			if !math.IsNaN(v.Med) {
+				maxV = max(maxV, math.Abs(v.Med))
+			}
 		}
 	}
 	format := labelFormat(maxV)
@@ -107,6 +110,9 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 		vals := make(plotter.Values, len(labels))
 		for i := range labels {
 			vals[i] = values[g][i].Med
+			if math.IsNaN(vals[i]) {
+				vals[i] = 0 // not measured: no bar, no label
+			}
 		}
 		b, err := plotter.NewBarChart(vals, w)
 		if err != nil {
@@ -125,7 +131,11 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 		var texts []string
 		for i := range labels {
 			xys = append(xys, plotter.XY{X: vals[i], Y: float64(i)})
-			texts = append(texts, " "+format(vals[i]))
+			if math.IsNaN(values[g][i].Med) {
+				texts = append(texts, "")
+			} else {
+				texts = append(texts, " "+format(vals[i]))
+			}
 		}
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
 		if err != nil {
@@ -139,6 +149,9 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 		p.Add(lab)
 	}
 	p.NominalY(labels...)
+	// Each label's bars span half a slot either side of it: keep the
+	// outer ones inside the axes.
+	p.Y.Min, p.Y.Max = -0.5, float64(len(labels))-0.5
 	p.X.Max = maxV * 1.2
 	h := vg.Points(float64(len(labels)*(14*n+12)) + 90)
 	return save(p, legend, 8*vg.Inch, max(h, 3*vg.Inch), path)
@@ -231,7 +244,9 @@ func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, path string) error {
 	if r := legend.Rectangle(dc); r.Max.X > r.Min.X {
 		lw = r.Max.X - r.Min.X + 2*gap
 	}
-	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+	// A margin left and top: gonum measures nominal tick labels and the
+	// title a little short, and would clip their first pixels.
+	p.Draw(draw.Crop(dc, vg.Points(8), -lw, 0, -vg.Points(4)))
 	if lw > 0 {
 		// Below the title, beside the top of the plot.
 		legend.Draw(draw.Crop(dc, w-lw+gap, 0, 0, -vg.Points(28)))

@@ -1,6 +1,6 @@
 // Command sluice is the Sluice web server.
 //
-//	sluice serve [--root DIR] [--listen ADDR] [--browse] [--compress] [--print-config] [--shutdown-grace D]
+//	sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--print-config] [--shutdown-grace D]
 //	sluice serve -c FILE [--listen ADDR] [--pid-file FILE] [--shutdown-grace D]
 //	sluice check -c FILE [--explain]
 //	sluice graph -c FILE [--svg OUT]

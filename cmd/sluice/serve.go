@@ -27,6 +27,7 @@ const flagsSource = "(command line)"
 // serveFlags are the flags of sluice serve.
 type serveFlags struct {
 	file, root, listen, serverHeader, workers, pidFile string
+	tlsCert, tlsKey                                    string
 	browse, compress, printConfig                      bool
 	grace                                              time.Duration
 	set                                                map[string]bool // flags given
@@ -34,15 +35,16 @@ type serveFlags struct {
 
 var serveCommand = command{
 	name: "serve",
-	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--browse] [--compress] [--workers N|auto] [--print-config] [--shutdown-grace D]
+	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--workers N|auto] [--print-config] [--shutdown-grace D]
        sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D]
 
 Serves the files under DIR, or the routes of the config file FILE (see
 docs/config.md), over HTTP/1.1 until SIGINT or SIGTERM, which shut down
 gracefully: requests in flight get --shutdown-grace (10s) to finish, then
 their connections are cut with a warning, and the exit status is still 0.
-The flags without -c stand for a config file: --print-config prints it
-and exits.
+With --tls-cert and --tls-key (PEM files) it serves HTTPS instead, TLS
+1.2 and 1.3 (docs/security.md). The flags without -c stand for a config
+file: --print-config prints it and exits.
 
 SIGHUP loads the config again: a valid one takes over for new requests
 while requests in flight finish on the old one, for up to --shutdown-grace; an invalid one is logged
@@ -64,6 +66,8 @@ reloads and stopping to $NOTIFY_SOCKET (docs/service.md).`,
 		fs.StringVar(&f.file, "config", "", "same as -c")
 		fs.StringVar(&f.root, "root", ".", "the `DIR`ectory to serve (without -c)")
 		fs.StringVar(&f.listen, "listen", config.DefaultListen, "the `ADDR`ess to listen on: host:port, :port or unix:/path")
+		fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with the certificate (chain) in the PEM `FILE` (without -c; with --tls-key)")
+		fs.StringVar(&f.tlsKey, "tls-key", "", "the private key of --tls-cert, a PEM `FILE`")
 		fs.BoolVar(&f.browse, "browse", false, "list the files of directories without an index file (without -c)")
 		fs.BoolVar(&f.compress, "compress", false, "compress responses with zstd, br or gzip as the client accepts (without -c)")
 		fs.StringVar(&f.serverHeader, "server-header", config.DefaultServerHeader, "the Server header field `value`; empty sends none (without -c)")
@@ -87,12 +91,16 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if f.file != "" {
-		for _, name := range []string{"root", "browse", "compress", "server-header", "print-config"} {
+		for _, name := range []string{"root", "browse", "compress", "server-header", "print-config", "tls-cert", "tls-key"} {
 			if f.set[name] {
 				fmt.Fprintf(stderr, "sluice serve: --%s describes a config; with -c the file does (see sluice fmt and sluice check)\n", name)
 				return exitUsage
 			}
 		}
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		fmt.Fprintln(stderr, "sluice serve: --tls-cert and --tls-key go together: the certificate and its private key")
+		return exitUsage
 	}
 	if f.printConfig {
 		data, err := f.configYAML()
@@ -288,7 +296,19 @@ func (f *serveFlags) configYAML() ([]byte, error) {
 	if f.compress {
 		pipeline = append(pipeline, "compress")
 	}
-	top := yamlMap("listen", f.listen)
+	var listen any = f.listen
+	if f.tlsCert != "" {
+		cert, err := filepath.Abs(f.tlsCert)
+		if err != nil {
+			return nil, err
+		}
+		key, err := filepath.Abs(f.tlsKey)
+		if err != nil {
+			return nil, err
+		}
+		listen = yamlMap("address", f.listen, "tls", yamlMap("cert", cert, "key", key))
+	}
+	top := yamlMap("listen", listen)
 	if w != 0 {
 		top.Content = append(top.Content, yamlMap("workers", f.workers).Content...)
 	}
@@ -345,6 +365,8 @@ func (f *serveFlags) commandLine() string {
 	}
 	add("root", " "+f.root)
 	add("listen", " "+f.listen)
+	add("tls-cert", " "+f.tlsCert)
+	add("tls-key", " "+f.tlsKey)
 	add("browse", "")
 	add("compress", "")
 	add("server-header", "="+f.serverHeader)

@@ -76,7 +76,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 			if err != nil {
 				return nil, err
 			}
-			cfg.Listen = su.Addrs
+			cfg.Listen, cfg.ListenOptions = su.Addrs, listenOptions(cfg, su.Addrs)
 			cfg.PidFile = ""          // the master's
 			cfg.Log.Output = "stderr" // relayed by the master, with worker=ID
 			cfg.Warnings = nil        // the master logged them
@@ -176,6 +176,33 @@ func RunWorker(stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
+}
+
+// listenOptions returns the listen options of cfg (as the worker parsed
+// it) for the master's addresses: an address's own, or, for an address
+// the master opened with port 0 and the config now names with the port
+// it got (a reload keeps the socket), those of the config's address in
+// the same place. An address only the master knows (sluice serve
+// --listen) has none, as without workers.
+func listenOptions(cfg *config.Config, addrs []config.Address) map[config.Address]*config.ListenOptions {
+	opts := map[config.Address]*config.ListenOptions{}
+	for i, a := range addrs {
+		if o := cfg.ListenOptions[a]; o != nil {
+			opts[a] = o
+			continue
+		}
+		if i >= len(cfg.Listen) || cfg.Listen[i].Network != "tcp" || a.Network != "tcp" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(a.Addr)
+		chost, _, cerr := net.SplitHostPort(cfg.Listen[i].Addr)
+		if err == nil && cerr == nil && port == "0" && host == chost {
+			if o := cfg.ListenOptions[cfg.Listen[i]]; o != nil {
+				opts[a] = o
+			}
+		}
+	}
+	return opts
 }
 
 // sizeFor sets GOMAXPROCS for one of n workers sharing the machine, unless

@@ -1,0 +1,350 @@
+package config
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ListenOptions are the options of a listen entry written as a map: how
+// the connections of its address are served beyond plain HTTP/1.1.
+type ListenOptions struct {
+	// TLS, if set, serves HTTPS: HTTP/1.1 over TLS with its certificates.
+	TLS *TLS
+
+	// HSTS, if set, adds a Strict-Transport-Security field to the
+	// responses of a TLS listener.
+	HSTS *HSTS
+
+	// RedirectToHTTPS, if set, makes a plain listener answer every
+	// request with a redirect to the same URL over HTTPS.
+	RedirectToHTTPS *HTTPSRedirect
+}
+
+// TLS is the tls section of a listen entry: the certificates a TLS
+// listener presents. They are read, and checked against their keys, when
+// the config is loaded (and so again by every reload).
+type TLS struct {
+	// Certificates are the certificates to choose from, in the order
+	// written: a client is given the first whose names match the server
+	// name it asks for (SNI), and one that asks for none, or for a name
+	// none matches, the first.
+	Certificates []Certificate
+}
+
+// Certificate is one certificate of a TLS listener: the files it was
+// read from, and their contents.
+type Certificate struct {
+	CertFile, KeyFile string          // as resolved against the config file's directory
+	Pair              tls.Certificate // with its Leaf parsed
+}
+
+// HSTS is the Strict-Transport-Security field a TLS listener adds to its
+// responses (RFC 6797).
+type HSTS struct {
+	MaxAge            time.Duration // how long a browser keeps to HTTPS; whole seconds are sent
+	IncludeSubdomains bool
+	Preload           bool
+}
+
+// Value returns the field's value: "max-age=31536000; includeSubDomains".
+func (h *HSTS) Value() string {
+	v := "max-age=" + strconv.FormatInt(int64(h.MaxAge/time.Second), 10)
+	if h.IncludeSubdomains {
+		v += "; includeSubDomains"
+	}
+	if h.Preload {
+		v += "; preload"
+	}
+	return v
+}
+
+// HTTPSRedirect is a plain listener's redirect_to_https: every request is
+// answered 308 Permanent Redirect to https://HOST[:Port]PATH?QUERY.
+type HTTPSRedirect struct {
+	// Port is the port HTTPS is served on; 0 means that of the config's
+	// first TLS listener (HTTPSListener), as it is bound. Port 443 is left
+	// out of the URL.
+	Port int
+}
+
+// HTTPSListener returns the first address of Listen served over TLS, or
+// nil.
+func (c *Config) HTTPSListener() *Address {
+	for i, a := range c.Listen {
+		if o := c.ListenOptions[a]; o != nil && o.TLS != nil {
+			return &c.Listen[i]
+		}
+	}
+	return nil
+}
+
+// explain describes o for Explain: " (TLS, 2 certificates, HSTS
+// max-age=…)", " (redirect to HTTPS)", or "" for nil.
+func (o *ListenOptions) explain() string {
+	var parts []string
+	switch {
+	case o == nil:
+		return ""
+	case o.TLS != nil && len(o.TLS.Certificates) == 1:
+		parts = append(parts, "TLS")
+	case o.TLS != nil:
+		parts = append(parts, fmt.Sprintf("TLS, %d certificates", len(o.TLS.Certificates)))
+	case o.RedirectToHTTPS != nil:
+		parts = append(parts, "redirect to HTTPS")
+	}
+	if o.HSTS != nil {
+		parts = append(parts, "HSTS "+o.HSTS.Value())
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// ListenKeys are the keys of a listen entry written as a map; TLSKeys
+// those of its tls section (a certificate in certificates has cert and
+// key); HSTSKeys those of its hsts section.
+var (
+	ListenKeys = []string{"address", "tls", "hsts", "redirect_to_https"}
+	TLSKeys    = []string{"cert", "key", "certificates"}
+	HSTSKeys   = []string{"max_age", "include_subdomains", "preload"}
+)
+
+// listenEntry reads a listen entry written as a map. It returns the
+// address's node (nil if the entry has none), the options, and the
+// node of redirect_to_https if it is true (to be checked once every
+// entry is read).
+func (p *parser) listenEntry(e *yaml.Node) (addr *yaml.Node, opts *ListenOptions, redirectNode *yaml.Node) {
+	errs := len(p.errs)
+	pairs, ok := p.mapping(e, "listen key", ListenKeys)
+	if !ok {
+		return nil, nil, nil
+	}
+	opts = &ListenOptions{}
+	var hstsKey, redirectKey *yaml.Node
+	for _, kv := range pairs {
+		switch kv.key.Value {
+		case "address":
+			addr = kv.val
+		case "tls":
+			opts.TLS = p.tls(kv.key, kv.val)
+		case "hsts":
+			hstsKey = kv.key
+			opts.HSTS = p.hsts(kv.val)
+		case "redirect_to_https":
+			redirectKey = kv.key
+			opts.RedirectToHTTPS, redirectNode = p.redirectToHTTPS(kv.val)
+		}
+	}
+	if addr == nil {
+		if len(p.errs) > errs {
+			return nil, nil, nil // a misspelt address, most likely: reported
+		}
+		p.errorf(e, "listen: an entry written as a map needs an address, e.g. {address: \":8443\", tls: {cert: site.crt, key: site.key}}")
+		return nil, nil, nil
+	}
+	hasTLS := false
+	for _, kv := range pairs {
+		hasTLS = hasTLS || kv.key.Value == "tls"
+	}
+	if hstsKey != nil && !hasTLS {
+		p.errorf(hstsKey, "hsts: only a TLS listener sends Strict-Transport-Security (browsers ignore it over plain HTTP): add tls to this entry")
+	}
+	if redirectKey != nil && hasTLS {
+		p.errorf(redirectKey, "redirect_to_https: this listener serves TLS already; the option belongs on a plain HTTP listener")
+	}
+	return addr, opts, redirectNode
+}
+
+// tls reads a tls section: cert and key, or certificates, a list of
+// {cert, key} maps.
+func (p *parser) tls(key, n *yaml.Node) *TLS {
+	pairs, ok := p.mapping(n, "tls key", TLSKeys)
+	if !ok {
+		return nil
+	}
+	var cert, keyFile, list *yaml.Node
+	for _, kv := range pairs {
+		switch kv.key.Value {
+		case "cert":
+			cert = kv.val
+		case "key":
+			keyFile = kv.val
+		case "certificates":
+			list = kv.val
+		}
+	}
+	t := &TLS{}
+	switch {
+	case list != nil && (cert != nil || keyFile != nil):
+		p.errorf(key, "tls: give cert and key, or certificates (a list of {cert, key}), not both")
+	case list != nil:
+		l := deref(list)
+		if l.Kind != yaml.SequenceNode || len(l.Content) == 0 {
+			p.errorf(list, "tls.certificates: want a list of {cert: FILE, key: FILE} maps, got %s", describe(l))
+			break
+		}
+		for _, e := range l.Content {
+			pairs, ok := p.mapping(e, "tls.certificates key", []string{"cert", "key"})
+			if !ok {
+				continue
+			}
+			var c, k *yaml.Node
+			for _, kv := range pairs {
+				if kv.key.Value == "cert" {
+					c = kv.val
+				} else {
+					k = kv.val
+				}
+			}
+			if c == nil || k == nil {
+				p.errorf(e, "tls.certificates: each entry needs a cert and a key")
+				continue
+			}
+			if cf, ok := p.certificate(c, k); ok {
+				t.Certificates = append(t.Certificates, cf)
+			}
+		}
+	case cert == nil || keyFile == nil:
+		p.errorf(key, "tls: want a cert and a key (PEM files), e.g. tls: {cert: site.crt, key: site.key}")
+	default:
+		if cf, ok := p.certificate(cert, keyFile); ok {
+			t.Certificates = append(t.Certificates, cf)
+		}
+	}
+	return t
+}
+
+// certificate reads the certificate and key files named at certNode and
+// keyNode and checks that they belong together, reporting errors at
+// their positions; a certificate out of its validity period is a
+// warning.
+func (p *parser) certificate(certNode, keyNode *yaml.Node) (Certificate, bool) {
+	certName, ok1 := p.scalar(certNode, "tls.cert", "a certificate file (PEM)")
+	keyName, ok2 := p.scalar(keyNode, "tls.key", "a private key file (PEM)")
+	if !ok1 || !ok2 {
+		return Certificate{}, false
+	}
+	certName, keyName = p.path(certName), p.path(keyName)
+	certPEM, err := os.ReadFile(certName)
+	if err != nil {
+		p.errorf(certNode, "tls.cert: %v", err)
+	}
+	keyPEM, kerr := os.ReadFile(keyName)
+	if kerr != nil {
+		p.errorf(keyNode, "tls.key: %v", kerr)
+	}
+	if err != nil || kerr != nil {
+		return Certificate{}, false
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "does not match"), strings.Contains(msg, "private key type does not match"):
+			p.errorf(keyNode, "tls.key: the key in %s does not match the certificate in %s", keyName, certName)
+		case strings.Contains(msg, "certificate"):
+			p.errorf(certNode, "tls.cert: %s: %s", certName, strings.TrimPrefix(msg, "tls: "))
+		default:
+			p.errorf(keyNode, "tls.key: %s: %s", keyName, strings.TrimPrefix(msg, "tls: "))
+		}
+		return Certificate{}, false
+	}
+	now := time.Now()
+	switch leaf := pair.Leaf; {
+	case leaf == nil:
+	case now.After(leaf.NotAfter):
+		p.warn(certNode, "", fmt.Sprintf("tls.cert: the certificate in %s expired at %s: clients will refuse it", certName, leaf.NotAfter.UTC().Format(time.RFC3339)))
+	case now.Before(leaf.NotBefore):
+		p.warn(certNode, "", fmt.Sprintf("tls.cert: the certificate in %s is not valid before %s: clients will refuse it until then", certName, leaf.NotBefore.UTC().Format(time.RFC3339)))
+	}
+	return Certificate{CertFile: certName, KeyFile: keyName, Pair: pair}, true
+}
+
+// hsts reads an hsts section: a max-age duration, or a map of HSTSKeys.
+func (p *parser) hsts(n *yaml.Node) *HSTS {
+	h := &HSTS{}
+	maxAge := func(v *yaml.Node) bool {
+		s, ok := p.scalar(v, "hsts.max_age", "a duration")
+		if !ok {
+			return false
+		}
+		d, err := ParseDuration(s)
+		if err != nil || d < 0 {
+			p.errorf(v, `hsts.max_age: want how long browsers keep to HTTPS, a duration such as "8760h" (a year), got %q`, s)
+			return false
+		}
+		h.MaxAge = d
+		return true
+	}
+	if deref(n).Kind == yaml.ScalarNode {
+		if !maxAge(n) {
+			return nil
+		}
+		return h
+	}
+	pairs, ok := p.mapping(n, "hsts key", HSTSKeys)
+	if !ok {
+		return nil
+	}
+	set := false
+	for _, kv := range pairs {
+		switch kv.key.Value {
+		case "max_age":
+			set = maxAge(kv.val)
+		case "include_subdomains":
+			h.IncludeSubdomains = p.boolean(kv.val, "hsts.include_subdomains")
+		case "preload":
+			h.Preload = p.boolean(kv.val, "hsts.preload")
+		}
+	}
+	if !set {
+		p.errorf(n, `hsts: want a max_age, e.g. hsts: {max_age: 8760h, include_subdomains: true}`)
+		return nil
+	}
+	return h
+}
+
+// redirectToHTTPS reads redirect_to_https: true, false or a port. It
+// returns the node when the value is true, to be checked against the
+// config's TLS listeners.
+func (p *parser) redirectToHTTPS(n *yaml.Node) (*HTTPSRedirect, *yaml.Node) {
+	s, ok := p.scalar(n, "redirect_to_https", "true or a port")
+	if !ok {
+		return nil, nil
+	}
+	switch s {
+	case "true", "True", "TRUE":
+		return &HTTPSRedirect{}, n
+	case "false", "False", "FALSE":
+		return nil, nil
+	}
+	port, err := strconv.Atoi(s)
+	if err != nil || port < 1 || port > 65535 {
+		p.errorf(n, "redirect_to_https: want true (to the port of the config's TLS listener) or the port HTTPS is served on, from 1 to 65535, got %q", s)
+		return nil, nil
+	}
+	return &HTTPSRedirect{Port: port}, nil
+}
+
+// boolean reads a true or false.
+func (p *parser) boolean(n *yaml.Node, name string) bool {
+	s, ok := p.scalar(n, name, "true or false")
+	if !ok {
+		return false
+	}
+	switch s {
+	case "true", "True", "TRUE":
+		return true
+	case "false", "False", "FALSE":
+		return false
+	}
+	p.errorf(n, "%s: want true or false, got %q", name, s)
+	return false
+}

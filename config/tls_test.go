@@ -1,0 +1,117 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+const tlsRoutes = "\nroutes: [{match: /, pipeline: [echo]}]\n"
+
+// Listen entries written as maps carry TLS certificates (one, or several
+// for SNI), HSTS and the HTTPS redirect.
+func TestParseListenTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := sluicetest.NewCA(t)
+	ca.IssueFiles(t, dir, "a.example")
+	ca.IssueFiles(t, dir, "b.example")
+	cfg, err := parseString(t, dir, `listen:
+  - 127.0.0.1:8080
+  - {address: ":8443", tls: {cert: a.example.crt, key: a.example.key}, hsts: 8760h}
+  - address: ":8444"
+    tls:
+      certificates:
+        - {cert: a.example.crt, key: a.example.key}
+        - {cert: b.example.crt, key: b.example.key}
+    hsts: {max_age: 1h, include_subdomains: true, preload: true}
+  - {address: ":8081", redirect_to_https: true}
+  - {address: ":8082", redirect_to_https: 443}
+`+tlsRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Listen) != 5 || cfg.ListenOptions[cfg.Listen[0]] != nil {
+		t.Fatalf("Listen %v, options of the plain address %v", cfg.Listen, cfg.ListenOptions[cfg.Listen[0]])
+	}
+	one := cfg.ListenOptions[Address{"tcp", ":8443"}]
+	if one == nil || one.TLS == nil || len(one.TLS.Certificates) != 1 || one.TLS.Certificates[0].Pair.Leaf.DNSNames[0] != "a.example" ||
+		one.TLS.Certificates[0].CertFile != filepath.Join(dir, "a.example.crt") {
+		t.Fatalf("the :8443 entry: %+v", one)
+	}
+	if got := one.HSTS.Value(); got != "max-age=31536000" {
+		t.Errorf("hsts: 8760h is %q", got)
+	}
+	two := cfg.ListenOptions[Address{"tcp", ":8444"}]
+	if len(two.TLS.Certificates) != 2 || two.TLS.Certificates[1].Pair.Leaf.DNSNames[0] != "b.example" {
+		t.Fatalf("the :8444 entry: %+v", two.TLS)
+	}
+	if got := two.HSTS.Value(); got != "max-age=3600; includeSubDomains; preload" {
+		t.Errorf("hsts map is %q", got)
+	}
+	if r := cfg.ListenOptions[Address{"tcp", ":8081"}].RedirectToHTTPS; r == nil || r.Port != 0 {
+		t.Errorf("redirect_to_https: true is %+v", r)
+	}
+	if r := cfg.ListenOptions[Address{"tcp", ":8082"}].RedirectToHTTPS; r == nil || r.Port != 443 {
+		t.Errorf("redirect_to_https: 443 is %+v", r)
+	}
+	if a := cfg.HTTPSListener(); a == nil || a.Addr != ":8443" {
+		t.Errorf("HTTPSListener is %v", a)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings: %v", cfg.Warnings)
+	}
+}
+
+// Mistakes in listen entries are reported at their positions.
+func TestParseListenTLSErrors(t *testing.T) {
+	dir := t.TempDir()
+	ca := sluicetest.NewCA(t)
+	ca.IssueFiles(t, dir, "a.example")
+	ca.IssueFiles(t, dir, "b.example")
+	for _, tc := range []struct{ text, want string }{
+		{"listen: {address: \":1\", tls: {cert: missing.crt, key: a.example.key}}",
+			"test.yaml:1:37: tls.cert: open " + filepath.Join(dir, "missing.crt") + ": no such file or directory"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: missing.key}}",
+			"test.yaml:1:57: tls.key: open " + filepath.Join(dir, "missing.key")},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: b.example.key}}",
+			"test.yaml:1:57: tls.key: the key in " + filepath.Join(dir, "b.example.key") + " does not match the certificate in " + filepath.Join(dir, "a.example.crt")},
+		{"listen: {address: \":1\", tls: {cert: a.example.key, key: a.example.key}}",
+			"test.yaml:1:37: tls.cert: " + filepath.Join(dir, "a.example.key") + ": failed to find certificate PEM data"},
+		{"listen: {adress: \":1\"}", `test.yaml:1:10: unknown listen key "adress" (did you mean "address"?)`},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key, ciphers: all}}", `test.yaml:1:72: unknown tls key "ciphers"`},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt}}", "test.yaml:1:25: tls: want a cert and a key"},
+		{"listen: {tls: {cert: a.example.crt, key: a.example.key}}", "test.yaml:1:9: listen: an entry written as a map needs an address"},
+		{"listen: {address: \":1\", hsts: 1h}", "test.yaml:1:25: hsts: only a TLS listener sends"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key}, hsts: 365d}", "test.yaml:1:79: hsts.max_age: want how long"},
+		{"listen: {address: \":1\", redirect_to_https: true}", "test.yaml:1:44: redirect_to_https: true redirects to the port of the config's TLS listener, and listen has none"},
+		{"listen: {address: \":1\", redirect_to_https: 0}", "test.yaml:1:44: redirect_to_https: want true"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key}, redirect_to_https: 443}", "test.yaml:1:73: redirect_to_https: this listener serves TLS already"},
+		{"listen: [\":1\", {address: \":1\", redirect_to_https: 443}]", "test.yaml:1:26: listen: :1 is already listed at 1:10"},
+	} {
+		_, err := parseString(t, dir, tc.text+tlsRoutes)
+		var errs Errors
+		if !errors.As(err, &errs) || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), filepath.Join(dir, tc.want)) {
+			t.Errorf("%s:\ngot  %v\nwant %s", tc.text, err, filepath.Join(dir, tc.want))
+		}
+	}
+}
+
+// A certificate that has expired is a warning, not an error: the server
+// starts, and clients are told by their own checks.
+func TestParseListenTLSExpired(t *testing.T) {
+	dir := t.TempDir()
+	ca := sluicetest.NewCA(t)
+	ca.IssueFilesValid(t, dir, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour), "old.example")
+	cfg, err := parseString(t, dir, "listen:\n  - address: :1\n    tls: {cert: old.example.crt, key: old.example.key}"+tlsRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.HasPrefix(cfg.Warnings[0].String(), filepath.Join(dir, "test.yaml:3:17: warning: tls.cert: the certificate in ")) ||
+		!strings.Contains(cfg.Warnings[0].Msg, "expired at") {
+		t.Errorf("warnings: %v", cfg.Warnings)
+	}
+}

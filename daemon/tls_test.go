@@ -1,0 +1,271 @@
+package daemon
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// tlsSite is a config directory with a CA and certificates for
+// a.example and b.example.
+type tlsSite struct {
+	dir, file string
+	ca        *sluicetest.CA
+}
+
+func newTLSSite(t *testing.T) *tlsSite {
+	t.Helper()
+	s := &tlsSite{dir: t.TempDir(), ca: sluicetest.NewCA(t)}
+	s.file = filepath.Join(s.dir, "site.yaml")
+	s.ca.IssueFiles(t, s.dir, "a.example")
+	s.ca.IssueFiles(t, s.dir, "b.example")
+	return s
+}
+
+// write writes the config: listen (YAML) and a route answering body.
+func (s *tlsSite) write(t *testing.T, listen, body string) {
+	t.Helper()
+	writeFile(t, s.file, fmt.Sprintf("listen:\n%s\nroutes:\n  - match: /\n    pipeline:\n      - text: %q\n", listen, body))
+}
+
+// twoCerts is a TLS listener with both certificates, a.example the
+// default.
+const twoCerts = `  - address: 127.0.0.1:0
+    tls:
+      certificates:
+        - {cert: a.example.crt, key: a.example.key}
+        - {cert: b.example.crt, key: b.example.key}`
+
+// tlsDial opens a TLS connection to addr with cfg, failing the test if
+// the handshake fails.
+func tlsDial(t *testing.T, addr net.Addr, cfg *tls.Config) *tls.Conn {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr.String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return c
+}
+
+// ask sends a GET for path on c and returns the response, body read.
+func ask(t *testing.T, c net.Conn, br *bufio.Reader, path string) (*http.Response, string) {
+	t.Helper()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// The certificate is chosen by the server name the client asks for
+// (SNI), the first one when it asks for none; TLS 1.2 and 1.3 are
+// served with modern suites, TLS 1.1 and CBC suites are refused.
+func TestTLSListenerSNIAndVersions(t *testing.T) {
+	site := newTLSSite(t)
+	site.write(t, twoCerts, "hi")
+	s, _ := newServer(t, fileLoad(site.file))
+	start(t, s)
+	addr := onlyAddr(t, s)
+
+	for _, name := range []string{"a.example", "b.example"} {
+		c := tlsDial(t, addr, site.ca.ClientConfig(name))
+		if got := c.ConnectionState().PeerCertificates[0].DNSNames[0]; got != name {
+			t.Errorf("SNI %s: got the certificate of %s", name, got)
+		}
+		if _, body := ask(t, c, bufio.NewReader(c), "/"); body != "hi" {
+			t.Errorf("SNI %s: body %q", name, body)
+		}
+	}
+	// No SNI (a client that dials an IP address sends none): the default.
+	c := tlsDial(t, addr, &tls.Config{InsecureSkipVerify: true})
+	if got := c.ConnectionState().PeerCertificates[0].DNSNames[0]; got != "a.example" {
+		t.Errorf("no SNI: got the certificate of %s, want the first, a.example", got)
+	}
+
+	cfg := site.ca.ClientConfig("a.example")
+	cfg.MaxVersion = tls.VersionTLS12
+	c = tlsDial(t, addr, cfg)
+	if st := c.ConnectionState(); st.Version != tls.VersionTLS12 || !slices.Contains(CipherSuites, st.CipherSuite) || st.NegotiatedProtocol != "" {
+		t.Errorf("TLS 1.2: version %x, suite %s, ALPN %q", st.Version, tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol)
+	}
+	cfg = site.ca.ClientConfig("a.example")
+	cfg.NextProtos = []string{"h2", "http/1.1"}
+	c = tlsDial(t, addr, cfg)
+	if st := c.ConnectionState(); st.Version != tls.VersionTLS13 || st.NegotiatedProtocol != "http/1.1" {
+		t.Errorf("TLS 1.3 with ALPN h2, http/1.1: version %x, ALPN %q", st.Version, st.NegotiatedProtocol)
+	}
+
+	for what, cfg := range map[string]*tls.Config{
+		"TLS 1.1":   {MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11, InsecureSkipVerify: true},
+		"CBC suite": {MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}, InsecureSkipVerify: true},
+	} {
+		if c, err := tls.Dial("tcp", addr.String(), cfg); err == nil {
+			c.Close()
+			t.Errorf("%s: the handshake succeeded; want it refused", what)
+		}
+	}
+}
+
+// A client that keeps a session resumes it on its next connection, with
+// TLS 1.3 and 1.2 (session tickets).
+func TestTLSListenerResumption(t *testing.T) {
+	site := newTLSSite(t)
+	site.write(t, twoCerts, "hi")
+	s, _ := newServer(t, fileLoad(site.file))
+	start(t, s)
+	addr := onlyAddr(t, s)
+	for _, version := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		cfg := site.ca.ClientConfig("b.example")
+		cfg.MaxVersion = version
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		for i, want := range []bool{false, true} {
+			c := tlsDial(t, addr, cfg)
+			// TLS 1.3 sends its ticket after the handshake: reading the
+			// response takes it in.
+			ask(t, c, bufio.NewReader(c), "/")
+			if got := c.ConnectionState().DidResume; got != want {
+				t.Errorf("%s, connection %d: DidResume %v, want %v", tls.VersionName(version), i+1, got, want)
+			}
+			c.Close()
+		}
+	}
+}
+
+// A reload reads the certificates again: new connections get the new
+// one, while a keep-alive connection opened before stays open and its
+// next request is answered by the new config.
+func TestTLSListenerReloadCertificate(t *testing.T) {
+	site := newTLSSite(t)
+	site.write(t, twoCerts, "one")
+	s, _ := newServer(t, fileLoad(site.file))
+	start(t, s)
+	addr := onlyAddr(t, s)
+	old := tlsDial(t, addr, site.ca.ClientConfig("a.example"))
+	br := bufio.NewReader(old)
+	if _, body := ask(t, old, br, "/"); body != "one" {
+		t.Fatalf("before the reload: %q", body)
+	}
+	oldSerial := old.ConnectionState().PeerCertificates[0].SerialNumber
+
+	site.ca.IssueFiles(t, site.dir, "a.example") // renewed
+	site.write(t, twoCerts, "two")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := onlyAddr(t, s); got.String() != addr.String() {
+		t.Fatalf("the reload moved the listener from %s to %s", addr, got)
+	}
+	if resp, body := ask(t, old, br, "/"); body != "two" || resp.Close {
+		t.Errorf("the old connection after the reload: %q, close %v; want two, kept open", body, resp.Close)
+	}
+	c := tlsDial(t, addr, site.ca.ClientConfig("a.example"))
+	if serial := c.ConnectionState().PeerCertificates[0].SerialNumber; serial.Cmp(oldSerial) == 0 {
+		t.Errorf("a new connection after the reload got the old certificate (serial %v)", serial)
+	}
+	if _, body := ask(t, c, bufio.NewReader(c), "/"); body != "two" {
+		t.Errorf("a new connection: %q", body)
+	}
+	newSerial := c.ConnectionState().PeerCertificates[0].SerialNumber
+
+	// A key that does not match its certificate rejects the reload; the
+	// certificates in memory keep serving.
+	b, err := os.ReadFile(filepath.Join(site.dir, "b.example.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(site.dir, "a.example.key"), string(b))
+	site.write(t, twoCerts, "three")
+	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), "does not match the certificate") {
+		t.Errorf("a reload with a mismatched key: %v; want it rejected", err)
+	}
+	c = tlsDial(t, addr, site.ca.ClientConfig("a.example"))
+	if _, body := ask(t, c, bufio.NewReader(c), "/"); body != "two" || c.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(newSerial) != 0 {
+		t.Errorf("after the rejected reload: %q; want two, with the certificate before it", body)
+	}
+}
+
+// A plain listener with redirect_to_https answers 308 with the same
+// path and query over HTTPS, on the TLS listener's port (true) or the
+// one given; HSTS goes out on the TLS listener's responses only.
+func TestTLSListenerRedirectAndHSTS(t *testing.T) {
+	site := newTLSSite(t)
+	site.write(t, `  - address: 127.0.0.1:0
+    tls: {cert: a.example.crt, key: a.example.key}
+    hsts: {max_age: 8760h, include_subdomains: true}
+  - {address: 127.0.0.2:0, redirect_to_https: true}
+  - {address: 127.0.0.3:0, redirect_to_https: 443}
+  - 127.0.0.4:0`, "hi")
+	s, _ := newServer(t, fileLoad(site.file))
+	start(t, s)
+	addrs := s.Addrs()
+	if len(addrs) != 4 {
+		t.Fatalf("Addrs %v", addrs)
+	}
+	tlsPort := addrs[0].(*net.TCPAddr).Port
+
+	for i, want := range []string{
+		fmt.Sprintf("https://a.example:%d/p/a%%20th?q=1&r", tlsPort),
+		"https://a.example/p/a%20th?q=1&r",
+	} {
+		c, br := dial(t, addrs[1+i])
+		fmt.Fprintf(c, "POST /p/a%%20th?q=1&r HTTP/1.1\r\nHost: a.example:8080\r\nContent-Length: 3\r\n\r\nabc")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != 308 || resp.Header.Get("Location") != want || resp.Header.Get("Strict-Transport-Security") != "" {
+			t.Errorf("redirect listener %d: %d, Location %q, HSTS %q; want 308 to %s, no HSTS", i+1, resp.StatusCode,
+				resp.Header.Get("Location"), resp.Header.Get("Strict-Transport-Security"), want)
+		}
+	}
+	c, br := dial(t, addrs[1])
+	fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 400 {
+		t.Errorf("redirect without a Host: %v %v; want 400", resp, err)
+	}
+
+	tc := tlsDial(t, addrs[0], site.ca.ClientConfig("a.example"))
+	if resp, body := ask(t, tc, bufio.NewReader(tc), "/"); body != "hi" || resp.Header.Get("Strict-Transport-Security") != "max-age=31536000; includeSubDomains" {
+		t.Errorf("TLS listener: %q, HSTS %q", body, resp.Header.Get("Strict-Transport-Security"))
+	}
+	c, br = dial(t, addrs[3])
+	if resp, body := ask(t, c, br, "/"); body != "hi" || resp.Header.Get("Strict-Transport-Security") != "" {
+		t.Errorf("plain listener: %q, HSTS %q; want no HSTS", body, resp.Header.Get("Strict-Transport-Security"))
+	}
+
+	// A reload that drops hsts and the redirect applies to the listeners
+	// kept open.
+	site.write(t, `  - {address: 127.0.0.1:0, tls: {cert: a.example.crt, key: a.example.key}}
+  - 127.0.0.2:0
+  - 127.0.0.3:0
+  - 127.0.0.4:0`, "hi")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := ask(t, tc, bufio.NewReader(tc), "/"); resp.Header.Get("Strict-Transport-Security") != "" {
+		t.Errorf("after the reload: HSTS %q", resp.Header.Get("Strict-Transport-Security"))
+	}
+	c, br = dial(t, addrs[1])
+	if resp, body := ask(t, c, br, "/"); resp.StatusCode != 200 || body != "hi" {
+		t.Errorf("after the reload the former redirect listener answers %d %q", resp.StatusCode, body)
+	}
+	if !strings.HasPrefix(s.Addrs()[0].String(), "127.0.0.1:") {
+		t.Errorf("Addrs after the reload: %v", s.Addrs())
+	}
+}

@@ -1,0 +1,234 @@
+package engine_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// tlsServer serves h over TLS on a loopback port with a certificate for
+// 127.0.0.1 from ca, and returns the server and its address; it is shut
+// down when the test ends.
+func tlsServer(t *testing.T, ca *sluicetest.CA, h engine.Handler, lim engine.Limits) (*engine.Server, string) {
+	t.Helper()
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &engine.Server{Handler: h, Limits: lim}
+	cfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeWith(ln, engine.ListenerOptions{TLS: cfg}) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-done; !errors.Is(err, engine.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return srv, ln.Addr().String()
+}
+
+// tlsHello answers with the connection's TLS version, server name and
+// protocol, and the path.
+var tlsHello = engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+	if r.TLS == nil {
+		w.WriteString("plain\n")
+		return
+	}
+	fmt.Fprintf(w, "%s sni=%q alpn=%s %s\n", tls.VersionName(r.TLS.Version), r.TLS.ServerName, r.TLS.NegotiatedProtocol, r.Path)
+})
+
+// Keep-alive and pipelining work over TLS: two pipelined requests are
+// answered in order on one connection, and a third after the connection
+// has idled; each request carries the connection's TLS state.
+func TestTLSKeepAlivePipelining(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := tlsServer(t, ca, tlsHello, engine.Limits{})
+	cfg := ca.ClientConfig("127.0.0.1")
+	cfg.NextProtos = []string{"http/1.1"}
+	c, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	for _, path := range []string{"/a", "/b", "/c"} {
+		if path == "/c" {
+			time.Sleep(300 * time.Millisecond) // idle past the engine's idle notice: not a synchronisation
+			if _, err := io.WriteString(c, "GET /c HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		want := fmt.Sprintf("TLS 1.3 sni=\"\" alpn=http/1.1 %s\n", path)
+		if string(body) != want {
+			t.Errorf("%s: got %q, want %q", path, body, want)
+		}
+	}
+}
+
+// A client that opens a connection to a TLS listener and never finishes
+// the handshake is closed once HeaderTimeout passes.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	srv, addr := tlsServer(t, ca, tlsHello, engine.Limits{HeaderTimeout: 200 * time.Millisecond})
+	for _, send := range []string{"", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"} { // nothing; the start of a ClientHello
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, send)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := c.Read(make([]byte, 1))
+		if n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("sent %q: read %d bytes, %v; want the server to close the connection", send, n, err)
+		}
+		c.Close()
+	}
+	sluicetest.WaitFor(t, "connections closed", func() bool { return srv.OpenConns() == 0 })
+}
+
+// A file larger than the output buffer is copied through TLS, not sent
+// with sendfile(2) under it (which would put its plaintext on the wire).
+func TestTLSSendFile(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	name := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ca := sluicetest.NewCA(t)
+	_, addr := tlsServer(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		if err := w.(engine.FileSender).SendFile(f, 16, int64(len(data))-32); err != nil {
+			t.Error(err)
+		}
+	}), engine.Limits{})
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientConfig("")}}
+	defer client.CloseIdleConnections()
+	for range 2 { // the second on the kept-alive connection
+		resp, err := client.Get("https://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(body, data[16:len(data)-16]) {
+			t.Fatalf("got %d bytes, not the file's %d", len(body), len(data)-32)
+		}
+	}
+}
+
+// A handler's Gone channel closes when the client of a TLS connection
+// goes away, as on a plain one.
+func TestTLSGone(t *testing.T) {
+	entered, result := make(chan struct{}), make(chan bool, 1)
+	ca := sluicetest.NewCA(t)
+	_, addr := tlsServer(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		gone := w.(engine.GoneNotifier).Gone()
+		close(entered)
+		select {
+		case <-gone:
+			result <- true
+		case <-time.After(10 * time.Second):
+			result <- false
+		}
+	}), engine.Limits{})
+	c, err := tls.Dial("tcp", addr, ca.ClientConfig(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-entered
+	c.Close()
+	if !<-result {
+		t.Error("Gone did not close when the TLS client went away")
+	}
+}
+
+// Idle TLS keep-alive connections are closed by the idle timeout, and by
+// Shutdown at once; a request in flight finishes with Connection: close.
+func TestTLSIdleAndShutdown(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	release := make(chan struct{})
+	srv, addr := tlsServer(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		if string(r.Path) == "/slow" {
+			<-release
+		}
+		w.WriteString("ok\n")
+	}), engine.Limits{IdleTimeout: 300 * time.Millisecond})
+
+	idle, err := tls.Dial("tcp", addr, ca.ClientConfig(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	io.WriteString(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(idle), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("first request: %v", err)
+	}
+	idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := idle.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("idle connection: read %d, %v; want it closed by the idle timeout", n, err)
+	}
+
+	busy, err := tls.Dial("tcp", addr, ca.ClientConfig(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	sluicetest.WaitFor(t, "the slow request", func() bool { return srv.Stats().Requests == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(ctx) }()
+	sluicetest.WaitFor(t, "the listener to close", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	close(release)
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.Close {
+		t.Error("response during shutdown: no Connection: close")
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
