@@ -112,7 +112,9 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 		}
 		b = append(b, "\r\n"...)
 		if !trusted || r.Header("X-Forwarded-Proto") == nil {
-			b = append(b, "X-Forwarded-Proto: http\r\n"...)
+			b = append(b, "X-Forwarded-Proto: "...)
+			b = append(b, scheme(r)...)
+			b = append(b, "\r\n"...)
 		}
 		if !trusted || r.Header("X-Forwarded-Host") == nil {
 			b = appendField(b, []byte("X-Forwarded-Host"), r.Host)
@@ -123,7 +125,7 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 			b = append(b, fwd...)
 			b = append(b, ", "...)
 		}
-		b = appendForwardedElement(b, peer, r.Host)
+		b = appendForwardedElement(b, peer, scheme(r), r.Host)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Via: "+viaValue+"\r\n"...)
@@ -184,9 +186,17 @@ func upgradeOf(r *engine.Request) []byte {
 	return nil
 }
 
+// scheme is the scheme the client used: https over TLS, else http.
+func scheme(r *engine.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
 // appendForwardedElement appends an RFC 7239 forwarded-element for a
-// client at peer that asked for host: for, proto and host.
-func appendForwardedElement(b []byte, peer netip.Addr, host []byte) []byte {
+// client at peer that asked for host over proto: for, proto and host.
+func appendForwardedElement(b []byte, peer netip.Addr, proto string, host []byte) []byte {
 	b = append(b, "for="...)
 	switch {
 	case !peer.IsValid():
@@ -198,7 +208,8 @@ func appendForwardedElement(b []byte, peer netip.Addr, host []byte) []byte {
 	default:
 		b = peer.AppendTo(b)
 	}
-	b = append(b, ";proto=http"...)
+	b = append(b, ";proto="...)
+	b = append(b, proto...)
 	if len(host) > 0 {
 		// A Host value has no '"' or '\\' (the engine checked it).
 		b = append(b, `;host="`...)

@@ -2,14 +2,18 @@ package proxy
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -245,5 +249,38 @@ func TestEarlyAnswerDuringUpload(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too big\n" {
 		t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
+	}
+}
+
+// A request that came over TLS is named https to the upstream.
+func TestForwardedProtoTLS(t *testing.T) {
+	up := echoFields(t, "X-Forwarded-Proto", "Forwarded")
+	ca := sluicetest.NewCA(t)
+	for _, c := range []struct{ mode, want string }{
+		{ForwardedXFF, "X-Forwarded-Proto=https\nForwarded=\n"},
+		{ForwardedRFC7239, "X-Forwarded-Proto=\nForwarded=for=127.0.0.1;proto=https;host=\"127.0.0.1\"\n"},
+	} {
+		p := mustNew(t, Options{Upstreams: []string{up}, Forwarded: c.mode})
+		t.Cleanup(func() { p.Close() })
+		ln, err := engine.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &engine.Server{Handler: pipe.Handler(p)}
+		cfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}}
+		go srv.ServeWith(ln, engine.ListenerOptions{TLS: cfg})
+		t.Cleanup(func() { srv.Close() })
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientConfig("127.0.0.1")}}
+		resp, err := client.Get("https://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		host := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		want := "GET /\nhost=" + host + "\n" + strings.ReplaceAll(c.want, `host="127.0.0.1"`, `host="`+host+`"`)
+		if string(body) != want {
+			t.Errorf("%s: upstream saw\n%s\nwant\n%s", c.mode, body, want)
+		}
 	}
 }
