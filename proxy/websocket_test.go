@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -33,10 +36,35 @@ func TestWebSocketEcho(t *testing.T) {
 			}
 		})
 	})
-	srv, _ := front(t, Options{Upstreams: urls})
+	t.Run("ws", func(t *testing.T) {
+		srv, _ := front(t, Options{Upstreams: urls})
+		echo(t, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	})
+	t.Run("wss", func(t *testing.T) {
+		// The client speaks TLS to the proxy, which tunnels the
+		// decrypted bytes to a plain upstream.
+		ca := sluicetest.NewCA(t)
+		p := mustNew(t, Options{Upstreams: urls})
+		t.Cleanup(func() { p.Close() })
+		ln, err := engine.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &engine.Server{Handler: pipe.Handler(p)}
+		cfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}}
+		go srv.ServeWith(ln, engine.ListenerOptions{TLS: cfg})
+		t.Cleanup(func() { srv.Close() })
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientConfig("127.0.0.1")}}
+		echo(t, "wss://"+ln.Addr().String(), client)
+	})
+}
+
+// echo dials the WebSocket server at base+"/chat" and has text, a 1 MB
+// binary message and text again echoed, then closes.
+func echo(t *testing.T, base string, client *http.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), sluicetest.WaitTimeout)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/chat", &websocket.DialOptions{Subprotocols: []string{"echo"}})
+	ws, resp, err := websocket.Dial(ctx, base+"/chat", &websocket.DialOptions{Subprotocols: []string{"echo"}, HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,24 +88,5 @@ func TestWebSocketEcho(t *testing.T) {
 	}
 	if err := ws.Close(websocket.StatusNormalClosure, "bye"); err != nil {
 		t.Fatalf("close handshake: %v", err)
-	}
-}
-
-// An upstream that switches protocols for a request that did not ask is
-// answered 502; a request whose Upgrade the upstream ignores gets the
-// upstream's ordinary response.
-func TestUpgradeUnasked(t *testing.T) {
-	up := newRawUpstream(t, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-	srv, _ := front(t, Options{Upstreams: []string{up.URL}, Retries: -1})
-	if resp, body := sluicetest.Get(t, srv.URL+"/"); resp.StatusCode != http.StatusBadGateway {
-		t.Fatalf("101 to a plain GET: %d %q, want 502", resp.StatusCode, body)
-	}
-	_, urls := upstreams(t, 1, func(int) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("plain")) })
-	})
-	srv2, _ := front(t, Options{Upstreams: urls})
-	resp, body := sluicetest.Get(t, srv2.URL+"/", "Connection", "Upgrade", "Upgrade", "websocket")
-	if resp.StatusCode != 200 || body != "plain" {
-		t.Fatalf("ignored Upgrade: %d %q", resp.StatusCode, body)
 	}
 }
