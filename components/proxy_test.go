@@ -2,6 +2,7 @@ package components_test
 
 import (
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coder/websocket"
 
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -86,4 +89,55 @@ func TestProxyComponentErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", c.yaml, err, c.want)
 		}
 	}
+}
+
+// A WebSocket tunnelled by the proxy component passes the pipes and
+// filters around it: headers adjusts the 101, and log records it.
+func TestProxyComponentWebSocket(t *testing.T) {
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		typ, msg, err := ws.Read(r.Context())
+		if err == nil {
+			ws.Write(r.Context(), typ, msg)
+		}
+		ws.Read(r.Context()) // until the client closes
+	}))
+	t.Cleanup(app.Close)
+	accessLog := filepath.Join(t.TempDir(), "access.log")
+	cfg, err := (&config.Loader{}).Parse("site.yaml", []byte(fmt.Sprintf(`
+routes:
+  - match: /
+    pipeline:
+      - log: %s
+      - proxy: %s
+      - headers: {set: {X-Tunnel: "yes"}}
+      - compress: [gzip]
+`, accessLog, app.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sluicetest.NewServer(t, cfg.Handler())
+	ctx, cancel := context.WithTimeout(context.Background(), sluicetest.WaitTimeout)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/chat", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get("X-Tunnel") != "yes" {
+		t.Errorf("101 without the headers filter's field: %v", resp.Header)
+	}
+	ws.Write(ctx, websocket.MessageText, []byte("hi"))
+	if _, msg, err := ws.Read(ctx); err != nil || string(msg) != "hi" {
+		t.Fatalf("echo: %q, %v", msg, err)
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
+	sluicetest.WaitFor(t, "the log line", func() bool {
+		b, _ := os.ReadFile(accessLog)
+		return strings.Contains(string(b), `"GET /chat HTTP/1.1" 101 `)
+	})
+	cfg.Close()
 }

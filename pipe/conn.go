@@ -267,25 +267,21 @@ func (c *Conn) Finish() {
 // set up so far, and hands over the client connection with the bytes the
 // client sent after the request head (see engine.Tunneler), for a source
 // that relays another protocol (a proxy tunnelling WebSocket). The
-// response is then complete: no filter runs and no content follows; the
-// connection closes when the pipeline ends. It fails with
-// engine.ErrNoTunnel when the request is no Upgrade request, when
-// something of the response was written, or when the server cannot hand
-// its connections over.
+// filters are stacked first, with status 101, so that they may adjust
+// the header and observe the exchange (a log records it when the
+// pipeline ends); no content passes through them. The connection closes
+// when the pipeline ends. Tunnel fails with engine.ErrNoTunnel when the
+// request is no Upgrade request, when something of the response was
+// written, or when the server cannot hand its connections over.
 func (c *Conn) Tunnel() (net.Conn, []byte, error) {
 	t, ok := c.conn.(engine.Tunneler)
 	if !ok || c.top.committed {
 		return nil, nil, engine.ErrNoTunnel
 	}
-	nc, buffered, err := t.Tunnel()
-	if err != nil {
-		return nil, nil, err
-	}
 	c.status = http.StatusSwitchingProtocols
-	c.top.committed, c.top.head = true, &c.wire
-	c.wire.started = true
-	c.wraps = c.wraps[:0]
-	return nc, buffered, nil
+	c.top.commit()
+	c.wire.started = true // the engine sends the head itself
+	return t.Tunnel()
 }
 
 // WriteInterim sends an interim (1xx) response with fields, name and
