@@ -62,6 +62,7 @@ func TestWebSocketEcho(t *testing.T) {
 // echo dials the WebSocket server at base+"/chat" and has text, a 1 MB
 // binary message and text again echoed, then closes.
 func echo(t *testing.T, base string, client *http.Client) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), sluicetest.WaitTimeout)
 	defer cancel()
 	ws, resp, err := websocket.Dial(ctx, base+"/chat", &websocket.DialOptions{Subprotocols: []string{"echo"}, HTTPClient: client})
