@@ -73,8 +73,9 @@
 // Upgrade and end-to-end fields (pipe.Conn.Tunnel), and from then on the
 // bytes are relayed both ways unchanged, until either side closes. The
 // filters after the proxy see the 101 (headers may add fields to it,
-// log records it) but none of the relayed bytes. A 101 to a request that did not ask is answered
-// 502; an upstream that ignores the Upgrade answers as usual.
+// log records it) but none of the relayed bytes. A 101 to a request
+// that did not ask is answered 502; an upstream that ignores the
+// Upgrade answers as usual.
 //
 // # Balancing, retries and failures
 //
