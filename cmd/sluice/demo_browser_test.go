@@ -41,7 +41,7 @@ func TestDemoInBrowser(t *testing.T) {
 	shots := t.TempDir()
 	if *update {
 		shots = screenshotsDir
-		old, _ := filepath.Glob(filepath.Join(shots, "*.png"))
+		old, _ := filepath.Glob(filepath.Join(shots, "*.*g"))
 		for _, f := range old {
 			if err := os.Remove(f); err != nil {
 				t.Fatal(err)
