@@ -16,6 +16,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/coder/websocket v1.8.15
+
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect

@@ -234,6 +234,8 @@ var builtins = []*Registration{
 	}).example(`status: {format: json}`),
 	entry("cgi", KindSource, "script", NewCGI, nil).paths("script", "dir", "doc_root").
 		example(`cgi: {dir: ./cgi-bin, prefix: /cgi-bin/, timeout: 10s}`),
+	entry("proxy", KindSource, "upstreams", NewProxy, nil).
+		example(`proxy: {upstreams: [http://10.0.0.1:8080, http://10.0.0.2:8080], policy: least_conn}`),
 	entry("template", KindSource, "root", NewTemplate, func(o *TemplateOptions, x *Context) {
 		if len(o.Queries) > 0 && x.Database != nil {
 			o.Databases = map[string]*sqldata.DB{}
