@@ -1,12 +1,12 @@
 package report
 
 import (
-	"fmt"
 	"image/color"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -25,22 +25,25 @@ type series struct {
 }
 
 // lineFigure plots series against X, optionally on log axes, and saves
-// it as PNG at path, with the legend beside the plot.
+// it as PNG at path, with the legend beside the plot. An axis label
+// ending in " (ms)" marks milliseconds: its ticks read 500 µs, 2 ms, 1.5 s
+// and the suffix is dropped.
 func lineFigure(path, title, xLabel, yLabel string, logX, logY bool, ss []series, extra ...plot.Plotter) error {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = yLabel
 	p.Add(plotter.NewGrid())
-	p.X.Tick.Marker = siTicks{plot.DefaultTicks{}}
-	p.Y.Tick.Marker = siTicks{plot.DefaultTicks{}}
+	var xFmt, yFmt func(float64) string
+	p.X.Label.Text, xFmt = axisFormat(xLabel)
+	p.Y.Label.Text, yFmt = axisFormat(yLabel)
+	p.X.Tick.Marker = labelTicks{plot.DefaultTicks{}, xFmt}
+	p.Y.Tick.Marker = labelTicks{plot.DefaultTicks{}, yFmt}
 	if logX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = siTicks{logTicks{}}
+		p.X.Tick.Marker = labelTicks{logTicks{}, xFmt}
 	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = siTicks{logTicks{}}
+		p.Y.Tick.Marker = labelTicks{logTicks{}, yFmt}
 	} else {
 		p.Y.Min = 0
 	}
@@ -86,13 +89,15 @@ func lineFigure(path, title, xLabel, yLabel string, logX, logY bool, ss []series
 
 // barFigure draws horizontal bars (one group per entry of groups, each
 // with its own legend name) and saves them as PNG at path. A NaN value
-// (not measured) gets neither bar nor label.
+// (not measured) gets neither bar nor label. Every value label has one
+// format, valueLabel's (or msLabel's, for an xLabel ending in " (ms)").
 func barFigure(path, title, xLabel string, labels []string, groups []string, values [][]Stat) error {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = xLabel
+	var format func(float64) string
+	p.X.Label.Text, format = axisFormat(xLabel)
 	p.X.Min = 0
-	p.X.Tick.Marker = siTicks{plot.DefaultTicks{}}
+	p.X.Tick.Marker = labelTicks{plot.DefaultTicks{}, format}
 	p.Add(plotter.NewGrid())
 	legend := newLegend()
 	n := len(groups)
@@ -105,7 +110,6 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 			}
 		}
 	}
-	format := labelFormat(maxV)
 	for g, name := range groups {
 		vals := make(plotter.Values, len(labels))
 		for i := range labels {
@@ -157,34 +161,86 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 	return save(p, legend, 8*vg.Inch, max(h, 3*vg.Inch), path)
 }
 
-// labelFormat returns the one format of a figure's value labels, chosen
-// by the largest value: whole numbers with thousands separators from
-// 1,000 up (272,645), else one decimal from 10 up (16.2), else two
-// (0.19).
-func labelFormat(maxAbs float64) func(float64) string {
-	switch {
-	case maxAbs >= 1000:
-		return thousands
-	case maxAbs >= 10:
-		return func(v float64) string { return fmt.Sprintf("%.1f", v) }
-	default:
-		return func(v float64) string { return fmt.Sprintf("%.2f", v) }
+// axisFormat returns an axis's label and the format of its ticks and
+// value labels: msLabel for a label ending in " (ms)", which it drops,
+// else valueLabel.
+func axisFormat(label string) (string, func(float64) string) {
+	if l, ok := strings.CutSuffix(label, " (ms)"); ok {
+		return l, msLabel
 	}
+	return label, valueLabel
 }
 
-// siTicks relabels another ticker's labelled ticks with SI suffixes:
-// 250000 is 250k, 1500000 1.5M.
-type siTicks struct{ plot.Ticker }
+// labelTicks relabels another ticker's labelled ticks with format.
+type labelTicks struct {
+	plot.Ticker
+	format func(float64) string
+}
 
 // Ticks implements plot.Ticker.
-func (t siTicks) Ticks(lo, hi float64) []plot.Tick {
+func (t labelTicks) Ticks(lo, hi float64) []plot.Tick {
 	ticks := t.Ticker.Ticks(lo, hi)
 	for i := range ticks {
 		if ticks[i].Label != "" {
-			ticks[i].Label = si(ticks[i].Value)
+			ticks[i].Label = t.format(ticks[i].Value)
 		}
 	}
 	return ticks
+}
+
+// valueLabel formats a tick or a bar's value to three significant
+// figures at most, with k and M for thousands and millions: 250k, 1.5M,
+// 273k, 17.4, 107, 2.4, 0.05. Trailing zeros are dropped, so that ticks
+// read 250k and not 250.000k.
+func valueLabel(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0 || math.IsNaN(v) || math.IsInf(v, 0):
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case round3(a) >= 1e6:
+		return sig3(v/1e6) + "M"
+	case round3(a) >= 1e3:
+		return sig3(v/1e3) + "k"
+	default:
+		return sig3(v)
+	}
+}
+
+// msLabel formats a duration in milliseconds as valueLabel does, in the
+// unit that reads best: 500 µs, 2 ms, 1.5 s.
+func msLabel(ms float64) string {
+	a := math.Abs(ms)
+	switch {
+	case a == 0:
+		return "0"
+	case round3(a) < 1:
+		return sig3(ms*1000) + " µs"
+	case round3(a) >= 1000:
+		return sig3(ms/1000) + " s"
+	default:
+		return sig3(ms) + " ms"
+	}
+}
+
+// round3 rounds a positive v to three significant figures.
+func round3(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	p := math.Pow10(2 - int(math.Floor(math.Log10(v))))
+	return math.Round(v*p) / p
+}
+
+// sig3 writes v to three significant figures, trailing zeros dropped,
+// without an exponent (v is below 1000 in magnitude after rounding).
+func sig3(v float64) string {
+	r := round3(math.Abs(v))
+	decimals := max(0, 2-int(math.Floor(math.Log10(r))))
+	t := strconv.FormatFloat(math.Copysign(r, v), 'f', decimals, 64)
+	if strings.Contains(t, ".") {
+		t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
+	}
+	return t
 }
 
 // logTicks marks a log axis at 1–9 times each power of ten and labels
@@ -214,19 +270,6 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// si formats a tick value: 250k, 1.5M, 40, 0.5.
-func si(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
-	case a >= 1e3:
-		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
-	default:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
-}
-
 func newLegend() plot.Legend {
 	l := plot.NewLegend()
 	l.Top, l.Left = true, true
@@ -238,18 +281,10 @@ func newLegend() plot.Legend {
 // it never covers data, and writes a PNG of w×h at path.
 func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, path string) error {
 	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	gap := vg.Points(8)
-	lw := vg.Length(0)
-	if r := legend.Rectangle(dc); r.Max.X > r.Min.X {
-		lw = r.Max.X - r.Min.X + 2*gap
-	}
-	// A margin left and top: gonum measures nominal tick labels and the
-	// title a little short, and would clip their first pixels.
-	p.Draw(draw.Crop(dc, vg.Points(8), -lw, 0, -vg.Points(4)))
-	if lw > 0 {
-		// Below the title, beside the top of the plot.
-		legend.Draw(draw.Crop(dc, w-lw+gap, 0, 0, -vg.Points(28)))
+	plotArea, legendArea := layout(draw.New(img), legend)
+	p.Draw(plotArea)
+	if legendArea != nil {
+		legend.Draw(*legendArea)
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -260,6 +295,26 @@ func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// layout splits a figure's canvas dc into the plot's area and, if the
+// legend has entries, the legend's, a column to the right of the plot's
+// that does not overlap it.
+func layout(dc draw.Canvas, legend plot.Legend) (plotArea draw.Canvas, legendArea *draw.Canvas) {
+	gap := vg.Points(8)
+	lw := vg.Length(0)
+	if r := legend.Rectangle(dc); r.Max.X > r.Min.X {
+		lw = r.Max.X - r.Min.X + 2*gap
+	}
+	// A margin left and top: gonum measures nominal tick labels and the
+	// title a little short, and would clip their first pixels.
+	plotArea = draw.Crop(dc, vg.Points(8), -lw, 0, -vg.Points(4))
+	if lw > 0 {
+		// Below the title, beside the top of the plot.
+		l := draw.Crop(dc, dc.Max.X-dc.Min.X-lw+gap, 0, 0, -vg.Points(28))
+		legendArea = &l
+	}
+	return plotArea, legendArea
 }
 
 // ideal is the y = x line of an achieved-vs-attempted figure.

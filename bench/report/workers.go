@@ -320,7 +320,7 @@ func (w *writer) workersAB(names []string) {
 		slices.Reverse(labels)
 		slices.Reverse(paper)
 		slices.Reverse(here)
-		err := barFigure(figPath(w.dir, "workers-ab.png"), "ab -n 5000 -c 500: mean time per request (lower is better)", "ms, across concurrent requests",
+		err := barFigure(figPath(w.dir, "workers-ab.png"), "ab -n 5000 -c 500: mean time per request (lower is better)", "mean time per request, across concurrent requests (ms)",
 			labels, []string{"the paper", "this run"}, [][]Stat{paper, here})
 		w.figure("workers-ab.png", "ab mean time per request: the paper and this run", Workers, err)
 	}
