@@ -224,22 +224,22 @@ func (w *writer) headline() {
 			"CPU-µs per request (server process tree, /proc/PID/stat)", labels, []string{"cpu"}, [][]Stat{vals})
 		w.figure("headline.png", "server CPU-µs per request at 100 keep-alive connections", ka, err)
 	}
-	w.p("| server | keep-alive c=100 req/s (%s) | CPU-µs/req | pipelined ×16 req/s | CPU-µs/req | idle RSS/conn at %s | idle answered |", kaBy, thousands(w.maxX(Idle)))
-	w.p("|---|---:|---:|---:|---:|---:|---:|")
+	w.p("| server | keep-alive c=100 req/s (%s) | p50 / p99 ms | CPU-µs/req | pipelined ×16 req/s | p50 / p99 ms | CPU-µs/req | idle RSS/conn at %s | idle answered |", kaBy, thousands(w.maxX(Idle)))
+	w.p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, srv := range w.servers {
 		if !w.measured("", srv) {
 			continue
 		}
 		row := []string{srv}
 		if p, ok := w.point(ka, srv, kaX); ok {
-			row = append(row, cell(p.Of(get("rps")), rps), cell(p.Of(get("cpu")), us))
+			row = append(row, cell(p.Of(get("rps")), rps), latencyCell(p, ok), cell(p.Of(get("cpu")), us))
 		} else {
-			row = append(row, "–", "–")
+			row = append(row, "–", "–", "–")
 		}
 		if p, ok := w.point(Pipelined, srv, 16); ok {
-			row = append(row, cell(p.Of(get("rps")), rps), cell(p.Of(get("cpu")), us))
+			row = append(row, cell(p.Of(get("rps")), rps), latencyCell(p, ok), cell(p.Of(get("cpu")), us))
 		} else {
-			row = append(row, "–", "–")
+			row = append(row, "–", "–", "–")
 		}
 		if p, ok := w.point(Idle, srv, w.maxX(Idle)); ok {
 			minOK := int64(-1)
@@ -255,7 +255,7 @@ func (w *writer) headline() {
 		w.p("| %s |", strings.Join(row, " | "))
 	}
 	w.p("")
-	w.p("Medians over rounds, <sub>min–max</sub> when rounds differ. \"idle answered\": the fewest connections, over rounds, that got their 200, stayed open, and got a 200 again when they spoke again after the measurement.")
+	w.p("Medians over rounds, <sub>min–max</sub> when rounds differ; p50 / p99: the medians over rounds of each round's latency percentiles. \"idle answered\": the fewest connections, over rounds, that got their 200, stayed open, and got a 200 again when they spoke again after the measurement.")
 	w.p("")
 }
 
