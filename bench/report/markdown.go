@@ -311,7 +311,7 @@ func (w *writer) warp() {
 	w.figure("warp.png", "requests/s by connections", Warp, err)
 	err = lineFigure(figPath(w.dir, "warp-cpu.png"), "151-byte page, keep-alive: server CPU per request (lower is better)", "connections", "server CPU-µs per request", true, false, w.seriesOf(Warp, get("cpu")))
 	w.figure("warp-cpu.png", "server CPU-µs per request by connections", Warp, err)
-	w.p("requests/s · server CPU-µs/request · p99 latency (ms):")
+	w.p("requests/s · server CPU-µs/request · p50 / p99 latency (ms):")
 	w.p("")
 	head := "| server |"
 	sep := "|---|"
@@ -335,7 +335,7 @@ func (w *writer) warp() {
 			}
 			e, t := p.Errors()
 			errs, total = errs+e, total+t
-			row += fmt.Sprintf(" %s · %s · %s |", cell(p.Of(get("rps")), rps), us(p.Of(get("cpu")).Med), msf(p.Of(get("p99")).Med))
+			row += fmt.Sprintf(" %s · %s · %s |", cell(p.Of(get("rps")), rps), us(p.Of(get("cpu")).Med), latencyCell(p, true))
 		}
 		w.p("%s %s |", row, pct(errs, total))
 	}
@@ -411,7 +411,7 @@ func (w *writer) webpipes() {
 	w.figure("webpipes-throughput.png", "achieved vs attempted rate", Webpipes, err)
 	err = lineFigure(figPath(w.dir, "webpipes-errors.png"), "4 KB file, a connection per request: errors", "attempted requests/s", "errors, % of attempted", false, false, w.seriesOf(Webpipes, get("err")))
 	w.figure("webpipes-errors.png", "error percentage vs attempted rate", Webpipes, err)
-	w.p("successful requests/s · errors %% · p99 latency from the scheduled start (ms):")
+	w.p("successful requests/s · errors %% · p50 / p99 latency from the scheduled start (ms):")
 	w.p("")
 	head, sep := "| server |", "|---|"
 	for _, x := range xs {
@@ -431,7 +431,7 @@ func (w *writer) webpipes() {
 				row += " – |"
 				continue
 			}
-			row += fmt.Sprintf(" %s · %.1f %% · %s |", rps(p.Of(get("rps")).Med), p.Of(get("err")).Med, msf(p.Of(get("p99")).Med))
+			row += fmt.Sprintf(" %s · %.1f %% · %s |", rps(p.Of(get("rps")).Med), p.Of(get("err")).Med, latencyCell(p, true))
 		}
 		w.p("%s", row)
 	}
@@ -457,7 +457,7 @@ func (w *writer) ab() {
 		w.p("ab is not installed; sluicebench made 5,000 requests, 500 at a time, a connection each, the shape of the paper's `ab -n 5000 -c 500`.")
 	}
 	w.p("")
-	w.p("| server | mean time per request (ms) | mean across concurrent requests (ms) | requests/s | transfer rate (MB/s) | failed requests | server CPU-µs/req | p99 ms |")
+	w.p("| server | mean time per request (ms) | mean across concurrent requests (ms) | requests/s | transfer rate (MB/s) | failed requests | server CPU-µs/req | p50 / p99 ms |")
 	w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, srv := range w.servers {
 		p, ok := w.point(AB, srv, w.maxX(AB))
@@ -466,7 +466,7 @@ func (w *writer) ab() {
 		}
 		errs, _ := p.Errors()
 		w.p("| %s | %s | %.3f | %s | %s | %s (over %d rounds) | %s | %s |", srv, cell(p.Of(get("mean")), msf), 1000/max(p.Of(get("rps")).Med, 1e-9), cell(p.Of(get("rps")), rps),
-			fmt.Sprintf("%.1f", p.Of(get("mbps")).Med), thousands(float64(errs)), len(p.Rounds), us(p.Of(get("cpu")).Med), msf(p.Of(get("p99")).Med))
+			fmt.Sprintf("%.1f", p.Of(get("mbps")).Med), thousands(float64(errs)), len(p.Rounds), us(p.Of(get("cpu")).Med), latencyCell(p, true))
 	}
 	w.p("")
 	w.reproduce(AB)
@@ -517,7 +517,7 @@ func (w *writer) sizes() {
 	w.figure("sizes.png", "mean request time by file size", Sizes, err)
 	err = lineFigure(figPath(w.dir, "sizes-throughput.png"), "Throughput by file size, 10 keep-alive connections", "file size (bytes)", "MB/s received", true, false, w.seriesOf(Sizes, get("mbps")))
 	w.figure("sizes-throughput.png", "MB/s by file size", Sizes, err)
-	w.p("mean request time (ms) · MB/s · server CPU-µs/request:")
+	w.p("mean request time (ms) · MB/s · p50 / p99 (ms) · server CPU-µs/request:")
 	w.p("")
 	head, sep := "| server |", "|---|"
 	for _, x := range xs {
@@ -540,7 +540,7 @@ func (w *writer) sizes() {
 			}
 			e, t := p.Errors()
 			errs, total = errs+e, total+t
-			row += fmt.Sprintf(" %s · %.0f · %s |", msf(p.Of(get("mean")).Med), p.Of(get("mbps")).Med, us(p.Of(get("cpu")).Med))
+			row += fmt.Sprintf(" %s · %.0f · %s · %s |", msf(p.Of(get("mean")).Med), p.Of(get("mbps")).Med, latencyCell(p, true), us(p.Of(get("cpu")).Med))
 		}
 		w.p("%s %s |", row, pct(errs, total))
 	}

@@ -326,7 +326,7 @@ func (w *writer) workersAB(names []string) {
 	}
 	w.p("Every variant of this run:")
 	w.p("")
-	w.p("| server | time per request, across concurrent (ms) | time per request (ms) | req/s | transfer rate (Mbytes/sec) | failed requests (all rounds) | server CPU-µs/req | p99 ms |")
+	w.p("| server | time per request, across concurrent (ms) | time per request (ms) | req/s | transfer rate (Mbytes/sec) | failed requests (all rounds) | server CPU-µs/req | p50 / p99 ms |")
 	w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range names {
 		p, ok := w.workerPoint(WorkersAB, name)
@@ -334,7 +334,7 @@ func (w *writer) workersAB(names []string) {
 			continue
 		}
 		w.p("| %s | %s | %s | %s | %.1f | %s | %s | %s |", w.workerLabel(name), cell(p.Of(abMean), func(v float64) string { return fmt.Sprintf("%.3f", v) }),
-			cell(p.Of(get("mean")), msf), cell(p.Of(get("rps")), rps), p.Of(abMbytes).Med, errCell(p), us(p.Of(get("cpu")).Med), msf(p.Of(get("p99")).Med))
+			cell(p.Of(get("mean")), msf), cell(p.Of(get("rps")), rps), p.Of(abMbytes).Med, errCell(p), us(p.Of(get("cpu")).Med), latencyCell(p, true))
 	}
 	w.p("")
 	for _, name := range names {
