@@ -81,7 +81,9 @@ Flags:
 // (without the program name) and returns the exit status: 0 on success,
 // 1 if the run failed, 2 on a usage error. Progress and log lines go to
 // stderr (a progress bar only if it is a terminal); stdout gets the path
-// of the report. It pins the calling process to the client CPU.
+// of the report. The report goes to --out, or without it to a scratch
+// directory that stderr names: never into a checkout unless asked. A run
+// (not --from) pins the calling process to the client CPU.
 func Main(args []string, stdout, stderr io.Writer) int {
 	o, code := parse(args, stderr)
 	if code >= 0 {
