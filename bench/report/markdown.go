@@ -57,6 +57,16 @@ func (w *writer) figure(file, alt, scenario string, err error) {
 	w.reproduce(scenario)
 }
 
+// fig is where the figure file name goes, noted with the commit and
+// date the report was measured at.
+func (w *writer) fig(name string) figFile {
+	note := "measured " + w.rep.Started.UTC().Format("2006-01-02")
+	if c := w.rep.Commit(); c != "" {
+		note = "measured at commit " + c + ", " + w.rep.Started.UTC().Format("2006-01-02")
+	}
+	return figFile{path: filepath.Join(w.dir, name), note: note}
+}
+
 func (w *writer) reproduce(scenario string) {
 	w.p("Reproduce: `%s --scenarios=%s`", w.rep.Reproduce, scenario)
 	w.p("")
@@ -166,10 +176,8 @@ func (w *writer) all() {
 	w.p("# Sluice benchmarks")
 	w.p("")
 	commit := ""
-	for _, m := range r.Machine {
-		if c, ok := strings.CutPrefix(m, "sluice commit: "); ok {
-			commit = " at commit " + c
-		}
+	if c := r.Commit(); c != "" {
+		commit = " at commit " + c
 	}
 	w.p("Produced by `go -C bench run ./cmd/%s`%s on %s (took %s); %d round(s), %s per measured run, %s per sweep point%s.",
 		r.Command, commit, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Took, r.Rounds, r.Duration, r.Sweep,
@@ -220,7 +228,7 @@ func (w *writer) headline() {
 				vals = append(vals, p.Of(get("cpu")))
 			}
 		}
-		err := barFigure(figPath(w.dir, "headline.png"), "Server CPU-µs per request: 151-byte page, keep-alive, 100 connections ("+kaBy+"; lower is better)",
+		err := barFigure(w.fig("headline.png"), "Server CPU-µs per request: 151-byte page, keep-alive, 100 connections ("+kaBy+"; lower is better)",
 			"CPU-µs per request (server process tree, /proc/PID/stat)", labels, []string{"cpu"}, [][]Stat{vals})
 		w.figure("headline.png", "server CPU-µs per request at 100 keep-alive connections", ka, err)
 	}
@@ -307,9 +315,9 @@ func (w *writer) warp() {
 	w.p("")
 	w.p("Warp's paper measures a 151-byte `index.html` with rising connection counts. Closed loop, keep-alive, `GET /`.")
 	w.p("")
-	err := lineFigure(figPath(w.dir, "warp.png"), "151-byte page, keep-alive", "connections", "requests/s", true, false, w.seriesOf(Warp, get("rps")))
+	err := lineFigure(w.fig("warp.png"), "151-byte page, keep-alive", "connections", "requests/s", true, false, w.seriesOf(Warp, get("rps")))
 	w.figure("warp.png", "requests/s by connections", Warp, err)
-	err = lineFigure(figPath(w.dir, "warp-cpu.png"), "151-byte page, keep-alive: server CPU per request (lower is better)", "connections", "server CPU-µs per request", true, false, w.seriesOf(Warp, get("cpu")))
+	err = lineFigure(w.fig("warp-cpu.png"), "151-byte page, keep-alive: server CPU per request (lower is better)", "connections", "server CPU-µs per request", true, false, w.seriesOf(Warp, get("cpu")))
 	w.figure("warp-cpu.png", "server CPU-µs per request by connections", Warp, err)
 	w.p("requests/s · server CPU-µs/request · p50 / p99 latency (ms):")
 	w.p("")
@@ -392,7 +400,7 @@ func (w *writer) pipelined() {
 			vals = append(vals, p.Of(get("rps")))
 		}
 	}
-	err := barFigure(figPath(w.dir, "pipelined.png"), "151-byte page, 100 connections, pipelined ×16", "requests/s", labels, []string{"req/s"}, [][]Stat{vals})
+	err := barFigure(w.fig("pipelined.png"), "151-byte page, 100 connections, pipelined ×16", "requests/s", labels, []string{"req/s"}, [][]Stat{vals})
 	w.figure("pipelined.png", "pipelined requests/s", Pipelined, err)
 	w.simpleTable(Pipelined, 16)
 }
@@ -407,9 +415,9 @@ func (w *writer) webpipes() {
 	w.p("The webpipes paper (its Figures 4 and 5) offers a 4 KB file at a fixed rate with httperf, a new connection per request, and plots the successful requests/s and the error percentage against the attempted rate. Here: an open loop at each rate for %s, up to %d requests in flight, a connection per request, a 2 s client timeout (a request not answered within 2 s of its scheduled start is an error).", w.rep.Sweep, 1000)
 	w.p("")
 	ss := w.seriesOf(Webpipes, get("rps"))
-	err := lineFigure(figPath(w.dir, "webpipes-throughput.png"), "4 KB file, a connection per request: throughput", "attempted requests/s", "successful requests/s", false, false, ss, ideal(xs[len(xs)-1]))
+	err := lineFigure(w.fig("webpipes-throughput.png"), "4 KB file, a connection per request: throughput", "attempted requests/s", "successful requests/s", false, false, ss, ideal(xs[len(xs)-1]))
 	w.figure("webpipes-throughput.png", "achieved vs attempted rate", Webpipes, err)
-	err = lineFigure(figPath(w.dir, "webpipes-errors.png"), "4 KB file, a connection per request: errors", "attempted requests/s", "errors, % of attempted", false, false, w.seriesOf(Webpipes, get("err")))
+	err = lineFigure(w.fig("webpipes-errors.png"), "4 KB file, a connection per request: errors", "attempted requests/s", "errors, % of attempted", false, false, w.seriesOf(Webpipes, get("err")))
 	w.figure("webpipes-errors.png", "error percentage vs attempted rate", Webpipes, err)
 	w.p("successful requests/s · errors %% · p50 / p99 latency from the scheduled start (ms):")
 	w.p("")
@@ -489,7 +497,7 @@ func (w *writer) c10k() {
 			vals = append(vals, p.Of(get("rps")))
 		}
 	}
-	err := barFigure(figPath(w.dir, "c10k.png"), fmt.Sprintf("C10K mix, %s keep-alive connections", thousands(x)), "successful requests/s", labels, []string{"req/s"}, [][]Stat{vals})
+	err := barFigure(w.fig("c10k.png"), fmt.Sprintf("C10K mix, %s keep-alive connections", thousands(x)), "successful requests/s", labels, []string{"req/s"}, [][]Stat{vals})
 	w.figure("c10k.png", "C10K requests/s", C10K, err)
 	w.simpleTable(C10K, x)
 	for _, srv := range w.servers {
@@ -513,9 +521,9 @@ func (w *writer) sizes() {
 	w.p("")
 	w.p("The C++ server paper's Figure 3 plots request time against file size (1–300 KB with ab); here 1 KB to 1 MB, 10 keep-alive connections, closed loop.")
 	w.p("")
-	err := lineFigure(figPath(w.dir, "sizes.png"), "Mean request time by file size, 10 keep-alive connections", "file size (bytes)", "mean request time (ms)", true, true, w.seriesOf(Sizes, get("mean")))
+	err := lineFigure(w.fig("sizes.png"), "Mean request time by file size, 10 keep-alive connections", "file size (bytes)", "mean request time (ms)", true, true, w.seriesOf(Sizes, get("mean")))
 	w.figure("sizes.png", "mean request time by file size", Sizes, err)
-	err = lineFigure(figPath(w.dir, "sizes-throughput.png"), "Throughput by file size, 10 keep-alive connections", "file size (bytes)", "MB/s received", true, false, w.seriesOf(Sizes, get("mbps")))
+	err = lineFigure(w.fig("sizes-throughput.png"), "Throughput by file size, 10 keep-alive connections", "file size (bytes)", "MB/s received", true, false, w.seriesOf(Sizes, get("mbps")))
 	w.figure("sizes-throughput.png", "MB/s by file size", Sizes, err)
 	w.p("mean request time (ms) · MB/s · p50 / p99 (ms) · server CPU-µs/request:")
 	w.p("")
@@ -573,7 +581,7 @@ func (w *writer) idle() {
 		}
 		vals = append(vals, v)
 	}
-	err := barFigure(figPath(w.dir, "idle.png"), "Server RSS per idle keep-alive connection (lower is better)", "bytes per connection", labels, groups, vals)
+	err := barFigure(w.fig("idle.png"), "Server RSS per idle keep-alive connection (lower is better)", "bytes per connection", labels, groups, vals)
 	w.figure("idle.png", "RSS per idle connection", Idle, err)
 	head, sep := "| server |", "|---|"
 	for _, x := range xs {

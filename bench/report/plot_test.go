@@ -1,8 +1,10 @@
 package report
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -11,8 +13,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// TestValueLabel: ticks and bar labels read 250k, not 250000.00; three
-// significant figures at most, one rule for every value.
+// TestValueLabel: ticks read 250k, not 250000.00: three significant
+// figures at most, trailing zeros dropped.
 func TestValueLabel(t *testing.T) {
 	for _, c := range []struct {
 		v    float64
@@ -24,39 +26,60 @@ func TestValueLabel(t *testing.T) {
 		{16.2, "16.2"}, {2.4, "2.4"}, {4.206, "4.21"}, {0.5, "0.5"}, {0.069, "0.069"}, {0.0812, "0.0812"},
 		{40, "40"}, {0, "0"}, {0.30000000000000004, "0.3"}, {-1500, "-1.5k"},
 	} {
-		if got := valueLabel(c.v); got != c.want {
-			t.Errorf("valueLabel(%v) = %q, want %q", c.v, got, c.want)
+		if got := (numberFormat{}).tick(c.v); got != c.want {
+			t.Errorf("tick(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+// TestBarLabel: every bar label shows three significant figures, zeros
+// kept, so that one figure's labels read alike.
+func TestBarLabel(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{
+		{272645, "273k"}, {31790, "31.8k"}, {4003, "4.00k"}, {527, "527"}, {107.0, "107"},
+		{17.4, "17.4"}, {2.4, "2.40"}, {10, "10.0"}, {0.069, "0.0690"}, {999.7, "1.00k"}, {1.5e6, "1.50M"},
+	} {
+		if got := (numberFormat{}).bar(c.v); got != c.want {
+			t.Errorf("bar(%v) = %q, want %q", c.v, got, c.want)
 		}
 	}
 }
 
 // TestMsLabel: millisecond axes read 500 µs, 2 ms, 1.5 s.
 func TestMsLabel(t *testing.T) {
+	ms := numberFormat{ms: true}
 	for _, c := range []struct {
-		ms   float64
-		want string
+		ms        float64
+		tick, bar string
 	}{
-		{0.5, "500 µs"}, {0.0512, "51.2 µs"}, {2, "2 ms"}, {16.27, "16.3 ms"}, {250, "250 ms"},
-		{1500, "1.5 s"}, {999.9, "1 s"}, {0.9996, "1 ms"}, {0, "0"},
+		{0.5, "500 µs", "500 µs"}, {0.0512, "51.2 µs", "51.2 µs"}, {2, "2 ms", "2.00 ms"},
+		{16.27, "16.3 ms", "16.3 ms"}, {250, "250 ms", "250 ms"}, {1500, "1.5 s", "1.50 s"},
+		{999.9, "1 s", "1.00 s"}, {0.9996, "1 ms", "1.00 ms"}, {0, "0", "0"},
 	} {
-		if got := msLabel(c.ms); got != c.want {
-			t.Errorf("msLabel(%v) = %q, want %q", c.ms, got, c.want)
+		if got := ms.tick(c.ms); got != c.tick {
+			t.Errorf("tick(%v ms) = %q, want %q", c.ms, got, c.tick)
+		}
+		if got := ms.bar(c.ms); got != c.bar {
+			t.Errorf("bar(%v ms) = %q, want %q", c.ms, got, c.bar)
 		}
 	}
 }
 
 func TestAxisFormat(t *testing.T) {
-	if l, f := axisFormat("mean request time (ms)"); l != "mean request time" || f(0.25) != "250 µs" {
-		t.Errorf(`axisFormat("mean request time (ms)") = %q, f(0.25) = %q`, l, f(0.25))
+	if l, f := axisFormat("mean request time (ms)"); l != "mean request time" || f.tick(0.25) != "250 µs" {
+		t.Errorf(`axisFormat("mean request time (ms)") = %q, tick(0.25) = %q`, l, f.tick(0.25))
 	}
-	if l, f := axisFormat("requests/s"); l != "requests/s" || f(250000) != "250k" {
-		t.Errorf(`axisFormat("requests/s") = %q, f(250000) = %q`, l, f(250000))
+	if l, f := axisFormat("requests/s"); l != "requests/s" || f.tick(250000) != "250k" {
+		t.Errorf(`axisFormat("requests/s") = %q, tick(250000) = %q`, l, f.tick(250000))
 	}
 }
 
 func TestLogTicks(t *testing.T) {
 	var labels []string
-	for _, tk := range (labelTicks{logTicks{}, valueLabel}).Ticks(0.3, 2000) {
+	for _, tk := range (labelTicks{logTicks{}, numberFormat{}}).Ticks(0.3, 2000) {
 		if tk.Label != "" {
 			labels = append(labels, tk.Label)
 		}
@@ -70,7 +93,7 @@ func TestLogTicks(t *testing.T) {
 // TestLinearTicks: gonum's default ticks, relabelled, have no decimals
 // on round values.
 func TestLinearTicks(t *testing.T) {
-	for _, tk := range (labelTicks{plot.DefaultTicks{}, valueLabel}).Ticks(0, 260000) {
+	for _, tk := range (labelTicks{plot.DefaultTicks{}, numberFormat{}}).Ticks(0, 260000) {
 		if tk.Label != "" && !slices.Contains([]string{"0", "50k", "100k", "150k", "200k", "250k"}, tk.Label) {
 			t.Errorf("tick %v labelled %q", tk.Value, tk.Label)
 		}
@@ -94,7 +117,7 @@ func TestLegendOutsideData(t *testing.T) {
 			legend.Add(string(rune('a'+i))+"-a-rather-long-server-name", line)
 		}
 		dc := draw.New(vgimg.New(8*vg.Inch, 5*vg.Inch))
-		plotArea, legendArea := layout(dc, legend)
+		plotArea, legendArea, noteAt := layout(dc, legend, true)
 		if legendArea == nil {
 			t.Fatalf("%d entries: no legend area", n)
 		}
@@ -106,11 +129,28 @@ func TestLegendOutsideData(t *testing.T) {
 		if leg.Max.X > dc.Max.X {
 			t.Errorf("%d entries: legend %v runs off the figure (%v)", n, leg, dc.Rectangle)
 		}
+		if plotArea.Min.Y < dc.Min.Y+noteHeight || leg.Min.Y < dc.Min.Y+noteHeight || noteAt.Y >= dc.Min.Y+noteHeight {
+			t.Errorf("%d entries: the note at %v is not in a strip of its own below the plot (%v) and legend (%v)", n, noteAt, plotArea.Rectangle, leg)
+		}
 		if data.Max.X-data.Min.X < dc.Max.X/2 {
 			t.Errorf("%d entries: the data area %v is less than half the figure", n, data)
 		}
 	}
-	if _, area := layout(draw.New(vgimg.New(8*vg.Inch, 5*vg.Inch)), newLegend()); area != nil {
+	if _, area, _ := layout(draw.New(vgimg.New(8*vg.Inch, 5*vg.Inch)), newLegend(), false); area != nil {
 		t.Errorf("an empty legend has an area")
+	}
+}
+
+// TestFigureNote: every figure names the commit and date it was measured
+// at.
+func TestFigureNote(t *testing.T) {
+	started := time.Date(2026, 11, 22, 7, 1, 0, 0, time.UTC)
+	w := &writer{dir: "out", rep: &Report{Started: started, Machine: []string{"CPU: test", "sluice commit: 45cd051-dirty"}}}
+	if got, want := w.fig("headline.png"), (figFile{path: filepath.Join("out", "headline.png"), note: "measured at commit 45cd051-dirty, 2026-11-22"}); got != want {
+		t.Errorf("fig = %+v, want %+v", got, want)
+	}
+	w.rep.Machine = nil
+	if got := w.fig("headline.png").note; got != "measured 2026-11-22" {
+		t.Errorf("without a commit, note = %q", got)
 	}
 }

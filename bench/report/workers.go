@@ -144,9 +144,9 @@ func (w *writer) workersKeepAlive(names []string) {
 	rev := func(v []Stat) []Stat { v = slices.Clone(v); slices.Reverse(v); return v }
 	revLabels := slices.Clone(labels)
 	slices.Reverse(revLabels)
-	err := barFigure(figPath(w.dir, "workers-rps.png"), "151-byte page, 100 keep-alive connections: requests/s", "requests/s", revLabels, []string{"req/s"}, [][]Stat{rev(rpsV)})
+	err := barFigure(w.fig("workers-rps.png"), "151-byte page, 100 keep-alive connections: requests/s", "requests/s", revLabels, []string{"req/s"}, [][]Stat{rev(rpsV)})
 	w.figure("workers-rps.png", "requests/s by server and workers", Workers, err)
-	err = barFigure(figPath(w.dir, "workers-cpu.png"), "Server CPU per request, every process of the server (lower is better)", "server CPU-µs per request", revLabels, []string{"CPU-µs"}, [][]Stat{rev(cpuV)})
+	err = barFigure(w.fig("workers-cpu.png"), "Server CPU per request, every process of the server (lower is better)", "server CPU-µs per request", revLabels, []string{"CPU-µs"}, [][]Stat{rev(cpuV)})
 	w.figure("workers-cpu.png", "server CPU-µs per request by server and workers", Workers, err)
 	w.p("| server | processes | req/s | server CPU-µs/req | server CPU used (cores) | p50 ms | p99 ms | errors |")
 	w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -320,7 +320,7 @@ func (w *writer) workersAB(names []string) {
 		slices.Reverse(labels)
 		slices.Reverse(paper)
 		slices.Reverse(here)
-		err := barFigure(figPath(w.dir, "workers-ab.png"), "ab -n 5000 -c 500: mean time per request (lower is better)", "mean time per request, across concurrent requests (ms)",
+		err := barFigure(w.fig("workers-ab.png"), "ab -n 5000 -c 500: mean time per request (lower is better)", "mean time per request, across concurrent requests (ms)",
 			labels, []string{"the paper", "this run"}, [][]Stat{paper, here})
 		w.figure("workers-ab.png", "ab mean time per request: the paper and this run", Workers, err)
 	}
@@ -474,7 +474,7 @@ func (w *writer) workersMemory(names []string) {
 		}
 	}
 	if len(ss) > 0 {
-		err := lineFigure(figPath(w.dir, "workers-memory.png"), "Server memory by worker processes: total PSS of the master and its workers", "worker processes", "total PSS (MiB)", true, true, ss)
+		err := lineFigure(w.fig("workers-memory.png"), "Server memory by worker processes: total PSS of the master and its workers", "worker processes", "total PSS (MiB)", true, true, ss)
 		w.figure("workers-memory.png", "total PSS by workers", Workers, err)
 	}
 }
