@@ -74,10 +74,11 @@ fuzz:
 	done; exit $$status
 
 ## bench: Go benchmarks, then the harness (the bench/ module) against the
-## peer servers (report in docs/benchmarks/)
+## peer servers; updates the committed report in docs/benchmarks/ (the
+## harness alone, without --out, writes to a scratch directory)
 bench: build bench-deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN))
+	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --out ../docs/benchmarks
 
 ## bench-mix: the C10K seed's mix at 10,000 connections, with a fast and a
 ## slow database (report in docs/benchmarks/mix/; about five minutes)

@@ -59,6 +59,11 @@
 //	go -C bench test ./...
 //
 // With -C the working directory is bench/, so relative paths given to
-// flags are relative to it; the default report directory is found from the
-// repository root wherever the harness runs.
+// flags are relative to it. The report goes to --out DIR; without it, to
+// a scratch directory (sluice-bench in $TMPDIR or /tmp, named on stderr
+// and in --help), so that a run inside a checkout never overwrites the
+// committed report. make bench passes --out docs/benchmarks; to
+// rewrite a committed report from its results.json without measuring:
+//
+//	go -C bench run ./cmd/sluicebench --from ../docs/benchmarks/results.json --out ../docs/benchmarks
 package bench

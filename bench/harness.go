@@ -83,12 +83,6 @@ func newHarness(ctx context.Context, o options, stderr io.Writer) (*harness, err
 	if slices.Contains(o.scenarios, report.Workers) {
 		h.rep.WorkersCPU = o.workersCPU
 	}
-	if h.o.out == "" {
-		h.o.out = "sluice-bench"
-		if h.repo != "" {
-			h.o.out = filepath.Join(h.repo, "docs", "benchmarks")
-		}
-	}
 	h.pin()
 	h.nofile = raiseNofile()
 	if h.o.maxConns+200 > h.nofile {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -228,6 +229,18 @@ func (r *Report) Servers() []string {
 		}
 	}
 	return names
+}
+
+// Commit returns the commit of the checkout the report was measured
+// from, as its Machine lines give it ("sluice commit: 45cd051-dirty"), or
+// "" if they do not.
+func (r *Report) Commit() string {
+	for _, m := range r.Machine {
+		if c, ok := strings.CutPrefix(m, "sluice commit: "); ok {
+			return c
+		}
+	}
+	return ""
 }
 
 // Xs returns the distinct X values of a scenario, ascending.

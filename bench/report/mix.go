@@ -96,7 +96,7 @@ func (w *writer) mixTables(x float64) {
 		groups = append(groups, name)
 		vals = append(vals, v)
 	}
-	err := barFigure(figPath(w.dir, "mix-p99.png"), fmt.Sprintf("C10K mix, %s connections: p99 latency by route (lower is better)", thousands(x)),
+	err := barFigure(w.fig("mix-p99.png"), fmt.Sprintf("C10K mix, %s connections: p99 latency by route (lower is better)", thousands(x)),
 		"p99 latency (ms)", servers, groups, vals)
 	w.figure("mix-p99.png", "p99 latency by route class", Mix, err)
 
@@ -232,7 +232,7 @@ func (w *writer) mixSlowDB(x float64) {
 			}
 		}
 	}
-	err := barFigure(figPath(w.dir, "mix-slowdb.png"), fmt.Sprintf("C10K mix, %s connections, fast and slow database: p99 of 2xx answers", thousands(x)),
+	err := barFigure(w.fig("mix-slowdb.png"), fmt.Sprintf("C10K mix, %s connections, fast and slow database: p99 of 2xx answers", thousands(x)),
 		"p99 latency (ms)", labels, mixClasses, vals)
 	w.figure("mix-slowdb.png", "p99 latency by route class with a slow database", MixSlowDB, err)
 	w.p("p50 / p99 latency (ms) of the 2xx answers, by class of route; dynamic requests answered 503 (shed) and errors:")
