@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test test-alloc test-c50k lint cross fuzz bench bench-deps redbot clean
+.PHONY: all build test test-alloc test-c50k lint cross fuzz bench bench-mix bench-deps redbot clean
 
 all: lint test
 
@@ -74,13 +74,21 @@ fuzz:
 	done; exit $$status
 
 ## bench: Go benchmarks, then the harness (the bench/ module) against the
-## peer servers (report in docs/benchmarks/)
+## peer servers; updates the committed report in docs/benchmarks/ (the
+## harness alone, without --out, writes to a scratch directory)
 bench: build bench-deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN))
+	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --out ../docs/benchmarks
+
+## bench-mix: the C10K seed's mix at 10,000 connections, with a fast and a
+## slow database (report in docs/benchmarks/mix/; about five minutes)
+bench-mix: build bench-deps
+	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios mix,mix-slowdb \
+		--servers sluice,nginx,nethttp --rounds 3 --duration 5s --out ../docs/benchmarks/mix
 
 ## bench-deps: the peer servers and load tools the harness measures against
-BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux
+## (postgresql: the mix-slowdb scenario's database)
+BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux postgresql
 bench-deps:
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi

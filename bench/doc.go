@@ -35,6 +35,18 @@
 // and reads the PSS of the master and of each worker from
 // /proc/PID/smaps_rollup.
 //
+// The mix scenarios, also run only when named (--scenarios mix,mix-slowdb),
+// make the C10K seed's mix real: the site of package mixsite (80 KB
+// pages, templates showing the request, articles read from a table of
+// 10,000 rows) at --conns keep-alive connections, a third of the
+// requests to each kind of page, drawn at random from a fixed seed by
+// the generator (latency per class of route) and by wrk (a Lua script).
+// nginx and Sluice serve the static pages alone; Sluice (a
+// configuration file, peers/conf/sluice-mix.yaml) and a net/http program
+// (peers/gomix) the whole mix. mix-slowdb runs the whole mix again on a
+// private PostgreSQL whose every query sleeps 50 ms, and counts the 503s
+// of a server shedding load apart from errors.
+//
 // # Entry points
 //
 // Main is the whole harness behind a command line; command sluicebench
@@ -47,6 +59,11 @@
 //	go -C bench test ./...
 //
 // With -C the working directory is bench/, so relative paths given to
-// flags are relative to it; the default report directory is found from the
-// repository root wherever the harness runs.
+// flags are relative to it. The report goes to --out DIR; without it, to
+// a scratch directory (sluice-bench in $TMPDIR or /tmp, named on stderr
+// and in --help), so that a run inside a checkout never overwrites the
+// committed report. make bench passes --out docs/benchmarks; to
+// rewrite a committed report from its results.json without measuring:
+//
+//	go -C bench run ./cmd/sluicebench --from ../docs/benchmarks/results.json --out ../docs/benchmarks
 package bench

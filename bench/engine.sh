@@ -9,7 +9,8 @@
 # Runs the engine scenarios only: the 151-byte page with keep-alive at
 # 1-1,000 connections, the wrk cross-check, pipelined x16, and idle memory
 # per connection. Relative paths (--sluice, --out) are taken from bench/,
-# where the harness runs. For everything, run `make bench`, or
+# where the harness runs; without --out the report goes to a scratch
+# directory (--out ../docs/benchmarks/engine updates the committed one). For everything, run `make bench`, or
 # `go -C bench run ./cmd/sluicebench` from the repository root; --help
 # there lists the flags.
 set -euo pipefail

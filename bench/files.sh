@@ -11,9 +11,10 @@
 # scenario is run against nginx and then Sluice (interleaved, so drifting
 # background load hits both alike). For each run:
 #
-#   requests/s from wrk, and server CPU-µs per request = delta
-#   (utime+stime) of the server process(es) from /proc/PID/stat, converted
-#   from clock ticks to µs, divided by the requests wrk completed.
+#   requests/s and p50/p99 latency from wrk --latency, and server CPU-µs
+#   per request = delta (utime+stime) of the server process(es) from
+#   /proc/PID/stat, converted from clock ticks to µs, divided by the
+#   requests wrk completed.
 #
 # Scenarios (files of exactly these sizes, served from one docroot):
 #   ka151   keep-alive GET of a 151-byte file, 100 connections
@@ -219,20 +220,36 @@ measure() {
 		port=$SLUICE_PORT; pids=$SLUICE_PID
 	fi
 	read -r path mode <<<"$(scenario "$sc")"
-	local args=(-t1 -c"$CONNS" -d"$dur")
+	local args=(-t1 -c"$CONNS" -d"$dur" --latency)
 	[[ $mode == close ]] && args+=(-H "Connection: close")
 	secs=${dur%s}
 	t0=$(cpu_ticks $pids)
 	out=$(timeout $((secs + 30)) taskset -c 0 wrk "${args[@]}" "http://$HOST:$port$path") ||
-		{ log "$server $sc: wrk failed"; echo "0 0 -1"; return; }
+		{ log "$server $sc: wrk failed"; echo "0 0 -1 0 0"; return; }
 	t1=$(cpu_ticks $pids)
 	echo "$out" >>"$WORK/wrk-$server-$sc.txt"
-	echo "$out" | awk -v dt=$((t1 - t0)) -v hz="$CLK_TCK" '
+	echo "$out" | wrk_fields $((t1 - t0))
+}
+
+# wrk_fields reads wrk --latency output on stdin and prints
+# "req/s CPU-µs/req errors p50-ms p99-ms", the server having used $1
+# clock ticks.
+wrk_fields() {
+	awk -v dt="$1" -v hz="$CLK_TCK" '
+		function ms(d) {
+			if (d ~ /us$/) return substr(d, 1, length(d) - 2) / 1000
+			if (d ~ /ms$/) return substr(d, 1, length(d) - 2) + 0
+			if (d ~ /m$/)  return substr(d, 1, length(d) - 1) * 60000
+			if (d ~ /s$/)  return substr(d, 1, length(d) - 1) * 1000
+			return d + 0
+		}
 		/requests in/     { n = $1 }
 		/^Requests\/sec:/ { rps = $2 }
 		/Non-2xx or 3xx/  { err += $NF }
 		/Socket errors:/  { gsub(/,/, ""); err += $4 + $6 + $8 + $10 }
-		END { printf "%.0f %.2f %d\n", rps, (n > 0) ? dt * 1e6 / hz / n : 0, err }'
+		$1 == "50%"       { p50 = ms($2) }
+		$1 == "99%"       { p99 = ms($2) }
+		END { printf "%.0f %.2f %d %.3f %.3f\n", rps, (n > 0) ? dt * 1e6 / hz / n : 0, err, p50, p99 }'
 }
 
 : >"$WORK/results.txt"
@@ -252,19 +269,25 @@ col() { awk -v s="$1" -v n="$2" -v f="$3" '$2 == s && $3 == n {print $f}' "$WORK
 report() {
 	echo "## Static files: Sluice against nginx"
 	echo
+	echo "Measured at commit $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo unknown) (the checkout running this script), $(date -u '+%Y-%m-%d %H:%M UTC')."
+	echo
 	echo "wrk -t1 -c$CONNS -d$DURATION pinned to core 0; servers pinned to core 1; median of $ROUNDS interleaved rounds."
 	[[ -n $NGINX_LISTEN_OPTS ]] && echo "nginx listens with \`deferred\` (TCP_DEFER_ACCEPT), as Sluice does."
 	echo "CPU-µs/req = server utime+stime (/proc/PID/stat) / requests completed. Errors summed over rounds."
 	echo
-	echo "| scenario | nginx req/s | sluice req/s | nginx CPU-µs/req | sluice CPU-µs/req | sluice/nginx CPU | errors nginx/sluice |"
-	echo "|---|---:|---:|---:|---:|---:|---|"
-	local sc nr sr nc scpu ne se
+	echo "p50 / p99: medians over rounds of wrk's latency percentiles (ms)."
+	echo
+	echo "| scenario | nginx req/s | nginx p50 / p99 | sluice req/s | sluice p50 / p99 | nginx CPU-µs/req | sluice CPU-µs/req | sluice/nginx CPU | errors nginx/sluice |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+	local sc nr sr nc scpu ne se nl sl
 	for sc in $SCENARIOS; do
 		nr=$(col "$sc" nginx 4 | median); sr=$(col "$sc" sluice 4 | median)
 		nc=$(col "$sc" nginx 5 | median); scpu=$(col "$sc" sluice 5 | median)
 		ne=$(col "$sc" nginx 6 | awk '{s += $1} END {print s}')
 		se=$(col "$sc" sluice 6 | awk '{s += $1} END {print s}')
-		printf '| %s | %.0f | %.0f | %.2f | %.2f | %.2f | %s / %s |\n' "$sc" "$nr" "$sr" "$nc" "$scpu" \
+		nl="$(printf '%.2f / %.2f' "$(col "$sc" nginx 7 | median)" "$(col "$sc" nginx 8 | median)")"
+		sl="$(printf '%.2f / %.2f' "$(col "$sc" sluice 7 | median)" "$(col "$sc" sluice 8 | median)")"
+		printf '| %s | %.0f | %s | %.0f | %s | %.2f | %.2f | %.2f | %s / %s |\n' "$sc" "$nr" "$nl" "$sr" "$sl" "$nc" "$scpu" \
 			"$(awk -v a="$scpu" -v b="$nc" 'BEGIN {print (b > 0) ? a / b : 0}')" "$ne" "$se"
 	done
 	echo
@@ -273,9 +296,9 @@ report() {
 	echo
 	echo "### Per round"
 	echo
-	echo "| round | scenario | server | req/s | CPU-µs/req | errors |"
-	echo "|---|---|---|---:|---:|---:|"
-	awk '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}' "$WORK/results.txt"
+	echo "| round | scenario | server | req/s | CPU-µs/req | errors | p50 ms | p99 ms |"
+	echo "|---|---|---|---:|---:|---:|---:|---:|"
+	awk '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}' "$WORK/results.txt"
 }
 
 if [[ -n "$OUT" ]]; then

@@ -83,12 +83,6 @@ func newHarness(ctx context.Context, o options, stderr io.Writer) (*harness, err
 	if slices.Contains(o.scenarios, report.Workers) {
 		h.rep.WorkersCPU = o.workersCPU
 	}
-	if h.o.out == "" {
-		h.o.out = "sluice-bench"
-		if h.repo != "" {
-			h.o.out = filepath.Join(h.repo, "docs", "benchmarks")
-		}
-	}
 	h.pin()
 	h.nofile = raiseNofile()
 	if h.o.maxConns+200 > h.nofile {
@@ -174,8 +168,8 @@ func raiseNofile() int {
 const (
 	pathIndex    = "/"              // index.html, Warp's 151-byte page
 	pathWebpipes = "/4k.html"       // webpipes' 4 KB file
-	pathTemplate = "/template.html" // C10K mix: stand-in for a template page
-	pathDynamic  = "/dynamic.html"  // C10K mix: stand-in for a database page
+	pathTemplate = "/template.html" // c10k scenario: stand-in for a template page (the mix scenario has real ones)
+	pathDynamic  = "/dynamic.html"  // c10k scenario: stand-in for a database page
 )
 
 // sizes are the file sizes of the C++ paper's sweep (1 KB–300 KB), up to 1 MB.
@@ -241,6 +235,11 @@ func (h *harness) build() error {
 		if want("nethttp") {
 			if err := goBuild(filepath.Join(h.repo, "bench"), "nethttp-peer", "./peers/nethttp"); err != nil {
 				h.note("nethttp peer: %v", err)
+			}
+			if slices.Contains(h.o.scenarios, report.Mix) || slices.Contains(h.o.scenarios, report.MixSlowDB) {
+				if err := goBuild(filepath.Join(h.repo, "bench"), "gomix-peer", "./peers/gomix"); err != nil {
+					h.note("nethttp-mix peer: %v", err)
+				}
 			}
 		}
 		if want("fasthttp") {

@@ -31,16 +31,20 @@ const (
 var allScenarios = []string{
 	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
 	report.C10K, report.Sizes, report.Idle, report.Workers, report.Pipe,
+	report.Mix, report.MixSlowDB,
 }
 
-// defaultScenarios are those run without --scenarios: all but workers,
-// which takes several minutes and has a report of its own
-// (docs/benchmarks/workers).
-var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool { return s == report.Workers })
+// defaultScenarios are those run without --scenarios: all but workers
+// and the mix scenarios, which take several minutes each and have
+// reports of their own (docs/benchmarks/workers, docs/benchmarks/mix).
+var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool {
+	return s == report.Workers || s == report.Mix || s == report.MixSlowDB
+})
 
 // options is the parsed command line.
 type options struct {
-	out        string
+	out        string // report directory: --out, or defaultOut()
+	outDefault bool   // out is defaultOut(): --out was not given
 	servers    []string
 	scenarios  []string
 	rounds     int
@@ -65,6 +69,11 @@ httpd, lighttpd, Caddy, h2o, Go net/http, fasthttp) and writes a Markdown
 report with plots. The client runs on one core, each server on another;
 servers are measured in interleaved rounds and medians reported.
 
+The report goes to --out DIR, or without it to a scratch directory
+(%s), so that a run inside a checkout never overwrites
+the committed report in docs/benchmarks/; to update that, pass its
+directory (with go -C bench, --out ../docs/benchmarks).
+
 Flags:
 `
 
@@ -72,11 +81,16 @@ Flags:
 // (without the program name) and returns the exit status: 0 on success,
 // 1 if the run failed, 2 on a usage error. Progress and log lines go to
 // stderr (a progress bar only if it is a terminal); stdout gets the path
-// of the report. It pins the calling process to the client CPU.
+// of the report. The report goes to --out, or without it to a scratch
+// directory that stderr names: never into a checkout unless asked. A run
+// (not --from) pins the calling process to the client CPU.
 func Main(args []string, stdout, stderr io.Writer) int {
 	o, code := parse(args, stderr)
 	if code >= 0 {
 		return code
+	}
+	if o.outDefault {
+		fmt.Fprintf(stderr, "sluicebench: writing the report to the scratch directory %s (--out DIR writes it elsewhere: --out ../docs/benchmarks, with go -C bench, updates the committed report)\n", o.out)
 	}
 	if o.from != "" {
 		return rewrite(o, stdout, stderr)
@@ -101,15 +115,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// rewrite writes the report from an earlier run's results.json.
+// rewrite writes the report from an earlier run's results.json to o.out,
+// which, like a run's, is the scratch directory unless --out was given:
+// rewriting the committed report is asked for with --out.
 func rewrite(o options, stdout, stderr io.Writer) int {
 	data, err := os.ReadFile(o.from)
 	if err == nil {
 		var rep report.Report
 		if err = json.Unmarshal(data, &rep); err == nil {
-			if o.out == "" {
-				o.out = filepath.Dir(o.from)
-			}
 			var path string
 			if path, err = report.Write(o.out, &rep); err == nil {
 				fmt.Fprintln(stdout, path)
@@ -126,24 +139,24 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	fs := flag.NewFlagSet("sluicebench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprintf(stderr, usage, defaultOut())
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nServers: %s\nScenarios: %s\n", strings.Join(peers.Names(), ", "), strings.Join(allScenarios, ", "))
 	}
-	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default docs/benchmarks in the repository, or ./sluice-bench")
+	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default: the scratch directory "+defaultOut())
 	servers := fs.String("servers", strings.Join(peers.Names(), ","), "comma-separated servers to measure")
-	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers is not run unless named)")
+	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix and mix-slowdb are not run unless named)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
 	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")
 	quick := fs.Bool("quick", false, "smoke test: 1 round, 1 s runs, fewer sweep points, 2,000 connections at most")
 	sluice := fs.String("sluice", "", "the sluice binary to measure; default: built from ./cmd/sluice in the repository")
-	maxConns := fs.Int("conns", 10000, "connections for the C10K mix and the largest idle-memory point")
+	maxConns := fs.Int("conns", 10000, "connections for the C10K mixes and the largest idle-memory point")
 	clientCPU := fs.String("client-cpu", "0", "CPU list (taskset) for the client")
 	serverCPU := fs.String("server-cpu", "1", "CPU list (taskset) for the servers")
 	workersCPU := fs.String("workers-cpu", fmt.Sprintf("0-%d", runtime.NumCPU()-1), "CPU list (taskset) for the servers of the workers scenario (default: every CPU, so that workers can use more than one; the client stays on --client-cpu)")
 	keep := fs.Bool("keep", false, "keep the scratch directory (configurations, logs)")
-	from := fs.String("from", "", "measure nothing: write the report from the results.json of an earlier run")
+	from := fs.String("from", "", "measure nothing: write the report from the results.json of an earlier run (to --out, or the scratch directory)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, exitOK
@@ -160,6 +173,9 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.out == "" {
+		o.out, o.outDefault = defaultOut(), true
+	}
 	if o.quick {
 		if !set["rounds"] {
 			o.rounds = 1
@@ -205,6 +221,11 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	o.commandStr = strings.Join(append([]string{"sluicebench"}, args...), " ")
 	return o, -1
 }
+
+// defaultOut is the report directory without --out: sluice-bench in the
+// system's temporary directory ($TMPDIR or /tmp), outside any checkout,
+// so that only --out writes over a committed report.
+func defaultOut() string { return filepath.Join(os.TempDir(), "sluice-bench") }
 
 func splitList(s string) []string {
 	var out []string

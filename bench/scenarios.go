@@ -63,16 +63,19 @@ func (h *harness) run() (string, error) {
 			per += len(sizes)
 		case report.Idle:
 			per += len(h.idlePoints())
-		case report.Pipe, report.Workers:
+		case report.Pipe, report.Workers, report.Mix, report.MixSlowDB:
 		default:
 			per++
 		}
 	}
-	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + 1
+	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + h.mixSteps() + 1
 	h.prog.logf("%d server(s) × %d round(s), client on CPU %s, servers on CPU %s; scratch %s",
 		len(h.peers), h.o.rounds, h.o.clientCPU, h.o.serverCPU, h.tmp)
 	if h.has(report.Workers) {
 		h.prog.logf("workers scenario: %d variant(s) × %d round(s), servers on CPUs %s", len(h.workerVariants()), h.o.rounds, h.o.workersCPU)
+	}
+	if !h.hasWrk() && h.has(report.Mix) {
+		h.note("wrk is not installed: the mix scenario is measured by sluicebench's generator alone.")
 	}
 	if !h.hasWrk() && h.has(report.Wrk) {
 		h.note("wrk is not installed: no wrk cross-check.")
@@ -100,6 +103,11 @@ func (h *harness) run() (string, error) {
 			return "", err
 		}
 	}
+	if h.has(report.Mix) || h.has(report.MixSlowDB) {
+		if err := h.mixScenarios(); err != nil {
+			return "", err
+		}
+	}
 	stopWatch()
 	<-done
 	if h.has(report.Pipe) {
@@ -124,7 +132,7 @@ func (h *harness) run() (string, error) {
 func (h *harness) serverRound(p peers.Peer, round int) error {
 	tag := fmt.Sprintf("round %d/%d %s", round, h.o.rounds, p.Name)
 	loaded := slices.ContainsFunc(h.o.scenarios, func(s string) bool {
-		return s != report.Idle && s != report.Pipe && s != report.Workers
+		return s != report.Idle && s != report.Pipe && s != report.Workers && s != report.Mix && s != report.MixSlowDB
 	})
 	if loaded {
 		srv, err := h.startWarm(p, fmt.Sprint(round))

@@ -102,6 +102,18 @@ func (ci *Resolver) Addr(r *engine.Request) netip.Addr {
 	return ci.walkList(r, peer)
 }
 
+// TrustsPeer reports whether r's connection peer is one of the trusted
+// proxies, whose client-address fields may be believed: a reverse proxy
+// appends to the X-Forwarded-For or Forwarded it received only then, and
+// replaces them otherwise. It does not allocate for a TCP peer.
+func (ci *Resolver) TrustsPeer(r *engine.Request) bool {
+	return ci.trustedPeer(r.RemoteAddr, peer(r.RemoteAddr))
+}
+
+// Peer returns the IP address of r's connection peer, unmapped; the
+// invalid Addr for a peer without one (a Unix socket's).
+func Peer(r *engine.Request) netip.Addr { return peer(r.RemoteAddr) }
+
 // trustedPeer reports whether a connection's peer, whose IP address is
 // peer (invalid if it has none), is a trusted proxy.
 func (ci *Resolver) trustedPeer(a net.Addr, peer netip.Addr) bool {

@@ -36,7 +36,8 @@
 //   - basic_auth: HTTP Basic authentication against an htpasswd file.
 //   - ipfilter: allow and deny client addresses by CIDR.
 //   - htaccess: per-directory allow/deny files.
-//   - ratelimit: a token bucket per client address.
+//   - ratelimit: a token bucket per client address, optionally kept in
+//     Redis and shared by several instances (package ratelimit/redisstore).
 //
 // # The registry
 //

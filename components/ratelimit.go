@@ -1,8 +1,10 @@
 package components
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/netip"
@@ -45,6 +47,16 @@ type RateLimitOptions struct {
 	// in: "X-Forwarded-For" (the default) or "Forwarded" (RFC 7239), read
 	// from the right, skipping trusted proxies.
 	ClientIPHeader string `yaml:"client_ip_header"`
+
+	// Redis, when set, keeps the buckets in a Redis server shared by every
+	// Sluice instance that names it, so that a client's limit holds across
+	// them all (see RateLimitRedis). Nil: each instance counts alone.
+	Redis *RateLimitRedis `yaml:"redis"`
+
+	// Logger receives the warning that the Redis server cannot be reached
+	// and the notice that it can again (once each per outage). Nil means
+	// slog.Default(); a config file's component gets the server's logger.
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // NewRateLimit returns a Pipe that limits each client to Rate requests
@@ -57,6 +69,10 @@ type RateLimitOptions struct {
 // The client address is the TCP peer's, or, when the peer is one of
 // TrustedProxies, the rightmost untrusted address of ClientIPHeader.
 //
+// With Redis set, the buckets live in Redis instead (see RateLimitRedis
+// for the fallback when it cannot be reached), and the returned
+// component implements io.Closer, which closes its connections to Redis.
+//
 // Memory is bounded by MaxClients: the buckets live in a sharded map, and
 // each shard drops the buckets that have refilled (whose clients have been
 // idle for at least Burst/Rate seconds) once a minute and whenever it is
@@ -67,7 +83,10 @@ func NewRateLimit(opts RateLimitOptions) (pipe.Component, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pipe.Pipe(rl.handle), nil
+	if rl.shared == nil {
+		return pipe.Pipe(rl.handle), nil
+	}
+	return rl, nil
 }
 
 const (
@@ -85,6 +104,9 @@ type rateLimiter struct {
 	fullAfter int64 // ns for an empty bucket to refill
 	seed      maphash.Seed
 	shards    [rlShards]rlShard
+
+	// shared is the Redis store, or nil.
+	shared *sharedBuckets
 
 	// clock returns monotonic nanoseconds; tests replace it.
 	clock func() int64
@@ -143,11 +165,49 @@ func newRateLimiter(opts RateLimitOptions) (*rateLimiter, error) {
 	for i := range rl.shards {
 		rl.shards[i].buckets = make(map[netip.Addr]rlBucket)
 	}
+	if opts.Redis != nil {
+		rl.shared, err = newSharedBuckets(*opts.Redis, opts.Rate, opts.Burst, cmp.Or(opts.Logger, slog.Default()))
+		if err != nil {
+			return nil, fmt.Errorf("ratelimit: redis: %w", err)
+		}
+	}
 	return rl, nil
 }
 
+// Handle limits c's client; it makes a rateLimiter with a shared store a
+// pipe.Component that is also an io.Closer.
+func (rl *rateLimiter) Handle(c *pipe.Conn) bool { return rl.handle(c) }
+
+// Close closes the connections to the shared store.
+func (rl *rateLimiter) Close() error {
+	if rl.shared == nil || rl.shared.closed.Swap(true) {
+		return nil
+	}
+	return rl.shared.store.Close()
+}
+
 func (rl *rateLimiter) handle(c *pipe.Conn) bool {
-	wait := rl.take(rl.client.Addr(c.Request))
+	a := rl.client.Addr(c.Request)
+	if a.Is6() {
+		p, _ := a.Prefix(rl.v6bits)
+		a = p.Addr()
+	}
+	var wait int64
+	if rl.shared == nil {
+		wait = rl.take(a)
+	} else {
+		var ok bool
+		wait, ok = rl.shared.take(a, rl.clock)
+		switch {
+		case ok:
+		case rl.shared.onError == OnErrorOpen:
+			return true
+		case rl.shared.onError == OnErrorClosed:
+			return c.Error(http.StatusServiceUnavailable, "rate limit unavailable")
+		default:
+			wait = rl.take(a)
+		}
+	}
 	if wait == 0 {
 		return true
 	}

@@ -25,7 +25,12 @@ type stampOptions struct {
 	Text   string       `yaml:"text"`
 	File   string       `yaml:"file"`
 	Repeat int          `yaml:"repeat"`
+	Extra  *stampExtra  `yaml:"extra"` // a path within an option
 	Logger *slog.Logger `yaml:"-"`
+}
+
+type stampExtra struct {
+	File string `yaml:"file"`
 }
 
 type teapotOptions struct {
@@ -34,7 +39,7 @@ type teapotOptions struct {
 
 func init() {
 	components.Register(components.Registration{
-		Name: "stamp", Kind: components.KindSource, Scalar: "text", Paths: []string{"file"},
+		Name: "stamp", Kind: components.KindSource, Scalar: "text", Paths: []string{"file", "extra.file"},
 		Example: `stamp: {file: ./stamp.txt, repeat: 2}`,
 	}, func(o stampOptions, x components.Context) (pipe.Component, error) {
 		if o.Text == "" && o.File == "" {
@@ -43,6 +48,13 @@ func init() {
 		body := []byte(o.Text)
 		if o.File != "" {
 			b, err := os.ReadFile(o.File) // resolved against the config file's directory
+			if err != nil {
+				return nil, err
+			}
+			body = append(body, b...)
+		}
+		if o.Extra != nil {
+			b, err := os.ReadFile(o.Extra.File) // resolved too
 			if err != nil {
 				return nil, err
 			}
@@ -89,6 +101,8 @@ routes:
       - rot13
   - match: /short
     pipeline: [stamp: plain]
+  - match: /nested
+    pipeline: [stamp: {text: "n;", extra: {file: stamp.txt}}]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +120,7 @@ routes:
 		{"/other", "200 OK", "uv;sebz n svyr;uv;sebz n svyr;"},
 		{"/tea", "418 I'm a teapot", "418 I'm a teapot: short and stout\n"},
 		{"/short", "200 OK", "plain"},
+		{"/nested", "200 OK", "n;from a file;"},
 	} {
 		resp, err := http.Get(url + tt.path)
 		if err != nil {

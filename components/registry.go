@@ -102,7 +102,9 @@ type Registration struct {
 
 	// Paths lists the options (yaml keys of string fields) naming files or
 	// directories. A config file's relative paths are relative to the
-	// file's directory.
+	// file's directory. A key of an option within an option of struct
+	// type (or pointer to struct) is written with a dot:
+	// "redis.password_file".
 	Paths []string
 
 	// Answers reports that the component answers every request and ends
@@ -232,6 +234,8 @@ var builtins = []*Registration{
 	}).example(`status: {format: json}`),
 	entry("cgi", KindSource, "script", NewCGI, nil).paths("script", "dir", "doc_root").
 		example(`cgi: {dir: ./cgi-bin, prefix: /cgi-bin/, timeout: 10s}`),
+	entry("proxy", KindSource, "upstreams", NewProxy, nil).
+		example(`proxy: {upstreams: [http://10.0.0.1:8080, http://10.0.0.2:8080], policy: least_conn}`),
 	entry("template", KindSource, "root", NewTemplate, func(o *TemplateOptions, x *Context) {
 		if len(o.Queries) > 0 && x.Database != nil {
 			o.Databases = map[string]*sqldata.DB{}
@@ -271,7 +275,7 @@ var builtins = []*Registration{
 		example(`ipfilter: {allow: [10.0.0.0/8, 192.168.0.0/16], deny: [10.6.0.0/16]}`),
 	entry("htaccess", KindPipe, "root", NewHtaccess, nil).paths("root").stops("403").
 		example(`htaccess: ./public`),
-	entry("ratelimit", KindPipe, "rate", NewRateLimit, nil).stops("429").
+	entry("ratelimit", KindPipe, "rate", NewRateLimit, nil).paths("redis.password_file").stops("429").
 		example(`ratelimit: {rate: 10, burst: 20}`),
 }
 
@@ -326,11 +330,39 @@ func (r *Registration) check() error {
 		return fmt.Errorf("scalar option %q is not an option of %v", r.Scalar, r.Options)
 	}
 	for _, p := range r.Paths {
-		if f, ok := key(p); !ok || f.Field.Type.Kind() != reflect.String {
+		if f, ok := OptionPath(r.Options, p); !ok || f.Field.Type.Kind() != reflect.String {
 			return fmt.Errorf("path option %q is not a string option of %v", p, r.Options)
 		}
 	}
 	return nil
+}
+
+// OptionPath finds the option key of the options struct type t, where a
+// key with dots names an option within options of struct type or pointer
+// to struct type ("redis.password_file"). It returns the innermost
+// option, whose Index is relative to the struct that holds it.
+func OptionPath(t reflect.Type, key string) (OptionField, bool) {
+	for {
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return OptionField{}, false
+		}
+		first, rest, nested := strings.Cut(key, ".")
+		var f OptionField
+		var ok bool
+		for _, g := range OptionFields(t) {
+			if g.Key == first {
+				f, ok = g, true
+				break
+			}
+		}
+		if !ok || !nested {
+			return f, ok
+		}
+		t, key = f.Field.Type, rest
+	}
 }
 
 // validName reports whether name is a lower-case letter followed by

@@ -131,6 +131,7 @@ func TestRegisterPanics(t *testing.T) {
 		{Registration{Name: "bad_scalar", Kind: KindPipe, Scalar: "nmae"}, `scalar option "nmae" is not an option of components.registerTestOptions`},
 		{Registration{Name: "hidden_scalar", Kind: KindPipe, Scalar: "skip"}, `scalar option "skip"`},
 		{Registration{Name: "bad_path", Kind: KindPipe, Paths: []string{"count"}}, `path option "count" is not a string option`},
+		{Registration{Name: "bad_path", Kind: KindPipe, Paths: []string{"count.x"}}, `path option "count.x" is not a string option`},
 	} {
 		got := registerPanic(func() { Register(tt.r, registerTestBuild) })
 		if !strings.HasPrefix(got, "components: ") || !strings.Contains(got, tt.want) {

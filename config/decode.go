@@ -417,6 +417,32 @@ func (d *decoder) options(n *yaml.Node, v reflect.Value, prefix, component strin
 
 // fieldByKey returns the option of the options struct type t whose key
 // is key.
+// pathOption returns the string option key of the options struct v (see
+// components.OptionPath), or false when it is not one or lies in a nil
+// pointer (an option struct not set).
+func pathOption(v reflect.Value, key string) (reflect.Value, bool) {
+	for {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}, false
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}, false
+		}
+		first, rest, nested := strings.Cut(key, ".")
+		f, ok := fieldByKey(v.Type(), first)
+		if !ok {
+			return reflect.Value{}, false
+		}
+		v, key = v.FieldByIndex(f.Index), rest
+		if !nested {
+			return v, v.Kind() == reflect.String
+		}
+	}
+}
+
 func fieldByKey(t reflect.Type, key string) (components.OptionField, bool) {
 	for _, f := range components.OptionFields(t) {
 		if f.Key == key {

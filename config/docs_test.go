@@ -236,38 +236,53 @@ func componentReference(t *testing.T) string {
 			continue
 		}
 		b.WriteString("Options:\n\n")
-		for _, f := range fields {
-			fmt.Fprintf(&b, "- `%s` (%s)", f.Key, optionType(f.Field.Type, contains(r.Paths, f.Key)))
-			// The struct declaring the field: the options struct, or a
-			// struct it embeds inline (files.Options in FilesOptions).
-			owner := r.Options
-			if len(f.Index) > 1 {
-				owner = r.Options.FieldByIndex(f.Index[:len(f.Index)-1]).Type
-			}
-			st := cd.structType(t, owner)
-			if st == nil {
-				t.Errorf("no struct type %v", owner)
-				b.WriteString("\n")
-				continue
-			}
-			text := fieldDoc(st, f.Field.Name)
-			if text == "" {
-				t.Errorf("%v.%s has no doc comment", owner, f.Field.Name)
-				b.WriteString("\n")
-				continue
-			}
-			md := strings.TrimSpace(cd.markdown(text))
-			b.WriteString(": ")
-			for i, line := range strings.Split(md, "\n") {
-				if i > 0 && line != "" {
-					b.WriteString("  ")
-				}
-				b.WriteString(line + "\n")
-			}
-		}
+		cd.optionList(t, &b, r, r.Options, fields, "", "")
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// optionList writes the list of the options fields of the struct type
+// typ, options of component r, with keys prefixed by prefix and lines by
+// indent. An option of struct type is followed by its own options,
+// indented.
+func (cd *componentDocs) optionList(t *testing.T, b *strings.Builder, r *components.Registration, typ reflect.Type, fields []components.OptionField, prefix, indent string) {
+	for _, f := range fields {
+		fmt.Fprintf(b, "%s- `%s` (%s)", indent, f.Key, optionType(f.Field.Type, contains(r.Paths, prefix+f.Key)))
+		// The struct declaring the field: the options struct, or a
+		// struct it embeds inline (files.Options in FilesOptions).
+		owner := typ
+		if len(f.Index) > 1 {
+			owner = typ.FieldByIndex(f.Index[:len(f.Index)-1]).Type
+		}
+		st := cd.structType(t, owner)
+		if st == nil {
+			t.Errorf("no struct type %v", owner)
+			b.WriteString("\n")
+			continue
+		}
+		text := fieldDoc(st, f.Field.Name)
+		if text == "" {
+			t.Errorf("%v.%s has no doc comment", owner, f.Field.Name)
+			b.WriteString("\n")
+			continue
+		}
+		md := strings.TrimSpace(cd.markdown(text))
+		b.WriteString(": ")
+		for i, line := range strings.Split(md, "\n") {
+			if i > 0 && line != "" {
+				b.WriteString(indent + "  ")
+			}
+			b.WriteString(line + "\n")
+		}
+		sub := f.Field.Type
+		if sub.Kind() == reflect.Pointer {
+			sub = sub.Elem()
+		}
+		if sub.Kind() == reflect.Struct && sub != reflect.TypeFor[time.Duration]() {
+			cd.optionList(t, b, r, sub, components.OptionFields(sub), prefix+f.Key+".", indent+"  ")
+		}
+	}
 }
 
 // fieldDoc returns the doc comment of the struct field name.

@@ -342,10 +342,8 @@ func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *y
 			return errDecoded
 		}
 		for _, key := range reg.Paths {
-			if f, ok := fieldByKey(reg.Options, key); ok && f.Field.Type.Kind() == reflect.String {
-				if fv := v.FieldByIndex(f.Index); !stdStream(fv.String()) {
-					fv.SetString(p.path(fv.String()))
-				}
+			if fv, ok := pathOption(v, key); ok && !stdStream(fv.String()) {
+				fv.SetString(p.path(fv.String()))
 			}
 		}
 		if adjust != nil {

@@ -91,6 +91,10 @@ var strategyCases = []strategyCase{
 		{strategyGet("/a.txt"), 200},
 		{strategyGet("/private/x.txt"), 403},
 	}},
+	{name: "proxy", pipeline: `[proxy: "unix:{site}/app.sock", headers: {set: {X-Via-Proxy: "yes"}}]`, requests: []strategyRequest{
+		{strategyGet("/x?q=1"), 200},
+		{"POST /p HTTP/1.1\r\nContent-Length: 4\r\n\r\nping", 201},
+	}},
 	{name: "ratelimit", pipeline: `[ratelimit: {rate: 0.01, burst: 2}, text: hi]`, ignore: []string{"Retry-After"}, requests: []strategyRequest{
 		{strategyGet("/"), 200},
 		{strategyGet("/"), 200},
@@ -128,6 +132,22 @@ func strategySite(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// The proxy's upstream, on a Unix socket in the site.
+	ln, err := net.Listen("unix", filepath.Join(dir, "app.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header()["Date"] = nil
+		if r.Method == "POST" {
+			w.WriteHeader(http.StatusCreated)
+		}
+		fmt.Fprintf(w, "app: %s %s %q\n", r.Method, r.RequestURI, b)
+	})}
+	go app.Serve(ln)
+	t.Cleanup(func() { app.Close() })
 	return dir
 }
 

@@ -297,88 +297,14 @@ func (b *bodyReader) readTrailer() error {
 	}
 }
 
-// parseChunkLine parses chunk-size [ chunk-ext ] (RFC 9112 §7.1, §7.1.1).
-// Leading zeros are allowed; a size above math.MaxInt64 is refused.
+// parseChunkLine parses chunk-size [ chunk-ext ]
+// (httpgrammar.ParseChunkLine), answering a broken rule with its refusal.
 func parseChunkLine(line []byte) (int64, error) {
-	var size int64
-	i := 0
-	for ; i < len(line); i++ {
-		d, ok := httpgrammar.Unhex(line[i])
-		if !ok {
-			break
-		}
-		if size >= 1<<59 { // size<<4 would overflow int64
-			return 0, errChunkSize
-		}
-		size = size<<4 | int64(d)
-	}
-	if i == 0 {
-		return 0, errChunkSize
-	}
-	if !validChunkExt(line[i:]) {
-		return 0, errChunkExt
+	size, err := httpgrammar.ParseChunkLine(line)
+	if err != nil {
+		return 0, refusalOf(err)
 	}
 	return size, nil
-}
-
-// validChunkExt checks *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] ).
-// Whitespace is allowed only where that grammar puts BWS: whitespace that
-// ends the line (after the size, a name or a value) is refused.
-func validChunkExt(s []byte) bool {
-	skip := func(b []byte) []byte {
-		for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-			b = b[1:]
-		}
-		return b
-	}
-	token := func() bool {
-		n := 0
-		for n < len(s) && httpgrammar.IsTokenChar(s[n]) {
-			n++
-		}
-		s = s[n:]
-		return n > 0
-	}
-	for len(s) > 0 {
-		s = skip(s)
-		if len(s) == 0 || s[0] != ';' {
-			return false
-		}
-		s = skip(s[1:])
-		if !token() {
-			return false
-		}
-		if r := skip(s); len(r) > 0 && r[0] == '=' {
-			s = skip(r[1:])
-			if len(s) > 0 && s[0] == '"' {
-				if s = quotedStringRest(s[1:]); s == nil {
-					return false
-				}
-			} else if !token() {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// quotedStringRest consumes the rest of a quoted-string after its opening
-// quote and returns what follows it, or nil if it is malformed.
-func quotedStringRest(s []byte) []byte {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			return s[i+1:]
-		case c == '\\':
-			i++
-			if i == len(s) || !httpgrammar.IsFieldValueChar(s[i]) {
-				return nil
-			}
-		case !httpgrammar.IsFieldValueChar(c):
-			return nil
-		}
-	}
-	return nil
 }
 
 // keepable is asked when the response head is composed while the body is

@@ -10,6 +10,12 @@
 // until the handler returns. Any net/http handler can be served through
 // FromHTTP, and any Handler can run inside net/http through ToHTTP.
 //
+// A handler answering a request that asks to switch protocols (an
+// Upgrade field: a WebSocket handshake) may take the connection over
+// with Tunneler's Tunnel, which sends the 101 response and hands over
+// the connection and the bytes already received; the engine closes it
+// when the handler returns.
+//
 // # Connections
 //
 // A connection is served by a goroutine of its own while a request is in

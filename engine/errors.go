@@ -1,6 +1,10 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sluice-server/sluice/httpgrammar"
+)
 
 // ProtocolError is a request the server refuses before any handler sees it:
 // Status is the response status (400, 413, 414, 417, 431, 501, 505) and Msg
@@ -65,3 +69,36 @@ var (
 
 // errNeedMore reports that the buffer ends before the request head does.
 var errNeedMore = errors.New("engine: incomplete request head")
+
+// refusalOf returns the refusal for a rule of the message syntax a
+// request broke (an httpgrammar.SyntaxError), nil for nil, and any other
+// error as it is.
+func refusalOf(err error) error {
+	switch err {
+	case nil:
+		return nil
+	case httpgrammar.ErrBareCR:
+		return errBareCR
+	case httpgrammar.ErrNoColon:
+		return errNoColon
+	case httpgrammar.ErrSpaceBeforeColon:
+		return errSpaceBeforeColon
+	case httpgrammar.ErrFieldName:
+		return errFieldName
+	case httpgrammar.ErrFieldValue:
+		return errFieldValue
+	case httpgrammar.ErrTEMalformed:
+		return errTEMalformed
+	case httpgrammar.ErrTEChunkedTwice:
+		return errTEChunkedTwice
+	case httpgrammar.ErrTENotChunked:
+		return errTENotChunked
+	case httpgrammar.ErrTEUnknown:
+		return errUnknownTE
+	case httpgrammar.ErrChunkSize:
+		return errChunkSize
+	case httpgrammar.ErrChunkExt:
+		return errChunkExt
+	}
+	return err
+}

@@ -10,8 +10,9 @@ import "os"
 // panic answers 500 (when nothing was sent yet) and closes that
 // connection; the server keeps serving others.
 //
-// The engine does not tunnel: the connection ends after the response to a
-// CONNECT request. A 2xx response to CONNECT is sent without Content-Length
+// The engine does not tunnel CONNECT: the connection ends after the
+// response to a CONNECT request. (A protocol switch, after an Upgrade
+// request, is tunnelled by the handler itself: see Tunneler.) A 2xx response to CONNECT is sent without Content-Length
 // or Transfer-Encoding (RFC 9110 §9.3.6 forbids them there), so its body,
 // if any, is delimited by the close.
 type Handler interface {

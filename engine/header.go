@@ -20,8 +20,9 @@ import (
 // strings it is given are kept, not copied.
 type Header struct {
 	fields        []headerField
-	contentLength int64 // -1 when unknown
-	close         bool  // Connection: close
+	trailers      []headerField // sent after a chunked body (AddTrailer)
+	contentLength int64         // -1 when unknown
+	close         bool          // Connection: close
 	hasDate       bool
 	hasServer     bool
 }
@@ -103,6 +104,18 @@ func (h *Header) Values(fn func(name, value string) bool) {
 	}
 }
 
+// AddTrailer adds a trailer field, sent after the body of a chunked
+// response (RFC 9112 §7.1.2); it may be called until the handler
+// returns. A response is chunked when its length is unknown once the
+// body outgrows the engine's buffer or is flushed, or, for an HTTP/1.1
+// client, whenever the header has a Trailer field announcing trailers;
+// otherwise (a known length, HTTP/1.0, HEAD) trailers are dropped, as a
+// recipient may drop them anyway. Names and values are sent as given,
+// CR, LF and NUL replaced by spaces.
+func (h *Header) AddTrailer(name, value string) {
+	h.trailers = append(h.trailers, headerField{name, value})
+}
+
 // SetContentLength declares the body length; -1 means unknown, in which
 // case the engine computes it for bodies that fit its buffer and chunks
 // longer ones (or, for HTTP/1.0 clients, closes the connection at the end).
@@ -153,7 +166,30 @@ func (h *Header) special(name, value string) bool {
 
 func (h *Header) reset() {
 	clear(h.fields)
-	*h = Header{fields: h.fields[:0], contentLength: -1}
+	clear(h.trailers)
+	*h = Header{fields: h.fields[:0], trailers: h.trailers[:0], contentLength: -1}
+}
+
+// announcesTrailers reports whether the header has a Trailer field.
+func (h *Header) announcesTrailers() bool {
+	for _, f := range h.fields {
+		if len(f.name) == 7 && strings.EqualFold(f.name, "Trailer") {
+			return true
+		}
+	}
+	return false
+}
+
+// appendTrailer appends the last chunk and the trailer section.
+func (h *Header) appendTrailer(b []byte) []byte {
+	b = append(b, "0\r\n"...)
+	for _, f := range h.trailers {
+		b = appendSafe(b, f.name)
+		b = append(b, ": "...)
+		b = appendSafe(b, f.value)
+		b = append(b, "\r\n"...)
+	}
+	return append(b, "\r\n"...)
 }
 
 // appendFields appends every field as "name: value\r\n". Bytes that would

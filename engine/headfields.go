@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bytes"
-
 	"github.com/sluice-server/sluice/httpgrammar"
 )
 
@@ -14,7 +12,7 @@ type headFields struct {
 	hostSeen  bool
 	clSeen    bool
 	teSeen    bool
-	te        teState
+	te        httpgrammar.TransferCodings
 	connClose bool
 	connKeep  bool
 	expCont   bool // Expect lists 100-continue
@@ -58,7 +56,7 @@ func (h *headFields) connection(value []byte) {
 // §6.1); apply judges the whole list.
 func (h *headFields) transferEncoding(value []byte) error {
 	h.teSeen = true
-	return h.te.add(value)
+	return refusalOf(h.te.Add(value))
 }
 
 // contentLength handles a Content-Length field line (RFC 9110 §8.6):
@@ -94,8 +92,8 @@ func (h *headFields) apply(req *Request) error {
 		if h.clSeen {
 			return errCLAndTE
 		}
-		if err := h.te.verdict(); err != nil {
-			return err
+		if err := h.te.Verdict(); err != nil {
+			return refusalOf(err)
 		}
 		req.ContentLength = -1
 	}
@@ -142,54 +140,4 @@ func addConnectionOptions(v []byte, close, keepAlive *bool) {
 			*keepAlive = true
 		}
 	}
-}
-
-// teState accumulates Transfer-Encoding field lines (RFC 9112 §6.1).
-type teState struct {
-	chunked     int  // times "chunked" was listed
-	lastChunked bool // the last coding listed was "chunked"
-	unknown     bool // some other coding was listed
-}
-
-// add reads the list of one Transfer-Encoding field line; repeated lines
-// are one list (RFC 9110 §5.3).
-func (s *teState) add(v []byte) error {
-	nonEmpty := false
-	// Empty list elements are skipped (RFC 9110 §5.6.1).
-	for item, rest := httpgrammar.NextElement(v); len(item) > 0; item, rest = httpgrammar.NextElement(rest) {
-		nonEmpty = true
-		if httpgrammar.EqualFold(item, "chunked") {
-			s.chunked++
-			s.lastChunked = true
-			continue
-		}
-		// transfer-coding = token *( OWS ";" OWS transfer-parameter )
-		name := item
-		if j := bytes.IndexByte(item, ';'); j >= 0 {
-			name = httpgrammar.TrimOWS(item[:j])
-		}
-		if !httpgrammar.IsToken(name) {
-			return errTEMalformed
-		}
-		s.unknown = true
-		s.lastChunked = false
-	}
-	if !nonEmpty {
-		return errTEMalformed
-	}
-	return nil
-}
-
-// verdict judges the whole list: chunked must be the last coding, listed
-// once, and the only one (RFC 9112 §6.1, §6.3).
-func (s *teState) verdict() error {
-	switch {
-	case s.chunked > 1:
-		return errTEChunkedTwice
-	case !s.lastChunked:
-		return errTENotChunked
-	case s.unknown:
-		return errUnknownTE
-	}
-	return nil
 }

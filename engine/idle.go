@@ -231,15 +231,18 @@ func (c *conn) rawServe(fd uintptr) bool {
 }
 
 // serveInline serves the request at the start of the buffer if its head is
-// all in, parses without error and announces no body; otherwise it leaves
-// the parsed head for readHead and returns false. It also returns false
+// all in, parses without error and announces neither a body nor an
+// Upgrade; otherwise it leaves the parsed head for readHead and returns
+// false. It also returns false
 // once the connection is to end (c.ended).
 func (c *conn) serveInline() bool {
 	s := c.s
 	req := &s.req
 	req.reset()
 	n, err := parseHead(c.rbuf[c.r:c.w], req, c.srv.limits(), &s.pathBuf)
-	if err != nil || req.ContentLength != 0 {
+	if err != nil || req.ContentLength != 0 || req.upgrade {
+		// A body must be read, and a tunnel (Tunneler) reads the
+		// connection: neither can be served here.
 		if err != errNeedMore {
 			c.headReady, c.headN, c.headErr = true, n, err
 		}

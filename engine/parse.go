@@ -105,6 +105,10 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 			if httpgrammar.EqualFold(name, "expect") {
 				h.expect(value)
 			}
+		case 7:
+			if httpgrammar.EqualFold(name, "upgrade") {
+				req.upgrade = true
+			}
 		case 10:
 			if httpgrammar.EqualFold(name, "connection") {
 				h.connection(value)
@@ -147,31 +151,13 @@ func skipEmptyLines(buf []byte) int {
 }
 
 // splitFieldLine splits a field line, without its line ending, into its
-// name and its value with the surrounding whitespace trimmed (RFC 9112 §5:
-// field-name ":" OWS field-value OWS), and checks both.
+// name and its value with the surrounding whitespace trimmed, and checks
+// both (httpgrammar.SplitFieldLine), answering a broken rule with its
+// refusal.
 func splitFieldLine(line []byte) (name, value []byte, err error) {
-	colon := bytes.IndexByte(line, ':')
-	if colon < 0 {
-		if bytes.IndexByte(line, '\r') >= 0 {
-			return nil, nil, errBareCR
-		}
-		return nil, nil, errNoColon
-	}
-	name = line[:colon]
-	if !httpgrammar.IsToken(name) {
-		if len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
-			return nil, nil, errSpaceBeforeColon
-		}
-		return nil, nil, errFieldName
-	}
-	value = httpgrammar.TrimOWS(line[colon+1:])
-	for _, c := range value {
-		if !httpgrammar.IsFieldValueChar(c) {
-			if c == '\r' {
-				return nil, nil, errBareCR
-			}
-			return nil, nil, errFieldValue
-		}
+	name, value, err = httpgrammar.SplitFieldLine(line)
+	if err != nil {
+		return nil, nil, refusalOf(err)
 	}
 	return name, value, nil
 }
@@ -314,26 +300,8 @@ func parseTarget(t []byte, req *Request, pathBuf *[]byte) error {
 }
 
 // parseContentLength parses 1*DIGIT into a non-negative int64
-// (RFC 9110 §8.6); it refuses signs, spaces, lists and values above
-// math.MaxInt64.
-func parseContentLength(v []byte) (int64, bool) {
-	if len(v) == 0 {
-		return 0, false
-	}
-	const maxInt64 = 1<<63 - 1
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := int64(c - '0')
-		if n > (maxInt64-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	return n, true
-}
+// (httpgrammar.ParseContentLength).
+func parseContentLength(v []byte) (int64, bool) { return httpgrammar.ParseContentLength(v) }
 
 // validHost reports whether v is uri-host [ ":" port ] (RFC 3986 §3.2.2,
 // §3.2.3), the form of a Host field value (RFC 9112 §3.2). The host may be

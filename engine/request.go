@@ -108,6 +108,7 @@ type Request struct {
 	close       bool // client asked to close after this exchange
 	expectCont  bool // Expect: 100-continue
 	expectOther bool // Expect lists another expectation: refused with 417
+	upgrade     bool // an Upgrade field: the handler may take the connection (Tunneler)
 }
 
 // Header returns the value of the first field named name (ASCII

@@ -198,7 +198,7 @@ func (w *response) commit(final bool) {
 		w.hdr.Del("Content-Type")
 	case cl >= 0:
 		length, w.declared = cl, cl
-	case final:
+	case final && !(w.req.ProtoMinor >= 1 && !w.isHead && w.hdr.announcesTrailers()):
 		if !w.isHead || w.written > 0 {
 			length, w.declared = w.written, w.written
 		}
@@ -309,9 +309,18 @@ func (w *response) finish() {
 		w.fail(body.refusal)
 	}
 	if !w.committed {
-		w.commit(true)
-	} else if w.chunked && w.err == nil {
-		w.c.appendOut("0\r\n\r\n")
+		w.commit(true) // chunked only when trailers are announced
+	}
+	if w.chunked && w.err == nil {
+		if len(w.hdr.trailers) == 0 {
+			w.c.appendOut("0\r\n\r\n")
+		} else {
+			s := w.c.s
+			if len(s.out) > cap(s.out)/2 {
+				w.c.flush()
+			}
+			s.out = w.hdr.appendTrailer(s.out)
+		}
 	}
 	if w.declared >= 0 && w.written < w.declared && !w.noBody {
 		w.c.closeAfter = true // short body: the framing cannot be repaired

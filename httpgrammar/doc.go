@@ -1,8 +1,10 @@
 // Package httpgrammar reads the syntax that HTTP header fields share (RFC
 // 9110 §5): tokens, field values, field lists, q-values, content
-// negotiation and the hop-by-hop fields. It is the one place Sluice reads
-// that syntax: the engine's parser, the router, the file server, the
-// components and the load generator all use it. It imports nothing,
+// negotiation and the hop-by-hop fields, and the HTTP/1.1 framing rules
+// (RFC 9112: field lines, Content-Length, Transfer-Encoding, chunk
+// lines). It is the one place Sluice reads that syntax: the engine's
+// request parser, the proxy's response parser, the router, the file
+// server, the components and the load generator all use it. It imports nothing,
 // allocates nothing, and takes field values as []byte (slices into a
 // request's read buffer) or string alike.
 //
@@ -39,6 +41,16 @@
 // Accept or Accept-Encoding value rates highest, with one rule for ties
 // (the server's order) and one for malformed elements (ignored): the
 // same answer wherever Sluice negotiates.
+//
+// # Framing
+//
+// SplitFieldLine splits and checks one field line; ParseContentLength
+// reads a Content-Length; TransferCodings judges a Transfer-Encoding list
+// for a recipient that decodes chunked only; ParseChunkLine reads a chunk
+// size and checks its extensions. A rule broken is reported as a
+// SyntaxError constant (ErrBareCR, ErrFieldName…), which the engine
+// answers with 400 or 501 and the proxy with 502: the same strictness on
+// both sides of a proxied exchange.
 //
 // # Hop-by-hop fields
 //

@@ -2,6 +2,7 @@ package pipe
 
 import (
 	"iter"
+	"net"
 	"net/http"
 	"sync"
 
@@ -260,6 +261,40 @@ func (c *Conn) Finish() {
 		// cut the connection so the client sees it incomplete.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// Tunnel answers the request 101 Switching Protocols, with the header
+// set up so far, and hands over the client connection with the bytes the
+// client sent after the request head (see engine.Tunneler), for a source
+// that relays another protocol (a proxy tunnelling WebSocket). The
+// filters are stacked first, with status 101, so that they may adjust
+// the header and observe the exchange (a log records it when the
+// pipeline ends); no content passes through them. The connection closes
+// when the pipeline ends. Tunnel fails with engine.ErrNoTunnel when the
+// request is no Upgrade request, when something of the response was
+// written, or when the server cannot hand its connections over.
+func (c *Conn) Tunnel() (net.Conn, []byte, error) {
+	t, ok := c.conn.(engine.Tunneler)
+	if !ok || c.top.committed {
+		return nil, nil, engine.ErrNoTunnel
+	}
+	c.status = http.StatusSwitchingProtocols
+	c.top.commit()
+	c.wire.started = true // the engine sends the head itself
+	return t.Tunnel()
+}
+
+// WriteInterim sends an interim (1xx) response with fields, name and
+// value pairs, at once (see engine.InterimWriter), as a proxy passes on
+// an upstream's 103 Early Hints; the final response's header is not
+// touched. It does nothing once the response is under way, or when the
+// server cannot send one.
+func (c *Conn) WriteInterim(code int, fields ...string) error {
+	iw, ok := c.conn.(engine.InterimWriter)
+	if !ok || c.top.committed {
+		return nil
+	}
+	return iw.WriteInterim(code, fields...)
 }
 
 // noCopy makes `go vet` report copies of a struct that embeds it.

@@ -20,6 +20,16 @@
 // connection per request) run concurrently, each in its own goroutine.
 // Keep-alive connections are all opened before the clock starts.
 //
+// # Mixes
+//
+// Config.Paths are taken in turn; Config.Mix instead draws each request
+// at random from weighted targets (a path, or a path and a number from
+// 1 to N, as in /dynamic/article/4711), with a generator per connection
+// seeded from Config.Seed, and counts each class of target apart
+// (Result.Classes: OK, errors, latency). A 503 is counted as
+// Errors.Unavailable, apart from other statuses, so a server shedding
+// load can be told from one failing.
+//
 // # Bounds
 //
 // Every run ends: after Config.Duration, after Config.Requests responses,

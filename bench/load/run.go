@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,8 +25,19 @@ type Config struct {
 	Host string
 
 	// Paths are the request targets, used in turn by each connection;
-	// empty means "/".
+	// empty means "/". Mix, if set, replaces them.
 	Paths []string
+
+	// Mix, if set, is a weighted list of request targets: each request
+	// is drawn from it at random, by Target.Weight, and its outcome is
+	// counted in its class (Result.Classes) as well as in the totals.
+	// Each connection (or Close worker) draws from a generator of its
+	// own seeded with Seed and its index, so a run with the same Seed
+	// makes the same requests in the same order on every connection.
+	Mix []Target
+
+	// Seed seeds the draws from Mix.
+	Seed uint64
 
 	// Conns is the number of connections (with Close: of concurrent
 	// workers, each opening a connection per request). Zero means 1.
@@ -64,21 +77,64 @@ type Config struct {
 	Started func()
 }
 
-// Errors counts failed requests by cause.
-type Errors struct {
-	Connect int64 // dial failed
-	Write   int64 // writing the request failed
-	Read    int64 // the connection closed or broke before a full response
-	Timeout int64 // no answer within Config.Timeout
-	Status  int64 // answered with a status other than 2xx or 3xx
+// Target is one kind of request of a Config.Mix.
+type Target struct {
+	// Class names the group the request is counted in: Result.Classes
+	// has an entry per distinct Class. Several targets may share one.
+	Class string
+
+	// Path is the request target. With IDs set, a number drawn
+	// uniformly from 1 to IDs is appended to it: Path "/article/" and
+	// IDs 10000 make /article/1 to /article/10000.
+	Path string
+	IDs  int
+
+	// Weight is the target's share of the requests, relative to the
+	// other targets' weights. Zero means 1.
+	Weight int
 }
 
-// Total is the sum of all errors.
-func (e Errors) Total() int64 { return e.Connect + e.Write + e.Read + e.Timeout + e.Status }
+// Errors counts failed requests by cause.
+type Errors struct {
+	Connect     int64 // dial failed
+	Write       int64 // writing the request failed
+	Read        int64 // the connection closed or broke before a full response
+	Timeout     int64 // no answer within Config.Timeout
+	Status      int64 // answered with a status other than 2xx, 3xx or 503
+	Unavailable int64 // answered 503 Service Unavailable (a server shedding load)
+}
+
+// Total is the sum of all errors, 503s included.
+func (e Errors) Total() int64 {
+	return e.Connect + e.Write + e.Read + e.Timeout + e.Status + e.Unavailable
+}
 
 func (e Errors) String() string {
-	return fmt.Sprintf("connect %d, write %d, read %d, timeout %d, status %d",
-		e.Connect, e.Write, e.Read, e.Timeout, e.Status)
+	return fmt.Sprintf("connect %d, write %d, read %d, timeout %d, status %d, 503 %d",
+		e.Connect, e.Write, e.Read, e.Timeout, e.Status, e.Unavailable)
+}
+
+// errKind names a field of Errors.
+type errKind int
+
+const (
+	errConnect errKind = iota
+	errWrite
+	errRead
+	errTimeout
+	errStatus
+	errUnavailable
+)
+
+func (e *Errors) add(k errKind) {
+	*[...]*int64{&e.Connect, &e.Write, &e.Read, &e.Timeout, &e.Status, &e.Unavailable}[k]++
+}
+
+// Class is the outcome of the requests of one class of a Config.Mix.
+type Class struct {
+	OK      int64      // responses with a 2xx or 3xx status
+	Errors  Errors     // failures, as in Result.Errors
+	Latency *Histogram // latency of each OK response, as in Result.Latency
 }
 
 // Result is the outcome of a run.
@@ -114,6 +170,13 @@ type Result struct {
 
 	// FirstError is the first error seen, for the report; nil if none.
 	FirstError error
+
+	// Classes holds, with Config.Mix, the outcome of each class of
+	// target, keyed by Target.Class; nil without Mix. Their OK and
+	// errors add up to the totals above, but for keep-alive connections
+	// that failed to open before the clock started (counted in
+	// Errors.Connect only: no request was drawn for them).
+	Classes map[string]*Class
 }
 
 // RPS is successful responses per second of Elapsed.
@@ -127,7 +190,10 @@ func (r *Result) RPS() float64 {
 // run is the shared state of one Run.
 type run struct {
 	cfg      Config
-	reqs     [][]byte // one request per path
+	reqs     [][]byte // one request per path, without Mix
+	mix      []mixTarget
+	weights  int // sum of the mix's weights
+	classes  []*Class
 	start    time.Time
 	end      time.Time // zero: no time bound
 	interval float64   // open loop: nanoseconds between requests
@@ -171,12 +237,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.DialConcurrency = 256
 	}
 	r := &run{cfg: cfg, hist: new(Histogram)}
+	tail := " HTTP/1.1\r\nHost: " + cfg.Host + "\r\nUser-Agent: sluicebench\r\n"
+	if cfg.Close {
+		tail += "Connection: close\r\n"
+	}
+	tail += "\r\n"
 	for _, p := range cfg.Paths {
-		req := "GET " + p + " HTTP/1.1\r\nHost: " + cfg.Host + "\r\nUser-Agent: sluicebench\r\n"
-		if cfg.Close {
-			req += "Connection: close\r\n"
+		r.reqs = append(r.reqs, []byte("GET "+p+tail))
+	}
+	if len(cfg.Mix) > 0 {
+		r.res.Classes = map[string]*Class{}
+		index := map[string]int{}
+		for _, t := range cfg.Mix {
+			c, ok := index[t.Class]
+			if !ok {
+				c = len(r.classes)
+				index[t.Class] = c
+				r.classes = append(r.classes, &Class{Latency: new(Histogram)})
+				r.res.Classes[t.Class] = r.classes[c]
+			}
+			weight := t.Weight
+			if weight <= 0 {
+				weight = 1
+			}
+			r.weights += weight
+			r.mix = append(r.mix, mixTarget{head: []byte("GET " + t.Path), tail: []byte(tail), ids: t.IDs, upTo: r.weights, class: c})
 		}
-		r.reqs = append(r.reqs, []byte(req+"\r\n"))
 	}
 	if cfg.Rate > 0 {
 		r.interval = 1e9 / cfg.Rate
@@ -197,7 +283,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				defer func() { <-sem; wg.Done() }()
 				c, err := r.dial()
 				if err != nil {
-					r.fail(&r.res.Errors.Connect, err)
+					r.fail(errConnect, -1, err)
 					return
 				}
 				conns[i] = c
@@ -231,7 +317,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := worker{r: r, c: c, path: i % len(r.reqs)}
+			w := worker{r: r, c: c}
+			if len(r.mix) > 0 {
+				w.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+			} else {
+				w.path = i % len(r.reqs)
+			}
 			if c != nil {
 				w.br = bufio.NewReaderSize(c, 16<<10)
 			}
@@ -247,6 +338,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			r.res.OK += w.ok
 			r.res.Attempted += w.sent
 			r.res.Bytes += w.bytes
+			for c, n := range w.classOK {
+				r.classes[c].OK += n
+			}
 			r.mu.Unlock()
 		}()
 	}
@@ -271,10 +365,14 @@ func (r *run) dial() (net.Conn, error) {
 	return c, nil
 }
 
-// fail counts an error of the kind *counter (a field of r.res.Errors).
-func (r *run) fail(counter *int64, err error) {
+// fail counts an error of kind k, for a request of class (an index of
+// r.classes; -1 without Mix).
+func (r *run) fail(k errKind, class int, err error) {
 	r.mu.Lock()
-	*counter++
+	r.res.Errors.add(k)
+	if class >= 0 {
+		r.classes[class].Errors.add(k)
+	}
 	if r.firstErr == nil {
 		r.firstErr = err
 	}
@@ -282,14 +380,32 @@ func (r *run) fail(counter *int64, err error) {
 }
 
 // failIO counts a dial, write or read error by its cause.
-func (r *run) failIO(counter *int64, err error) {
+func (r *run) failIO(k errKind, class int, err error) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
-		counter = &r.res.Errors.Timeout
+		k = errTimeout
 	} else if errors.Is(err, syscall.ECONNREFUSED) {
-		counter = &r.res.Errors.Connect
+		k = errConnect
 	}
-	r.fail(counter, err)
+	r.fail(k, class, err)
+}
+
+// failStatus counts a response whose status is not 2xx or 3xx.
+func (r *run) failStatus(status, class int) {
+	k := errStatus
+	if status == 503 {
+		k = errUnavailable
+	}
+	r.fail(k, class, fmt.Errorf("status %d", status))
+}
+
+// mixTarget is a Target made ready to write.
+type mixTarget struct {
+	head  []byte // "GET " and the path
+	tail  []byte // " HTTP/1.1", the header and the empty line
+	ids   int
+	upTo  int // the running sum of the weights, this target's included
+	class int // index in run.classes
 }
 
 // over reports whether the time bound has passed or the run was stopped.
@@ -299,14 +415,54 @@ func (r *run) over(now time.Time) bool {
 
 // worker is one connection (or, with Close, one sequence of connections).
 type worker struct {
-	r     *run
-	c     net.Conn
-	br    *bufio.Reader
-	path  int // index of the next request in r.reqs
-	buf   []byte
-	sent  int64 // closed loop: requests written or lost to a failed dial
-	ok    int64
-	bytes int64
+	r       *run
+	c       net.Conn
+	br      *bufio.Reader
+	path    int        // without Mix: index of the next request in r.reqs
+	rng     *rand.Rand // with Mix: draws the requests
+	batch   []int      // class of each request in buf; -1 without Mix
+	buf     []byte
+	sent    int64 // closed loop: requests written or lost to a failed dial
+	ok      int64
+	bytes   int64
+	classOK []int64 // with Mix: OK responses by class
+}
+
+// appendRequest appends the next request to w.buf and its class to
+// w.batch. It allocates nothing once both have grown to a batch's size.
+func (w *worker) appendRequest() {
+	r := w.r
+	if len(r.mix) == 0 {
+		w.buf = append(w.buf, r.reqs[w.path]...)
+		w.path = (w.path + 1) % len(r.reqs)
+		w.batch = append(w.batch, -1)
+		return
+	}
+	n := w.rng.IntN(r.weights)
+	i := 0
+	for r.mix[i].upTo <= n {
+		i++
+	}
+	t := &r.mix[i]
+	w.buf = append(w.buf, t.head...)
+	if t.ids > 0 {
+		w.buf = strconv.AppendInt(w.buf, int64(1+w.rng.IntN(t.ids)), 10)
+	}
+	w.buf = append(w.buf, t.tail...)
+	w.batch = append(w.batch, t.class)
+}
+
+// succeed counts an OK response of class, with its latency.
+func (w *worker) succeed(class int, d time.Duration) {
+	w.ok++
+	w.r.hist.Record(d)
+	if class >= 0 {
+		if w.classOK == nil {
+			w.classOK = make([]int64, len(w.r.classes))
+		}
+		w.classOK[class]++
+		w.r.classes[class].Latency.Record(d)
+	}
 }
 
 // takeTickets claims n requests under the Requests bound; it returns how
@@ -323,14 +479,15 @@ func (w *worker) takeTickets(n int64) int64 {
 	return max(n-(k-w.r.cfg.Requests), 0)
 }
 
-// connect makes sure w has a connection; it reports false if it failed.
-func (w *worker) connect() bool {
+// connect makes sure w has a connection; it reports false if it failed,
+// counting the failure against a request of class.
+func (w *worker) connect(class int) bool {
 	if w.c != nil {
 		return true
 	}
 	c, err := w.r.dial()
 	if err != nil {
-		w.r.failIO(&w.r.res.Errors.Connect, err)
+		w.r.failIO(errConnect, class, err)
 		return false
 	}
 	w.c = c
@@ -363,43 +520,41 @@ func (w *worker) closedLoop() {
 			return
 		}
 		w.sent += n
-		if !w.connect() {
+		w.buf, w.batch = w.buf[:0], w.batch[:0]
+		for range n {
+			w.appendRequest()
+		}
+		if !w.connect(w.batch[0]) {
 			// Do not spin on a refusing server.
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		w.buf = w.buf[:0]
-		for range n {
-			w.buf = append(w.buf, r.reqs[w.path]...)
-			w.path = (w.path + 1) % len(r.reqs)
-		}
 		w.c.SetDeadline(now.Add(r.cfg.Timeout))
 		t0 := time.Now()
 		if _, err := w.c.Write(w.buf); err != nil {
-			r.failIO(&r.res.Errors.Write, err)
+			r.failIO(errWrite, w.batch[0], err)
 			w.drop()
 			continue
 		}
-		for i := range n {
+		for i, class := range w.batch {
 			resp, err := readResponse(w.br, false)
 			w.bytes += resp.bytes
 			if err != nil {
 				// Requests cut short by the end of the run are not errors.
 				if !r.over(time.Now()) {
-					r.failIO(&r.res.Errors.Read, err)
+					r.failIO(errRead, class, err)
 					// The rest of the batch is lost with the connection.
-					for range n - i - 1 {
-						r.fail(&r.res.Errors.Read, err)
+					for _, c := range w.batch[i+1:] {
+						r.fail(errRead, c, err)
 					}
 				}
 				w.drop()
 				break
 			}
 			if resp.status/100 == 2 || resp.status/100 == 3 {
-				w.ok++
-				r.hist.Record(time.Since(t0))
+				w.succeed(class, time.Since(t0))
 			} else {
-				r.fail(&r.res.Errors.Status, fmt.Errorf("status %d", resp.status))
+				r.failStatus(resp.status, class)
 			}
 			if resp.close {
 				w.drop()
@@ -429,35 +584,36 @@ func (w *worker) openLoop() {
 		if wait := time.Until(due); wait > 0 {
 			time.Sleep(wait)
 		}
+		w.buf, w.batch = w.buf[:0], w.batch[:0]
+		w.appendRequest()
+		class := w.batch[0]
 		deadline := due.Add(r.cfg.Timeout)
 		if !time.Now().Before(deadline) {
 			// Too late to be answered within the timeout: a client would
 			// have given up on it.
-			r.fail(&r.res.Errors.Timeout, errors.New("load: request could not be sent within the timeout"))
+			r.fail(errTimeout, class, errors.New("load: request could not be sent within the timeout"))
 			continue
 		}
-		if !w.connect() {
+		if !w.connect(class) {
 			continue
 		}
 		w.c.SetDeadline(deadline)
-		if _, err := w.c.Write(r.reqs[w.path]); err != nil {
-			r.failIO(&r.res.Errors.Write, err)
+		if _, err := w.c.Write(w.buf); err != nil {
+			r.failIO(errWrite, class, err)
 			w.drop()
 			continue
 		}
-		w.path = (w.path + 1) % len(r.reqs)
 		resp, err := readResponse(w.br, false)
 		w.bytes += resp.bytes
 		switch {
 		case err != nil:
-			r.failIO(&r.res.Errors.Read, err)
+			r.failIO(errRead, class, err)
 			w.drop()
 			continue
 		case resp.status/100 == 2 || resp.status/100 == 3:
-			w.ok++
-			r.hist.Record(time.Since(due))
+			w.succeed(class, time.Since(due))
 		default:
-			r.fail(&r.res.Errors.Status, fmt.Errorf("status %d", resp.status))
+			r.failStatus(resp.status, class)
 		}
 		if resp.close || r.cfg.Close {
 			w.drop()

@@ -11,4 +11,8 @@
 // The Go peers (net/http and fasthttp) are built from bench/peers/nethttp
 // and bench/peers/fasthttp; fasthttp is a module of its own, so Sluice
 // does not depend on it.
+//
+// Mix returns the peers of the mix scenarios, which serve the C10K
+// seed's whole site (package mixsite) rather than a folder: Sluice with
+// a configuration file, and the net/http program of bench/peers/gomix.
 package peers

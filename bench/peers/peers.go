@@ -33,6 +33,18 @@ type Env struct {
 	// take one (see Peer.Workers): sluice's --workers (0: one process,
 	// no master) and nginx's worker_processes (0: 1). Others ignore it.
 	Workers int
+
+	// The mix peers' database (see Mix): DB is "sqlite" or "postgres",
+	// DSN its data source name (for sqlite, the database file).
+	DB, DSN string
+}
+
+// GoDriver is the database/sql driver name of Env.DB for the Go peers.
+func (e Env) GoDriver() string {
+	if e.DB == "postgres" {
+		return "pgx"
+	}
+	return "sqlite"
 }
 
 // Addr is Host:Port.
@@ -157,6 +169,38 @@ func All() []Peer {
 			},
 			argv: func(env Env, _ string) []string {
 				return []string{filepath.Join(env.Bin, "fasthttp-peer"), "-listen", env.Addr(), "-root", env.Root}
+			},
+		},
+	}
+}
+
+// Mix returns the peers that serve the whole of the C10K seed's mix
+// (package mixsite) from Env.Root, with the database Env.DB and DSN:
+// sluice-mix, Sluice with a configuration file, and nethttp-mix, the
+// net/http program of bench/peers/gomix. They are not in All: they
+// serve the mix's site only, and the harness runs them in the mix
+// scenarios.
+func Mix() []Peer {
+	return []Peer{
+		{
+			Name: "sluice-mix", About: "`sluice serve -c sluice-mix.yaml`: the files, template and SQL data sources of the configuration shown (GOMAXPROCS 1 from the affinity mask)",
+			conf: "sluice-mix.yaml",
+			version: func(env Env) (string, error) {
+				if env.Sluice == "" {
+					return "", errors.New("no sluice binary")
+				}
+				return firstLine(env.Sluice, "version")
+			},
+			argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
+		},
+		{
+			Name: "nethttp-mix", About: "a Go program with net/http, html/template and database/sql (bench/peers/gomix: `http.FileServer`, templates parsed at start, a prepared statement, a pool of 16 connections, a 5 s query timeout), GOMAXPROCS 1",
+			version: func(env Env) (string, error) {
+				return goPeerVersion(filepath.Join(env.Bin, "gomix-peer"), "runtime.Version")
+			},
+			argv: func(env Env, _ string) []string {
+				return []string{filepath.Join(env.Bin, "gomix-peer"), "-listen", env.Addr(), "-site", env.Root,
+					"-driver", env.GoDriver(), "-dsn", env.DSN}
 			},
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -21,6 +22,18 @@ const (
 	Sizes     = "sizes"     // file sizes 1 KB–1 MB
 	Idle      = "idle"      // RSS per idle keep-alive connection
 	Pipe      = "pipe"      // Chain vs ProcNetwork (go test -bench)
+
+	// Mix is the C10K seed's mix: static, template and database pages
+	// (package mixsite) at 10,000 keep-alive connections, the whole mix
+	// served by Sluice and by a net/http program, its static part alone
+	// by Sluice and nginx. MixSlowDB is the same with every query
+	// delayed in the database. Their samples are by sluicebench's
+	// generator, one per class of route (Sample.Class) and one for all
+	// requests (Class ""); wrk's, for all requests, are of scenario
+	// MixWrk. X is the number of connections.
+	Mix       = "mix"
+	MixSlowDB = "mix-slowdb"
+	MixWrk    = "mix-wrk"
 
 	// Workers is the master–worker scenario: Sluice at 0, 1, 2, 10 and
 	// 100 workers, nginx at 1 and 2, Apache as Debian ships it. Its
@@ -52,6 +65,13 @@ type Sample struct {
 	MaxMs     float64 `json:"max_ms"`
 	PerConn   float64 `json:"rss_per_conn,omitempty"` // idle: bytes of RSS per connection
 	Tool      string  `json:"tool"`                   // sluicebench, wrk or ab
+
+	// Mix scenarios: the class of route the sample covers ("static",
+	// "template", "dynamic"; "" for all requests), and the 503 responses
+	// of a server shedding load in the slow-database run (not counted
+	// in Errors there; counted as errors elsewhere).
+	Class string `json:"class,omitempty"`
+	Shed  int64  `json:"shed,omitempty"`
 
 	// Workers scenario (WorkersMem): the server's processes right after
 	// every worker is up, and after the load runs.
@@ -118,6 +138,8 @@ type Report struct {
 	PipeBench string        `json:"pipe_bench,omitempty"` // go test -bench Pipeline output
 	Scenarios []string      `json:"scenarios"`            // the scenarios that ran
 
+	SlowQuery time.Duration `json:"slow_query,omitempty"` // mix-slowdb: the database's delay per query
+
 	ClientCPU  string `json:"client_cpu,omitempty"`  // CPU list of the client (taskset)
 	WorkersCPU string `json:"workers_cpu,omitempty"` // CPU list of the servers in the workers scenario
 }
@@ -170,13 +192,19 @@ func (p Point) Errors() (errs, total int64) {
 }
 
 // Points groups the samples of a scenario by server (in the order of
-// servers) and X (ascending).
+// servers) and X (ascending); of a mix scenario, those for all requests
+// (Sample.Class "").
 func (r *Report) Points(scenario string, servers []string) []Point {
+	return r.ClassPoints(scenario, "", servers)
+}
+
+// ClassPoints is Points for the samples of one class of route.
+func (r *Report) ClassPoints(scenario, class string, servers []string) []Point {
 	var pts []Point
 	for _, srv := range servers {
 		byX := map[float64][]Sample{}
 		for _, s := range r.Samples {
-			if s.Scenario == scenario && s.Server == srv {
+			if s.Scenario == scenario && s.Server == srv && s.Class == class {
 				byX[s.X] = append(byX[s.X], s)
 			}
 		}
@@ -201,6 +229,18 @@ func (r *Report) Servers() []string {
 		}
 	}
 	return names
+}
+
+// Commit returns the commit of the checkout the report was measured
+// from, as its Machine lines give it ("sluice commit: 45cd051-dirty"), or
+// "" if they do not.
+func (r *Report) Commit() string {
+	for _, m := range r.Machine {
+		if c, ok := strings.CutPrefix(m, "sluice commit: "); ok {
+			return c
+		}
+	}
+	return ""
 }
 
 // Xs returns the distinct X values of a scenario, ascending.

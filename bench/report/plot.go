@@ -1,12 +1,11 @@
 package report
 
 import (
-	"fmt"
 	"image/color"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -25,22 +24,25 @@ type series struct {
 }
 
 // lineFigure plots series against X, optionally on log axes, and saves
-// it as PNG at path, with the legend beside the plot.
-func lineFigure(path, title, xLabel, yLabel string, logX, logY bool, ss []series, extra ...plot.Plotter) error {
+// it as PNG at path, with the legend beside the plot. An axis label
+// ending in " (ms)" marks milliseconds: its ticks read 500 µs, 2 ms, 1.5 s
+// and the suffix is dropped.
+func lineFigure(f figFile, title, xLabel, yLabel string, logX, logY bool, ss []series, extra ...plot.Plotter) error {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = yLabel
 	p.Add(plotter.NewGrid())
-	p.X.Tick.Marker = siTicks{plot.DefaultTicks{}}
-	p.Y.Tick.Marker = siTicks{plot.DefaultTicks{}}
+	var xFmt, yFmt numberFormat
+	p.X.Label.Text, xFmt = axisFormat(xLabel)
+	p.Y.Label.Text, yFmt = axisFormat(yLabel)
+	p.X.Tick.Marker = labelTicks{plot.DefaultTicks{}, xFmt}
+	p.Y.Tick.Marker = labelTicks{plot.DefaultTicks{}, yFmt}
 	if logX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = siTicks{logTicks{}}
+		p.X.Tick.Marker = labelTicks{logTicks{}, xFmt}
 	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = siTicks{logTicks{}}
+		p.Y.Tick.Marker = labelTicks{logTicks{}, yFmt}
 	} else {
 		p.Y.Min = 0
 	}
@@ -81,17 +83,21 @@ func lineFigure(path, title, xLabel, yLabel string, logX, logY bool, ss []series
 		p.Add(line, points, bars)
 		legend.Add(s.name, line, points)
 	}
-	return save(p, legend, 8*vg.Inch, 5*vg.Inch, path)
+	return save(p, legend, 8*vg.Inch, 5*vg.Inch, f)
 }
 
 // barFigure draws horizontal bars (one group per entry of groups, each
-// with its own legend name) and saves them as PNG at path.
-func barFigure(path, title, xLabel string, labels []string, groups []string, values [][]Stat) error {
+// with its own legend name) and saves them as PNG at path. A NaN value
+// (not measured) gets neither bar nor label. Every value label has the
+// axis's numberFormat: three significant figures (or milliseconds, for an
+// xLabel ending in " (ms)").
+func barFigure(f figFile, title, xLabel string, labels []string, groups []string, values [][]Stat) error {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = xLabel
+	var format numberFormat
+	p.X.Label.Text, format = axisFormat(xLabel)
 	p.X.Min = 0
-	p.X.Tick.Marker = siTicks{plot.DefaultTicks{}}
+	p.X.Tick.Marker = labelTicks{plot.DefaultTicks{}, format}
 	p.Add(plotter.NewGrid())
 	legend := newLegend()
 	n := len(groups)
@@ -99,14 +105,18 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 	maxV := 0.0
 	for _, vs := range values {
 		for _, v := range vs {
-			maxV = max(maxV, math.Abs(v.Med))
+			if !math.IsNaN(v.Med) {
+				maxV = max(maxV, math.Abs(v.Med))
+			}
 		}
 	}
-	format := labelFormat(maxV)
 	for g, name := range groups {
 		vals := make(plotter.Values, len(labels))
 		for i := range labels {
 			vals[i] = values[g][i].Med
+			if math.IsNaN(vals[i]) {
+				vals[i] = 0 // not measured: no bar, no label
+			}
 		}
 		b, err := plotter.NewBarChart(vals, w)
 		if err != nil {
@@ -125,7 +135,11 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 		var texts []string
 		for i := range labels {
 			xys = append(xys, plotter.XY{X: vals[i], Y: float64(i)})
-			texts = append(texts, " "+format(vals[i]))
+			if math.IsNaN(values[g][i].Med) {
+				texts = append(texts, "")
+			} else {
+				texts = append(texts, " "+format.bar(vals[i]))
+			}
 		}
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
 		if err != nil {
@@ -139,39 +153,116 @@ func barFigure(path, title, xLabel string, labels []string, groups []string, val
 		p.Add(lab)
 	}
 	p.NominalY(labels...)
+	// Each label's bars span half a slot either side of it: keep the
+	// outer ones inside the axes.
+	p.Y.Min, p.Y.Max = -0.5, float64(len(labels))-0.5
 	p.X.Max = maxV * 1.2
 	h := vg.Points(float64(len(labels)*(14*n+12)) + 90)
-	return save(p, legend, 8*vg.Inch, max(h, 3*vg.Inch), path)
+	return save(p, legend, 8*vg.Inch, max(h, 3*vg.Inch), f)
 }
 
-// labelFormat returns the one format of a figure's value labels, chosen
-// by the largest value: whole numbers with thousands separators from
-// 1,000 up (272,645), else one decimal from 10 up (16.2), else two
-// (0.19).
-func labelFormat(maxAbs float64) func(float64) string {
-	switch {
-	case maxAbs >= 1000:
-		return thousands
-	case maxAbs >= 10:
-		return func(v float64) string { return fmt.Sprintf("%.1f", v) }
-	default:
-		return func(v float64) string { return fmt.Sprintf("%.2f", v) }
+// axisFormat returns an axis's label and the format of its values:
+// milliseconds for a label ending in " (ms)", which it drops, else plain
+// numbers.
+func axisFormat(label string) (string, numberFormat) {
+	if l, ok := strings.CutSuffix(label, " (ms)"); ok {
+		return l, numberFormat{ms: true}
 	}
+	return label, numberFormat{}
 }
 
-// siTicks relabels another ticker's labelled ticks with SI suffixes:
-// 250000 is 250k, 1500000 1.5M.
-type siTicks struct{ plot.Ticker }
+// numberFormat is the one format of an axis's ticks and of a figure's
+// value labels: three significant figures, with k and M (250k, 1.5M) or,
+// for milliseconds, in the unit that reads best (500 µs, 2 ms, 1.5 s).
+// Ticks drop trailing zeros (2.5k, not 2.50k); bar labels keep them, so
+// that every label of a figure shows three figures (4.00k, 17.4, 2.40).
+type numberFormat struct{ ms bool }
+
+// tick formats a tick's value.
+func (f numberFormat) tick(v float64) string {
+	if f.ms {
+		return msLabel(v, false)
+	}
+	return valueLabel(v, false)
+}
+
+// bar formats a bar's value label.
+func (f numberFormat) bar(v float64) string {
+	if f.ms {
+		return msLabel(v, true)
+	}
+	return valueLabel(v, true)
+}
+
+// labelTicks relabels another ticker's labelled ticks with format.
+type labelTicks struct {
+	plot.Ticker
+	format numberFormat
+}
 
 // Ticks implements plot.Ticker.
-func (t siTicks) Ticks(lo, hi float64) []plot.Tick {
+func (t labelTicks) Ticks(lo, hi float64) []plot.Tick {
 	ticks := t.Ticker.Ticks(lo, hi)
 	for i := range ticks {
 		if ticks[i].Label != "" {
-			ticks[i].Label = si(ticks[i].Value)
+			ticks[i].Label = t.format.tick(ticks[i].Value)
 		}
 	}
 	return ticks
+}
+
+// valueLabel writes v to three significant figures with k and M for
+// thousands and millions: 250k, 1.5M, 273k, 17.4, 107, 0.05. With zeros,
+// trailing zeros stay (4.00k, 2.40); without, they go (4k, 2.4).
+func valueLabel(v float64, zeros bool) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0 || math.IsNaN(v) || math.IsInf(v, 0):
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case round3(a) >= 1e6:
+		return sig3(v/1e6, zeros) + "M"
+	case round3(a) >= 1e3:
+		return sig3(v/1e3, zeros) + "k"
+	default:
+		return sig3(v, zeros)
+	}
+}
+
+// msLabel writes a duration in milliseconds as valueLabel does, in the
+// unit that reads best: 500 µs, 2 ms, 1.5 s.
+func msLabel(ms float64, zeros bool) string {
+	a := math.Abs(ms)
+	switch {
+	case a == 0:
+		return "0"
+	case round3(a) < 1:
+		return sig3(ms*1000, zeros) + " µs"
+	case round3(a) >= 1000:
+		return sig3(ms/1000, zeros) + " s"
+	default:
+		return sig3(ms, zeros) + " ms"
+	}
+}
+
+// round3 rounds a positive v to three significant figures.
+func round3(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	p := math.Pow10(2 - int(math.Floor(math.Log10(v))))
+	return math.Round(v*p) / p
+}
+
+// sig3 writes v to three significant figures without an exponent (v is
+// below 1000 in magnitude after rounding), trailing zeros kept if zeros.
+func sig3(v float64, zeros bool) string {
+	r := round3(math.Abs(v))
+	decimals := max(0, 2-int(math.Floor(math.Log10(r))))
+	t := strconv.FormatFloat(math.Copysign(r, v), 'f', decimals, 64)
+	if !zeros && strings.Contains(t, ".") {
+		t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
+	}
+	return t
 }
 
 // logTicks marks a log axis at 1–9 times each power of ten and labels
@@ -201,19 +292,6 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// si formats a tick value: 250k, 1.5M, 40, 0.5.
-func si(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
-	case a >= 1e3:
-		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
-	default:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
-}
-
 func newLegend() plot.Legend {
 	l := plot.NewLegend()
 	l.Top, l.Left = true, true
@@ -221,30 +299,67 @@ func newLegend() plot.Legend {
 	return l
 }
 
+// figFile is where a figure is saved, and the note printed in its
+// bottom right-hand corner: the commit and date it was measured at.
+type figFile struct {
+	path string
+	note string
+}
+
 // save draws p with the legend to its right, outside the plot, so that
-// it never covers data, and writes a PNG of w×h at path.
-func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, path string) error {
+// it never covers data, and f's note below both, and writes a PNG of w×h
+// at f's path.
+func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, f figFile) error {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
+	plotArea, legendArea, noteAt := layout(dc, legend, f.note != "")
+	p.Draw(plotArea)
+	if legendArea != nil {
+		legend.Draw(*legendArea)
+	}
+	if f.note != "" {
+		sty := p.X.Tick.Label
+		sty.Color = color.Gray{Y: 96}
+		sty.XAlign, sty.YAlign = draw.XRight, draw.YBottom
+		dc.FillText(sty, noteAt, f.note)
+	}
+	out, err := os.Create(f.path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// noteHeight is the strip kept below the plot for a figure's note.
+var noteHeight = vg.Points(14)
+
+// layout splits a figure's canvas dc into the plot's area and, if the
+// legend has entries, the legend's, a column to the right of the plot's
+// that does not overlap it; with a note, it keeps a strip below both and
+// returns the bottom right-hand point of the note's text.
+func layout(dc draw.Canvas, legend plot.Legend, note bool) (plotArea draw.Canvas, legendArea *draw.Canvas, noteAt vg.Point) {
 	gap := vg.Points(8)
 	lw := vg.Length(0)
 	if r := legend.Rectangle(dc); r.Max.X > r.Min.X {
 		lw = r.Max.X - r.Min.X + 2*gap
 	}
-	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+	bottom := vg.Length(0)
+	if note {
+		bottom = noteHeight
+	}
+	// A margin left and top: gonum measures nominal tick labels and the
+	// title a little short, and would clip their first pixels.
+	plotArea = draw.Crop(dc, vg.Points(8), -lw, bottom, -vg.Points(4))
 	if lw > 0 {
 		// Below the title, beside the top of the plot.
-		legend.Draw(draw.Crop(dc, w-lw+gap, 0, 0, -vg.Points(28)))
+		l := draw.Crop(dc, dc.Max.X-dc.Min.X-lw+gap, 0, bottom, -vg.Points(28))
+		legendArea = &l
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return plotArea, legendArea, vg.Point{X: dc.Max.X - gap, Y: dc.Min.Y + vg.Points(2)}
 }
 
 // ideal is the y = x line of an achieved-vs-attempted figure.
@@ -263,5 +378,3 @@ var palette = []color.RGBA{
 }
 
 func colorOf(i int) color.Color { return palette[i%len(palette)] }
-
-func figPath(dir, name string) string { return filepath.Join(dir, name) }

@@ -58,7 +58,11 @@ func TestWrite(t *testing.T) {
 	}
 	for _, want := range []string{"## Headline", "## Warp's", "## Cross-check with wrk",
 		"`ab -n 5000 -c 500`", "## Idle memory", "## Chain vs ProcNetwork",
-		"skipped: caddy is not installed", "daemon off;", "a note", "--scenarios=warp"} {
+		"skipped: caddy is not installed", "daemon off;", "a note", "--scenarios=warp",
+		// The headline's throughput with its latency beside it.
+		"| keep-alive c=100 req/s (wrk) | p50 / p99 ms | CPU-µs/req |", "| sluice | 1,500 <sub>1,000–2,000</sub> | 1.00 / 2.00 | 10.0 |",
+		"p50 / p99 latency (ms):", "| sluice | 1,500 <sub>1,000–2,000</sub> · 10.0 · 1.00 / 2.00 |",
+		"| server CPU-µs/req | p50 / p99 ms |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("README.md lacks %q", want)
 		}

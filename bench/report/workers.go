@@ -144,9 +144,9 @@ func (w *writer) workersKeepAlive(names []string) {
 	rev := func(v []Stat) []Stat { v = slices.Clone(v); slices.Reverse(v); return v }
 	revLabels := slices.Clone(labels)
 	slices.Reverse(revLabels)
-	err := barFigure(figPath(w.dir, "workers-rps.png"), "151-byte page, 100 keep-alive connections: requests/s", "requests/s", revLabels, []string{"req/s"}, [][]Stat{rev(rpsV)})
+	err := barFigure(w.fig("workers-rps.png"), "151-byte page, 100 keep-alive connections: requests/s", "requests/s", revLabels, []string{"req/s"}, [][]Stat{rev(rpsV)})
 	w.figure("workers-rps.png", "requests/s by server and workers", Workers, err)
-	err = barFigure(figPath(w.dir, "workers-cpu.png"), "Server CPU per request, every process of the server (lower is better)", "server CPU-µs per request", revLabels, []string{"CPU-µs"}, [][]Stat{rev(cpuV)})
+	err = barFigure(w.fig("workers-cpu.png"), "Server CPU per request, every process of the server (lower is better)", "server CPU-µs per request", revLabels, []string{"CPU-µs"}, [][]Stat{rev(cpuV)})
 	w.figure("workers-cpu.png", "server CPU-µs per request by server and workers", Workers, err)
 	w.p("| server | processes | req/s | server CPU-µs/req | server CPU used (cores) | p50 ms | p99 ms | errors |")
 	w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -320,13 +320,13 @@ func (w *writer) workersAB(names []string) {
 		slices.Reverse(labels)
 		slices.Reverse(paper)
 		slices.Reverse(here)
-		err := barFigure(figPath(w.dir, "workers-ab.png"), "ab -n 5000 -c 500: mean time per request (lower is better)", "ms, across concurrent requests",
+		err := barFigure(w.fig("workers-ab.png"), "ab -n 5000 -c 500: mean time per request (lower is better)", "mean time per request, across concurrent requests (ms)",
 			labels, []string{"the paper", "this run"}, [][]Stat{paper, here})
 		w.figure("workers-ab.png", "ab mean time per request: the paper and this run", Workers, err)
 	}
 	w.p("Every variant of this run:")
 	w.p("")
-	w.p("| server | time per request, across concurrent (ms) | time per request (ms) | req/s | transfer rate (Mbytes/sec) | failed requests (all rounds) | server CPU-µs/req | p99 ms |")
+	w.p("| server | time per request, across concurrent (ms) | time per request (ms) | req/s | transfer rate (Mbytes/sec) | failed requests (all rounds) | server CPU-µs/req | p50 / p99 ms |")
 	w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range names {
 		p, ok := w.workerPoint(WorkersAB, name)
@@ -334,7 +334,7 @@ func (w *writer) workersAB(names []string) {
 			continue
 		}
 		w.p("| %s | %s | %s | %s | %.1f | %s | %s | %s |", w.workerLabel(name), cell(p.Of(abMean), func(v float64) string { return fmt.Sprintf("%.3f", v) }),
-			cell(p.Of(get("mean")), msf), cell(p.Of(get("rps")), rps), p.Of(abMbytes).Med, errCell(p), us(p.Of(get("cpu")).Med), msf(p.Of(get("p99")).Med))
+			cell(p.Of(get("mean")), msf), cell(p.Of(get("rps")), rps), p.Of(abMbytes).Med, errCell(p), us(p.Of(get("cpu")).Med), latencyCell(p, true))
 	}
 	w.p("")
 	for _, name := range names {
@@ -474,7 +474,7 @@ func (w *writer) workersMemory(names []string) {
 		}
 	}
 	if len(ss) > 0 {
-		err := lineFigure(figPath(w.dir, "workers-memory.png"), "Server memory by worker processes: total PSS of the master and its workers", "worker processes", "total PSS (MiB)", true, true, ss)
+		err := lineFigure(w.fig("workers-memory.png"), "Server memory by worker processes: total PSS of the master and its workers", "worker processes", "total PSS (MiB)", true, true, ss)
 		w.figure("workers-memory.png", "total PSS by workers", Workers, err)
 	}
 }

@@ -188,12 +188,12 @@ func TestBrowserFindsFaults(t *testing.T) {
 
 func TestScreenshotName(t *testing.T) {
 	for _, c := range []struct{ path, query, want string }{
-		{"/", "", "index.png"},
-		{"", "", "index.png"},
-		{"/about/", "", "about.png"},
-		{"/hello.txt", "", "hello.txt.png"},
-		{"/dynamic/article/7", "", "dynamic-article-7.png"},
-		{"/echo", "a=1&b=%20", "echo_a_1_b__20.png"},
+		{"/", "", "index.jpg"},
+		{"", "", "index.jpg"},
+		{"/about/", "", "about.jpg"},
+		{"/hello.txt", "", "hello.txt.jpg"},
+		{"/dynamic/article/7", "", "dynamic-article-7.jpg"},
+		{"/echo", "a=1&b=%20", "echo_a_1_b__20.jpg"},
 	} {
 		if got := screenshotName(c.path, c.query); got != c.want {
 			t.Errorf("screenshotName(%q, %q) = %q, want %q", c.path, c.query, got, c.want)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/sluice-server/sluice/sluicetest"
 )
-
-var updateScreenshots = flag.Bool("update", false, "write the demo's screenshots to docs/demo/screenshots (TestDemoInBrowser)")
 
 // screenshotsDir is where -update writes the demo's screenshots.
 var screenshotsDir = filepath.Join("..", "..", "docs", "demo", "screenshots")
@@ -42,9 +39,9 @@ func TestDemoInBrowser(t *testing.T) {
 	s := startCmd(t, cmd)
 
 	shots := t.TempDir()
-	if *updateScreenshots {
+	if *update {
 		shots = screenshotsDir
-		old, _ := filepath.Glob(filepath.Join(shots, "*.png"))
+		old, _ := filepath.Glob(filepath.Join(shots, "*.*g"))
 		for _, f := range old {
 			if err := os.Remove(f); err != nil {
 				t.Fatal(err)

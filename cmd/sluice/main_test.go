@@ -219,28 +219,9 @@ func TestServeServerHeader(t *testing.T) {
 	}
 }
 
-func TestDemo(t *testing.T) {
-	s := start(t, "demo", "--listen", "127.0.0.1:0")
-	code, h, body := get(t, "http://"+s.addr+"/")
-	if code != 200 || !strings.Contains(body, "Sluice") || !strings.Contains(body, `href="/hello.txt"`) {
-		t.Errorf("GET / = %d %.100q", code, body)
-	}
-	if h.Get("Content-Type") != "text/html; charset=utf-8" {
-		t.Errorf("GET /: Content-Type %q", h.Get("Content-Type"))
-	}
-	for path, want := range map[string]int{"/hello.txt": 200, "/about/": 200, "/style.css": 200, "/about": 301, "/nope": 404} {
-		if code, _, _ := get(t, "http://"+s.addr+path); code != want {
-			t.Errorf("GET %s = %d, want %d", path, code, want)
-		}
-	}
-	if code := s.stop(t, os.Interrupt); code != 0 {
-		t.Errorf("exit status after SIGINT = %d, want 0\n%s", code, s.stderr())
-	}
-}
-
 // SIGTERM closes idle keep-alive connections and exits 0.
 func TestGracefulShutdown(t *testing.T) {
-	s := start(t, "demo", "--listen", "127.0.0.1:0")
+	s := start(t, "demo", "--listen", "127.0.0.1:0", "--data", t.TempDir())
 	c, err := net.Dial("tcp", s.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -248,10 +229,10 @@ func TestGracefulShutdown(t *testing.T) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	br := bufio.NewReader(c)
-	c.Write([]byte("GET /hello.txt HTTP/1.1\r\nHost: a\r\n\r\n"))
+	c.Write([]byte("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"))
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET /hello.txt: %v %v", resp, err)
+		t.Fatalf("GET /hello: %v %v", resp, err)
 	}
 	io.ReadAll(resp.Body)
 	if code := s.stop(t, syscall.SIGTERM); code != 0 {

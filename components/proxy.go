@@ -1,0 +1,39 @@
+package components
+
+import (
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/proxy"
+)
+
+// ProxyOptions configures the proxy source: the options of package
+// proxy, which a config file sets by their yaml keys. The scalar or list
+// form `proxy: http://127.0.0.1:9000` sets Upstreams.
+type ProxyOptions struct {
+	proxy.Options `yaml:",inline"`
+}
+
+// NewProxy returns the proxy source, a *proxy.Proxy: a Source that sends
+// each request to one of its upstreams (http URLs or unix: socket
+// paths), chosen by policy, over keep-alive connections, and
+// produces the upstream's response, so that filters after it (compress,
+// headers, log) act on it. Upstream responses with ambiguous or
+// malformed framing are answered 502, never passed on; an unreachable
+// upstream 502, every upstream at max_conns 503, a timeout 504. Both
+// bodies are streamed, flushes passed on at once; WebSocket (any
+// Upgrade) is tunnelled byte for byte after the upstream's 101. Failing
+// upstreams are left out for a while (passive checks), and with
+// health.path set checked actively. Hop-by-hop fields are
+// dropped both ways; X-Forwarded-For/-Proto/-Host (or RFC 7239
+// Forwarded) are appended to only past trusted_proxies; Via is added.
+// See package proxy for the rules in full.
+//
+// It fails for options proxy.New refuses: no upstreams, an upstream not
+// http:// or unix:, an unknown policy or hash_key, a strip_prefix not
+// starting with /.
+func NewProxy(opts ProxyOptions) (pipe.Component, error) {
+	p, err := proxy.New(opts.Options)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}

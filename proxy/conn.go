@@ -1,0 +1,368 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/sluice-server/sluice/httpgrammar"
+)
+
+// readBufSize is the read buffer of an upstream connection. A response
+// head longer than it grows it, up to Options.MaxResponseHeaderBytes;
+// bodies pass through it, or around it for large reads.
+const readBufSize = 16 << 10
+
+// maxChunkLine bounds a chunk-size line with its extensions, as the
+// engine bounds a request's.
+const maxChunkLine = 4 << 10
+
+// upConn is one connection to an upstream, owned by one request at a time
+// (or idle in its pool). It is not safe for concurrent use.
+type upConn struct {
+	nc   net.Conn
+	up   *upstream
+	buf  []byte
+	r, w int
+
+	peek      [1]byte   // alive's read, kept off the heap
+	got       int64     // response bytes read since the request was sent
+	idleSince time.Time // when it was put in the pool
+	reused    bool      // served a request before this one
+}
+
+// fill reads more bytes into the buffer, moving unread bytes to its start
+// first, growing it (up to max) when it is full.
+func (c *upConn) fill(max int) error {
+	if c.r > 0 {
+		n := copy(c.buf, c.buf[c.r:c.w])
+		c.r, c.w = 0, n
+	}
+	if c.w == len(c.buf) {
+		if len(c.buf) >= max {
+			return errBufferFull
+		}
+		nb := make([]byte, min(2*len(c.buf), max))
+		copy(nb, c.buf[:c.w])
+		c.buf = nb
+	}
+	n, err := c.nc.Read(c.buf[c.w:])
+	c.w += n
+	c.got += int64(n)
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+var errBufferFull = errors.New("proxy: buffer full")
+
+// readHead reads and parses a response head into h. Its slices are valid
+// until the next read on c.
+func (c *upConn) readHead(h *responseHead, maxBytes, maxFields int) error {
+	for {
+		n, err := parseResponseHead(c.buf[c.r:c.w], h, maxBytes, maxFields)
+		if err == nil {
+			c.r += n
+			return nil
+		}
+		if err != errNeedMore {
+			return err
+		}
+		if err := c.fill(maxBytes + 2); err != nil {
+			if err == errBufferFull {
+				return errHeadTooLarge
+			}
+			return err
+		}
+	}
+}
+
+// Body framing of an upstream response.
+const (
+	bodyNone    = iota
+	bodyLength  // Content-Length
+	bodyChunked // chunked, decoded here
+	bodyClose   // until the upstream closes the connection
+)
+
+// Chunked decoding states.
+const (
+	chunkSize = iota
+	chunkData
+	chunkDataEnd
+	chunkTrailer
+)
+
+// bodyReader reads an upstream response body, decoded from its framing,
+// never past its end, so the connection can serve the next request. It
+// is not safe for concurrent use.
+type bodyReader struct {
+	c       *upConn
+	mode    int
+	left    int64 // bytes left in the body (length) or the chunk (chunked)
+	state   int
+	done    bool
+	err     error
+	trailer []field // copied: they outlive the buffer
+	maxHead int
+}
+
+func (b *bodyReader) start(c *upConn, mode int, length int64, maxHead int) {
+	*b = bodyReader{c: c, mode: mode, left: length, maxHead: maxHead, trailer: b.trailer[:0]}
+	if mode == bodyNone || mode == bodyLength && length == 0 {
+		b.done = true
+	}
+}
+
+// ready reports whether the next Read can return without waiting for
+// the upstream: when it cannot, the bytes read so far are all there is
+// for now, and a proxy flushes them to its client.
+func (b *bodyReader) ready() bool {
+	if b.done || b.err != nil {
+		return false
+	}
+	c := b.c
+	avail := c.buf[c.r:c.w]
+	if b.mode != bodyChunked || b.state == chunkData {
+		return len(avail) > 0
+	}
+	switch b.state {
+	case chunkDataEnd:
+		if len(avail) < 2 {
+			return false
+		}
+		return chunkLineReady(avail[2:])
+	case chunkSize:
+		return chunkLineReady(avail)
+	}
+	return trailerReady(avail)
+}
+
+// chunkLineReady reports whether s starts with a whole chunk-size line
+// and what a Read needs after it: a data byte, or the whole trailer
+// section after the last chunk.
+func chunkLineReady(s []byte) bool {
+	i := bytes.IndexByte(s, '\n')
+	if i < 0 {
+		return false
+	}
+	if size, err := httpgrammar.ParseChunkLine(bytes.TrimSuffix(s[:i], []byte("\r"))); err == nil && size == 0 {
+		return trailerReady(s[i+1:])
+	}
+	return len(s) > i+1
+}
+
+// trailerReady reports whether s holds a whole trailer section.
+func trailerReady(s []byte) bool {
+	return bytes.HasPrefix(s, []byte("\r\n")) || bytes.Contains(s, []byte("\n\r\n"))
+}
+
+// Read implements io.Reader.
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	switch b.mode {
+	case bodyChunked:
+		return b.readChunked(p)
+	case bodyClose:
+		n, err := b.readData(p)
+		if err == io.EOF {
+			b.done = true
+			return n, io.EOF
+		}
+		return n, b.fail(err)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.readData(p)
+	b.left -= int64(n)
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return n, b.fail(err)
+	}
+	if b.left == 0 {
+		b.done = true
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (b *bodyReader) fail(err error) error {
+	if err != nil {
+		b.err = err
+	}
+	return err
+}
+
+// readData reads body bytes from the buffer or, when it is empty, from
+// the socket: reads at least as large as the buffer go straight into p.
+func (b *bodyReader) readData(p []byte) (int, error) {
+	c := b.c
+	if c.r == c.w {
+		if len(p) >= len(c.buf) {
+			n, err := c.nc.Read(p)
+			c.got += int64(n)
+			if n > 0 {
+				return n, nil
+			}
+			if err == nil {
+				err = io.ErrNoProgress
+			}
+			return 0, err
+		}
+		c.r, c.w = 0, 0
+		if err := c.fill(len(c.buf)); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, c.buf[c.r:c.w])
+	c.r += n
+	return n, nil
+}
+
+func (b *bodyReader) readChunked(p []byte) (int, error) {
+	c := b.c
+	for {
+		switch b.state {
+		case chunkSize:
+			line, err := b.line(maxChunkLine, errChunkLine)
+			if err != nil {
+				return 0, err
+			}
+			size, err := httpgrammar.ParseChunkLine(line)
+			if err != nil {
+				return 0, b.fail(grammarError(err))
+			}
+			if size == 0 {
+				b.state = chunkTrailer
+				continue
+			}
+			b.left, b.state = size, chunkData
+		case chunkData:
+			if int64(len(p)) > b.left {
+				p = p[:b.left]
+			}
+			n, err := b.readData(p)
+			if err != nil {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return n, b.fail(err)
+			}
+			b.left -= int64(n)
+			if b.left == 0 {
+				b.state = chunkDataEnd
+			}
+			return n, nil
+		case chunkDataEnd:
+			for c.w-c.r < 2 {
+				if err := c.fill(len(c.buf)); err != nil {
+					return 0, b.fail(eofUnexpected(err))
+				}
+			}
+			if c.buf[c.r] != '\r' || c.buf[c.r+1] != '\n' {
+				return 0, b.fail(errChunkEnd)
+			}
+			c.r += 2
+			b.state = chunkSize
+		case chunkTrailer:
+			if err := b.readTrailer(); err != nil {
+				return 0, err
+			}
+			b.done = true
+			return 0, io.EOF
+		}
+	}
+}
+
+func eofUnexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// line returns the next CRLF-terminated line without its CRLF, consuming
+// it; valid until the next read. A bare LF or CR is refused.
+func (b *bodyReader) line(max int, tooLong error) ([]byte, error) {
+	c := b.c
+	for {
+		if i := bytes.IndexByte(c.buf[c.r:c.w], '\n'); i >= 0 {
+			line := c.buf[c.r : c.r+i]
+			c.r += i + 1
+			if i == 0 || line[i-1] != '\r' {
+				return nil, b.fail(errChunkBareLF)
+			}
+			line = line[:i-1]
+			if bytes.IndexByte(line, '\r') >= 0 {
+				return nil, b.fail(grammarError(httpgrammar.ErrBareCR))
+			}
+			return line, nil
+		}
+		if c.w-c.r >= max {
+			return nil, b.fail(tooLong)
+		}
+		if err := c.fill(len(c.buf)); err != nil {
+			return nil, b.fail(eofUnexpected(err))
+		}
+	}
+}
+
+// readTrailer reads the trailer section up to its empty line, each field
+// checked as a header field is and copied into b.trailer.
+func (b *bodyReader) readTrailer() error {
+	total := 0
+	for {
+		line, err := b.line(b.maxHead, errHeadTooLarge)
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		total += len(line) + 2
+		if total > b.maxHead {
+			return b.fail(errHeadTooLarge)
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return b.fail(errObsFold)
+		}
+		name, value, err := httpgrammar.SplitFieldLine(line)
+		if err != nil {
+			return b.fail(errTrailer)
+		}
+		kv := make([]byte, len(name)+len(value))
+		copy(kv, name)
+		copy(kv[len(name):], value)
+		b.trailer = append(b.trailer, field{kv[:len(name)], kv[len(name):]})
+	}
+}
+
+// isTimeout reports whether err is a deadline expiring.
+func isTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true // without the allocation errors.As costs
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

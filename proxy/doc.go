@@ -1,0 +1,109 @@
+// Package proxy is a reverse proxy: a Proxy is a pipeline Source that
+// sends each request to one of its upstreams and produces the upstream's
+// response, so that the filters after it (compress, headers, log) act on
+// it as on any source's. The proxy component of a config file is a Proxy
+// built from the file's options.
+//
+// # The upstream client
+//
+// Requests go upstream over HTTP/1.1 through a client of this package, on
+// the engine's grammar: field lines, Content-Length, Transfer-Encoding
+// and chunk lines are read by package httpgrammar, as the engine reads
+// requests, with the same strictness. Each upstream keeps a pool of
+// keep-alive connections (at most MaxIdleConns idle, each for at most
+// IdleTimeout; an idle one is checked to be still open before reuse) and
+// at most MaxConns connections in all.
+//
+// # Strict on the upstream side
+//
+// An upstream response is answered 502 to the client, and its connection
+// closed, when its framing is ambiguous or malformed: Content-Length with
+// Transfer-Encoding, differing Content-Length values or a malformed one,
+// a Transfer-Encoding other than chunked alone, Transfer-Encoding in an
+// HTTP/1.0 response, obs-fold, a bare CR, mixed line ends, an invalid
+// field name or value, a malformed status line, a head over
+// MaxHeaderBytes or MaxHeaderCount, a bad chunk size, extension or chunk
+// end. RFC 9112 §6.3 would let a recipient resolve some of these (let
+// Transfer-Encoding win, read to the close); those are the shapes of
+// response splitting, so none is passed on. A fault found in the body
+// after part of it was sent cuts the client's connection instead, so the
+// client never takes a truncated body for a whole one. A response the
+// proxy accepts is one that net/http's http.ReadResponse reads alike
+// (a differential fuzz test checks it).
+//
+// # What is sent upstream
+//
+// The request goes as received but for: the hop-by-hop fields (RFC 9110
+// §7.6.1: Connection, Keep-Alive, Proxy-Connection, TE,
+// Transfer-Encoding, Upgrade, and every field Connection names), which
+// are dropped both ways; Host, which is the client's, the upstream's or
+// a fixed one (Options.Host); the target, with StripPrefix removed from
+// the canonical path; the client's identity, in X-Forwarded-For, -Proto
+// and -Host, or in an RFC 7239 Forwarded field (Options.Forwarded),
+// appended to only when the peer is one of TrustedProxies and written
+// afresh otherwise; and a Via field, added both ways. A request the
+// engine refuses never gets this far. Since the exchange runs in the
+// content phase, a pipe after the proxy that stops the pipeline (an
+// ipfilter) keeps the request from the upstream too.
+//
+// # Bodies
+//
+// Both bodies are streamed through one 32 KiB buffer per request: a
+// request body as it came, or re-chunked with its trailer fields passed
+// on; a response body passed on as it arrives, flushed whenever no more
+// of it is at hand, so that Server-Sent Events reach the client as the
+// upstream sends them. A request with "Expect: 100-continue" is sent
+// with it, and its body read from the client (which sends it 100
+// Continue) only once the upstream says 100 or stays silent for a
+// second; a final answer instead reaches the client without the body
+// ever being read. An upstream that answers while the body is still
+// being sent (a 413) and closes has that answer passed on. Other interim responses (102, 103 Early Hints) are
+// passed on to the client as they come, with their end-to-end fields
+// (pipe.Conn.WriteInterim). Trailer fields are passed on both ways, but for those RFC
+// 9110 §6.5.1 keeps out of trailers (framing, Host, Content-Type,
+// Authorization, Set-Cookie…); the client gets them when the response
+// reaches it chunked (see engine.Header.AddTrailer: a Trailer field
+// announcing them makes it so).
+//
+// # Upgrade and WebSocket
+//
+// A request without a body that asks to switch protocols (Upgrade, named
+// by Connection) is sent upstream with its Upgrade field. If the
+// upstream answers 101, the client gets the 101 with the upstream's
+// Upgrade and end-to-end fields (pipe.Conn.Tunnel), and from then on the
+// bytes are relayed both ways unchanged, until either side closes. The
+// filters after the proxy see the 101 (headers may add fields to it,
+// log records it) but none of the relayed bytes. A 101 to a request
+// that did not ask is answered 502; an upstream that ignores the
+// Upgrade answers as usual.
+//
+// # Balancing, retries and failures
+//
+// Policy picks an upstream per request: round_robin, least_conn (fewest
+// requests in flight), random_two (the less busy of two at random),
+// ip_hash (the client address, as TrustedProxies find it) or hash (a
+// header, cookie or the path; rendezvous hashing, so that a key moves
+// only when its upstream does). A failed attempt is retried on an
+// upstream not yet tried, at most Retries times, when nothing of the
+// request was sent (connection refused, max_conns reached), or when it
+// is idempotent, has no body and no byte of a response came back; never
+// after a timeout. The client is told, in a short plain-text body: 502
+// when the upstream is unreachable, closed the connection or sent a
+// malformed response; 503 when every upstream is at MaxConns; 504 when
+// connecting or the response head took too long; 503 too when every
+// upstream is marked down.
+//
+// # Health
+//
+// Passive checks are on by default: an upstream whose requests fail
+// (connection refused or timed out, a response head late, malformed or
+// missing) Passive.Failures times within Passive.Window is left out for
+// Passive.DownFor. Active checks run when Health.Path is set: each
+// upstream is sent "GET path" every Health.Interval on a connection of
+// its own, its response head read by the same strict parser; Fall
+// failed checks in a row mark it down, Rise passes bring it back (and
+// end a passive mark). An upstream's health is shared by every Proxy
+// naming it, as long as one does: a config reload builds the new Proxy
+// before it closes the old, so the state carries over, as Caddy's
+// upstream pool does.
+package proxy

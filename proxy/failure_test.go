@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// An upstream killed under load — its connections cut, requests in
+// flight included — costs the clients nothing: idempotent requests are
+// retried on the others.
+func TestUpstreamKilledMidLoad(t *testing.T) {
+	srvs, urls := upstreams(t, 3, func(i int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	})
+	front, _ := front(t, Options{Upstreams: urls})
+	var done atomic.Int64
+	var errs sync.Map
+	var wg sync.WaitGroup
+	const clients, each = 8, 150
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				resp, err := sluicetest.Client.Get(front.URL + "/")
+				if err != nil {
+					errs.Store(c*each+i, err.Error())
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || string(b) != "ok" {
+					errs.Store(c*each+i, resp.Status+" "+string(b))
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	sluicetest.WaitFor(t, "a third of the requests", func() bool { return done.Load() >= clients*each/3 })
+	srvs[1].CloseClientConnections()
+	srvs[1].Listener.Close()
+	srvs[1].CloseClientConnections()
+	wg.Wait()
+	n := 0
+	errs.Range(func(k, v any) bool {
+		if n++; n <= 5 {
+			t.Errorf("request %v: %v", k, v)
+		}
+		return true
+	})
+	if n > 0 {
+		t.Fatalf("%d of %d requests failed", n, clients*each)
+	}
+}
+
+// With every upstream down, the client is answered 502 at once, not
+// after retries that wait.
+func TestAllUpstreamsDown(t *testing.T) {
+	var urls []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, "http://"+ln.Addr().String())
+		ln.Close() // nothing listens: connections are refused
+	}
+	srv, _ := front(t, Options{Upstreams: urls})
+	resp, body := sluicetest.Get(t, srv.URL+"/")
+	if resp.StatusCode != http.StatusBadGateway || body != "502 Bad Gateway: upstream unreachable\n" {
+		t.Fatalf("got %d %q, want 502 upstream unreachable", resp.StatusCode, body)
+	}
+}
+
+// An upstream that does not answer in time is answered 504; a request
+// finding every upstream at max_conns 503.
+func TestUpstreamTimeoutAndBusy(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	entered := make(chan struct{}, 10)
+	_, urls := upstreams(t, 1, func(int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			entered <- struct{}{}
+			<-release
+		})
+	})
+	srv, _ := front(t, Options{Upstreams: urls, ResponseHeaderTimeout: 50 * time.Millisecond})
+	resp, body := sluicetest.Get(t, srv.URL+"/")
+	if resp.StatusCode != http.StatusGatewayTimeout || body != "504 Gateway Timeout: upstream timed out\n" {
+		t.Fatalf("got %d %q, want 504 upstream timed out", resp.StatusCode, body)
+	}
+
+	busy, _ := front(t, Options{Upstreams: urls, MaxConns: 1})
+	first := make(chan int)
+	go func() {
+		resp, err := sluicetest.Client.Get(busy.URL + "/")
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	<-entered // the first (timed-out) request's
+	<-entered // this one's: the only connection allowed is in use
+	resp, body = sluicetest.Get(t, busy.URL+"/")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "busy") {
+		t.Fatalf("got %d %q, want 503 upstreams busy", resp.StatusCode, body)
+	}
+	once.Do(func() { close(release) })
+	if code := <-first; code != 200 {
+		t.Fatalf("the request in flight got %d", code)
+	}
+}
+
+// The pool keeps at most max_idle_conns idle connections per upstream,
+// and at most max_conns open.
+func TestPoolBounds(t *testing.T) {
+	var open atomic.Int64
+	_, urls := upstreams(t, 1, func(int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	})
+	srv, p := front(t, Options{Upstreams: urls, MaxIdleConns: 2, MaxConns: 4})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				resp, err := sluicetest.Client.Get(srv.URL + "/")
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						open.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	u := p.ups[0]
+	u.mu.Lock()
+	idle, total := len(u.idle), u.open
+	u.mu.Unlock()
+	if idle > 2 || total > 2 || open.Load() == 0 {
+		t.Fatalf("after the load: %d idle, %d open, %d answered; want at most 2 idle and open", idle, total, open.Load())
+	}
+}
+
+// A connection idle longer than idle_timeout is not reused but closed;
+// one within it is reused.
+func TestIdleTimeout(t *testing.T) {
+	for _, c := range []struct {
+		idle    time.Duration
+		wantNew int64
+	}{{time.Hour, 1}, {time.Nanosecond, 10}} {
+		var conns atomic.Int64
+		up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+		up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		up.Start()
+		t.Cleanup(up.Close)
+		srv, p := front(t, Options{Upstreams: []string{up.URL}, IdleTimeout: c.idle})
+		for range 10 {
+			sluicetest.Get(t, srv.URL+"/")
+		}
+		p.ups[0].mu.Lock()
+		open := p.ups[0].open
+		p.ups[0].mu.Unlock()
+		if n := conns.Load(); n != c.wantNew || open != 1 {
+			t.Errorf("idle_timeout %v: %d connections made, %d open; want %d, 1", c.idle, n, open, c.wantNew)
+		}
+	}
+}

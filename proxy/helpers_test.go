@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// upstreams starts n net/http test servers on loopback sockets, server i
+// answering with h(i), and returns them with their URLs.
+func upstreams(t *testing.T, n int, h func(i int) http.Handler) ([]*httptest.Server, []string) {
+	t.Helper()
+	var srvs []*httptest.Server
+	var urls []string
+	for i := range n {
+		s := httptest.NewServer(h(i))
+		t.Cleanup(s.Close)
+		srvs = append(srvs, s)
+		urls = append(urls, s.URL)
+	}
+	return srvs, urls
+}
+
+// front starts a Sluice server, configured by cfg, whose pipeline is the
+// proxy opts describe.
+func front(t *testing.T, opts Options, cfg ...sluicetest.Option) (*sluicetest.Server, *Proxy) {
+	t.Helper()
+	return frontPipeline(t, opts, nil, cfg...)
+}
+
+// frontPipeline is front with the components after following the proxy.
+func frontPipeline(t *testing.T, opts Options, after []pipe.Component, cfg ...sluicetest.Option) (*sluicetest.Server, *Proxy) {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger, _ = sluicetest.Logger()
+	}
+	p, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return sluicetest.NewServer(t, pipe.Handler(append(pipe.Chain{p}, after...)), cfg...), p
+}
+
+// rawUpstream is an upstream that reads each request head and answers
+// with a fixed response, byte for byte, then closes the connection. It
+// counts the requests it received.
+type rawUpstream struct {
+	URL      string
+	requests atomic.Int64
+	mu       sync.Mutex
+	received []string // the request heads
+}
+
+func newRawUpstream(t *testing.T, response string) *rawUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &rawUpstream{URL: "http://" + ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				var head []byte
+				for {
+					line, err := br.ReadSlice('\n')
+					head = append(head, line...)
+					if err != nil {
+						return
+					}
+					if len(line) <= 2 {
+						break
+					}
+				}
+				u.requests.Add(1)
+				u.mu.Lock()
+				u.received = append(u.received, string(head))
+				u.mu.Unlock()
+				c.Write([]byte(response))
+			}()
+		}
+	}()
+	return u
+}

@@ -1,0 +1,256 @@
+package proxy
+
+import (
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-server/sluice/clientaddr"
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
+)
+
+// viaValue is this proxy's entry in Via (RFC 9110 §7.6.3), on requests
+// and responses alike.
+const viaValue = "1.1 sluice"
+
+// maxConnectionFields is how many Connection field lines a request may
+// have before gathering their values allocates.
+const maxConnectionFields = 8
+
+// connectionValues returns the values of the Connection fields among
+// fields, into dst.
+func connectionValues(dst [][]byte, fields []engine.Field) [][]byte {
+	for i := range fields {
+		if len(fields[i].Name) == 10 && httpgrammar.EqualFold(fields[i].Name, "connection") {
+			dst = append(dst, fields[i].Value)
+		}
+	}
+	return dst
+}
+
+// dropOnRequest reports whether a request field is not passed upstream
+// as received: hop-by-hop fields (RFC 9110 §7.6.1, with those Connection
+// names), and the framing, Host and Expect, which are written afresh.
+func dropOnRequest(name []byte, conn [][]byte) bool {
+	if httpgrammar.IsHopByHop(name, conn...) {
+		return true
+	}
+	switch len(name) {
+	case 4:
+		return httpgrammar.EqualFold(name, "host")
+	case 6:
+		return httpgrammar.EqualFold(name, "expect")
+	case 14:
+		return httpgrammar.EqualFold(name, "content-length")
+	}
+	return false
+}
+
+// appendRequestHead composes the head of the request sent upstream for r
+// into b: the method, the target (with StripPrefix removed), the Host the
+// options choose, the end-to-end fields, the forwarding fields, Via, and
+// the framing of the body. expect adds "Expect: 100-continue"; upgrade,
+// the client's Upgrade value, asks the upstream to switch protocols.
+func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, expect bool, upgrade []byte) []byte {
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	b = p.appendTarget(b, r)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	switch p.host {
+	case "", HostClient:
+		b = append(b, r.Host...)
+	case HostUpstream:
+		b = append(b, up.host...)
+	default:
+		b = append(b, p.host...)
+	}
+	b = append(b, "\r\n"...)
+
+	var connBuf [maxConnectionFields][]byte
+	conn := connectionValues(connBuf[:0], r.Fields)
+	trusted := p.resolver.TrustsPeer(r)
+	var xff, fwd []byte // the received values, when passed on
+	for i := range r.Fields {
+		f := &r.Fields[i]
+		if dropOnRequest(f.Name, conn) {
+			continue
+		}
+		if p.forwarded != ForwardedNone && trusted {
+			// Appended to below, as one list.
+			if p.forwarded == ForwardedXFF && httpgrammar.EqualFold(f.Name, "x-forwarded-for") {
+				xff = appendList(xff, f.Value)
+				continue
+			}
+			if p.forwarded == ForwardedRFC7239 && httpgrammar.EqualFold(f.Name, "forwarded") {
+				fwd = appendList(fwd, f.Value)
+				continue
+			}
+			if p.forwarded == ForwardedXFF && (httpgrammar.EqualFold(f.Name, "x-forwarded-proto") || httpgrammar.EqualFold(f.Name, "x-forwarded-host")) {
+				// Passed on as received: the trusted proxy saw the client.
+				b = appendField(b, f.Name, f.Value)
+				continue
+			}
+		} else if p.forwarded != ForwardedNone && isForwardingField(f.Name) {
+			continue // a client's claim, not believed
+		}
+		b = appendField(b, f.Name, f.Value)
+	}
+	peer := clientaddr.Peer(r)
+	switch p.forwarded {
+	case ForwardedXFF:
+		b = append(b, "X-Forwarded-For: "...)
+		if len(xff) > 0 {
+			b = append(b, xff...)
+			b = append(b, ", "...)
+		}
+		if peer.IsValid() {
+			b = peer.AppendTo(b)
+		} else {
+			b = append(b, "unknown"...)
+		}
+		b = append(b, "\r\n"...)
+		if !trusted || r.Header("X-Forwarded-Proto") == nil {
+			b = append(b, "X-Forwarded-Proto: "...)
+			b = append(b, scheme(r)...)
+			b = append(b, "\r\n"...)
+		}
+		if !trusted || r.Header("X-Forwarded-Host") == nil {
+			b = appendField(b, []byte("X-Forwarded-Host"), r.Host)
+		}
+	case ForwardedRFC7239:
+		b = append(b, "Forwarded: "...)
+		if len(fwd) > 0 {
+			b = append(b, fwd...)
+			b = append(b, ", "...)
+		}
+		b = appendForwardedElement(b, peer, scheme(r), r.Host)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "Via: "+viaValue+"\r\n"...)
+	if expect {
+		b = append(b, "Expect: 100-continue\r\n"...)
+	}
+	if upgrade != nil {
+		b = append(b, "Connection: Upgrade\r\n"...)
+		b = appendField(b, []byte("Upgrade"), upgrade)
+	}
+	switch {
+	case r.ContentLength < 0:
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+	case r.ContentLength > 0 || r.Header("Content-Length") != nil:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, r.ContentLength, 10)
+		b = append(b, "\r\n"...)
+	}
+	return append(b, "\r\n"...)
+}
+
+func isForwardingField(name []byte) bool {
+	return httpgrammar.EqualFold(name, "forwarded") || httpgrammar.EqualFold(name, "x-forwarded-for") ||
+		httpgrammar.EqualFold(name, "x-forwarded-proto") || httpgrammar.EqualFold(name, "x-forwarded-host")
+}
+
+func appendField(b, name, value []byte) []byte {
+	b = append(b, name...)
+	b = append(b, ": "...)
+	b = append(b, value...)
+	return append(b, "\r\n"...)
+}
+
+func appendList(list, v []byte) []byte {
+	if len(list) > 0 {
+		list = append(list, ", "...)
+	}
+	return append(list, v...)
+}
+
+// upgradeOf returns the Upgrade value of a request that asks to switch
+// protocols (RFC 9110 §7.8: Upgrade, named by Connection) and may be
+// tunnelled: one without a body. Nil otherwise: the fields are then
+// dropped as hop-by-hop, and the request served as any other.
+func upgradeOf(r *engine.Request) []byte {
+	if r.ContentLength != 0 || r.ProtoMinor == 0 {
+		return nil
+	}
+	v := r.Header("Upgrade")
+	if len(v) == 0 {
+		return nil
+	}
+	for i := range r.Fields {
+		if httpgrammar.EqualFold(r.Fields[i].Name, "connection") && httpgrammar.HasToken(r.Fields[i].Value, "upgrade") {
+			return v
+		}
+	}
+	return nil
+}
+
+// scheme is the scheme the client used: https over TLS, else http.
+func scheme(r *engine.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// appendForwardedElement appends an RFC 7239 forwarded-element for a
+// client at peer that asked for host over proto: for, proto and host.
+func appendForwardedElement(b []byte, peer netip.Addr, proto string, host []byte) []byte {
+	b = append(b, "for="...)
+	switch {
+	case !peer.IsValid():
+		b = append(b, "unknown"...)
+	case peer.Is6():
+		b = append(b, `"[`...)
+		b = peer.AppendTo(b)
+		b = append(b, `]"`...)
+	default:
+		b = peer.AppendTo(b)
+	}
+	b = append(b, ";proto="...)
+	b = append(b, proto...)
+	if len(host) > 0 {
+		// A Host value has no '"' or '\\' (the engine checked it).
+		b = append(b, `;host="`...)
+		b = append(b, host...)
+		b = append(b, '"')
+	}
+	return b
+}
+
+// appendTarget appends the request-target sent upstream: origin-form
+// (an absolute-form target loses its scheme and authority), as received
+// unless StripPrefix applies; then the canonical path without the prefix,
+// escaped again, and the query as received.
+func (p *Proxy) appendTarget(b []byte, r *engine.Request) []byte {
+	if len(r.RawPath) == 1 && r.RawPath[0] == '*' {
+		return append(b, '*')
+	}
+	if p.stripPrefix != "" {
+		// The prefix is whole segments: /api strips /api and /api/x,
+		// not /apix.
+		if rest, ok := strings.CutPrefix(string(r.Path), p.stripPrefix); ok && (rest == "" || rest[0] == '/') {
+			if rest == "" {
+				rest = "/"
+			}
+			b = append(b, (&url.URL{Path: rest}).EscapedPath()...)
+			if len(r.Query) > 0 {
+				b = append(b, '?')
+				b = append(b, r.Query...)
+			}
+			return b
+		}
+	}
+	b = append(b, r.RawPath...)
+	if len(r.Query) > 0 || hasEmptyQuery(r.Target) {
+		b = append(b, '?')
+		b = append(b, r.Query...)
+	}
+	return b
+}
+
+// hasEmptyQuery reports whether target ends in a '?' with nothing after.
+func hasEmptyQuery(target []byte) bool {
+	return len(target) > 0 && target[len(target)-1] == '?'
+}

@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// upstream is one server requests are proxied to, with its pool of
+// keep-alive connections. It is safe for concurrent use.
+type upstream struct {
+	name    string // as configured: "http://127.0.0.1:9000", "unix:/run/app.sock"
+	network string // "tcp" or "unix"
+	addr    string
+	host    string // the Host an upstream-named request carries
+
+	active atomic.Int64 // requests in flight, for least_conn and random_two
+	health *health      // shared with other Proxies naming it
+
+	mu       sync.Mutex
+	idle     []*upConn // most recently used last
+	open     int       // connections open, idle or in use
+	maxConns int
+	maxIdle  int
+	idleTime time.Duration
+	closed   bool
+}
+
+// parseUpstream reads "http://host:port" (port 80 if absent) or
+// "unix:/path".
+func parseUpstream(s string) (*upstream, error) {
+	if path, ok := strings.CutPrefix(s, "unix:"); ok {
+		if path == "" || strings.HasPrefix(path, "//") {
+			return nil, fmt.Errorf("upstream %q: want unix:/path/to/socket", s)
+		}
+		return &upstream{name: s, network: "unix", addr: path, host: "localhost"}, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %v", s, err)
+	}
+	if u.Scheme != "http" {
+		return nil, fmt.Errorf("upstream %q: the scheme must be http (or unix:/path)", s)
+	}
+	if u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("upstream %q: want http://host:port, without user, path or query", s)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return &upstream{name: s, network: "tcp", addr: addr, host: u.Host}, nil
+}
+
+// errFull reports that an upstream has max_conns connections open.
+var errFull = fmt.Errorf("proxy: upstream at max_conns")
+
+// get returns an idle connection, or dials a new one within timeout
+// unless max_conns are open.
+func (u *upstream) get(timeout time.Duration) (*upConn, error) {
+	now := time.Now()
+	u.mu.Lock()
+	for len(u.idle) > 0 {
+		c := u.idle[len(u.idle)-1]
+		u.idle[len(u.idle)-1] = nil
+		u.idle = u.idle[:len(u.idle)-1]
+		if u.idleTime > 0 && now.Sub(c.idleSince) > u.idleTime {
+			u.open--
+			u.mu.Unlock()
+			c.nc.Close()
+			u.mu.Lock()
+			continue
+		}
+		u.mu.Unlock()
+		if c.alive() {
+			c.reused = true
+			return c, nil
+		}
+		u.discard(c)
+		u.mu.Lock()
+	}
+	if u.maxConns > 0 && u.open >= u.maxConns {
+		u.mu.Unlock()
+		return nil, errFull
+	}
+	u.open++
+	u.mu.Unlock()
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.DialContext(context.Background(), u.network, u.addr)
+	if err != nil {
+		u.mu.Lock()
+		u.open--
+		u.mu.Unlock()
+		return nil, err
+	}
+	return &upConn{nc: nc, up: u, buf: make([]byte, readBufSize)}, nil
+}
+
+// alive reports whether an idle connection can still take a request: the
+// upstream has neither closed it nor sent anything unasked. It costs one
+// non-blocking read.
+func (c *upConn) alive() bool {
+	if c.r != c.w {
+		return false
+	}
+	c.nc.SetReadDeadline(time.Unix(1, 0))
+	n, err := c.nc.Read(c.peek[:])
+	c.nc.SetReadDeadline(time.Time{})
+	return n == 0 && isTimeout(err)
+}
+
+// put returns a connection whose exchange ended cleanly to the pool, or
+// closes it when the pool has enough idle ones.
+func (u *upstream) put(c *upConn) {
+	c.r, c.w, c.got = 0, 0, 0
+	if len(c.buf) > readBufSize {
+		c.buf = c.buf[:readBufSize:readBufSize]
+	}
+	now := time.Now()
+	c.idleSince = now
+	u.mu.Lock()
+	// Connections idle too long go now, oldest first, rather than wait
+	// for a get to find them: they hold a socket each.
+	var expired []*upConn
+	for len(u.idle) > 0 && u.idleTime > 0 && now.Sub(u.idle[0].idleSince) > u.idleTime {
+		expired = append(expired, u.idle[0])
+		u.idle[0] = nil
+		u.idle = u.idle[1:]
+		u.open--
+	}
+	keep := !u.closed && len(u.idle) < u.maxIdle
+	if keep {
+		u.idle = append(u.idle, c)
+	} else {
+		u.open--
+	}
+	u.mu.Unlock()
+	if !keep {
+		c.nc.Close()
+	}
+	for _, e := range expired {
+		e.nc.Close()
+	}
+}
+
+// discard closes a connection that cannot serve another request.
+func (u *upstream) discard(c *upConn) {
+	c.nc.Close()
+	u.mu.Lock()
+	u.open--
+	u.mu.Unlock()
+}
+
+// close closes the idle connections; those in use are closed as their
+// requests end.
+func (u *upstream) close() {
+	u.mu.Lock()
+	idle := u.idle
+	u.idle, u.closed = nil, true
+	u.open -= len(idle)
+	u.mu.Unlock()
+	for _, c := range idle {
+		c.nc.Close()
+	}
+}
