@@ -42,6 +42,12 @@ func TestHTTP2Listener(t *testing.T) {
 	c.Write([]byte(http2.ClientPreface))
 	fr := http2.NewFramer(c, c)
 	fr.WriteSettings()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if f, err := fr.ReadFrame(); err != nil { // the server's SETTINGS: it serves the connection as HTTP/2
+		t.Fatal(err)
+	} else if _, ok := f.(*http2.SettingsFrame); !ok {
+		t.Fatalf("first frame %v", f)
+	}
 	site.write(t, `  - {address: "`+addr.String()+`", tls: {cert: a.example.crt, key: a.example.key}}`, "two")
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)

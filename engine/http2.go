@@ -46,13 +46,13 @@ import (
 var http2Preface = []byte("PRI * HTTP/2.0\r\n")
 
 // http2State is what a connection serving HTTP/2 keeps beside its conn:
-// the http.Server whose Shutdown sends its GOAWAY, and whether the
-// client's preface came (before it, goAway cannot reach the connection)
-// and GOAWAY was asked for. It is apart from conn to keep HTTP/1.x
-// connections small.
+// the http.Server whose Shutdown sends its GOAWAY, whether the client's
+// preface came (before it, Shutdown cannot reach the connection), and
+// whether GOAWAY was asked for (want) and sent (sent). It is apart from
+// conn to keep HTTP/1.x connections small.
 type http2State struct {
-	hs          *http.Server
-	ready, away atomic.Bool
+	hs                *http.Server
+	ready, want, sent atomic.Bool
 }
 
 // serveHTTP2 serves c as HTTP/2 until the connection ends. pre holds the
@@ -100,14 +100,17 @@ func (c *conn) serveHTTP2(pre []byte) {
 // calls on its serving goroutine: StateActive when a stream opens,
 // StateIdle when the last one ends (and once the preface is read).
 func (c *conn) http2ConnState(_ net.Conn, st http.ConnState) {
-	c.h2.Load().ready.Store(true)
+	h2 := c.h2.Load()
+	h2.ready.Store(true)
 	switch st {
 	case http.StateActive:
 		c.th.Clear()
 	case http.StateIdle:
 		c.th.SetIdle()
 	}
-	if c.srv.closing() { // a connection that began as the server began to stop
+	// GOAWAY asked for before the preface, or a connection that began
+	// as the server began to stop.
+	if h2.want.Load() || c.srv.closing() {
 		c.goAway()
 	}
 }
@@ -115,10 +118,15 @@ func (c *conn) http2ConnState(_ net.Conn, st http.ConnState) {
 // goAway ends an HTTP/2 connection gracefully: GOAWAY tells the client
 // which streams will be served; those finish, new ones are refused, and
 // x/net closes the connection once they are done. It is safe to call from
-// any goroutine, more than once; it does nothing before the preface.
+// any goroutine, more than once; before the preface it is remembered, and
+// done once the preface is read (see http2ConnState).
 func (c *conn) goAway() {
 	h2 := c.h2.Load()
-	if h2 == nil || !h2.ready.Load() || h2.away.Swap(true) {
+	if h2 == nil {
+		return
+	}
+	h2.want.Store(true)
+	if !h2.ready.Load() || h2.sent.Swap(true) {
 		return
 	}
 	// Shutdown runs x/net's graceful-shutdown hook on its own goroutine
@@ -132,7 +140,9 @@ func (c *conn) goAway() {
 // its client opens a new connection for its next requests, which gets
 // the limits and certificates in force then (an HTTP/2 connection's
 // SETTINGS are fixed as it starts). HTTP/1.x connections, which apply
-// new limits to their next request, are left alone. A reload calls it.
+// new limits to their next request, are left alone, and so is a
+// connection still in its TLS handshake (its SETTINGS will be those in
+// force when it starts serving HTTP/2). A reload calls it.
 // GoAway returns at once; it is safe for concurrent use.
 func (s *Server) GoAway() {
 	s.init()
