@@ -58,7 +58,7 @@ func h2Server(t *testing.T, ca *sluicetest.CA, h engine.Handler, lim engine.Limi
 
 // h2Client is Go's HTTP/2 client for a server of h2Server: over TLS
 // trusting ca, or with ca nil over cleartext (prior knowledge).
-func h2Client(t *testing.T, ca *sluicetest.CA) *http.Client {
+func h2Client(t testing.TB, ca *sluicetest.CA) *http.Client {
 	tr := &http2.Transport{}
 	if ca != nil {
 		tr.TLSClientConfig = ca.ClientConfig("127.0.0.1")
@@ -641,5 +641,51 @@ func TestHTTP2SettingsFlood(t *testing.T) {
 	t.Logf("%d SETTINGS frames, %d acknowledgements", sent, acks)
 	if acks >= sent/2 {
 		t.Errorf("%d acknowledgements for %d SETTINGS frames: queued one by one", acks, sent)
+	}
+}
+
+// BenchmarkHTTP2 measures small GETs over one HTTP/2 connection through
+// the bridge (client and server in this process): cleartext (h2c), and
+// TLS. For the server's own CPU per request against nginx, use h2load
+// (docs/benchmarks/).
+func BenchmarkHTTP2(b *testing.B) {
+	hello := engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteString("Hello, world!\n")
+	})
+	for _, name := range []string{"h2c", "tls"} {
+		b.Run(name, func(b *testing.B) {
+			var ca *sluicetest.CA
+			scheme := "http"
+			if name == "tls" {
+				ca, scheme = sluicetest.NewCA(b), "https"
+			}
+			ln, err := engine.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := &engine.Server{Handler: hello}
+			o := engine.ListenerOptions{H2C: ca == nil}
+			if ca != nil {
+				o.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Issue(b, "127.0.0.1")}, NextProtos: []string{"h2"}}
+			}
+			go srv.ServeWith(ln, o)
+			defer srv.Close()
+			client := h2Client(b, ca)
+			url := scheme + "://" + ln.Addr().String() + "/"
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := client.Get(url)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		})
 	}
 }
