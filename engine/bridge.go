@@ -492,19 +492,11 @@ func (nw *nativeWriter) WriteHeader(code int) {
 
 func (nw *nativeWriter) copyHeader() {
 	h := nw.w.Header()
-	var conn []string // the Connection field's values, for HTTP/2
-	if nw.http2 {
-		nw.hdr.Values(func(name, value string) bool {
-			if httpgrammar.EqualFold(name, "Connection") {
-				conn = append(conn, value)
-			}
-			return true
-		})
-	}
 	nw.hdr.Values(func(name, value string) bool {
 		// HTTP/2 has no connection-specific fields (RFC 9113 §8.2.2):
-		// a client treats a response with one as malformed.
-		if nw.http2 && httpgrammar.IsHopByHop(name, conn...) {
+		// a client treats a response with one as malformed. (Header keeps
+		// no Connection field, only whether it said close.)
+		if nw.http2 && httpgrammar.IsHopByHop(name) {
 			return true
 		}
 		h.Add(name, value)

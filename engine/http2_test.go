@@ -390,10 +390,17 @@ func (h *h2Conn) closedAfter() *http2.GoAwayFrame {
 	}
 }
 
-// Shutdown with a stream in flight sends GOAWAY naming it as the last
-// stream served, lets it finish, and closes the connection; a stream the
-// client opens after the GOAWAY is not served.
+// Shutdown (and Drain, as a worker being replaced does) with a stream in
+// flight sends GOAWAY naming it as the last stream served, lets it
+// finish, and closes the connection; a stream the client opens after the
+// GOAWAY is not served.
 func TestHTTP2GracefulShutdown(t *testing.T) {
+	for _, name := range []string{"Shutdown", "Drain"} {
+		t.Run(name, func(t *testing.T) { testHTTP2GracefulEnd(t, name) })
+	}
+}
+
+func testHTTP2GracefulEnd(t *testing.T, how string) {
 	ca := sluicetest.NewCA(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	var served atomic.Int32
@@ -409,7 +416,13 @@ func TestHTTP2GracefulShutdown(t *testing.T) {
 	h.get(1, "/slow")
 	<-started
 	shut := make(chan error, 1)
-	go func() { shut <- srv.Shutdown(context.Background()) }()
+	go func() {
+		if how == "Drain" {
+			shut <- srv.Drain(context.Background())
+		} else {
+			shut <- srv.Shutdown(context.Background())
+		}
+	}()
 	h.readUntil("GOAWAY", func(f http2.Frame) bool {
 		g, ok := f.(*http2.GoAwayFrame)
 		if ok && (g.LastStreamID != 1 || g.ErrCode != http2.ErrCodeNo) {
@@ -432,7 +445,7 @@ func TestHTTP2GracefulShutdown(t *testing.T) {
 	}
 	h.closedAfter()
 	if err := <-shut; err != nil {
-		t.Errorf("Shutdown: %v", err)
+		t.Errorf("%s: %v", how, err)
 	}
 	if n := served.Load(); n != 1 {
 		t.Errorf("%d streams served, want 1", n)
@@ -686,6 +699,44 @@ func BenchmarkHTTP2(b *testing.B) {
 					resp.Body.Close()
 				}
 			})
+		})
+	}
+}
+
+// A handler's connection-specific fields (from a CGI program or a
+// proxied response, say) are not sent on HTTP/2, where a client must
+// treat them as malformed; "Connection: close" does not end the
+// connection, which other streams share.
+func TestHTTP2ConnectionFields(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		h := w.Header()
+		h.Set("Connection", "close")
+		h.Set("Keep-Alive", "timeout=5")
+		h.Set("Proxy-Connection", "keep-alive")
+		h.Set("Upgrade", "h2c")
+		h.Set("X-End", "1")
+		w.WriteString("ok")
+	}), engine.Limits{})
+	h := dialH2(t, ca, addr)
+	for _, id := range []uint32{1, 3} {
+		h.get(id, "/")
+		h.readUntil("the response", func(f http2.Frame) bool {
+			switch f := f.(type) {
+			case *http2.GoAwayFrame:
+				t.Fatalf("GOAWAY %v", f.ErrCode)
+			case *http2.MetaHeadersFrame:
+				var names []string
+				for _, hf := range f.RegularFields() {
+					names = append(names, hf.Name)
+				}
+				if got := strings.Join(names, " "); strings.Contains(got, "connection") || strings.Contains(got, "keep-alive") || strings.Contains(got, "upgrade") || !strings.Contains(got, "x-end") {
+					t.Errorf("stream %d: fields %s", id, got)
+				}
+			case *http2.DataFrame:
+				return f.StreamEnded()
+			}
+			return false
 		})
 	}
 }
