@@ -5,8 +5,10 @@ package daemon
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +21,7 @@ import (
 )
 
 // The components run per HTTP/2 stream as they do per HTTP/1.1 request:
-// files with a range, compress, cgi and an error page, asked by Go's
+// files with a range, compress, cgi, proxy and an error page, asked by Go's
 // HTTP/2 client and by curl --http2.
 func TestHTTP2Components(t *testing.T) {
 	site := newTLSSite(t)
@@ -31,11 +33,19 @@ func TestHTTP2Components(t *testing.T) {
 	script := filepath.Join(site.dir, "env.cgi")
 	writeFile(t, script, "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\necho \"$SERVER_PROTOCOL $REQUEST_METHOD $QUERY_STRING\"\ncat\n")
 	os.Chmod(script, 0o755)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Keep-Alive", "timeout=5") // hop-by-hop: not passed on
+		fmt.Fprintf(w, "upstream %s %s via=%q", r.Proto, r.URL.Path, r.Header.Get("Via"))
+	}))
+	defer up.Close()
 	writeFile(t, site.file, `listen:
   - {address: "127.0.0.1:0", tls: {cert: a.example.crt, key: a.example.key}}
 error_pages:
   404: ./404.html
 routes:
+  - match: /up/
+    pipeline:
+      - proxy: `+up.URL+`
   - match: /cgi
     pipeline:
       - cgi: ./env.cgi
@@ -86,6 +96,10 @@ routes:
 	resp, b = do("POST", "/cgi?x=1", "posted")
 	if resp.StatusCode != 200 || string(b) != "HTTP/2.0 POST x=1\nposted" {
 		t.Errorf("cgi: %d %q", resp.StatusCode, b)
+	}
+	resp, b = do("GET", "/up/x", "")
+	if resp.StatusCode != 200 || string(b) != `upstream HTTP/1.1 /up/x via="1.1 sluice"` || resp.Header.Get("Keep-Alive") != "" {
+		t.Errorf("proxy: %d %q, Keep-Alive %q", resp.StatusCode, b, resp.Header.Get("Keep-Alive"))
 	}
 	resp, b = do("GET", "/missing", "")
 	if resp.StatusCode != 404 || !strings.Contains(string(b), "no such page") {

@@ -400,7 +400,7 @@ func NewRequest(hr *http.Request) (*Request, error) {
 		close:         hr.Close,
 	}
 	if hr.ProtoMajor > 1 {
-		r.ProtoMajor, r.ProtoMinor = hr.ProtoMajor, 0
+		r.ProtoMajor, r.ProtoMinor = hr.ProtoMajor, 1 // as before ProtoMajor: code testing ProtoMinor sees 1.1's features
 	}
 	if len(r.Target) == 0 {
 		r.Target = []byte(hr.URL.RequestURI())

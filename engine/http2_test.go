@@ -740,3 +740,28 @@ func TestHTTP2ConnectionFields(t *testing.T) {
 		})
 	}
 }
+
+// The server does not announce extended CONNECT (RFC 8441), so a
+// browser opens WebSockets (any Upgrade) over HTTP/1.1, where the proxy
+// tunnels them, rather than as HTTP/2 streams no component serves.
+func TestHTTP2NoExtendedConnect(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, h2Describe, engine.Limits{MaxStreams: 7})
+	h := dialH2(t, ca, addr)
+	h.readUntil("the server's SETTINGS", func(f http2.Frame) bool {
+		s, ok := f.(*http2.SettingsFrame)
+		if !ok || s.IsAck() {
+			return false
+		}
+		if v, ok := s.Value(http2.SettingEnableConnectProtocol); ok && v != 0 {
+			t.Errorf("SETTINGS_ENABLE_CONNECT_PROTOCOL = %d", v)
+		}
+		if v, _ := s.Value(http2.SettingMaxConcurrentStreams); v != 7 {
+			t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS = %d, want MaxStreams 7", v)
+		}
+		if v, _ := s.Value(http2.SettingMaxHeaderListSize); v != engine.DefaultMaxHeaderBytes+320 {
+			t.Errorf("SETTINGS_MAX_HEADER_LIST_SIZE = %d, want MaxHeaderBytes + 320", v)
+		}
+		return true
+	})
+}

@@ -73,7 +73,8 @@ type Request struct {
 	ProtoMajor int
 
 	// ProtoMinor is the minor version of HTTP/1.x: 0 or 1 (higher minor
-	// versions are served as 1.1); 0 for HTTP/2.
+	// versions are served as 1.1); 1 for HTTP/2, which has every feature
+	// of 1.1 that code testing ProtoMinor looks for.
 	ProtoMinor int
 
 	// Fields holds the header fields in the order received.
