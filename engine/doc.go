@@ -1,6 +1,7 @@
 // Package engine is Sluice's HTTP/1.1 server: a strict, zero-copy request
 // parser, one goroutine per connection, and responses composed into as few
-// writes as possible.
+// writes as possible; it serves HTTP/2 too, through golang.org/x/net/http2
+// and the net/http bridge (see HTTP/2 below).
 //
 // # Serving
 //

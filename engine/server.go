@@ -21,7 +21,8 @@ import (
 // either kind of server recognises it the same way (errors.Is or ==).
 var ErrServerClosed = http.ErrServerClosed
 
-// Server serves HTTP/1.x on listeners with one goroutine per connection.
+// Server serves HTTP/1.x on listeners with one goroutine per connection,
+// and HTTP/2 where a listener's options offer it (see ListenerOptions).
 //
 // Set the exported fields before the first call to Serve and do not change
 // them afterwards. The zero value with a Handler set is a valid
