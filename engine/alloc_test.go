@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -79,10 +80,16 @@ func TestKeepAliveGETAllocatesNothing(t *testing.T) {
 }
 
 // Sending a large file (header with MSG_MORE, then sendfile) allocates
-// nothing per response.
+// nothing per response, corked (above corkAbove) or not.
 func TestSendFileAllocatesNothing(t *testing.T) {
+	for _, size := range []int{64 << 10, 80 << 10} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) { sendFileAllocatesNothing(t, size) })
+	}
+}
+
+func sendFileAllocatesNothing(t *testing.T, size int) {
 	path := t.TempDir() + "/big"
-	if err := os.WriteFile(path, make([]byte, 64<<10), 0o644); err != nil {
+	if err := os.WriteFile(path, make([]byte, size), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(path)
@@ -91,7 +98,7 @@ func TestSendFileAllocatesNothing(t *testing.T) {
 	}
 	defer f.Close()
 	h := HandlerFunc(func(w ResponseWriter, r *Request) {
-		w.(FileSender).SendFile(f, 0, 64<<10)
+		w.(FileSender).SendFile(f, 0, int64(size))
 	})
 	addr := startServer(t, &Server{Handler: h})
 	c := dial(t, addr)
@@ -109,7 +116,7 @@ func TestSendFileAllocatesNothing(t *testing.T) {
 			break
 		}
 	}
-	buf := make([]byte, len(head)+64<<10) // every response has this length
+	buf := make([]byte, len(head)+size) // every response has this length
 	if _, err := io.ReadFull(br, buf[len(head):]); err != nil {
 		t.Fatal(err)
 	}

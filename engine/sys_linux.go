@@ -34,6 +34,18 @@ func sysCall(nb bool, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, syscall.Er
 	return r, e
 }
 
+// corkOn and corkOff are TCP_CORK's values, at addresses that do not move.
+var corkOn, corkOff int32 = 1, 0
+
+// setCork sets or clears TCP_CORK on the socket fd (see corkAbove).
+func setCork(fd int, on, nb bool) {
+	v := &corkOff
+	if on {
+		v = &corkOn
+	}
+	sysCall(nb, unix.SYS_SETSOCKOPT, uintptr(fd), unix.IPPROTO_TCP, unix.TCP_CORK, uintptr(unsafe.Pointer(v)), 4, 0)
+}
+
 // recv reads from a socket with recvfrom(2), which takes a shorter path
 // through the kernel than read(2) (no file position lock, no VFS layer).
 func recv(fd int, p []byte, nb bool) (int, error) {
