@@ -16,7 +16,10 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/coder/websocket v1.8.15
+require (
+	github.com/coder/websocket v1.8.15
+	golang.org/x/net v0.62.0
+)
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect

@@ -17,11 +17,7 @@ func (g *Gateway) environ(r *engine.Request, user string, t target, length int64
 
 	set("GATEWAY_INTERFACE", "CGI/1.1")
 	set("SERVER_SOFTWARE", "sluice")
-	if r.ProtoMinor == 0 {
-		set("SERVER_PROTOCOL", "HTTP/1.0")
-	} else {
-		set("SERVER_PROTOCOL", "HTTP/1.1")
-	}
+	set("SERVER_PROTOCOL", r.Proto())
 	set("REQUEST_METHOD", string(r.Method))
 	set("REQUEST_URI", string(r.Target))
 	set("QUERY_STRING", string(r.Query))

@@ -487,8 +487,8 @@ func (l *Log) appendCommon(b []byte, r *engine.Request, rf *engine.Refusal, stat
 		b = appendLogField(b, r.Method)
 		b = append(b, ' ')
 		b = appendLogField(b, r.Target)
-		b = append(b, " HTTP/1."...)
-		b = strconv.AppendInt(b, int64(r.ProtoMinor), 10)
+		b = append(b, ' ')
+		b = append(b, r.Proto()...)
 		b = append(b, '"')
 	}
 	b = append(b, ' ')
@@ -514,8 +514,8 @@ func (l *Log) appendJSON(b []byte, r *engine.Request, rf *engine.Refusal, status
 	b = append(b, `,"uri":`...)
 	b = appendJSONString(b, r.Target)
 	if r.Method != nil {
-		b = append(b, `,"proto":"HTTP/1.`...)
-		b = strconv.AppendInt(b, int64(r.ProtoMinor), 10)
+		b = append(b, `,"proto":"`...)
+		b = append(b, r.Proto()...)
 		b = append(b, '"')
 	} else {
 		b = append(b, `,"proto":""`...)

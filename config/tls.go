@@ -24,6 +24,14 @@ type ListenOptions struct {
 	// RedirectToHTTPS, if set, makes a plain listener answer every
 	// request with a redirect to the same URL over HTTPS.
 	RedirectToHTTPS *HTTPSRedirect
+
+	// NoHTTP2 (http2: false) makes a TLS listener offer only HTTP/1.1
+	// by ALPN; by default it offers "h2" first, then "http/1.1".
+	NoHTTP2 bool
+
+	// H2C (h2c: true) makes a plain listener serve HTTP/2 to clients
+	// with prior knowledge beside HTTP/1.1 (engine.ListenerOptions.H2C).
+	H2C bool
 }
 
 // TLS is the tls section of a listen entry: the certificates a TLS
@@ -98,6 +106,12 @@ func (o *ListenOptions) explain() string {
 	case o.RedirectToHTTPS != nil:
 		parts = append(parts, "redirect to HTTPS")
 	}
+	switch {
+	case o.TLS != nil && !o.NoHTTP2:
+		parts = append(parts, "HTTP/2")
+	case o.H2C:
+		parts = append(parts, "h2c")
+	}
 	if o.HSTS != nil {
 		parts = append(parts, "HSTS "+o.HSTS.Value())
 	}
@@ -111,7 +125,7 @@ func (o *ListenOptions) explain() string {
 // those of its tls section (a certificate in certificates has cert and
 // key); HSTSKeys those of its hsts section.
 var (
-	ListenKeys = []string{"address", "tls", "hsts", "redirect_to_https"}
+	ListenKeys = []string{"address", "tls", "hsts", "redirect_to_https", "http2", "h2c"}
 	TLSKeys    = []string{"cert", "key", "certificates"}
 	HSTSKeys   = []string{"max_age", "include_subdomains", "preload"}
 )
@@ -127,7 +141,7 @@ func (p *parser) listenEntry(e *yaml.Node) (addr *yaml.Node, opts *ListenOptions
 		return nil, nil, nil
 	}
 	opts = &ListenOptions{}
-	var hstsKey, redirectKey *yaml.Node
+	var hstsKey, redirectKey, http2Key, h2cKey *yaml.Node
 	for _, kv := range pairs {
 		switch kv.key.Value {
 		case "address":
@@ -140,6 +154,12 @@ func (p *parser) listenEntry(e *yaml.Node) (addr *yaml.Node, opts *ListenOptions
 		case "redirect_to_https":
 			redirectKey = kv.key
 			opts.RedirectToHTTPS, redirectNode = p.redirectToHTTPS(kv.val)
+		case "http2":
+			http2Key = kv.key
+			opts.NoHTTP2 = !p.boolean(kv.val, "http2")
+		case "h2c":
+			h2cKey = kv.key
+			opts.H2C = p.boolean(kv.val, "h2c")
 		}
 	}
 	if addr == nil {
@@ -155,6 +175,15 @@ func (p *parser) listenEntry(e *yaml.Node) (addr *yaml.Node, opts *ListenOptions
 	}
 	if hstsKey != nil && !hasTLS {
 		p.errorf(hstsKey, "hsts: only a TLS listener sends Strict-Transport-Security (browsers ignore it over plain HTTP): add tls to this entry")
+	}
+	if http2Key != nil && !hasTLS {
+		p.errorf(http2Key, "http2: HTTP/2 is chosen by ALPN on a TLS listener; for HTTP/2 over plain TCP write h2c: true")
+	}
+	if h2cKey != nil && hasTLS {
+		p.errorf(h2cKey, "h2c: this listener serves TLS, where HTTP/2 is offered by ALPN (http2: true, the default)")
+	}
+	if opts.H2C && opts.RedirectToHTTPS != nil {
+		p.errorf(h2cKey, "h2c: a listener that redirects to HTTPS serves no HTTP/2")
 	}
 	if redirectKey != nil && hasTLS {
 		p.errorf(redirectKey, "redirect_to_https: this listener serves TLS already; the option belongs on a plain HTTP listener")

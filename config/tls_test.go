@@ -66,6 +66,25 @@ func TestParseListenTLS(t *testing.T) {
 	}
 }
 
+// http2: false keeps a TLS listener to HTTP/1.1; h2c: true adds HTTP/2
+// with prior knowledge to a plain one.
+func TestParseListenHTTP2(t *testing.T) {
+	dir := t.TempDir()
+	sluicetest.NewCA(t).IssueFiles(t, dir, "a.example")
+	cfg, err := parseString(t, dir, `listen:
+  - {address: ":8443", tls: {cert: a.example.crt, key: a.example.key}}
+  - {address: ":8444", tls: {cert: a.example.crt, key: a.example.key}, http2: false}
+  - {address: ":8080", h2c: true}
+`+tlsRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.ListenOptions
+	if a, b, c := o[Address{"tcp", ":8443"}], o[Address{"tcp", ":8444"}], o[Address{"tcp", ":8080"}]; a.NoHTTP2 || !b.NoHTTP2 || !c.H2C || c.TLS != nil {
+		t.Errorf("options %+v, %+v, %+v", a, b, c)
+	}
+}
+
 // Mistakes in listen entries are reported at their positions.
 func TestParseListenTLSErrors(t *testing.T) {
 	dir := t.TempDir()
@@ -91,6 +110,9 @@ func TestParseListenTLSErrors(t *testing.T) {
 		{"listen: {address: \":1\", redirect_to_https: 0}", "test.yaml:1:44: redirect_to_https: want true"},
 		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key}, redirect_to_https: 443}", "test.yaml:1:73: redirect_to_https: this listener serves TLS already"},
 		{"listen: [\":1\", {address: \":1\", redirect_to_https: 443}]", "test.yaml:1:26: listen: :1 is already listed at 1:10"},
+		{"listen: {address: \":1\", http2: true}", "test.yaml:1:25: http2: HTTP/2 is chosen by ALPN on a TLS listener"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key}, h2c: true}", "test.yaml:1:73: h2c: this listener serves TLS"},
+		{"listen: {address: \":1\", h2c: yes}", "test.yaml:1:30: h2c: want true or false"},
 	} {
 		_, err := parseString(t, dir, tc.text+tlsRoutes)
 		var errs Errors

@@ -46,6 +46,7 @@ type listener struct {
 	closing atomic.Bool // closed by a reload, not failed
 
 	tls   *tls.Config // set if it serves TLS, for as long as it is open
+	h2    bool        // serves HTTP/2: offered by ALPN over TLS, h2c without
 	state atomic.Pointer[listenState]
 }
 
@@ -63,7 +64,7 @@ func (s *Server) open(addrs []config.Address, cfg *config.Config) ([]*listener, 
 			s.closeListeners(opened)
 			return nil, &ListenError{Addr: a, Err: err}
 		}
-		l := &listener{addr: a, ln: ln}
+		l := &listener{addr: a, ln: ln, h2: servesHTTP2(cfg, a)}
 		if isTLS(cfg, a) {
 			l.tls = newTLSConfig(l)
 		}
@@ -91,7 +92,11 @@ func (s *Server) logListenError(err error) {
 func (s *Server) serve(lns []*listener) {
 	for _, l := range lns {
 		go func() {
-			err := s.srv.ServeWith(l.ln, engine.ListenerOptions{TLS: l.tls, Handler: listenerHandler{l, s.srv.Handler}})
+			err := s.srv.ServeWith(l.ln, engine.ListenerOptions{
+				TLS:     l.tls,
+				Handler: listenerHandler{l, s.srv.Handler},
+				H2C:     l.tls == nil && l.h2,
+			})
 			if errors.Is(err, engine.ErrServerClosed) || l.closing.Load() {
 				return
 			}
@@ -107,6 +112,9 @@ func (s *Server) serve(lns []*listener) {
 		attrs := []any{"addr", addr}
 		if l.tls != nil {
 			attrs = append(attrs, "tls", true)
+		}
+		if l.h2 {
+			attrs = append(attrs, "http2", true)
 		}
 		s.logger().Info("listening", append(attrs, s.Attrs...)...)
 	}
@@ -137,8 +145,9 @@ func (s *Server) listening(a config.Address) *listener {
 }
 
 // serves reports whether l serves a as cfg says: the same address, with
-// TLS or without as cfg has it. A listener whose address turns to TLS or
-// back is replaced by a reload.
+// TLS or without and HTTP/2 or not as cfg has it. A listener whose
+// address turns to TLS or back, or HTTP/2 on or off, is replaced by a
+// reload.
 func (l *listener) serves(a config.Address, cfg *config.Config) bool {
-	return l.addr == a && (l.tls != nil) == isTLS(cfg, a)
+	return l.addr == a && (l.tls != nil) == isTLS(cfg, a) && l.h2 == servesHTTP2(cfg, a)
 }

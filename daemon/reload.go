@@ -24,7 +24,9 @@ import (
 // The rest of the file applies too, once the new config serves: limits,
 // server_header and the methods the routes name beyond the standard ones
 // (engine.Server.SetLimits: to what starts afterwards, on open
-// connections too), the log section (a new output is opened before the
+// connections too; HTTP/2 connections, whose SETTINGS are fixed as they
+// start, are sent GOAWAY (engine.Server.GoAway): their streams finish
+// and their clients reconnect), the log section (a new output is opened before the
 // switch; the records logged from then on go there, and the old file is
 // closed) and pid_file (the new file is written, then the old one
 // removed; one that cannot be written leaves the old one, with an
@@ -122,6 +124,7 @@ func (s *Server) Reload() error {
 	s.srv.SetLimits(cfg.Limits)
 	s.srv.SetServerHeader(cfg.ServerHeader)
 	s.srv.SetExtraMethods(cfg.ExtraMethods())
+	s.srv.GoAway() // HTTP/2 connections: their SETTINGS and certificate are those of their start
 	if newLog {
 		log.Info("log moves", "output", cfg.Log.Output, "format", cfg.Log.Format, "level", cfg.Log.Level.String())
 		s.setLog(cfg.Log, target)

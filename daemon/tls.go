@@ -42,12 +42,17 @@ type listenState struct {
 	port     string             // the redirect's ":port", "" for 443
 }
 
-// newTLSConfig returns the TLS config of listener l.
+// newTLSConfig returns the TLS config of listener l: it offers "h2"
+// then "http/1.1" by ALPN if l serves HTTP/2, else "http/1.1" alone.
 func newTLSConfig(l *listener) *tls.Config {
+	protos := []string{"http/1.1"}
+	if l.h2 {
+		protos = []string{"h2", "http/1.1"}
+	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		CipherSuites: CipherSuites,
-		NextProtos:   []string{"http/1.1"},
+		NextProtos:   protos,
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			certs := l.state.Load().certs
 			for _, c := range certs {
@@ -92,6 +97,13 @@ func (s *Server) setState(l *listener, o *config.ListenOptions, cfg *config.Conf
 		}
 	}
 	l.state.Store(st)
+}
+
+// servesHTTP2 reports whether cfg serves HTTP/2 on a: over TLS unless
+// http2: false, in cleartext with h2c: true.
+func servesHTTP2(cfg *config.Config, a config.Address) bool {
+	o := cfg.ListenOptions[a]
+	return o != nil && (o.TLS != nil && !o.NoHTTP2 || o.H2C)
 }
 
 // isTLS reports whether cfg serves a over TLS.

@@ -106,7 +106,7 @@ func TestTLSListenerSNIAndVersions(t *testing.T) {
 	cfg = site.ca.ClientConfig("a.example")
 	cfg.NextProtos = []string{"h2", "http/1.1"}
 	c = tlsDial(t, addr, cfg)
-	if st := c.ConnectionState(); st.Version != tls.VersionTLS13 || st.NegotiatedProtocol != "http/1.1" {
+	if st := c.ConnectionState(); st.Version != tls.VersionTLS13 || st.NegotiatedProtocol != "h2" {
 		t.Errorf("TLS 1.3 with ALPN h2, http/1.1: version %x, ALPN %q", st.Version, st.NegotiatedProtocol)
 	}
 

@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // FromHTTP adapts a net/http handler to the engine, so any http.Handler
@@ -271,21 +274,88 @@ type writerOnly struct{ io.Writer }
 // Done channel.
 func ToHTTP(h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
-		ew, finish := NewResponseWriter(w)
-		defer finish()
-		ew.(*nativeWriter).gone = hr.Context().Done()
-		r, err := NewRequest(hr)
-		if err != nil {
-			status, msg := http.StatusBadRequest, "invalid request"
-			var pe *ProtocolError
-			if errors.As(err, &pe) {
-				status, msg = pe.Status, pe.Msg
-			}
-			Error(ew, status, msg)
-			return
-		}
-		h.Serve(ew, r)
+		serveBridged(nil, h, w, hr)
 	})
+}
+
+// serveBridged serves a net/http request with h, as ToHTTP does; with a
+// Server (an HTTP/2 stream the engine serves) it applies the server's
+// limits, methods, Server field and panic accounting too.
+func serveBridged(srv *Server, h Handler, w http.ResponseWriter, hr *http.Request) {
+	ew, finish := NewResponseWriter(w)
+	nw := ew.(*nativeWriter)
+	nw.gone = hr.Context().Done()
+	nw.http2 = hr.ProtoMajor == 2
+	defer finish()
+	if srv != nil {
+		if v := srv.set.Load().serverValue; v != "" {
+			nw.hdr.Set("Server", v)
+		}
+		defer srv.recoverBridged(nw, hr) // before finish: a panic's 500 replaces the 200
+	}
+	r, err := NewRequest(hr)
+	if err == nil && srv != nil {
+		err = srv.checkBridged(r, w, hr)
+	}
+	if err != nil {
+		status, msg := http.StatusBadRequest, "invalid request"
+		var pe *ProtocolError
+		if errors.As(err, &pe) {
+			status, msg = pe.Status, pe.Msg
+		}
+		Error(ew, status, msg)
+		return
+	}
+	h.Serve(ew, r)
+}
+
+// checkBridged applies the server's limits to a request the bridge
+// serves (those an HTTP/2 connection's SETTINGS do not): it returns the
+// refusal to answer, or nil, having bounded the body by MaxBodyBytes.
+func (s *Server) checkBridged(r *Request, w http.ResponseWriter, hr *http.Request) error {
+	lim := s.limits()
+	maxBody := lim.MaxBodyBytes
+	switch {
+	case len(r.Target) > lim.MaxTargetBytes:
+		return errTargetTooLong
+	case len(r.Fields) > lim.MaxHeaderCount:
+		return errTooManyFields
+	case !s.knownMethod(r.Method):
+		return errUnknownMethod
+	case maxBody >= 0 && r.ContentLength > maxBody:
+		return errBodyTooLarge
+	}
+	if maxBody >= 0 && r.ContentLength != 0 {
+		body := http.MaxBytesReader(w, hr.Body, maxBody)
+		if b, ok := r.Body.(*trailerBody); ok {
+			b.body = body
+		} else {
+			r.Body = body
+		}
+	}
+	return nil
+}
+
+// recoverBridged turns a handler panic into a 500, or, once the response
+// has begun, into a reset stream (http.ErrAbortHandler), counting and
+// logging it as the engine does for HTTP/1.x.
+func (s *Server) recoverBridged(nw *nativeWriter, hr *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	s.stats.panics.Add(1)
+	if v != errAbortHandler && v != http.ErrAbortHandler {
+		s.logger().Error("handler panic", "remote", hr.RemoteAddr, "target", hr.RequestURI,
+			"panic", v, "stack", string(debug.Stack()))
+	}
+	if nw.committed {
+		panic(http.ErrAbortHandler)
+	}
+	nw.hdr.reset()
+	nw.status = 0
+	Error(nw, http.StatusInternalServerError, "internal server error")
+	nw.commit()
 }
 
 // NewRequest builds the engine view of a net/http request: its slices are
@@ -322,6 +392,7 @@ func NewRequest(hr *http.Request) (*Request, error) {
 		Path:          path,
 		Query:         []byte(hr.URL.RawQuery),
 		Host:          []byte(hr.Host),
+		ProtoMajor:    1,
 		ProtoMinor:    hr.ProtoMinor,
 		ContentLength: hr.ContentLength,
 		Body:          hr.Body,
@@ -329,13 +400,15 @@ func NewRequest(hr *http.Request) (*Request, error) {
 		close:         hr.Close,
 	}
 	if hr.ProtoMajor > 1 {
-		r.ProtoMinor = 1
+		r.ProtoMajor, r.ProtoMinor = hr.ProtoMajor, 1 // as before ProtoMajor: code testing ProtoMinor sees 1.1's features
 	}
 	if len(r.Target) == 0 {
 		r.Target = []byte(hr.URL.RequestURI())
 	}
 	if r.Body == nil {
 		r.Body = http.NoBody
+	} else if hr.Trailer != nil {
+		r.Body = &trailerBody{body: hr.Body, hr: hr, r: r}
 	}
 	keys := make([]string, 0, len(hr.Header))
 	for k := range hr.Header {
@@ -356,9 +429,37 @@ func NewRequest(hr *http.Request) (*Request, error) {
 	return r, nil
 }
 
+// trailerBody is the engine Request's Body over a net/http one that
+// announced a trailer: at its end it copies Request.Trailer's fields,
+// sorted by name, into the engine Request's Trailer.
+type trailerBody struct {
+	body io.Reader
+	hr   *http.Request
+	r    *Request
+}
+
+func (b *trailerBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if err == io.EOF && b.r.Trailer == nil {
+		keys := make([]string, 0, len(b.hr.Trailer))
+		for k := range b.hr.Trailer {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.r.Trailer = []Field{}
+		for _, k := range keys {
+			for _, v := range b.hr.Trailer[k] {
+				b.r.Trailer = append(b.r.Trailer, Field{Name: []byte(k), Value: []byte(v)})
+			}
+		}
+	}
+	return n, err
+}
+
 // nativeWriter is the engine ResponseWriter over an http.ResponseWriter.
 type nativeWriter struct {
 	w         http.ResponseWriter
+	http2     bool            // the request is HTTP/2: no connection-specific fields
 	gone      <-chan struct{} // see ToHTTP; nil for none
 	hdr       Header
 	status    int
@@ -392,13 +493,19 @@ func (nw *nativeWriter) WriteHeader(code int) {
 func (nw *nativeWriter) copyHeader() {
 	h := nw.w.Header()
 	nw.hdr.Values(func(name, value string) bool {
+		// HTTP/2 has no connection-specific fields (RFC 9113 §8.2.2):
+		// a client treats a response with one as malformed. (Header keeps
+		// no Connection field, only whether it said close.)
+		if nw.http2 && httpgrammar.IsHopByHop(name) {
+			return true
+		}
 		h.Add(name, value)
 		return true
 	})
 	if nw.hdr.contentLength >= 0 {
 		h.Set("Content-Length", strconv.FormatInt(nw.hdr.contentLength, 10))
 	}
-	if nw.hdr.close {
+	if nw.hdr.close && !nw.http2 {
 		h.Set("Connection", "close")
 	}
 }

@@ -49,6 +49,8 @@ type conn struct {
 	sparse      bool        // taken over after a long park: park again when idle (see park.go)
 	repark      bool        // rawServe asks readIdle to park at once
 	nb          bool        // rc's descriptor is a non-blocking socket (see sysCall)
+	h2c         bool        // may switch to HTTP/2 with the preface (ListenerOptions.H2C)
+	toH2        bool        // switches: the preface came (see serveHead)
 
 	// State for rawWait, bound once so the idle wait does not allocate.
 	rawWaitFn func(fd uintptr) bool
@@ -86,10 +88,13 @@ type conn struct {
 
 	// gone is made when a handler first asks (see GoneNotifier).
 	gone atomic.Pointer[goneWatch]
+
+	// h2 is set while the connection serves HTTP/2 (see http2.go).
+	h2 atomic.Pointer[http2State]
 }
 
 func newConn(srv *Server, nc net.Conn, o *ListenerOptions) *conn {
-	c := &conn{srv: srv, nc: nc, h: o.Handler, parkFd: -1}
+	c := &conn{srv: srv, nc: nc, h: o.Handler, parkFd: -1, h2c: o.H2C && o.TLS == nil}
 	if c.h == nil {
 		c.h = srv.Handler
 	}
@@ -131,6 +136,10 @@ func (c *conn) handshake() bool {
 // connection, which then closes; a parked connection is closed there and
 // then. It is called from the sweeper, or by CloseIdle and ExpireAll.
 func (c *conn) Expire() {
+	if h2 := c.h2.Load(); h2 != nil && h2.ready.Load() && !c.srv.cutting.Load() {
+		c.goAway() // idle, or evicted, or the server stops: gracefully
+		return
+	}
 	c.moveMu.Lock()
 	if c.wait.CompareAndSwap(waitParked, waitActive) {
 		c.moveMu.Unlock()
@@ -156,9 +165,16 @@ func (c *conn) serve() {
 // run is the connection loop; resumed is set on a goroutine that took an
 // idle wait over (see IdleNotice).
 func (c *conn) run(resumed bool) {
-	if c.tc != nil && c.tlsState == nil && !c.handshake() {
-		c.finish()
-		return
+	if c.tc != nil && c.tlsState == nil {
+		if !c.handshake() {
+			c.finish()
+			return
+		}
+		if c.tlsState.NegotiatedProtocol == "h2" {
+			c.serveHTTP2(nil)
+			c.finish()
+			return
+		}
 	}
 	if resumed {
 		switch c.readIdle() {
@@ -180,6 +196,11 @@ func (c *conn) run(resumed bool) {
 			}
 		}
 		if !c.serveOne() {
+			if c.toH2 {
+				pre := append([]byte(nil), c.rbuf[c.r:c.w]...)
+				c.releaseSession()
+				c.serveHTTP2(pre)
+			}
 			c.finish()
 			return
 		}
@@ -324,6 +345,10 @@ func (c *conn) serveHead(n int, err error) bool {
 	req := &s.req
 	perr, _ := err.(*ProtocolError)
 	if err != nil && perr == nil {
+		return false
+	}
+	if c.h2cPreface(perr) {
+		c.toH2 = true
 		return false
 	}
 	if perr != nil && perr != errExpectation {

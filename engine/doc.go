@@ -1,6 +1,7 @@
 // Package engine is Sluice's HTTP/1.1 server: a strict, zero-copy request
 // parser, one goroutine per connection, and responses composed into as few
-// writes as possible.
+// writes as possible; it serves HTTP/2 too, through golang.org/x/net/http2
+// and the net/http bridge (see HTTP/2 below).
 //
 // # Serving
 //
@@ -70,6 +71,18 @@
 // on its goroutine holding a pooled buffer, writes go through crypto/tls,
 // and files are read into the output buffer and encrypted rather than
 // sent with sendfile(2).
+//
+// # HTTP/2
+//
+// A TLS connection whose client chooses "h2" by ALPN (list it in the
+// config's NextProtos), and on a listener with ListenerOptions.H2C a
+// plain connection that opens with the HTTP/2 preface, is served as
+// HTTP/2 by golang.org/x/net/http2, each stream by the listener's
+// Handler through the net/http bridge (Request.ProtoMajor is 2). The
+// limits apply per stream, or as SETTINGS (Limits.MaxStreams,
+// MaxHeaderBytes); a connection with no stream open is idle for the
+// timeout manager, and ending it (idle timeout, MaxConns, Shutdown,
+// Drain, GoAway) sends GOAWAY and lets its streams finish.
 //
 // # Timeouts
 //

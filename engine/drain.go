@@ -26,6 +26,7 @@ func (s *Server) Drain(ctx context.Context) error {
 		ln.Close()
 	}
 	s.mu.Unlock()
+	s.GoAway() // HTTP/2's "Connection: close"
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for s.open.Load() > 0 {

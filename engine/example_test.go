@@ -50,3 +50,35 @@ func Example_strictness() {
 	fmt.Printf("%s", out[:len("HTTP/1.1 400 Bad Request")])
 	// Output: HTTP/1.1 400 Bad Request
 }
+
+// HTTP/2 in cleartext for a client with prior knowledge (H2C), beside
+// HTTP/1.1 on the same listener; over TLS, list "h2" in the tls.Config's
+// NextProtos instead. The handler is the same for both.
+func ExampleServer_ServeWith() {
+	proto := engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.WriteString(r.Proto() + "\n")
+	})
+	srv := &engine.Server{Handler: proto}
+	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go srv.ServeWith(ln, engine.ListenerOptions{H2C: true})
+	defer srv.Close()
+
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true) // HTTP/2 with prior knowledge
+	h2c := &http.Client{Transport: &http.Transport{Protocols: &protocols}}
+	for _, c := range []*http.Client{h2c, http.DefaultClient} {
+		resp, err := c.Get("http://" + ln.Addr().String() + "/")
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Print(string(body))
+	}
+	// Output:
+	// HTTP/2.0
+	// HTTP/1.1
+}

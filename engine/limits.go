@@ -77,6 +77,12 @@ type Limits struct {
 	// pauses until one closes. Default 10,000, or three quarters of the
 	// process's RLIMIT_NOFILE when that is lower.
 	MaxConns int
+
+	// MaxStreams bounds the streams (requests) an HTTP/2 client may have
+	// open at once on one connection: SETTINGS_MAX_CONCURRENT_STREAMS
+	// (RFC 9113 §6.5.2). A connection keeps the value in force as it
+	// started. Default 100.
+	MaxStreams int
 }
 
 // Defaults for the zero fields of Limits.
@@ -93,6 +99,7 @@ const (
 	DefaultMinBodyRate     = 1024
 	DefaultWriteTimeout    = 30 * time.Second
 	DefaultMaxConns        = 10000
+	DefaultMaxStreams      = 100
 )
 
 // withDefaults returns l with every zero field set to its default.
@@ -111,6 +118,7 @@ func (l Limits) withDefaults() Limits {
 	setInt(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setInt(&l.MaxHeaderCount, DefaultMaxHeaderCount)
 	setInt(&l.MaxConns, defaultMaxConns())
+	setInt(&l.MaxStreams, DefaultMaxStreams)
 	if l.MaxBodyBytes == 0 {
 		l.MaxBodyBytes = DefaultMaxBodyBytes
 	}

@@ -200,7 +200,7 @@ func parseRequestLine(line []byte, req *Request, lim *Limits, pathBuf *[]byte) e
 	}
 	req.Method = method
 	req.Target = target
-	req.ProtoMinor = minor
+	req.ProtoMajor, req.ProtoMinor = 1, minor
 	return parseTarget(target, req, pathBuf)
 }
 

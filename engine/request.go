@@ -16,7 +16,8 @@ type Field struct {
 	Value []byte
 }
 
-// Request is a parsed HTTP/1.x request.
+// Request is a parsed HTTP/1.x request, or an HTTP/2 stream's request
+// (see NewRequest).
 //
 // Every byte slice in a Request is a view into the connection's read buffer:
 // it is valid only until the handler returns, and must be copied to be
@@ -66,8 +67,14 @@ type Request struct {
 	// entry in Fields holds the target's authority too, so the two agree.
 	Host []byte
 
+	// ProtoMajor is the major version of HTTP: 1, or 2 for a request that
+	// came as an HTTP/2 stream. (A Request built by hand may leave it 0,
+	// meaning 1.)
+	ProtoMajor int
+
 	// ProtoMinor is the minor version of HTTP/1.x: 0 or 1 (higher minor
-	// versions are served as 1.1).
+	// versions are served as 1.1); 1 for HTTP/2, which has every feature
+	// of 1.1 that code testing ProtoMinor looks for.
 	ProtoMinor int
 
 	// Fields holds the header fields in the order received.
@@ -154,7 +161,19 @@ func (r *Request) HeaderList(name string) []byte {
 func (r *Request) IsMethod(m string) bool { return string(r.Method) == m }
 
 // ProtoAtLeast11 reports whether the request is HTTP/1.1 or later.
-func (r *Request) ProtoAtLeast11() bool { return r.ProtoMinor >= 1 }
+func (r *Request) ProtoAtLeast11() bool { return r.ProtoMinor >= 1 || r.ProtoMajor > 1 }
+
+// Proto returns the request's protocol as a request line names it:
+// "HTTP/1.0", "HTTP/1.1" or "HTTP/2.0".
+func (r *Request) Proto() string {
+	switch {
+	case r.ProtoMajor == 2:
+		return "HTTP/2.0"
+	case r.ProtoMinor == 0:
+		return "HTTP/1.0"
+	}
+	return "HTTP/1.1"
+}
 
 // WantsClose reports whether the client asked for the connection to close
 // after this response (HTTP/1.1 "Connection: close", or HTTP/1.0 without

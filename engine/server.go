@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,7 +21,8 @@ import (
 // either kind of server recognises it the same way (errors.Is or ==).
 var ErrServerClosed = http.ErrServerClosed
 
-// Server serves HTTP/1.x on listeners with one goroutine per connection.
+// Server serves HTTP/1.x on listeners with one goroutine per connection,
+// and HTTP/2 where a listener's options offer it (see ListenerOptions).
 //
 // Set the exported fields before the first call to Serve and do not change
 // them afterwards. The zero value with a Handler set is a valid
@@ -63,8 +65,11 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
-	closed    atomic.Bool // Shutdown or Close called
-	draining  atomic.Bool // Drain called (see drain.go)
+	h2conns   map[*conn]struct{} // HTTP/2 connections (see http2.go)
+	http2Log  *log.Logger        // x/net's: client errors, logged at Debug level
+	closed    atomic.Bool        // Shutdown or Close called
+	cutting   atomic.Bool        // Close, or Shutdown's context done: connections are cut, HTTP/2 ones too
+	draining  atomic.Bool        // Drain called (see drain.go)
 	open      atomic.Int64
 	slot      chan struct{} // signalled when a connection closes
 	quit      chan struct{} // closed by Shutdown or Close: idle runners exit
@@ -114,9 +119,10 @@ func (s *Server) Stats() Stats {
 // SetExtraMethods), never modified, so that a connection reads a
 // consistent set with one atomic load.
 type settings struct {
-	limits     Limits          // with the defaults filled in
-	serverLine []byte          // "Server: …\r\n", or nil
-	methods    map[string]bool // ExtraMethods
+	limits      Limits          // with the defaults filled in
+	serverLine  []byte          // "Server: …\r\n", or nil
+	serverValue string          // its value, for HTTP/2 responses
+	methods     map[string]bool // ExtraMethods
 }
 
 // limits returns the limits in force. The Limits it points to never
@@ -126,14 +132,17 @@ func (s *Server) limits() *Limits { return &s.set.Load().limits }
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.set.Store(&settings{
-			limits:     s.Limits.withDefaults(),
-			serverLine: serverLine(s.ServerHeader),
-			methods:    methodSet(s.ExtraMethods),
+			limits:      s.Limits.withDefaults(),
+			serverLine:  serverLine(s.ServerHeader),
+			serverValue: s.ServerHeader,
+			methods:     methodSet(s.ExtraMethods),
 		})
 		lim := s.limits()
 		s.tm = timeout.New(tickFor(lim), lim.IdleTimeout)
 		s.tm.SetIdleNotice(idleNoticeFor(lim))
 		s.listeners = map[net.Listener]struct{}{}
+		s.h2conns = map[*conn]struct{}{}
+		s.http2Log = slog.NewLogLogger(s.logger().Handler(), slog.LevelDebug)
 		s.slot = make(chan struct{}, 1)
 		s.quit = make(chan struct{})
 		s.sparseAfter.Store(int64(sparseAfter))
@@ -188,7 +197,7 @@ func (s *Server) SetLimits(l Limits) {
 // field it leaves as it was set) on the responses composed from then on;
 // "" sends none. It is safe for concurrent use with serving.
 func (s *Server) SetServerHeader(v string) {
-	s.update(func(st *settings) { st.serverLine = serverLine(v) })
+	s.update(func(st *settings) { st.serverLine, st.serverValue = serverLine(v), v })
 }
 
 // SetExtraMethods replaces the methods beyond the standard ones that
@@ -273,8 +282,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // listener.
 type ListenerOptions struct {
 	// TLS, if set, serves every connection over TLS with this config
-	// (crypto/tls's server side; set its NextProtos to "http/1.1" for
-	// ALPN). The handshake must finish within Limits.HeaderTimeout; until
+	// (crypto/tls's server side; set its NextProtos to "h2", "http/1.1"
+	// to offer HTTP/2 and HTTP/1.1 by ALPN, or "http/1.1" alone: a
+	// connection whose client chooses "h2" is served as HTTP/2). The handshake must finish within Limits.HeaderTimeout; until
 	// it does the connection counts as idle (see Shutdown). Requests then
 	// carry the connection's state in Request.TLS. The config must not be
 	// modified once ServeWith is called; to change certificates or
@@ -288,6 +298,14 @@ type ListenerOptions struct {
 	// Handler, if set, answers the requests of this listener's
 	// connections instead of Server.Handler.
 	Handler Handler
+
+	// H2C, on a listener without TLS, serves HTTP/2 over cleartext to a
+	// client with prior knowledge (RFC 9113 §3.3): a connection that
+	// opens with the HTTP/2 preface is served as HTTP/2, any other as
+	// HTTP/1.x. The HTTP/1.1 Upgrade to h2c, which RFC 9113 deprecates,
+	// is not offered. Over TLS, HTTP/2 is chosen by ALPN instead: list
+	// "h2" in TLS.NextProtos.
+	H2C bool
 }
 
 // ServeWith is Serve with options for this listener: TLS, or a handler
@@ -415,6 +433,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			s.cutting.Store(true)
 			s.tm.ExpireAll()
 			go s.stopWhenDrained()
 			return ctx.Err()
@@ -435,6 +454,7 @@ func (s *Server) stopWhenDrained() {
 // without waiting for requests in flight.
 func (s *Server) Close() error {
 	s.init()
+	s.cutting.Store(true)
 	s.beginClose()
 	s.tm.ExpireAll()
 	go s.stopWhenDrained()
@@ -450,6 +470,7 @@ func (s *Server) beginClose() {
 		ln.Close()
 	}
 	s.mu.Unlock()
+	s.GoAway()
 }
 
 // appendServerFields appends the Server and Date lines.

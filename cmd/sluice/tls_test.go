@@ -17,7 +17,8 @@ import (
 )
 
 // sluice serve --tls-cert --tls-key serves the folder over HTTPS: curl,
-// trusting the test's CA, fetches a file, over HTTP/1.1; the flags go
+// trusting the test's CA, fetches a file, over HTTP/2 and, asked to,
+// HTTP/1.1 (ALPN); the flags go
 // together, and not with -c.
 func TestServeTLS(t *testing.T) {
 	curl := sluicetest.NeedTool(t, "curl", "curl")
@@ -30,10 +31,12 @@ func TestServeTLS(t *testing.T) {
 	if !strings.Contains(s.stderr(), "tls=true") {
 		t.Errorf("the listening record does not say TLS:\n%s", s.stderr())
 	}
-	out, err := exec.Command(curl, "-sS", "--cacert", caFile, "-w", "\n%{http_version} %{ssl_verify_result}",
-		"https://"+s.addr+"/a.txt").CombinedOutput()
-	if err != nil || string(out) != "file a\n\n1.1 0" {
-		t.Errorf("curl: %v\n%s", err, out)
+	for _, tc := range []struct{ flag, version string }{{"--http2", "2"}, {"--http1.1", "1.1"}} {
+		out, err := exec.Command(curl, "-sS", tc.flag, "--cacert", caFile, "-w", "\n%{http_version} %{ssl_verify_result}",
+			"https://"+s.addr+"/a.txt").CombinedOutput()
+		if err != nil || string(out) != "file a\n\n"+tc.version+" 0" {
+			t.Errorf("curl %s: %v\n%s", tc.flag, err, out)
+		}
 	}
 	if code := s.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d", code)
