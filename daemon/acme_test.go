@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -173,10 +172,11 @@ func startPebble(t *testing.T, httpPort, tlsPort int, validity time.Duration) *p
 	return p
 }
 
-// acmeSite starts a Server with a plain listener and a TLS listener with
-// tls.acme for acmeDomain from p, the TLS one on tlsLn; it returns it
-// and the config's directory.
-func acmeSite(t *testing.T, p *pebbleServer, plainLn, tlsLn net.Listener) (*Server, *sluicetest.Buffer, string) {
+// acmeSite starts a Server with a plain listener (its YAML entry
+// plainEntry, "%s" for its address) on plainLn and a TLS listener with
+// tls.acme for acmeDomain from p on tlsLn; it returns it and the
+// config's directory.
+func acmeSite(t *testing.T, p *pebbleServer, plainEntry string, plainLn, tlsLn net.Listener) (*Server, *sluicetest.Buffer, string) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "site.yaml")
@@ -194,7 +194,7 @@ routes:
   - match: /
     pipeline:
       - text: hi
-`, plainLn.Addr(), tlsLn.Addr(), acmeDomain, p.dir, p.caFile))
+`, fmt.Sprintf(plainEntry, plainLn.Addr()), tlsLn.Addr(), acmeDomain, p.dir, p.caFile))
 	s, log := newServer(t, fileLoad(file))
 	s.Listen = func(a config.Address) (net.Listener, error) {
 		for _, ln := range []net.Listener{plainLn, tlsLn} {
@@ -232,7 +232,7 @@ func portOfListener(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port 
 func TestACMEObtainAndRenew(t *testing.T) {
 	plainLn, tlsLn := loopbackListener(t), loopbackListener(t)
 	p := startPebble(t, portOfListener(plainLn), portOfListener(tlsLn), 12*time.Second)
-	_, log, dir := acmeSite(t, p, plainLn, tlsLn)
+	_, log, dir := acmeSite(t, p, "%s", plainLn, tlsLn)
 	roots := p.rootsOf()
 
 	client := &tls.Config{RootCAs: roots, ServerName: acmeDomain}
@@ -283,5 +283,32 @@ func TestACMEObtainAndRenew(t *testing.T) {
 	if !strings.Contains(log.String(), "certificate ready") {
 		t.Errorf("log has no \"certificate ready\":\n%s", log)
 	}
-	_ = context.Background
+}
+
+// With TLS-ALPN-01 out of reach (the authority validates on a port where
+// nothing listens), the certificate is obtained by HTTP-01: the plain
+// listener answers the challenge before its redirect to HTTPS.
+func TestACMEHTTP01(t *testing.T) {
+	plainLn, tlsLn := loopbackListener(t), loopbackListener(t)
+	p := startPebble(t, portOfListener(plainLn), freePort(t), time.Hour)
+	acmeSite(t, p, "{address: \"%s\", redirect_to_https: true}", plainLn, tlsLn)
+	client := &tls.Config{RootCAs: p.rootsOf(), ServerName: acmeDomain}
+	sluicetest.WaitFor(t, "a certificate from pebble", func() bool {
+		c, err := tls.Dial("tcp", tlsLn.Addr().String(), client)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	// Anything else under the challenge path is redirected as before.
+	c, br := dial(t, plainLn.Addr())
+	fmt.Fprintf(c, "GET /.well-known/acme-challenge/unknown HTTP/1.1\r\nHost: %s\r\n\r\n", acmeDomain)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 308 {
+		t.Errorf("an unknown token: status %d, want the redirect, 308", resp.StatusCode)
+	}
 }
