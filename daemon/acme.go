@@ -105,6 +105,23 @@ func (am *acmeManager) obtain(ctx context.Context, domain string, info, warn fun
 	}
 }
 
+// pruneACME stops the background issuance of the managers of acme
+// sections cfg no longer has, and forgets them. s.mu is held.
+func (s *Server) pruneACME(cfg *config.Config) {
+	keep := map[string]bool{}
+	for _, o := range cfg.ListenOptions {
+		if o != nil && o.TLS != nil && o.TLS.ACME != nil {
+			keep[o.TLS.ACME.Key()] = true
+		}
+	}
+	for k, am := range s.acme {
+		if !keep[k] {
+			am.stop()
+			delete(s.acme, k)
+		}
+	}
+}
+
 // closeACME stops the managers' background issuance. s.mu is held.
 func (s *Server) closeACME() {
 	for _, am := range s.acme {

@@ -291,19 +291,34 @@ func TestACMEObtainAndRenew(t *testing.T) {
 func TestACMEHTTP01(t *testing.T) {
 	plainLn, tlsLn := loopbackListener(t), loopbackListener(t)
 	p := startPebble(t, portOfListener(plainLn), freePort(t), time.Hour)
-	acmeSite(t, p, "{address: \"%s\", redirect_to_https: true}", plainLn, tlsLn)
+	s, log, _ := acmeSite(t, p, "{address: \"%s\", redirect_to_https: true}", plainLn, tlsLn)
 	client := &tls.Config{RootCAs: p.rootsOf(), ServerName: acmeDomain}
+	var serial string
 	sluicetest.WaitFor(t, "a certificate from pebble", func() bool {
 		c, err := tls.Dial("tcp", tlsLn.Addr().String(), client)
 		if err != nil {
 			return false
 		}
+		serial = c.ConnectionState().PeerCertificates[0].SerialNumber.String()
 		c.Close()
 		return true
 	})
+	sluicetest.WaitFor(t, "certificate ready logged", func() bool { return strings.Contains(log.String(), "certificate ready") })
+
+	// A reload keeps the manager: no second issuance, the same certificate.
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	c := tlsDial(t, tlsLn.Addr(), client)
+	if got := c.ConnectionState().PeerCertificates[0].SerialNumber.String(); got != serial {
+		t.Errorf("after a reload: certificate %s, want the same, %s", got, serial)
+	}
+	if n := strings.Count(log.String(), "certificate ready"); n != 1 {
+		t.Errorf("%d \"certificate ready\" in the log, want 1: the reload asked again\n%s", n, log)
+	}
 	// Anything else under the challenge path is redirected as before.
-	c, br := dial(t, plainLn.Addr())
-	fmt.Fprintf(c, "GET /.well-known/acme-challenge/unknown HTTP/1.1\r\nHost: %s\r\n\r\n", acmeDomain)
+	pc, br := dial(t, plainLn.Addr())
+	fmt.Fprintf(pc, "GET /.well-known/acme-challenge/unknown HTTP/1.1\r\nHost: %s\r\n\r\n", acmeDomain)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)
