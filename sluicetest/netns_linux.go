@@ -81,8 +81,13 @@ func NetHosts(t testing.TB, n int) []*NetHost {
 			t.Skipf("this machine does not allow network namespaces (ip netns add: %v: %s); skipping the multi-host test",
 				err, strings.TrimSpace(string(out)))
 		}
-		t.Cleanup(func() { removeNetns(ip, h.Name) })
 		rootLink := fmt.Sprintf("slt%dr", k)
+		t.Cleanup(func() {
+			// Deleting the link is immediate; a deleted namespace takes
+			// its links with it only once the kernel gets round to it.
+			exec.Command(ip, "link", "del", rootLink).Run()
+			removeNetns(ip, h.Name)
+		})
 		for _, args := range [][]string{
 			{"link", "add", rootLink, "type", "veth", "peer", "name", h.link},
 			{"link", "set", h.link, "netns", h.Name},
@@ -93,7 +98,6 @@ func NetHosts(t testing.TB, n int) []*NetHost {
 			{"-n", h.Name, "link", "set", "lo", "up"},
 		} {
 			if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
-				exec.Command(ip, "link", "del", rootLink).Run()
 				t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 			}
 		}
@@ -147,7 +151,8 @@ func sweepNetns(ip string) {
 	}
 }
 
-// removeNetns deletes the namespace name; its veth pair goes with it.
+// removeNetns deletes the namespace name; its veth pair goes with it
+// (once the kernel has torn the namespace down).
 func removeNetns(ip, name string) {
 	exec.Command(ip, "netns", "delete", name).Run()
 }
