@@ -43,6 +43,10 @@ type TLS struct {
 	// name it asks for (SNI), and one that asks for none, or for a name
 	// none matches, the first.
 	Certificates []Certificate
+
+	// ACME, if set, obtains the listener's certificates from an ACME
+	// authority instead (tls: {acme: ...}); Certificates is then empty.
+	ACME *ACME
 }
 
 // Certificate is one certificate of a TLS listener: the files it was
@@ -99,6 +103,8 @@ func (o *ListenOptions) explain() string {
 	switch {
 	case o == nil:
 		return ""
+	case o.TLS != nil && o.TLS.ACME != nil:
+		parts = append(parts, "TLS, "+o.TLS.ACME.String())
 	case o.TLS != nil && len(o.TLS.Certificates) == 1:
 		parts = append(parts, "TLS")
 	case o.TLS != nil:
@@ -126,7 +132,7 @@ func (o *ListenOptions) explain() string {
 // key); HSTSKeys those of its hsts section.
 var (
 	ListenKeys = []string{"address", "tls", "hsts", "redirect_to_https", "http2", "h2c"}
-	TLSKeys    = []string{"cert", "key", "certificates"}
+	TLSKeys    = []string{"cert", "key", "certificates", "acme"}
 	HSTSKeys   = []string{"max_age", "include_subdomains", "preload"}
 )
 
@@ -191,16 +197,19 @@ func (p *parser) listenEntry(e *yaml.Node) (addr *yaml.Node, opts *ListenOptions
 	return addr, opts, redirectNode
 }
 
-// tls reads a tls section: cert and key, or certificates, a list of
-// {cert, key} maps.
+// tls reads a tls section: cert and key, certificates (a list of
+// {cert, key} maps), or acme.
 func (p *parser) tls(key, n *yaml.Node) *TLS {
 	pairs, ok := p.mapping(n, "tls key", TLSKeys)
 	if !ok {
 		return nil
 	}
 	var cert, keyFile, list *yaml.Node
+	var acme pair
 	for _, kv := range pairs {
 		switch kv.key.Value {
+		case "acme":
+			acme = kv
 		case "cert":
 			cert = kv.val
 		case "key":
@@ -208,6 +217,16 @@ func (p *parser) tls(key, n *yaml.Node) *TLS {
 		case "certificates":
 			list = kv.val
 		}
+	}
+	if acme.key != nil {
+		p.acmeKey = acme.key
+		if cert != nil || keyFile != nil || list != nil {
+			p.errorf(acme.key, "tls: give acme, or certificates from files (cert and key, or certificates), not both")
+		}
+		if a := p.acme(acme.key, acme.val); a != nil {
+			return &TLS{ACME: a}
+		}
+		return nil
 	}
 	t := &TLS{}
 	switch {

@@ -54,6 +54,13 @@
 // URL over HTTPS. The certificates are read by Load, so before Start
 // switches to the config's user, and by each Reload as that user.
 //
+// A tls section with acme takes its certificates from a
+// golang.org/x/crypto/acme/autocert Manager instead: one per distinct
+// acme section, kept by the Server across reloads, which obtains them in
+// the background from Start on, renews them, and answers TLS-ALPN-01 in
+// GetCertificate and HTTP-01 on every plain listener before its routes
+// and redirect.
+//
 // # Driving it
 //
 // The lifecycle is a set of methods — Start, Reload, ReopenLogs,

@@ -121,6 +121,7 @@ func (s *Server) Reload() error {
 	for _, l := range kept {
 		s.setState(l, cfg.ListenOptions[l.addr], cfg) // new certificates, HSTS, redirect
 	}
+	s.pruneACME(cfg)
 	s.srv.SetLimits(cfg.Limits)
 	s.srv.SetServerHeader(cfg.ServerHeader)
 	s.srv.SetExtraMethods(cfg.ExtraMethods())

@@ -89,9 +89,10 @@ type Server struct {
 	state       state
 	sw          *Switch
 	pidFile     string
-	out         logOutput    // where the config's log writes
-	logConfig   config.Log   // the log section out and log were set up by
-	prevDefault *slog.Logger // slog's default before SetSlogDefault
+	out         logOutput               // where the config's log writes
+	logConfig   config.Log              // the log section out and log were set up by
+	prevDefault *slog.Logger            // slog's default before SetSlogDefault
+	acme        map[string]*acmeManager // by config.ACME.Key, kept across reloads
 
 	log atomic.Pointer[slog.Logger] // the config's log, once set up
 
@@ -346,6 +347,7 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	s.state = stateDone
 	close(s.stopped)
 	s.notify(NotifyStopping)
+	s.closeACME()
 	log := s.logger()
 	log.Info("shutting down", "grace", grace)
 	err := end(ctx)

@@ -3,8 +3,11 @@ package daemon
 import (
 	"crypto/tls"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
+
+	"golang.org/x/crypto/acme"
 
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/engine"
@@ -40,21 +43,30 @@ type listenState struct {
 	hsts     string             // the Strict-Transport-Security value, or ""
 	redirect bool               // answer with a redirect to HTTPS
 	port     string             // the redirect's ":port", "" for 443
+
+	acme       *acmeManager   // a TLS listener's with tls.acme
+	challenges []http.Handler // a plain listener's: the HTTP-01 answers of the config's acme sections
 }
 
 // newTLSConfig returns the TLS config of listener l: it offers "h2"
-// then "http/1.1" by ALPN if l serves HTTP/2, else "http/1.1" alone.
+// then "http/1.1" by ALPN if l serves HTTP/2, else "http/1.1" alone,
+// and then "acme-tls/1", which only an ACME validator asks for
+// (TLS-ALPN-01, RFC 8737), answered if the listener has tls.acme.
 func newTLSConfig(l *listener) *tls.Config {
-	protos := []string{"http/1.1"}
+	protos := []string{"http/1.1", acme.ALPNProto}
 	if l.h2 {
-		protos = []string{"h2", "http/1.1"}
+		protos = []string{"h2", "http/1.1", acme.ALPNProto}
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		CipherSuites: CipherSuites,
 		NextProtos:   protos,
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			certs := l.state.Load().certs
+			st := l.state.Load()
+			if c, ok, err := getACMECertificate(st, hello); ok {
+				return c, err
+			}
+			certs := st.certs
 			for _, c := range certs {
 				if hello.SupportsCertificate(c) == nil {
 					return c, nil
@@ -70,7 +82,13 @@ func newTLSConfig(l *listener) *tls.Config {
 // TLS listener of cfg among s's listeners.
 func (s *Server) setState(l *listener, o *config.ListenOptions, cfg *config.Config) {
 	st := &listenState{}
+	if o == nil || o.TLS == nil {
+		st.challenges = s.acmeHTTP(cfg)
+	}
 	if o != nil {
+		if o.TLS != nil && o.TLS.ACME != nil {
+			st.acme = s.acmeManager(o.TLS.ACME)
+		}
 		if o.TLS != nil {
 			for i := range o.TLS.Certificates {
 				st.certs = append(st.certs, &o.TLS.Certificates[i].Pair)
@@ -121,6 +139,9 @@ type listenerHandler struct {
 
 func (h listenerHandler) Serve(w engine.ResponseWriter, r *engine.Request) {
 	st := h.l.state.Load()
+	if answerACMEChallenge(w, r, st.challenges) {
+		return
+	}
 	if st.redirect {
 		redirectToHTTPS(w, r, st.port)
 		return

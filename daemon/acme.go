@@ -1,0 +1,199 @@
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/acme"
+	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/sluice-server/sluice/config"
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Automatic certificates. A TLS listener with tls.acme takes its
+// certificates from an autocert.Manager (golang.org/x/crypto's ACME
+// client): one per distinct acme section (config.ACME.Key), made when a
+// config first names it and kept by the Server across reloads, so a
+// reload neither repeats an issuance nor loses a renewal timer. The
+// manager answers the TLS-ALPN-01 challenge in the listener's
+// GetCertificate ("acme-tls/1" is offered by ALPN) and the HTTP-01
+// challenge on every plain listener (acmeChallengePrefix is answered
+// before routes and before redirect_to_https). Certificates and the
+// account key are kept in the section's data directory (autocert.DirCache:
+// the directory 0700, files 0600), and renewed in the background a third
+// of their lifetime before they expire.
+
+// acmeChallengePrefix is the path under which HTTP-01 challenges are
+// asked for (RFC 8555 §8.3).
+const acmeChallengePrefix = "/.well-known/acme-challenge/"
+
+// acmeManager is the autocert manager of one acme section.
+type acmeManager struct {
+	m    *autocert.Manager
+	http http.Handler // HTTP-01 answers
+	stop context.CancelFunc
+}
+
+// acmeManager returns the manager of a, made (and its certificates asked
+// for in the background) the first time. s.mu is held.
+func (s *Server) acmeManager(a *config.ACME) *acmeManager {
+	if am := s.acme[a.Key()]; am != nil {
+		return am
+	}
+	if s.acme == nil {
+		s.acme = map[string]*acmeManager{}
+	}
+	client := &acme.Client{DirectoryURL: a.Directory, UserAgent: "sluice"}
+	if a.CARoots != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: a.CARoots}
+		client.HTTPClient = &http.Client{Transport: t}
+	}
+	m := &autocert.Manager{
+		Prompt:     autocert.AcceptTOS,
+		Cache:      autocert.DirCache(a.Data),
+		HostPolicy: autocert.HostWhitelist(a.Domains...),
+		Email:      a.Email,
+		Client:     client,
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	am := &acmeManager{m: m, http: m.HTTPHandler(nil), stop: stop}
+	s.acme[a.Key()] = am
+	log := s.logger()
+	for _, d := range a.Domains {
+		go am.obtain(ctx, d, log.Info, log.Warn)
+	}
+	return am
+}
+
+// obtain asks for the certificate of domain until it has one or ctx is
+// done, so that the first client does not wait for the issuance: once
+// at once, then after a wait that doubles up to an hour.
+func (am *acmeManager) obtain(ctx context.Context, domain string, info, warn func(string, ...any)) {
+	hello := &tls.ClientHelloInfo{ // as a client that supports ECDSA: the certificate most get
+		ServerName:        domain,
+		CipherSuites:      []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
+		SignatureSchemes:  []tls.SignatureScheme{tls.ECDSAWithP256AndSHA256},
+		SupportedCurves:   []tls.CurveID{tls.CurveP256},
+		SupportedVersions: []uint16{tls.VersionTLS13, tls.VersionTLS12},
+	}
+	wait := 10 * time.Second
+	for {
+		cert, err := am.m.GetCertificate(hello) // bounded by autocert: 5 minutes
+		if err == nil {
+			info("certificate ready", "domain", domain, "expires", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		warn("cannot obtain a certificate; trying again", "domain", domain, "error", err, "in", wait.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Hour)
+	}
+}
+
+// pruneACME stops the background issuance of the managers of acme
+// sections cfg no longer has, and forgets them. s.mu is held.
+func (s *Server) pruneACME(cfg *config.Config) {
+	keep := map[string]bool{}
+	for _, o := range cfg.ListenOptions {
+		if o != nil && o.TLS != nil && o.TLS.ACME != nil {
+			keep[o.TLS.ACME.Key()] = true
+		}
+	}
+	for k, am := range s.acme {
+		if !keep[k] {
+			am.stop()
+			delete(s.acme, k)
+		}
+	}
+}
+
+// closeACME stops the managers' background issuance. s.mu is held.
+func (s *Server) closeACME() {
+	for _, am := range s.acme {
+		am.stop()
+	}
+}
+
+// acmeHTTP returns the HTTP-01 handlers of the acme sections of cfg,
+// making their managers if need be. s.mu is held.
+func (s *Server) acmeHTTP(cfg *config.Config) []http.Handler {
+	var hs []http.Handler
+	for _, a := range cfg.Listen {
+		if o := cfg.ListenOptions[a]; o != nil && o.TLS != nil && o.TLS.ACME != nil {
+			hs = append(hs, s.acmeManager(o.TLS.ACME).http)
+		}
+	}
+	return hs
+}
+
+// answerACMEChallenge answers r if it asks for an HTTP-01 challenge
+// token one of hs knows, and reports whether it did.
+func answerACMEChallenge(w engine.ResponseWriter, r *engine.Request, hs []http.Handler) bool {
+	if len(hs) == 0 || !strings.HasPrefix(string(r.Path), acmeChallengePrefix) || string(r.Method) != "GET" {
+		return false
+	}
+	req, err := http.NewRequest("GET", string(r.Path), nil)
+	if err != nil {
+		return false
+	}
+	req.Host = string(r.Host)
+	if h, _, err := net.SplitHostPort(req.Host); err == nil {
+		req.Host = h // the host policy compares names
+	}
+	for _, h := range hs {
+		rec := &tokenRecorder{header: http.Header{}, code: http.StatusOK}
+		h.ServeHTTP(rec, req)
+		if rec.code == http.StatusOK {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.WriteHeader(200)
+			w.Write(rec.body)
+			return true
+		}
+	}
+	return false
+}
+
+// tokenRecorder is the http.ResponseWriter autocert's HTTP-01 handler
+// answers into: a status and a short body (the key authorization).
+type tokenRecorder struct {
+	header http.Header
+	code   int
+	body   []byte
+}
+
+func (r *tokenRecorder) Header() http.Header  { return r.header }
+func (r *tokenRecorder) WriteHeader(code int) { r.code = code }
+func (r *tokenRecorder) Write(b []byte) (int, error) {
+	r.body = append(r.body, b...)
+	return len(b), nil
+}
+
+var errNoACME = errors.New("acme-tls/1 asked of a listener without tls.acme")
+
+// getACMECertificate is GetCertificate for a listener whose state is st:
+// from its manager if it has one. A TLS-ALPN-01 validation (a client
+// offering "acme-tls/1" alone) is refused by a listener without one.
+func getACMECertificate(st *listenState, hello *tls.ClientHelloInfo) (*tls.Certificate, bool, error) {
+	if st.acme != nil {
+		c, err := st.acme.m.GetCertificate(hello)
+		return c, true, err
+	}
+	if slices.Equal(hello.SupportedProtos, []string{acme.ALPNProto}) {
+		return nil, true, errNoACME
+	}
+	return nil, false, nil
+}
