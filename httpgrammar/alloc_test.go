@@ -17,3 +17,19 @@ func TestAllocs(t *testing.T) {
 		t.Errorf("Negotiate allocates %v times", n)
 	}
 }
+
+func TestNextFieldAllocs(t *testing.T) {
+	head := []byte("Host: a\r\nAccept: */*\r\n\r\n")
+	n := testing.AllocsPerRun(100, func() {
+		for pos := 0; ; {
+			name, _, next, err := NextField(head, pos, len(head), true)
+			if err != nil || name == nil {
+				break
+			}
+			pos = next
+		}
+	})
+	if n != 0 {
+		t.Errorf("NextField allocates %v times", n)
+	}
+}
