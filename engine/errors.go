@@ -99,6 +99,10 @@ func refusalOf(err error) error {
 		return errChunkSize
 	case httpgrammar.ErrChunkExt:
 		return errChunkExt
+	case httpgrammar.ErrChunkEnd:
+		return errChunkEnd
+	case httpgrammar.ErrChunkBareLF:
+		return errChunkBareLF
 	case httpgrammar.ErrIncomplete:
 		return errNeedMore
 	case httpgrammar.ErrSectionTooLarge:
