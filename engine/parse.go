@@ -374,10 +374,3 @@ func hasBareCR(partial []byte) bool {
 	i := bytes.IndexByte(partial, '\r')
 	return i >= 0 && i < len(partial)-1
 }
-
-func needMoreOrTooLarge(n int, lim *Limits) error {
-	if n >= lim.MaxHeaderBytes {
-		return errHeaderTooLarge
-	}
-	return errNeedMore
-}
