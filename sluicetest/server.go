@@ -5,7 +5,8 @@
 // request and read the whole answer, NeedTool finds an outside program a
 // test runs, WaitFor waits for a condition, and Buffer collects a log the
 // test reads while it is written. CA makes throwaway certificates for
-// tests that serve TLS.
+// tests that serve TLS. NetHosts (Linux, root) makes network namespaces
+// that stand for other machines, each with its own address.
 //
 // It imports "testing", so only tests may import it; the sluice binary
 // does not link it.
