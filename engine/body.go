@@ -12,14 +12,6 @@ import (
 // maxChunkLine bounds a chunk-size line with its extensions.
 const maxChunkLine = 4 << 10
 
-// Chunked decoding states.
-const (
-	chunkSize = iota
-	chunkData
-	chunkDataEnd
-	chunkTrailer
-)
-
 // bodyReader is Request.Body. It reads the body from the connection's
 // buffer first and the socket after, never past the end of the body, under
 // the body timeout and minimum rate (see bodyPace).
@@ -28,8 +20,8 @@ type bodyReader struct {
 	req     *Request
 	chunked bool
 	done    bool
-	state   int
-	left    int64 // bytes left in the body (length) or in the chunk (chunked)
+	chunk   httpgrammar.ChunkedDecoder
+	left    int64 // bytes left in the body (length)
 	read    int64 // chunked body bytes delivered, for the limit
 	limit   int64 // Limits.MaxBodyBytes, -1 for none
 	pace    bodyPace
@@ -174,81 +166,65 @@ func (b *bodyReader) tooLarge() error {
 	return b.err
 }
 
+// readChunked decodes the chunked body with httpgrammar's decoder, the
+// one the proxy decodes upstream responses with.
 func (b *bodyReader) readChunked(p []byte) (int, error) {
 	c := b.c
 	for {
-		switch b.state {
-		case chunkSize:
-			line, err := b.line(maxChunkLine, errChunkLine)
-			if err != nil {
-				return 0, err
-			}
-			size, err := parseChunkLine(line)
-			if err != nil {
-				return 0, b.fail(err)
-			}
-			if size == 0 {
-				b.state = chunkTrailer
-				continue
-			}
-			if b.limit >= 0 && b.read+size > b.limit {
-				return 0, b.tooLarge()
-			}
-			b.left, b.state = size, chunkData
-		case chunkData:
-			if int64(len(p)) > b.left {
-				p = p[:b.left]
+		switch b.chunk.State {
+		case httpgrammar.ChunkData:
+			if int64(len(p)) > b.chunk.Left {
+				p = p[:b.chunk.Left]
 			}
 			n, err := b.readData(p)
 			if err != nil {
 				return n, err
 			}
-			b.left -= int64(n)
+			b.chunk.Consumed(n)
 			b.read += int64(n)
-			if b.left == 0 {
-				b.state = chunkDataEnd
-			}
 			return n, nil
-		case chunkDataEnd:
-			for c.w-c.r < 2 {
-				if err := b.fill(); err != nil {
-					return 0, err
-				}
-			}
-			if c.rbuf[c.r] != '\r' || c.rbuf[c.r+1] != '\n' {
-				return 0, b.fail(errChunkEnd)
-			}
-			c.r += 2
-			b.state = chunkSize
-		case chunkTrailer:
+		case httpgrammar.ChunkTrailer:
 			if err := b.readTrailer(); err != nil {
 				return 0, err
 			}
 			b.done = true
 			return 0, io.EOF
 		}
+		sizeLine := b.chunk.State == httpgrammar.ChunkSizeLine
+		n, err := b.chunk.Frame(c.rbuf[c.r:c.w])
+		c.r += n
+		switch {
+		case err == httpgrammar.ErrIncomplete:
+			if sizeLine && c.w-c.r >= maxChunkLine {
+				return 0, b.fail(errChunkLine)
+			}
+			if err := b.fill(); err != nil {
+				return 0, err
+			}
+		case err != nil:
+			return 0, b.fail(refusalOf(err))
+		case sizeLine && b.chunk.State == httpgrammar.ChunkData:
+			if b.limit >= 0 && b.read+b.chunk.Left > b.limit {
+				return 0, b.tooLarge()
+			}
+		}
 	}
 }
 
 // line returns the next CRLF-terminated line from the buffer without its
-// CRLF, consuming it. The slice is valid until the next read. A bare LF or
-// CR is refused.
+// CRLF (httpgrammar.ChunkedLine), consuming it. The slice is valid until
+// the next read. A bare LF or CR is refused.
 func (b *bodyReader) line(max int, tooLong *ProtocolError) ([]byte, error) {
 	c := b.c
 	for {
-		if i := bytes.IndexByte(c.rbuf[c.r:c.w], '\n'); i >= 0 {
-			line := c.rbuf[c.r : c.r+i]
-			c.r += i + 1
-			if i == 0 || line[i-1] != '\r' {
-				return nil, b.fail(errChunkBareLF)
-			}
-			line = line[:i-1]
-			if bytes.IndexByte(line, '\r') >= 0 {
-				return nil, b.fail(errBareCR)
-			}
+		line, n, err := httpgrammar.ChunkedLine(c.rbuf[c.r:c.w])
+		c.r += n
+		switch {
+		case err == nil:
 			return line, nil
-		}
-		if c.w-c.r >= max {
+		case err != httpgrammar.ErrIncomplete:
+			return nil, b.fail(refusalOf(err))
+		case c.w-c.r >= max:
 			return nil, b.fail(tooLong)
 		}
 		if err := b.fill(); err != nil {
@@ -295,16 +271,6 @@ func (b *bodyReader) readTrailer() error {
 			Value: httpgrammar.TrimOWS(field[colon+1:]),
 		})
 	}
-}
-
-// parseChunkLine parses chunk-size [ chunk-ext ]
-// (httpgrammar.ParseChunkLine), answering a broken rule with its refusal.
-func parseChunkLine(line []byte) (int64, error) {
-	size, err := httpgrammar.ParseChunkLine(line)
-	if err != nil {
-		return 0, refusalOf(err)
-	}
-	return size, nil
 }
 
 // keepable is asked when the response head is composed while the body is
@@ -355,4 +321,14 @@ func (b *bodyReader) drain(scratch []byte) bool {
 		}
 	}
 	return false
+}
+
+// parseChunkLine parses chunk-size [ chunk-ext ]
+// (httpgrammar.ParseChunkLine), answering a broken rule with its refusal.
+func parseChunkLine(line []byte) (int64, error) {
+	size, err := httpgrammar.ParseChunkLine(line)
+	if err != nil {
+		return 0, refusalOf(err)
+	}
+	return size, nil
 }

@@ -99,6 +99,18 @@ func refusalOf(err error) error {
 		return errChunkSize
 	case httpgrammar.ErrChunkExt:
 		return errChunkExt
+	case httpgrammar.ErrChunkEnd:
+		return errChunkEnd
+	case httpgrammar.ErrChunkBareLF:
+		return errChunkBareLF
+	case httpgrammar.ErrIncomplete:
+		return errNeedMore
+	case httpgrammar.ErrSectionTooLarge:
+		return errHeaderTooLarge
+	case httpgrammar.ErrMixedEOL:
+		return errMixedEOL
+	case httpgrammar.ErrObsFold:
+		return errObsFold
 	}
 	return err
 }

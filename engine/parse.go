@@ -39,55 +39,18 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 	}
 
 	var h headFields
+	limit := start + lim.MaxHeaderBytes
 	for {
-		if pos >= len(buf) {
-			return 0, needMoreOrTooLarge(pos-start, lim)
-		}
-		if c := buf[pos]; c == '\n' || c == '\r' {
-			// The empty line that ends the head.
-			if c == '\r' {
-				if pos+1 >= len(buf) {
-					return 0, needMoreOrTooLarge(pos-start, lim)
-				}
-				if buf[pos+1] != '\n' {
-					return 0, errBareCR
-				}
-				pos++
-			}
-			if (c == '\r') != crlf {
-				return 0, errMixedEOL
-			}
-			pos++
-			break
-		} else if c == ' ' || c == '\t' {
-			// Obsolete line folding (RFC 9112 §5.2), or whitespace before
-			// the first field line (§2.2): refused without waiting for the
-			// rest of the line.
-			return 0, errObsFold
-		}
-		lf := bytes.IndexByte(buf[pos:], '\n')
-		if lf < 0 {
-			if hasBareCR(buf[pos:]) {
-				return 0, errBareCR
-			}
-			return 0, needMoreOrTooLarge(len(buf)-start, lim)
-		}
-		line := buf[pos : pos+lf]
-		pos += lf + 1
-		if pos-start > lim.MaxHeaderBytes {
-			return 0, errHeaderTooLarge
-		}
-		if hasCR := line[len(line)-1] == '\r'; hasCR != crlf {
-			if hasCR && len(line) > 1 && line[len(line)-2] == '\r' {
-				return 0, errBareCR // "\r\r\n"
-			}
-			return 0, errMixedEOL
-		} else if hasCR {
-			line = line[:len(line)-1]
-		}
-		name, value, err := splitFieldLine(line)
+		// The line scanner the proxy reads responses with, too: it
+		// refuses bare CR, obs-fold and mixed line ends, bounds the head
+		// at limit, and splits the field line (httpgrammar.SplitFieldLine).
+		name, value, next, err := httpgrammar.NextField(buf, pos, limit, crlf)
 		if err != nil {
-			return 0, err
+			return 0, refusalOf(err)
+		}
+		pos = next
+		if name == nil {
+			break
 		}
 		if len(req.Fields) >= lim.MaxHeaderCount {
 			return 0, errTooManyFields
@@ -126,9 +89,6 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 			return 0, err
 		}
 	}
-	if pos-start > lim.MaxHeaderBytes {
-		return 0, errHeaderTooLarge
-	}
 	err := h.apply(req)
 	if err != nil && err != errExpectation {
 		return 0, err
@@ -148,18 +108,6 @@ func skipEmptyLines(buf []byte) int {
 		pos++
 	}
 	return pos
-}
-
-// splitFieldLine splits a field line, without its line ending, into its
-// name and its value with the surrounding whitespace trimmed, and checks
-// both (httpgrammar.SplitFieldLine), answering a broken rule with its
-// refusal.
-func splitFieldLine(line []byte) (name, value []byte, err error) {
-	name, value, err = httpgrammar.SplitFieldLine(line)
-	if err != nil {
-		return nil, nil, refusalOf(err)
-	}
-	return name, value, nil
 }
 
 // parseRequestLine parses "method SP request-target SP HTTP-version"
@@ -425,11 +373,4 @@ func partialLineError(line []byte, lim *Limits) error {
 func hasBareCR(partial []byte) bool {
 	i := bytes.IndexByte(partial, '\r')
 	return i >= 0 && i < len(partial)-1
-}
-
-func needMoreOrTooLarge(n int, lim *Limits) error {
-	if n >= lim.MaxHeaderBytes {
-		return errHeaderTooLarge
-	}
-	return errNeedMore
 }

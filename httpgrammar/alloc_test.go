@@ -17,3 +17,34 @@ func TestAllocs(t *testing.T) {
 		t.Errorf("Negotiate allocates %v times", n)
 	}
 }
+
+func TestNextFieldAllocs(t *testing.T) {
+	head := []byte("Host: a\r\nAccept: */*\r\n\r\n")
+	n := testing.AllocsPerRun(100, func() {
+		for pos := 0; ; {
+			name, _, next, err := NextField(head, pos, len(head), true)
+			if err != nil || name == nil {
+				break
+			}
+			pos = next
+		}
+	})
+	if n != 0 {
+		t.Errorf("NextField allocates %v times", n)
+	}
+}
+
+func TestChunkedDecoderAllocs(t *testing.T) {
+	body := []byte("5\r\nhello\r\n0\r\n\r\n")
+	n := testing.AllocsPerRun(100, func() {
+		var d ChunkedDecoder
+		r, _ := d.Frame(body) // "5\r\n"
+		r += int(d.Left)
+		d.Consumed(int(d.Left))
+		n, _ := d.Frame(body[r:]) // "\r\n"
+		d.Frame(body[r+n:])       // "0\r\n"
+	})
+	if n != 0 {
+		t.Errorf("ChunkedDecoder allocates %v times", n)
+	}
+}

@@ -1,11 +1,11 @@
 // Package httpgrammar reads the syntax that HTTP header fields share (RFC
 // 9110 §5): tokens, field values, field lists, q-values, content
 // negotiation and the hop-by-hop fields, and the HTTP/1.1 framing rules
-// (RFC 9112: field lines, Content-Length, Transfer-Encoding, chunk
-// lines). It is the one place Sluice reads that syntax: the engine's
+// (RFC 9112: the header section, field lines, Content-Length,
+// Transfer-Encoding, the chunked coding). It is the one place Sluice reads that syntax: the engine's
 // request parser, the proxy's response parser, the router, the file
-// server, the components and the load generator all use it. It imports nothing,
-// allocates nothing, and takes field values as []byte (slices into a
+// server, the components and the load generator all use it. It imports
+// only the standard library's bytes, allocates nothing, and takes field values as []byte (slices into a
 // request's read buffer) or string alike.
 //
 // # Characters and tokens
@@ -43,6 +43,15 @@
 // same answer wherever Sluice negotiates.
 //
 // # Framing
+//
+// NextField walks the field lines of a header section in a buffer the
+// caller owns: line ends all CRLF or all bare LF, no bare CR, no obs-fold,
+// a size bound, each line split and checked by SplitFieldLine; the
+// engine's request parser and the proxy's response parser both read
+// their heads with it. ChunkedDecoder is the state machine of a chunked
+// body, without I/O: the caller feeds it its buffer's unread bytes and
+// reads the data itself; ChunkedLine is the CRLF rule of its chunk-size
+// and trailer lines. ErrIncomplete asks either for more bytes.
 //
 // SplitFieldLine splits and checks one field line; ParseContentLength
 // reads a Content-Length; TransferCodings judges a Transfer-Encoding list

@@ -43,3 +43,27 @@ func ExampleIsHopByHop() {
 	// x-trace true
 	// Accept false
 }
+
+// A parser walks the fields of a header section, its first line
+// having ended in CRLF, until the empty line that ends it.
+func ExampleNextField() {
+	buf := []byte("Host: example.com\r\nAccept: */*\r\n\r\nbody")
+	pos := 0
+	for {
+		name, value, next, err := httpgrammar.NextField(buf, pos, 1024, true)
+		if err != nil {
+			fmt.Println(err) // httpgrammar.ErrIncomplete: read more
+			return
+		}
+		pos = next
+		if name == nil {
+			break
+		}
+		fmt.Printf("%s=%s\n", name, value)
+	}
+	fmt.Printf("body %q\n", buf[pos:])
+	// Output:
+	// Host=example.com
+	// Accept=*/*
+	// body "body"
+}

@@ -92,22 +92,14 @@ const (
 	bodyClose   // until the upstream closes the connection
 )
 
-// Chunked decoding states.
-const (
-	chunkSize = iota
-	chunkData
-	chunkDataEnd
-	chunkTrailer
-)
-
 // bodyReader reads an upstream response body, decoded from its framing,
 // never past its end, so the connection can serve the next request. It
 // is not safe for concurrent use.
 type bodyReader struct {
 	c       *upConn
 	mode    int
-	left    int64 // bytes left in the body (length) or the chunk (chunked)
-	state   int
+	left    int64 // bytes left in the body (length)
+	chunk   httpgrammar.ChunkedDecoder
 	done    bool
 	err     error
 	trailer []field // copied: they outlive the buffer
@@ -130,16 +122,16 @@ func (b *bodyReader) ready() bool {
 	}
 	c := b.c
 	avail := c.buf[c.r:c.w]
-	if b.mode != bodyChunked || b.state == chunkData {
+	if b.mode != bodyChunked || b.chunk.State == httpgrammar.ChunkData {
 		return len(avail) > 0
 	}
-	switch b.state {
-	case chunkDataEnd:
+	switch b.chunk.State {
+	case httpgrammar.ChunkDataEnd:
 		if len(avail) < 2 {
 			return false
 		}
 		return chunkLineReady(avail[2:])
-	case chunkSize:
+	case httpgrammar.ChunkSizeLine:
 		return chunkLineReady(avail)
 	}
 	return trailerReady(avail)
@@ -237,59 +229,56 @@ func (b *bodyReader) readData(p []byte) (int, error) {
 	return n, nil
 }
 
+// readChunked decodes the chunked body with httpgrammar's decoder, the
+// one the engine decodes request bodies with.
 func (b *bodyReader) readChunked(p []byte) (int, error) {
 	c := b.c
 	for {
-		switch b.state {
-		case chunkSize:
-			line, err := b.line(maxChunkLine, errChunkLine)
-			if err != nil {
-				return 0, err
-			}
-			size, err := httpgrammar.ParseChunkLine(line)
-			if err != nil {
-				return 0, b.fail(grammarError(err))
-			}
-			if size == 0 {
-				b.state = chunkTrailer
-				continue
-			}
-			b.left, b.state = size, chunkData
-		case chunkData:
-			if int64(len(p)) > b.left {
-				p = p[:b.left]
+		switch b.chunk.State {
+		case httpgrammar.ChunkData:
+			if int64(len(p)) > b.chunk.Left {
+				p = p[:b.chunk.Left]
 			}
 			n, err := b.readData(p)
 			if err != nil {
-				if err == io.EOF {
-					err = io.ErrUnexpectedEOF
-				}
-				return n, b.fail(err)
+				return n, b.fail(eofUnexpected(err))
 			}
-			b.left -= int64(n)
-			if b.left == 0 {
-				b.state = chunkDataEnd
-			}
+			b.chunk.Consumed(n)
 			return n, nil
-		case chunkDataEnd:
-			for c.w-c.r < 2 {
-				if err := c.fill(len(c.buf)); err != nil {
-					return 0, b.fail(eofUnexpected(err))
-				}
-			}
-			if c.buf[c.r] != '\r' || c.buf[c.r+1] != '\n' {
-				return 0, b.fail(errChunkEnd)
-			}
-			c.r += 2
-			b.state = chunkSize
-		case chunkTrailer:
+		case httpgrammar.ChunkTrailer:
 			if err := b.readTrailer(); err != nil {
 				return 0, err
 			}
 			b.done = true
 			return 0, io.EOF
 		}
+		sizeLine := b.chunk.State == httpgrammar.ChunkSizeLine
+		n, err := b.chunk.Frame(c.buf[c.r:c.w])
+		c.r += n
+		switch {
+		case err == httpgrammar.ErrIncomplete:
+			if sizeLine && c.w-c.r >= maxChunkLine {
+				return 0, b.fail(errChunkLine)
+			}
+			if err := c.fill(len(c.buf)); err != nil {
+				return 0, b.fail(eofUnexpected(err))
+			}
+		case err != nil:
+			return 0, b.fail(chunkError(err))
+		}
 	}
+}
+
+// chunkError turns an error of httpgrammar's chunked decoding into a
+// refusal.
+func chunkError(err error) error {
+	switch err {
+	case httpgrammar.ErrChunkEnd:
+		return errChunkEnd
+	case httpgrammar.ErrChunkBareLF:
+		return errChunkBareLF
+	}
+	return grammarError(err)
 }
 
 func eofUnexpected(err error) error {
@@ -299,24 +288,20 @@ func eofUnexpected(err error) error {
 	return err
 }
 
-// line returns the next CRLF-terminated line without its CRLF, consuming
-// it; valid until the next read. A bare LF or CR is refused.
+// line returns the next CRLF-terminated line without its CRLF
+// (httpgrammar.ChunkedLine), consuming it; valid until the next read. A
+// bare LF or CR is refused.
 func (b *bodyReader) line(max int, tooLong error) ([]byte, error) {
 	c := b.c
 	for {
-		if i := bytes.IndexByte(c.buf[c.r:c.w], '\n'); i >= 0 {
-			line := c.buf[c.r : c.r+i]
-			c.r += i + 1
-			if i == 0 || line[i-1] != '\r' {
-				return nil, b.fail(errChunkBareLF)
-			}
-			line = line[:i-1]
-			if bytes.IndexByte(line, '\r') >= 0 {
-				return nil, b.fail(grammarError(httpgrammar.ErrBareCR))
-			}
+		line, n, err := httpgrammar.ChunkedLine(c.buf[c.r:c.w])
+		c.r += n
+		switch {
+		case err == nil:
 			return line, nil
-		}
-		if c.w-c.r >= max {
+		case err != httpgrammar.ErrIncomplete:
+			return nil, b.fail(chunkError(err))
+		case c.w-c.r >= max:
 			return nil, b.fail(tooLong)
 		}
 		if err := c.fill(len(c.buf)); err != nil {

@@ -7,9 +7,11 @@
 // # The upstream client
 //
 // Requests go upstream over HTTP/1.1 through a client of this package, on
-// the engine's grammar: field lines, Content-Length, Transfer-Encoding
-// and chunk lines are read by package httpgrammar, as the engine reads
-// requests, with the same strictness. Each upstream keeps a pool of
+// the engine's grammar: the header section (httpgrammar.NextField), field
+// lines, Content-Length, Transfer-Encoding and the chunked coding
+// (httpgrammar.ChunkedDecoder) are read by package httpgrammar, by the
+// same code the engine reads requests with; only the status line is the
+// proxy's own. Each upstream keeps a pool of
 // keep-alive connections (at most MaxIdleConns idle, each for at most
 // IdleTimeout; an idle one is checked to be still open before reuse) and
 // at most MaxConns connections in all.

@@ -69,13 +69,30 @@ func grammarError(err error) error {
 	return err
 }
 
+// scanError turns an error of httpgrammar.NextField into errNeedMore
+// or a refusal.
+func scanError(err error) error {
+	switch err {
+	case httpgrammar.ErrIncomplete:
+		return errNeedMore
+	case httpgrammar.ErrSectionTooLarge:
+		return errHeadTooLarge
+	case httpgrammar.ErrMixedEOL:
+		return errMixedEOL
+	case httpgrammar.ErrObsFold:
+		return errObsFold
+	}
+	return grammarError(err)
+}
+
 // errNeedMore reports that the buffer ends before the response head does.
 var errNeedMore = errors.New("proxy: incomplete response head")
 
 // parseResponseHead parses one response head at the start of buf into h
 // (reset first), as strictly as the engine parses a request head: the
-// same field-line rules (httpgrammar.SplitFieldLine), line ends all CRLF
-// or all bare LF, no obs-fold, no bare CR, at most maxBytes bytes and
+// same line scanner (httpgrammar.NextField) and field-line rules
+// (httpgrammar.SplitFieldLine): line ends all CRLF or all bare LF, no
+// obs-fold, no bare CR, at most maxBytes bytes and
 // maxFields fields; Content-Length and Transfer-Encoding judged as RFC
 // 9112 §6.3 says a message must be framed, every ambiguity refused. It
 // returns the length of the head, errNeedMore when buf ends before it
@@ -107,54 +124,19 @@ func parseResponseHead(buf []byte, h *responseHead, maxBytes, maxFields int) (in
 		connClose      bool
 		connKeep       bool
 	)
+	if pos > maxBytes {
+		return 0, errHeadTooLarge
+	}
 	for {
-		if pos > maxBytes {
-			return 0, errHeadTooLarge
-		}
-		if pos >= len(buf) {
-			return 0, errNeedMore
-		}
-		if c := buf[pos]; c == '\r' || c == '\n' {
-			if c == '\r' {
-				if pos+1 >= len(buf) {
-					return 0, errNeedMore
-				}
-				if buf[pos+1] != '\n' {
-					return 0, grammarError(httpgrammar.ErrBareCR)
-				}
-				pos++
-			}
-			if (c == '\r') != crlf {
-				return 0, errMixedEOL
-			}
-			pos++
-			break
-		} else if c == ' ' || c == '\t' {
-			return 0, errObsFold
-		}
-		lf := bytes.IndexByte(buf[pos:], '\n')
-		if lf < 0 {
-			if len(buf) > maxBytes {
-				return 0, errHeadTooLarge
-			}
-			if i := bytes.IndexByte(buf[pos:], '\r'); i >= 0 && pos+i < len(buf)-1 {
-				return 0, grammarError(httpgrammar.ErrBareCR)
-			}
-			return 0, errNeedMore
-		}
-		line := buf[pos : pos+lf]
-		pos += lf + 1
-		if hasCR := len(line) > 0 && line[len(line)-1] == '\r'; hasCR != crlf {
-			if hasCR && len(line) > 1 && line[len(line)-2] == '\r' {
-				return 0, grammarError(httpgrammar.ErrBareCR)
-			}
-			return 0, errMixedEOL
-		} else if hasCR {
-			line = line[:len(line)-1]
-		}
-		name, value, err := httpgrammar.SplitFieldLine(line)
+		// The engine's line scanner: the same refusals of bare CR,
+		// obs-fold and mixed line ends, the same bound.
+		name, value, next, err := httpgrammar.NextField(buf, pos, maxBytes, crlf)
 		if err != nil {
-			return 0, grammarError(err)
+			return 0, scanError(err)
+		}
+		pos = next
+		if name == nil {
+			break
 		}
 		if len(h.fields) >= maxFields {
 			return 0, errTooManyFields
@@ -187,9 +169,6 @@ func parseResponseHead(buf []byte, h *responseHead, maxBytes, maxFields int) (in
 				}
 			}
 		}
-	}
-	if pos > maxBytes {
-		return 0, errHeadTooLarge
 	}
 	if teSeen {
 		// RFC 9112 §6.3 lets a recipient let Transfer-Encoding override
