@@ -1,6 +1,7 @@
 package components
 
 import (
+	"os"
 	"sync"
 
 	"github.com/sluice-server/sluice/pipe"
@@ -73,6 +74,18 @@ func (w *countWriter) Write(p []byte) (int, error) {
 		w.fail()
 	}
 	return n, err
+}
+
+// SendFile implements pipe.FileWriter: the file goes on to the writer
+// beneath by reference, so a file served under count still goes out with
+// sendfile(2), and is counted whole once sent.
+func (w *countWriter) SendFile(f *os.File, offset, n int64) error {
+	if err := pipe.SendFile(w.next, f, offset, n); err != nil {
+		w.fail()
+		return err
+	}
+	w.stats.bytes.Add(uint64(n))
+	return nil
 }
 
 func (w *countWriter) Flush() error {

@@ -727,10 +727,9 @@ func (rec *logRec) recycle() {
 	logRecPool.Put(rec)
 }
 
-// SendFile sends n bytes of f through the writers beneath and counts
-// them. pipe.SendFile does not yet look for this method on filter
-// writers (it copies through Write instead); once it does, files served
-// under a log keep going out with sendfile(2).
+// SendFile implements pipe.FileWriter: it sends n bytes of f through the
+// writers beneath by reference and counts them, so files served under a
+// log keep going out with sendfile(2).
 func (rec *logRec) SendFile(f *os.File, offset, n int64) error {
 	err := pipe.SendFile(rec.next, f, offset, n)
 	if err == nil {
