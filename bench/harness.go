@@ -270,7 +270,10 @@ func (h *harness) build() error {
 		h.rep.Peers = append(h.rep.Peers, info)
 	}
 	if len(h.peers) == 0 {
-		return fmt.Errorf("no server to measure")
+		// haproxy, in the proxy scenario, is no peer of All.
+		if vs, _ := h.proxyVariants(); !h.has(report.Proxy) || len(vs) == 0 {
+			return fmt.Errorf("no server to measure")
+		}
 	}
 	return nil
 }
