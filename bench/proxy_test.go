@@ -157,7 +157,8 @@ func TestProxyPeers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := peers.Env{Dir: t.TempDir(), Host: "127.0.0.1", Port: port, NoFile: 4096,
+			// NoFile as the harness gives it: the hard limit.
+			env := peers.Env{Dir: t.TempDir(), Host: "127.0.0.1", Port: port, NoFile: raiseNofile(),
 				Upstream: upstream.Addr, IdleConns: proxyIdleConns}
 			addr := env.Addr()
 			if p.Name == "sluice-proxy" {
