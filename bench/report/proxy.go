@@ -110,16 +110,7 @@ func (w *writer) proxy() {
 				p.Of(func(s Sample) float64 { return s.ClientBusy }).Med, bytesf(p.Of(get("rss")).Med), errCell(p))
 		}
 		w.p("")
-		for _, srv := range servers {
-			if p, ok := w.point(t.sc, srv, x); ok {
-				for _, s := range p.Rounds {
-					if s.ErrorText != "" {
-						w.p("- %s, round %d: %s", srv, s.Round, s.ErrorText)
-					}
-				}
-			}
-		}
-		w.p("")
+		w.mixErrors(t.sc, servers, x)
 	}
 	w.proxyChecks(tools, x)
 }
