@@ -112,7 +112,40 @@ func (w *writer) proxy() {
 		w.p("")
 		w.mixErrors(t.sc, servers, x)
 	}
+	w.proxyDisturbed(tools, servers, x)
 	w.proxyChecks(tools, x)
+}
+
+// busyEnough is the share of a core, in percent, above which a run is
+// taken to have been limited by that core.
+const busyEnough = 80
+
+// proxyDisturbed lists the runs in which neither the proxy's core nor
+// the client's was busy: something else limited them (other processes
+// on the machine, or a proxy that waits), and their CPU per request,
+// measured below full load, does not compare with the rest.
+func (w *writer) proxyDisturbed(tools []proxyTool, servers []string, x float64) {
+	var lines []string
+	for _, t := range tools {
+		for _, srv := range servers {
+			p, ok := w.point(t.sc, srv, x)
+			if !ok {
+				continue
+			}
+			for _, s := range p.Rounds {
+				if busy := get("busy")(s); busy < busyEnough && s.ClientBusy < busyEnough {
+					lines = append(lines, fmt.Sprintf("- %s, %s, round %d: proxy core %.0f %% busy, client core %.0f %%", srv, t.name, s.Round, busy, s.ClientBusy))
+				}
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	w.p("In these runs neither core was busy above %d %%, so neither the proxy's CPU nor the client's limited the rate: other work on the machine took the cores, or the proxy waited on something else. Their CPU per request was measured below full load and does not compare with the others'; a rerun on an idle machine tells which.", busyEnough)
+	w.p("")
+	w.p("%s", strings.Join(lines, "\n"))
+	w.p("")
 }
 
 // proxyChecks writes the target as this run measured it: no
