@@ -11,8 +11,8 @@ import (
 type proxyTool struct{ name, sc string }
 
 // proxyTools returns the tools that ran in the proxy scenario: wrk first
-// (its figures are the ones to quote: from one core it loads a proxy
-// harder than the Go generator can), then sluicebench's generator.
+// (the reference, as in the other reports' keep-alive figures), then
+// sluicebench's generator.
 func (w *writer) proxyTools() []proxyTool {
 	var ts []proxyTool
 	for _, t := range []proxyTool{{"wrk", ProxyWrk}, {"sluicebench", Proxy}} {
@@ -71,7 +71,7 @@ func (w *writer) proxy() {
 	w.p("")
 	w.p("Every round starts each proxy afresh, checks that `GET /` through it returns the upstream's page byte for byte, warms it up for a second at %s connections, then loads it with sluicebench's generator and with `wrk -t1 -c%s -d%ds --latency`. "+
 		"**Server CPU-µs per proxied request** is the proxy's process tree alone (`/proc/PID/stat`). The upstream's own CPU per request, and the connections it accepted during each run (from nginx's `stub_status`; 0 when the proxy kept its pool), are shown apart. "+
-		"**Client core busy** is the load tool's and the upstream's CPU time over the run, on the core they share: near 100 %%, the client side limited the rate, and the proxy was measured below its full load (where a server spends more per request). wrk's figures are the ones to compare; the Go generator spends more per request and leaves the proxies less loaded.", thousands(x), thousands(x), max(int(w.rep.Duration.Seconds()), 1))
+		"**Client core busy** is the load tool's and the upstream's CPU time over the run, on the core they share: near 100 %%, the client side limited the rate, and the proxy was measured below its full load (where a server spends more per request). wrk is the reference, as in the other reports' keep-alive figures; the generator is a second client.", thousands(x), thousands(x), max(int(w.rep.Duration.Seconds()), 1))
 	w.p("")
 	var groups []string
 	var cpuVals, rpsVals [][]Stat

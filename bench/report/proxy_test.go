@@ -86,7 +86,7 @@ func TestWriteProxy(t *testing.T) {
 	if strings.Contains(md, "- sluice-proxy, wrk, round") || strings.Contains(md, "- nginx-proxy, wrk, round") {
 		t.Error("a run with its proxy's core 84 % busy or more is listed as limited by neither core")
 	}
-	// wrk's section comes first: its figures are the ones to compare.
+	// wrk's section comes first: it is the reference.
 	if i, j := strings.Index(md, "wrk, medians over rounds"), strings.Index(md, "sluicebench, medians over rounds"); i < 0 || j < i {
 		t.Errorf("wrk's table at %d, the generator's at %d: want wrk's first", i, j)
 	}
