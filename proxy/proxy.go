@@ -37,7 +37,7 @@ const (
 	DefaultConnectTimeout        = 5 * time.Second
 	DefaultResponseHeaderTimeout = 60 * time.Second
 	DefaultIdleTimeout           = 60 * time.Second
-	DefaultMaxIdleConns          = 32
+	DefaultMaxIdleConns          = 256
 	DefaultRetries               = 2
 	DefaultMaxHeaderBytes        = 32 << 10
 	DefaultMaxHeaderCount        = 256
@@ -75,7 +75,12 @@ type Options struct {
 	MaxConns int `yaml:"max_conns"`
 
 	// MaxIdleConns bounds the idle keep-alive connections kept per
-	// upstream (default 32; -1 keeps none).
+	// upstream (default 256; -1 keeps none). Requests beyond it in flight
+	// at once open connections that are closed after use: under load
+	// that is a connect and a close per request, which costs more than
+	// the request itself, so keep it above the requests usually in
+	// flight. An idle connection holds a socket on each side and a few
+	// hundred bytes here (its read buffer is pooled), until IdleTimeout.
 	MaxIdleConns int `yaml:"max_idle_conns"`
 
 	// ConnectTimeout bounds connecting to an upstream (default 5s).

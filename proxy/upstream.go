@@ -87,6 +87,7 @@ func (u *upstream) get(timeout time.Duration, fresh bool) (*upConn, error) {
 		u.mu.Unlock()
 		if c.r == c.w && (now.Sub(c.idleSince) < peekAfter || c.peek()) {
 			c.reused = true
+			c.buf = getReadBuf()
 			return c, nil
 		}
 		u.discard(c)
@@ -106,7 +107,7 @@ func (u *upstream) get(timeout time.Duration, fresh bool) (*upConn, error) {
 		u.mu.Unlock()
 		return nil, err
 	}
-	c := &upConn{nc: nc, up: u, buf: make([]byte, readBufSize)}
+	c := &upConn{nc: nc, up: u, buf: getReadBuf()}
 	c.bindRaw()
 	return c, nil
 }
@@ -115,9 +116,8 @@ func (u *upstream) get(timeout time.Duration, fresh bool) (*upConn, error) {
 // closes it when the pool has enough idle ones.
 func (u *upstream) put(c *upConn) {
 	c.r, c.w, c.got = 0, 0, 0
-	if len(c.buf) > readBufSize {
-		c.buf = c.buf[:readBufSize:readBufSize]
-	}
+	putReadBuf(c.buf)
+	c.buf = nil
 	now := time.Now()
 	c.idleSince = now
 	u.mu.Lock()
@@ -163,5 +163,20 @@ func (u *upstream) close() {
 	u.mu.Unlock()
 	for _, c := range idle {
 		c.nc.Close()
+	}
+}
+
+// readBufs holds the read buffers of connections between exchanges, so
+// that an idle connection costs its socket and a few hundred bytes, not
+// a buffer: a pool may keep many idle connections for a burst.
+var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+
+func getReadBuf() []byte { return readBufs.Get().(*[readBufSize]byte)[:] }
+
+// putReadBuf returns b to readBufs, unless a large response head grew it
+// past the standard size (that one is left to the collector).
+func putReadBuf(b []byte) {
+	if len(b) == readBufSize && cap(b) == readBufSize {
+		readBufs.Put((*[readBufSize]byte)(b))
 	}
 }
