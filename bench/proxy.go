@@ -26,6 +26,13 @@ import (
 // proxy has to dial the upstream during a run.
 const proxyIdleConns = 128
 
+// proxyRate is the fixed rate, in requests/s, the generator offers every
+// proxy in the open-loop run: the same load for all, below what the
+// client's core (generator and upstream) and a proxy's core sustain, so
+// that CPU per request is compared at equal load rather than each at
+// its own saturation.
+const proxyRate = 20000
+
 // proxyVariant is one proxy of the proxy scenario.
 type proxyVariant struct {
 	peer peers.Peer // Name is the variant's, e.g. sluice-proxy
@@ -72,7 +79,7 @@ func (h *harness) proxySteps() int {
 		return 0
 	}
 	vs, _ := h.proxyVariants()
-	return 2 * len(vs) * h.o.rounds
+	return 3 * len(vs) * h.o.rounds
 }
 
 // proxyScenario runs the proxy scenario: the upstream started once on
@@ -161,7 +168,8 @@ func (h *harness) startUpstream() (*peers.Server, error) {
 
 // proxyRound starts one proxy in front of up, checks that it answers the
 // upstream's page, warms it up (filling its pool), and measures it at
-// 100 keep-alive connections: sluicebench's generator, then wrk.
+// 100 keep-alive connections: sluicebench's generator, wrk, then the
+// generator again at the fixed rate proxyRate.
 func (h *harness) proxyRound(v proxyVariant, up *peers.Server, round int) {
 	tag := fmt.Sprintf("round %d/%d %s", round, h.o.rounds, v.peer.Name)
 	saved := h.env
@@ -185,14 +193,7 @@ func (h *harness) proxyRound(v proxyVariant, up *peers.Server, round int) {
 
 	h.step(tag, "proxy c=100")
 	h.proxyMeasure(srv, up, round, func() (report.Sample, clientRun, bool) {
-		var r0, r1 syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
-		start := time.Now()
-		s, ok := h.measureSample(srv, report.Proxy, round, kaConns, load.Config{Paths: []string{pathIndex}, Conns: kaConns, Duration: h.o.duration})
-		wall := time.Since(start)
-		syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-		cpu := time.Duration(r1.Utime.Nano()+r1.Stime.Nano()-r0.Utime.Nano()-r0.Stime.Nano()) * time.Nanosecond
-		return s, clientRun{cpu: cpu, wall: wall}, ok
+		return h.generatorSample(srv, report.Proxy, round, kaConns, load.Config{Paths: []string{pathIndex}, Conns: kaConns, Duration: h.o.duration})
 	})
 	if h.hasWrk() && srv.Alive() {
 		h.step(tag, "proxy wrk c=100")
@@ -200,6 +201,26 @@ func (h *harness) proxyRound(v proxyVariant, up *peers.Server, round int) {
 			return h.wrkSample(srv, report.ProxyWrk, round, kaConns)
 		})
 	}
+	if srv.Alive() {
+		h.step(tag, fmt.Sprintf("proxy %d req/s", proxyRate))
+		h.proxyMeasure(srv, up, round, func() (report.Sample, clientRun, bool) {
+			return h.generatorSample(srv, report.ProxyRate, round, proxyRate, load.Config{Paths: []string{pathIndex}, Conns: kaConns,
+				Rate: proxyRate, Duration: h.o.duration, Timeout: 2 * time.Second})
+		})
+	}
+}
+
+// generatorSample is measureSample, with the CPU and wall-clock time the
+// harness (the generator) spent.
+func (h *harness) generatorSample(srv *peers.Server, sc string, round int, x float64, cfg load.Config) (report.Sample, clientRun, bool) {
+	var r0, r1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+	start := time.Now()
+	s, ok := h.measureSample(srv, sc, round, x, cfg)
+	wall := time.Since(start)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+	cpu := time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
+	return s, clientRun{cpu: cpu, wall: wall}, ok
 }
 
 // proxyMeasure runs one measurement of srv with run, reading the

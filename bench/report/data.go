@@ -38,10 +38,13 @@ const (
 	// Proxy is the reverse-proxy scenario: the 151-byte page from one
 	// upstream (an nginx on the client's core) through each proxy
 	// (sluice-proxy, nginx-proxy, caddy-proxy, haproxy) at 100 keep-alive
-	// connections. Its samples are sluicebench's generator's; wrk's are
-	// of scenario ProxyWrk. X is the number of connections.
-	Proxy    = "proxy"
-	ProxyWrk = "proxy-wrk"
+	// connections. Its samples are sluicebench's generator's in a closed
+	// loop; wrk's are of scenario ProxyWrk (X for both: the number of
+	// connections), and the generator's at one fixed rate offered to
+	// every proxy, in an open loop, of ProxyRate (X: that rate).
+	Proxy     = "proxy"
+	ProxyWrk  = "proxy-wrk"
+	ProxyRate = "proxy-rate"
 
 	// Workers is the master–worker scenario: Sluice at 0, 1, 2, 10 and
 	// 100 workers, nginx at 1 and 2, Apache as Debian ships it. Its

@@ -23,12 +23,18 @@ func (w *writer) proxyTools() []proxyTool {
 	return ts
 }
 
+// proxyRateLabel names the fixed-rate run of the proxy scenario, at
+// rate requests/s.
+func proxyRateLabel(rate float64) string {
+	return "sluicebench at " + valueLabel(rate, false) + " req/s"
+}
+
 // proxyServers returns the proxies with samples of the proxy scenario,
 // in the order of the report's peers.
 func (w *writer) proxyServers() []string {
 	var names []string
 	for _, p := range w.rep.Peers {
-		if w.measured(Proxy, p.Name) || w.measured(ProxyWrk, p.Name) {
+		if w.measured(Proxy, p.Name) || w.measured(ProxyWrk, p.Name) || w.measured(ProxyRate, p.Name) {
 			names = append(names, p.Name)
 		}
 	}
@@ -50,7 +56,7 @@ func upstreamConnsCell(p Point) string {
 
 func (w *writer) proxy() {
 	tools := w.proxyTools()
-	if len(tools) == 0 {
+	if len(tools) == 0 && !w.ran(ProxyRate) {
 		return
 	}
 	servers := w.proxyServers()
@@ -69,7 +75,7 @@ func (w *writer) proxy() {
 		"Each proxy runs on the server core with one worker or thread: Sluice's `proxy` source (`sluice-proxy`), nginx's `proxy_pass` to an `upstream` block with `keepalive` (`nginx-proxy`), Caddy's `reverse_proxy` (`caddy-proxy`) and HAProxy in `mode http` with `http-reuse always`. "+
 		"Each keeps %s to the upstream, so that once warmed up none dials it during a run; each passes the client's Host on and names the client in X-Forwarded-For, -Proto and -Host; none logs requests (configurations under [Peers](#peers)).", cpu, pool)
 	w.p("")
-	w.p("Every round starts each proxy afresh, checks that `GET /` through it returns the upstream's page byte for byte, warms it up for a second at %s connections, then loads it with sluicebench's generator and with `wrk -t1 -c%s -d%ds --latency`. "+
+	w.p("Every round starts each proxy afresh, checks that `GET /` through it returns the upstream's page byte for byte, warms it up for a second at %s connections, then loads it with sluicebench's generator and with `wrk -t1 -c%s -d%ds --latency`, each as fast as the proxy answers, and with the generator at one fixed rate (below). "+
 		"**Server CPU-µs per proxied request** is the proxy's process tree alone (`/proc/PID/stat`). The upstream's own CPU per request, and the connections it accepted during each run (from nginx's `stub_status`; 0 when the proxy kept its pool), are shown apart. "+
 		"**Client core busy** is the load tool's and the upstream's CPU time over the run, on the core they share: near 100 %%, the client side limited the rate, and the proxy was measured below its full load (where a server spends more per request). wrk is the reference, as in the other reports' keep-alive figures; the generator is a second client.", thousands(x), thousands(x), max(int(w.rep.Duration.Seconds()), 1))
 	w.p("")
@@ -88,8 +94,21 @@ func (w *writer) proxy() {
 		}
 		cpuVals, rpsVals = append(cpuVals, c), append(rpsVals, r)
 	}
+	cpuGroups := groups
+	if rate := w.maxX(ProxyRate); rate > 0 {
+		cpuGroups = append(groups[:len(groups):len(groups)], proxyRateLabel(rate))
+		var c []Stat
+		for _, srv := range servers {
+			if p, ok := w.point(ProxyRate, srv, rate); ok {
+				c = append(c, p.Of(get("cpu")))
+			} else {
+				c = append(c, Stat{math.NaN(), math.NaN(), math.NaN()})
+			}
+		}
+		cpuVals = append(cpuVals, c)
+	}
 	err := barFigure(w.fig("proxy-cpu.png"), fmt.Sprintf("Server CPU-µs per proxied request: 151-byte page, %s keep-alive connections (lower is better)", thousands(x)),
-		"CPU-µs per request (proxy process tree, /proc/PID/stat)", servers, groups, cpuVals)
+		"CPU-µs per request (proxy process tree, /proc/PID/stat)", servers, cpuGroups, cpuVals)
 	w.figure("proxy-cpu.png", "proxy CPU-µs per proxied request", Proxy, err)
 	err = barFigure(w.fig("proxy-rps.png"), fmt.Sprintf("Proxied requests/s: 151-byte page, %s keep-alive connections", thousands(x)),
 		"requests/s", servers, groups, rpsVals)
@@ -112,8 +131,32 @@ func (w *writer) proxy() {
 		w.p("")
 		w.mixErrors(t.sc, servers, x)
 	}
+	w.proxyRate(servers)
 	w.proxyDisturbed(tools, servers, x)
 	w.proxyChecks(tools, x)
+}
+
+// proxyRate writes the fixed-rate run's table.
+func (w *writer) proxyRate(servers []string) {
+	rate := w.maxX(ProxyRate)
+	if rate == 0 {
+		return
+	}
+	w.p("%s: the generator offers every proxy the same %s requests/s (an open loop over the same connections; latency from each request's scheduled start; a request not answered within 2 s is an error), so that CPU per request is compared at equal load, below the saturation of either core, rather than each proxy at its own rate:", proxyRateLabel(rate), thousands(rate))
+	w.p("")
+	w.p("| proxy | answered req/s | server CPU-µs/req | server core busy | p50 / p99 ms | upstream conns opened | upstream CPU-µs/req | client core busy | RSS | errors |")
+	w.p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, srv := range servers {
+		p, ok := w.point(ProxyRate, srv, rate)
+		if !ok {
+			continue
+		}
+		w.p("| %s | %s | %s | %.0f %% | %s | %s | %s | %.0f %% | %s | %s |", srv, cell(p.Of(get("rps")), rps), cell(p.Of(get("cpu")), us),
+			p.Of(get("busy")).Med, latencyCell(p, true), upstreamConnsCell(p), us(p.Of(func(s Sample) float64 { return s.UpstreamCPUus }).Med),
+			p.Of(func(s Sample) float64 { return s.ClientBusy }).Med, bytesf(p.Of(get("rss")).Med), errCell(p))
+	}
+	w.p("")
+	w.mixErrors(ProxyRate, servers, rate)
 }
 
 // busyEnough is the share of a core, in percent, above which a run is
@@ -152,15 +195,26 @@ func (w *writer) proxyDisturbed(tools []proxyTool, servers []string, x float64) 
 // error through Sluice, and Sluice's CPU per proxied request no higher
 // than nginx's.
 func (w *writer) proxyChecks(tools []proxyTool, x float64) {
-	var rows []string
+	type run struct {
+		name, sc string
+		x        float64
+	}
+	var runs []run
 	for _, t := range tools {
-		sp, okS := w.point(t.sc, "sluice-proxy", x)
+		runs = append(runs, run{t.name, t.sc, x})
+	}
+	if rate := w.maxX(ProxyRate); rate > 0 {
+		runs = append(runs, run{proxyRateLabel(rate), ProxyRate, rate})
+	}
+	var rows []string
+	for _, t := range runs {
+		sp, okS := w.point(t.sc, "sluice-proxy", t.x)
 		if !okS {
 			continue
 		}
 		errs, total := sp.Errors()
 		rows = append(rows, fmt.Sprintf("| %s | errors through sluice-proxy | %s of %s | %s |", t.name, thousands(float64(errs)), thousands(float64(total)), verdict(errs == 0)))
-		if np, okN := w.point(t.sc, "nginx-proxy", x); okN {
+		if np, okN := w.point(t.sc, "nginx-proxy", t.x); okN {
 			s, n := sp.Of(get("cpu")).Med, np.Of(get("cpu")).Med
 			rows = append(rows, fmt.Sprintf("| %s | sluice-proxy's CPU-µs per proxied request ≤ nginx-proxy's | %s vs %s | %s |", t.name, us(s), us(n), verdict(s <= n)))
 		}
