@@ -87,7 +87,7 @@ bench-mix: build bench-deps
 		--servers sluice,nginx,nethttp --rounds 3 --duration 5s --out ../docs/benchmarks/mix
 
 ## bench-proxy: Sluice, nginx, Caddy and HAProxy as reverse proxies in front
-## of one upstream (report in docs/benchmarks/proxy/; about three minutes)
+## of one upstream (report in docs/benchmarks/proxy/; about four minutes)
 bench-proxy: build bench-deps
 	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios proxy \
 		--servers sluice,nginx,caddy,haproxy --rounds 3 --duration 5s --out ../docs/benchmarks/proxy
