@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"net"
+	"os"
 	"time"
 )
 
@@ -53,12 +54,19 @@ type tlsSocket struct {
 	peek bool
 }
 
-// Read implements net.Conn.
+// Read implements net.Conn. A read deadline's error is a net.Error that
+// is temporary, as crypto/tls needs to leave the connection usable after
+// it (see readTLSIdle): a socket in the runtime's poller reports it as an
+// *os.PathError, which is not one.
 func (s *tlsSocket) Read(p []byte) (int, error) {
 	if s.peek {
 		return 0, errWouldWait
 	}
-	return s.Conn.Read(p)
+	n, err := s.Conn.Read(p)
+	if _, ok := err.(net.Error); !ok && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &net.OpError{Op: "read", Net: "tcp", Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+	}
+	return n, err
 }
 
 // wouldWaitError is what a peeking tlsSocket reads: a temporary timeout,
