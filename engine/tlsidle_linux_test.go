@@ -85,6 +85,9 @@ func TestTLSIdleChild(t *testing.T) {
 	}
 	s := &Server{Limits: Limits{IdleTimeout: time.Hour, BusyIdleTimeout: time.Hour, MaxConns: n + 64}}
 	profile := os.Getenv(tlsIdleProfileEnv)
+	if profile != "" {
+		runtime.MemProfileRate = 512 // finer than the default, to see small objects
+	}
 	s.Handler = HandlerFunc(func(w ResponseWriter, r *Request) {
 		if string(r.Path) != "/stats" {
 			w.Write(r.Path)
@@ -100,7 +103,8 @@ func TestTLSIdleChild(t *testing.T) {
 				f.Close()
 			}
 		}
-		fmt.Fprintf(writerOnly{w}, "parked=%d heap=%d goroutines=%d", s.stats.parked.Load(), ms.HeapAlloc, runtime.NumGoroutine())
+		fmt.Fprintf(writerOnly{w}, "parked=%d heap=%d goroutines=%d stacks=%d", s.stats.parked.Load(), ms.HeapAlloc,
+			runtime.NumGoroutine(), ms.StackInuse)
 	})
 	cfg := &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, NextProtos: []string{"h2", "http/1.1"}}
 	fmt.Println(ln.Addr())
@@ -177,9 +181,9 @@ func (c *tlsIdleClient) get(path string, profile bool) (string, error) {
 	return string(body), nil
 }
 
-// tlsIdleStats asks the server for its stats on a connection of its own,
-// closed at once, and adds its resident set.
-func tlsIdleStats(t *testing.T, addr string, pid int, profile bool) c50kStats {
+// readTLSIdleStats asks the server for its stats on a connection of its
+// own, closed at once, and adds its resident set.
+func readTLSIdleStats(t *testing.T, addr string, pid int, profile bool) tlsIdleStats {
 	t.Helper()
 	c, err := dialTLSIdle(addr, nil, false)
 	if err != nil {
@@ -190,12 +194,18 @@ func tlsIdleStats(t *testing.T, addr string, pid int, profile bool) c50kStats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st c50kStats
-	if _, err := fmt.Sscanf(body, "parked=%d heap=%d goroutines=%d", &st.parked, &st.heap, &st.goroutines); err != nil {
+	var st tlsIdleStats
+	if _, err := fmt.Sscanf(body, "parked=%d heap=%d goroutines=%d stacks=%d", &st.parked, &st.heap, &st.goroutines, &st.stacks); err != nil {
 		t.Fatalf("stats %q: %v", body, err)
 	}
 	st.rss = procKB(t, fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
 	return st
+}
+
+// tlsIdleStats is what TestTLSIdleChild reports, and its resident set.
+type tlsIdleStats struct {
+	c50kStats
+	stacks int64 // goroutine stacks in use
 }
 
 // TestTLSIdleMemory holds tlsIdleEnv idle TLS connections (HTTP/1.1, or
@@ -216,7 +226,7 @@ func TestTLSIdleMemory(t *testing.T) {
 	}
 	addr, pid, stderr := startChild(t, "TestTLSIdleChild", "SLUICE_TLSIDLE_CHILD=1", tlsIdleEnv+"="+env,
 		tlsIdleProfileEnv+"="+os.Getenv(tlsIdleProfileEnv))
-	before := tlsIdleStats(t, addr, pid, false)
+	before := readTLSIdleStats(t, addr, pid, false)
 
 	clients := make([]*tlsIdleClient, n)
 	t.Cleanup(func() {
@@ -248,24 +258,25 @@ func TestTLSIdleMemory(t *testing.T) {
 
 	// HTTP/1.1 connections park after their first exchange; HTTP/2 ones
 	// wait on x/net's goroutines.
-	var idle c50kStats
+	var idle tlsIdleStats
 	deadline := time.Now().Add(2 * time.Minute)
-	for idle = tlsIdleStats(t, addr, pid, false); !h2 && idle.parked != int64(n); idle = tlsIdleStats(t, addr, pid, false) {
+	for idle = readTLSIdleStats(t, addr, pid, false); !h2 && idle.parked != int64(n); idle = readTLSIdleStats(t, addr, pid, false) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d connections parked", idle.parked, n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if os.Getenv(tlsIdleProfileEnv) != "" {
-		idle = tlsIdleStats(t, addr, pid, true)
+		idle = readTLSIdleStats(t, addr, pid, true)
 	}
 	proto := "HTTP/1.1"
 	if h2 {
 		proto = "HTTP/2"
 	}
-	t.Logf("%d idle TLS %s connections, %d parked: server heap %.0f B and resident set %.0f B per connection "+
-		"(heap %d → %d MB, RSS %d → %d MB), goroutines %d → %d",
-		n, proto, idle.parked, float64(idle.heap-before.heap)/float64(n), float64(idle.rss-before.rss)/float64(n),
+	perConn := func(a, b int64) float64 { return float64(b-a) / float64(n) }
+	t.Logf("%d idle TLS %s connections, %d parked: server heap %.0f B, goroutine stacks %.0f B and resident set %.0f B "+
+		"per connection (heap %d → %d MB, RSS %d → %d MB), goroutines %d → %d",
+		n, proto, idle.parked, perConn(before.heap, idle.heap), perConn(before.stacks, idle.stacks), perConn(before.rss, idle.rss),
 		before.heap>>20, idle.heap>>20, before.rss>>20, idle.rss>>20, before.goroutines, idle.goroutines)
 
 	// Every connection speaks again and is answered.
