@@ -45,7 +45,7 @@ import "time"
 //
 // A TLS connection parks too, by the socket beneath crypto/tls, when
 // crypto/tls holds no request bytes that the socket's readiness would
-// not report; it keeps crypto/tls's state while parked (about 6 KB, most
+// not report; it keeps crypto/tls's state while parked (about 7 KB, most
 // of it buffers and ciphers crypto/tls keeps for the connection's life),
 // and a runner that takes it over reads through crypto/tls. tlsidle.go
 // says how it looks at what crypto/tls holds and when it parks.
