@@ -116,6 +116,7 @@ func (s *Server) pruneACME(cfg *config.Config) {
 	for k, am := range s.acme {
 		if !keep[k] {
 			am.stop()
+			s.ocsp.release(am)
 			delete(s.acme, k)
 		}
 	}
@@ -192,8 +193,14 @@ func getACMECertificate(st *listenState, hello *tls.ClientHelloInfo) (*tls.Certi
 		c, err := st.acme.m.GetCertificate(hello)
 		return c, true, err
 	}
-	if slices.Equal(hello.SupportedProtos, []string{acme.ALPNProto}) {
+	if wantsTokenCert(hello) {
 		return nil, true, errNoACME
 	}
 	return nil, false, nil
+}
+
+// wantsTokenCert reports whether hello is an ACME validator's asking for
+// a TLS-ALPN-01 challenge certificate: "acme-tls/1" alone by ALPN.
+func wantsTokenCert(hello *tls.ClientHelloInfo) bool {
+	return slices.Equal(hello.SupportedProtos, []string{acme.ALPNProto})
 }

@@ -61,6 +61,11 @@
 // GetCertificate and HTTP-01 on every plain listener before its routes
 // and redirect.
 //
+// Certificates that name an OCSP responder and carry their issuer are
+// served with the responder's answer stapled (tls.Certificate.OCSPStaple),
+// fetched and refreshed in the background for as long as a config or an
+// acme section uses them; ocsp_stapling: false turns it off.
+//
 // # Driving it
 //
 // The lifecycle is a set of methods — Start, Reload, ReopenLogs,

@@ -93,6 +93,7 @@ type Server struct {
 	logConfig   config.Log              // the log section out and log were set up by
 	prevDefault *slog.Logger            // slog's default before SetSlogDefault
 	acme        map[string]*acmeManager // by config.ACME.Key, kept across reloads
+	ocsp        *ocspStapler            // the TLS listeners' OCSP staples
 
 	log atomic.Pointer[slog.Logger] // the config's log, once set up
 
@@ -114,6 +115,7 @@ func (s *Server) init() {
 		s.started = make(chan struct{})
 		s.stopped = make(chan struct{})
 		s.failed = make(chan error, 1)
+		s.ocsp = newOCSPStapler(slog.New(logHandler{s}))
 	})
 }
 
@@ -210,6 +212,7 @@ func (s *Server) Start() error {
 		if err := writePidFile(cfg.PidFile); err != nil {
 			log.Error("cannot write the pid file", "error", err)
 			s.closeListeners(opened)
+			s.ocsp.close()
 			s.sw.Close()
 			s.closeLog()
 			return err
@@ -219,6 +222,7 @@ func (s *Server) Start() error {
 	if err := s.switchUser(cfg); err != nil {
 		log.Error("cannot serve as the config's user", "error", err)
 		s.closeListeners(opened)
+		s.ocsp.close()
 		if s.pidFile != "" {
 			removePidFile(s.pidFile)
 			s.pidFile = ""
@@ -348,6 +352,7 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	close(s.stopped)
 	s.notify(NotifyStopping)
 	s.closeACME()
+	s.ocsp.close()
 	log := s.logger()
 	log.Info("shutting down", "grace", grace)
 	err := end(ctx)
