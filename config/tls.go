@@ -228,7 +228,6 @@ func (p *parser) tls(key, n *yaml.Node) *TLS {
 		}
 	}
 	if acme.key != nil {
-		p.acmeKey = acme.key
 		if cert != nil || keyFile != nil || list != nil {
 			p.errorf(acme.key, "tls: give acme, or certificates from files (cert and key, or certificates), not both")
 		}

@@ -79,6 +79,19 @@ type Server struct {
 	// reaches it. Shutdown restores the previous default.
 	SetSlogDefault bool
 
+	// ACMECacheOnly makes the listeners with tls.acme serve the
+	// certificates that another process obtains and renews into the
+	// section's data directory (an ACMEIssuer: a supervisor's master),
+	// rather than ask the authority themselves. A certificate is read
+	// from the directory at its first handshake and read again when its
+	// file changes (looked at once a second at most), so a renewal
+	// reaches the handshakes that follow; a handshake for a domain whose
+	// certificate is not there yet fails. Challenges are answered from
+	// the directory too (autocert keeps its HTTP-01 tokens and TLS-ALPN-01
+	// certificates there), so any process sharing it can answer the
+	// authority's validation of an order another started.
+	ACMECacheOnly bool
+
 	initOnce sync.Once
 	srv      *engine.Server
 	started  chan struct{} // closed when Start succeeds
