@@ -107,16 +107,34 @@ func keys(m map[int]*acmeConn) []int {
 // challenge from the shared data directory (TLS-ALPN-01 here, on
 // whichever worker the validator reaches) and serve the certificate;
 // the renewal, ordered once by the master, reaches every worker, while
-// the keep-alive connections made on the old certificate carry on.
+// the keep-alive connections made on the old certificate carry on. With
+// user: nobody the workers, which run as nobody, read what the master,
+// root, writes.
 func TestWorkersACME(t *testing.T) {
 	needWorkers(t)
+	for _, user := range []string{"", "nobody"} {
+		t.Run("user="+user, func(t *testing.T) {
+			dir := t.TempDir()
+			if user != "" {
+				nobody(t)
+				dir = sharedDir(t)
+			}
+			testWorkersACME(t, dir, user)
+		})
+	}
+}
+
+func testWorkersACME(t *testing.T, dir, user string) {
 	httpPort, tlsPort := sluicetest.FreePort(t), sluicetest.FreePort(t)
 	pebble := sluicetest.StartPebble(t, httpPort, tlsPort, 24*time.Second)
-	dir := t.TempDir()
 	file := filepath.Join(dir, "w.yaml")
+	userLine := ""
+	if user != "" {
+		userLine = "user: " + user + "\n"
+	}
 	writeConfig(t, file, fmt.Sprintf(`workers: 2
 health: {interval: 100ms, timeout: 2s}
-listen:
+%slisten:
   - 127.0.0.1:%d
   - address: 127.0.0.1:%d
     tls:
@@ -131,7 +149,7 @@ routes:
   - match: /
     pipeline:
       - text: hi
-`, httpPort, tlsPort, pebble.Directory, pebble.CAFile))
+`, userLine, httpPort, tlsPort, pebble.Directory, pebble.CAFile))
 	s := start(t, "serve", "-c", file)
 	s.waitLog(t, "workers ready", 1)
 	addr := fmt.Sprintf("127.0.0.1:%d", tlsPort)
