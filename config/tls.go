@@ -124,6 +124,9 @@ func (o *ListenOptions) explain() string {
 	case o.H2C:
 		parts = append(parts, "h2c")
 	}
+	if o.TLS != nil && o.TLS.NoOCSPStapling {
+		parts = append(parts, "no OCSP stapling")
+	}
 	if o.HSTS != nil {
 		parts = append(parts, "HSTS "+o.HSTS.Value())
 	}

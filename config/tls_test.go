@@ -101,6 +101,11 @@ func TestParseOCSPStapling(t *testing.T) {
 	if a, b, c := o[Address{"tcp", ":8443"}].TLS, o[Address{"tcp", ":8444"}].TLS, o[Address{"tcp", ":8445"}].TLS; a.NoOCSPStapling || !b.NoOCSPStapling || !c.NoOCSPStapling || c.ACME == nil {
 		t.Errorf("tls sections %+v, %+v, %+v", a, b, c)
 	}
+	var sb strings.Builder
+	cfg.Explain(&sb)
+	if got := sb.String(); strings.Count(got, "no OCSP stapling") != 2 {
+		t.Errorf("Explain does not say twice that stapling is off:\n%s", got)
+	}
 	_, err = parseString(t, dir, "listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key, ocsp_stapling: no}}"+tlsRoutes)
 	if err == nil || !strings.Contains(err.Error(), `test.yaml:1:87: tls.ocsp_stapling: want true or false, got "no"`) {
 		t.Errorf("ocsp_stapling: no: error %v", err)
