@@ -269,3 +269,27 @@ func TestOCSPStapler(t *testing.T) {
 		t.Errorf("closed: still stapling")
 	}
 }
+
+// An ACME certificate that names a responder is stapled too: here one a
+// worker (ACMECacheOnly) reads from the data directory, since pebble's
+// certificates, like Let's Encrypt's now, name none.
+func TestOCSPStaplingACME(t *testing.T) {
+	dir := t.TempDir()
+	ca := sluicetest.NewCA(t)
+	newOCSPResponder(t, ca)
+	writeCached(t, ca, filepath.Join(dir, "acme"), acmeDomain, acmeDomain)
+	file := filepath.Join(dir, "site.yaml")
+	writeFile(t, file, "listen:\n  - address: 127.0.0.1:0\n    tls: {acme: {domains: ["+acmeDomain+"], directory: \"https://127.0.0.1:1/dir\", data: acme}}\nroutes:\n  - match: /\n    pipeline:\n      - text: hi\n")
+	s, _ := newServer(t, fileLoad(file))
+	s.ACMECacheOnly = true
+	start(t, s)
+	sluicetest.WaitFor(t, "a stapled OCSP response", func() bool {
+		c, err := tls.Dial("tcp", onlyAddr(t, s).String(), ca.ClientConfig(acmeDomain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r, err := ocsp.ParseResponse(c.ConnectionState().OCSPResponse, ca.Cert)
+		return err == nil && r.Status == ocsp.Good
+	})
+}
