@@ -132,7 +132,8 @@ type forwarded struct{ host, xff, xfp, xfh string }
 // configured alike: GET / answers the upstream's page; the upstream gets
 // the client's Host and X-Forwarded-For, -Proto and -Host; and, once a
 // load at 10 keep-alive connections has filled its pool, a second load
-// opens no new connection to the upstream. Sluice's configuration is
+// of 2,000 requests opens fewer new connections to the upstream than it
+// has (none, but for a race at its start). Sluice's configuration is
 // loaded in this process; the others' programs are skipped when not
 // installed.
 func TestProxyPeers(t *testing.T) {
@@ -207,8 +208,12 @@ func TestProxyPeers(t *testing.T) {
 			if res.OK != cfg.Requests || res.Errors.Total() != 0 {
 				t.Errorf("second load: %d OK, errors %v (first: %v)", res.OK, res.Errors, res.FirstError)
 			}
-			if dials := upstream.Engine.Stats().Accepted - before; dials != 0 {
-				t.Errorf("the proxy opened %d new upstream connections for a load at 10 connections after one at 10: its pool did not keep them", dials)
+			// A connection of the first load's last requests may not be
+			// back in the pool yet when the second load starts, and be
+			// replaced by a new one; a pool that does not keep them
+			// opens hundreds (one per request past its size).
+			if dials := upstream.Engine.Stats().Accepted - before; dials >= uint64(cfg.Conns) {
+				t.Errorf("the proxy opened %d new upstream connections for a load at %d connections after one at %d: its pool did not keep them", dials, cfg.Conns, cfg.Conns)
 			}
 		})
 	}
