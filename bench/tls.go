@@ -100,9 +100,9 @@ func (h *harness) tlsScenario() error {
 
 // tlsRound starts p afresh with the run's certificate, checks that it
 // answers the page over HTTPS and HTTP/2, warms it up, and measures it:
-// wrk over TLS HTTP/1.1 keep-alive, h2load over HTTP/2, full handshakes
-// (sluicebench's client, no session cache) and resumed ones (h2load,
-// one request per connection).
+// wrk over TLS HTTP/1.1 keep-alive, h2load over HTTP/2, and
+// sluicebench's client opening a connection per request with full
+// handshakes (no session cache) and with resumed ones.
 func (h *harness) tlsRound(p peers.Peer, cert, key string, round int) {
 	tag := fmt.Sprintf("round %d/%d %s", round, h.o.rounds, p.Name)
 	saved := h.env
@@ -143,12 +143,11 @@ func (h *harness) tlsRound(p peers.Peer, cert, key string, round int) {
 	}
 	h.step(tag, "full handshakes")
 	if srv.Alive() {
-		h.handshakes(srv, round)
+		h.handshakes(srv, report.TLSFull, round, false)
 	}
 	h.step(tag, "resumed handshakes")
 	if srv.Alive() {
-		h.h2load(srv, report.TLSResumed, round, handshakeConns, "--h1", "-H", "Connection: close",
-			"-c"+strconv.Itoa(handshakeConns), "-t1", "-D", secs, url)
+		h.handshakes(srv, report.TLSResumed, round, true)
 	}
 }
 
@@ -257,26 +256,33 @@ func h2loadDur(out string, col int) float64 {
 	return wrkDur(" "+m[col+1], `\s(\S+)`)
 }
 
-// handshakes measures full TLS handshakes: handshakeConns connections
-// at a time, each a fresh handshake (no session cache: no resumption;
-// X25519 alone, the key share every peer's TLS library supports) and one
-// GET with Connection: close, for the run's duration.
-func (h *harness) handshakes(srv *peers.Server, round int) {
-	cfg := &tls.Config{InsecureSkipVerify: true, CurvePreferences: []tls.CurveID{tls.X25519}, NextProtos: []string{"http/1.1"}}
-	ctx, cancel := context.WithTimeout(h.ctx, h.o.duration)
+// handshakes measures new TLS connections: handshakeConns clients at
+// a time, each opening connection after connection for the run's
+// duration, with one GET (Connection: close) on each. With resume, each
+// client keeps the session of its last connection and offers it on the
+// next (a resumed handshake, if the server agrees); without, it keeps
+// none, and every handshake is a full one. The client offers X25519
+// alone, the key share every peer's TLS library takes.
+func (h *harness) handshakes(srv *peers.Server, sc string, round int, resume bool) {
+	end := time.Now().Add(h.o.duration)
+	ctx, cancel := context.WithDeadline(h.ctx, end)
 	defer cancel()
-	var ok, failed atomic.Int64
+	var ok, failed, resumed atomic.Int64
 	var firstErr atomic.Value
 	var lat load.Histogram // safe for concurrent use
 	u0, _ := srv.Usage()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range handshakeConns {
+		cfg := &tls.Config{InsecureSkipVerify: true, CurvePreferences: []tls.CurveID{tls.X25519}, NextProtos: []string{"http/1.1"}}
+		if resume {
+			cfg.ClientSessionCache = tls.NewLRUClientSessionCache(1)
+		}
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				err := tlsGet(ctx, srv.Env.Addr(), cfg, true)
-				if ctx.Err() != nil {
+				did, err := tlsGet(ctx, srv.Env.Addr(), cfg, true)
+				if !time.Now().Before(end) || ctx.Err() != nil {
 					return // cut off by the run's end: not counted
 				}
 				if err != nil {
@@ -285,6 +291,9 @@ func (h *harness) handshakes(srv *peers.Server, round int) {
 					continue
 				}
 				ok.Add(1)
+				if did {
+					resumed.Add(1)
+				}
 				lat.Record(time.Since(t0))
 			}
 		})
@@ -292,8 +301,8 @@ func (h *harness) handshakes(srv *peers.Server, round int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	u1, _ := srv.Usage()
-	s := report.Sample{Scenario: report.TLSFull, Server: srv.Peer.Name, Round: round, X: handshakeConns, Tool: "sluicebench",
-		RPS: float64(ok.Load()) / elapsed.Seconds(), OK: ok.Load(), Errors: failed.Load(), RSS: u1.RSS,
+	s := report.Sample{Scenario: sc, Server: srv.Peer.Name, Round: round, X: handshakeConns, Tool: "sluicebench",
+		RPS: float64(ok.Load()) / elapsed.Seconds(), OK: ok.Load(), Errors: failed.Load(), RSS: u1.RSS, Resumed: resumed.Load(),
 		P50ms: ms(lat.Quantile(0.5)), P99ms: ms(lat.Quantile(0.99)), MeanMs: ms(lat.Mean()), MaxMs: ms(lat.Max())}
 	if s.OK > 0 {
 		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(s.OK)
@@ -302,17 +311,20 @@ func (h *harness) handshakes(srv *peers.Server, round int) {
 		s.ErrorText = fmt.Sprintf("%d failed; first: %v", s.Errors, firstErr.Load())
 	}
 	h.add(s)
+	h.prog.logf("    %d of %d handshakes resumed a session", s.Resumed, s.OK)
 }
 
 // tlsGet opens a TLS connection to addr with cfg, sends GET /index.html
 // (with Connection: close if closing) and reads the whole answer, which
-// must be 200.
-func tlsGet(ctx context.Context, addr string, cfg *tls.Config, closing bool) error {
+// must be 200. It reports whether the handshake resumed a session.
+func tlsGet(ctx context.Context, addr string, cfg *tls.Config, closing bool) (resumed bool, err error) {
 	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return false, err
 	}
+	c := nc.(*tls.Conn)
+	resumed = c.ConnectionState().DidResume
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	hdr := ""
@@ -320,20 +332,20 @@ func tlsGet(ctx context.Context, addr string, cfg *tls.Config, closing bool) err
 		hdr = "Connection: close\r\n"
 	}
 	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", pathIndex, addr, hdr); err != nil {
-		return err
+		return resumed, err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		return err
+		return resumed, err
 	}
 	defer resp.Body.Close()
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
+		return resumed, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s answered %s", pathIndex, resp.Status)
+		return resumed, fmt.Errorf("GET %s answered %s", pathIndex, resp.Status)
 	}
-	return nil
+	return resumed, nil
 }
 
 // checkTLSGet makes one GET /index.html to addr over TLS with ALPN proto

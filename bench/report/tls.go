@@ -15,7 +15,7 @@ var tlsRuns = []tlsRun{
 	{"TLS HTTP/1.1 keep-alive (wrk)", TLSH1, "request"},
 	{"HTTP/2 (h2load -m10)", TLSH2, "request"},
 	{"full handshakes (sluicebench, no resumption)", TLSFull, "handshake"},
-	{"resumed handshakes (h2load --h1, Connection: close)", TLSResumed, "handshake"},
+	{"resumed handshakes (sluicebench, each client's last session offered)", TLSResumed, "handshake"},
 }
 
 // tlsServers returns the servers with samples of the tls scenario, in
@@ -45,6 +45,19 @@ func tlsLatency(p Point) string {
 	return "mean " + msf(p.Of(func(s Sample) float64 { return s.MeanMs }).Med) + " / max " + msf(p.Of(func(s Sample) float64 { return s.MaxMs }).Med)
 }
 
+// resumedCell is the share of a point's handshakes, over its rounds,
+// that resumed a session.
+func resumedCell(p Point) string {
+	var n, ok int64
+	for _, s := range p.Rounds {
+		n, ok = n+s.Resumed, ok+s.OK
+	}
+	if ok == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f %%", 100*float64(n)/float64(ok))
+}
+
 func (w *writer) tls() {
 	var runs []tlsRun
 	for _, r := range tlsRuns {
@@ -62,7 +75,7 @@ func (w *writer) tls() {
 		"Every round starts each server afresh, checks one HTTPS GET over HTTP/1.1 and one over HTTP/2, warms it up with h2load, then measures it four times: "+
 		"`wrk -t1 -c100 -d%[1]ds --latency` over TLS HTTP/1.1 keep-alive; `h2load -c100 -m10 -t1 -D %[1]d` over HTTP/2; "+
 		"**full handshakes**, sluicebench's client opening 50 connections at a time, each a new handshake with no session cache (so no resumption; X25519, the key share every server's TLS library takes) and one GET with `Connection: close`; "+
-		"and **resumed handshakes**, `h2load --h1 -c50 -H 'Connection: close'`, whose clients resume their first connection's session on every later one. "+
+		"and **resumed handshakes**, the same client keeping each connection's session and offering it on its next (the table counts those the server resumed). "+
 		"**Server CPU-µs** per request or per handshake is the growth of utime+stime of the server's process tree (`/proc/PID/stat`) over the run, divided by the requests answered. h2load gives no percentiles: its rows show the mean and maximum time per request.", max(int(w.rep.Duration.Seconds()), 1))
 	w.p("")
 
@@ -118,16 +131,23 @@ func (w *writer) tls() {
 		if r.unit == "handshake" {
 			per = "connections/s"
 		}
-		w.p("| server | %s | server CPU-µs/%s | server core busy | latency ms | RSS | errors |", per, r.unit)
-		w.p("|---|---:|---:|---:|---:|---:|---:|")
+		resumed, resumedHead := "", ""
+		if r.unit == "handshake" {
+			resumedHead = " resumed |"
+		}
+		w.p("| server | %s | server CPU-µs/%s | server core busy | latency ms |%s RSS | errors |", per, r.unit, resumedHead)
+		w.p("|---|---:|---:|---:|---:|%s---:|---:|", strings.Repeat("---:|", len(resumedHead)/len(" resumed |")))
 		x := w.maxX(r.sc)
 		for _, srv := range servers {
 			p, ok := w.point(r.sc, srv, x)
 			if !ok {
 				continue
 			}
-			w.p("| %s | %s | %s | %.0f %% | %s | %s | %s |", srv, cell(p.Of(get("rps")), rps), cell(p.Of(get("cpu")), us),
-				p.Of(get("busy")).Med, tlsLatency(p), bytesf(p.Of(get("rss")).Med), errCell(p))
+			if r.unit == "handshake" {
+				resumed = " " + resumedCell(p) + " |"
+			}
+			w.p("| %s | %s | %s | %.0f %% | %s |%s %s | %s |", srv, cell(p.Of(get("rps")), rps), cell(p.Of(get("cpu")), us),
+				p.Of(get("busy")).Med, tlsLatency(p), resumed, bytesf(p.Of(get("rss")).Med), errCell(p))
 		}
 		w.p("")
 		w.mixErrors(r.sc, servers, x)
