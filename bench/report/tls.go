@@ -7,15 +7,16 @@ import (
 )
 
 // tlsRun is one measurement of the tls scenario: its label in the
-// report, the scenario its samples carry, and what one unit is.
-type tlsRun struct{ label, sc, unit string }
+// report's tables and in its plots' legends, the scenario its samples
+// carry, and what one unit is.
+type tlsRun struct{ label, short, sc, unit string }
 
 // tlsRuns are the tls scenario's measurements, in the report's order.
 var tlsRuns = []tlsRun{
-	{"TLS HTTP/1.1 keep-alive (wrk)", TLSH1, "request"},
-	{"HTTP/2 (h2load -m10)", TLSH2, "request"},
-	{"full handshakes (sluicebench, no resumption)", TLSFull, "handshake"},
-	{"resumed handshakes (sluicebench, each client's last session offered)", TLSResumed, "handshake"},
+	{"TLS HTTP/1.1 keep-alive (wrk)", "TLS HTTP/1.1 (wrk)", TLSH1, "request"},
+	{"HTTP/2 (h2load -m10)", "HTTP/2 (h2load)", TLSH2, "request"},
+	{"full handshakes (sluicebench, no resumption)", "full", TLSFull, "handshake"},
+	{"resumed handshakes (sluicebench, each client's last session offered)", "resumed", TLSResumed, "handshake"},
 }
 
 // tlsServers returns the servers with samples of the tls scenario, in
@@ -85,7 +86,7 @@ func (w *writer) tls() {
 		if r.unit != "request" {
 			continue
 		}
-		groups = append(groups, r.label)
+		groups = append(groups, r.short)
 		var c []Stat
 		for _, srv := range servers {
 			if p, ok := w.point(r.sc, srv, w.maxX(r.sc)); ok {
@@ -97,7 +98,7 @@ func (w *writer) tls() {
 		vals = append(vals, c)
 	}
 	if len(groups) > 0 {
-		err := barFigure(w.fig("tls-cpu.png"), "Server CPU-µs per request over TLS: 151-byte page, 100 connections (lower is better)",
+		err := barFigure(w.fig("tls-cpu.png"), "Server CPU-µs per request over TLS (lower is better)",
 			"CPU-µs per request (server process tree, /proc/PID/stat)", servers, groups, vals)
 		w.figure("tls-cpu.png", "server CPU-µs per request over TLS HTTP/1.1 and HTTP/2", TLS, err)
 	}
@@ -107,7 +108,7 @@ func (w *writer) tls() {
 		if r.unit != "handshake" {
 			continue
 		}
-		hsGroups = append(hsGroups, r.label)
+		hsGroups = append(hsGroups, r.short)
 		var c []Stat
 		for _, srv := range servers {
 			if p, ok := w.point(r.sc, srv, w.maxX(r.sc)); ok {
@@ -119,7 +120,7 @@ func (w *writer) tls() {
 		hsVals = append(hsVals, c)
 	}
 	if len(hsGroups) > 0 {
-		err := barFigure(w.fig("tls-handshakes.png"), "New TLS connections per second, one request each",
+		err := barFigure(w.fig("tls-handshakes.png"), "New TLS connections/s (handshakes)",
 			"connections/s", servers, hsGroups, hsVals)
 		w.figure("tls-handshakes.png", "new TLS connections per second", TLS, err)
 	}
