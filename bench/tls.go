@@ -274,7 +274,7 @@ func (h *harness) handshakes(srv *peers.Server, sc string, round int, resume boo
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range handshakeConns {
-		cfg := &tls.Config{InsecureSkipVerify: true, CurvePreferences: []tls.CurveID{tls.X25519}, NextProtos: []string{"http/1.1"}}
+		cfg := fullHandshakeConfig()
 		if resume {
 			cfg.ClientSessionCache = tls.NewLRUClientSessionCache(1)
 		}
@@ -312,6 +312,14 @@ func (h *harness) handshakes(srv *peers.Server, sc string, round int, resume boo
 	}
 	h.add(s)
 	h.prog.logf("    %d of %d handshakes resumed a session", s.Resumed, s.OK)
+}
+
+// fullHandshakeConfig is the handshake runs' client configuration: no
+// session cache (every handshake a full one), X25519 alone (the key
+// share every peer's TLS library takes), HTTP/1.1 by ALPN; the
+// certificate is not verified (the run's own, self-signed).
+func fullHandshakeConfig() *tls.Config {
+	return &tls.Config{InsecureSkipVerify: true, CurvePreferences: []tls.CurveID{tls.X25519}, NextProtos: []string{"http/1.1"}}
 }
 
 // tlsGet opens a TLS connection to addr with cfg, sends GET /index.html
