@@ -76,11 +76,8 @@ func (i *ACMEIssuer) Issue(sections []*config.ACME, user, group string) error {
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(a.Data, 0o700); err != nil {
-				return fmt.Errorf("tls.acme.data: %w", err)
-			}
-			if err := os.Chown(a.Data, c.uid, c.gid); err != nil {
-				return fmt.Errorf("tls.acme.data: giving it to user %s: %w", user, err)
+			if err := giveACMEData(a, c); err != nil {
+				return err
 			}
 			cache = chownCache{autocert.DirCache(a.Data), c.uid, c.gid}
 		}
@@ -110,6 +107,19 @@ func (i *ACMEIssuer) Close() {
 	i.mu.Lock()
 	i.closed = true
 	i.mu.Unlock()
+}
+
+// giveACMEData makes a's data directory (0700, as autocert.DirCache
+// does) if it is missing and gives it to c's user and group, for a
+// process running as them to write and read its files.
+func giveACMEData(a *config.ACME, c *credentials) error {
+	if err := os.MkdirAll(a.Data, 0o700); err != nil {
+		return fmt.Errorf("tls.acme.data: %w", err)
+	}
+	if err := os.Chown(a.Data, c.uid, c.gid); err != nil {
+		return fmt.Errorf("tls.acme.data: giving it to user %s: %w", c.user, err)
+	}
+	return nil
 }
 
 // chownCache is a DirCache whose files are given to a user as they are
