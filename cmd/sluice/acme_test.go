@@ -2,13 +2,19 @@ package main_test
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"math/big"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -199,10 +205,44 @@ routes:
 // its certificates as nobody, once it has switched: the data directory,
 // made by root, is given to nobody, and the account key and the
 // certificates in it, the renewed one too, are nobody's, so the server
-// keeps reading and renewing them.
+// keeps reading and renewing them. A data directory an earlier run as
+// root left (its account key root's, 0600) is given to nobody too.
 func TestACMEUser(t *testing.T) {
 	u := nobody(t)
-	dir := sharedDir(t)
+	for _, rootsFiles := range []bool{false, true} {
+		t.Run(fmt.Sprintf("roots_files=%v", rootsFiles), func(t *testing.T) {
+			dir := sharedDir(t)
+			data := filepath.Join(dir, "acme")
+			if rootsFiles {
+				writeAccountKey(t, data)
+			}
+			testACMEUser(t, dir, u)
+		})
+	}
+}
+
+// writeAccountKey makes the data directory data, and in it an ACME
+// account key as autocert writes it, as root.
+func writeAccountKey(t *testing.T, data string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+	if err := os.WriteFile(filepath.Join(data, "acme_account+key"), pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testACMEUser(t *testing.T, dir string, u *user.User) {
 	httpPort, tlsPort := sluicetest.FreePort(t), sluicetest.FreePort(t)
 	pebble := sluicetest.StartPebble(t, httpPort, tlsPort, 12*time.Second)
 	file := filepath.Join(dir, "acme.yaml")
