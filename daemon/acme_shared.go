@@ -51,8 +51,8 @@ type ACMEIssuer struct {
 
 // Issue starts obtaining the certificates of the sections not being
 // obtained already. If user is not "" and this process runs as root,
-// the data directories and the files written into them are given to
-// user and group (the user's group if ""), so that processes running as
+// the data directories, the files already in them and those written
+// into them are given to user and group (the user's group if ""), so that processes running as
 // the user can read them.
 func (i *ACMEIssuer) Issue(sections []*config.ACME, user, group string) error {
 	i.mu.Lock()
