@@ -38,7 +38,11 @@
 // The request goes as received but for: the hop-by-hop fields (RFC 9110
 // §7.6.1: Connection, Keep-Alive, Proxy-Connection, TE,
 // Transfer-Encoding, Upgrade, and every field Connection names), which
-// are dropped both ways; Host, which is the client's, the upstream's or
+// are dropped both ways (but for a client's TE naming "trailers", sent
+// on as "TE: trailers", named in Connection, as RFC 9110 §10.1.4 asks
+// and net/http's ReverseProxy does, so that an upstream that sends
+// trailers only to those who take them, as gRPC servers do, sends
+// them); Host, which is the client's, the upstream's or
 // a fixed one (Options.Host); the target, with StripPrefix removed from
 // the canonical path; the client's identity, in X-Forwarded-For, -Proto
 // and -Host, or in an RFC 7239 Forwarded field (Options.Forwarded),
