@@ -77,8 +77,14 @@
 // by Connection) is sent upstream with its Upgrade field. If the
 // upstream answers 101, the client gets the 101 with the upstream's
 // Upgrade and end-to-end fields (pipe.Conn.Tunnel), and from then on the
-// bytes are relayed both ways unchanged, until either side closes. The
-// filters after the proxy see the 101 (headers may add fields to it,
+// bytes are relayed both ways unchanged, until either side closes, or
+// until no byte has crossed either way for TunnelIdleTimeout (1h by
+// default); then both connections are closed. (nginx closes a tunnel
+// after proxy_read_timeout, 60s, of silence from the upstream, which
+// ends quiet WebSockets that send no pings; Caddy sets no bound; an hour
+// of silence both ways is kinder to the first and still ends, in the
+// end, tunnels whose peer vanished without a word.) The filters after
+// the proxy see the 101 (headers may add fields to it,
 // log records it) but none of the relayed bytes. A 101 to a request
 // that did not ask is answered 502; an upstream that ignores the
 // Upgrade answers as usual.

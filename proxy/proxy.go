@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-server/sluice/clientaddr"
@@ -40,6 +41,7 @@ const (
 	DefaultRetries               = 2
 	DefaultMaxHeaderBytes        = 32 << 10
 	DefaultMaxHeaderCount        = 256
+	DefaultTunnelIdleTimeout     = time.Hour
 	expectContinueTimeout        = time.Second
 )
 
@@ -88,6 +90,13 @@ type Options struct {
 	// IdleTimeout is how long an idle keep-alive connection is kept for
 	// reuse (default 60s).
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+
+	// TunnelIdleTimeout closes a tunnel (a WebSocket, or any protocol
+	// an Upgrade switched to) once no byte has crossed it either way for
+	// this long (default 1h; -1 for no bound), so that a peer gone
+	// without a word does not hold two connections for ever. Traffic
+	// either way keeps it open.
+	TunnelIdleTimeout time.Duration `yaml:"tunnel_idle_timeout"`
 
 	// StripPrefix is removed from the start of the canonical path before
 	// it is sent upstream ("/api" sends /api/users as /users, /api as /);
@@ -153,6 +162,7 @@ type Proxy struct {
 	retries     int
 	connectTO   time.Duration
 	headerTO    time.Duration
+	tunnelIdle  time.Duration
 	stripPrefix string
 	host        string
 	forwarded   string
@@ -182,6 +192,7 @@ func New(opts Options) (*Proxy, error) {
 		retries:     orDefault(opts.Retries, DefaultRetries),
 		connectTO:   orDefault(opts.ConnectTimeout, DefaultConnectTimeout),
 		headerTO:    orDefault(opts.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
+		tunnelIdle:  orDefault(opts.TunnelIdleTimeout, DefaultTunnelIdleTimeout),
 		stripPrefix: strings.TrimSuffix(opts.StripPrefix, "/"),
 		host:        opts.Host,
 		forwarded:   opts.Forwarded,
@@ -735,7 +746,8 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 
 // tunnel passes a 101 (Switching Protocols) response in x on to the
 // client and relays bytes both ways, unchanged, until either side closes
-// its connection; then both are closed.
+// its connection or the tunnel is idle for tunnelIdle; then both are
+// closed.
 func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) error {
 	h := &x.head
 	var connBuf [maxConnectionFields][]byte
@@ -760,23 +772,61 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	// What the upstream sent after its 101, and the client after its
 	// request, go first.
 	fromUp := uc.buf[uc.r:uc.w]
+	t := &relay{idle: p.tunnelIdle}
+	t.last.Store(time.Now().UnixNano())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if _, err := client.Write(fromUp); err == nil {
-			io.Copy(client, uc.nc)
+			t.copy(client, uc.nc, uc.buf) // fromUp is sent: its buffer is free
 		}
 		client.Close()
 		uc.nc.Close()
 	}()
 	if _, err := uc.nc.Write(early); err == nil {
-		io.Copy(uc.nc, client)
+		t.copy(uc.nc, client, x.scratch)
 	}
 	client.Close()
 	uc.nc.Close()
 	<-done
 	uc.up.discard(uc)
 	return nil
+}
+
+// relay is a tunnel's two copies, which share its idle bound.
+type relay struct {
+	idle time.Duration // 0: no bound
+	last atomic.Int64  // when a byte last crossed, either way: unix nanoseconds
+}
+
+// copy copies from src to dst through buf until src ends or fails, dst
+// fails, or nothing crossed the tunnel either way for t.idle: the
+// read deadline of src is the idle bound from the last byte that
+// crossed, moved on when it expires if the other way was busy.
+func (t *relay) copy(dst, src net.Conn, buf []byte) {
+	if t.idle > 0 {
+		src.SetReadDeadline(time.Now().Add(t.idle))
+	}
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if t.idle > 0 {
+				t.last.Store(time.Now().UnixNano())
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if t.idle > 0 && isTimeout(err) {
+				if until := time.Unix(0, t.last.Load()).Add(t.idle); time.Until(until) > 0 {
+					src.SetReadDeadline(until)
+					continue
+				}
+			}
+			return
+		}
+	}
 }
 
 // passInterim passes the interim (1xx) response head in x on to the
