@@ -21,6 +21,8 @@ type upstream struct {
 
 	active atomic.Int64 // requests in flight, for least_conn and random_two
 	health *health      // shared with other Proxies naming it
+	index  int          // in its Proxy's upstreams
+	queue  *waitQueue   // its Proxy's; nil without one
 
 	mu       sync.Mutex
 	idle     []*upConn // most recently used last
@@ -90,15 +92,33 @@ func (u *upstream) get(timeout time.Duration) (*upConn, error) {
 	}
 	u.open++
 	u.mu.Unlock()
+	return u.dial(timeout)
+}
+
+// dial connects within timeout on a place among the open connections
+// already taken, which it gives back if it fails.
+func (u *upstream) dial(timeout time.Duration) (*upConn, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(context.Background(), u.network, u.addr)
 	if err != nil {
-		u.mu.Lock()
-		u.open--
-		u.mu.Unlock()
+		u.release()
 		return nil, err
 	}
 	return &upConn{nc: nc, up: u, buf: make([]byte, readBufSize)}, nil
+}
+
+// take readies the connection a waiting request was granted: c, if still
+// open, or a new one dialled on c's place (or on the place granted, when
+// c is nil).
+func (u *upstream) take(c *upConn, timeout time.Duration) (*upConn, error) {
+	if c != nil {
+		if c.alive() {
+			c.reused = true
+			return c, nil
+		}
+		c.nc.Close()
+	}
+	return u.dial(timeout)
 }
 
 // alive reports whether an idle connection can still take a request: the
@@ -115,11 +135,15 @@ func (c *upConn) alive() bool {
 }
 
 // put returns a connection whose exchange ended cleanly to the pool, or
-// closes it when the pool has enough idle ones.
+// closes it when the pool has enough idle ones. A request waiting for
+// the upstream gets it instead.
 func (u *upstream) put(c *upConn) {
 	c.r, c.w, c.got = 0, 0, 0
 	if len(c.buf) > readBufSize {
 		c.buf = c.buf[:readBufSize:readBufSize]
+	}
+	if u.queue.handOff(u, c) {
+		return
 	}
 	now := time.Now()
 	c.idleSince = now
@@ -140,6 +164,7 @@ func (u *upstream) put(c *upConn) {
 		u.open--
 	}
 	u.mu.Unlock()
+	u.queue.freed(u)
 	if !keep {
 		c.nc.Close()
 	}
@@ -151,9 +176,19 @@ func (u *upstream) put(c *upConn) {
 // discard closes a connection that cannot serve another request.
 func (u *upstream) discard(c *upConn) {
 	c.nc.Close()
+	u.release()
+}
+
+// release gives back a place among the open connections: to a request
+// waiting for one, or to the pool.
+func (u *upstream) release() {
+	if u.queue.handOff(u, nil) {
+		return
+	}
 	u.mu.Lock()
 	u.open--
 	u.mu.Unlock()
+	u.queue.freed(u)
 }
 
 // close closes the idle connections; those in use are closed as their
