@@ -135,3 +135,34 @@ func TestQueueTimeout(t *testing.T) {
 		t.Errorf("first request: %s", got)
 	}
 }
+
+// An upstream at max_conns is passed over for another without spending
+// a retry: with retries -1, a request whose upstream (by hash) is busy
+// is still served by the other, without waiting.
+func TestBusyUpstreamPassedOver(t *testing.T) {
+	url0, entered0, open0, _ := gatedUpstream(t)
+	url1, entered1, open1, _ := gatedUpstream(t)
+	srv, _ := front(t, Options{Upstreams: []string{url0, url1}, Policy: Hash, HashKey: "path", MaxConns: 1, Retries: -1, QueueTimeout: time.Hour})
+	first := getAsync(srv.URL + "/same")
+	other := entered1
+	select {
+	case <-entered0:
+	case <-entered1:
+		other = entered0
+	}
+	second := getAsync(srv.URL + "/same")
+	select {
+	case <-other:
+	case got := <-second:
+		open0()
+		open1()
+		t.Fatalf("with its upstream busy, the request was not sent to the other: %s", got)
+	}
+	open0()
+	open1()
+	for _, got := range []string{<-first, <-second} {
+		if got != "200 OK ok /same" {
+			t.Errorf("got %s", got)
+		}
+	}
+}
