@@ -207,14 +207,15 @@ func TestTunnelIdleTimeout(t *testing.T) {
 		up.waitClosed(t, "upstream")
 	})
 	t.Run("one way busy", func(t *testing.T) {
-		// The upstream stays silent for two idle bounds while the
-		// client talks; then it can still answer. (The bound is wide
-		// enough that only a stall of a second would upset the test.)
-		const idle = time.Second
+		// The upstream stays silent past its read's idle deadline while
+		// the client talks; then it can still answer. (The bound is
+		// wide enough that only a stall of seconds would upset the
+		// test.)
+		const idle = 2 * time.Second
 		ends := make(chan tunnelEnd, 1)
 		srv, _ := front(t, Options{Upstreams: []string{tunnelUpstream(t, ends)}, TunnelIdleTimeout: idle})
 		client, up := dialTunnel(t, srv, ends)
-		for start := time.Now(); time.Since(start) < 2*idle; time.Sleep(idle / 50) {
+		for start := time.Now(); time.Since(start) < idle*3/2; time.Sleep(idle / 100) {
 			client.send(t, up, "tick\n")
 		}
 		up.send(t, client, "still here\n")
