@@ -51,13 +51,41 @@ var http2Preface = []byte("PRI * HTTP/2.0\r\n")
 // whether GOAWAY was asked for (want) and sent (sent). It is apart from
 // conn to keep HTTP/1.x connections small.
 type http2State struct {
-	hs                *http.Server
+	hs                *http.Server // x/net's (http2XNet)
+	own               *h2Conn      // the engine's
 	ready, want, sent atomic.Bool
+}
+
+// http2XNet serves HTTP/2 with x/net's server instead of the engine's
+// (for benchmarks comparing the two).
+var http2XNet = false
+
+// serveOwnHTTP2 serves c with the engine's HTTP/2 server.
+func (c *conn) serveOwnHTTP2(pre []byte) {
+	s := c.srv
+	nc := &http2Conn{Conn: c.nc, srv: s, pre: pre}
+	h := newH2Conn(c, nc)
+	c.h2.Store(&http2State{own: h})
+	c.th.SetDeadline(h.lim.HeaderTimeout) // the preface and SETTINGS must come in time
+	c.th.MarkIdle()
+	s.mu.Lock()
+	s.h2conns[c] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.h2conns, c)
+		s.mu.Unlock()
+	}()
+	h.serve()
 }
 
 // serveHTTP2 serves c as HTTP/2 until the connection ends. pre holds the
 // bytes read already (an h2c client's preface and what followed it).
 func (c *conn) serveHTTP2(pre []byte) {
+	if !http2XNet {
+		c.serveOwnHTTP2(pre)
+		return
+	}
 	s := c.srv
 	lim := s.limits()
 	hs := &http.Server{
@@ -127,6 +155,10 @@ func (c *conn) goAway() {
 	}
 	h2.want.Store(true)
 	if !h2.ready.Load() || h2.sent.Swap(true) {
+		return
+	}
+	if h2.own != nil {
+		h2.own.goAwayGraceful()
 		return
 	}
 	// Shutdown runs x/net's graceful-shutdown hook on its own goroutine
