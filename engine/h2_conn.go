@@ -63,10 +63,10 @@ type h2Conn struct {
 	mu      sync.Mutex
 	cond    sync.Cond // signalled when windows open, output drains, or streams end
 	streams map[uint32]*h2Stream
-	running int          // handlers running, those of reset streams included
-	queued  []*h2Stream  // streams waiting for a handler slot
-	reset   [16]uint32   // streams the server reset recently: their late frames are dropped
-	resetAt int          // the next slot in reset
+	running int         // handlers running, those of reset streams included
+	queued  []*h2Stream // streams waiting for a handler slot
+	reset   [16]uint32  // streams the server reset recently: their late frames are dropped
+	resetAt int         // the next slot in reset
 	enc     *hpack.Encoder
 	encBuf  h2BlockBuf
 	sendWin int64  // the connection's send window
@@ -933,16 +933,16 @@ type h2Block struct {
 	wire      int // encoded bytes so far
 	size      int // decoded size, as SETTINGS_MAX_HEADER_LIST_SIZE counts it
 
-	arena                          []byte
-	fields                         []h2FieldRef
+	arena                           []byte
+	fields                          []h2FieldRef
 	method, scheme, path, authority [2]int
-	pseudo                         uint8
-	regular                        bool // a regular field came (no pseudo-header may follow)
-	host                           int  // index in fields of host, or -1
-	clSeen                         bool
-	cl                             int64
-	expectCont, expectOther        bool
-	malformed, tooBig, tooMany     bool
+	pseudo                          uint8
+	regular                         bool // a regular field came (no pseudo-header may follow)
+	host                            int  // index in fields of host, or -1
+	clSeen                          bool
+	cl                              int64
+	expectCont, expectOther         bool
+	malformed, tooBig, tooMany      bool
 }
 
 func (b *h2Block) begin(id uint32, endStream bool) {
@@ -974,7 +974,6 @@ func (b *h2Block) add(s string) [2]int {
 	b.arena = append(b.arena, s...)
 	return [2]int{start, len(b.arena)}
 }
-
 
 // errH2Malformed marks a malformed request (RFC 9113 §8.1.1): its stream
 // is reset with PROTOCOL_ERROR.
