@@ -666,11 +666,12 @@ func BenchmarkHTTP2(b *testing.B) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteString("Hello, world!\n")
 	})
-	for _, name := range []string{"h2c", "tls"} {
+	for _, name := range []string{"h2c", "tls", "xnet-h2c", "xnet-tls"} {
 		b.Run(name, func(b *testing.B) {
+			defer engine.SetHTTP2XNet(engine.SetHTTP2XNet(strings.HasPrefix(name, "xnet-")))
 			var ca *sluicetest.CA
 			scheme := "http"
-			if name == "tls" {
+			if strings.HasSuffix(name, "tls") {
 				ca, scheme = sluicetest.NewCA(b), "https"
 			}
 			ln, err := engine.Listen("tcp", "127.0.0.1:0")
