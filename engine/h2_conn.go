@@ -56,7 +56,6 @@ type h2Conn struct {
 	blk         h2Block // the header block being received
 	maxID       uint32  // the highest stream id the client opened
 	maxList     int     // SETTINGS_MAX_HEADER_LIST_SIZE the server sent
-	recvWin     int64   // what the client may still send on the connection
 	sawSettings bool
 	lingering   bool // the connection ends: frames are read and dropped until it closes
 
@@ -73,6 +72,7 @@ type h2Conn struct {
 	peerWin int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	peerMax int    // the client's SETTINGS_MAX_FRAME_SIZE
 	unacked int64  // body bytes consumed and not yet returned to the client's window
+	recvWin int64  // what the client may still send on the connection
 	wbuf    []byte // frames to write
 	spare   []byte // the other output buffer, while wbuf is written
 	writing bool   // a goroutine is writing
@@ -554,12 +554,12 @@ func (h *h2Conn) handleData(fh h2FrameHeader, p []byte) error {
 		return h2ConnError(h2ProtocolError)
 	}
 	n := int64(len(p)) // padding included: the whole payload is flow controlled (§6.9)
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if n > h.recvWin {
 		return h2ConnError(h2FlowControlError)
 	}
 	h.recvWin -= n
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	st := h.streams[fh.streamID]
 	if st == nil || st.remoteDone {
 		// Closed, or half-closed (remote): the bytes go back to the

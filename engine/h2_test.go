@@ -1,0 +1,231 @@
+//lint:file-ignore SA1019 the tests drive x/net/http2's client and Framer on purpose.
+
+package engine_test
+
+import (
+	"bytes"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// h2spec, the HTTP/2 conformance suite (RFC 9113 and RFC 7541), passes
+// every case against the server over TLS.
+func TestHTTP2Conformance(t *testing.T) {
+	h2spec := sluicetest.NeedTool(t, "h2spec", "go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible")
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteString("conformance\n")
+	}), engine.Limits{})
+	host, port, _ := strings.Cut(addr, ":")
+	out, err := exec.Command(h2spec, "-t", "-k", "-h", host, "-p", port, "-o", "5").CombinedOutput()
+	if err != nil {
+		t.Errorf("h2spec: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	t.Log(lines[len(lines)-1])
+}
+
+// rawH2 sends a HEADERS frame with fields (pseudo-header fields included)
+// on stream 1 and returns the first frame that answers it: RST_STREAM,
+// HEADERS or GOAWAY.
+func rawH2(t *testing.T, addr string, ca *sluicetest.CA, fields ...string) http2.Frame {
+	t.Helper()
+	h := dialH2(t, ca, addr)
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	for i := 0; i+1 < len(fields); i += 2 {
+		enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+	}
+	if err := h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: buf.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	var got http2.Frame
+	h.readUntil("the answer", func(f http2.Frame) bool {
+		switch f := f.(type) {
+		case *http2.RSTStreamFrame, *http2.GoAwayFrame:
+			got = f
+		case *http2.MetaHeadersFrame:
+			got = f
+		}
+		return got != nil
+	})
+	return got
+}
+
+// A malformed request (RFC 9113 §8.1.1) is reset with PROTOCOL_ERROR, not
+// answered: a connection-specific field, TE other than "trailers", an
+// uppercase name, a pseudo-header after a regular field, a missing or
+// repeated pseudo-header, :authority and Host that disagree.
+func TestHTTP2MalformedRequests(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, h2Describe, engine.Limits{})
+	get := []string{":method", "GET", ":scheme", "https", ":authority", "x", ":path", "/"}
+	for _, tt := range []struct {
+		name   string
+		fields []string
+	}{
+		{"connection field", append(get, "connection", "keep-alive")},
+		{"keep-alive field", append(get, "keep-alive", "timeout=5")},
+		{"TE gzip", append(get, "te", "gzip")},
+		{"uppercase name", append(get, "X-Upper", "1")},
+		{"pseudo after regular", []string{":method", "GET", ":scheme", "https", "x-a", "1", ":path", "/"}},
+		{"no :path", []string{":method", "GET", ":scheme", "https", ":authority", "x"}},
+		{"empty :path", []string{":method", "GET", ":scheme", "https", ":authority", "x", ":path", ""}},
+		{"two :method", append(get, ":method", "GET")},
+		{"unknown pseudo", append(get, ":status", "200")},
+		{"host disagrees", append(get, "host", "y")},
+		{"value with LF", append(get, "x-a", "1\n2")},
+		{"content-length without DATA", append(get, "content-length", "3")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := rawH2(t, addr, ca, tt.fields...)
+			rst, ok := f.(*http2.RSTStreamFrame)
+			if !ok || rst.ErrCode != http2.ErrCodeProtocol {
+				t.Errorf("answered %v, want RST_STREAM PROTOCOL_ERROR", f)
+			}
+		})
+	}
+	// TE: trailers is allowed, and the engine's target rules apply to
+	// :path as to a request line.
+	for _, tt := range []struct {
+		name, path, status string
+	}{
+		{"TE trailers", "/", "200"},
+		{"encoded slash", "/a%2fb", "400"},
+		{"above the root", "/../etc/passwd", "400"},
+		{"absolute form", "https://x/", "400"},
+		{"space", "/a b", "400"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := rawH2(t, addr, ca, ":method", "GET", ":scheme", "https", ":authority", "x", ":path", tt.path, "te", "trailers")
+			m, ok := f.(*http2.MetaHeadersFrame)
+			if !ok || m.PseudoValue("status") != tt.status {
+				t.Errorf("answered %v, want status %s", f, tt.status)
+			}
+		})
+	}
+}
+
+// A handler's trailer fields (Header.AddTrailer) are sent after the body
+// in a HEADERS frame that ends the stream, as Go's client reads them.
+func TestHTTP2ResponseTrailer(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.Header().Set("Trailer", "X-Digest")
+		w.WriteString("body")
+		w.Header().AddTrailer("X-Digest", "abc")
+	}), engine.Limits{})
+	resp, body := h2Get(t, h2Client(t, ca), "https://"+addr+"/")
+	if body != "body" || resp.Trailer.Get("X-Digest") != "abc" {
+		t.Errorf("body %q, trailer %v", body, resp.Trailer)
+	}
+}
+
+// A handler writing more than the client's flow-control window allows
+// waits for its WINDOW_UPDATE: the server sends no more DATA than the
+// window, and the rest once the client opens it.
+func TestHTTP2FlowControl(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	const size = 100000
+	done := make(chan error, 1)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		_, err := w.Write(bytes.Repeat([]byte("x"), size))
+		done <- err
+	}), engine.Limits{})
+	h := dialH2(t, ca, addr)
+	h.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1000})
+	h.get(1, "/")
+	got := 0
+	h.readUntil("1,000 bytes", func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok {
+			got += len(d.Data())
+		}
+		return got >= 1000
+	})
+	// The window is spent: nothing more comes until it opens. (A frame
+	// sent in error would arrive before the PING's acknowledgement.)
+	h.fr.WritePing(false, [8]byte{7})
+	h.readUntil("the PING's ACK", func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok {
+			got += len(d.Data())
+		}
+		p, ok := f.(*http2.PingFrame)
+		return ok && p.IsAck()
+	})
+	if got != 1000 {
+		t.Fatalf("%d bytes of DATA with a window of 1,000", got)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the handler's write returned (%v) before the window opened", err)
+	default:
+	}
+	h.fr.WriteWindowUpdate(1, size)
+	h.fr.WriteWindowUpdate(0, size)
+	h.readUntil("the rest", func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok {
+			got += len(d.Data())
+			return d.StreamEnded()
+		}
+		return false
+	})
+	if got != size {
+		t.Errorf("%d bytes in all, want %d", got, size)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("write: %v", err)
+	}
+}
+
+// A request body is flow controlled: the server opens the windows as the
+// handler reads, so a body far larger than the initial windows arrives
+// whole; DATA beyond the declared Content-Length resets the stream.
+func TestHTTP2RequestBody(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		w.WriteString(strconv.FormatInt(n, 10))
+		if err != nil {
+			w.WriteString(" " + err.Error())
+		}
+	}), engine.Limits{MaxBodyBytes: 8 << 20})
+	const size = 5 << 20
+	resp, err := h2Client(t, ca).Post("https://"+addr+"/", "application/octet-stream", bytes.NewReader(make([]byte, size)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != strconv.Itoa(size) {
+		t.Errorf("handler read %s, want %d", b, size)
+	}
+
+	h := dialH2(t, ca, addr)
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	for _, f := range []hpack.HeaderField{
+		{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
+		{Name: ":authority", Value: "x"}, {Name: ":path", Value: "/"}, {Name: "content-length", Value: "3"},
+	} {
+		enc.WriteField(f)
+	}
+	h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: buf.Bytes(), EndHeaders: true})
+	h.fr.WriteData(1, true, []byte("four"))
+	h.readUntil("the reset", func(f http2.Frame) bool {
+		rst, ok := f.(*http2.RSTStreamFrame)
+		if ok && (rst.StreamID != 1 || rst.ErrCode != http2.ErrCodeProtocol) {
+			t.Errorf("RST_STREAM %d %v, want 1 PROTOCOL_ERROR", rst.StreamID, rst.ErrCode)
+		}
+		return ok
+	})
+}
