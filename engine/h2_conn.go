@@ -305,7 +305,6 @@ func (h *h2Conn) flushLocked() {
 		h.mu.Unlock()
 		h.nc.SetWriteDeadline(time.Now().Add(h.lim.WriteTimeout))
 		_, err := h.nc.Write(b)
-		h.srv.stats.bytesWritten.Add(uint64(len(b)))
 		h.mu.Lock()
 		h.writing = false
 		h.control = 0

@@ -657,21 +657,19 @@ func TestHTTP2SettingsFlood(t *testing.T) {
 	}
 }
 
-// BenchmarkHTTP2 measures small GETs over one HTTP/2 connection through
-// the bridge (client and server in this process): cleartext (h2c), and
-// TLS. For the server's own CPU per request against nginx, use h2load
+// BenchmarkHTTP2 measures small GETs over one HTTP/2 connection (Go's
+// client and the server in this process): cleartext (h2c), and TLS. For the server's own CPU per request against nginx, use h2load
 // (docs/benchmarks/).
 func BenchmarkHTTP2(b *testing.B) {
 	hello := engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteString("Hello, world!\n")
 	})
-	for _, name := range []string{"h2c", "tls", "xnet-h2c", "xnet-tls"} {
+	for _, name := range []string{"h2c", "tls"} {
 		b.Run(name, func(b *testing.B) {
-			defer engine.SetHTTP2XNet(engine.SetHTTP2XNet(strings.HasPrefix(name, "xnet-")))
 			var ca *sluicetest.CA
 			scheme := "http"
-			if strings.HasSuffix(name, "tls") {
+			if name == "tls" {
 				ca, scheme = sluicetest.NewCA(b), "https"
 			}
 			ln, err := engine.Listen("tcp", "127.0.0.1:0")
