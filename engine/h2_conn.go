@@ -68,20 +68,21 @@ type h2Conn struct {
 	resetAt int         // the next slot in reset
 	enc     *hpack.Encoder
 	encBuf  h2BlockBuf
-	sendWin int64  // the connection's send window
-	peerWin int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
-	peerMax int    // the client's SETTINGS_MAX_FRAME_SIZE
-	unacked int64  // body bytes consumed and not yet returned to the client's window
-	recvWin int64  // what the client may still send on the connection
-	wbuf    []byte // frames to write
-	spare   []byte // the other output buffer, while wbuf is written
-	writing bool   // a goroutine is writing
-	control int    // control frames queued since the last write ended
-	ackDue  bool   // a SETTINGS ACK is in wbuf
-	werr    error  // the connection failed: nothing more is written
-	goAway  bool   // GOAWAY sent: no new streams
-	lastID  uint32 // the last stream id GOAWAY said would be served
-	closing bool   // the connection closes once its streams end
+	sendWin int64      // the connection's send window
+	peerWin int64      // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMax int        // the client's SETTINGS_MAX_FRAME_SIZE
+	unacked int64      // body bytes consumed and not yet returned to the client's window
+	recvWin int64      // what the client may still send on the connection
+	wbuf    []byte     // frames to write
+	spare   []byte     // the other output buffer, while wbuf is written
+	boxes   [2]*[]byte // from h2OutPool while the connection is busy
+	writing bool       // a goroutine is writing
+	control int        // control frames queued since the last write ended
+	ackDue  bool       // a SETTINGS ACK is in wbuf
+	werr    error      // the connection failed: nothing more is written
+	goAway  bool       // GOAWAY sent: no new streams
+	lastID  uint32     // the last stream id GOAWAY said would be served
+	closing bool       // the connection closes once its streams end
 
 	lastLen     int64 // the last Content-Length sent, and its text
 	lastLenText string
@@ -217,6 +218,7 @@ func (h *h2Conn) setIdleLocked() {
 		}
 	} else {
 		h.c.th.Clear()
+		h.takeBuffers()
 	}
 }
 
@@ -316,9 +318,36 @@ func (h *h2Conn) flushLocked() {
 		}
 		h.cond.Broadcast()
 	}
-	if len(h.wbuf) == 0 && !h.writing && h.idle {
-		h.wbuf, h.spare = nil, nil // an idle connection keeps no output buffers
+	if len(h.wbuf) == 0 && !h.writing && h.idle && h.boxes[0] != nil {
+		// An idle connection keeps no output buffers.
+		for i, b := range [2][]byte{h.wbuf, h.spare} {
+			if cap(b) == 0 || cap(b) > h2MaxBuffered {
+				b = make([]byte, 0, h2OutBufStart)
+			}
+			*h.boxes[i] = b[:0]
+			h2OutPool.Put(h.boxes[i])
+			h.boxes[i] = nil
+		}
+		h.wbuf, h.spare = nil, nil
 	}
+}
+
+// h2OutBufStart is the capacity of a pooled output buffer.
+const h2OutBufStart = 16 << 10
+
+var h2OutPool = sync.Pool{New: func() any { b := make([]byte, 0, h2OutBufStart); return &b }}
+
+// takeBuffers gives a connection that stops being idle its two output
+// buffers from the pool.
+func (h *h2Conn) takeBuffers() {
+	if h.boxes[0] != nil || h.writing {
+		return
+	}
+	for i := range h.boxes {
+		h.boxes[i] = h2OutPool.Get().(*[]byte)
+	}
+	h.wbuf = append(*h.boxes[0], h.wbuf...)
+	h.spare = *h.boxes[1]
 }
 
 // failLocked ends the connection after a write failed: every stream's
@@ -755,6 +784,9 @@ func (h *h2Conn) endBlock() error {
 		return h.trailer(st)
 	}
 	if id <= h.maxID {
+		if h.wasReset(id) {
+			return nil // the trailer of a stream the server reset: in flight
+		}
 		// §5.1.1: a stream id not above every one opened before.
 		return h2ConnError(h2ProtocolError)
 	}
