@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/sluice-server/sluice/httpgrammar"
@@ -28,10 +29,21 @@ type upConn struct {
 	buf  []byte
 	r, w int
 
-	peek      [1]byte   // alive's read, kept off the heap
 	got       int64     // response bytes read since the request was sent
 	idleSince time.Time // when it was put in the pool
-	reused    bool      // served a request before this one
+	reused    bool      // taken from the pool: it served a request before
+
+	// writeDeadline: a write deadline is set (see Proxy.startBody,
+	// which may leave a read deadline in place for the next exchange to
+	// replace, but never a write deadline).
+	writeDeadline bool
+
+	// The socket's own system calls (rawread_unix.go), bound once: rc
+	// is nil where there are none.
+	rc        syscall.RawConn
+	peekFn    func(fd uintptr)
+	peekBuf   [1]byte
+	peekClean bool
 }
 
 // fill reads more bytes into the buffer, moving unread bytes to its start

@@ -13,8 +13,12 @@
 // same code the engine reads requests with; only the status line is the
 // proxy's own. Each upstream keeps a pool of
 // keep-alive connections (at most MaxIdleConns idle, each for at most
-// IdleTimeout; an idle one is checked to be still open before reuse) and
-// at most MaxConns connections in all.
+// IdleTimeout) and at most MaxConns connections in all. A connection
+// idle for more than a second is checked to be still open before reuse
+// (one non-blocking peek); one reused sooner is trusted, and if it
+// proves closed before any response byte came, an idempotent request
+// without a body is sent again on a new connection to the same upstream,
+// which counts neither as a retry nor against the upstream's health.
 //
 // # Strict on the upstream side
 //

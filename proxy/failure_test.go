@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -184,5 +185,117 @@ func TestIdleTimeout(t *testing.T) {
 		if n := conns.Load(); n != c.wantNew || open != 1 {
 			t.Errorf("idle_timeout %v: %d connections made, %d open; want %d, 1", c.idle, n, open, c.wantNew)
 		}
+	}
+}
+
+// An idle connection the upstream closed (its own idle timeout, say) is
+// not used again: a POST, which must not be sent twice, is sent on a new
+// connection when the peek finds the old one closed; a GET sent on it
+// unpeeked (within peekAfter) is sent again on a new one. Either way the
+// client gets its answer, and the upstream is not marked down.
+func TestStaleIdleConnectionNotUsed(t *testing.T) {
+	for _, c := range []struct {
+		peekAfter time.Duration
+		method    string
+	}{{0, "POST"}, {time.Hour, "GET"}} {
+		t.Run(c.method, func(t *testing.T) {
+			defer func(d time.Duration) { peekAfter = d }(peekAfter)
+			peekAfter = c.peekAfter
+			testStaleIdleConnection(t, c.method)
+		})
+	}
+}
+
+func testStaleIdleConnection(t *testing.T, method string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{}, 10)
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				// One exchange, answered as keep-alive, then the
+				// connection is closed as an idle timeout would.
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err == nil {
+					io.Copy(io.Discard, req.Body)
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+				c.Close()
+				closed <- struct{}{}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	srv, _ := front(t, Options{Upstreams: []string{"http://" + ln.Addr().String()},
+		Passive: PassiveHealth{Failures: 1}})
+	for i := range 3 {
+		var body io.Reader
+		if method == "POST" {
+			body = strings.NewReader("body")
+		}
+		req, _ := http.NewRequest(method, srv.URL+"/", body)
+		resp, err := sluicetest.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d (%s) after the upstream closed its idle connection: %d %q", i, method, resp.StatusCode, b)
+		}
+		<-closed // the FIN is on its way before the next request
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections made, want 3", n)
+	}
+}
+
+// Deadlines set for one exchange do not outlive it: after a POST (whose
+// body write had a deadline) and a GET (whose whole response came with
+// its head) on one pooled connection, both deadlines long past, the next
+// requests still go through on that connection.
+func TestDeadlinesNotLeftForNextExchange(t *testing.T) {
+	var conns atomic.Int64
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	const timeout = 20 * time.Millisecond
+	srv, _ := front(t, Options{Upstreams: []string{up.URL}, ResponseHeaderTimeout: timeout})
+	for i, method := range []string{"POST", "GET", "GET", "POST", "POST"} {
+		var body io.Reader
+		if method == "POST" {
+			body = strings.NewReader("body")
+		}
+		req, _ := http.NewRequest(method, srv.URL+"/", body)
+		resp, err := sluicetest.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d (%s): %d %q", i, method, resp.StatusCode, b)
+		}
+		time.Sleep(2 * timeout) // this exchange's deadlines pass
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d upstream connections, want 1", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,7 +37,7 @@ const (
 	DefaultConnectTimeout        = 5 * time.Second
 	DefaultResponseHeaderTimeout = 60 * time.Second
 	DefaultIdleTimeout           = 60 * time.Second
-	DefaultMaxIdleConns          = 32
+	DefaultMaxIdleConns          = 256
 	DefaultRetries               = 2
 	DefaultMaxHeaderBytes        = 32 << 10
 	DefaultMaxHeaderCount        = 256
@@ -74,7 +75,12 @@ type Options struct {
 	MaxConns int `yaml:"max_conns"`
 
 	// MaxIdleConns bounds the idle keep-alive connections kept per
-	// upstream (default 32; -1 keeps none).
+	// upstream (default 256; -1 keeps none). Requests beyond it in flight
+	// at once open connections that are closed after use: under load
+	// that is a connect and a close per request, which costs more than
+	// the request itself, so keep it above the requests usually in
+	// flight. An idle connection holds a socket on each side and a few
+	// hundred bytes here (its read buffer is pooled), until IdleTimeout.
 	MaxIdleConns int `yaml:"max_idle_conns"`
 
 	// ConnectTimeout bounds connecting to an upstream (default 5s).
@@ -355,6 +361,10 @@ func (x *exchange) serve(w pipe.Writer) error {
 	return p.serve(c, w, x)
 }
 
+// smallHead is the largest request head written without a write
+// deadline: far below any socket's send buffer.
+const smallHead = 4 << 10
+
 // A failure of one attempt, and what the client is told if it is the
 // last.
 type failure struct {
@@ -363,6 +373,7 @@ type failure struct {
 	err    error
 	retry  bool
 	fault  bool // the upstream's: counts for passive health
+	stale  bool // on a pooled connection, before any response byte, and safe to send again
 }
 
 // serve proxies c's request and writes the response to w.
@@ -399,7 +410,13 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		tried |= 1 << i
 		up := p.ups[i]
 		up.active.Add(1)
-		uc, f := p.roundTrip(c, x, up, r, hasBody, expect, upgrade)
+		uc, f := p.roundTrip(c, x, up, r, hasBody, expect, upgrade, false)
+		if f != nil && f.stale {
+			// A pooled connection the upstream had closed, found out
+			// only by sending on it: not the upstream's fault, and safe
+			// to try again on a new connection.
+			uc, f = p.roundTrip(c, x, up, r, hasBody, expect, upgrade, true)
+		}
 		if f == nil && x.head.status == http.StatusSwitchingProtocols {
 			err := p.tunnel(c, w, x, uc)
 			up.active.Add(-1)
@@ -448,16 +465,16 @@ func idempotent(r *engine.Request) bool {
 // roundTrip sends r to up and reads the response head into x.head. On
 // success the connection is returned, its body reader ready in x.body; on
 // failure the connection is closed and the failure says why.
-func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, r *engine.Request, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
-	uc, err := up.get(p.connectTO)
+func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, r *engine.Request, hasBody, expect bool, upgrade []byte, fresh bool) (*upConn, *failure) {
+	uc, err := up.get(p.connectTO, fresh)
 	if err != nil {
 		switch {
 		case err == errFull:
-			return nil, &failure{http.StatusServiceUnavailable, "upstreams busy", err, true, false}
+			return nil, &failure{http.StatusServiceUnavailable, "upstreams busy", err, true, false, false}
 		case isTimeout(err):
-			return nil, &failure{http.StatusGatewayTimeout, "upstream did not accept the connection in time", err, true, true}
+			return nil, &failure{http.StatusGatewayTimeout, "upstream did not accept the connection in time", err, true, true, false}
 		}
-		return nil, &failure{http.StatusBadGateway, "upstream unreachable", err, true, true}
+		return nil, &failure{http.StatusBadGateway, "upstream unreachable", err, true, true, false}
 	}
 	// Retrying is safe when the upstream cannot have acted on the request.
 	safe := idempotent(r) && !hasBody
@@ -467,12 +484,23 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, r *engine.Req
 		if _, bad := err.(*BadResponseError); bad {
 			retry = false
 		}
-		return nil, &failure{status, msg, err, retry, true}
+		if retry && uc.reused {
+			return nil, &failure{status, msg, err, false, false, true}
+		}
+		return nil, &failure{status, msg, err, retry, true, false}
 	}
 
 	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade)
 	nc := uc.nc
-	nc.SetDeadline(time.Now().Add(p.headerTO))
+	if hasBody || expect || len(x.reqHead) > smallHead {
+		nc.SetDeadline(time.Now().Add(p.headerTO))
+		uc.writeDeadline = true
+	} else {
+		// A small head fits the idle connection's empty send buffer:
+		// its write cannot block, and only the response's wait needs
+		// the timeout (one timer the fewer per request).
+		nc.SetReadDeadline(time.Now().Add(p.headerTO))
+	}
 	sendBody := hasBody
 	if expect {
 		// Ask the upstream first (RFC 9110 §10.1.1): the client's body is
@@ -508,7 +536,7 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, r *engine.Req
 		if err := p.sendBody(x, nc, r); err != nil {
 			if errors.Is(err, errClientBody) {
 				up.discard(uc)
-				return nil, &failure{http.StatusBadRequest, "request body incomplete", err, false, false}
+				return nil, &failure{http.StatusBadRequest, "request body incomplete", err, false, false, false}
 			}
 			// The upstream may have answered before the body was all
 			// sent (a 413) and closed: that answer is the one to pass on.
@@ -523,6 +551,12 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, r *engine.Req
 			return fail(http.StatusBadGateway, "upstream closed the connection", err)
 		}
 	}
+	// The response is a round trip away: other requests run meanwhile,
+	// so that the first read usually finds it rather than failing with
+	// EAGAIN and waiting in the poller (a system call and a park saved
+	// per request under load; with nothing else to run this returns at
+	// once).
+	runtime.Gosched()
 	for {
 		if err := uc.readHead(&x.head, p.maxHead, p.maxFields); err != nil {
 			return p.headFailure(fail, err)
@@ -561,7 +595,6 @@ func (p *Proxy) headFailure(fail func(int, string, error) (*upConn, *failure), e
 // startBody clears the deadlines and readies x.body for the response
 // head in x.head.
 func (p *Proxy) startBody(x *exchange, uc *upConn, r *engine.Request) *failure {
-	uc.nc.SetDeadline(time.Time{})
 	h := &x.head
 	mode := bodyClose
 	switch {
@@ -573,6 +606,20 @@ func (p *Proxy) startBody(x *exchange, uc *upConn, r *engine.Request) *failure {
 		mode = bodyLength
 	}
 	x.body.start(uc, mode, h.contentLength, p.maxHead)
+	// The body is read without a deadline (an event stream may be silent
+	// for long). One already in the buffer, whole, needs no read: the
+	// deadline stays, and the next exchange sets its own (get's peek
+	// ignores it).
+	switch {
+	case !x.body.done && (mode != bodyLength || int64(uc.w-uc.r) < h.contentLength):
+		uc.nc.SetDeadline(time.Time{})
+		uc.writeDeadline = false
+	case uc.writeDeadline:
+		// A small head's exchange sets no write deadline: none may be
+		// left for it.
+		uc.nc.SetWriteDeadline(time.Time{})
+		uc.writeDeadline = false
+	}
 	return nil
 }
 

@@ -60,12 +60,20 @@ func parseUpstream(s string) (*upstream, error) {
 // errFull reports that an upstream has max_conns connections open.
 var errFull = fmt.Errorf("proxy: upstream at max_conns")
 
+// peekAfter is how long a connection must have been idle for get to
+// peek at it before use. Upstreams close idle connections after seconds
+// (their keep-alive timeouts), not sooner, so a connection reused within
+// it is taken on trust, saving a system call per request under load;
+// one that proves stale is retried on a new connection where that is
+// safe (see Proxy.serve). A variable for the tests.
+var peekAfter = time.Second
+
 // get returns an idle connection, or dials a new one within timeout
-// unless max_conns are open.
-func (u *upstream) get(timeout time.Duration) (*upConn, error) {
+// unless max_conns are open. fresh skips the idle ones.
+func (u *upstream) get(timeout time.Duration, fresh bool) (*upConn, error) {
 	now := time.Now()
 	u.mu.Lock()
-	for len(u.idle) > 0 {
+	for len(u.idle) > 0 && !fresh {
 		c := u.idle[len(u.idle)-1]
 		u.idle[len(u.idle)-1] = nil
 		u.idle = u.idle[:len(u.idle)-1]
@@ -77,8 +85,9 @@ func (u *upstream) get(timeout time.Duration) (*upConn, error) {
 			continue
 		}
 		u.mu.Unlock()
-		if c.alive() {
+		if c.r == c.w && (now.Sub(c.idleSince) < peekAfter || c.peek()) {
 			c.reused = true
+			c.buf = getReadBuf()
 			return c, nil
 		}
 		u.discard(c)
@@ -98,29 +107,17 @@ func (u *upstream) get(timeout time.Duration) (*upConn, error) {
 		u.mu.Unlock()
 		return nil, err
 	}
-	return &upConn{nc: nc, up: u, buf: make([]byte, readBufSize)}, nil
-}
-
-// alive reports whether an idle connection can still take a request: the
-// upstream has neither closed it nor sent anything unasked. It costs one
-// non-blocking read.
-func (c *upConn) alive() bool {
-	if c.r != c.w {
-		return false
-	}
-	c.nc.SetReadDeadline(time.Unix(1, 0))
-	n, err := c.nc.Read(c.peek[:])
-	c.nc.SetReadDeadline(time.Time{})
-	return n == 0 && isTimeout(err)
+	c := &upConn{nc: nc, up: u, buf: getReadBuf()}
+	c.bindRaw()
+	return c, nil
 }
 
 // put returns a connection whose exchange ended cleanly to the pool, or
 // closes it when the pool has enough idle ones.
 func (u *upstream) put(c *upConn) {
 	c.r, c.w, c.got = 0, 0, 0
-	if len(c.buf) > readBufSize {
-		c.buf = c.buf[:readBufSize:readBufSize]
-	}
+	putReadBuf(c.buf)
+	c.buf = nil
 	now := time.Now()
 	c.idleSince = now
 	u.mu.Lock()
@@ -166,5 +163,20 @@ func (u *upstream) close() {
 	u.mu.Unlock()
 	for _, c := range idle {
 		c.nc.Close()
+	}
+}
+
+// readBufs holds the read buffers of connections between exchanges, so
+// that an idle connection costs its socket and a few hundred bytes, not
+// a buffer: a pool may keep many idle connections for a burst.
+var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+
+func getReadBuf() []byte { return readBufs.Get().(*[readBufSize]byte)[:] }
+
+// putReadBuf returns b to readBufs, unless a large response head grew it
+// past the standard size (that one is left to the collector).
+func putReadBuf(b []byte) {
+	if len(b) == readBufSize && cap(b) == readBufSize {
+		readBufs.Put((*[readBufSize]byte)(b))
 	}
 }
