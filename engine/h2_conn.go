@@ -305,7 +305,7 @@ func (h *h2Conn) flushLocked() {
 		h.wbuf, h.spare = h.spare[:0], nil
 		h.ackDue = false
 		h.mu.Unlock()
-		h.nc.SetWriteDeadline(time.Now().Add(h.lim.WriteTimeout))
+		h.nc.SetWriteDeadline(time.Now().Add(h.srv.limits().WriteTimeout))
 		_, err := h.nc.Write(b)
 		h.mu.Lock()
 		h.writing = false
@@ -738,6 +738,7 @@ func (h *h2Conn) handleHeaders(fh h2FrameHeader, p []byte) error {
 	}
 	h.blk.begin(id, fh.has(h2FlagEndStream))
 	h.blk.selfDep = selfDep
+	h.blk.maxFields = h.srv.limits().MaxHeaderCount
 	return h.blockFragment(frag, fh.has(h2FlagEndHeaders))
 }
 
@@ -779,26 +780,24 @@ func (h *h2Conn) endBlock() error {
 	id := b.id
 	h.mu.Lock()
 	st := h.streams[id]
-	h.mu.Unlock()
-	if st != nil {
-		return h.trailer(st)
+	newID := st == nil && id > h.maxID
+	if newID {
+		h.maxID = id // under mu: GOAWAY, sent from any goroutine, names it
 	}
-	if id <= h.maxID {
-		if h.wasReset(id) {
-			return nil // the trailer of a stream the server reset: in flight
-		}
-		// §5.1.1: a stream id not above every one opened before.
-		return h2ConnError(h2ProtocolError)
-	}
-	h.maxID = id
-	if b.selfDep {
-		h.resetStream(id, h2ProtocolError)
-		return nil
-	}
-	h.mu.Lock()
 	goingAway := h.goAway
 	h.mu.Unlock()
-	if goingAway {
+	switch {
+	case st != nil:
+		return h.trailer(st)
+	case !newID && h.wasReset(id):
+		return nil // the trailer of a stream the server reset: in flight
+	case !newID:
+		// §5.1.1: a stream id not above every one opened before.
+		return h2ConnError(h2ProtocolError)
+	case b.selfDep:
+		h.resetStream(id, h2ProtocolError)
+		return nil
+	case goingAway:
 		return nil // §6.8: streams after GOAWAY's last are not served
 	}
 	return h.open(id)
@@ -900,7 +899,7 @@ func (h *h2Conn) emit(f hpack.HeaderField) {
 	case "expect":
 		addExpectations([]byte(value), &b.expectCont, &b.expectOther)
 	}
-	if len(b.fields) >= h.lim.MaxHeaderCount {
+	if len(b.fields) >= b.maxFields {
 		b.tooMany = true
 		return
 	}
@@ -962,6 +961,7 @@ type h2Block struct {
 	endStream bool
 	selfDep   bool
 	wire      int // encoded bytes so far
+	maxFields int // Limits.MaxHeaderCount as the block began
 	size      int // decoded size, as SETTINGS_MAX_HEADER_LIST_SIZE counts it
 
 	arena                           []byte

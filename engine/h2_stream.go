@@ -41,6 +41,7 @@ type h2Stream struct {
 	out          []byte // body bytes not yet framed
 	werr         error  // sticky write error
 	consumed     int64  // request body bytes read
+	maxBody      int64  // Limits.MaxBodyBytes as the request began
 
 	// Guarded by h.mu.
 	cond        sync.Cond // signalled when body bytes arrive or the stream ends
@@ -180,7 +181,7 @@ func (st *h2Stream) request(b *h2Block) (*ProtocolError, error) {
 		target = authority
 	} else {
 		target = sub(a, b.path)
-		if len(target) > h.lim.MaxTargetBytes {
+		if len(target) > h.srv.limits().MaxTargetBytes {
 			return errTargetTooLong, nil
 		}
 		if target[0] != '/' && string(target) != "*" {
@@ -201,7 +202,9 @@ func (st *h2Stream) request(b *h2Block) (*ProtocolError, error) {
 		}
 		r.Host = authority
 	}
-	switch lim := h.lim; {
+	lim := h.srv.limits()
+	st.maxBody = lim.MaxBodyBytes
+	switch {
 	case !h.srv.knownMethod(r.Method):
 		return errUnknownMethod, nil
 	case lim.MaxBodyBytes >= 0 && r.ContentLength > lim.MaxBodyBytes:
@@ -277,12 +280,25 @@ func (st *h2Stream) recovered(v any) {
 	Error(st, http.StatusInternalServerError, "internal server error")
 }
 
-// fail answers with the refusal e.
+// fail answers with the refusal e, and hands it to the server's
+// OnRefused hook with a request line made of the method and :path.
 func (st *h2Stream) fail(e *ProtocolError) {
+	srv := st.h.srv
 	if e.Status != 500 {
-		st.h.srv.stats.refused.Add(1)
+		srv.stats.refused.Add(1)
 	}
 	Error(st, e.Status, e.Msg)
+	if hook := srv.OnRefused; hook != nil {
+		r := &st.req
+		line := make([]byte, 0, len(r.Method)+len(r.Target)+10)
+		line = append(append(append(line, r.Method...), ' '), r.Target...)
+		line = append(line, " HTTP/2.0"...)
+		body := st.written
+		if st.noBody {
+			body = 0
+		}
+		hook(&Refusal{Status: e.Status, Reason: e.Msg, Line: line, Request: r, BodyBytes: body})
+	}
 }
 
 // Header implements ResponseWriter.
@@ -745,7 +761,7 @@ func (b *h2Body) Read(p []byte) (int, error) {
 		st.body, st.bodyOff = st.body[:0], 0
 	}
 	st.consumed += int64(n)
-	if limit := h.lim.MaxBodyBytes; limit >= 0 && st.consumed > limit {
+	if limit := st.maxBody; limit >= 0 && st.consumed > limit {
 		return 0, &http.MaxBytesError{Limit: limit}
 	}
 	before := len(h.wbuf)

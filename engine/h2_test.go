@@ -4,7 +4,9 @@ package engine_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -228,4 +230,26 @@ func TestHTTP2RequestBody(t *testing.T) {
 		}
 		return ok
 	})
+}
+
+// A request the engine refuses on an HTTP/2 stream reaches the server's
+// OnRefused hook, as it does on HTTP/1.x, with a request line of its
+// method and :path.
+func TestHTTP2OnRefused(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	srv, addr := h2Server(t, ca, h2Describe, engine.Limits{})
+	got := make(chan string, 1)
+	srv.OnRefused = func(r *engine.Refusal) {
+		got <- fmt.Sprintf("%d %s %d", r.Status, r.Line, r.BodyBytes)
+	}
+	req, _ := http.NewRequest("BREW", "https://"+addr+"/pot", nil)
+	resp, err := h2Client(t, ca).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf("501 BREW /pot HTTP/2.0 %d", len(b)); resp.StatusCode != 501 || <-got != want {
+		t.Errorf("status %d; hook saw something other than %q", resp.StatusCode, want)
+	}
 }
