@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/net/http2/hpack"
 
@@ -568,9 +569,18 @@ func (st *h2Stream) sendLocked(p []byte) error {
 	return nil
 }
 
-// dataLocked appends p as DATA frames, as the windows allow.
+// dataLocked appends p as DATA frames, as the windows allow. A client
+// that keeps a window shut for WriteTimeout takes none of the response,
+// as a client that stops reading does on HTTP/1.x: the stream is reset.
 func (st *h2Stream) dataLocked(p []byte, end bool) error {
 	h := st.h
+	var stalled *time.Timer // set while waiting for a window
+	defer func() {
+		if stalled != nil {
+			stalled.Stop()
+		}
+	}()
+	var stallEnd time.Time
 	for {
 		if err := st.errLocked(); err != nil {
 			return err
@@ -588,10 +598,27 @@ func (st *h2Stream) dataLocked(p []byte, end bool) error {
 		if n <= 0 && len(p) > 0 {
 			if !h.writing && len(h.wbuf) > 0 {
 				h.flushLocked()
-			} else {
-				h.cond.Wait()
+				continue
 			}
+			wt := h.srv.limits().WriteTimeout
+			switch {
+			case stalled == nil:
+				stallEnd = time.Now().Add(wt)
+				stalled = time.AfterFunc(wt, func() {
+					h.mu.Lock()
+					h.cond.Broadcast()
+					h.mu.Unlock()
+				})
+			case !time.Now().Before(stallEnd):
+				h.resetStreamLocked(st.id, st, h2Cancel)
+				return os.ErrDeadlineExceeded
+			}
+			h.cond.Wait()
 			continue
+		}
+		if stalled != nil {
+			stalled.Stop()
+			stalled = nil
 		}
 		last := end && int(n) == len(p)
 		h.wbuf = appendData(h.wbuf, st.id, p[:n], last)

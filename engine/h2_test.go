@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -251,5 +252,33 @@ func TestHTTP2OnRefused(t *testing.T) {
 	resp.Body.Close()
 	if want := fmt.Sprintf("501 BREW /pot HTTP/2.0 %d", len(b)); resp.StatusCode != 501 || <-got != want {
 		t.Errorf("status %d; hook saw something other than %q", resp.StatusCode, want)
+	}
+}
+
+// A client that keeps its flow-control window shut takes none of the
+// response: after WriteTimeout the stream is reset (CANCEL) and the
+// handler's write fails, so the handler does not wait for ever.
+func TestHTTP2ShutWindow(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	done := make(chan error, 1)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.WriteString("head")
+		done <- w.Flush()
+	}), engine.Limits{WriteTimeout: 300 * time.Millisecond})
+	h := dialH2(t, ca, addr)
+	h.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	h.get(1, "/")
+	h.readUntil("the reset", func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok && len(d.Data()) > 0 {
+			t.Errorf("DATA through a shut window")
+		}
+		rst, ok := f.(*http2.RSTStreamFrame)
+		if ok && rst.ErrCode != http2.ErrCodeCancel {
+			t.Errorf("RST_STREAM %v, want CANCEL", rst.ErrCode)
+		}
+		return ok
+	})
+	if err := <-done; err == nil {
+		t.Error("the handler's flush succeeded")
 	}
 }
