@@ -896,6 +896,8 @@ func (h *h2Conn) emit(f hpack.HeaderField) {
 		b.clSeen, b.cl = true, n
 	case "host":
 		b.host = len(b.fields)
+	case "cookie":
+		b.cookies++
 	case "expect":
 		addExpectations([]byte(value), &b.expectCont, &b.expectOther)
 	}
@@ -970,6 +972,7 @@ type h2Block struct {
 	pseudo                          uint8
 	regular                         bool // a regular field came (no pseudo-header may follow)
 	host                            int  // index in fields of host, or -1
+	cookies                         int  // cookie fields
 	clSeen                          bool
 	cl                              int64
 	expectCont, expectOther         bool

@@ -155,7 +155,16 @@ func (st *h2Stream) request(b *h2Block) (*ProtocolError, error) {
 			return nil, errH2Malformed // §8.3.1: they must agree
 		}
 	}
+	if b.cookies > 1 {
+		// §8.2.3: a client may split Cookie into several fields; they are
+		// one again, joined by "; ", for code that reads one field.
+		a = joinCookies(b, a)
+		st.arena = a
+	}
 	for _, f := range b.fields {
+		if f.name[0] < 0 {
+			continue
+		}
 		r.Fields = append(r.Fields, Field{Name: sub(a, f.name), Value: sub(a, f.value)})
 	}
 	if b.host < 0 && b.pseudo&h2Authority != 0 {
@@ -217,6 +226,27 @@ func (st *h2Stream) request(b *h2Block) (*ProtocolError, error) {
 }
 
 var h2HostName = []byte("Host")
+
+// joinCookies appends the values of b's cookie fields to arena joined
+// by "; ", makes the first cookie field's value the result, and marks
+// the others dropped (a name start of -1).
+func joinCookies(b *h2Block, arena []byte) []byte {
+	start, first := len(arena), -1
+	for i, f := range b.fields {
+		if string(arena[f.name[0]:f.name[1]]) != "Cookie" {
+			continue
+		}
+		if first < 0 {
+			first = i
+		} else {
+			arena = append(arena, "; "...)
+			b.fields[i].name[0] = -1
+		}
+		arena = append(arena, arena[f.value[0]:f.value[1]]...)
+	}
+	b.fields[first].value = [2]int{start, len(arena)}
+	return arena
+}
 
 // sub returns the bytes of arena at offsets r.
 func sub(arena []byte, r [2]int) []byte { return arena[r[0]:r[1]:r[1]] }

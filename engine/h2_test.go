@@ -282,3 +282,34 @@ func TestHTTP2ShutWindow(t *testing.T) {
 		t.Error("the handler's flush succeeded")
 	}
 }
+
+// Cookie fields a client split (RFC 9113 §8.2.3) reach the handler as
+// one, joined by "; ".
+func TestHTTP2CookiesJoined(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.Write(r.Header("Cookie"))
+	}), engine.Limits{})
+	h := dialH2(t, ca, addr)
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	for _, f := range []hpack.HeaderField{
+		{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "https"},
+		{Name: ":authority", Value: "x"}, {Name: ":path", Value: "/"},
+		{Name: "cookie", Value: "a=1"}, {Name: "x-other", Value: "y"}, {Name: "cookie", Value: "b=2"},
+	} {
+		enc.WriteField(f)
+	}
+	h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: buf.Bytes(), EndStream: true, EndHeaders: true})
+	var body []byte
+	h.readUntil("the response", func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok {
+			body = append(body, d.Data()...)
+			return d.StreamEnded()
+		}
+		return false
+	})
+	if string(body) != "a=1; b=2" {
+		t.Errorf("Cookie %q, want \"a=1; b=2\"", body)
+	}
+}
