@@ -57,7 +57,6 @@ type h2Conn struct {
 	maxID       uint32  // the highest stream id the client opened
 	maxList     int     // SETTINGS_MAX_HEADER_LIST_SIZE the server sent
 	sawSettings bool
-	lingering   bool // the connection ends: frames are read and dropped until it closes
 
 	mu      sync.Mutex
 	cond    sync.Cond // signalled when windows open, output drains, or streams end
@@ -149,7 +148,7 @@ func (h *h2Conn) serve() {
 		}
 	}
 	var ce h2ConnError
-	if errors.As(err, &ce) && !h.lingering {
+	if errors.As(err, &ce) {
 		h.mu.Lock()
 		h.sendGoAway(h2ErrCode(ce))
 		h.mu.Unlock()

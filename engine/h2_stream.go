@@ -262,11 +262,18 @@ func (st *h2Stream) run() {
 		st.finish()
 		h.mu.Lock()
 		st.handlerDone = true
-		if st.err == nil && !st.remoteDone {
+		switch {
+		case st.err != nil:
+			h.closeStreamLocked(st)
+		case !st.localDone:
+			// The response could not be completed (a file shorter than
+			// said): the client must not wait for the rest.
+			h.resetStreamLocked(st.id, st, h2InternalError)
+		case !st.remoteDone:
 			// §8.1: the response is complete while the client still
 			// sends: it is asked to stop, without error.
 			h.resetStreamLocked(st.id, st, h2NoError)
-		} else {
+		default:
 			h.closeStreamLocked(st)
 		}
 		h.handlerDoneLocked()

@@ -313,3 +313,29 @@ func TestHTTP2CookiesJoined(t *testing.T) {
 		t.Errorf("Cookie %q, want \"a=1; b=2\"", body)
 	}
 }
+
+// A response shorter than its declared Content-Length does not end its
+// stream as if complete: the stream is reset with INTERNAL_ERROR.
+func TestHTTP2ShortBody(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.Header().SetContentLength(10)
+		w.WriteString("four")
+	}), engine.Limits{})
+	h := dialH2(t, ca, addr)
+	h.get(1, "/")
+	h.readUntil("the end of stream 1", func(f http2.Frame) bool {
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			if f.StreamEnded() {
+				t.Fatalf("a 4-byte body of 10 ended the stream")
+			}
+		case *http2.RSTStreamFrame:
+			if f.ErrCode != http2.ErrCodeInternal {
+				t.Errorf("RST_STREAM %v, want INTERNAL_ERROR", f.ErrCode)
+			}
+			return true
+		}
+		return false
+	})
+}
