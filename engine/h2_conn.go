@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -286,6 +287,30 @@ func (h *h2Conn) kick() {
 			h.mu.Unlock()
 		}()
 	}
+}
+
+// flushSoonLocked writes what a handler that returned queued: at once if
+// no other handler of the connection runs, else on a goroutine that
+// first lets those that can run now finish theirs, so that the responses
+// of a client's concurrent requests leave in one write rather than one
+// each.
+func (h *h2Conn) flushSoonLocked() {
+	if h.writing || len(h.wbuf) == 0 || h.werr != nil {
+		return
+	}
+	if h.running == 0 {
+		h.flushLocked()
+		return
+	}
+	h.writing = true // what is queued meanwhile waits for this write
+	go func() {
+		runtime.Gosched()
+		h.mu.Lock()
+		h.writing = false
+		h.flushLocked()
+		h.cond.Broadcast()
+		h.mu.Unlock()
+	}()
 }
 
 // flush writes what is queued unless another goroutine is writing.

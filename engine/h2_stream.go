@@ -277,7 +277,7 @@ func (st *h2Stream) run() {
 			h.closeStreamLocked(st)
 		}
 		h.handlerDoneLocked()
-		h.flushLocked()
+		h.flushSoonLocked()
 		release := h.streams[st.id] != st
 		h.mu.Unlock()
 		if release {
