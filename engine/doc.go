@@ -83,8 +83,10 @@
 // block (Request.ProtoMajor is 2; field names in net/http's canonical
 // case) and a ResponseWriter that sends HEADERS, DATA and trailers. The
 // frames of all the streams go out through one buffer per connection,
-// written by whichever goroutine finds no write under way, so responses
-// finishing together share a write. The ResponseWriter is a FileSender
+// written by whichever goroutine finds no write under way; a handler that
+// returns while others of its connection run leaves its response to be
+// written with theirs, so a client's concurrent requests are answered in
+// one write. The ResponseWriter is a FileSender
 // (the file is read into DATA frames), a GoneNotifier (a stream reset or
 // the connection's end closes Gone) and an InterimWriter; it is not a
 // Tunneler (extended CONNECT is not offered). The limits apply per

@@ -22,7 +22,9 @@ import (
 // the reader goes through one per-connection buffer (h2Conn.wbuf): a
 // goroutine that adds to it writes it out unless another is writing
 // already, which then writes what was added meanwhile too, so the frames
-// of many streams leave in few writes. The reader never writes itself
+// of many streams leave in few writes; a handler that returns while
+// others run defers its write until they had a chance to finish (see
+// flushSoonLocked). The reader never writes itself
 // (a client that does not read must not stop the server from reading):
 // before it waits for input it hands what it queued to a goroutine.
 
