@@ -43,6 +43,8 @@ type h2Stream struct {
 	werr         error  // sticky write error
 	consumed     int64  // request body bytes read
 	maxBody      int64  // Limits.MaxBodyBytes as the request began
+	pace         bodyPace
+	bodyRefusal  *ProtocolError // the body was cut off (too slow, too large): answered unless the handler did
 
 	// Guarded by h.mu.
 	cond        sync.Cond // signalled when body bytes arrive or the stream ends
@@ -214,6 +216,7 @@ func (st *h2Stream) request(b *h2Block) (*ProtocolError, error) {
 	}
 	lim := h.srv.limits()
 	st.maxBody = lim.MaxBodyBytes
+	st.pace.start(lim)
 	switch {
 	case !h.srv.knownMethod(r.Method):
 		return errUnknownMethod, nil
@@ -294,6 +297,12 @@ func (st *h2Stream) run() {
 		return
 	}
 	h.h.Serve(st, &st.req)
+	if st.bodyRefusal != nil && !st.committed {
+		st.hdr.reset()
+		st.out = st.out[:0]
+		st.written, st.status, st.noBody = 0, 0, st.isHead
+		st.fail(st.bodyRefusal)
+	}
 }
 
 // recovered turns a handler panic into a 500, or, once the response has
@@ -816,8 +825,12 @@ func (b *h2Body) Read(p []byte) (int, error) {
 				st.req.Trailer, st.trailer = st.trailer, nil
 			}
 			return 0, io.EOF
+		case st.bodyRefusal != nil:
+			return 0, os.ErrDeadlineExceeded
 		}
-		st.cond.Wait()
+		if err := st.waitBodyLocked(); err != nil {
+			return 0, err
+		}
 	}
 	n := copy(p, st.body[st.bodyOff:])
 	st.bodyOff += n
@@ -826,6 +839,7 @@ func (b *h2Body) Read(p []byte) (int, error) {
 	}
 	st.consumed += int64(n)
 	if limit := st.maxBody; limit >= 0 && st.consumed > limit {
+		st.bodyRefusal = errBodyTooLarge
 		return 0, &http.MaxBytesError{Limit: limit}
 	}
 	before := len(h.wbuf)
@@ -834,6 +848,31 @@ func (b *h2Body) Read(p []byte) (int, error) {
 		h.flushLocked()
 	}
 	return n, nil
+}
+
+// waitBodyLocked waits for body bytes under Limits.BodyTimeout and
+// MinBodyRate, as an HTTP/1.x body is (see bodyPace): only time spent
+// waiting counts. A body that falls behind fails with
+// os.ErrDeadlineExceeded, and the stream is answered 408 unless the
+// handler answered.
+func (st *h2Stream) waitBodyLocked() error {
+	h := st.h
+	now := h.srv.tm.Now()
+	deadline := st.pace.wait(now)
+	if deadline <= now {
+		st.bodyRefusal = errBodyTimeout
+		return os.ErrDeadlineExceeded
+	}
+	had := len(st.body) - st.bodyOff
+	t := time.AfterFunc(time.Duration(deadline-now), func() {
+		h.mu.Lock()
+		st.cond.Broadcast()
+		h.mu.Unlock()
+	})
+	st.cond.Wait()
+	t.Stop()
+	st.pace.got(h.srv.tm.Now(), len(st.body)-st.bodyOff-had)
+	return nil
 }
 
 // appendBodyLocked adds received body bytes.

@@ -4,9 +4,11 @@ package engine_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -338,4 +340,37 @@ func TestHTTP2ShortBody(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A request body that stalls is cut off after BodyTimeout, as on
+// HTTP/1.x: the handler's read fails and, as it did not answer, the
+// stream is answered 408.
+func TestHTTP2BodyTimeout(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	readErr := make(chan error, 1)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+	}), engine.Limits{BodyTimeout: 300 * time.Millisecond, MinBodyRate: -1})
+	h := dialH2(t, ca, addr)
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	for _, f := range []hpack.HeaderField{
+		{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
+		{Name: ":authority", Value: "x"}, {Name: ":path", Value: "/"},
+	} {
+		enc.WriteField(f)
+	}
+	h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: buf.Bytes(), EndHeaders: true})
+	h.fr.WriteData(1, false, []byte("a"))
+	h.readUntil("the answer", func(f http2.Frame) bool {
+		m, ok := f.(*http2.MetaHeadersFrame)
+		if ok && m.PseudoValue("status") != "408" {
+			t.Errorf("status %s, want 408", m.PseudoValue("status"))
+		}
+		return ok
+	})
+	if err := <-readErr; !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the handler's read: %v", err)
+	}
 }
