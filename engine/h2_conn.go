@@ -224,14 +224,11 @@ func (h *h2Conn) setIdleLocked() {
 	}
 }
 
-// end closes the connection, fails what is left of it and waits for its
-// handlers.
+// end fails what is left of the connection, closes it, and waits for
+// its handlers. The socket closes only once no write is under way and
+// none can start: a write racing the close could reach the descriptor
+// after it was reused by another connection.
 func (h *h2Conn) end() {
-	if h.c.tc != nil {
-		h.c.tc.NetConn().Close() // without TLS's close_notify, which waits for writes
-	} else {
-		h.c.nc.Close()
-	}
 	h.mu.Lock()
 	if h.werr == nil {
 		h.werr = errH2Closed
@@ -241,7 +238,16 @@ func (h *h2Conn) end() {
 	}
 	h.queued = nil
 	h.cond.Broadcast()
-	for h.running > 0 || h.writing {
+	// A write stuck on a client that does not read is cut short, and so
+	// is TLS's close_notify, which Close sends.
+	h.c.nc.SetWriteDeadline(aLongTimeAgo)
+	for h.writing {
+		h.cond.Wait()
+	}
+	h.mu.Unlock()
+	h.c.nc.Close()
+	h.mu.Lock()
+	for h.running > 0 {
 		h.cond.Wait()
 	}
 	h.mu.Unlock()

@@ -747,7 +747,9 @@ func (h *h2Conn) writeField(name, value string) {
 	if lineBreakAt(value) >= 0 {
 		value = string(appendReplaced(nil, value))
 	}
-	h.enc.WriteField(hpack.HeaderField{Name: name, Value: value})
+	// Cookies never enter the dynamic table, where a compression oracle
+	// could guess them (RFC 7541 §7.1.3).
+	h.enc.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: name == "set-cookie"})
 }
 
 // itoa formats a Content-Length, reusing the last one's string.

@@ -374,3 +374,26 @@ func TestHTTP2BodyTimeout(t *testing.T) {
 		t.Errorf("the handler's read: %v", err)
 	}
 }
+
+// A Set-Cookie field is sent never indexed (RFC 7541 §7.1.3), so it does
+// not enter the HPACK table where a compression oracle could probe it.
+func TestHTTP2SetCookieNeverIndexed(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.Header().Set("Set-Cookie", "session=secret")
+	}), engine.Limits{})
+	h := dialH2(t, ca, addr)
+	h.get(1, "/")
+	h.readUntil("the response", func(f http2.Frame) bool {
+		m, ok := f.(*http2.MetaHeadersFrame)
+		if !ok {
+			return false
+		}
+		for _, hf := range m.Fields {
+			if hf.Name == "set-cookie" && !hf.Sensitive {
+				t.Errorf("set-cookie sent indexable")
+			}
+		}
+		return true
+	})
+}
