@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test test-alloc test-c50k lint cross fuzz bench bench-mix bench-deps redbot clean
+.PHONY: all build test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-deps redbot clean
 
 all: lint test
 
@@ -35,6 +35,16 @@ test-alloc:
 C50K ?= 50000
 test-c50k:
 	SLUICE_C50K=$(C50K) $(GO) test -run '^TestC50KIdle$$' -count=1 -v ./engine
+
+## test-tlsidle: TLSIDLE idle TLS keep-alive connections (default 10,000),
+## engine.TestTLSIdleMemory, HTTP/1.1 then HTTP/2, without the race
+## detector: every HTTP/1.1 one parks in bounded heap, all are answered
+## again; heap, stacks and RSS per connection are logged
+## (docs/benchmarks.md, "Idle TLS connections").
+TLSIDLE ?= 10000
+test-tlsidle:
+	SLUICE_TLSIDLE=$(TLSIDLE) $(GO) test -run '^TestTLSIdleMemory$$' -count=1 -v ./engine
+	SLUICE_TLSIDLE=$(TLSIDLE) SLUICE_TLSIDLE_PROTO=h2 $(GO) test -run '^TestTLSIdleMemory$$' -count=1 -v ./engine
 
 ## lint: gofmt (fails on any file to format), go vet, staticcheck; both
 ## modules; then cross

@@ -66,4 +66,11 @@
 // rewrite a committed report from its results.json without measuring:
 //
 //	go -C bench run ./cmd/sluicebench --from ../docs/benchmarks/results.json --out ../docs/benchmarks
+//
+// Command tlsidle, apart from the harness, measures the memory of idle
+// TLS keep-alive connections (HTTP/1.1 and HTTP/2) in Sluice, nginx and
+// h2o in one run and prints a table (docs/benchmarks.md, "Idle TLS
+// connections"):
+//
+//	go -C bench run ./cmd/tlsidle --sluice /tmp/sluice --conns 10000
 package bench

@@ -155,3 +155,17 @@ func badACMEDomain(d string) string {
 func (a *ACME) String() string {
 	return fmt.Sprintf("ACME %s from %s", strings.Join(a.Domains, " "), a.Directory)
 }
+
+// ACMESections returns the acme sections of c's listeners, in the order
+// of Listen, each section once (by Key): the certificates to obtain.
+func (c *Config) ACMESections() []*ACME {
+	var out []*ACME
+	seen := map[string]bool{}
+	for _, a := range c.Listen {
+		if o := c.ListenOptions[a]; o != nil && o.TLS != nil && o.TLS.ACME != nil && !seen[o.TLS.ACME.Key()] {
+			seen[o.TLS.ACME.Key()] = true
+			out = append(out, o.TLS.ACME)
+		}
+	}
+	return out
+}

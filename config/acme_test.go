@@ -43,6 +43,26 @@ func TestParseACME(t *testing.T) {
 	}
 }
 
+// ACMESections lists each acme section once, as the master of workers
+// obtains their certificates.
+func TestACMESections(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := parseString(t, dir, `workers: 2
+listen:
+  - {address: ":443", tls: {acme: {domains: [example.com], data: acme}}}
+  - {address: ":8443", tls: {acme: {domains: [example.com], data: acme}}}
+  - {address: ":9443", tls: {acme: {domains: [example.org], data: acme}}}
+  - ":80"
+`+tlsRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.ACMESections()
+	if len(got) != 2 || got[0].Domains[0] != "example.com" || got[1].Domains[0] != "example.org" {
+		t.Errorf("ACMESections: %v", got)
+	}
+}
+
 func TestParseACMEErrors(t *testing.T) {
 	dir := t.TempDir()
 	sluicetest.NewCA(t).IssueFiles(t, dir, "a.example")
@@ -58,7 +78,6 @@ func TestParseACMEErrors(t *testing.T) {
 		{"listen: {address: \":1\", tls: {acme: {domains: [a.example], ca_roots: missing.pem}}}", `test.yaml:1:70: tls.acme.ca_roots: open`},
 		{"listen: {address: \":1\", tls: {acme: {domains: [a.example], renew: 30d}}}", `test.yaml:1:60: unknown tls.acme key "renew"`},
 		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key, acme: {domains: [a.example]}}}", "test.yaml:1:72: tls: give acme, or certificates from files"},
-		{"workers: 2\nlisten: {address: \":1\", tls: {acme: {domains: [a.example]}}}", "test.yaml:2:31: tls.acme: ACME certificates are obtained by a single process"},
 	} {
 		_, err := parseString(t, dir, tc.text+tlsRoutes)
 		var errs Errors

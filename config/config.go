@@ -286,7 +286,6 @@ type parser struct {
 	cfg    *Config
 	dbs    map[string]*database // the databases section
 
-	acmeKey *yaml.Node // the last tls.acme key, to refuse workers with
 }
 
 func (p *parser) parse(data []byte) {
@@ -375,9 +374,6 @@ func (p *parser) parse(data []byte) {
 	}
 	if c.Listen == nil {
 		c.Listen = []Address{{Network: "tcp", Addr: DefaultListen}}
-	}
-	if p.acmeKey != nil && c.Workers != 0 {
-		p.errorf(p.acmeKey, "tls.acme: ACME certificates are obtained by a single process; with workers each would talk to the authority: remove workers, or use cert and key files")
 	}
 	if health != nil && c.Workers == 0 {
 		p.warn(health, "", HealthWarning)

@@ -47,6 +47,12 @@ type TLS struct {
 	// ACME, if set, obtains the listener's certificates from an ACME
 	// authority instead (tls: {acme: ...}); Certificates is then empty.
 	ACME *ACME
+
+	// NoOCSPStapling (ocsp_stapling: false) serves the certificates
+	// without OCSP responses stapled. By default a certificate that
+	// names an OCSP responder and comes with its issuer (its file holds
+	// the chain) is served with the responder's answer of the moment.
+	NoOCSPStapling bool
 }
 
 // Certificate is one certificate of a TLS listener: the files it was
@@ -118,6 +124,9 @@ func (o *ListenOptions) explain() string {
 	case o.H2C:
 		parts = append(parts, "h2c")
 	}
+	if o.TLS != nil && o.TLS.NoOCSPStapling {
+		parts = append(parts, "no OCSP stapling")
+	}
 	if o.HSTS != nil {
 		parts = append(parts, "HSTS "+o.HSTS.Value())
 	}
@@ -132,7 +141,7 @@ func (o *ListenOptions) explain() string {
 // key); HSTSKeys those of its hsts section.
 var (
 	ListenKeys = []string{"address", "tls", "hsts", "redirect_to_https", "http2", "h2c"}
-	TLSKeys    = []string{"cert", "key", "certificates", "acme"}
+	TLSKeys    = []string{"cert", "key", "certificates", "acme", "ocsp_stapling"}
 	HSTSKeys   = []string{"max_age", "include_subdomains", "preload"}
 )
 
@@ -206,8 +215,11 @@ func (p *parser) tls(key, n *yaml.Node) *TLS {
 	}
 	var cert, keyFile, list *yaml.Node
 	var acme pair
+	noStapling := false
 	for _, kv := range pairs {
 		switch kv.key.Value {
+		case "ocsp_stapling":
+			noStapling = !p.boolean(kv.val, "tls.ocsp_stapling")
 		case "acme":
 			acme = kv
 		case "cert":
@@ -219,16 +231,15 @@ func (p *parser) tls(key, n *yaml.Node) *TLS {
 		}
 	}
 	if acme.key != nil {
-		p.acmeKey = acme.key
 		if cert != nil || keyFile != nil || list != nil {
 			p.errorf(acme.key, "tls: give acme, or certificates from files (cert and key, or certificates), not both")
 		}
 		if a := p.acme(acme.key, acme.val); a != nil {
-			return &TLS{ACME: a}
+			return &TLS{ACME: a, NoOCSPStapling: noStapling}
 		}
 		return nil
 	}
-	t := &TLS{}
+	t := &TLS{NoOCSPStapling: noStapling}
 	switch {
 	case list != nil && (cert != nil || keyFile != nil):
 		p.errorf(key, "tls: give cert and key, or certificates (a list of {cert, key}), not both")

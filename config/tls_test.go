@@ -85,6 +85,33 @@ func TestParseListenHTTP2(t *testing.T) {
 	}
 }
 
+// OCSP stapling is on unless ocsp_stapling: false, with files or acme.
+func TestParseOCSPStapling(t *testing.T) {
+	dir := t.TempDir()
+	sluicetest.NewCA(t).IssueFiles(t, dir, "a.example")
+	cfg, err := parseString(t, dir, `listen:
+  - {address: ":8443", tls: {cert: a.example.crt, key: a.example.key}}
+  - {address: ":8444", tls: {cert: a.example.crt, key: a.example.key, ocsp_stapling: false}}
+  - {address: ":8445", tls: {ocsp_stapling: false, acme: {domains: [a.example], data: acme}}}
+`+tlsRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.ListenOptions
+	if a, b, c := o[Address{"tcp", ":8443"}].TLS, o[Address{"tcp", ":8444"}].TLS, o[Address{"tcp", ":8445"}].TLS; a.NoOCSPStapling || !b.NoOCSPStapling || !c.NoOCSPStapling || c.ACME == nil {
+		t.Errorf("tls sections %+v, %+v, %+v", a, b, c)
+	}
+	var sb strings.Builder
+	cfg.Explain(&sb)
+	if got := sb.String(); strings.Count(got, "no OCSP stapling") != 2 {
+		t.Errorf("Explain does not say twice that stapling is off:\n%s", got)
+	}
+	_, err = parseString(t, dir, "listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key, ocsp_stapling: no}}"+tlsRoutes)
+	if err == nil || !strings.Contains(err.Error(), `test.yaml:1:87: tls.ocsp_stapling: want true or false, got "no"`) {
+		t.Errorf("ocsp_stapling: no: error %v", err)
+	}
+}
+
 // Mistakes in listen entries are reported at their positions.
 func TestParseListenTLSErrors(t *testing.T) {
 	dir := t.TempDir()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -39,6 +40,11 @@ type acmeManager struct {
 	m    *autocert.Manager
 	http http.Handler // HTTP-01 answers
 	stop context.CancelFunc
+
+	// files, if set, are the certificates another process obtains
+	// (Server.ACMECacheOnly): read from the data directory, never
+	// ordered. m then serves only the challenges.
+	files *cachedCerts
 }
 
 // acmeManager returns the manager of a, made (and its certificates asked
@@ -50,27 +56,57 @@ func (s *Server) acmeManager(a *config.ACME) *acmeManager {
 	if s.acme == nil {
 		s.acme = map[string]*acmeManager{}
 	}
+	am := newACMEManager(a, nil)
+	if s.ACMECacheOnly {
+		am.files = newCachedCerts(a)
+	} else {
+		am.obtainAll(a, s.logger())
+	}
+	s.acme[a.Key()] = am
+	return am
+}
+
+// newACMEManager makes the manager of a, its certificates and challenges
+// kept in a's data directory through cache (nil: autocert.DirCache).
+func newACMEManager(a *config.ACME, cache autocert.Cache) *acmeManager {
 	client := &acme.Client{DirectoryURL: a.Directory, UserAgent: "sluice"}
 	if a.CARoots != nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.TLSClientConfig = &tls.Config{RootCAs: a.CARoots}
 		client.HTTPClient = &http.Client{Transport: t}
 	}
+	if cache == nil {
+		cache = autocert.DirCache(a.Data)
+	}
 	m := &autocert.Manager{
 		Prompt:     autocert.AcceptTOS,
-		Cache:      autocert.DirCache(a.Data),
+		Cache:      cache,
 		HostPolicy: autocert.HostWhitelist(a.Domains...),
 		Email:      a.Email,
 		Client:     client,
 	}
+	return &acmeManager{m: m, http: m.HTTPHandler(nil), stop: func() {}}
+}
+
+// obtainAll asks for the certificates of a's domains in the background,
+// until stop.
+func (am *acmeManager) obtainAll(a *config.ACME, log *slog.Logger) {
 	ctx, stop := context.WithCancel(context.Background())
-	am := &acmeManager{m: m, http: m.HTTPHandler(nil), stop: stop}
-	s.acme[a.Key()] = am
-	log := s.logger()
+	am.stop = stop
 	for _, d := range a.Domains {
 		go am.obtain(ctx, d, log.Info, log.Warn)
 	}
-	return am
+}
+
+// getCertificate is GetCertificate for the manager's listener: the
+// challenge certificate an ACME validator asks for (TLS-ALPN-01), or
+// the domain's certificate, obtained (at its first handshake if need be)
+// or, with files, read from the data directory.
+func (am *acmeManager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if am.files != nil && !wantsTokenCert(hello) {
+		return am.files.get(hello.ServerName)
+	}
+	return am.m.GetCertificate(hello) // a token certificate: from memory or the data directory
 }
 
 // obtain asks for the certificate of domain until it has one or ctx is
@@ -116,6 +152,7 @@ func (s *Server) pruneACME(cfg *config.Config) {
 	for k, am := range s.acme {
 		if !keep[k] {
 			am.stop()
+			s.ocsp.release(am)
 			delete(s.acme, k)
 		}
 	}
@@ -189,11 +226,17 @@ var errNoACME = errors.New("acme-tls/1 asked of a listener without tls.acme")
 // offering "acme-tls/1" alone) is refused by a listener without one.
 func getACMECertificate(st *listenState, hello *tls.ClientHelloInfo) (*tls.Certificate, bool, error) {
 	if st.acme != nil {
-		c, err := st.acme.m.GetCertificate(hello)
+		c, err := st.acme.getCertificate(hello)
 		return c, true, err
 	}
-	if slices.Equal(hello.SupportedProtos, []string{acme.ALPNProto}) {
+	if wantsTokenCert(hello) {
 		return nil, true, errNoACME
 	}
 	return nil, false, nil
+}
+
+// wantsTokenCert reports whether hello is an ACME validator's asking for
+// a TLS-ALPN-01 challenge certificate: "acme-tls/1" alone by ALPN.
+func wantsTokenCert(hello *tls.ClientHelloInfo) bool {
+	return slices.Equal(hello.SupportedProtos, []string{acme.ALPNProto})
 }

@@ -59,7 +59,13 @@
 // acme section, kept by the Server across reloads, which obtains them in
 // the background from Start on, renews them, and answers TLS-ALPN-01 in
 // GetCertificate and HTTP-01 on every plain listener before its routes
-// and redirect.
+// and redirect. A worker of a supervisor (ACMECacheOnly) serves instead
+// what its master's ACMEIssuer keeps in the data directory.
+//
+// Certificates that name an OCSP responder and carry their issuer are
+// served with the responder's answer stapled (tls.Certificate.OCSPStaple),
+// fetched and refreshed in the background for as long as a config or an
+// acme section uses them; ocsp_stapling: false turns it off.
 //
 // # Driving it
 //

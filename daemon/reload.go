@@ -122,6 +122,7 @@ func (s *Server) Reload() error {
 		s.setState(l, cfg.ListenOptions[l.addr], cfg) // new certificates, HSTS, redirect
 	}
 	s.pruneACME(cfg)
+	s.ocsp.release(old) // its certificates' staples, unless cfg or acme keeps them
 	s.srv.SetLimits(cfg.Limits)
 	s.srv.SetServerHeader(cfg.ServerHeader)
 	s.srv.SetExtraMethods(cfg.ExtraMethods())

@@ -79,6 +79,19 @@ type Server struct {
 	// reaches it. Shutdown restores the previous default.
 	SetSlogDefault bool
 
+	// ACMECacheOnly makes the listeners with tls.acme serve the
+	// certificates that another process obtains and renews into the
+	// section's data directory (an ACMEIssuer: a supervisor's master),
+	// rather than ask the authority themselves. A certificate is read
+	// from the directory at its first handshake and read again when its
+	// file changes (looked at once a second at most), so a renewal
+	// reaches the handshakes that follow; a handshake for a domain whose
+	// certificate is not there yet fails. Challenges are answered from
+	// the directory too (autocert keeps its HTTP-01 tokens and TLS-ALPN-01
+	// certificates there), so any process sharing it can answer the
+	// authority's validation of an order another started.
+	ACMECacheOnly bool
+
 	initOnce sync.Once
 	srv      *engine.Server
 	started  chan struct{} // closed when Start succeeds
@@ -93,6 +106,7 @@ type Server struct {
 	logConfig   config.Log              // the log section out and log were set up by
 	prevDefault *slog.Logger            // slog's default before SetSlogDefault
 	acme        map[string]*acmeManager // by config.ACME.Key, kept across reloads
+	ocsp        *ocspStapler            // the TLS listeners' OCSP staples
 
 	log atomic.Pointer[slog.Logger] // the config's log, once set up
 
@@ -114,6 +128,7 @@ func (s *Server) init() {
 		s.started = make(chan struct{})
 		s.stopped = make(chan struct{})
 		s.failed = make(chan error, 1)
+		s.ocsp = newOCSPStapler(slog.New(logHandler{s}))
 	})
 }
 
@@ -210,6 +225,7 @@ func (s *Server) Start() error {
 		if err := writePidFile(cfg.PidFile); err != nil {
 			log.Error("cannot write the pid file", "error", err)
 			s.closeListeners(opened)
+			s.ocsp.close()
 			s.sw.Close()
 			s.closeLog()
 			return err
@@ -219,6 +235,7 @@ func (s *Server) Start() error {
 	if err := s.switchUser(cfg); err != nil {
 		log.Error("cannot serve as the config's user", "error", err)
 		s.closeListeners(opened)
+		s.ocsp.close()
 		if s.pidFile != "" {
 			removePidFile(s.pidFile)
 			s.pidFile = ""
@@ -348,6 +365,7 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	close(s.stopped)
 	s.notify(NotifyStopping)
 	s.closeACME()
+	s.ocsp.close()
 	log := s.logger()
 	log.Info("shutting down", "grace", grace)
 	err := end(ctx)

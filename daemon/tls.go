@@ -46,6 +46,9 @@ type listenState struct {
 
 	acme       *acmeManager   // a TLS listener's with tls.acme
 	challenges []http.Handler // a plain listener's: the HTTP-01 answers of the config's acme sections
+
+	ocsp  *ocspStapler // staples OCSP responses to certs, or nil (ocsp_stapling: false)
+	owner any          // what the certificates are kept for in ocsp: the config, or acme
 }
 
 // newTLSConfig returns the TLS config of listener l: it offers "h2"
@@ -64,15 +67,22 @@ func newTLSConfig(l *listener) *tls.Config {
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			st := l.state.Load()
 			if c, ok, err := getACMECertificate(st, hello); ok {
-				return c, err
+				if err != nil || st.ocsp == nil || wantsTokenCert(hello) {
+					return c, err
+				}
+				return st.ocsp.staple(c, st.owner), nil
 			}
-			certs := st.certs
-			for _, c := range certs {
-				if hello.SupportsCertificate(c) == nil {
-					return c, nil
+			c := st.certs[0] // no name matches, or no SNI: the default
+			for _, sc := range st.certs {
+				if hello.SupportsCertificate(sc) == nil {
+					c = sc
+					break
 				}
 			}
-			return certs[0], nil // no name matches, or no SNI: the default
+			if st.ocsp != nil {
+				return st.ocsp.staple(c, st.owner), nil
+			}
+			return c, nil
 		},
 	}
 }
@@ -92,6 +102,15 @@ func (s *Server) setState(l *listener, o *config.ListenOptions, cfg *config.Conf
 		if o.TLS != nil {
 			for i := range o.TLS.Certificates {
 				st.certs = append(st.certs, &o.TLS.Certificates[i].Pair)
+			}
+			if !o.TLS.NoOCSPStapling {
+				st.ocsp, st.owner = s.ocsp, cfg
+				if st.acme != nil {
+					st.owner = st.acme
+				}
+				for _, c := range st.certs {
+					s.ocsp.staple(c, cfg) // fetched now, not at the first handshake
+				}
 			}
 		}
 		if o.HSTS != nil {

@@ -29,10 +29,13 @@ type conn struct {
 	// A TLS connection: tc is nc, served through crypto/tls, so rc is
 	// nil (every read and write goes through tc; files are copied, not
 	// sent with sendfile); peer is the raw socket beneath it, watched for
-	// the client going (see GoneNotifier); tlsState is set once the
-	// handshake is done (see handshake) and handed to each request.
+	// the client going (see GoneNotifier) and parked while the
+	// connection idles (see tlsidle.go), and sock that socket as
+	// crypto/tls reads it; tlsState is set once the handshake is done
+	// (see handshake) and handed to each request.
 	tc       *tls.Conn
 	peer     syscall.RawConn
+	sock     *tlsSocket
 	tlsState *tls.ConnectionState
 
 	s      *session // nil while idle
@@ -48,7 +51,7 @@ type conn struct {
 	resume      bool        // taken over from the park set: go on waiting (see serve)
 	sparse      bool        // taken over after a long park: park again when idle (see park.go)
 	repark      bool        // rawServe asks readIdle to park at once
-	nb          bool        // rc's descriptor is a non-blocking socket (see sysCall)
+	nb          bool        // the socket's descriptor (rc's, or peer's under TLS) is non-blocking (see sysCall)
 	h2c         bool        // may switch to HTTP/2 with the preface (ListenerOptions.H2C)
 	toH2        bool        // switches: the preface came (see serveHead)
 
@@ -99,8 +102,9 @@ func newConn(srv *Server, nc net.Conn, o *ListenerOptions) *conn {
 		c.h = srv.Handler
 	}
 	if o.TLS != nil {
-		c.peer, _ = rawConn(nc)
-		c.tc = tls.Server(nc, o.TLS)
+		c.peer, c.nb = rawConn(nc)
+		c.sock = &tlsSocket{Conn: nc}
+		c.tc = tls.Server(c.sock, o.TLS)
 		c.nc = c.tc
 	} else {
 		c.rc, c.nb = rawConn(nc)
@@ -144,6 +148,13 @@ func (c *conn) Expire() {
 	if c.wait.CompareAndSwap(waitParked, waitActive) {
 		c.moveMu.Unlock()
 		c.unpark()
+		if c.tc != nil {
+			// Closing sends close_notify, a write that may wait (up to
+			// crypto/tls's 5 s) for a client that reads nothing: not on
+			// the timeout manager's goroutine.
+			go c.finish()
+			return
+		}
 		c.finish()
 		return
 	}

@@ -66,11 +66,12 @@
 // Limits.HeaderTimeout; requests carry the connection's state in
 // Request.TLS. Everything else works as on plain TCP: keep-alive,
 // pipelining, the timeouts, Gone (the socket beneath the TLS layer is
-// watched) and graceful shutdown. But a *tls.Conn has no socket to wait
-// on, so the Linux fast paths do not apply: an idle TLS connection waits
-// on its goroutine holding a pooled buffer, writes go through crypto/tls,
-// and files are read into the output buffer and encrypted rather than
-// sent with sendfile(2).
+// watched) and graceful shutdown. An idle HTTP/1.1 connection parks as a
+// plain one does, by the socket beneath the TLS layer, once crypto/tls
+// holds no request bytes (see tlsidle.go); it then keeps crypto/tls's
+// state but no goroutine and no buffer. Reads and writes go through
+// crypto/tls, so the other Linux fast paths do not apply: files are read
+// into the output buffer and encrypted rather than sent with sendfile(2).
 //
 // # HTTP/2
 //

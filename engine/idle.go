@@ -61,6 +61,9 @@ func (c *conn) waitForRequest() idleResult {
 			return idleClosed
 		}
 		c.th.SetIdle()
+		if c.tlsParks() {
+			return c.waitTLS()
+		}
 	}
 	if c.rc != nil && c.served > 1 && c.s != nil {
 		// The next request is often in already: rawRead tries to read it
@@ -94,6 +97,9 @@ func (c *conn) waitForRequest() idleResult {
 func (c *conn) readIdle() idleResult {
 	if c.rc == nil {
 		c.acquireSession()
+		if c.tlsParks() {
+			return c.readTLSIdle()
+		}
 		n, _ := c.nc.Read(c.rbuf)
 		c.r, c.w = 0, n
 		if n > 0 {

@@ -42,6 +42,13 @@ import "time"
 // it is in the set, and whoever moves it out of that state (the park
 // set's reader, or Expire) owns it next. docs/benchmarks.md has the
 // figures and the alternatives measured.
+//
+// A TLS connection parks too, by the socket beneath crypto/tls, when
+// crypto/tls holds no request bytes that the socket's readiness would
+// not report; it keeps crypto/tls's state while parked (about 7 KB, most
+// of it buffers and ciphers crypto/tls keeps for the connection's life),
+// and a runner that takes it over reads through crypto/tls. tlsidle.go
+// says how it looks at what crypto/tls holds and when it parks.
 
 // sparseAfter is how long a connection must have been parked for its wake
 // to find it sparse. Parking after every request costs a system call and

@@ -152,7 +152,7 @@ func (p *parkSet) wake(slot, gen uint32) {
 // cannot be had or the socket cannot join it, or if the timeout manager
 // has just given up on c.
 func (c *conn) park() bool {
-	if c.rc == nil || !c.nb {
+	if c.peer == nil || !c.nb {
 		return false
 	}
 	p := parkSetOrNil()
@@ -171,13 +171,13 @@ func (c *conn) park() bool {
 	if c.interrupted.Load() {
 		return false
 	}
-	if sc, ok := c.nc.(*sockConn); ok && sc.polled.Load() != nil {
+	if sc := c.sockConn(); sc != nil && sc.polled.Load() != nil {
 		// unpoll closes the descriptor the socket is in the set under.
 		p.forget(c)
 		sc.unpoll()
 	}
 	fd := -1
-	c.rc.Control(func(f uintptr) { fd = int(f) })
+	c.peer.Control(func(f uintptr) { fd = int(f) })
 	if fd < 0 {
 		return false
 	}
@@ -202,6 +202,17 @@ func (c *conn) park() bool {
 		return false
 	}
 	return true
+}
+
+// sockConn returns the engine's socket c is served on, beneath TLS if
+// c is a TLS connection, or nil if it is not one of the engine's.
+func (c *conn) sockConn() *sockConn {
+	nc := c.nc
+	if c.sock != nil {
+		nc = c.sock.Conn
+	}
+	sc, _ := nc.(*sockConn)
+	return sc
 }
 
 // firstRead is the first wait of a new connection: it reads what has come,

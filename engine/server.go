@@ -286,10 +286,10 @@ type ListenerOptions struct {
 	// carry the connection's state in Request.TLS. The config must not be
 	// modified once ServeWith is called; to change certificates or
 	// settings while serving, set its GetCertificate or
-	// GetConfigForClient. A TLS connection has no socket of its own to
-	// wait on, so it does not take the engine's Linux fast paths: it
-	// waits for its next request on its goroutine holding its buffers,
-	// and files are copied through it rather than sent with sendfile.
+	// GetConfigForClient. An idle TLS connection waits for its next
+	// request parked, as a plain one does (on Linux, without a
+	// goroutine), but files are copied through crypto/tls rather than
+	// sent with sendfile.
 	TLS *tls.Config
 
 	// Handler, if set, answers the requests of this listener's

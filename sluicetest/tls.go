@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ocsp"
 )
 
 // A CA is a throwaway certificate authority for tests that serve TLS:
@@ -28,6 +30,15 @@ type CA struct {
 	PEM  []byte
 	// Pool holds Cert, as a client's RootCAs.
 	Pool *x509.CertPool
+
+	// OCSPServer, if set, is written into the certificates the CA issues
+	// from then on: the URLs of their OCSP responder (see OCSPResponse).
+	OCSPServer []string
+	// Chain, if set, makes the certificates issued from then on carry
+	// the CA's certificate after their own (in IssueFiles' certificate
+	// file too), as a server sends its chain: the issuer a server needs
+	// to check an OCSP response with.
+	Chain bool
 
 	key    *ecdsa.PrivateKey
 	serial int64
@@ -83,6 +94,9 @@ func (ca *CA) Issue(t testing.TB, names ...string) tls.Certificate {
 func (ca *CA) IssueValid(t testing.TB, notBefore, notAfter time.Time, names ...string) tls.Certificate {
 	t.Helper()
 	certPEM, keyPEM := ca.issuePEM(t, notBefore, notAfter, names)
+	if ca.Chain {
+		certPEM = append(certPEM, ca.PEM...)
+	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +117,9 @@ func (ca *CA) IssueFiles(t testing.TB, dir string, names ...string) (certFile, k
 func (ca *CA) IssueFilesValid(t testing.TB, dir string, notBefore, notAfter time.Time, names ...string) (certFile, keyFile string) {
 	t.Helper()
 	certPEM, keyPEM := ca.issuePEM(t, notBefore, notAfter, names)
+	if ca.Chain {
+		certPEM = append(certPEM, ca.PEM...)
+	}
 	base := "cert"
 	if len(names) > 0 {
 		base = names[0]
@@ -146,6 +163,7 @@ func (ca *CA) issuePEM(t testing.TB, notBefore, notAfter time.Time, names []stri
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		OCSPServer:   ca.OCSPServer,
 	}
 	if len(names) > 0 {
 		tmpl.Subject.CommonName = names[0]
@@ -167,4 +185,29 @@ func (ca *CA) issuePEM(t testing.TB, notBefore, notAfter time.Time, names []stri
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// OCSPResponse returns an OCSP response (RFC 6960) signed by the CA
+// saying that cert, which it issued, has status (ocsp.Good,
+// ocsp.Revoked or ocsp.Unknown) from thisUpdate until nextUpdate (zero:
+// none given): what an OCSP responder started by a test answers. Unlike
+// the CA's other methods it may be called from any goroutine (the
+// responder's handlers).
+func (ca *CA) OCSPResponse(t testing.TB, cert *x509.Certificate, status int, thisUpdate, nextUpdate time.Time) []byte {
+	t.Helper()
+	tmpl := ocsp.Response{
+		Status:       status,
+		SerialNumber: cert.SerialNumber,
+		ThisUpdate:   thisUpdate,
+		NextUpdate:   nextUpdate,
+	}
+	if status == ocsp.Revoked {
+		tmpl.RevokedAt = thisUpdate
+		tmpl.RevocationReason = ocsp.KeyCompromise
+	}
+	der, err := ocsp.CreateResponse(ca.Cert, ca.Cert, tmpl, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
 }

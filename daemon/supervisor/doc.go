@@ -4,6 +4,8 @@
 // (RunWorker) that inherit them, checks their health over a private
 // control channel, replaces those that fail, reloads by starting new
 // workers and draining the old, and upgrades its binary by handing the
-// sockets to a new master. HandleSignals drives a Master by nginx's
-// signals. It runs on Linux. See docs/workers.md.
+// sockets to a new master. It obtains the config's ACME certificates
+// itself (daemon.ACMEIssuer) for the workers to serve. HandleSignals
+// drives a Master by nginx's signals. It runs on Linux. See
+// docs/workers.md.
 package supervisor

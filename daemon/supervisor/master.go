@@ -96,6 +96,7 @@ type Master struct {
 	foreign map[config.Address]bool     // sockets Listen gave: their Unix socket files are not ours to remove
 	bound   map[string]config.Address   // "network addr" a socket is bound to → its key in lns (port 0 resolved)
 	pidFile string
+	acme    daemon.ACMEIssuer // obtains the workers' ACME certificates
 	nextID  int
 	cur     *generation // serving
 	pending *generation // a reload's, until its workers are healthy
@@ -126,6 +127,9 @@ type generation struct {
 	opened   []config.Address
 	log      config.Log // the master's log, once the generation serves
 	pidFile  string
+	acme     []*config.ACME // the certificates its workers serve
+	user     string         // and group: who the workers run as
+	group    string
 }
 
 // Run serves until ctx is done, then stops the workers gracefully and
@@ -280,6 +284,7 @@ func (m *Master) load() (*generation, error) {
 	return &generation{
 		name: name, data: data, addrs: addrs, n: n,
 		log: cfg.Log, pidFile: cfg.PidFile,
+		acme: cfg.ACMESections(), user: cfg.User, group: cfg.Group,
 		health:   cfg.Health.WithDefaults(),
 		workers:  make([]*worker, n),
 		restarts: make([]int, n),
@@ -362,6 +367,10 @@ func (m *Master) closeListener(a config.Address) {
 
 // startGeneration starts every slot of g.
 func (m *Master) startGeneration(g *generation) {
+	m.acme.Logger = m.log
+	if err := m.acme.Issue(g.acme, g.user, g.group); err != nil {
+		m.log.Error("cannot obtain ACME certificates", "error", err)
+	}
 	for slot := range g.workers {
 		m.startWorker(g, slot)
 	}
@@ -426,6 +435,7 @@ func (m *Master) promote() {
 			}
 		}
 		m.closeListeners(g.addrs)
+		m.acme.Retain(g.acme)
 		m.applyLog(g.log)
 		m.applyPidFile(g.pidFile)
 		m.log.Info("reloaded", "config", g.name, "workers", g.n)
@@ -459,6 +469,7 @@ func (m *Master) abort(w *worker, why string) {
 		return
 	}
 	m.log.Error("reload failed; the running workers keep serving", "worker", w.id, "error", why)
+	m.acme.Retain(m.cur.acme)
 	m.notify(daemon.NotifyReady)
 	if m.again {
 		m.again = false
@@ -519,6 +530,7 @@ func (m *Master) shutdown(failure error) error {
 		<-w.exited
 		m.old = slices.DeleteFunc(m.old, func(o *worker) bool { return o == w })
 	}
+	m.acme.Close()
 	m.closeListeners(nil)
 	if m.pidFile != "" {
 		removePidFile(m.pidFile)

@@ -69,6 +69,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		Stderr:         stderr,
 		Logger:         logger,
 		SetSlogDefault: true,
+		ACMECacheOnly:  true, // the master obtains the certificates
 		Load: func(ctx components.Context) (*config.Config, error) {
 			ctx.Workers = view.get
 			ctx.Processes = su.N

@@ -1,0 +1,295 @@
+package daemon
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ocsp"
+
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// ocspResponder is an OCSP responder started by a test: it answers for
+// the certificates of its CA with the status of the moment, each
+// response's thisUpdate a second later than the previous one's, so that
+// a refreshed staple differs from the one before.
+type ocspResponder struct {
+	*httptest.Server
+	ca *sluicetest.CA
+
+	mu       sync.Mutex
+	status   int
+	validity time.Duration // nextUpdate - now; negative: expired
+	asked    int
+}
+
+func newOCSPResponder(t *testing.T, ca *sluicetest.CA) *ocspResponder {
+	r := &ocspResponder{ca: ca, status: ocsp.Good, validity: time.Hour}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+		b, _ := io.ReadAll(hr.Body)
+		req, err := ocsp.ParseRequest(b)
+		if err != nil || hr.Header.Get("Content-Type") != "application/ocsp-request" {
+			http.Error(w, "bad request", 400)
+			return
+		}
+		r.mu.Lock()
+		r.asked++
+		now := time.Now().Truncate(time.Second)
+		this := now.Add(-time.Hour + time.Duration(r.asked)*time.Second)
+		status, next := r.status, now.Add(r.validity)
+		r.mu.Unlock()
+		leaf := &x509.Certificate{SerialNumber: req.SerialNumber}
+		w.Header().Set("Content-Type", "application/ocsp-response")
+		w.Write(ca.OCSPResponse(t, leaf, status, this, next))
+	}))
+	t.Cleanup(r.Close)
+	ca.OCSPServer = []string{r.URL}
+	ca.Chain = true
+	return r
+}
+
+func (r *ocspResponder) set(status int, validity time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status, r.validity = status, validity
+}
+
+func (r *ocspResponder) timesAsked() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.asked
+}
+
+// stapleOf makes a TLS handshake with the server at addr, which must
+// succeed, and returns the OCSP response stapled to it, nil if none.
+func stapleOf(t *testing.T, addr string, ca *sluicetest.CA) []byte {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, ca.ClientConfig("a.example"))
+	if err != nil {
+		t.Fatalf("handshake: %v", err)
+	}
+	defer c.Close()
+	return c.ConnectionState().OCSPResponse
+}
+
+// ocspSite is a TLS listener serving a.example's certificate, issued by
+// a CA whose OCSP responder the test runs.
+type ocspSite struct {
+	s    *Server
+	log  *sluicetest.Buffer
+	resp *ocspResponder
+	ca   *sluicetest.CA
+	file string // the config file
+	addr string
+}
+
+// ocspConfig is the site's config, with tls options extra (", key: value").
+func ocspConfig(extra string) string {
+	return "listen:\n  - address: 127.0.0.1:0\n    tls: {cert: a.example.crt, key: a.example.key" + extra + "}\nroutes:\n  - match: /\n    pipeline:\n      - text: hi\n"
+}
+
+// newOCSPSite starts the site once prepare has set up the responder.
+// The stapler waits 10ms at least between fetches, and retries as soon.
+func newOCSPSite(t *testing.T, prepare func(*ocspResponder)) *ocspSite {
+	t.Helper()
+	dir := t.TempDir()
+	site := &ocspSite{ca: sluicetest.NewCA(t), file: filepath.Join(dir, "site.yaml")}
+	site.resp = newOCSPResponder(t, site.ca)
+	if prepare != nil {
+		prepare(site.resp)
+	}
+	site.ca.IssueFiles(t, dir, "a.example")
+	writeFile(t, site.file, ocspConfig(""))
+	site.s, site.log = newServer(t, fileLoad(site.file))
+	site.s.init()
+	site.s.ocsp.minWait, site.s.ocsp.retry, site.s.ocsp.maxRetry = 10*time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
+	start(t, site.s)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sluice's log:\n%s", site.log.String())
+		}
+	})
+	site.addr = onlyAddr(t, site.s).String()
+	return site
+}
+
+// staple makes a TLS handshake with the site, which must succeed, and
+// returns the OCSP response stapled to it, nil if none.
+func (site *ocspSite) staple(t *testing.T) []byte {
+	t.Helper()
+	return stapleOf(t, site.addr, site.ca)
+}
+
+// A certificate that names an OCSP responder is served with the
+// responder's Good answer stapled, checked against the issuer, and
+// refreshed before it expires: a later handshake gets a newer one. A
+// reload to ocsp_stapling: false stops the stapling and its refresher.
+func TestOCSPStapling(t *testing.T) {
+	site := newOCSPSite(t, nil)
+	var first *ocsp.Response
+	sluicetest.WaitFor(t, "a stapled OCSP response", func() bool {
+		raw := site.staple(t)
+		if raw == nil {
+			return false
+		}
+		r, err := ocsp.ParseResponse(raw, site.ca.Cert)
+		if err != nil {
+			t.Fatalf("stapled response: %v", err)
+		}
+		first = r
+		return true
+	})
+	if first.Status != ocsp.Good {
+		t.Fatalf("stapled status %d, want Good", first.Status)
+	}
+	// Each response is valid for an hour from an hour ago: past half its
+	// validity already, so the stapler asks again after its shortest
+	// wait (10ms here).
+	sluicetest.WaitFor(t, "the staple refreshed", func() bool {
+		r, err := ocsp.ParseResponse(site.staple(t), site.ca.Cert)
+		return err == nil && r.ThisUpdate.After(first.ThisUpdate)
+	})
+
+	writeFile(t, site.file, ocspConfig(", ocsp_stapling: false"))
+	if err := site.s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if site.staple(t) != nil {
+		t.Errorf("ocsp_stapling: false: a response is stapled")
+	}
+	site.s.ocsp.mu.RLock()
+	n := len(site.s.ocsp.certs)
+	site.s.ocsp.mu.RUnlock()
+	if n != 0 {
+		t.Errorf("after the reload the stapler keeps %d certificates, want none", n)
+	}
+	site.s.ocsp.wg.Wait() // returns once the refresher has stopped
+	asked := site.resp.timesAsked()
+	site.staple(t)
+	if got := site.resp.timesAsked(); got != asked {
+		t.Errorf("the responder was asked %d times after the refresher stopped", got-asked)
+	}
+}
+
+// A Revoked answer, an Unknown one and an expired one are never
+// stapled, and an unreachable responder leaves the handshake working
+// without a staple.
+func TestOCSPNotStapled(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		status   int
+		validity time.Duration
+		logged   string
+	}{
+		{"revoked", ocsp.Revoked, time.Hour, "REVOKED"},
+		{"unknown", ocsp.Unknown, time.Hour, "status unknown"},
+		{"expired", ocsp.Good, -time.Minute, "an expired response"},
+		{"unreachable", ocsp.Good, time.Hour, "cannot fetch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			site := newOCSPSite(t, func(r *ocspResponder) {
+				r.set(tc.status, tc.validity)
+				if tc.name == "unreachable" {
+					r.Close()
+				}
+			})
+			if tc.name == "unreachable" {
+				sluicetest.WaitFor(t, "the failure logged", func() bool { return strings.Contains(site.log.String(), tc.logged) })
+			} else { // asked again: the first answer was dealt with
+				sluicetest.WaitFor(t, "the responder asked twice", func() bool { return site.resp.timesAsked() >= 2 })
+			}
+			if site.staple(t) != nil {
+				t.Errorf("a response is stapled")
+			}
+			if !strings.Contains(site.log.String(), tc.logged) {
+				t.Errorf("the log does not say %q", tc.logged)
+			}
+		})
+	}
+}
+
+// A Good staple whose responder then answers Revoked is withdrawn.
+func TestOCSPRevokedWithdrawsStaple(t *testing.T) {
+	site := newOCSPSite(t, nil)
+	sluicetest.WaitFor(t, "a stapled OCSP response", func() bool { return site.staple(t) != nil })
+	site.resp.set(ocsp.Revoked, time.Hour)
+	asked := site.resp.timesAsked()
+	sluicetest.WaitFor(t, "the responder asked twice more", func() bool { return site.resp.timesAsked() >= asked+2 })
+	if site.staple(t) != nil {
+		t.Errorf("still stapled after the responder said Revoked")
+	}
+	if !strings.Contains(site.log.String(), "REVOKED") {
+		t.Errorf("the log does not say REVOKED")
+	}
+}
+
+// The stapler on its own, as the acme path uses it: a certificate with
+// no responder (Let's Encrypt's, since it ended OCSP) costs no fetch; one
+// with a responder is stapled and kept for its owner until the owner
+// releases it; close stops every refresher.
+func TestOCSPStapler(t *testing.T) {
+	logger, _ := sluicetest.Logger()
+	o := newOCSPStapler(logger)
+	defer o.close()
+
+	plain := sluicetest.NewCA(t)
+	plain.Chain = true
+	c := plain.Issue(t, "a.example")
+	if got := o.staple(&c, "acme"); got != &c {
+		t.Errorf("a certificate with no responder: got another certificate")
+	}
+	if len(o.certs) != 0 {
+		t.Errorf("a certificate with no responder is kept")
+	}
+
+	ca := sluicetest.NewCA(t)
+	newOCSPResponder(t, ca)
+	c2 := ca.Issue(t, "a.example")
+	sluicetest.WaitFor(t, "a staple", func() bool { return len(o.staple(&c2, "acme").OCSPStaple) > 0 })
+	if c2.OCSPStaple != nil {
+		t.Errorf("the certificate given was changed; want a copy stapled")
+	}
+	o.release("acme")
+	o.mu.RLock()
+	n := len(o.certs)
+	o.mu.RUnlock()
+	if n != 0 {
+		t.Errorf("released: %d certificates kept", n)
+	}
+	o.close()
+	if got := o.staple(&c2, "acme"); got != &c2 {
+		t.Errorf("closed: still stapling")
+	}
+}
+
+// An ACME certificate that names a responder is stapled too: here one a
+// worker (ACMECacheOnly) reads from the data directory, since pebble's
+// certificates, like Let's Encrypt's now, name none.
+func TestOCSPStaplingACME(t *testing.T) {
+	dir := t.TempDir()
+	ca := sluicetest.NewCA(t)
+	newOCSPResponder(t, ca)
+	writeCached(t, ca, filepath.Join(dir, "acme"), acmeDomain, acmeDomain)
+	file := filepath.Join(dir, "site.yaml")
+	writeFile(t, file, "listen:\n  - address: 127.0.0.1:0\n    tls: {acme: {domains: ["+acmeDomain+"], directory: \"https://127.0.0.1:1/dir\", data: acme}}\nroutes:\n  - match: /\n    pipeline:\n      - text: hi\n")
+	s, _ := newServer(t, fileLoad(file))
+	s.ACMECacheOnly = true
+	start(t, s)
+	sluicetest.WaitFor(t, "a stapled OCSP response", func() bool {
+		c, err := tls.Dial("tcp", onlyAddr(t, s).String(), ca.ClientConfig(acmeDomain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r, err := ocsp.ParseResponse(c.ConnectionState().OCSPResponse, ca.Cert)
+		return err == nil && r.Status == ocsp.Good
+	})
+}
