@@ -842,8 +842,11 @@ func (h *h2Conn) trailer(st *h2Stream) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
+	case st.remoteDone && st.localDone:
+		// Closed, its handler not yet gone (§5.1: closed).
+		return h2ConnError(h2StreamClosed)
 	case st.remoteDone:
-		h.resetStreamLocked(st.id, st, h2StreamClosed)
+		h.resetStreamLocked(st.id, st, h2StreamClosed) // §5.1: half-closed (remote)
 		return nil
 	case !b.endStream || b.pseudo != 0 || b.malformed:
 		h.resetStreamLocked(st.id, st, h2ProtocolError)
