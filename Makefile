@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-deps redbot clean
+.PHONY: all build test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-proxy bench-deps redbot clean
 
 all: lint test
 
@@ -96,12 +96,21 @@ bench-mix: build bench-deps
 	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios mix,mix-slowdb \
 		--servers sluice,nginx,nethttp --rounds 3 --duration 5s --out ../docs/benchmarks/mix
 
+## bench-proxy: Sluice, nginx, Caddy and HAProxy as reverse proxies in front
+## of one upstream (report in docs/benchmarks/proxy/; about four minutes)
+bench-proxy: build bench-deps
+	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios proxy \
+		--servers sluice,nginx,caddy,haproxy --rounds 3 --duration 5s --out ../docs/benchmarks/proxy
+
 ## bench-deps: the peer servers and load tools the harness measures against
-## (postgresql: the mix-slowdb scenario's database)
-BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux postgresql
+## (postgresql: the mix-slowdb scenario's database; haproxy: the proxy
+## scenario's, whose service, started by the package, is stopped and
+## disabled: the harness runs its own)
+BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux postgresql haproxy
 bench-deps:
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi
+	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi; \
+	case " $$missing " in *" haproxy "*) systemctl disable --now haproxy >/dev/null 2>&1 || true;; esac
 
 ## redbot: REDbot (PyPI) against files the files package serves; fails on any BAD finding
 redbot:

@@ -47,6 +47,21 @@
 // private PostgreSQL whose every query sleeps 50 ms, and counts the 503s
 // of a server shedding load apart from errors.
 //
+// The proxy scenario, run only when named (--scenarios proxy), puts
+// Sluice's proxy source, nginx, Caddy and HAProxy (--servers haproxy,
+// a name of this scenario alone) in turn in front of one upstream: an
+// nginx answering the 151-byte page with return 200, started once and
+// pinned to the client's CPU, so that the server CPU is the proxy's
+// alone. Every proxy keeps 128 idle keep-alive connections to it (more
+// than the client's 100) and names the client in X-Forwarded-For, -Proto
+// and -Host. Each is loaded with the generator and with wrk at 100
+// keep-alive connections, as fast as it answers, then offered a fixed
+// 20,000 requests/s by the generator (the same load for every proxy);
+// the report gives the proxy's CPU per proxied
+// request, and, to show the comparison fair, the connections the
+// upstream accepted during each run (its stub_status), its CPU per
+// request, and how busy the client's core was.
+//
 // # Entry points
 //
 // Main is the whole harness behind a command line; command sluicebench

@@ -270,7 +270,10 @@ func (h *harness) build() error {
 		h.rep.Peers = append(h.rep.Peers, info)
 	}
 	if len(h.peers) == 0 {
-		return fmt.Errorf("no server to measure")
+		// haproxy, in the proxy scenario, is no peer of All.
+		if vs, _ := h.proxyVariants(); !h.has(report.Proxy) || len(vs) == 0 {
+			return fmt.Errorf("no server to measure")
+		}
 	}
 	return nil
 }
@@ -323,6 +326,9 @@ func (h *harness) recordConfig(srv *peers.Server) {
 			s = strings.ReplaceAll(s, srv.Env.Dir, "$RUN")
 			s = strings.ReplaceAll(s, h.env.Root, "$ROOT")
 			s = strings.ReplaceAll(s, h.env.Bin, "$BIN")
+			if srv.Env.Upstream != "" {
+				s = strings.ReplaceAll(s, srv.Env.Upstream, "127.0.0.1:$UPSTREAM_PORT")
+			}
 			return strings.ReplaceAll(s, srv.Env.Addr(), "127.0.0.1:$PORT")
 		}
 		pi.Command = clean("taskset -c " + srv.CPUs + " " + strings.Join(srv.Argv, " "))

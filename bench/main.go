@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluice-server/sluice/bench/peers"
 	"github.com/sluice-server/sluice/bench/report"
 )
 
@@ -31,14 +30,14 @@ const (
 var allScenarios = []string{
 	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
 	report.C10K, report.Sizes, report.Idle, report.Workers, report.Pipe,
-	report.Mix, report.MixSlowDB,
+	report.Mix, report.MixSlowDB, report.Proxy,
 }
 
-// defaultScenarios are those run without --scenarios: all but workers
-// and the mix scenarios, which take several minutes each and have
-// reports of their own (docs/benchmarks/workers, docs/benchmarks/mix).
+// defaultScenarios are those run without --scenarios: all but workers,
+// the mix scenarios and proxy, which have reports of their own
+// (docs/benchmarks/workers, docs/benchmarks/mix, docs/benchmarks/proxy).
 var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool {
-	return s == report.Workers || s == report.Mix || s == report.MixSlowDB
+	return s == report.Workers || s == report.Mix || s == report.MixSlowDB || s == report.Proxy
 })
 
 // options is the parsed command line.
@@ -141,11 +140,11 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, defaultOut())
 		fs.PrintDefaults()
-		fmt.Fprintf(stderr, "\nServers: %s\nScenarios: %s\n", strings.Join(peers.Names(), ", "), strings.Join(allScenarios, ", "))
+		fmt.Fprintf(stderr, "\nServers: %s\nScenarios: %s\n", strings.Join(serverNames(), ", "), strings.Join(allScenarios, ", "))
 	}
 	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default: the scratch directory "+defaultOut())
-	servers := fs.String("servers", strings.Join(peers.Names(), ","), "comma-separated servers to measure")
-	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix and mix-slowdb are not run unless named)")
+	servers := fs.String("servers", strings.Join(serverNames(), ","), "comma-separated servers to measure (haproxy: in the proxy scenario only)")
+	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix, mix-slowdb and proxy are not run unless named)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
 	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")
@@ -191,8 +190,8 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 		}
 	}
 	for _, s := range splitList(*servers) {
-		if _, ok := peers.ByName(s); !ok {
-			fmt.Fprintf(stderr, "sluicebench: unknown server %q (have %s)\n", s, strings.Join(peers.Names(), ", "))
+		if !slices.Contains(serverNames(), s) {
+			fmt.Fprintf(stderr, "sluicebench: unknown server %q (have %s)\n", s, strings.Join(serverNames(), ", "))
 			return o, exitUsage
 		}
 		o.servers = append(o.servers, s)

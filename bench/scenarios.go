@@ -63,16 +63,19 @@ func (h *harness) run() (string, error) {
 			per += len(sizes)
 		case report.Idle:
 			per += len(h.idlePoints())
-		case report.Pipe, report.Workers, report.Mix, report.MixSlowDB:
+		case report.Pipe, report.Workers, report.Mix, report.MixSlowDB, report.Proxy:
 		default:
 			per++
 		}
 	}
-	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + h.mixSteps() + 1
+	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + h.mixSteps() + h.proxySteps() + 1
 	h.prog.logf("%d server(s) × %d round(s), client on CPU %s, servers on CPU %s; scratch %s",
 		len(h.peers), h.o.rounds, h.o.clientCPU, h.o.serverCPU, h.tmp)
 	if h.has(report.Workers) {
 		h.prog.logf("workers scenario: %d variant(s) × %d round(s), servers on CPUs %s", len(h.workerVariants()), h.o.rounds, h.o.workersCPU)
+	}
+	if !h.hasWrk() && h.has(report.Proxy) {
+		h.note("wrk is not installed: the proxy scenario is measured by sluicebench's generator alone.")
 	}
 	if !h.hasWrk() && h.has(report.Mix) {
 		h.note("wrk is not installed: the mix scenario is measured by sluicebench's generator alone.")
@@ -108,6 +111,11 @@ func (h *harness) run() (string, error) {
 			return "", err
 		}
 	}
+	if h.has(report.Proxy) {
+		if err := h.proxyScenario(); err != nil {
+			return "", err
+		}
+	}
 	stopWatch()
 	<-done
 	if h.has(report.Pipe) {
@@ -132,7 +140,7 @@ func (h *harness) run() (string, error) {
 func (h *harness) serverRound(p peers.Peer, round int) error {
 	tag := fmt.Sprintf("round %d/%d %s", round, h.o.rounds, p.Name)
 	loaded := slices.ContainsFunc(h.o.scenarios, func(s string) bool {
-		return s != report.Idle && s != report.Pipe && s != report.Workers && s != report.Mix && s != report.MixSlowDB
+		return s != report.Idle && s != report.Pipe && s != report.Workers && s != report.Mix && s != report.MixSlowDB && s != report.Proxy
 	})
 	if loaded {
 		srv, err := h.startWarm(p, fmt.Sprint(round))
@@ -235,13 +243,21 @@ func (h *harness) startWarm(p peers.Peer, label string) (*peers.Server, error) {
 // measure runs the generator against srv and records a sample, with the
 // server's CPU time over the clock's run.
 func (h *harness) measure(srv *peers.Server, sc string, round int, x float64, cfg load.Config) {
+	if s, ok := h.measureSample(srv, sc, round, x, cfg); ok {
+		h.add(s)
+	}
+}
+
+// measureSample is measure without recording: it returns the sample, or
+// false if the run failed (noted).
+func (h *harness) measureSample(srv *peers.Server, sc string, round int, x float64, cfg load.Config) (report.Sample, bool) {
 	cfg.Addr = srv.Env.Addr()
 	var u0 peers.Usage
 	cfg.Started = func() { u0, _ = srv.Usage() }
 	res, err := load.Run(h.ctx, cfg)
 	if err != nil {
 		h.note("%s %s: %v", srv.Peer.Name, sc, err)
-		return
+		return report.Sample{}, false
 	}
 	u1, _ := srv.Usage()
 	s := report.Sample{
@@ -263,7 +279,7 @@ func (h *harness) measure(srv *peers.Server, sc string, round int, x float64, cf
 			s.ErrorText = fmt.Sprintf("%d of %d connections opened; %s", res.Conns, cfg.Conns, s.ErrorText)
 		}
 	}
-	h.add(s)
+	return s, true
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -342,17 +358,26 @@ func (h *harness) idle(p peers.Peer, round, n int) {
 // wrk runs wrk -t1 -c100 against srv's 151-byte page and records it as
 // a sample of scenario sc at x.
 func (h *harness) wrk(srv *peers.Server, sc string, round int, x float64) {
+	if s, _, ok := h.wrkSample(srv, sc, round, x); ok {
+		h.add(s)
+	}
+}
+
+// wrkSample is wrk without recording: it returns the sample and what wrk
+// itself used, or false if wrk is not installed or failed (noted).
+func (h *harness) wrkSample(srv *peers.Server, sc string, round int, x float64) (report.Sample, clientRun, bool) {
 	if _, err := exec.LookPath("wrk"); err != nil {
-		return
+		return report.Sample{}, clientRun{}, false
 	}
 	secs := max(int(h.o.duration.Seconds()), 1)
 	u0, _ := srv.Usage()
-	out, err := h.client(time.Duration(secs+30)*time.Second, "wrk", "-t1", fmt.Sprintf("-c%d", kaConns),
+	run, err := h.clientRun(time.Duration(secs+30)*time.Second, "wrk", "-t1", fmt.Sprintf("-c%d", kaConns),
 		fmt.Sprintf("-d%ds", secs), "--latency", "http://"+srv.Env.Addr()+pathIndex)
 	u1, _ := srv.Usage()
+	out := run.out
 	if err != nil {
 		h.note("%s wrk: %v: %s", srv.Peer.Name, err, out)
-		return
+		return report.Sample{}, clientRun{}, false
 	}
 	res := parseWrk(out)
 	s := report.Sample{Scenario: sc, Server: srv.Peer.Name, Round: round, X: x, Tool: "wrk", RSS: u1.RSS,
@@ -364,7 +389,7 @@ func (h *harness) wrk(srv *peers.Server, sc string, round int, x float64) {
 	if s.Errors > 0 {
 		s.ErrorText = res.errText
 	}
-	h.add(s)
+	return s, run, true
 }
 
 // wrkResult is what parseWrk reads from wrk's report.
@@ -483,13 +508,32 @@ func parseAB(out string) (abResult, error) {
 	return r, nil
 }
 
-// client runs a client program on the client CPU, bounded by limit.
+// client runs a client program on the client CPU, bounded by limit, and
+// returns its output (stdout and stderr).
 func (h *harness) client(limit time.Duration, name string, args ...string) (string, error) {
+	run, err := h.clientRun(limit, name, args...)
+	return run.out, err
+}
+
+// clientRun is one run of a client program.
+type clientRun struct {
+	out  string        // stdout and stderr
+	cpu  time.Duration // user+system time of the program (taskset execs it: the same process)
+	wall time.Duration // from start to exit
+}
+
+// clientRun is client, with the program's CPU and wall-clock time.
+func (h *harness) clientRun(limit time.Duration, name string, args ...string) (clientRun, error) {
 	ctx, cancel := context.WithTimeout(h.ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "taskset", append([]string{"-c", h.o.clientCPU, name}, args...)...)
+	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	return string(out), err
+	run := clientRun{out: string(out), wall: time.Since(start)}
+	if cmd.ProcessState != nil {
+		run.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	return run, err
 }
 
 func num(out, re string) float64 {

@@ -15,4 +15,8 @@
 // Mix returns the peers of the mix scenarios, which serve the C10K
 // seed's whole site (package mixsite) rather than a folder: Sluice with
 // a configuration file, and the net/http program of bench/peers/gomix.
+//
+// Proxies returns the reverse proxies of the proxy scenario (Sluice's
+// proxy source, nginx, Caddy and HAProxy), each forwarding to
+// Env.Upstream, and Upstream the nginx they all forward to.
 package peers

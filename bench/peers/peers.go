@@ -37,6 +37,25 @@ type Env struct {
 	// The mix peers' database (see Mix): DB is "sqlite" or "postgres",
 	// DSN its data source name (for sqlite, the database file).
 	DB, DSN string
+
+	// The proxy scenario (see Proxies and Upstream): Upstream is the
+	// host:port the proxies forward to, IdleConns the idle keep-alive
+	// connections each may keep to it, and Body the upstream's whole
+	// response body.
+	Upstream  string
+	IdleConns int
+	Body      string
+}
+
+// NginxBody is Body as the contents of an nginx quoted string, for the
+// upstream's return directive: backslashes and double quotes escaped.
+// It fails if Body holds a '$', which nginx would read as a variable and
+// cannot escape.
+func (e Env) NginxBody() (string, error) {
+	if strings.Contains(e.Body, "$") {
+		return "", errors.New("the upstream's body holds a '$', which nginx cannot return literally")
+	}
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(e.Body), nil
 }
 
 // GoDriver is the database/sql driver name of Env.DB for the Go peers.
@@ -201,6 +220,79 @@ func Mix() []Peer {
 			argv: func(env Env, _ string) []string {
 				return []string{filepath.Join(env.Bin, "gomix-peer"), "-listen", env.Addr(), "-site", env.Root,
 					"-driver", env.GoDriver(), "-dsn", env.DSN}
+			},
+		},
+	}
+}
+
+// Upstream returns the upstream of the proxy scenario: nginx answering
+// every request with Env.Body from its configuration (return 200, no
+// file read), keep-alive connections kept for the whole run, and
+// stub_status at UpstreamStatusPath, whose count of accepted connections
+// tells how often the proxies dialled it. Not in All: the harness runs it
+// on the client's CPU, under every proxy of the run.
+func Upstream() Peer {
+	return Peer{
+		Name: "upstream", About: "Debian nginx, one worker, `return 200` with the 151-byte page from its configuration, keep-alive connections kept as long as the run, no access log",
+		conf:    "upstream-nginx.conf",
+		version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+		argv: func(env Env, conf string) []string {
+			return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
+		},
+	}
+}
+
+// UpstreamStatusPath is where Upstream answers nginx's stub_status
+// ("Active connections: …", then the counts of accepted and handled
+// connections and of requests).
+const UpstreamStatusPath = "/sluicebench-upstream-status"
+
+// Proxies returns the reverse proxies of the proxy scenario, each
+// forwarding every request to Env.Upstream over keep-alive connections,
+// with at most Env.IdleConns of them idle, and telling it the client's
+// address, scheme and host (X-Forwarded-For, -Proto, -Host); none logs
+// requests. sluice-proxy, nginx-proxy and caddy-proxy are the peers
+// sluice, nginx and caddy configured as proxies; haproxy is in no other
+// scenario. They are not in All: they serve nothing of their own.
+func Proxies() []Peer {
+	return []Peer{
+		{
+			Name: "sluice-proxy", About: "`sluice serve -c sluice-proxy.yaml`: one route, the `proxy` source with `max_idle_conns` set (GOMAXPROCS 1 from the affinity mask)",
+			conf: "sluice-proxy.yaml",
+			version: func(env Env) (string, error) {
+				if env.Sluice == "" {
+					return "", errors.New("no sluice binary")
+				}
+				return firstLine(env.Sluice, "version")
+			},
+			argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
+		},
+		{
+			Name: "nginx-proxy", About: "Debian nginx, one worker, `proxy_pass` to an `upstream` block with `keepalive`, HTTP/1.1 upstream, no access log",
+			conf:    "nginx-proxy.conf",
+			version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+			argv: func(env Env, conf string) []string {
+				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
+			},
+		},
+		{
+			Name: "caddy-proxy", About: "Debian Caddy, `reverse_proxy` with its HTTP transport's idle pool set, no admin endpoint, no automatic HTTPS (GOMAXPROCS 1 from the affinity mask)",
+			conf:    "Caddyfile-proxy",
+			version: func(Env) (string, error) { return firstLine("caddy", "version") },
+			argv: func(env Env, conf string) []string {
+				return []string{"caddy", "run", "--config", conf, "--adapter", "caddyfile"}
+			},
+			environ: func(env Env) []string {
+				return []string{"HOME=" + env.Dir, "XDG_DATA_HOME=" + env.Dir, "XDG_CONFIG_HOME=" + env.Dir}
+			},
+		},
+		{
+			Name: "haproxy", About: "Debian HAProxy, `mode http`, one thread, `http-reuse always`, no logging",
+			conf:    "haproxy.cfg",
+			version: func(Env) (string, error) { return firstLine("haproxy", "-v") },
+			argv: func(env Env, conf string) []string {
+				// -db: in the foreground, not as a daemon.
+				return []string{"haproxy", "-db", "-f", conf}
 			},
 		},
 	}

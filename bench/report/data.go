@@ -35,6 +35,17 @@ const (
 	MixSlowDB = "mix-slowdb"
 	MixWrk    = "mix-wrk"
 
+	// Proxy is the reverse-proxy scenario: the 151-byte page from one
+	// upstream (an nginx on the client's core) through each proxy
+	// (sluice-proxy, nginx-proxy, caddy-proxy, haproxy) at 100 keep-alive
+	// connections. Its samples are sluicebench's generator's in a closed
+	// loop; wrk's are of scenario ProxyWrk (X for both: the number of
+	// connections), and the generator's at one fixed rate offered to
+	// every proxy, in an open loop, of ProxyRate (X: that rate).
+	Proxy     = "proxy"
+	ProxyWrk  = "proxy-wrk"
+	ProxyRate = "proxy-rate"
+
 	// Workers is the master–worker scenario: Sluice at 0, 1, 2, 10 and
 	// 100 workers, nginx at 1 and 2, Apache as Debian ships it. Its
 	// samples are of three kinds, each its own Sample.Scenario, with X
@@ -72,6 +83,15 @@ type Sample struct {
 	// in Errors there; counted as errors elsewhere).
 	Class string `json:"class,omitempty"`
 	Shed  int64  `json:"shed,omitempty"`
+
+	// Proxy scenarios: the connections the upstream accepted during the
+	// run (none when the proxy kept its keep-alive pool; -1 if not
+	// known), the upstream's CPU-µs per successful request, and how busy
+	// the client's core was, in percent: the load generator's and the
+	// upstream's CPU time (they share it) over the run's time.
+	UpstreamConns int64   `json:"upstream_conns,omitempty"`
+	UpstreamCPUus float64 `json:"upstream_cpu_us_per_req,omitempty"`
+	ClientBusy    float64 `json:"client_busy,omitempty"`
 
 	// Workers scenario (WorkersMem): the server's processes right after
 	// every worker is up, and after the load runs.
@@ -139,6 +159,8 @@ type Report struct {
 	Scenarios []string      `json:"scenarios"`            // the scenarios that ran
 
 	SlowQuery time.Duration `json:"slow_query,omitempty"` // mix-slowdb: the database's delay per query
+
+	ProxyIdleConns int `json:"proxy_idle_conns,omitempty"` // proxy: the idle keep-alive connections each proxy may keep to the upstream
 
 	ClientCPU  string `json:"client_cpu,omitempty"`  // CPU list of the client (taskset)
 	WorkersCPU string `json:"workers_cpu,omitempty"` // CPU list of the servers in the workers scenario
