@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -81,6 +82,11 @@ func TestCountKeepsSendFile(t *testing.T) {
 			chain = pipe.Chain{count, record, files}
 		}
 		_, got := sluicetest.Get(t, sluicetest.NewServer(t, pipe.Handler(chain)).URL+"/f.bin")
+		// The client may have the body before the server's count has
+		// recorded it (that happens once sendfile returns): wait for it.
+		for deadline := time.Now().Add(5 * time.Second); stats.Snapshot().Bytes == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		if got != string(body) || !byFile.Load() || stats.Snapshot().Bytes != uint64(len(body)) {
 			t.Errorf("count first %v: body %d bytes, by reference %v, counted %d", countFirst, len(got), byFile.Load(), stats.Snapshot().Bytes)
 		}

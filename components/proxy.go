@@ -18,11 +18,14 @@ type ProxyOptions struct {
 // produces the upstream's response, so that filters after it (compress,
 // headers, log) act on it. Upstream responses with ambiguous or
 // malformed framing are answered 502, never passed on; an unreachable
-// upstream 502, every upstream at max_conns 503, a timeout 504. Both
+// upstream 502, a timeout 504. At max_conns requests wait in a bounded
+// queue, and get 503 past it. Both
 // bodies are streamed, flushes passed on at once; WebSocket (any
-// Upgrade) is tunnelled byte for byte after the upstream's 101. Failing
-// upstreams are left out for a while (passive checks), and with
-// health.path set checked actively. Hop-by-hop fields are
+// Upgrade) is tunnelled byte for byte after the upstream's 101, until
+// tunnel_idle_timeout of silence. Failing
+// upstreams (with fail_status, those answering such statuses too) are
+// left out for a while (passive checks), and with health.path set
+// checked actively; health is each process's own. Hop-by-hop fields are
 // dropped both ways; X-Forwarded-For/-Proto/-Host (or RFC 7239
 // Forwarded) are appended to only past trusted_proxies; Via is added.
 // See package proxy for the rules in full.

@@ -47,8 +47,9 @@ type acmeManager struct {
 	files *cachedCerts
 }
 
-// acmeManager returns the manager of a, made (and its certificates asked
-// for in the background) the first time. s.mu is held.
+// acmeManager returns the manager of a, made the first time. Its
+// certificates are asked for in the background, at once if the server
+// runs (a reload's new section), else from startACME. s.mu is held.
 func (s *Server) acmeManager(a *config.ACME) *acmeManager {
 	if am := s.acme[a.Key()]; am != nil {
 		return am
@@ -59,11 +60,25 @@ func (s *Server) acmeManager(a *config.ACME) *acmeManager {
 	am := newACMEManager(a, nil)
 	if s.ACMECacheOnly {
 		am.files = newCachedCerts(a)
-	} else {
+	} else if s.state == stateRunning {
 		am.obtainAll(a, s.logger())
 	}
 	s.acme[a.Key()] = am
 	return am
+}
+
+// startACME asks for the certificates of cfg's acme sections, whose
+// managers the listeners' setup made. Start calls it once the process
+// serves as the config's user, so that what autocert writes into the
+// data directories (the account key, the certificates, and their
+// renewals later) is the user's and stays readable to it. s.mu is held.
+func (s *Server) startACME(cfg *config.Config) {
+	if s.ACMECacheOnly {
+		return
+	}
+	for _, a := range cfg.ACMESections() {
+		s.acme[a.Key()].obtainAll(a, s.logger())
+	}
 }
 
 // newACMEManager makes the manager of a, its certificates and challenges

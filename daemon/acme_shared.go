@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/acme/autocert"
@@ -50,8 +51,8 @@ type ACMEIssuer struct {
 
 // Issue starts obtaining the certificates of the sections not being
 // obtained already. If user is not "" and this process runs as root,
-// the data directories and the files written into them are given to
-// user and group (the user's group if ""), so that processes running as
+// the data directories, the files already in them and those written
+// into them are given to user and group (the user's group if ""), so that processes running as
 // the user can read them.
 func (i *ACMEIssuer) Issue(sections []*config.ACME, user, group string) error {
 	i.mu.Lock()
@@ -76,11 +77,8 @@ func (i *ACMEIssuer) Issue(sections []*config.ACME, user, group string) error {
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(a.Data, 0o700); err != nil {
-				return fmt.Errorf("tls.acme.data: %w", err)
-			}
-			if err := os.Chown(a.Data, c.uid, c.gid); err != nil {
-				return fmt.Errorf("tls.acme.data: giving it to user %s: %w", user, err)
+			if err := giveACMEData(a, c); err != nil {
+				return err
 			}
 			cache = chownCache{autocert.DirCache(a.Data), c.uid, c.gid}
 		}
@@ -110,6 +108,55 @@ func (i *ACMEIssuer) Close() {
 	i.mu.Lock()
 	i.closed = true
 	i.mu.Unlock()
+}
+
+// giveACMEData makes a's data directory (0700, as autocert.DirCache
+// does) if it is missing and gives it, and the files already in it (a
+// run as root left them, say), to c's user and group, for a process
+// running as them to write and read its files.
+func giveACMEData(a *config.ACME, c *credentials) error {
+	if err := os.MkdirAll(a.Data, 0o700); err != nil {
+		return fmt.Errorf("tls.acme.data: %w", err)
+	}
+	if err := os.Chown(a.Data, c.uid, c.gid); err != nil {
+		return fmt.Errorf("tls.acme.data: giving it to user %s: %w", c.user, err)
+	}
+	entries, err := os.ReadDir(a.Data)
+	if err != nil {
+		return fmt.Errorf("tls.acme.data: %w", err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if err := chownFile(filepath.Join(a.Data, e.Name()), c.uid, c.gid); err != nil {
+			return fmt.Errorf("tls.acme.data: giving %s to user %s: %w", e.Name(), c.user, err)
+		}
+	}
+	return nil
+}
+
+// chownFile gives the regular file name to uid and gid, unless it is a
+// link: a symbolic link is not followed, and a file with other hard links
+// is left as it is, for whoever owns the directory could have linked a
+// file of root's there.
+func chownFile(name string, uid, gid int) error {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil // a symbolic link put in place since ReadDir
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); !info.Mode().IsRegular() || !ok || st.Nlink != 1 {
+		return nil
+	}
+	return f.Chown(uid, gid)
 }
 
 // chownCache is a DirCache whose files are given to a user as they are

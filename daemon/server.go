@@ -169,9 +169,11 @@ func (s *Server) context() components.Context {
 
 // Start loads the config, sets up its log, opens its listeners, writes
 // its pid file, switches to the config's user if it names one (a process
-// started as root gives the log files to the user, then takes its
-// groups, group and user; any other process must already run as them),
-// and starts serving; it returns once the server accepts connections.
+// started as root gives the log files and the tls.acme data directories
+// to the user, then takes its groups, group and user; any other process
+// must already run as them), starts asking for the tls.acme certificates
+// (as the user, so the files written are the user's), and starts
+// serving; it returns once the server accepts connections.
 // Log records go to the config's log from then on. Once it serves, it
 // tells a service manager that waits for it (systemd's $NOTIFY_SOCKET,
 // see Notify): READY=1; Reload says RELOADING=1, then READY=1 when it is
@@ -244,6 +246,7 @@ func (s *Server) Start() error {
 		s.closeLog()
 		return err
 	}
+	s.startACME(cfg)
 	s.serve(opened)
 	s.state = stateRunning
 	close(s.started)

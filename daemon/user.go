@@ -98,7 +98,9 @@ func (c *credentials) switchTo() error {
 
 // switchUser makes the process serve as cfg's user and group, if it
 // names one: the files the config's components write to and the server's
-// log file are given to the user first, so that it can reopen them.
+// log file are given to the user first, so that it can reopen them, and
+// the data directories of cfg's acme sections (made if missing), so that
+// it can keep its certificates there.
 func (s *Server) switchUser(cfg *config.Config) error {
 	if cfg.User == "" {
 		return nil
@@ -118,6 +120,13 @@ func (s *Server) switchUser(cfg *config.Config) error {
 	}
 	if err := s.out.chown(c.uid, c.gid); err != nil {
 		return fmt.Errorf("giving the log file to user %s: %w", c.user, err)
+	}
+	if !s.ACMECacheOnly {
+		for _, a := range cfg.ACMESections() {
+			if err := giveACMEData(a, c); err != nil {
+				return err
+			}
+		}
 	}
 	if err := c.switchTo(); err != nil {
 		return err

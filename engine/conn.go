@@ -182,8 +182,13 @@ func (c *conn) run(resumed bool) {
 			return
 		}
 		if c.tlsState.NegotiatedProtocol == "h2" {
-			c.serveHTTP2(nil)
-			c.finish()
+			// On a goroutine of its own, which the connection holds for
+			// its life: the runner, whose stack the handshake grew, goes
+			// back to serve other connections (see goroutines.go).
+			go func() {
+				c.serveHTTP2(nil)
+				c.finish()
+			}()
 			return
 		}
 	}

@@ -1,7 +1,7 @@
 // Package engine is Sluice's HTTP/1.1 server: a strict, zero-copy request
 // parser, one goroutine per connection, and responses composed into as few
-// writes as possible; it serves HTTP/2 too, through golang.org/x/net/http2
-// and the net/http bridge (see HTTP/2 below).
+// writes as possible; it serves HTTP/2 too, with a server of its own on
+// golang.org/x/net/http2/hpack's header compression (see HTTP/2 below).
 //
 // # Serving
 //
@@ -78,12 +78,23 @@
 // A TLS connection whose client chooses "h2" by ALPN (list it in the
 // config's NextProtos), and on a listener with ListenerOptions.H2C a
 // plain connection that opens with the HTTP/2 preface, is served as
-// HTTP/2 by golang.org/x/net/http2, each stream by the listener's
-// Handler through the net/http bridge (Request.ProtoMajor is 2). The
-// limits apply per stream, or as SETTINGS (Limits.MaxStreams,
-// MaxHeaderBytes); a connection with no stream open is idle for the
-// timeout manager, and ending it (idle timeout, MaxConns, Shutdown,
-// Drain, GoAway) sends GOAWAY and lets its streams finish.
+// HTTP/2 (RFC 9113) by the engine's own server: one goroutine reads the
+// connection's frames, and each stream runs the listener's Handler on a
+// goroutine of its own, with a Request built from the decoded header
+// block (Request.ProtoMajor is 2; field names in net/http's canonical
+// case) and a ResponseWriter that sends HEADERS, DATA and trailers. The
+// frames of all the streams go out through one buffer per connection,
+// written by whichever goroutine finds no write under way; a handler that
+// returns while others of its connection run leaves its response to be
+// written with theirs, so a client's concurrent requests are answered in
+// one write. The ResponseWriter is a FileSender
+// (the file is read into DATA frames), a GoneNotifier (a stream reset or
+// the connection's end closes Gone) and an InterimWriter; it is not a
+// Tunneler (extended CONNECT is not offered). The limits apply per
+// stream, or as SETTINGS (Limits.MaxStreams, MaxHeaderBytes); a
+// connection with no stream open is idle for the timeout manager, holds
+// no read or write buffer, and ending it (idle timeout, MaxConns,
+// Shutdown, Drain, GoAway) sends GOAWAY and lets its streams finish.
 //
 // # Timeouts
 //

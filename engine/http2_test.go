@@ -657,9 +657,8 @@ func TestHTTP2SettingsFlood(t *testing.T) {
 	}
 }
 
-// BenchmarkHTTP2 measures small GETs over one HTTP/2 connection through
-// the bridge (client and server in this process): cleartext (h2c), and
-// TLS. For the server's own CPU per request against nginx, use h2load
+// BenchmarkHTTP2 measures small GETs over one HTTP/2 connection (Go's
+// client and the server in this process): cleartext (h2c), and TLS. For the server's own CPU per request against nginx, use h2load
 // (docs/benchmarks/).
 func BenchmarkHTTP2(b *testing.B) {
 	hello := engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {

@@ -19,7 +19,8 @@ type Refusal struct {
 	Reason string
 
 	// Line is the request line as received, without its line end, or as
-	// much of it as arrived (empty if none did). These are the client's
+	// much of it as arrived (empty if none did); for an HTTP/2 stream,
+	// which has none, the method, :path and "HTTP/2.0" joined by spaces. These are the client's
 	// raw bytes: any byte but LF may be in them, so they must be escaped
 	// before they are written anywhere.
 	Line []byte

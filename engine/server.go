@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -66,7 +65,6 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	h2conns   map[*conn]struct{} // HTTP/2 connections (see http2.go)
-	http2Log  *log.Logger        // x/net's: client errors, logged at Debug level
 	closed    atomic.Bool        // Shutdown or Close called
 	cutting   atomic.Bool        // Close, or Shutdown's context done: connections are cut, HTTP/2 ones too
 	draining  atomic.Bool        // Drain called (see drain.go)
@@ -142,7 +140,6 @@ func (s *Server) init() {
 		s.tm.SetIdleNotice(idleNoticeFor(lim))
 		s.listeners = map[net.Listener]struct{}{}
 		s.h2conns = map[*conn]struct{}{}
-		s.http2Log = slog.NewLogLogger(s.logger().Handler(), slog.LevelDebug)
 		s.slot = make(chan struct{}, 1)
 		s.quit = make(chan struct{})
 		s.sparseAfter.Store(int64(sparseAfter))

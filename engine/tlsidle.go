@@ -43,8 +43,8 @@ import (
 // What a parked TLS connection still holds is crypto/tls's: the Conn,
 // its record layer's ciphers and the buffers it keeps for reuse, grown by
 // the handshake (docs/benchmarks.md, "Idle TLS connections", has the
-// figures). HTTP/2 connections are served by x/net's goroutines and do
-// not park.
+// figures). HTTP/2 connections, whose reading goroutine waits in
+// crypto/tls's Read for the next frame, do not park.
 
 // tlsSocket is the socket beneath a TLS connection, as crypto/tls reads
 // it: while peek is set, Read reports at once that a read would wait. It

@@ -42,7 +42,11 @@
 // The request goes as received but for: the hop-by-hop fields (RFC 9110
 // §7.6.1: Connection, Keep-Alive, Proxy-Connection, TE,
 // Transfer-Encoding, Upgrade, and every field Connection names), which
-// are dropped both ways; Host, which is the client's, the upstream's or
+// are dropped both ways (but for a client's TE naming "trailers", sent
+// on as "TE: trailers", named in Connection, as RFC 9110 §10.1.4 asks
+// and net/http's ReverseProxy does, so that an upstream that sends
+// trailers only to those who take them, as gRPC servers do, sends
+// them); Host, which is the client's, the upstream's or
 // a fixed one (Options.Host); the target, with StripPrefix removed from
 // the canonical path; the client's identity, in X-Forwarded-For, -Proto
 // and -Host, or in an RFC 7239 Forwarded field (Options.Forwarded),
@@ -77,8 +81,14 @@
 // by Connection) is sent upstream with its Upgrade field. If the
 // upstream answers 101, the client gets the 101 with the upstream's
 // Upgrade and end-to-end fields (pipe.Conn.Tunnel), and from then on the
-// bytes are relayed both ways unchanged, until either side closes. The
-// filters after the proxy see the 101 (headers may add fields to it,
+// bytes are relayed both ways unchanged, until either side closes, or
+// until no byte has crossed either way for TunnelIdleTimeout (1h by
+// default); then both connections are closed. (nginx closes a tunnel
+// after proxy_read_timeout, 60s, of silence from the upstream, which
+// ends quiet WebSockets that send no pings; Caddy sets no bound; an hour
+// of silence both ways is kinder to the first and still ends, in the
+// end, tunnels whose peer vanished without a word.) The filters after
+// the proxy see the 101 (headers may add fields to it,
 // log records it) but none of the relayed bytes. A 101 to a request
 // that did not ask is answered 502; an upstream that ignores the
 // Upgrade answers as usual.
@@ -91,20 +101,42 @@
 // header, cookie or the path; rendezvous hashing, so that a key moves
 // only when its upstream does). A failed attempt is retried on an
 // upstream not yet tried, at most Retries times, when nothing of the
-// request was sent (connection refused, max_conns reached), or when it
-// is idempotent, has no body and no byte of a response came back; never
-// after a timeout. The client is told, in a short plain-text body: 502
-// when the upstream is unreachable, closed the connection or sent a
-// malformed response; 503 when every upstream is at MaxConns; 504 when
-// connecting or the response head took too long; 503 too when every
-// upstream is marked down.
+// request was sent (connection refused), or when it is idempotent, has
+// no body and no byte of a response came back; never after a timeout.
+// An upstream at MaxConns is passed over for the next without spending
+// a retry. The client is told, in a short plain-text body: 502 when the
+// upstream is unreachable, closed the connection or sent a malformed
+// response; 504 when connecting or the response head took too long; 503
+// when every upstream is marked down.
+//
+// A response whose status FailStatus lists (none by default; nginx
+// too counts only errors unless its proxy_next_upstream names
+// statuses) is a failure of the upstream for the passive checks. It is
+// passed on to the client unless the request could be retried (as
+// above, and no interim response was passed on) and an upstream is
+// left untried: the response is then dropped, its connection closed,
+// and the request tried there, as nginx's proxy_next_upstream http_502
+// does. The last upstream's answer is always passed on.
+//
+// # Queueing at max_conns
+//
+// A request that finds every upstream it may use at MaxConns waits, with
+// up to Queue others (100 by default), for a connection to one of them:
+// a connection put back to the pool, or the place of one closed, is
+// handed to the first request waiting for its upstream before the pool
+// or any newer request sees it, so those waiting are served first come,
+// first served, and nothing polls. A request finding the queue full, or
+// still waiting after QueueTimeout (5s), is answered 503 with
+// Retry-After: 1; with Queue -1 it is answered so at once. (nginx has no
+// queue but in its commercial edition; HAProxy queues at a server's
+// maxconn, as this does.)
 //
 // # Health
 //
 // Passive checks are on by default: an upstream whose requests fail
 // (connection refused or timed out, a response head late, malformed or
-// missing) Passive.Failures times within Passive.Window is left out for
-// Passive.DownFor. Active checks run when Health.Path is set: each
+// missing, a status in FailStatus) Passive.Failures times within
+// Passive.Window is left out for Passive.DownFor. Active checks run when Health.Path is set: each
 // upstream is sent "GET path" every Health.Interval on a connection of
 // its own, its response head read by the same strict parser; Fall
 // failed checks in a row mark it down, Rise passes bring it back (and
@@ -112,4 +144,11 @@
 // naming it, as long as one does: a config reload builds the new Proxy
 // before it closes the old, so the state carries over, as Caddy's
 // upstream pool does.
+//
+// Health is per process: it lives in the process's memory and nothing
+// passes it to another. With workers (sluice serve's workers option)
+// each worker checks its upstreams itself and counts its own failures,
+// as each of nginx's workers and each Caddy instance does: N workers
+// send N health checks per interval to every upstream, and one worker
+// may have taken an upstream out while another still sends to it.
 package proxy

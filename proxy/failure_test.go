@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,7 +84,7 @@ func TestAllUpstreamsDown(t *testing.T) {
 }
 
 // An upstream that does not answer in time is answered 504; a request
-// finding every upstream at max_conns 503.
+// finding every upstream at max_conns, without a queue, 503 at once.
 func TestUpstreamTimeoutAndBusy(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
@@ -101,7 +102,7 @@ func TestUpstreamTimeoutAndBusy(t *testing.T) {
 		t.Fatalf("got %d %q, want 504 upstream timed out", resp.StatusCode, body)
 	}
 
-	busy, _ := front(t, Options{Upstreams: urls, MaxConns: 1})
+	busy, _ := front(t, Options{Upstreams: urls, MaxConns: 1, Queue: -1})
 	first := make(chan int)
 	go func() {
 		resp, err := sluicetest.Client.Get(busy.URL + "/")
@@ -115,8 +116,8 @@ func TestUpstreamTimeoutAndBusy(t *testing.T) {
 	<-entered // the first (timed-out) request's
 	<-entered // this one's: the only connection allowed is in use
 	resp, body = sluicetest.Get(t, busy.URL+"/")
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "busy") {
-		t.Fatalf("got %d %q, want 503 upstreams busy", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusServiceUnavailable || body != "503 Service Unavailable: upstreams busy\n" || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("got %d %q, Retry-After %q; want 503 upstreams busy, 1", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 	}
 	once.Do(func() { close(release) })
 	if code := <-first; code != 200 {
@@ -125,7 +126,8 @@ func TestUpstreamTimeoutAndBusy(t *testing.T) {
 }
 
 // The pool keeps at most max_idle_conns idle connections per upstream,
-// and at most max_conns open.
+// and at most max_conns open; the requests over max_conns wait in the
+// queue, and are all served.
 func TestPoolBounds(t *testing.T) {
 	var open atomic.Int64
 	_, urls := upstreams(t, 1, func(int) http.Handler {
@@ -154,8 +156,8 @@ func TestPoolBounds(t *testing.T) {
 	u.mu.Lock()
 	idle, total := len(u.idle), u.open
 	u.mu.Unlock()
-	if idle > 2 || total > 2 || open.Load() == 0 {
-		t.Fatalf("after the load: %d idle, %d open, %d answered; want at most 2 idle and open", idle, total, open.Load())
+	if idle > 2 || total > 2 || open.Load() != 8*20 {
+		t.Fatalf("after the load: %d idle, %d open, %d answered; want at most 2 idle and open, 160 answered", idle, total, open.Load())
 	}
 }
 
@@ -297,5 +299,92 @@ func TestDeadlinesNotLeftForNextExchange(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d upstream connections, want 1", n)
+	}
+}
+
+// statusUpstreams starts two upstreams: the first answers every request
+// with status and a body of its own, the second 200; each counts the
+// requests it got.
+func statusUpstreams(t *testing.T, status int) (urls []string, hits *[2]atomic.Int64) {
+	hits = new([2]atomic.Int64)
+	_, urls = upstreams(t, 2, func(i int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			io.Copy(io.Discard, r.Body)
+			if i == 0 {
+				w.WriteHeader(status)
+				io.WriteString(w, "upstream's own "+strconv.Itoa(status))
+				return
+			}
+			io.WriteString(w, "ok")
+		})
+	})
+	return urls, hits
+}
+
+// An upstream answering a fail_status counts as failing for the passive
+// checks, which leave it out; the responses themselves are passed on
+// (a POST is not tried again).
+func TestFailStatusPassive(t *testing.T) {
+	urls, hits := statusUpstreams(t, http.StatusBadGateway)
+	srv, _ := front(t, Options{Upstreams: urls, FailStatus: []int{502, 503}, Retries: -1,
+		Passive: PassiveHealth{Failures: 2, Window: time.Hour, DownFor: time.Hour}})
+	var passed int
+	for range 10 {
+		resp, err := sluicetest.Client.Post(srv.URL+"/", "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusBadGateway {
+			if string(b) != "upstream's own 502" {
+				t.Fatalf("the upstream's 502 became %q", b)
+			}
+			passed++
+		}
+	}
+	if n := hits[0].Load(); n != 2 || passed != 2 {
+		t.Fatalf("the upstream answering 502 got %d requests, %d answers passed on; want 2 and 2, then left out", n, passed)
+	}
+}
+
+// A request that may be retried is tried on another upstream when one
+// answers a fail_status, until none is left: the last answer is then
+// passed on. A request with a body is not retried.
+func TestFailStatusRetry(t *testing.T) {
+	urls, hits := statusUpstreams(t, http.StatusServiceUnavailable)
+	srv, _ := front(t, Options{Upstreams: urls, FailStatus: []int{503}, Passive: PassiveHealth{Failures: -1}})
+	for range 6 {
+		if resp, body := sluicetest.Get(t, srv.URL+"/"); resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("GET: %d %q; want the other upstream's 200", resp.StatusCode, body)
+		}
+	}
+	if n := hits[0].Load(); n == 0 {
+		t.Errorf("the upstream answering 503 got none of the GETs: nothing was retried")
+	}
+	// Of two POSTs in a row, round_robin sends one to the upstream
+	// answering 503, whose answer is passed on.
+	var passed int
+	for range 2 {
+		resp, err := sluicetest.Client.Post(srv.URL+"/", "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 503 && string(b) == "upstream's own 503" {
+			passed++
+		}
+	}
+	if passed != 1 {
+		t.Errorf("%d of two POSTs got the upstream's 503; want 1, not retried", passed)
+	}
+
+	// Every upstream failing: the last one's answer is passed on.
+	urls2, _ := statusUpstreams(t, http.StatusServiceUnavailable)
+	bad, _ := front(t, Options{Upstreams: []string{urls[0], urls2[0]}, FailStatus: []int{503}, Passive: PassiveHealth{Failures: -1}})
+	if resp, body := sluicetest.Get(t, bad.URL+"/"); resp.StatusCode != 503 || body != "upstream's own 503" {
+		t.Errorf("every upstream answering 503: %d %q; want the last one's answer", resp.StatusCode, body)
 	}
 }

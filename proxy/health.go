@@ -21,8 +21,9 @@ const (
 // PassiveHealth marks an upstream down when requests to it fail: Failures
 // failures within Window take it out of the rotation for DownFor. A
 // failure is a connection refused or timed out, a response head that is
-// late, malformed or missing (the connection closed first); an upstream
-// at max_conns has not failed, nor has one that answers 5xx.
+// late, malformed or missing (the connection closed first), and a
+// response whose status Options.FailStatus lists (none by default); an
+// upstream at max_conns has not failed.
 type PassiveHealth struct {
 	// Failures within Window that mark the upstream down (default 3;
 	// -1 turns passive checks off).

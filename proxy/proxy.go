@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-server/sluice/clientaddr"
@@ -41,6 +43,7 @@ const (
 	DefaultRetries               = 2
 	DefaultMaxHeaderBytes        = 32 << 10
 	DefaultMaxHeaderCount        = 256
+	DefaultTunnelIdleTimeout     = time.Hour
 	expectContinueTimeout        = time.Second
 )
 
@@ -67,12 +70,36 @@ type Options struct {
 	// only when nothing of it was sent, or when it is idempotent (GET,
 	// HEAD, OPTIONS, TRACE, PUT, DELETE), has no body, and no byte of a
 	// response came back before the failure; never after a timeout.
+	// An upstream at MaxConns has not failed: the request moves on to
+	// another without spending a retry.
 	Retries int `yaml:"retries"`
 
+	// FailStatus lists the response statuses that count as the
+	// upstream failing (400 to 599, such as [502, 503, 504]; none by
+	// default, as nginx counts only errors unless told). Each such
+	// response counts for the passive checks as a refused connection
+	// does. It is passed on to the client, but for a request that may be
+	// retried (idempotent, without a body, no interim response passed
+	// on) while Retries allows and an upstream is left untried: that one
+	// is tried instead, and the response dropped, as nginx's
+	// proxy_next_upstream http_502 does.
+	FailStatus []int `yaml:"fail_status"`
+
 	// MaxConns bounds the connections open to each upstream (0: no
-	// bound). A request finding every upstream at its bound is answered
-	// 503.
+	// bound). A request finding every upstream it may use at its bound
+	// waits in the queue (Queue) for a connection to come free.
 	MaxConns int `yaml:"max_conns"`
+
+	// Queue bounds the requests waiting, under MaxConns, for a
+	// connection (default 100, across the upstreams; -1: none wait).
+	// Each is handed, first come first served, a connection put back to
+	// its upstream's pool or the place of one closed, without polling. A
+	// request finding the queue full, or still waiting after
+	// QueueTimeout, is answered 503 with Retry-After: 1.
+	Queue int `yaml:"queue"`
+
+	// QueueTimeout bounds a request's wait in the queue (default 5s).
+	QueueTimeout time.Duration `yaml:"queue_timeout"`
 
 	// MaxIdleConns bounds the idle keep-alive connections kept per
 	// upstream (default 256; -1 keeps none). Requests beyond it in flight
@@ -94,6 +121,13 @@ type Options struct {
 	// IdleTimeout is how long an idle keep-alive connection is kept for
 	// reuse (default 60s).
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+
+	// TunnelIdleTimeout closes a tunnel (a WebSocket, or any protocol
+	// an Upgrade switched to) once no byte has crossed it either way for
+	// this long (default 1h; -1 for no bound), so that a peer gone
+	// without a word does not hold two connections for ever. Traffic
+	// either way keeps it open.
+	TunnelIdleTimeout time.Duration `yaml:"tunnel_idle_timeout"`
 
 	// StripPrefix is removed from the start of the canonical path before
 	// it is sent upstream ("/api" sends /api/users as /users, /api as /);
@@ -133,7 +167,8 @@ type Options struct {
 	// (default 3; -1 turns them off) failed requests to an upstream
 	// within window (default 10s) leave it out for down_for (default
 	// 10s). A failure is a connection refused or timed out, or a
-	// response head late, malformed or missing; not max_conns, nor 5xx.
+	// response head late, malformed or missing, or a status fail_status
+	// lists; not max_conns.
 	Passive PassiveHealth `yaml:"passive"`
 
 	// Health configures active health checks, off without a path: every
@@ -159,6 +194,7 @@ type Proxy struct {
 	retries     int
 	connectTO   time.Duration
 	headerTO    time.Duration
+	tunnelIdle  time.Duration
 	stripPrefix string
 	host        string
 	forwarded   string
@@ -167,6 +203,8 @@ type Proxy struct {
 	log         *slog.Logger
 	passive     PassiveHealth
 	health      Health
+	failStatus  []int
+	queue       *waitQueue // nil without MaxConns or with Queue -1
 
 	closeOnce sync.Once
 	stopCheck chan struct{} // closed by Close; nil without active checks
@@ -188,6 +226,7 @@ func New(opts Options) (*Proxy, error) {
 		retries:     orDefault(opts.Retries, DefaultRetries),
 		connectTO:   orDefault(opts.ConnectTimeout, DefaultConnectTimeout),
 		headerTO:    orDefault(opts.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
+		tunnelIdle:  orDefault(opts.TunnelIdleTimeout, DefaultTunnelIdleTimeout),
 		stripPrefix: strings.TrimSuffix(opts.StripPrefix, "/"),
 		host:        opts.Host,
 		forwarded:   opts.Forwarded,
@@ -241,14 +280,24 @@ func New(opts Options) (*Proxy, error) {
 	if e := p.health.Expect; e != 0 && (e < 100 || e > 999) {
 		return nil, fmt.Errorf("proxy: health expect %d: want a status code", e)
 	}
+	for _, st := range opts.FailStatus {
+		if st < 400 || st > 599 {
+			return nil, fmt.Errorf("proxy: fail_status %d: want an error status, 400 to 599", st)
+		}
+	}
+	p.failStatus = slices.Clone(opts.FailStatus)
+	if q := orDefault(opts.Queue, DefaultQueue); opts.MaxConns > 0 && q > 0 {
+		p.queue = newWaitQueue(q, orDefault(opts.QueueTimeout, DefaultQueueTimeout))
+	}
 	maxIdle := orDefault(opts.MaxIdleConns, DefaultMaxIdleConns)
-	for _, s := range opts.Upstreams {
+	for i, s := range opts.Upstreams {
 		u, err := parseUpstream(s)
 		if err != nil {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 		u.maxConns, u.maxIdle = opts.MaxConns, max(maxIdle, 0)
 		u.idleTime = orDefault(opts.IdleTimeout, DefaultIdleTimeout)
+		u.index, u.queue = i, p.queue
 		p.ups = append(p.ups, u)
 	}
 	for _, u := range p.ups {
@@ -329,6 +378,7 @@ type exchange struct {
 	reqHead []byte
 	scratch []byte
 	fields  []string // the response fields passed on: name, value, …
+	interim bool     // an interim response was passed on to the client
 	text    []byte   // the bytes of fields, made one string
 	ends    []int    // where each name and value ends in text
 
@@ -376,6 +426,22 @@ type failure struct {
 	stale  bool // on a pooled connection, before any response byte, and safe to send again
 }
 
+// busy is the failure of an upstream at max_conns: nothing was sent.
+var busy = &failure{http.StatusServiceUnavailable, "upstreams busy", errFull, true, false, false}
+
+// busyFailure is the failure of a request that could not wait, or
+// waited in vain, for an upstream at max_conns.
+func busyFailure(err error) *failure {
+	msg := "upstreams busy, too many requests waiting"
+	switch err {
+	case errQueueTimeout:
+		msg = "upstreams busy, no connection came free in time"
+	case errClientGone:
+		msg = "upstreams busy"
+	}
+	return &failure{http.StatusServiceUnavailable, msg, err, false, false, false}
+}
+
 // serve proxies c's request and writes the response to w.
 func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	r := c.Request
@@ -394,33 +460,83 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	}
 
 	// Upstreams marked down count as tried already.
-	var tried uint64
+	var tried, full uint64 // tried, and found at max_conns
 	now := time.Now()
 	for i, u := range p.ups {
 		if !u.health.up(now) {
 			tried |= 1 << i
 		}
 	}
+	all := uint64(1)<<len(p.ups) - 1 // (wraps to every bit for 64)
+	safe := idempotent(r) && !hasBody
+	x.interim = false
 	var last *failure
-	for attempt := 0; attempt <= p.retries; attempt++ {
-		i := p.bal.pick(p.ups, tried, r, client)
-		if i < 0 {
+	var gen uint64              // the queue's generation as this round of asking began
+	var queueDeadline time.Time // set once the request first waits
+	for failures := 0; ; {
+		if full == 0 {
+			gen = p.queue.generation()
+		}
+		var up *upstream
+		var uc *upConn
+		var err error
+		if i := p.bal.pick(p.ups, tried|full, r, client); i >= 0 {
+			up = p.ups[i]
+			if uc, err = up.get(p.connectTO, false); err == errFull {
+				full |= 1 << i
+				last = busy
+				continue
+			}
+		} else if full != 0 && p.queue != nil {
+			// Every upstream left is at max_conns: wait for one.
+			if queueDeadline.IsZero() {
+				queueDeadline = time.Now().Add(p.queue.timeout)
+			}
+			g, werr := p.queue.wait(full, gen, queueDeadline, c.Gone())
+			if werr != nil {
+				last = busyFailure(werr)
+				break
+			}
+			full = 0
+			if g.c == nil && !g.place {
+				continue // a connection came free meanwhile: ask again
+			}
+			up = g.u
+			uc, err = up.take(g.c, p.connectTO)
+		} else {
 			break
 		}
-		tried |= 1 << i
-		up := p.ups[i]
+		tried |= 1 << up.index
 		up.active.Add(1)
-		uc, f := p.roundTrip(c, x, up, r, hasBody, expect, upgrade, false)
+		uc, f := p.roundTrip(c, x, up, uc, err, r, hasBody, expect, upgrade)
 		if f != nil && f.stale {
 			// A pooled connection the upstream had closed, found out
 			// only by sending on it: not the upstream's fault, and safe
 			// to try again on a new connection.
-			uc, f = p.roundTrip(c, x, up, r, hasBody, expect, upgrade, true)
+			uc, err = up.get(p.connectTO, true)
+			uc, f = p.roundTrip(c, x, up, uc, err, r, hasBody, expect, upgrade)
 		}
 		if f == nil && x.head.status == http.StatusSwitchingProtocols {
 			err := p.tunnel(c, w, x, uc)
 			up.active.Add(-1)
 			return err
+		}
+		if f == nil && slices.Contains(p.failStatus, x.head.status) {
+			p.failed(up)
+			if !safe || x.interim || failures >= p.retries || (tried|full)&all == all {
+				err := p.respond(c, w, x, uc, r)
+				up.active.Add(-1)
+				return err
+			}
+			// Tried elsewhere, as nginx's proxy_next_upstream does; the
+			// connection goes, with the body unread.
+			up.discard(uc)
+			up.active.Add(-1)
+			status := x.head.status
+			p.log.Warn("proxy: upstream answered a fail_status", "upstream", up.name, "method", string(r.Method), "path", string(r.Path), "status", status)
+			last = &failure{status, "upstream answered " + strconv.Itoa(status), nil, true, false, false}
+			failures++
+			continue
 		}
 		if f == nil {
 			err := p.respond(c, w, x, uc, r)
@@ -430,18 +546,29 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		up.active.Add(-1)
 		last = f
 		p.log.Warn("proxy: upstream failed", "upstream", up.name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
-		if f.fault && up.health.failed(time.Now(), &p.passive) {
-			p.log.Warn("proxy: upstream down after failed requests", "upstream", up.name,
-				"failures", p.passive.Failures, "window", p.passive.Window, "down_for", p.passive.DownFor)
+		if f.fault {
+			p.failed(up)
 		}
-		if !f.retry {
+		if !f.retry || failures >= p.retries {
 			break
 		}
+		failures++
 	}
 	if last == nil {
 		return writeError(c, w, http.StatusServiceUnavailable, "no upstream available")
 	}
+	if last.status == http.StatusServiceUnavailable && (last == busy || last.err == errQueueFull || last.err == errQueueTimeout) {
+		c.Header().Set("Retry-After", "1")
+	}
 	return writeError(c, w, last.status, last.msg)
+}
+
+// failed counts a failed request to up for the passive checks.
+func (p *Proxy) failed(up *upstream) {
+	if up.health.failed(time.Now(), &p.passive) {
+		p.log.Warn("proxy: upstream down after failed requests", "upstream", up.name,
+			"failures", p.passive.Failures, "window", p.passive.Window, "down_for", p.passive.DownFor)
+	}
 }
 
 func expectsContinue(r *engine.Request) bool {
@@ -462,15 +589,15 @@ func idempotent(r *engine.Request) bool {
 	return false
 }
 
-// roundTrip sends r to up and reads the response head into x.head. On
+// roundTrip sends r to up over uc, the connection got for it (or err,
+// the failure to get one), and reads the response head into x.head. On
 // success the connection is returned, its body reader ready in x.body; on
 // failure the connection is closed and the failure says why.
-func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, r *engine.Request, hasBody, expect bool, upgrade []byte, fresh bool) (*upConn, *failure) {
-	uc, err := up.get(p.connectTO, fresh)
+func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, err error, r *engine.Request, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
 	if err != nil {
 		switch {
 		case err == errFull:
-			return nil, &failure{http.StatusServiceUnavailable, "upstreams busy", err, true, false, false}
+			return nil, busy // a fresh connection after a stale one (see serve)
 		case isTimeout(err):
 			return nil, &failure{http.StatusGatewayTimeout, "upstream did not accept the connection in time", err, true, true, false}
 		}
@@ -782,7 +909,8 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 
 // tunnel passes a 101 (Switching Protocols) response in x on to the
 // client and relays bytes both ways, unchanged, until either side closes
-// its connection; then both are closed.
+// its connection or the tunnel is idle for tunnelIdle; then both are
+// closed.
 func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) error {
 	h := &x.head
 	var connBuf [maxConnectionFields][]byte
@@ -807,17 +935,19 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	// What the upstream sent after its 101, and the client after its
 	// request, go first.
 	fromUp := uc.buf[uc.r:uc.w]
+	t := &relay{idle: p.tunnelIdle}
+	t.last.Store(time.Now().UnixNano())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if _, err := client.Write(fromUp); err == nil {
-			io.Copy(client, uc.nc)
+			t.copy(client, uc.nc, uc.buf) // fromUp is sent: its buffer is free
 		}
 		client.Close()
 		uc.nc.Close()
 	}()
 	if _, err := uc.nc.Write(early); err == nil {
-		io.Copy(uc.nc, client)
+		t.copy(uc.nc, client, x.scratch)
 	}
 	client.Close()
 	uc.nc.Close()
@@ -826,10 +956,47 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	return nil
 }
 
+// relay is a tunnel's two copies, which share its idle bound.
+type relay struct {
+	idle time.Duration // 0: no bound
+	last atomic.Int64  // when a byte last crossed, either way: unix nanoseconds
+}
+
+// copy copies from src to dst through buf until src ends or fails, dst
+// fails, or nothing crossed the tunnel either way for t.idle: the
+// read deadline of src is the idle bound from the last byte that
+// crossed, moved on when it expires if the other way was busy.
+func (t *relay) copy(dst, src net.Conn, buf []byte) {
+	if t.idle > 0 {
+		src.SetReadDeadline(time.Now().Add(t.idle))
+	}
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if t.idle > 0 {
+				t.last.Store(time.Now().UnixNano())
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if t.idle > 0 && isTimeout(err) {
+				if until := time.Unix(0, t.last.Load()).Add(t.idle); time.Until(until) > 0 {
+					src.SetReadDeadline(until)
+					continue
+				}
+			}
+			return
+		}
+	}
+}
+
 // passInterim passes the interim (1xx) response head in x on to the
 // client with its end-to-end fields (RFC 9110 §15.2: a proxy forwards
 // the 1xx responses it did not ask for).
 func passInterim(c *pipe.Conn, x *exchange) {
+	x.interim = true
 	h := &x.head
 	var connBuf [maxConnectionFields][]byte
 	conn := connBuf[:0]

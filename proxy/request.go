@@ -72,9 +72,14 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 	conn := connectionValues(connBuf[:0], r.Fields)
 	trusted := p.resolver.TrustsPeer(r)
 	var xff, fwd []byte // the received values, when passed on
+	teTrailers := false
 	for i := range r.Fields {
 		f := &r.Fields[i]
 		if dropOnRequest(f.Name, conn) {
+			// TE is hop-by-hop; its "trailers" alone goes on (below).
+			if len(f.Name) == 2 && httpgrammar.EqualFold(f.Name, "te") && httpgrammar.HasToken(f.Value, "trailers") {
+				teTrailers = true
+			}
 			continue
 		}
 		if p.forwarded != ForwardedNone && trusted {
@@ -132,8 +137,19 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 	if expect {
 		b = append(b, "Expect: 100-continue\r\n"...)
 	}
-	if upgrade != nil {
+	// A client that accepts trailers has the upstream told so (RFC 9110
+	// §10.1.4), as net/http's ReverseProxy does: some upstreams (gRPC)
+	// send them only then. TE is named in Connection, as the RFC asks of
+	// its sender.
+	switch {
+	case upgrade != nil && teTrailers:
+		b = append(b, "Connection: Upgrade, TE\r\nTE: trailers\r\n"...)
+	case upgrade != nil:
 		b = append(b, "Connection: Upgrade\r\n"...)
+	case teTrailers:
+		b = append(b, "Connection: TE\r\nTE: trailers\r\n"...)
+	}
+	if upgrade != nil {
 		b = appendField(b, []byte("Upgrade"), upgrade)
 	}
 	switch {

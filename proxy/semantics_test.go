@@ -284,3 +284,38 @@ func TestForwardedProtoTLS(t *testing.T) {
 		}
 	}
 }
+
+// TE is hop-by-hop, yet a client's "trailers" in it reaches the
+// upstream as "TE: trailers" (RFC 9110 §10.1.4), named in Connection, so
+// that an upstream that sends trailers only when told (as gRPC servers
+// do) sends them; TE's other codings stay behind.
+func TestTETrailersUpstream(t *testing.T) {
+	_, urls := upstreams(t, 1, func(int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			te := strings.Join(r.Header.Values("Te"), " | ")
+			if te == "trailers" {
+				w.Header().Set("Trailer", "Grpc-Status")
+			}
+			fmt.Fprintf(w, "te=%s\nconnection=%s\n", te, strings.Join(r.Header.Values("Connection"), " | "))
+			if te == "trailers" {
+				w.Header().Set("Grpc-Status", "0")
+			}
+		})
+	})
+	srv, _ := front(t, Options{Upstreams: urls})
+	for _, c := range []struct {
+		fields  []string
+		want    string
+		trailer string
+	}{
+		{[]string{"TE", "trailers", "Connection", "TE"}, "te=trailers\nconnection=TE\n", "0"},
+		{[]string{"TE", "deflate;q=0.5, trailers"}, "te=trailers\nconnection=TE\n", "0"},
+		{[]string{"TE", "gzip", "Connection", "TE"}, "te=\nconnection=\n", ""},
+		{nil, "te=\nconnection=\n", ""},
+	} {
+		resp, body := sluicetest.Get(t, srv.URL+"/", c.fields...)
+		if body != c.want || resp.Trailer.Get("Grpc-Status") != c.trailer {
+			t.Errorf("client sent %q: upstream saw %q, trailer %q; want %q, trailer %q", c.fields, body, resp.Trailer, c.want, c.trailer)
+		}
+	}
+}

@@ -21,6 +21,8 @@ type upstream struct {
 
 	active atomic.Int64 // requests in flight, for least_conn and random_two
 	health *health      // shared with other Proxies naming it
+	index  int          // in its Proxy's upstreams
+	queue  *waitQueue   // its Proxy's; nil without one
 
 	mu       sync.Mutex
 	idle     []*upConn // most recently used last
@@ -99,12 +101,16 @@ func (u *upstream) get(timeout time.Duration, fresh bool) (*upConn, error) {
 	}
 	u.open++
 	u.mu.Unlock()
+	return u.dial(timeout)
+}
+
+// dial connects within timeout on a place among the open connections
+// already taken, which it gives back if it fails.
+func (u *upstream) dial(timeout time.Duration) (*upConn, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(context.Background(), u.network, u.addr)
 	if err != nil {
-		u.mu.Lock()
-		u.open--
-		u.mu.Unlock()
+		u.release()
 		return nil, err
 	}
 	c := &upConn{nc: nc, up: u, buf: getReadBuf()}
@@ -112,14 +118,34 @@ func (u *upstream) get(timeout time.Duration, fresh bool) (*upConn, error) {
 	return c, nil
 }
 
+// take readies the connection a waiting request was handed (see
+// waitQueue): c, just put back by the request before, or, c nil, a new
+// one dialled on the place granted.
+func (u *upstream) take(c *upConn, timeout time.Duration) (*upConn, error) {
+	if c == nil {
+		return u.dial(timeout)
+	}
+	// Used a moment ago, it is taken on trust, as get takes one idle
+	// for less than peekAfter.
+	c.reused = true
+	if c.buf == nil {
+		c.buf = getReadBuf()
+	}
+	return c, nil
+}
+
 // put returns a connection whose exchange ended cleanly to the pool, or
-// closes it when the pool has enough idle ones.
+// closes it when the pool has enough idle ones. A request waiting for
+// the upstream gets it instead, with its read buffer.
 func (u *upstream) put(c *upConn) {
 	c.r, c.w, c.got = 0, 0, 0
-	putReadBuf(c.buf)
-	c.buf = nil
 	now := time.Now()
 	c.idleSince = now
+	if u.queue.handOff(u, c) {
+		return
+	}
+	putReadBuf(c.buf)
+	c.buf = nil
 	u.mu.Lock()
 	// Connections idle too long go now, oldest first, rather than wait
 	// for a get to find them: they hold a socket each.
@@ -137,6 +163,7 @@ func (u *upstream) put(c *upConn) {
 		u.open--
 	}
 	u.mu.Unlock()
+	u.queue.freed(u)
 	if !keep {
 		c.nc.Close()
 	}
@@ -148,9 +175,19 @@ func (u *upstream) put(c *upConn) {
 // discard closes a connection that cannot serve another request.
 func (u *upstream) discard(c *upConn) {
 	c.nc.Close()
+	u.release()
+}
+
+// release gives back a place among the open connections: to a request
+// waiting for one, or to the pool.
+func (u *upstream) release() {
+	if u.queue.handOff(u, nil) {
+		return
+	}
 	u.mu.Lock()
 	u.open--
 	u.mu.Unlock()
+	u.queue.freed(u)
 }
 
 // close closes the idle connections; those in use are closed as their

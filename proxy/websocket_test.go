@@ -1,11 +1,15 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/sluice-server/sluice/engine"
@@ -90,4 +94,132 @@ func echo(t *testing.T, base string, client *http.Client) {
 	if err := ws.Close(websocket.StatusNormalClosure, "bye"); err != nil {
 		t.Fatalf("close handshake: %v", err)
 	}
+}
+
+// tunnelEnd is one end of a tunnel: the connection, read through r.
+type tunnelEnd struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+// tunnelUpstream starts an upstream that answers every request with 101
+// and hands its end of the switched connection to ends.
+func tunnelUpstream(t *testing.T, ends chan<- tunnelEnd) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var accepted []net.Conn // closed at the end; only the accepting goroutine appends
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range accepted {
+			c.Close()
+		}
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted = append(accepted, c)
+			br := bufio.NewReader(c)
+			if _, err := readHead(br); err != nil {
+				continue
+			}
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: test\r\nConnection: Upgrade\r\n\r\n")
+			ends <- tunnelEnd{c, br}
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// readHead reads an HTTP head, up to its empty line.
+func readHead(br *bufio.Reader) (string, error) {
+	var head strings.Builder
+	for {
+		line, err := br.ReadString('\n')
+		head.WriteString(line)
+		if err != nil {
+			return head.String(), err
+		}
+		if line == "\r\n" {
+			return head.String(), nil
+		}
+	}
+}
+
+// dialTunnel asks srv to switch to the upstream's test protocol and
+// returns the client's end of the tunnel and the upstream's.
+func dialTunnel(t *testing.T, srv *sluicetest.Server, ends <-chan tunnelEnd) (client, up tunnelEnd) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	io.WriteString(c, "GET /t HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+	br := bufio.NewReader(c)
+	head, err := readHead(br)
+	if err != nil || !strings.HasPrefix(head, "HTTP/1.1 101 ") {
+		t.Fatalf("switching: %q, %v", head, err)
+	}
+	return tunnelEnd{c, br}, <-ends
+}
+
+// send sends line from one end of a tunnel and reads it at the other.
+func (e tunnelEnd) send(t *testing.T, to tunnelEnd, line string) {
+	t.Helper()
+	if _, err := io.WriteString(e.c, line); err != nil {
+		t.Fatal(err)
+	}
+	to.c.SetReadDeadline(time.Now().Add(sluicetest.WaitTimeout))
+	if got, err := to.r.ReadString('\n'); got != line {
+		t.Fatalf("sent %q through the tunnel, read %q, %v", line, got, err)
+	}
+}
+
+// waitClosed waits, within sluicetest.WaitTimeout, for the other side
+// to close the tunnel at e, reading and dropping what comes before.
+func (e tunnelEnd) waitClosed(t *testing.T, name string) {
+	t.Helper()
+	e.c.SetReadDeadline(time.Now().Add(sluicetest.WaitTimeout))
+	_, err := io.Copy(io.Discard, e.r)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the %s's end of the tunnel is still open after %v", name, sluicetest.WaitTimeout)
+	}
+}
+
+// A tunnel across which nothing passes for tunnel_idle_timeout is closed
+// both ways; traffic one way alone keeps it open.
+func TestTunnelIdleTimeout(t *testing.T) {
+	t.Run("idle", func(t *testing.T) {
+		ends := make(chan tunnelEnd, 1)
+		srv, _ := front(t, Options{Upstreams: []string{tunnelUpstream(t, ends)}, TunnelIdleTimeout: 100 * time.Millisecond})
+		client, up := dialTunnel(t, srv, ends)
+		client.send(t, up, "ping\n")
+		up.send(t, client, "pong\n")
+		client.waitClosed(t, "client")
+		up.waitClosed(t, "upstream")
+	})
+	t.Run("one way busy", func(t *testing.T) {
+		// The upstream stays silent past its read's idle deadline while
+		// the client talks; then it can still answer. (The bound is
+		// wide enough that only a stall of seconds would upset the
+		// test.)
+		const idle = 2 * time.Second
+		ends := make(chan tunnelEnd, 1)
+		srv, _ := front(t, Options{Upstreams: []string{tunnelUpstream(t, ends)}, TunnelIdleTimeout: idle})
+		client, up := dialTunnel(t, srv, ends)
+		for start := time.Now(); time.Since(start) < idle*3/2; time.Sleep(idle / 100) {
+			client.send(t, up, "tick\n")
+		}
+		up.send(t, client, "still here\n")
+		client.waitClosed(t, "client")
+		up.waitClosed(t, "upstream")
+	})
 }

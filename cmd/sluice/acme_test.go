@@ -2,13 +2,22 @@ package main_test
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"math/big"
 	"net/http"
+	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,5 +198,129 @@ routes:
 	}
 	if t.Failed() {
 		t.Logf("sluice's log:\n%s", s.stderr())
+	}
+}
+
+// Without workers, a server started as root with user: nobody asks for
+// its certificates as nobody, once it has switched: the data directory,
+// made by root, is given to nobody, and the account key and the
+// certificates in it, the renewed one too, are nobody's, so the server
+// keeps reading and renewing them. A data directory an earlier run as
+// root left (its account key root's, 0600) is given to nobody too.
+func TestACMEUser(t *testing.T) {
+	u := nobody(t)
+	for _, rootsFiles := range []bool{false, true} {
+		t.Run(fmt.Sprintf("roots_files=%v", rootsFiles), func(t *testing.T) {
+			dir := sharedDir(t)
+			data := filepath.Join(dir, "acme")
+			if rootsFiles {
+				writeAccountKey(t, data)
+			}
+			testACMEUser(t, dir, u)
+		})
+	}
+}
+
+// writeAccountKey makes the data directory data, and in it an ACME
+// account key as autocert writes it, as root.
+func writeAccountKey(t *testing.T, data string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+	if err := os.WriteFile(filepath.Join(data, "acme_account+key"), pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testACMEUser(t *testing.T, dir string, u *user.User) {
+	httpPort, tlsPort := sluicetest.FreePort(t), sluicetest.FreePort(t)
+	pebble := sluicetest.StartPebble(t, httpPort, tlsPort, 12*time.Second)
+	file := filepath.Join(dir, "acme.yaml")
+	writeConfig(t, file, fmt.Sprintf(`user: nobody
+listen:
+  - 127.0.0.1:%d
+  - address: 127.0.0.1:%d
+    tls:
+      acme:
+        domains: [sluice.test]
+        directory: %s
+        ca_roots: %s
+        data: acme
+routes:
+  - match: /
+    pipeline:
+      - text: hi
+`, httpPort, tlsPort, pebble.Directory, pebble.CAFile))
+	s := start(t, "serve", "-c", file)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sluice's log:\n%s", s.stderr())
+		}
+	})
+	s.waitLog(t, `msg="serving as user"`, 1)
+	addr := fmt.Sprintf("127.0.0.1:%d", tlsPort)
+	client := &tls.Config{RootCAs: pebble.Roots(t), ServerName: "sluice.test"}
+	serialNow := func() *big.Int {
+		c, err := tls.Dial("tcp", addr, client)
+		if err != nil {
+			return nil
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber
+	}
+
+	var first *big.Int
+	sluicetest.WaitFor(t, "a certificate from pebble", func() bool {
+		first = serialNow()
+		return first != nil
+	})
+	sluicetest.WaitFor(t, "the certificate renewed", func() bool {
+		n := serialNow()
+		return n != nil && n.Cmp(first) != 0
+	})
+	if n := pebble.Orders(); n < 2 {
+		t.Errorf("%d orders at the authority after the renewal, want 2 or more", n)
+	}
+	if strings.Contains(s.stderr(), "cannot obtain") {
+		t.Errorf("a failed order")
+	}
+
+	data := filepath.Join(dir, "acme")
+	entries, err := os.ReadDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"."}
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	for _, want := range []string{"acme_account+key", "sluice.test"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the data directory holds %v, want %s among them", names[1:], want)
+		}
+	}
+	for _, name := range names {
+		info, err := os.Lstat(filepath.Join(data, name))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if uid := strconv.Itoa(int(st.Uid)); uid != u.Uid {
+			t.Errorf("%s in the data directory: owned by uid %s, want nobody's (%s)", name, uid, u.Uid)
+		}
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d", code)
 	}
 }

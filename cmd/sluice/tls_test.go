@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -129,11 +131,14 @@ func TestUserTLSKeys(t *testing.T) {
 			}
 			get := func() string {
 				t.Helper()
-				c, err := tls.Dial("tcp", s.addr, ca.ClientConfig("a.example"))
+				// Bounded, so that a server that never answers fails the
+				// test rather than hanging it.
+				c, err := tls.DialWithDialer(&net.Dialer{Timeout: 30 * time.Second}, "tcp", s.addr, ca.ClientConfig("a.example"))
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("%v\n%s", err, s.stderr())
 				}
 				defer c.Close()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
 				fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
 				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 				if err != nil {
