@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-proxy bench-deps redbot clean
+.PHONY: all build test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-proxy bench-tls bench-deps redbot clean
 
 all: lint test
 
@@ -102,11 +102,19 @@ bench-proxy: build bench-deps
 	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios proxy \
 		--servers sluice,nginx,caddy,haproxy --rounds 3 --duration 5s --out ../docs/benchmarks/proxy
 
+## bench-tls: Sluice, nginx, h2o and Caddy over TLS with one ECDSA P-256
+## certificate: TLS HTTP/1.1 keep-alive, HTTP/2, new connections (report in
+## docs/benchmarks/tls/; about five minutes)
+bench-tls: build bench-deps
+	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios tls \
+		--servers sluice,nginx,h2o,caddy --rounds 3 --duration 5s --out ../docs/benchmarks/tls
+
 ## bench-deps: the peer servers and load tools the harness measures against
 ## (postgresql: the mix-slowdb scenario's database; haproxy: the proxy
 ## scenario's, whose service, started by the package, is stopped and
-## disabled: the harness runs its own)
-BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux postgresql haproxy
+## disabled: the harness runs its own; nghttp2-client: h2load, the tls
+## scenario's HTTP/2 client)
+BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux postgresql haproxy nghttp2-client
 bench-deps:
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi; \

@@ -62,6 +62,16 @@
 // upstream accepted during each run (its stub_status), its CPU per
 // request, and how busy the client's core was.
 //
+// The tls scenario, run only when named (--scenarios tls), serves the
+// 151-byte page over TLS from Sluice, nginx, h2o and Caddy (peers.TLS),
+// all with one ECDSA P-256 certificate generated for the run (package
+// tlscert), HTTP/2 and HTTP/1.1 by ALPN on one port. Each is measured
+// with wrk over TLS HTTP/1.1 keep-alive, h2load -c100 -m10 over HTTP/2,
+// and the harness's client opening a connection per request, with full
+// handshakes (no session cache) and with resumed ones (the handshakes
+// the server resumed are counted); the report gives the server's CPU
+// per request or per handshake, and the targets against nginx.
+//
 // # Entry points
 //
 // Main is the whole harness behind a command line; command sluicebench

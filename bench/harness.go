@@ -271,7 +271,9 @@ func (h *harness) build() error {
 	}
 	if len(h.peers) == 0 {
 		// haproxy, in the proxy scenario, is no peer of All.
-		if vs, _ := h.proxyVariants(); !h.has(report.Proxy) || len(vs) == 0 {
+		vs, _ := h.proxyVariants()
+		ts, _ := h.tlsPeers()
+		if (!h.has(report.Proxy) || len(vs) == 0) && (!h.has(report.TLS) || len(ts) == 0) {
 			return fmt.Errorf("no server to measure")
 		}
 	}

@@ -30,14 +30,15 @@ const (
 var allScenarios = []string{
 	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
 	report.C10K, report.Sizes, report.Idle, report.Workers, report.Pipe,
-	report.Mix, report.MixSlowDB, report.Proxy,
+	report.Mix, report.MixSlowDB, report.Proxy, report.TLS,
 }
 
 // defaultScenarios are those run without --scenarios: all but workers,
-// the mix scenarios and proxy, which have reports of their own
-// (docs/benchmarks/workers, docs/benchmarks/mix, docs/benchmarks/proxy).
+// the mix scenarios, proxy and tls, which have reports of their own
+// (docs/benchmarks/workers, docs/benchmarks/mix, docs/benchmarks/proxy,
+// docs/benchmarks/tls).
 var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool {
-	return s == report.Workers || s == report.Mix || s == report.MixSlowDB || s == report.Proxy
+	return s == report.Workers || s == report.Mix || s == report.MixSlowDB || s == report.Proxy || s == report.TLS
 })
 
 // options is the parsed command line.
@@ -144,7 +145,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	}
 	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default: the scratch directory "+defaultOut())
 	servers := fs.String("servers", strings.Join(serverNames(), ","), "comma-separated servers to measure (haproxy: in the proxy scenario only)")
-	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix, mix-slowdb and proxy are not run unless named)")
+	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix, mix-slowdb, proxy and tls are not run unless named)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
 	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")

@@ -63,12 +63,12 @@ func (h *harness) run() (string, error) {
 			per += len(sizes)
 		case report.Idle:
 			per += len(h.idlePoints())
-		case report.Pipe, report.Workers, report.Mix, report.MixSlowDB, report.Proxy:
+		case report.Pipe, report.Workers, report.Mix, report.MixSlowDB, report.Proxy, report.TLS:
 		default:
 			per++
 		}
 	}
-	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + h.mixSteps() + h.proxySteps() + 1
+	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + h.mixSteps() + h.proxySteps() + h.tlsSteps() + 1
 	h.prog.logf("%d server(s) × %d round(s), client on CPU %s, servers on CPU %s; scratch %s",
 		len(h.peers), h.o.rounds, h.o.clientCPU, h.o.serverCPU, h.tmp)
 	if h.has(report.Workers) {
@@ -116,6 +116,11 @@ func (h *harness) run() (string, error) {
 			return "", err
 		}
 	}
+	if h.has(report.TLS) {
+		if err := h.tlsScenario(); err != nil {
+			return "", err
+		}
+	}
 	stopWatch()
 	<-done
 	if h.has(report.Pipe) {
@@ -140,7 +145,7 @@ func (h *harness) run() (string, error) {
 func (h *harness) serverRound(p peers.Peer, round int) error {
 	tag := fmt.Sprintf("round %d/%d %s", round, h.o.rounds, p.Name)
 	loaded := slices.ContainsFunc(h.o.scenarios, func(s string) bool {
-		return s != report.Idle && s != report.Pipe && s != report.Workers && s != report.Mix && s != report.MixSlowDB && s != report.Proxy
+		return s != report.Idle && s != report.Pipe && s != report.Workers && s != report.Mix && s != report.MixSlowDB && s != report.Proxy && s != report.TLS
 	})
 	if loaded {
 		srv, err := h.startWarm(p, fmt.Sprint(round))

@@ -19,4 +19,8 @@
 // Proxies returns the reverse proxies of the proxy scenario (Sluice's
 // proxy source, nginx, Caddy and HAProxy), each forwarding to
 // Env.Upstream, and Upstream the nginx they all forward to.
+//
+// TLS returns the servers of the tls scenario (Sluice, nginx, h2o and
+// Caddy), each serving Env.Root over TLS with Env.Cert and Env.Key;
+// Start probes them over TLS.
 package peers

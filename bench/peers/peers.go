@@ -45,6 +45,10 @@ type Env struct {
 	Upstream  string
 	IdleConns int
 	Body      string
+
+	// The tls scenario (see TLS): the PEM certificate and key files every
+	// TLS peer serves.
+	Cert, Key string
 }
 
 // NginxBody is Body as the contents of an nginx quoted string, for the
@@ -97,6 +101,10 @@ type Peer struct {
 	// takesWorkers says the peer honours Env.Workers, from minWorkers up.
 	takesWorkers bool
 	minWorkers   int
+
+	// tls says the peer listens with TLS (Env.Cert and Key): Start
+	// probes it over TLS.
+	tls bool
 
 	// ready, if set, reports whether a server that answers GET / has
 	// finished starting (every worker up); Start waits for it.
@@ -297,6 +305,62 @@ func Proxies() []Peer {
 		},
 	}
 }
+
+// TLS returns the servers of the tls scenario, each serving Env.Root
+// over TLS with the certificate Env.Cert and key Env.Key, HTTP/2 and
+// HTTP/1.1 by ALPN on one port, one worker or thread, keep-alive
+// connections and HTTP/2 sessions kept (and their requests unbounded)
+// for the whole run, no access log. sluice-tls, nginx-tls, h2o-tls and
+// caddy-tls are the peers sluice, nginx, h2o and caddy with a TLS
+// listener; they are not in All.
+func TLS() []Peer {
+	return []Peer{
+		{
+			Name: "sluice-tls", About: "`sluice serve --root DIR --tls-cert F --tls-key F` (the engine, HTTP/2 by ALPN; GOMAXPROCS 1 from the affinity mask)",
+			tls: true,
+			version: func(env Env) (string, error) {
+				if env.Sluice == "" {
+					return "", errors.New("no sluice binary")
+				}
+				return firstLine(env.Sluice, "version")
+			},
+			argv: func(env Env, _ string) []string {
+				return []string{env.Sluice, "serve", "--root", env.Root, "--listen", env.Addr(), "--tls-cert", env.Cert, "--tls-key", env.Key}
+			},
+		},
+		{
+			Name: "nginx-tls", About: "Debian nginx, one worker, `listen … ssl http2`, `keepalive_requests` above any run's requests, no access log",
+			conf: "nginx-tls.conf", tls: true,
+			version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+			argv: func(env Env, conf string) []string {
+				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
+			},
+		},
+		{
+			Name: "h2o-tls", About: "Debian h2o, one thread, `ssl` listener (HTTP/2 by ALPN), file.dir, no access log",
+			conf: "h2o-tls.conf", tls: true,
+			version: func(Env) (string, error) { return firstLine("h2o", "--version") },
+			argv: func(env Env, conf string) []string {
+				return []string{"h2o", "-m", "master", "-c", conf}
+			},
+		},
+		{
+			Name: "caddy-tls", About: "Debian Caddy, file_server, `tls CERT KEY`, HTTP/1.1 and HTTP/2 only, no admin endpoint, no automatic HTTPS (GOMAXPROCS 1 from the affinity mask)",
+			conf: "Caddyfile-tls", tls: true,
+			version: func(Env) (string, error) { return firstLine("caddy", "version") },
+			argv: func(env Env, conf string) []string {
+				return []string{"caddy", "run", "--config", conf, "--adapter", "caddyfile"}
+			},
+			environ: func(env Env) []string {
+				return []string{"HOME=" + env.Dir, "XDG_DATA_HOME=" + env.Dir, "XDG_CONFIG_HOME=" + env.Dir}
+			},
+		},
+	}
+}
+
+// TLSBase returns the --servers name a TLS peer stands for: sluice for
+// sluice-tls.
+func TLSBase(name string) string { return strings.TrimSuffix(name, "-tls") }
 
 // Names lists the names of All.
 func Names() []string {

@@ -2,6 +2,7 @@ package peers
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -75,7 +76,7 @@ func Start(p Peer, env Env, cpus string) (*Server, error) {
 
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		err := probe(env.Addr())
+		err := probe(env.Addr(), p.tls)
 		if err == nil {
 			if err := s.waitReady(60 * time.Second); err != nil {
 				return nil, err
@@ -95,9 +96,17 @@ func Start(p Peer, env Env, cpus string) (*Server, error) {
 	}
 }
 
-// probe makes one GET / on a new connection and wants 200.
-func probe(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// probe makes one GET / on a new connection, over TLS (not verifying the
+// certificate) if secure, and wants 200.
+func probe(addr string, secure bool) error {
+	var c net.Conn
+	var err error
+	if secure {
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: &tls.Config{InsecureSkipVerify: true}}
+		c, err = d.Dial("tcp", addr)
+	} else {
+		c, err = net.DialTimeout("tcp", addr, time.Second)
+	}
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,20 @@ const (
 	ProxyWrk  = "proxy-wrk"
 	ProxyRate = "proxy-rate"
 
+	// TLS is the TLS scenario: the 151-byte page from each server over
+	// TLS with one ECDSA P-256 certificate (sluice-tls, nginx-tls,
+	// h2o-tls, caddy-tls). It names the scenario on the command line; its
+	// samples are of TLSH1 (wrk over TLS HTTP/1.1 keep-alive, X the
+	// connections), TLSH2 (h2load over HTTP/2, X the connections), TLSFull
+	// (full handshakes, one request each, no resumption; X the
+	// connections opened at once) and TLSResumed (the same, each client
+	// offering its last connection's session).
+	TLS        = "tls"
+	TLSH1      = "tls-h1"
+	TLSH2      = "tls-h2"
+	TLSFull    = "tls-handshake"
+	TLSResumed = "tls-resumed"
+
 	// Workers is the master–worker scenario: Sluice at 0, 1, 2, 10 and
 	// 100 workers, nginx at 1 and 2, Apache as Debian ships it. Its
 	// samples are of three kinds, each its own Sample.Scenario, with X
@@ -92,6 +106,11 @@ type Sample struct {
 	UpstreamConns int64   `json:"upstream_conns,omitempty"`
 	UpstreamCPUus float64 `json:"upstream_cpu_us_per_req,omitempty"`
 	ClientBusy    float64 `json:"client_busy,omitempty"`
+
+	// TLS handshake scenarios (TLSFull, TLSResumed): the connections
+	// whose handshake resumed a session (none for TLSFull; for
+	// TLSResumed, all but each client's first if the server resumes).
+	Resumed int64 `json:"resumed,omitempty"`
 
 	// Workers scenario (WorkersMem): the server's processes right after
 	// every worker is up, and after the load runs.

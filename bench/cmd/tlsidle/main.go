@@ -25,18 +25,12 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -50,6 +44,8 @@ import (
 	"syscall"
 	"text/template"
 	"time"
+
+	"github.com/sluice-server/sluice/bench/tlscert"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -99,9 +95,10 @@ func run(o options) error {
 	if err := setup(dir); err != nil {
 		return err
 	}
-	pool := x509.NewCertPool()
-	pem, _ := os.ReadFile(filepath.Join(dir, "cert.pem"))
-	pool.AppendCertsFromPEM(pem)
+	pool, err := tlscert.Pool(filepath.Join(dir, "cert.pem"))
+	if err != nil {
+		return err
+	}
 
 	groups := "X25519"
 	if o.mlkem {
@@ -400,26 +397,7 @@ func waitReady(addr string, cfg *tls.Config) error {
 // setup writes the certificate, its key, the document root and the
 // servers' configuration templates' shared files into dir.
 func setup(dir string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		DNSNames:     []string{"localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
+	if err := tlscert.Write(filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")); err != nil {
 		return err
 	}
 	root := filepath.Join(dir, "root")
@@ -427,11 +405,7 @@ func setup(dir string) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
 	}
-	return errors.Join(
-		os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644),
-		os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o644),
-		os.WriteFile(filepath.Join(root, "index.html"), page, 0o644),
-	)
+	return os.WriteFile(filepath.Join(root, "index.html"), page, 0o644)
 }
 
 // Configurations: one worker or thread, the keep-alive timeouts longer
