@@ -3,14 +3,19 @@ package daemon
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,5 +272,95 @@ func TestTLSListenerRedirectAndHSTS(t *testing.T) {
 	}
 	if !strings.HasPrefix(s.Addrs()[0].String(), "127.0.0.1:") {
 		t.Errorf("Addrs after the reload: %v", s.Addrs())
+	}
+}
+
+// Certificates rotate under load without a failed request: while
+// clients make requests — HTTP/2 on kept connections, and HTTP/1.1 with
+// a new handshake for each — the certificate is renewed and the config
+// reloaded five times; every request succeeds, and at the end a new
+// connection gets the last certificate.
+func TestTLSRotationUnderLoad(t *testing.T) {
+	site := newTLSSite(t)
+	site.write(t, twoCerts, "ok")
+	s, _ := newServer(t, fileLoad(site.file))
+	start(t, s)
+	addr := onlyAddr(t, s)
+	url := "https://" + addr.String() + "/"
+	clients := []*http.Client{
+		{Transport: &http.Transport{TLSClientConfig: site.ca.ClientConfig("a.example"), ForceAttemptHTTP2: true}},
+		{Transport: &http.Transport{TLSClientConfig: site.ca.ClientConfig("a.example"), DisableKeepAlives: true}},
+	}
+	for _, c := range clients {
+		c.Timeout = 20 * time.Second
+		defer c.CloseIdleConnections()
+	}
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func(c *http.Client) {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := c.Get(url)
+				if err == nil {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 || string(b) != "ok" {
+						err = fmt.Errorf("%s %q", resp.Status, b)
+					}
+				}
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				ok.Add(1)
+			}
+		}(clients[i%2])
+	}
+	waitOK := func(n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ok.Load() < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d requests answered", ok.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitOK(20)
+	var serial *big.Int
+	for range 5 {
+		site.ca.IssueFiles(t, site.dir, "a.example") // renewed
+		if err := s.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(site.dir, "a.example.crt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(b)
+		leaf, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		serial = leaf.SerialNumber
+		waitOK(ok.Load() + 20) // requests go on after each reload
+	}
+	close(stop)
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Errorf("%d of %d requests failed during the rotations; the first: %v", n, n+ok.Load(), firstErr.Load())
+	}
+	c := tlsDial(t, addr, site.ca.ClientConfig("a.example"))
+	if got := c.ConnectionState().PeerCertificates[0].SerialNumber; got.Cmp(serial) != 0 {
+		t.Errorf("after the rotations a new connection got serial %v, want the last certificate's %v", got, serial)
 	}
 }
