@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -207,9 +208,98 @@ type sockConn struct {
 }
 
 // polledFile is a sockConn's descriptor once it joined the poller.
+//
+// Reads and writes go through rc with raw system calls, as they do
+// before the descriptor joins the poller: f.Read and f.Write would make
+// each a blocking-capable system call, whose entry wakes the runtime's
+// monitor thread when it sleeps (a futex and a thread switch per call
+// on a server at partial load, where the monitor sleeps between
+// requests) though a non-blocking socket never blocks. The state of the
+// read and of the write in progress lives here, with the functions bound
+// once, so that neither allocates: a read may run beside a write (a
+// tunnel's two directions), but not beside another read.
 type polledFile struct {
 	f  *os.File
 	rc syscall.RawConn
+
+	fd              int
+	rbuf, wbuf      []byte
+	rn, wn          int
+	rerr, werr      error
+	readFn, writeFn func(fd uintptr) bool
+}
+
+func newPolledFile(f *os.File, rc syscall.RawConn, fd int) *polledFile {
+	p := &polledFile{f: f, rc: rc, fd: fd}
+	p.readFn, p.writeFn = p.readRaw, p.writeRaw
+	return p
+}
+
+// read reads into b once the socket has bytes, as f.Read does (the
+// poller waits, deadlines apply), with a raw recv.
+func (p *polledFile) read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	p.rbuf, p.rn, p.rerr = b, 0, nil
+	err := p.rc.Read(p.readFn)
+	p.rbuf = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case p.rerr != nil:
+		return 0, p.rerr
+	case p.rn == 0:
+		return 0, io.EOF
+	}
+	return p.rn, nil
+}
+
+func (p *polledFile) readRaw(fd uintptr) bool {
+	for {
+		n, err := recv(int(fd), p.rbuf, true)
+		switch err {
+		case nil:
+			p.rn = n
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		p.rerr = err
+		return true
+	}
+}
+
+// write writes all of b, as f.Write does, with raw sends.
+func (p *polledFile) write(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	p.wbuf, p.wn, p.werr = b, 0, nil
+	err := p.rc.Write(p.writeFn)
+	p.wbuf = nil
+	if err == nil {
+		err = p.werr
+	}
+	return p.wn, err
+}
+
+func (p *polledFile) writeRaw(fd uintptr) bool {
+	for p.wn < len(p.wbuf) {
+		m, err := send(int(fd), p.wbuf[p.wn:], nil, 0, true)
+		p.wn += m
+		switch err {
+		case nil, syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			p.werr = err
+			return true
+		}
+	}
+	return true
 }
 
 var (
@@ -241,7 +331,7 @@ func (c *sockConn) poll() (*polledFile, error) {
 	if d := c.wdl.Load(); d != 0 {
 		f.SetWriteDeadline(time.Unix(0, d))
 	}
-	p := &polledFile{f: f, rc: rc}
+	p := newPolledFile(f, rc, c.fd)
 	c.polled.Store(p)
 	polledConns.Add(1)
 	return p, nil
@@ -285,7 +375,8 @@ func expired(d *atomic.Int64) bool {
 // Read implements net.Conn.
 func (c *sockConn) Read(b []byte) (int, error) {
 	if p := c.polled.Load(); p != nil {
-		return p.f.Read(b)
+		n, err := p.read(b)
+		return n, c.readErr(err)
 	}
 	if len(b) == 0 {
 		return 0, nil
@@ -308,7 +399,8 @@ func (c *sockConn) Read(b []byte) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			return p.f.Read(b)
+			n, err := p.read(b)
+			return n, c.readErr(err)
 		default:
 			return 0, c.opError("read", err)
 		}
@@ -318,7 +410,8 @@ func (c *sockConn) Read(b []byte) (int, error) {
 // Write implements net.Conn.
 func (c *sockConn) Write(b []byte) (int, error) {
 	if p := c.polled.Load(); p != nil {
-		return p.f.Write(b)
+		n, err := p.write(b)
+		return n, c.writeErr(err)
 	}
 	n := 0
 	for n < len(b) {
@@ -334,13 +427,34 @@ func (c *sockConn) Write(b []byte) (int, error) {
 			if err != nil {
 				return n, err
 			}
-			m, err := p.f.Write(b[n:])
-			return n + m, err
+			m, err := p.write(b[n:])
+			return n + m, c.writeErr(err)
 		default:
 			return n, c.opError("write", err)
 		}
 	}
 	return n, nil
+}
+
+// readErr and writeErr report a polled operation's error as the
+// operations before the poller do: a *net.OpError wrapping the system
+// call's error, os.ErrDeadlineExceeded, or net.ErrClosed (the poller's
+// error for a descriptor being closed).
+func (c *sockConn) readErr(err error) error { return c.polledErr("read", err) }
+
+func (c *sockConn) writeErr(err error) error { return c.polledErr("write", err) }
+
+func (c *sockConn) polledErr(op string, err error) error {
+	switch err.(type) {
+	case nil:
+		return nil
+	case syscall.Errno:
+		return c.opError(op, err)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return c.opError(op, os.ErrDeadlineExceeded)
+	}
+	return c.opError(op, net.ErrClosed)
 }
 
 func (c *sockConn) opError(op string, err error) error {

@@ -44,6 +44,14 @@ type upConn struct {
 	peekFn    func(fd uintptr)
 	peekBuf   [1]byte
 	peekClean bool
+	readFn    func(fd uintptr) bool
+	writeFn   func(fd uintptr) bool
+	rbuf      []byte // the read in progress (a write may run beside it)
+	rn        int
+	rerr      error
+	wbuf      []byte // the write in progress
+	wn        int
+	werr      error
 }
 
 // fill reads more bytes into the buffer, moving unread bytes to its start
@@ -61,7 +69,7 @@ func (c *upConn) fill(max int) error {
 		copy(nb, c.buf[:c.w])
 		c.buf = nb
 	}
-	n, err := c.nc.Read(c.buf[c.w:])
+	n, err := c.read(c.buf[c.w:])
 	c.w += n
 	c.got += int64(n)
 	if n > 0 {
@@ -221,7 +229,7 @@ func (b *bodyReader) readData(p []byte) (int, error) {
 	c := b.c
 	if c.r == c.w {
 		if len(p) >= len(c.buf) {
-			n, err := c.nc.Read(p)
+			n, err := c.read(p)
 			c.got += int64(n)
 			if n > 0 {
 				return n, nil

@@ -674,7 +674,7 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 			return fail(http.StatusBadGateway, "upstream closed the connection", err)
 		}
 	} else if len(x.reqHead) > 0 {
-		if _, err := nc.Write(x.reqHead); err != nil {
+		if _, err := uc.write(x.reqHead); err != nil {
 			return fail(http.StatusBadGateway, "upstream closed the connection", err)
 		}
 	}

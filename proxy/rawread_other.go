@@ -8,3 +8,7 @@ package proxy
 func (c *upConn) bindRaw() {}
 
 func (c *upConn) peek() bool { return true }
+
+func (c *upConn) read(p []byte) (int, error) { return c.nc.Read(p) }
+
+func (c *upConn) write(p []byte) (int, error) { return c.nc.Write(p) }

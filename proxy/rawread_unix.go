@@ -2,7 +2,11 @@
 
 package proxy
 
-import "syscall"
+import (
+	"io"
+	"syscall"
+	"unsafe"
+)
 
 // bindRaw readies c for peek, once per connection (the bound method
 // value is the only allocation).
@@ -17,6 +21,83 @@ func (c *upConn) bindRaw() {
 	}
 	c.rc = rc
 	c.peekFn = c.peekFd
+	c.readFn = c.readFd
+	c.writeFn = c.writeFd
+}
+
+// read reads from the upstream into p. Like nc.Read (the runtime's
+// poller waits when nothing is there, deadlines apply), but its system
+// call is a raw one: a non-blocking read need not tell the scheduler it
+// might block, which otherwise lets the runtime's monitor hand the
+// goroutine's processor to another thread when a read runs long (a
+// futex wake and a thread switch, at partial load about every third
+// request).
+func (c *upConn) read(p []byte) (int, error) {
+	if c.rc == nil || len(p) == 0 {
+		return c.nc.Read(p)
+	}
+	c.rbuf, c.rn, c.rerr = p, 0, nil
+	err := c.rc.Read(c.readFn)
+	c.rbuf = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case c.rerr != nil:
+		return 0, c.rerr
+	case c.rn == 0:
+		return 0, io.EOF
+	}
+	return c.rn, nil
+}
+
+func (c *upConn) readFd(fd uintptr) bool {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
+		switch e {
+		case 0:
+			c.rn = int(n)
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false // the poller waits for more
+		}
+		c.rerr = e
+		return true
+	}
+}
+
+// write writes all of p to the upstream, as nc.Write does, with raw
+// system calls (see read).
+func (c *upConn) write(p []byte) (int, error) {
+	if c.rc == nil || len(p) == 0 {
+		return c.nc.Write(p)
+	}
+	c.wbuf, c.wn, c.werr = p, 0, nil
+	err := c.rc.Write(c.writeFn)
+	c.wbuf = nil
+	if err == nil {
+		err = c.werr
+	}
+	return c.wn, err
+}
+
+func (c *upConn) writeFd(fd uintptr) bool {
+	for c.wn < len(c.wbuf) {
+		b := c.wbuf[c.wn:]
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			c.wn += int(n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false // the poller waits for room
+		default:
+			c.werr = e
+			return true
+		}
+	}
+	return true
 }
 
 // peek reports whether the idle connection is clean: the upstream has
