@@ -46,12 +46,16 @@ type upConn struct {
 	peekClean bool
 	readFn    func(fd uintptr) bool
 	writeFn   func(fd uintptr) bool
-	rbuf      []byte // the read in progress (a write may run beside it)
-	rn        int
-	rerr      error
-	wbuf      []byte // the write in progress
-	wn        int
-	werr      error
+	// pending is a request head the next read writes before it waits
+	// for the response (see read).
+	pending []byte
+
+	rbuf []byte // the read in progress (a write may run beside it)
+	rn   int
+	rerr error
+	wbuf []byte // the write in progress
+	wn   int
+	werr error
 }
 
 // fill reads more bytes into the buffer, moving unread bytes to its start

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -674,16 +673,10 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 			return fail(http.StatusBadGateway, "upstream closed the connection", err)
 		}
 	} else if len(x.reqHead) > 0 {
-		if _, err := uc.write(x.reqHead); err != nil {
-			return fail(http.StatusBadGateway, "upstream closed the connection", err)
-		}
+		// Written by the first read of the response, which then waits
+		// for it without a failed try (see upConn.read).
+		uc.pending = x.reqHead
 	}
-	// The response is a round trip away: other requests run meanwhile,
-	// so that the first read usually finds it rather than failing with
-	// EAGAIN and waiting in the poller (a system call and a park saved
-	// per request under load; with nothing else to run this returns at
-	// once).
-	runtime.Gosched()
 	for {
 		if err := uc.readHead(&x.head, p.maxHead, p.maxFields); err != nil {
 			return p.headFailure(fail, err)

@@ -9,6 +9,14 @@ func (c *upConn) bindRaw() {}
 
 func (c *upConn) peek() bool { return true }
 
-func (c *upConn) read(p []byte) (int, error) { return c.nc.Read(p) }
+func (c *upConn) read(p []byte) (int, error) {
+	if b := c.pending; b != nil {
+		c.pending = nil
+		if _, err := c.nc.Write(b); err != nil {
+			return 0, err
+		}
+	}
+	return c.nc.Read(p)
+}
 
 func (c *upConn) write(p []byte) (int, error) { return c.nc.Write(p) }

@@ -32,13 +32,31 @@ func (c *upConn) bindRaw() {
 // goroutine's processor to another thread when a read runs long (a
 // futex wake and a thread switch, at partial load about every third
 // request).
+//
+// When a request head is pending (see upConn.pending), it is written
+// first, inside the same RawConn.Read call, which then waits for the
+// poller without trying to read: the response is a round trip away.
+// Writing it before that call instead would leave a window in which the
+// response's readiness notice could arrive and be dropped by the call's
+// start, so the read would have to be tried, and fail with EAGAIN.
 func (c *upConn) read(p []byte) (int, error) {
 	if c.rc == nil || len(p) == 0 {
+		if err := c.writePending(); err != nil {
+			return 0, err
+		}
 		return c.nc.Read(p)
 	}
 	c.rbuf, c.rn, c.rerr = p, 0, nil
 	err := c.rc.Read(c.readFn)
 	c.rbuf = nil
+	if err == nil && c.rerr == nil && c.pending != nil {
+		// The socket took only part of the head: the rest waits for
+		// room, then the response is read as usual.
+		if err := c.writePending(); err != nil {
+			return 0, err
+		}
+		return c.read(p)
+	}
 	switch {
 	case err != nil:
 		return 0, err
@@ -51,6 +69,25 @@ func (c *upConn) read(p []byte) (int, error) {
 }
 
 func (c *upConn) readFd(fd uintptr) bool {
+	for len(c.pending) > 0 {
+		b := c.pending
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			c.pending = b[n:]
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return true // read finishes the write (see read)
+		default:
+			c.pending = nil
+			c.rerr = e
+			return true
+		}
+		if len(c.pending) == 0 {
+			c.pending = nil
+			return false // sent: wait for the response
+		}
+	}
 	for {
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
 		switch e {
@@ -126,4 +163,15 @@ func (c *upConn) peekFd(fd uintptr) {
 		c.peekClean = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
 		return
 	}
+}
+
+// writePending writes a pending request head with write.
+func (c *upConn) writePending() error {
+	if c.pending == nil {
+		return nil
+	}
+	b := c.pending
+	c.pending = nil
+	_, err := c.write(b)
+	return err
 }
