@@ -371,9 +371,24 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	s.ocsp.close()
 	log := s.logger()
 	log.Info("shutting down", "grace", grace)
-	err := end(ctx)
+	// The connections still open when the grace runs out are counted
+	// before the engine cuts them: counted after, some would already be
+	// gone, and the log would say fewer were cut than were.
+	inner, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var open int
+	stopCount := context.AfterFunc(ctx, func() {
+		open = s.srv.OpenConns()
+		cancel()
+	})
+	err := end(inner)
+	stopCount()
 	if err != nil {
-		log.Warn("grace period over; connections cut", "connections", s.srv.OpenConns())
+		// open was written before cancel, which end saw.
+		log.Warn("grace period over; connections cut", "connections", open)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 	}
 	s.lnMu.Lock()
 	s.lns = nil // closed by s.srv.Shutdown
