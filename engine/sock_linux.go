@@ -222,15 +222,14 @@ type polledFile struct {
 	f  *os.File
 	rc syscall.RawConn
 
-	fd              int
 	rbuf, wbuf      []byte
 	rn, wn          int
 	rerr, werr      error
 	readFn, writeFn func(fd uintptr) bool
 }
 
-func newPolledFile(f *os.File, rc syscall.RawConn, fd int) *polledFile {
-	p := &polledFile{f: f, rc: rc, fd: fd}
+func newPolledFile(f *os.File, rc syscall.RawConn) *polledFile {
+	p := &polledFile{f: f, rc: rc}
 	p.readFn, p.writeFn = p.readRaw, p.writeRaw
 	return p
 }
@@ -331,7 +330,7 @@ func (c *sockConn) poll() (*polledFile, error) {
 	if d := c.wdl.Load(); d != 0 {
 		f.SetWriteDeadline(time.Unix(0, d))
 	}
-	p := newPolledFile(f, rc, c.fd)
+	p := newPolledFile(f, rc)
 	c.polled.Store(p)
 	polledConns.Add(1)
 	return p, nil

@@ -481,7 +481,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		var err error
 		if i := p.bal.pick(p.ups, tried|full, r, client); i >= 0 {
 			up = p.ups[i]
-			if uc, err = up.get(p.connectTO, false); err == errFull {
+			if uc, err = up.get(now, p.connectTO, false); err == errFull {
 				full |= 1 << i
 				last = busy
 				continue
@@ -512,7 +512,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			// A pooled connection the upstream had closed, found out
 			// only by sending on it: not the upstream's fault, and safe
 			// to try again on a new connection.
-			uc, err = up.get(p.connectTO, true)
+			uc, err = up.get(now, p.connectTO, true)
 			uc, f = p.roundTrip(c, x, up, uc, err, r, hasBody, expect, upgrade)
 		}
 		if f == nil && x.head.status == http.StatusSwitchingProtocols {

@@ -71,9 +71,9 @@ var errFull = fmt.Errorf("proxy: upstream at max_conns")
 var peekAfter = time.Second
 
 // get returns an idle connection, or dials a new one within timeout
-// unless max_conns are open. fresh skips the idle ones.
-func (u *upstream) get(timeout time.Duration, fresh bool) (*upConn, error) {
-	now := time.Now()
+// unless max_conns are open. fresh skips the idle ones; now is the
+// request's clock reading, for the idle connections' ages.
+func (u *upstream) get(now time.Time, timeout time.Duration, fresh bool) (*upConn, error) {
 	u.mu.Lock()
 	for len(u.idle) > 0 && !fresh {
 		c := u.idle[len(u.idle)-1]
