@@ -80,48 +80,33 @@ func (w *writer) tls() {
 		"**Server CPU-µs** per request or per handshake is the growth of utime+stime of the server's process tree (`/proc/PID/stat`) over the run, divided by the requests answered. h2load gives no percentiles: its rows show the mean and maximum time per request.", max(int(w.rep.Duration.Seconds()), 1))
 	w.p("")
 
-	var groups []string
-	var vals [][]Stat
-	for _, r := range runs {
-		if r.unit != "request" {
-			continue
-		}
-		groups = append(groups, r.short)
-		var c []Stat
-		for _, srv := range servers {
-			if p, ok := w.point(r.sc, srv, w.maxX(r.sc)); ok {
-				c = append(c, p.Of(get("cpu")))
-			} else {
-				c = append(c, Stat{math.NaN(), math.NaN(), math.NaN()})
+	// Bars per run of one unit, one per server: metric's medians.
+	bars := func(unit, metric string) (groups []string, vals [][]Stat) {
+		for _, r := range runs {
+			if r.unit != unit {
+				continue
 			}
+			groups = append(groups, r.short)
+			var c []Stat
+			for _, srv := range servers {
+				if p, ok := w.point(r.sc, srv, w.maxX(r.sc)); ok {
+					c = append(c, p.Of(get(metric)))
+				} else {
+					c = append(c, Stat{math.NaN(), math.NaN(), math.NaN()})
+				}
+			}
+			vals = append(vals, c)
 		}
-		vals = append(vals, c)
+		return groups, vals
 	}
-	if len(groups) > 0 {
+	if groups, vals := bars("request", "cpu"); len(groups) > 0 {
 		err := barFigure(w.fig("tls-cpu.png"), "Server CPU-µs per request over TLS (lower is better)",
 			"CPU-µs per request (server process tree, /proc/PID/stat)", servers, groups, vals)
 		w.figure("tls-cpu.png", "server CPU-µs per request over TLS HTTP/1.1 and HTTP/2", TLS, err)
 	}
-	var hsGroups []string
-	var hsVals [][]Stat
-	for _, r := range runs {
-		if r.unit != "handshake" {
-			continue
-		}
-		hsGroups = append(hsGroups, r.short)
-		var c []Stat
-		for _, srv := range servers {
-			if p, ok := w.point(r.sc, srv, w.maxX(r.sc)); ok {
-				c = append(c, p.Of(get("rps")))
-			} else {
-				c = append(c, Stat{math.NaN(), math.NaN(), math.NaN()})
-			}
-		}
-		hsVals = append(hsVals, c)
-	}
-	if len(hsGroups) > 0 {
+	if groups, vals := bars("handshake", "rps"); len(groups) > 0 {
 		err := barFigure(w.fig("tls-handshakes.png"), "New TLS connections/s (handshakes)",
-			"connections/s", servers, hsGroups, hsVals)
+			"connections/s", servers, groups, vals)
 		w.figure("tls-handshakes.png", "new TLS connections per second", TLS, err)
 	}
 
