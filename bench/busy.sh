@@ -13,7 +13,9 @@
 # background load hits all alike. The conditions: idle (nothing added);
 # cpuN, N busy loops (`while :; do :; done`, nice 0, not pinned, so they
 # compete on both cores with the server and with wrk); memN, N loops that
-# stream over 64 MiB each (cache and memory bandwidth, needs cc). Per
+# stream over 64 MiB each (cache and memory bandwidth, needs cc); forkN,
+# N loops that start /bin/true one after another (short processes coming
+# and going, as in a build). Per
 # condition and server it prints the medians of wrk's p50 and p99 latency,
 # requests/s, server CPU-µs per request (utime+stime from /proc/PID/stat
 # ÷ requests), and the server's context switches per 1,000 requests
@@ -37,7 +39,7 @@ while [[ $# -gt 0 ]]; do
 	--secs) SECS="$2"; shift 2 ;;
 	--conns) CONNS="$2"; shift 2 ;;
 	--size) SIZE="$2"; shift 2 ;;
-	-h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "busy.sh: unknown option $1" >&2; exit 2 ;;
 	*) SERVERS+=("$1"); shift ;;
 	esac
@@ -154,6 +156,7 @@ start_hogs() {
 	idle) ;;
 	cpu*) n=${c#cpu}; for _ in $(seq "$n"); do sh -c 'while :; do :; done' & HOGS+=($!); done ;;
 	mem*) n=${c#mem}; for _ in $(seq "$n"); do "$WORK/memhog" & HOGS+=($!); done ;;
+	fork*) n=${c#fork}; for _ in $(seq "$n"); do sh -c 'while :; do /bin/true; done' & HOGS+=($!); done ;;
 	*) echo "busy.sh: unknown condition $c" >&2; exit 2 ;;
 	esac
 }
