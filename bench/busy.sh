@@ -15,7 +15,10 @@
 # compete on both cores with the server and with wrk); memN, N loops that
 # stream over 64 MiB each (cache and memory bandwidth, needs cc); forkN,
 # N loops that start /bin/true one after another (short processes coming
-# and going, as in a build). Per
+# and going); goN, N loops of `go build -a std`, each in a session of
+# its own as another user's build would be (bursty, many threads and
+# processes, memory-heavy; needs go; the kernel shares CPU between
+# sessions before threads, see sched_autogroup_enabled). Per
 # condition and server it prints the medians of wrk's p50 and p99 latency,
 # requests/s, server CPU-µs per request (utime+stime from /proc/PID/stat
 # ÷ requests), and the server's context switches per 1,000 requests
@@ -23,7 +26,7 @@
 # took the core from it), its thread count, and every run's p99.
 # docs/benchmarks.md, "On a busy machine", has what it found.
 #
-# Needs: wrk taskset awk, and the peers named; cc for memN.
+# Needs: wrk taskset awk, and the peers named; cc for memN, go for goN.
 set -euo pipefail
 
 CONDS="idle cpu2 cpu4"
@@ -39,7 +42,7 @@ while [[ $# -gt 0 ]]; do
 	--secs) SECS="$2"; shift 2 ;;
 	--conns) CONNS="$2"; shift 2 ;;
 	--size) SIZE="$2"; shift 2 ;;
-	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "busy.sh: unknown option $1" >&2; exit 2 ;;
 	*) SERVERS+=("$1"); shift ;;
 	esac
@@ -53,10 +56,13 @@ head -c "$SIZE" /dev/zero | tr '\0' x >"$WORK/root/f.html"
 chmod 644 "$WORK/root/f.html"
 declare -A PORT PID
 HOGS=()
+GROUPS_=() # process groups of hogs in a session of their own
 stop_hogs() {
 	for h in "${HOGS[@]}"; do kill "$h" 2>/dev/null || true; done
-	for h in "${HOGS[@]}"; do wait "$h" 2>/dev/null || true; done
+	for g in "${GROUPS_[@]}"; do kill -- "-$g" 2>/dev/null || true; done
+	for h in "${HOGS[@]}" "${GROUPS_[@]}"; do wait "$h" 2>/dev/null || true; done
 	HOGS=()
+	GROUPS_=()
 }
 cleanup() {
 	stop_hogs
@@ -156,6 +162,10 @@ start_hogs() {
 	idle) ;;
 	cpu*) n=${c#cpu}; for _ in $(seq "$n"); do sh -c 'while :; do :; done' & HOGS+=($!); done ;;
 	mem*) n=${c#mem}; for _ in $(seq "$n"); do "$WORK/memhog" & HOGS+=($!); done ;;
+	go*) n=${c#go}; for i in $(seq "$n"); do
+		GOCACHE="$WORK/gocache$i" GOFLAGS= setsid sh -c 'while :; do go build -a std >/dev/null 2>&1; done' &
+		GROUPS_+=($!)
+	done ;;
 	fork*) n=${c#fork}; for _ in $(seq "$n"); do sh -c 'while :; do /bin/true; done' & HOGS+=($!); done ;;
 	*) echo "busy.sh: unknown condition $c" >&2; exit 2 ;;
 	esac
