@@ -114,7 +114,8 @@ type Options struct {
 
 	// ResponseHeaderTimeout bounds the wait for the response head once
 	// the request is sent, and each write of the request (default 60s).
-	// Expiry answers 504.
+	// Expiry answers 504. The wait may last up to an eighth of it (at
+	// most 1s) longer: a connection keeps its timer between requests.
 	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
 
 	// IdleTimeout is how long an idle keep-alive connection is kept for
