@@ -209,6 +209,11 @@ type Proxy struct {
 	closeOnce sync.Once
 	stopCheck chan struct{} // closed by Close; nil without active checks
 	checkDone chan struct{}
+
+	// tunnelReadOn, if set (by tests, before the first request), is
+	// called from a tunnel's relay each time its read from src outlives
+	// its idle deadline and goes on because the other way is busy.
+	tunnelReadOn func(src net.Conn)
 }
 
 var _ pipe.Component = (*Proxy)(nil)
@@ -936,7 +941,7 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	// What the upstream sent after its 101, and the client after its
 	// request, go first.
 	fromUp := uc.buf[uc.r:uc.w]
-	t := &relay{idle: p.tunnelIdle}
+	t := &relay{idle: p.tunnelIdle, readOn: p.tunnelReadOn}
 	t.last.Store(time.Now().UnixNano())
 	done := make(chan struct{})
 	go func() {
@@ -961,6 +966,8 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 type relay struct {
 	idle time.Duration // 0: no bound
 	last atomic.Int64  // when a byte last crossed, either way: unix nanoseconds
+
+	readOn func(src net.Conn) // Proxy.tunnelReadOn
 }
 
 // copy copies from src to dst through buf until src ends or fails, dst
@@ -985,6 +992,9 @@ func (t *relay) copy(dst, src net.Conn, buf []byte) {
 			if t.idle > 0 && isTimeout(err) {
 				if until := time.Unix(0, t.last.Load()).Add(t.idle); time.Until(until) > 0 {
 					src.SetReadDeadline(until)
+					if t.readOn != nil {
+						t.readOn(src)
+					}
 					continue
 				}
 			}
