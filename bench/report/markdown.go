@@ -197,6 +197,7 @@ func (w *writer) all() {
 	w.webpipes()
 	w.ab()
 	w.c10k()
+	w.c10kWrk()
 	w.mix()
 	w.proxy()
 	w.tls()
@@ -209,7 +210,7 @@ func (w *writer) all() {
 }
 
 func (w *writer) headline() {
-	if !w.ran(Warp) && !w.ran(Wrk) && !w.ran(Pipelined) && !w.ran(Idle) {
+	if !w.ran(Warp) && !w.ran(Wrk) && !w.ran(Pipelined) && !w.ran(Idle) && !w.ran(C10KWrk) {
 		return
 	}
 	w.p("## Headline")
@@ -234,8 +235,14 @@ func (w *writer) headline() {
 			"CPU-µs per request (server process tree, /proc/PID/stat)", labels, []string{"cpu"}, [][]Stat{vals})
 		w.figure("headline.png", "server CPU-µs per request at 100 keep-alive connections", ka, err)
 	}
-	w.p("| server | keep-alive c=100 req/s (%s) | p50 / p99 ms | CPU-µs/req | pipelined ×16 req/s | p50 / p99 ms | CPU-µs/req | idle RSS/conn at %s | idle answered |", kaBy, thousands(w.maxX(Idle)))
-	w.p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	c10kXs := w.rep.Xs(C10KWrk)
+	c10kHead, c10kSep := "", ""
+	for _, x := range c10kXs {
+		c10kHead += fmt.Sprintf(" c=%s %s (wrk) req/s · p50 / p99 ms · errors |", w.c10kConns(), c10kPage(x))
+		c10kSep += "---:|"
+	}
+	w.p("| server | keep-alive c=100 req/s (%s) | p50 / p99 ms | CPU-µs/req | pipelined ×16 req/s | p50 / p99 ms | CPU-µs/req |%s idle RSS/conn at %s | idle answered |", kaBy, c10kHead, thousands(w.maxX(Idle)))
+	w.p("|---|---:|---:|---:|---:|---:|---:|%s---:|---:|", c10kSep)
 	for _, srv := range w.servers {
 		if !w.measured("", srv) {
 			continue
@@ -250,6 +257,13 @@ func (w *writer) headline() {
 			row = append(row, cell(p.Of(get("rps")), rps), latencyCell(p, ok), cell(p.Of(get("cpu")), us))
 		} else {
 			row = append(row, "–", "–", "–")
+		}
+		for _, x := range c10kXs {
+			if p, ok := w.point(C10KWrk, srv, x); ok {
+				row = append(row, fmt.Sprintf("%s · %s · %s", rps(p.Of(get("rps")).Med), latencyCell(p, ok), errCell(p)))
+			} else {
+				row = append(row, "–")
+			}
 		}
 		if p, ok := w.point(Idle, srv, w.maxX(Idle)); ok {
 			minOK := int64(-1)
@@ -267,6 +281,10 @@ func (w *writer) headline() {
 	w.p("")
 	w.p("Medians over rounds, <sub>min–max</sub> when rounds differ; p50 / p99: the medians over rounds of each round's latency percentiles. \"idle answered\": the fewest connections, over rounds, that got their 200, stayed open, and got a 200 again when they spoke again after the measurement.")
 	w.p("")
+	if v := w.c10kVerdict(); v != "" {
+		w.p("%s See [C10K with wrk](#c10k-with-wrk-%s-keep-alive-connections-151-b-and-80-kb).", v, strings.ReplaceAll(w.c10kConns(), ",", ""))
+		w.p("")
+	}
 }
 
 // measured reports whether server has samples of scenario sc (of any

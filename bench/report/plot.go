@@ -83,7 +83,7 @@ func lineFigure(f figFile, title, xLabel, yLabel string, logX, logY bool, ss []s
 		p.Add(line, points, bars)
 		legend.Add(s.name, line, points)
 	}
-	return save(p, legend, 8*vg.Inch, 5*vg.Inch, f)
+	return save([]*plot.Plot{p}, legend, 8*vg.Inch, 5*vg.Inch, f)
 }
 
 // barFigure draws horizontal bars (one group per entry of groups, each
@@ -92,10 +92,47 @@ func lineFigure(f figFile, title, xLabel, yLabel string, logX, logY bool, ss []s
 // axis's numberFormat: three significant figures (or milliseconds, for an
 // xLabel ending in " (ms)").
 func barFigure(f figFile, title, xLabel string, labels []string, groups []string, values [][]Stat) error {
+	return barPanels(f, 8*vg.Inch, barPanel{title, xLabel, labels, groups, values})
+}
+
+// barPanel is one panel of horizontal bars: values[g][i] is group g's
+// bar for labels[i].
+type barPanel struct {
+	title, xLabel string
+	labels        []string
+	groups        []string
+	values        [][]Stat
+}
+
+// barPanels draws panels side by side in a figure w wide, each as
+// barFigure draws one, with the first panel's legend (the panels share
+// their groups) to the right of them all, and saves it as PNG at path.
+func barPanels(f figFile, w vg.Length, panels ...barPanel) error {
+	var ps []*plot.Plot
+	var legend plot.Legend
+	h := 3 * vg.Inch
+	for i, bp := range panels {
+		p, l, ph, err := bp.plot()
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			legend = l
+		}
+		ps = append(ps, p)
+		h = max(h, ph)
+	}
+	return save(ps, legend, w, h, f)
+}
+
+// plot builds the panel's plot, its legend (empty for one group) and the
+// height it needs.
+func (bp barPanel) plot() (*plot.Plot, plot.Legend, vg.Length, error) {
+	labels, groups, values := bp.labels, bp.groups, bp.values
 	p := plot.New()
-	p.Title.Text = title
+	p.Title.Text = bp.title
 	var format numberFormat
-	p.X.Label.Text, format = axisFormat(xLabel)
+	p.X.Label.Text, format = axisFormat(bp.xLabel)
 	p.X.Min = 0
 	p.X.Tick.Marker = labelTicks{plot.DefaultTicks{}, format}
 	p.Add(plotter.NewGrid())
@@ -120,7 +157,7 @@ func barFigure(f figFile, title, xLabel string, labels []string, groups []string
 		}
 		b, err := plotter.NewBarChart(vals, w)
 		if err != nil {
-			return err
+			return nil, legend, 0, err
 		}
 		b.Horizontal = true
 		b.Color = colorOf(g)
@@ -143,7 +180,7 @@ func barFigure(f figFile, title, xLabel string, labels []string, groups []string
 		}
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
 		if err != nil {
-			return err
+			return nil, legend, 0, err
 		}
 		for i := range lab.TextStyle {
 			lab.TextStyle[i].YAlign = draw.YCenter
@@ -157,8 +194,7 @@ func barFigure(f figFile, title, xLabel string, labels []string, groups []string
 	// outer ones inside the axes.
 	p.Y.Min, p.Y.Max = -0.5, float64(len(labels))-0.5
 	p.X.Max = maxV * 1.2
-	h := vg.Points(float64(len(labels)*(14*n+12)) + 90)
-	return save(p, legend, 8*vg.Inch, max(h, 3*vg.Inch), f)
+	return p, legend, vg.Points(float64(len(labels)*(14*n+12)) + 90), nil
 }
 
 // axisFormat returns an axis's label and the format of its values:
@@ -306,19 +342,22 @@ type figFile struct {
 	note string
 }
 
-// save draws p with the legend to its right, outside the plot, so that
-// it never covers data, and f's note below both, and writes a PNG of w×h
-// at f's path.
-func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, f figFile) error {
+// save draws the plots ps side by side with the legend to their right,
+// outside them, so that it never covers data, and f's note below all,
+// and writes a PNG of w×h at f's path.
+func save(ps []*plot.Plot, legend plot.Legend, w, h vg.Length, f figFile) error {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
 	plotArea, legendArea, noteAt := layout(dc, legend, f.note != "")
-	p.Draw(plotArea)
+	pw := (plotArea.Max.X - plotArea.Min.X) / vg.Length(len(ps))
+	for i, p := range ps {
+		p.Draw(draw.Crop(plotArea, pw*vg.Length(i), -pw*vg.Length(len(ps)-1-i), 0, 0))
+	}
 	if legendArea != nil {
 		legend.Draw(*legendArea)
 	}
 	if f.note != "" {
-		sty := p.X.Tick.Label
+		sty := ps[0].X.Tick.Label
 		sty.Color = color.Gray{Y: 96}
 		sty.XAlign, sty.YAlign = draw.XRight, draw.YBottom
 		dc.FillText(sty, noteAt, f.note)
