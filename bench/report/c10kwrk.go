@@ -33,7 +33,7 @@ func (w *writer) c10kWrk() {
 	conns := w.c10kConns()
 	w.p("## C10K with wrk: %s keep-alive connections, 151 B and 80 KB", conns)
 	w.p("")
-	w.p("`wrk -t1 -c%s -d%ds --latency --timeout 10s http://127.0.0.1:$PORT/PAGE`, pinned like the generator, once on the 151-byte `index.html` and once on an 80 KB (81,920-byte) file, against a server already warmed up and measured in the scenarios above. wrk opens its %s connections when it starts and keeps them open; latency is wrk's (from each request's write), a request not answered within 10 s is a timeout. **Errors**: wrk's socket errors (connect, read, write, timeout) and responses other than 2xx or 3xx.",
+	w.p("`wrk -t1 -c%s -d%ds --latency --timeout 10s http://127.0.0.1:$PORT/PAGE`, pinned like the generator, once on the 151-byte `index.html` and once on an 80 KB (81,920-byte) file, against the same server process as the scenarios before it (started fresh for the round and warmed up). wrk opens its %s connections when it starts and keeps them open; latency is wrk's (from each request's write), a request not answered within 10 s is a timeout. **Errors**: wrk's socket errors (connect, read, write, timeout) and responses other than 2xx or 3xx.",
 		strings.ReplaceAll(conns, ",", ""), max(int(w.rep.Duration.Seconds()), 1), conns)
 	w.p("")
 	if v := w.c10kVerdict(); v != "" {
