@@ -205,16 +205,16 @@ func (h *harness) serverRound(p peers.Peer, round int) error {
 					Duration: h.o.duration, Timeout: 10 * time.Second, DialConcurrency: 500})
 			}},
 			{report.C10KWrk, func(srv *peers.Server) {
-				for i, pg := range c10kPages {
+				for _, pg := range c10kPages {
 					h.step(tag, fmt.Sprintf("c10k-wrk %s c=%d", pg.name, h.o.maxConns))
 					if !h.hasWrk() || !srv.Alive() {
 						continue
 					}
-					if i > 0 {
-						// Let the server close the last run's
-						// connections before the next opens as many.
-						time.Sleep(time.Second)
-					}
+					// The last run's connections (the c10k
+					// scenario's, the 151 B page's) closed, so
+					// that a server at its connection limit does
+					// not refuse the next run's for them.
+					h.settle(srv, fmt.Sprintf("c10k-wrk %s", pg.name))
 					if s, _, ok := h.wrkRun(srv, report.C10KWrk, round, float64(pg.size), h.o.maxConns,
 						"http://"+srv.Env.Addr()+pg.path, "--timeout", "10s"); ok {
 						h.add(s)
@@ -440,6 +440,52 @@ func (h *harness) wrkRun(srv *peers.Server, sc string, round int, x float64, con
 		s.ErrorText = res.errText
 	}
 	return s, run, true
+}
+
+// settle waits, at most 15 s, until srv holds no connection, for a run
+// (what) that opens as many as the server may hold; it notes if some
+// remain.
+func (h *harness) settle(srv *peers.Server, what string) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n, err := serverConns(srv.Env.Port)
+		if err != nil || n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.note("%s %s: %d connections of the run before were still open on the server after 15 s", srv.Peer.Name, what, n)
+			return
+		}
+		if h.ctx.Err() != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// serverConns counts the TCP connections on 127.0.0.1 whose local port
+// is port (a server's side of them), from /proc/net/tcp, in every state
+// but LISTEN and TIME_WAIT: those the server still holds a socket for.
+func serverConns(port int) (int, error) {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0, err
+	}
+	return countConns(string(data), port), nil
+}
+
+// countConns is serverConns on the text of /proc/net/tcp.
+func countConns(table string, port int) int {
+	local := fmt.Sprintf("0100007F:%04X", port)
+	n := 0
+	for line := range strings.SplitSeq(table, "\n") {
+		f := strings.Fields(line)
+		// sl local_address rem_address st ...; st 0A is LISTEN, 06 TIME_WAIT.
+		if len(f) > 3 && f[1] == local && f[3] != "0A" && f[3] != "06" {
+			n++
+		}
+	}
+	return n
 }
 
 // wrkResult is what parseWrk reads from wrk's report.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluice-server/sluice/bench/report"
 )
@@ -85,5 +87,69 @@ func TestC10KWrkScenario(t *testing.T) {
 	o, code := parse([]string{"--quick"}, io.Discard)
 	if code != -1 || !slices.Contains(o.scenarios, report.C10KWrk) || o.maxConns != 2000 {
 		t.Errorf("--quick: exit %d, scenarios %q, conns %d", code, o.scenarios, o.maxConns)
+	}
+}
+
+// TestServerConns: the connections a server holds are counted until it
+// closes them, whoever closed first, and the client's side is not.
+func TestServerConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	var clients, servers []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients, servers = append(clients, c), append(servers, s)
+	}
+	count := func() int {
+		n, err := serverConns(port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("3 connections open: counted %d", n)
+	}
+	// The clients close: the server's sockets wait in CLOSE_WAIT, held.
+	for _, c := range clients {
+		c.Close()
+	}
+	if n := count(); n != 3 {
+		t.Errorf("the clients closed, the server not: counted %d, want 3", n)
+	}
+	for _, s := range servers {
+		s.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("both sides closed: still %d counted after 10 s", count())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestCountConns(t *testing.T) {
+	table := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:A5C1 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1 1 0 100 0 0 10 0
+   1: 0100007F:A5C1 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000  1000        0 2 1 0 20 4 30 10 -1
+   2: 0100007F:A5C1 0100007F:D2F2 08 00000000:00000000 00:00000000 00000000  1000        0 3 1 0 20 4 30 10 -1
+   3: 0100007F:A5C1 0100007F:D2F4 06 00000000:00000000 03:00000F9E 00000000     0        0 0 3 0
+   4: 0100007F:D2F0 0100007F:A5C1 01 00000000:00000000 00:00000000 00000000  1000        0 4 1 0 20 4 30 10 -1
+   5: 0100007F:A5C2 0100007F:D2F6 01 00000000:00000000 00:00000000 00000000  1000        0 5 1 0 20 4 30 10 -1
+`
+	if n := countConns(table, 0xA5C1); n != 2 {
+		t.Errorf("counted %d, want 2 (ESTABLISHED and CLOSE_WAIT on the port; not LISTEN, TIME_WAIT, the client's side or another port)", n)
 	}
 }
