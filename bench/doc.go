@@ -25,7 +25,8 @@
 // repository's README.md cites them under "Sources"): Warp's 151-byte
 // page at 1 to 1,000 connections; webpipes' 4 KB file at rising request
 // rates in an open loop; the master–worker paper's ab -n 5000 -c 500; the
-// C10K mix at 10,000 connections; the C++ paper's file-size sweep;
+// C10K mix at 10,000 connections, and wrk at 10,000 connections on the
+// 151-byte page and an 80 KB file (c10k-wrk); the C++ paper's file-size sweep;
 // pipelining 16 deep; idle memory per connection; Chain against
 // ProcNetwork. The workers scenario, run only when named (--scenarios
 // workers; it takes minutes), measures Sluice at 0, 1, 2, 10 and 100

@@ -177,8 +177,13 @@ var sizes = []int{1 << 10, 5 << 10, 10 << 10, 50 << 10, 100 << 10, 300 << 10, 1 
 
 func sizePath(n int) string { return fmt.Sprintf("/size-%d.bin", n) }
 
+// c10kFile is the c10k-wrk scenario's large page: 80 KB, the size of the
+// C10K seed's static pages (issue 18's measurement).
+const c10kFile = 80 << 10
+
 // makeDocroot writes the documents: index.html of exactly 151 bytes (as in
-// Warp's paper), a 4 KB page, the C10K stand-ins, and the size files.
+// Warp's paper), a 4 KB page, the C10K stand-ins, the size files and the
+// c10k-wrk scenario's 80 KB file.
 func makeDocroot(root string) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
@@ -199,7 +204,7 @@ func makeDocroot(root string) error {
 	if len(files["index.html"]) != 151 {
 		return fmt.Errorf("index.html is %d bytes, not 151", len(files["index.html"]))
 	}
-	for _, n := range sizes {
+	for _, n := range append(slices.Clone(sizes), c10kFile) {
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = byte('a' + i%26)

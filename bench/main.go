@@ -29,7 +29,7 @@ const (
 // allScenarios is every scenario, in the order they run.
 var allScenarios = []string{
 	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
-	report.C10K, report.Sizes, report.Idle, report.Workers, report.Pipe,
+	report.C10K, report.C10KWrk, report.Sizes, report.Idle, report.Workers, report.Pipe,
 	report.Mix, report.MixSlowDB, report.Proxy, report.TLS,
 }
 

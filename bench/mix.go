@@ -273,26 +273,9 @@ func (h *harness) wrkMix(srv *peers.Server, round int, x float64, targets []load
 		h.note("%s wrk: %v", srv.Peer.Name, err)
 		return
 	}
-	secs := max(int(h.o.duration.Seconds()), 1)
-	u0, _ := srv.Usage()
-	out, err := h.client(time.Duration(secs+60)*time.Second, "wrk", "-t1", fmt.Sprintf("-c%d", int(x)),
-		fmt.Sprintf("-d%ds", secs), "--timeout", "10s", "--latency", "-s", script, "http://"+srv.Env.Addr()+"/")
-	u1, _ := srv.Usage()
-	if err != nil {
-		h.note("%s wrk: %v: %s", srv.Peer.Name, err, lastLines(out, 3))
-		return
+	if s, _, ok := h.wrkRun(srv, report.MixWrk, round, x, int(x), "http://"+srv.Env.Addr()+"/", "--timeout", "10s", "-s", script); ok {
+		h.add(s)
 	}
-	res := parseWrk(out)
-	s := report.Sample{Scenario: report.MixWrk, Server: srv.Peer.Name, Round: round, X: x, Tool: "wrk", RSS: u1.RSS,
-		RPS: res.rps, OK: res.requests - res.non2xx, Errors: res.socketErrors + res.non2xx,
-		P50ms: res.p50ms, P99ms: res.p99ms, MeanMs: res.meanMs, MaxMs: res.maxMs}
-	if s.OK > 0 {
-		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(s.OK)
-	}
-	if s.Errors > 0 {
-		s.ErrorText = res.errText
-	}
-	h.add(s)
 }
 
 // wrkScript returns a wrk Lua script that draws each request from

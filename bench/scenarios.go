@@ -23,6 +23,16 @@ var (
 	webpipesRates = []float64{2000, 5000, 10000, 15000, 20000, 30000}
 )
 
+// c10kPages are the pages of the c10k-wrk scenario.
+var c10kPages = []struct {
+	name string
+	path string
+	size int
+}{
+	{"151 B", pathIndex, 151},
+	{"80 KB", sizePath(c10kFile), c10kFile},
+}
+
 const (
 	kaConns      = 100 // keep-alive, pipelined and wrk runs
 	pipeDepth    = 16
@@ -63,6 +73,8 @@ func (h *harness) run() (string, error) {
 			per += len(sizes)
 		case report.Idle:
 			per += len(h.idlePoints())
+		case report.C10KWrk:
+			per += len(c10kPages)
 		case report.Pipe, report.Workers, report.Mix, report.MixSlowDB, report.Proxy, report.TLS:
 		default:
 			per++
@@ -82,6 +94,13 @@ func (h *harness) run() (string, error) {
 	}
 	if !h.hasWrk() && h.has(report.Wrk) {
 		h.note("wrk is not installed: no wrk cross-check.")
+	}
+	if h.has(report.C10KWrk) {
+		if h.hasWrk() {
+			h.rep.C10KWrkConns = h.o.maxConns
+		} else {
+			h.note("wrk is not installed: the c10k-wrk scenario is skipped.")
+		}
 	}
 	if !h.hasWrk() && h.has(report.Workers) {
 		h.note("wrk is not installed: the workers scenario's keep-alive runs use sluicebench's generator (100 connections) instead.")
@@ -184,6 +203,23 @@ func (h *harness) serverRound(p peers.Peer, round int) error {
 				h.measure(srv, report.C10K, round, float64(h.o.maxConns), load.Config{
 					Paths: []string{pathIndex, pathTemplate, pathDynamic}, Conns: h.o.maxConns,
 					Duration: h.o.duration, Timeout: 10 * time.Second, DialConcurrency: 500})
+			}},
+			{report.C10KWrk, func(srv *peers.Server) {
+				for _, pg := range c10kPages {
+					h.step(tag, fmt.Sprintf("c10k-wrk %s c=%d", pg.name, h.o.maxConns))
+					if !h.hasWrk() || !srv.Alive() {
+						continue
+					}
+					// The last run's connections (the c10k
+					// scenario's, the 151 B page's) closed, so
+					// that a server at its connection limit does
+					// not refuse the next run's for them.
+					h.settle(srv, fmt.Sprintf("c10k-wrk %s", pg.name))
+					if s, _, ok := h.wrkRun(srv, report.C10KWrk, round, float64(pg.size), h.o.maxConns,
+						"http://"+srv.Env.Addr()+pg.path, "--timeout", "10s"); ok {
+						h.add(s)
+					}
+				}
 			}},
 			{report.Sizes, func(srv *peers.Server) {
 				for _, n := range sizes {
@@ -371,20 +407,29 @@ func (h *harness) wrk(srv *peers.Server, sc string, round int, x float64) {
 // wrkSample is wrk without recording: it returns the sample and what wrk
 // itself used, or false if wrk is not installed or failed (noted).
 func (h *harness) wrkSample(srv *peers.Server, sc string, round int, x float64) (report.Sample, clientRun, bool) {
+	return h.wrkRun(srv, sc, round, x, kaConns, "http://"+srv.Env.Addr()+pathIndex)
+}
+
+// wrkRun runs "wrk -t1 -c<conns> -d<duration> --latency args... url" on
+// the client CPU and returns its sample of scenario sc at x, with the
+// server's CPU per successful response over wrk's run, and what wrk
+// itself used; false if wrk is not installed or failed (noted). wrk
+// inherits the harness's descriptor limit (raiseNofile), so conns may be
+// up to that limit less a few.
+func (h *harness) wrkRun(srv *peers.Server, sc string, round int, x float64, conns int, url string, args ...string) (report.Sample, clientRun, bool) {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return report.Sample{}, clientRun{}, false
 	}
 	secs := max(int(h.o.duration.Seconds()), 1)
+	argv := append([]string{"-t1", fmt.Sprintf("-c%d", conns), fmt.Sprintf("-d%ds", secs), "--latency"}, args...)
 	u0, _ := srv.Usage()
-	run, err := h.clientRun(time.Duration(secs+30)*time.Second, "wrk", "-t1", fmt.Sprintf("-c%d", kaConns),
-		fmt.Sprintf("-d%ds", secs), "--latency", "http://"+srv.Env.Addr()+pathIndex)
+	run, err := h.clientRun(time.Duration(secs+60)*time.Second, "wrk", append(argv, url)...)
 	u1, _ := srv.Usage()
-	out := run.out
 	if err != nil {
-		h.note("%s wrk: %v: %s", srv.Peer.Name, err, out)
+		h.note("%s %s: wrk: %v: %s", srv.Peer.Name, sc, err, lastLines(run.out, 3))
 		return report.Sample{}, clientRun{}, false
 	}
-	res := parseWrk(out)
+	res := parseWrk(run.out)
 	s := report.Sample{Scenario: sc, Server: srv.Peer.Name, Round: round, X: x, Tool: "wrk", RSS: u1.RSS,
 		RPS: res.rps, OK: res.requests - res.non2xx, Errors: res.socketErrors + res.non2xx,
 		P50ms: res.p50ms, P99ms: res.p99ms, MeanMs: res.meanMs, MaxMs: res.maxMs}
@@ -395,6 +440,52 @@ func (h *harness) wrkSample(srv *peers.Server, sc string, round int, x float64) 
 		s.ErrorText = res.errText
 	}
 	return s, run, true
+}
+
+// settle waits, at most 15 s, until srv holds no connection, for a run
+// (what) that opens as many as the server may hold; it notes if some
+// remain.
+func (h *harness) settle(srv *peers.Server, what string) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n, err := serverConns(srv.Env.Port)
+		if err != nil || n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.note("%s %s: %d connections of the run before were still open on the server after 15 s", srv.Peer.Name, what, n)
+			return
+		}
+		if h.ctx.Err() != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// serverConns counts the TCP connections on 127.0.0.1 whose local port
+// is port (a server's side of them), from /proc/net/tcp, in every state
+// but LISTEN and TIME_WAIT: those the server still holds a socket for.
+func serverConns(port int) (int, error) {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0, err
+	}
+	return countConns(string(data), port), nil
+}
+
+// countConns is serverConns on the text of /proc/net/tcp.
+func countConns(table string, port int) int {
+	local := fmt.Sprintf("0100007F:%04X", port)
+	n := 0
+	for line := range strings.SplitSeq(table, "\n") {
+		f := strings.Fields(line)
+		// sl local_address rem_address st ...; st 0A is LISTEN, 06 TIME_WAIT.
+		if len(f) > 3 && f[1] == local && f[3] != "0A" && f[3] != "06" {
+			n++
+		}
+	}
+	return n
 }
 
 // wrkResult is what parseWrk reads from wrk's report.

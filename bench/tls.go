@@ -159,29 +159,7 @@ func (h *harness) page() string {
 
 // wrkURLSample is wrkSample against url.
 func (h *harness) wrkURLSample(srv *peers.Server, sc string, round int, x float64, url string) (report.Sample, clientRun, bool) {
-	if _, err := exec.LookPath("wrk"); err != nil {
-		return report.Sample{}, clientRun{}, false
-	}
-	secs := max(int(h.o.duration.Seconds()), 1)
-	u0, _ := srv.Usage()
-	run, err := h.clientRun(time.Duration(secs+30)*time.Second, "wrk", "-t1", fmt.Sprintf("-c%d", kaConns),
-		fmt.Sprintf("-d%ds", secs), "--latency", url)
-	u1, _ := srv.Usage()
-	if err != nil {
-		h.note("%s wrk: %v: %s", srv.Peer.Name, err, run.out)
-		return report.Sample{}, clientRun{}, false
-	}
-	res := parseWrk(run.out)
-	s := report.Sample{Scenario: sc, Server: srv.Peer.Name, Round: round, X: x, Tool: "wrk", RSS: u1.RSS,
-		RPS: res.rps, OK: res.requests - res.non2xx, Errors: res.socketErrors + res.non2xx,
-		P50ms: res.p50ms, P99ms: res.p99ms, MeanMs: res.meanMs, MaxMs: res.maxMs}
-	if s.OK > 0 {
-		s.CPUus = float64((u1.CPU - u0.CPU).Microseconds()) / float64(s.OK)
-	}
-	if s.Errors > 0 {
-		s.ErrorText = res.errText
-	}
-	return s, run, true
+	return h.wrkRun(srv, sc, round, x, kaConns, url)
 }
 
 // h2load runs h2load with args against srv and records its sample of

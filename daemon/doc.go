@@ -65,7 +65,8 @@
 // Certificates that name an OCSP responder and carry their issuer are
 // served with the responder's answer stapled (tls.Certificate.OCSPStaple),
 // fetched and refreshed in the background for as long as a config or an
-// acme section uses them; ocsp_stapling: false turns it off.
+// acme section uses them (an acme section's until it serves the
+// certificate's renewal); ocsp_stapling: false turns it off.
 //
 // # Driving it
 //

@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +34,11 @@ import (
 // Each certificate's refresher belongs to its owners: the config whose
 // tls section lists the certificate (a reload releases the old config),
 // or the acme manager that obtained it. It stops when its last owner
-// releases it, when its certificate expires, and at shutdown.
+// releases it, when its certificate expires, and at shutdown. An acme
+// manager's certificate is also released when the manager serves one
+// that replaces it (stapleLatest: a renewal, or a worker reading the
+// renewed file): the refresher of the old one stops, and one starts for
+// the new one if it names a responder.
 
 // ocspStapler staples OCSP responses to certificates. Safe for
 // concurrent use.
@@ -52,6 +58,10 @@ type ocspStapler struct {
 
 	mu    sync.RWMutex
 	certs map[string]*ocspCert // by the leaf's DER
+
+	// latest are, by owner then leaf's DER, the certificates
+	// stapleLatest was last given, one per slot.
+	latest map[any]map[string]latestCert
 }
 
 // ocspCert is one certificate the stapler keeps a response for.
@@ -61,6 +71,7 @@ type ocspCert struct {
 	issuer  *x509.Certificate
 	owners  map[any]bool // guarded by the stapler's mu
 	stop    context.CancelFunc
+	done    chan struct{}           // closed once the refresher has returned
 	stapled atomic.Pointer[stapled] // nil until a Good response is at hand
 }
 
@@ -83,6 +94,7 @@ func newOCSPStapler(log *slog.Logger) *ocspStapler {
 		ctx:      ctx,
 		stop:     stop,
 		certs:    map[string]*ocspCert{},
+		latest:   map[any]map[string]latestCert{},
 	}
 }
 
@@ -91,15 +103,32 @@ func newOCSPStapler(log *slog.Logger) *ocspStapler {
 // names a responder and has its issuer, it starts fetching its response
 // for owner; a certificate already kept is given owner as another.
 func (o *ocspStapler) staple(c *tls.Certificate, owner any) *tls.Certificate {
+	return o.stapleFor(c, owner, false)
+}
+
+// stapleLatest is staple for a certificate that replaces the one owner
+// had for the same names and key type, if another: a renewed one. The
+// certificate replaced is released for owner (its refresher stops unless
+// another owner keeps it).
+func (o *ocspStapler) stapleLatest(c *tls.Certificate, owner any) *tls.Certificate {
+	return o.stapleFor(c, owner, true)
+}
+
+func (o *ocspStapler) stapleFor(c *tls.Certificate, owner any, replaces bool) *tls.Certificate {
 	if c == nil || len(c.Certificate) == 0 {
 		return c
 	}
+	der := c.Certificate[0]
 	o.mu.RLock()
-	e := o.certs[string(c.Certificate[0])]
+	e := o.certs[string(der)]
 	known := e != nil && e.owners[owner]
+	_, current := o.latest[owner][string(der)]
 	o.mu.RUnlock()
+	if replaces && !current && !o.replace(c, owner) && !known {
+		return c // replaced already: not to be kept again
+	}
 	if !known {
-		if e = o.keep(c, owner); e == nil {
+		if e = o.keep(c, owner, replaces); e == nil {
 			return c
 		}
 	}
@@ -109,10 +138,69 @@ func (o *ocspStapler) staple(c *tls.Certificate, owner any) *tls.Certificate {
 	return c
 }
 
+// replace makes c the latest certificate of owner for its slot,
+// releasing for owner the one it replaces, and reports whether it is:
+// not if owner's latest for the slot is newer (issued later), as a
+// handshake that began before the renewal has it.
+func (o *ocspStapler) replace(c *tls.Certificate, owner any) bool {
+	leaf := c.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+			return false
+		}
+	}
+	key, slot := string(c.Certificate[0]), certSlot(leaf)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ctx.Err() != nil {
+		return false
+	}
+	latest := o.latest[owner]
+	if latest == nil {
+		latest = map[string]latestCert{}
+		o.latest[owner] = latest
+	}
+	for old, l := range latest {
+		if l.slot != slot || old == key {
+			continue
+		}
+		if l.notBefore.After(leaf.NotBefore) {
+			return false
+		}
+		delete(latest, old)
+		o.releaseCert(old, owner)
+	}
+	latest[key] = latestCert{slot, leaf.NotBefore}
+	return true
+}
+
+// latestCert is a certificate stapleLatest was given: its slot
+// (certSlot) and when it was issued.
+type latestCert struct {
+	slot      string
+	notBefore time.Time
+}
+
+// certSlot is what a certificate that replaces leaf has in common with
+// it: its names and its key's type.
+func certSlot(leaf *x509.Certificate) string {
+	names := slices.Clone(leaf.DNSNames)
+	for _, ip := range leaf.IPAddresses {
+		names = append(names, ip.String())
+	}
+	if len(names) == 0 {
+		names = append(names, leaf.Subject.CommonName)
+	}
+	slices.Sort(names)
+	return leaf.PublicKeyAlgorithm.String() + " " + strings.Join(names, ",")
+}
+
 // keep registers c for owner, starting its refresher if it is new, and
 // returns its entry; nil if c has no responder or issuer to staple
-// with, or the stapler is closed.
-func (o *ocspStapler) keep(c *tls.Certificate, owner any) *ocspCert {
+// with, or the stapler is closed, or (latest) another has replaced it
+// since.
+func (o *ocspStapler) keep(c *tls.Certificate, owner any, latest bool) *ocspCert {
 	leaf := c.Leaf
 	if leaf == nil {
 		var err error
@@ -129,6 +217,9 @@ func (o *ocspStapler) keep(c *tls.Certificate, owner any) *ocspCert {
 		return nil
 	}
 	key := string(c.Certificate[0])
+	if _, ok := o.latest[owner][key]; latest && !ok {
+		return nil
+	}
 	if e := o.certs[key]; e != nil {
 		e.owners[owner] = true
 		return e
@@ -138,11 +229,12 @@ func (o *ocspStapler) keep(c *tls.Certificate, owner any) *ocspCert {
 		return nil
 	}
 	ctx, stop := context.WithCancel(o.ctx)
-	e := &ocspCert{cert: c, leaf: leaf, issuer: issuer, owners: map[any]bool{owner: true}, stop: stop}
+	e := &ocspCert{cert: c, leaf: leaf, issuer: issuer, owners: map[any]bool{owner: true}, stop: stop, done: make(chan struct{})}
 	o.certs[key] = e
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
+		defer close(e.done)
 		o.refresh(ctx, e)
 	}()
 	return e
@@ -153,15 +245,23 @@ func (o *ocspStapler) keep(c *tls.Certificate, owner any) *ocspCert {
 func (o *ocspStapler) release(owner any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for key, e := range o.certs {
-		if !e.owners[owner] {
-			continue
-		}
-		delete(e.owners, owner)
-		if len(e.owners) == 0 {
-			e.stop()
-			delete(o.certs, key)
-		}
+	delete(o.latest, owner)
+	for key := range o.certs {
+		o.releaseCert(key, owner)
+	}
+}
+
+// releaseCert drops owner from the certificate whose leaf's DER is key,
+// stopping its refresher if it has no owner left. o.mu is held.
+func (o *ocspStapler) releaseCert(key string, owner any) {
+	e := o.certs[key]
+	if e == nil || !e.owners[owner] {
+		return
+	}
+	delete(e.owners, owner)
+	if len(e.owners) == 0 {
+		e.stop()
+		delete(o.certs, key)
 	}
 }
 
@@ -171,6 +271,7 @@ func (o *ocspStapler) close() {
 	o.mu.Lock()
 	o.stop()
 	o.certs = map[string]*ocspCert{}
+	o.latest = map[any]map[string]latestCert{}
 	o.mu.Unlock()
 	o.wg.Wait()
 }

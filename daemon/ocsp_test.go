@@ -293,3 +293,127 @@ func TestOCSPStaplingACME(t *testing.T) {
 		return err == nil && r.Status == ocsp.Good
 	})
 }
+
+// stopped reports whether the refresher of the certificate e has
+// returned.
+func stopped(e *ocspCert) bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// keptCert returns the stapler's entry for c, nil if it keeps none.
+func keptCert(o *ocspStapler, c *tls.Certificate) *ocspCert {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.certs[string(c.Certificate[0])]
+}
+
+// A certificate given to stapleLatest replaces, for its owner, the one
+// it had for the same names (a renewal): the old one's refresher stops,
+// the new one is stapled, an owner's certificates for other names are
+// left alone, and the old one, served late by a handshake begun before
+// the renewal, is not kept again. A renewal that names no responder
+// stops the refresher too.
+func TestOCSPStaplerRenewal(t *testing.T) {
+	logger, _ := sluicetest.Logger()
+	o := newOCSPStapler(logger)
+	defer o.close()
+	ca := sluicetest.NewCA(t)
+	newOCSPResponder(t, ca)
+	now := time.Now()
+	old := ca.IssueValid(t, now.Add(-2*time.Hour), now.Add(24*time.Hour), "a.example")
+	renewed := ca.IssueValid(t, now.Add(-time.Hour), now.Add(48*time.Hour), "a.example")
+	other := ca.IssueValid(t, now.Add(-2*time.Hour), now.Add(24*time.Hour), "b.example")
+
+	sluicetest.WaitFor(t, "a staple", func() bool { return len(o.stapleLatest(&old, "acme").OCSPStaple) > 0 })
+	o.stapleLatest(&other, "acme")
+	eOld, eOther := keptCert(o, &old), keptCert(o, &other)
+
+	sluicetest.WaitFor(t, "the renewed certificate stapled", func() bool {
+		return len(o.stapleLatest(&renewed, "acme").OCSPStaple) > 0
+	})
+	sluicetest.WaitFor(t, "the replaced certificate's refresher stopped", func() bool { return stopped(eOld) })
+	if keptCert(o, &old) != nil {
+		t.Errorf("the replaced certificate is still kept")
+	}
+	if keptCert(o, &other) != eOther || stopped(eOther) {
+		t.Errorf("the certificate for another name was dropped")
+	}
+
+	if got := o.stapleLatest(&old, "acme"); got != &old {
+		t.Errorf("the replaced certificate served late: got another certificate, want it unstapled")
+	}
+	if keptCert(o, &old) != nil {
+		t.Errorf("the replaced certificate served late is kept again")
+	}
+	eRenewed := keptCert(o, &renewed)
+	if eRenewed == nil || stopped(eRenewed) {
+		t.Fatalf("the replaced certificate served late stopped its renewal's refresher")
+	}
+
+	plain := sluicetest.NewCA(t) // names no responder
+	plain.Chain = true
+	noResponder := plain.IssueValid(t, now, now.Add(72*time.Hour), "a.example")
+	if got := o.stapleLatest(&noResponder, "acme"); got != &noResponder {
+		t.Errorf("a certificate with no responder: got another certificate")
+	}
+	sluicetest.WaitFor(t, "the refresher of the certificate replaced by one with no responder stopped", func() bool { return stopped(eRenewed) })
+	if keptCert(o, &renewed) != nil {
+		t.Errorf("the certificate replaced by one with no responder is still kept")
+	}
+}
+
+// A worker (ACMECacheOnly) that reads a renewed certificate from the
+// data directory staples it, and stops the refresher of the one before.
+func TestOCSPStaplingACMERenewal(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "acme")
+	ca := sluicetest.NewCA(t)
+	newOCSPResponder(t, ca)
+	writeCached(t, ca, data, acmeDomain, acmeDomain)
+	file := filepath.Join(dir, "site.yaml")
+	writeFile(t, file, "listen:\n  - address: 127.0.0.1:0\n    tls: {acme: {domains: ["+acmeDomain+"], directory: \"https://127.0.0.1:1/dir\", data: acme}}\nroutes:\n  - match: /\n    pipeline:\n      - text: hi\n")
+	s, _ := newServer(t, fileLoad(file))
+	s.ACMECacheOnly = true
+	start(t, s)
+	addr := onlyAddr(t, s).String()
+
+	// stapled returns the serial of the certificate a handshake gets, if
+	// a Good response for it is stapled, else nil.
+	stapled := func() *x509.Certificate {
+		c, err := tls.Dial("tcp", addr, ca.ClientConfig(acmeDomain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		leaf := c.ConnectionState().PeerCertificates[0]
+		r, err := ocsp.ParseResponseForCert(c.ConnectionState().OCSPResponse, leaf, ca.Cert)
+		if err != nil || r.Status != ocsp.Good {
+			return nil
+		}
+		return leaf
+	}
+	var first *x509.Certificate
+	sluicetest.WaitFor(t, "a stapled OCSP response", func() bool { first = stapled(); return first != nil })
+	eFirst := keptCert(s.ocsp, &tls.Certificate{Certificate: [][]byte{first.Raw}})
+	if eFirst == nil {
+		t.Fatal("the stapler does not keep the certificate served")
+	}
+
+	writeCached(t, ca, data, acmeDomain, acmeDomain) // renewed by another process
+	sluicetest.WaitFor(t, "the renewed certificate served stapled", func() bool {
+		c := stapled()
+		return c != nil && c.SerialNumber.Cmp(first.SerialNumber) != 0
+	})
+	sluicetest.WaitFor(t, "the refresher of the certificate before stopped", func() bool { return stopped(eFirst) })
+	s.ocsp.mu.RLock()
+	n := len(s.ocsp.certs)
+	s.ocsp.mu.RUnlock()
+	if n != 1 {
+		t.Errorf("the stapler keeps %d certificates, want the renewed one alone", n)
+	}
+}

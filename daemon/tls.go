@@ -70,7 +70,7 @@ func newTLSConfig(l *listener) *tls.Config {
 				if err != nil || st.ocsp == nil || wantsTokenCert(hello) {
 					return c, err
 				}
-				return st.ocsp.staple(c, st.owner), nil
+				return st.ocsp.stapleLatest(c, st.owner), nil // a renewal replaces the certificate
 			}
 			c := st.certs[0] // no name matches, or no SNI: the default
 			for _, sc := range st.certs {

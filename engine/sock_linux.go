@@ -189,8 +189,9 @@ func (l *tcpListener) step(fd uintptr) bool {
 // CloseWrite.
 //
 // Read, Write, CloseWrite and Close are called by the connection's own
-// goroutine only; the deadline methods may be called from any goroutine
-// (the timeout manager uses them to interrupt a blocked operation).
+// goroutine only; the deadline methods, and its RawConn's Control, may be
+// called from any goroutine (the timeout manager uses the deadlines to
+// interrupt a blocked operation).
 // Before the descriptor joins the poller no operation blocks, so a
 // deadline needs no timer: an operation checks it before its system
 // call, and joining the poller hands it over.
@@ -590,11 +591,29 @@ func (c *sockConn) SyscallConn() (syscall.RawConn, error) { return sockRawConn{c
 // sockRawConn is a sockConn's syscall.RawConn.
 type sockRawConn struct{ c *sockConn }
 
+// Control calls f with the connection's descriptor, which stays open and
+// the connection's until f returns. It may be called from any goroutine,
+// beside the connection's own operations (a descriptor that unpoll or
+// Close replaces or closes meanwhile is never the one f gets); f must not
+// call the connection's methods.
 func (r sockRawConn) Control(f func(fd uintptr)) error {
-	if p := r.c.polled.Load(); p != nil {
+	c := r.c
+	if p := c.polled.Load(); p != nil {
+		// The os.File holds its descriptor open while f runs; an error
+		// means it was closed meanwhile (unpolled, or Close).
+		if p.rc.Control(f) == nil {
+			return nil
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return net.ErrClosed
+	}
+	if p := c.polled.Load(); p != nil {
 		return p.rc.Control(f)
 	}
-	f(uintptr(r.c.fd))
+	f(uintptr(c.fd))
 	return nil
 }
 

@@ -253,3 +253,67 @@ func TestDeferAcceptFollowsTraffic(t *testing.T) {
 		return !deferring()
 	})
 }
+
+// TestControlBesideParking calls the connection's RawConn.Control from
+// another goroutine, over and over, while the connection parks, is woken,
+// waits in the runtime's poller and parks again (unpoll moves the socket
+// to a new descriptor and closes the old). Each call must get an open
+// descriptor of this connection: the race detector catches a read of the
+// descriptor beside unpoll's replacing it, and getpeername a descriptor
+// that is no longer this connection's.
+func TestControlBesideParking(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0)                 // none until the test asks
+	s.sparseAfter.Store(int64(time.Hour)) // a wake is soon: it waits in the runtime's poller after
+	addr := serveOn(t, s, al)
+	ic := openIdle(t, addr, 1)[0]
+	waitForParked(t, s, 1)
+	sc := (<-al.conns).(*sockConn)
+	rc, _ := sc.SyscallConn()
+	want := ic.c.LocalAddr().(*net.TCPAddr).Port
+
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for calls := 0; ; calls++ {
+			select {
+			case <-stop:
+				if calls == 0 {
+					done <- errors.New("Control never ran")
+				}
+				done <- nil
+				return
+			default:
+			}
+			port := -1
+			err := rc.Control(func(fd uintptr) {
+				if sa, err := unix.Getpeername(int(fd)); err == nil {
+					if a, ok := sa.(*unix.SockaddrInet4); ok {
+						port = a.Port
+					}
+				}
+			})
+			if err == nil && port != want {
+				done <- fmt.Errorf("call %d: Control's descriptor is peer port %d's, want %d's", calls, port, want)
+				return
+			}
+		}
+	}()
+	for round := range 3 {
+		ic.get(t, fmt.Sprintf("/soon%d", round))
+		waitFor(t, "the connection to wait in the runtime's poller", func() bool { return sc.polled.Load() != nil })
+		s.tm.SetIdleNotice(10 * time.Millisecond)
+		waitForParked(t, s, 1)
+		s.tm.SetIdleNotice(0)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -37,6 +37,9 @@ type upConn struct {
 	// which may leave a read deadline in place for the next exchange to
 	// replace, but never a write deadline).
 	writeDeadline bool
+	// readDeadline is the read deadline last set on nc by the exchanges
+	// (zero: none), which armRead may leave in place.
+	readDeadline time.Time
 
 	// The socket's own system calls (rawread_unix.go), bound once: rc
 	// is nil where there are none.
@@ -56,6 +59,29 @@ type upConn struct {
 	wbuf []byte // the write in progress
 	wn   int
 	werr error
+}
+
+// deadlineSlack bounds how much later than asked a response-header
+// timeout may expire: armRead keeps a read deadline set by an earlier
+// exchange while it falls within this of the one asked for, so that a
+// connection busy with one request after another sets its deadline about
+// once a slack rather than once a request (a runtime timer moved each
+// time). A timeout is never shorter than asked.
+func deadlineSlack(timeout time.Duration) time.Duration {
+	return min(timeout/8, time.Second)
+}
+
+// armRead makes the response to a request sent at now due by now+timeout,
+// or by up to deadlineSlack(timeout) later: a read deadline in that range,
+// left by an earlier exchange, stays; otherwise one at the slack's end is
+// set.
+func (c *upConn) armRead(now time.Time, timeout time.Duration) {
+	due := now.Add(timeout)
+	if !c.readDeadline.Before(due) && c.readDeadline.Sub(due) <= deadlineSlack(timeout) {
+		return
+	}
+	c.readDeadline = due.Add(deadlineSlack(timeout))
+	c.nc.SetReadDeadline(c.readDeadline)
 }
 
 // fill reads more bytes into the buffer, moving unread bytes to its start

@@ -114,7 +114,8 @@ type Options struct {
 
 	// ResponseHeaderTimeout bounds the wait for the response head once
 	// the request is sent, and each write of the request (default 60s).
-	// Expiry answers 504.
+	// Expiry answers 504. The wait may last up to an eighth of it (at
+	// most 1s) longer: a connection keeps its timer between requests.
 	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
 
 	// IdleTimeout is how long an idle keep-alive connection is kept for
@@ -208,6 +209,11 @@ type Proxy struct {
 	closeOnce sync.Once
 	stopCheck chan struct{} // closed by Close; nil without active checks
 	checkDone chan struct{}
+
+	// tunnelReadOn, if set (by tests, before the first request), is
+	// called from a tunnel's relay each time its read from src outlives
+	// its idle deadline and goes on because the other way is busy.
+	tunnelReadOn func(src net.Conn)
 }
 
 var _ pipe.Component = (*Proxy)(nil)
@@ -497,6 +503,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 				break
 			}
 			full = 0
+			now = time.Now() // waited: deadlines count from here
 			if g.c == nil && !g.place {
 				continue // a connection came free meanwhile: ask again
 			}
@@ -507,13 +514,13 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		}
 		tried |= 1 << up.index
 		up.active.Add(1)
-		uc, f := p.roundTrip(c, x, up, uc, err, r, hasBody, expect, upgrade)
+		uc, f := p.roundTrip(c, x, up, uc, err, r, now, hasBody, expect, upgrade)
 		if f != nil && f.stale {
 			// A pooled connection the upstream had closed, found out
 			// only by sending on it: not the upstream's fault, and safe
 			// to try again on a new connection.
 			uc, err = up.get(now, p.connectTO, true)
-			uc, f = p.roundTrip(c, x, up, uc, err, r, hasBody, expect, upgrade)
+			uc, f = p.roundTrip(c, x, up, uc, err, r, now, hasBody, expect, upgrade)
 		}
 		if f == nil && x.head.status == http.StatusSwitchingProtocols {
 			err := p.tunnel(c, w, x, uc)
@@ -589,10 +596,10 @@ func idempotent(r *engine.Request) bool {
 }
 
 // roundTrip sends r to up over uc, the connection got for it (or err,
-// the failure to get one), and reads the response head into x.head. On
+// the failure to get one), at now, and reads the response head into x.head. On
 // success the connection is returned, its body reader ready in x.body; on
 // failure the connection is closed and the failure says why.
-func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, err error, r *engine.Request, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
+func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, err error, r *engine.Request, now time.Time, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
 	if err != nil {
 		switch {
 		case err == errFull:
@@ -619,13 +626,16 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade)
 	nc := uc.nc
 	if hasBody || expect || len(x.reqHead) > smallHead {
-		nc.SetDeadline(time.Now().Add(p.headerTO))
+		d := now.Add(p.headerTO)
+		nc.SetDeadline(d)
+		uc.readDeadline = d
 		uc.writeDeadline = true
 	} else {
 		// A small head fits the idle connection's empty send buffer:
 		// its write cannot block, and only the response's wait needs
-		// the timeout (one timer the fewer per request).
-		nc.SetReadDeadline(time.Now().Add(p.headerTO))
+		// the timeout (one timer the fewer per request), which a
+		// deadline left by the exchanges before may serve (armRead).
+		uc.armRead(now, p.headerTO)
 	}
 	sendBody := hasBody
 	if expect {
@@ -639,7 +649,8 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 		x.reqHead = x.reqHead[:0]
 		nc.SetReadDeadline(time.Now().Add(expectContinueTimeout))
 		err := uc.readHead(&x.head, p.maxHead, p.maxFields)
-		nc.SetReadDeadline(time.Now().Add(p.headerTO))
+		uc.readDeadline = time.Now().Add(p.headerTO)
+		nc.SetReadDeadline(uc.readDeadline)
 		switch {
 		case err == nil && x.head.status == http.StatusContinue:
 		case err == nil && x.head.status >= 200:
@@ -689,6 +700,7 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 				return fail(http.StatusBadGateway, "upstream switched protocols unasked", errors.New("101 response to a request without Upgrade"))
 			}
 			uc.nc.SetDeadline(time.Time{})
+			uc.readDeadline = time.Time{}
 			return uc, nil
 		}
 		// Other interim responses (102, 103) go to the client as they
@@ -733,6 +745,7 @@ func (p *Proxy) startBody(x *exchange, uc *upConn, r *engine.Request) *failure {
 	switch {
 	case !x.body.done && (mode != bodyLength || int64(uc.w-uc.r) < h.contentLength):
 		uc.nc.SetDeadline(time.Time{})
+		uc.readDeadline = time.Time{}
 		uc.writeDeadline = false
 	case uc.writeDeadline:
 		// A small head's exchange sets no write deadline: none may be
@@ -928,7 +941,7 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	// What the upstream sent after its 101, and the client after its
 	// request, go first.
 	fromUp := uc.buf[uc.r:uc.w]
-	t := &relay{idle: p.tunnelIdle}
+	t := &relay{idle: p.tunnelIdle, readOn: p.tunnelReadOn}
 	t.last.Store(time.Now().UnixNano())
 	done := make(chan struct{})
 	go func() {
@@ -953,6 +966,8 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 type relay struct {
 	idle time.Duration // 0: no bound
 	last atomic.Int64  // when a byte last crossed, either way: unix nanoseconds
+
+	readOn func(src net.Conn) // Proxy.tunnelReadOn
 }
 
 // copy copies from src to dst through buf until src ends or fails, dst
@@ -977,6 +992,9 @@ func (t *relay) copy(dst, src net.Conn, buf []byte) {
 			if t.idle > 0 && isTimeout(err) {
 				if until := time.Unix(0, t.last.Load()).Add(t.idle); time.Until(until) > 0 {
 					src.SetReadDeadline(until)
+					if t.readOn != nil {
+						t.readOn(src)
+					}
 					continue
 				}
 			}

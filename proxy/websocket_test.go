@@ -208,15 +208,37 @@ func TestTunnelIdleTimeout(t *testing.T) {
 	})
 	t.Run("one way busy", func(t *testing.T) {
 		// The upstream stays silent past its read's idle deadline while
-		// the client talks; then it can still answer. (The bound is
-		// wide enough that only a stall of seconds would upset the
-		// test.)
+		// the client talks; then it can still answer. The client talks
+		// until the relay reports that the upstream's read outlived its
+		// deadline and read on: each tick is read at the upstream before
+		// the next is sent, so only a stall of the whole process for
+		// the idle bound would close the tunnel.
 		const idle = 2 * time.Second
 		ends := make(chan tunnelEnd, 1)
-		srv, _ := front(t, Options{Upstreams: []string{tunnelUpstream(t, ends)}, TunnelIdleTimeout: idle})
+		srv, p := front(t, Options{Upstreams: []string{tunnelUpstream(t, ends)}, TunnelIdleTimeout: idle})
+		readOn := make(chan net.Addr, 4) // the local address of each read that went on
+		p.tunnelReadOn = func(src net.Conn) {
+			select {
+			case readOn <- src.LocalAddr():
+			default:
+			}
+		}
 		client, up := dialTunnel(t, srv, ends)
-		for start := time.Now(); time.Since(start) < idle*3/2; time.Sleep(idle / 100) {
+		upstreamRead := up.c.RemoteAddr().String() // the proxy's end of the upstream connection
+		deadline := time.Now().Add(sluicetest.WaitTimeout)
+	ticking:
+		for {
 			client.send(t, up, "tick\n")
+			select {
+			case a := <-readOn:
+				if a.String() == upstreamRead {
+					break ticking
+				}
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the upstream's read did not outlive its deadline within %v", sluicetest.WaitTimeout)
+			}
 		}
 		up.send(t, client, "still here\n")
 		client.waitClosed(t, "client")

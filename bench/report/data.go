@@ -19,6 +19,7 @@ const (
 	Webpipes  = "webpipes"  // 4 KB file, connection per request, rising open-loop rate
 	AB        = "ab"        // ab -n 5000 -c 500
 	C10K      = "c10k"      // 10,000 keep-alive connections, a mix of pages
+	C10KWrk   = "c10k-wrk"  // wrk at 10,000 keep-alive connections, 151 B and 80 KB (X: page bytes)
 	Sizes     = "sizes"     // file sizes 1 KB–1 MB
 	Idle      = "idle"      // RSS per idle keep-alive connection
 	Pipe      = "pipe"      // Chain vs ProcNetwork (go test -bench)
@@ -180,6 +181,8 @@ type Report struct {
 	SlowQuery time.Duration `json:"slow_query,omitempty"` // mix-slowdb: the database's delay per query
 
 	ProxyIdleConns int `json:"proxy_idle_conns,omitempty"` // proxy: the idle keep-alive connections each proxy may keep to the upstream
+
+	C10KWrkConns int `json:"c10k_wrk_conns,omitempty"` // c10k-wrk: wrk's connections
 
 	ClientCPU  string `json:"client_cpu,omitempty"`  // CPU list of the client (taskset)
 	WorkersCPU string `json:"workers_cpu,omitempty"` // CPU list of the servers in the workers scenario

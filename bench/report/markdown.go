@@ -197,6 +197,7 @@ func (w *writer) all() {
 	w.webpipes()
 	w.ab()
 	w.c10k()
+	w.c10kWrk()
 	w.mix()
 	w.proxy()
 	w.tls()
@@ -209,7 +210,7 @@ func (w *writer) all() {
 }
 
 func (w *writer) headline() {
-	if !w.ran(Warp) && !w.ran(Wrk) && !w.ran(Pipelined) && !w.ran(Idle) {
+	if !w.ran(Warp) && !w.ran(Wrk) && !w.ran(Pipelined) && !w.ran(Idle) && !w.ran(C10KWrk) {
 		return
 	}
 	w.p("## Headline")
@@ -234,39 +235,98 @@ func (w *writer) headline() {
 			"CPU-µs per request (server process tree, /proc/PID/stat)", labels, []string{"cpu"}, [][]Stat{vals})
 		w.figure("headline.png", "server CPU-µs per request at 100 keep-alive connections", ka, err)
 	}
-	w.p("| server | keep-alive c=100 req/s (%s) | p50 / p99 ms | CPU-µs/req | pipelined ×16 req/s | p50 / p99 ms | CPU-µs/req | idle RSS/conn at %s | idle answered |", kaBy, thousands(w.maxX(Idle)))
-	w.p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	// Columns: those of the scenarios that ran.
+	type column struct {
+		head string
+		cell func(srv string) string
+	}
+	var cols []column
+	if w.ran(ka) {
+		pt := func(srv string) (Point, bool) { return w.point(ka, srv, kaX) }
+		cols = append(cols,
+			column{"keep-alive c=100 req/s (" + kaBy + ")", func(srv string) string {
+				p, ok := pt(srv)
+				return measuredOr(ok, func() string { return cell(p.Of(get("rps")), rps) })
+			}},
+			column{"p50 / p99 ms", func(srv string) string { p, ok := pt(srv); return latencyCell(p, ok) }},
+			column{"CPU-µs/req", func(srv string) string {
+				p, ok := pt(srv)
+				return measuredOr(ok, func() string { return cell(p.Of(get("cpu")), us) })
+			}})
+	}
+	if w.ran(Pipelined) {
+		pt := func(srv string) (Point, bool) { return w.point(Pipelined, srv, 16) }
+		cols = append(cols,
+			column{"pipelined ×16 req/s", func(srv string) string {
+				p, ok := pt(srv)
+				return measuredOr(ok, func() string { return cell(p.Of(get("rps")), rps) })
+			}},
+			column{"p50 / p99 ms", func(srv string) string { p, ok := pt(srv); return latencyCell(p, ok) }},
+			column{"CPU-µs/req", func(srv string) string {
+				p, ok := pt(srv)
+				return measuredOr(ok, func() string { return cell(p.Of(get("cpu")), us) })
+			}})
+	}
+	for _, x := range w.rep.Xs(C10KWrk) {
+		cols = append(cols, column{fmt.Sprintf("c=%s %s (wrk) req/s · p50 / p99 ms · errors", w.c10kConns(), c10kPage(x)), func(srv string) string {
+			p, ok := w.point(C10KWrk, srv, x)
+			return measuredOr(ok, func() string {
+				return fmt.Sprintf("%s · %s · %s", rps(p.Of(get("rps")).Med), latencyCell(p, ok), errCell(p))
+			})
+		}})
+	}
+	if w.ran(Idle) {
+		pt := func(srv string) (Point, bool) { return w.point(Idle, srv, w.maxX(Idle)) }
+		cols = append(cols,
+			column{"idle RSS/conn at " + thousands(w.maxX(Idle)), func(srv string) string {
+				p, ok := pt(srv)
+				return measuredOr(ok, func() string { return cell(p.Of(get("conn")), bytesf) })
+			}},
+			column{"idle answered", func(srv string) string {
+				p, ok := pt(srv)
+				return measuredOr(ok, func() string {
+					minOK := int64(-1)
+					for _, s := range p.Rounds {
+						if minOK < 0 || s.OK < minOK {
+							minOK = s.OK
+						}
+					}
+					return fmt.Sprintf("%s / %s", thousands(float64(minOK)), thousands(p.X))
+				})
+			}})
+	}
+	head, sep := "| server |", "|---|"
+	for _, c := range cols {
+		head += " " + c.head + " |"
+		sep += "---:|"
+	}
+	w.p("%s", head)
+	w.p("%s", sep)
 	for _, srv := range w.servers {
 		if !w.measured("", srv) {
 			continue
 		}
 		row := []string{srv}
-		if p, ok := w.point(ka, srv, kaX); ok {
-			row = append(row, cell(p.Of(get("rps")), rps), latencyCell(p, ok), cell(p.Of(get("cpu")), us))
-		} else {
-			row = append(row, "–", "–", "–")
-		}
-		if p, ok := w.point(Pipelined, srv, 16); ok {
-			row = append(row, cell(p.Of(get("rps")), rps), latencyCell(p, ok), cell(p.Of(get("cpu")), us))
-		} else {
-			row = append(row, "–", "–", "–")
-		}
-		if p, ok := w.point(Idle, srv, w.maxX(Idle)); ok {
-			minOK := int64(-1)
-			for _, s := range p.Rounds {
-				if minOK < 0 || s.OK < minOK {
-					minOK = s.OK
-				}
-			}
-			row = append(row, cell(p.Of(get("conn")), bytesf), fmt.Sprintf("%s / %s", thousands(float64(minOK)), thousands(p.X)))
-		} else {
-			row = append(row, "–", "–")
+		for _, c := range cols {
+			row = append(row, c.cell(srv))
 		}
 		w.p("| %s |", strings.Join(row, " | "))
 	}
 	w.p("")
 	w.p("Medians over rounds, <sub>min–max</sub> when rounds differ; p50 / p99: the medians over rounds of each round's latency percentiles. \"idle answered\": the fewest connections, over rounds, that got their 200, stayed open, and got a 200 again when they spoke again after the measurement.")
 	w.p("")
+	if v := w.c10kVerdict(); v != "" {
+		w.p("%s See [C10K with wrk](#c10k-with-wrk-%s-keep-alive-connections-151-b-and-80-kb).", v, strings.ReplaceAll(w.c10kConns(), ",", ""))
+		w.p("")
+	}
+}
+
+// measuredOr returns f() if ok, else "–" (not measured).
+func measuredOr(ok bool, f func() string) string {
+	if !ok {
+		return "–"
+	}
+	return f()
 }
 
 // measured reports whether server has samples of scenario sc (of any

@@ -4,12 +4,14 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -34,8 +36,8 @@ func lineFigure(f figFile, title, xLabel, yLabel string, logX, logY bool, ss []s
 	var xFmt, yFmt numberFormat
 	p.X.Label.Text, xFmt = axisFormat(xLabel)
 	p.Y.Label.Text, yFmt = axisFormat(yLabel)
-	p.X.Tick.Marker = labelTicks{plot.DefaultTicks{}, xFmt}
-	p.Y.Tick.Marker = labelTicks{plot.DefaultTicks{}, yFmt}
+	p.X.Tick.Marker = labelTicks{niceTicks{}, xFmt}
+	p.Y.Tick.Marker = labelTicks{niceTicks{}, yFmt}
 	if logX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = labelTicks{logTicks{}, xFmt}
@@ -83,21 +85,60 @@ func lineFigure(f figFile, title, xLabel, yLabel string, logX, logY bool, ss []s
 		p.Add(line, points, bars)
 		legend.Add(s.name, line, points)
 	}
-	return save(p, legend, 8*vg.Inch, 5*vg.Inch, f)
+	return save([]*plot.Plot{p}, legend, 8*vg.Inch, 5*vg.Inch, f)
 }
 
 // barFigure draws horizontal bars (one group per entry of groups, each
-// with its own legend name) and saves them as PNG at path. A NaN value
+// with its own legend name) and saves them as PNG at path. The bars read
+// like a table: labels[0] at the top, and within a label, groups[0]'s bar
+// on top, as in the legend. A NaN value
 // (not measured) gets neither bar nor label. Every value label has the
 // axis's numberFormat: three significant figures (or milliseconds, for an
 // xLabel ending in " (ms)").
 func barFigure(f figFile, title, xLabel string, labels []string, groups []string, values [][]Stat) error {
+	return barPanels(f, 8*vg.Inch, barPanel{title, xLabel, labels, groups, values})
+}
+
+// barPanel is one panel of horizontal bars: values[g][i] is group g's
+// bar for labels[i].
+type barPanel struct {
+	title, xLabel string
+	labels        []string
+	groups        []string
+	values        [][]Stat
+}
+
+// barPanels draws panels side by side in a figure w wide, each as
+// barFigure draws one, with the first panel's legend (the panels share
+// their groups) to the right of them all, and saves it as PNG at path.
+func barPanels(f figFile, w vg.Length, panels ...barPanel) error {
+	var ps []*plot.Plot
+	var legend plot.Legend
+	h := 3 * vg.Inch
+	for i, bp := range panels {
+		p, l, ph, err := bp.plot()
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			legend = l
+		}
+		ps = append(ps, p)
+		h = max(h, ph)
+	}
+	return save(ps, legend, w, h, f)
+}
+
+// plot builds the panel's plot, its legend (empty for one group) and the
+// height it needs.
+func (bp barPanel) plot() (*plot.Plot, plot.Legend, vg.Length, error) {
+	labels, groups, values := bp.labels, bp.groups, bp.values
 	p := plot.New()
-	p.Title.Text = title
+	p.Title.Text = bp.title
 	var format numberFormat
-	p.X.Label.Text, format = axisFormat(xLabel)
+	p.X.Label.Text, format = axisFormat(bp.xLabel)
 	p.X.Min = 0
-	p.X.Tick.Marker = labelTicks{plot.DefaultTicks{}, format}
+	p.X.Tick.Marker = labelTicks{niceTicks{}, format}
 	p.Add(plotter.NewGrid())
 	legend := newLegend()
 	n := len(groups)
@@ -111,21 +152,22 @@ func barFigure(f figFile, title, xLabel string, labels []string, groups []string
 		}
 	}
 	for g, name := range groups {
+		// Bar i at y = len(labels)-1-i: the first label on top.
 		vals := make(plotter.Values, len(labels))
 		for i := range labels {
-			vals[i] = values[g][i].Med
-			if math.IsNaN(vals[i]) {
-				vals[i] = 0 // not measured: no bar, no label
+			vals[len(labels)-1-i] = values[g][i].Med
+			if math.IsNaN(values[g][i].Med) {
+				vals[len(labels)-1-i] = 0 // not measured: no bar, no label
 			}
 		}
 		b, err := plotter.NewBarChart(vals, w)
 		if err != nil {
-			return err
+			return nil, legend, 0, err
 		}
 		b.Horizontal = true
 		b.Color = colorOf(g)
 		b.LineStyle.Width = 0
-		b.Offset = w * vg.Length(float64(g)-float64(n-1)/2)
+		b.Offset = groupOffset(g, n, w)
 		p.Add(b)
 		if n > 1 {
 			legend.Add(name, b)
@@ -134,16 +176,17 @@ func barFigure(f figFile, title, xLabel string, labels []string, groups []string
 		var xys plotter.XYs
 		var texts []string
 		for i := range labels {
-			xys = append(xys, plotter.XY{X: vals[i], Y: float64(i)})
+			y := len(labels) - 1 - i
+			xys = append(xys, plotter.XY{X: vals[y], Y: float64(y)})
 			if math.IsNaN(values[g][i].Med) {
 				texts = append(texts, "")
 			} else {
-				texts = append(texts, " "+format.bar(vals[i]))
+				texts = append(texts, " "+format.bar(vals[y]))
 			}
 		}
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
 		if err != nil {
-			return err
+			return nil, legend, 0, err
 		}
 		for i := range lab.TextStyle {
 			lab.TextStyle[i].YAlign = draw.YCenter
@@ -152,13 +195,20 @@ func barFigure(f figFile, title, xLabel string, labels []string, groups []string
 		lab.Offset = vg.Point{Y: b.Offset}
 		p.Add(lab)
 	}
-	p.NominalY(labels...)
+	top := slices.Clone(labels)
+	slices.Reverse(top)
+	p.NominalY(top...)
 	// Each label's bars span half a slot either side of it: keep the
 	// outer ones inside the axes.
 	p.Y.Min, p.Y.Max = -0.5, float64(len(labels))-0.5
 	p.X.Max = maxV * 1.2
-	h := vg.Points(float64(len(labels)*(14*n+12)) + 90)
-	return save(p, legend, 8*vg.Inch, max(h, 3*vg.Inch), f)
+	return p, legend, vg.Points(float64(len(labels)*(14*n+12)) + 90), nil
+}
+
+// groupOffset is the vertical offset of group g's bars, of n groups of
+// bars w thick: the first on top.
+func groupOffset(g, n int, w vg.Length) vg.Length {
+	return w * vg.Length(float64(n-1)/2-float64(g))
 }
 
 // axisFormat returns an axis's label and the format of its values:
@@ -265,6 +315,45 @@ func sig3(v float64, zeros bool) string {
 	return t
 }
 
+// niceTicks marks a linear axis at a round step, 1, 2, 2.5 or 5 times a
+// power of ten, the smallest that makes at most six intervals (so four
+// to seven labels: 0, 50k, 100k, … 250k), with unlabelled ticks between.
+// (plot.DefaultTicks labels as few as two: 0 and 250k.)
+type niceTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if !(span > 0) || math.IsInf(span, 0) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	mag := math.Pow10(int(math.Floor(math.Log10(span / 6))))
+	step, minors := 10*mag, 5
+	for _, m := range []struct {
+		f      float64
+		minors int
+	}{{1, 5}, {2, 4}, {2.5, 5}, {5, 5}} {
+		if span/(m.f*mag) <= 6 {
+			step, minors = m.f*mag, m.minors
+			break
+		}
+	}
+	minor := step / float64(minors)
+	var ticks []plot.Tick
+	for k := math.Ceil(lo/minor - 1e-9); k*minor <= hi+minor*1e-9; k++ {
+		v := k * minor
+		if v == 0 {
+			v = 0 // not -0
+		}
+		t := plot.Tick{Value: v}
+		if int64(math.Round(k))%int64(minors) == 0 {
+			t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
 // logTicks marks a log axis at 1–9 times each power of ten and labels
 // 1, 2 and 5 times it, so that an axis spanning less than a decade still
 // has labels. (plot.LogTicks labels powers of ten only, and none below 1
@@ -306,19 +395,23 @@ type figFile struct {
 	note string
 }
 
-// save draws p with the legend to its right, outside the plot, so that
-// it never covers data, and f's note below both, and writes a PNG of w×h
-// at f's path.
-func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, f figFile) error {
+// save draws the plots ps side by side with the legend to their right,
+// outside them, so that it never covers data, and f's note below all,
+// and writes a PNG of w×h at f's path.
+func save(ps []*plot.Plot, legend plot.Legend, w, h vg.Length, f figFile) error {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
 	plotArea, legendArea, noteAt := layout(dc, legend, f.note != "")
-	p.Draw(plotArea)
+	pw := (plotArea.Max.X - plotArea.Min.X) / vg.Length(len(ps))
+	for i, p := range ps {
+		p.Title.Text = wrapTitle(p.Title.TextStyle, p.Title.Text, pw)
+		p.Draw(draw.Crop(plotArea, pw*vg.Length(i), -pw*vg.Length(len(ps)-1-i), 0, 0))
+	}
 	if legendArea != nil {
 		legend.Draw(*legendArea)
 	}
 	if f.note != "" {
-		sty := p.X.Tick.Label
+		sty := ps[0].X.Tick.Label
 		sty.Color = color.Gray{Y: 96}
 		sty.XAlign, sty.YAlign = draw.XRight, draw.YBottom
 		dc.FillText(sty, noteAt, f.note)
@@ -333,6 +426,27 @@ func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, f figFile) error {
 	}
 	return out.Close()
 }
+
+// wrapTitle breaks a title wider than width into two lines at the space
+// nearest its middle, so that a long title is not cut at the figure's
+// edges.
+func wrapTitle(sty text.Style, title string, width vg.Length) string {
+	if strings.Contains(title, "\n") || sty.Width(title) <= width {
+		return title
+	}
+	best := -1
+	for i, r := range title {
+		if r == ' ' && (best < 0 || abs(i-len(title)/2) < abs(best-len(title)/2)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return title
+	}
+	return title[:best] + "\n" + title[best+1:]
+}
+
+func abs(i int) int { return max(i, -i) }
 
 // noteHeight is the strip kept below the plot for a figure's note.
 var noteHeight = vg.Points(14)

@@ -3,6 +3,7 @@ package report
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,12 +91,39 @@ func TestLogTicks(t *testing.T) {
 	}
 }
 
-// TestLinearTicks: gonum's default ticks, relabelled, have no decimals
-// on round values.
+// TestLinearTicks: a linear axis gets four to seven labels at a round
+// step, written as every other label of its figure (250k, 1.25 s), where
+// gonum's default ticks labelled as few as two (0 and 250k).
 func TestLinearTicks(t *testing.T) {
-	for _, tk := range (labelTicks{plot.DefaultTicks{}, numberFormat{}}).Ticks(0, 260000) {
-		if tk.Label != "" && !slices.Contains([]string{"0", "50k", "100k", "150k", "200k", "250k"}, tk.Label) {
-			t.Errorf("tick %v labelled %q", tk.Value, tk.Label)
+	for _, c := range []struct {
+		lo, hi float64
+		ms     bool
+		want   []string
+	}{
+		{0, 282000, false, []string{"0", "50k", "100k", "150k", "200k", "250k"}}, // pipelined.png
+		{0, 260000, false, []string{"0", "50k", "100k", "150k", "200k", "250k"}},
+		{0, 51000, false, []string{"0", "10k", "20k", "30k", "40k", "50k"}}, // c10k.png
+		{0, 128, false, []string{"0", "25", "50", "75", "100", "125"}},      // headline.png
+		{0, 4460, false, []string{"0", "1k", "2k", "3k", "4k"}},
+		{2000, 30000, false, []string{"5k", "10k", "15k", "20k", "25k", "30k"}},
+		{0, 98, false, []string{"0", "20", "40", "60", "80"}},
+		{0, 1.5e6, false, []string{"0", "250k", "500k", "750k", "1M", "1.25M", "1.5M"}},
+		{0, 1300, true, []string{"0", "250 ms", "500 ms", "750 ms", "1 s", "1.25 s"}}, // mix-p99.png
+		{0, 6240, true, []string{"0", "2 s", "4 s", "6 s"}},
+		{0, 5.05, true, []string{"0", "1 ms", "2 ms", "3 ms", "4 ms", "5 ms"}},
+		{0, 0.3, true, []string{"0", "50 µs", "100 µs", "150 µs", "200 µs", "250 µs", "300 µs"}},
+	} {
+		var labels []string
+		for _, tk := range (labelTicks{niceTicks{}, numberFormat{ms: c.ms}}).Ticks(c.lo, c.hi) {
+			if tk.Value < c.lo || tk.Value > c.hi {
+				t.Errorf("[%v, %v]: tick %v outside the axis", c.lo, c.hi, tk.Value)
+			}
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if !slices.Equal(labels, c.want) {
+			t.Errorf("[%v, %v]: labels %q, want %q", c.lo, c.hi, labels, c.want)
 		}
 	}
 }
@@ -152,5 +180,46 @@ func TestFigureNote(t *testing.T) {
 	w.rep.Machine = nil
 	if got := w.fig("headline.png").note; got != "measured 2026-11-22" {
 		t.Errorf("without a commit, note = %q", got)
+	}
+}
+
+// TestBarsReadTopDown: a bar figure lists its labels from the top, as
+// the tables beside it do, and a group's value labels sit at its bars.
+func TestBarsReadTopDown(t *testing.T) {
+	bp := barPanel{title: "t", xLabel: "requests/s", labels: []string{"sluice", "nginx", "h2o"}, groups: []string{"151 B", "80 KB"},
+		values: [][]Stat{{{Med: 3}, {Med: 2}, {Med: 1}}, {{Med: 30}, {Med: 20}, {Med: 10}}}}
+	p, _, _, err := bp.plot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top plot.Tick
+	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		if tk.Label != "" && (top.Label == "" || tk.Value > top.Value) {
+			top = tk
+		}
+	}
+	if top.Label != "sluice" {
+		t.Errorf("top label %q, want sluice", top.Label)
+	}
+	if a, b := groupOffset(0, 2, vg.Points(14)), groupOffset(1, 2, vg.Points(14)); a <= b {
+		t.Errorf("group offsets %v, %v: the first group's bars are not above the second's", a, b)
+	}
+}
+
+// TestWrapTitle: a title wider than its plot breaks at the space nearest
+// its middle; one that fits stays.
+func TestWrapTitle(t *testing.T) {
+	sty := plot.New().Title.TextStyle
+	long := "Server CPU-µs per proxied request: 151-byte page, 100 keep-alive connections (lower is better)"
+	if got := wrapTitle(sty, long, sty.Width(long)+1); got != long {
+		t.Errorf("a title that fits was wrapped: %q", got)
+	}
+	got := wrapTitle(sty, long, sty.Width(long)/2+vg.Points(20))
+	first, second, ok := strings.Cut(got, "\n")
+	if !ok || first+" "+second != long {
+		t.Fatalf("wrapTitle = %q", got)
+	}
+	if d := len(first) - len(second); d > 12 || d < -12 {
+		t.Errorf("lines of %d and %d bytes: not broken near the middle", len(first), len(second))
 	}
 }

@@ -140,13 +140,9 @@ func (w *writer) workersKeepAlive(names []string) {
 			cpuV = append(cpuV, p.Of(get("cpu")))
 		}
 	}
-	// Bars are drawn bottom-up: reverse, so the figure reads like the table.
-	rev := func(v []Stat) []Stat { v = slices.Clone(v); slices.Reverse(v); return v }
-	revLabels := slices.Clone(labels)
-	slices.Reverse(revLabels)
-	err := barFigure(w.fig("workers-rps.png"), "151-byte page, 100 keep-alive connections: requests/s", "requests/s", revLabels, []string{"req/s"}, [][]Stat{rev(rpsV)})
+	err := barFigure(w.fig("workers-rps.png"), "151-byte page, 100 keep-alive connections: requests/s", "requests/s", labels, []string{"req/s"}, [][]Stat{rpsV})
 	w.figure("workers-rps.png", "requests/s by server and workers", Workers, err)
-	err = barFigure(w.fig("workers-cpu.png"), "Server CPU per request, every process of the server (lower is better)", "server CPU-µs per request", revLabels, []string{"CPU-µs"}, [][]Stat{rev(cpuV)})
+	err = barFigure(w.fig("workers-cpu.png"), "Server CPU per request, every process of the server (lower is better)", "server CPU-µs per request", labels, []string{"CPU-µs"}, [][]Stat{cpuV})
 	w.figure("workers-cpu.png", "server CPU-µs per request by server and workers", Workers, err)
 	w.p("| server | processes | req/s | server CPU-µs/req | server CPU used (cores) | p50 ms | p99 ms | errors |")
 	w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -317,9 +313,6 @@ func (w *writer) workersAB(names []string) {
 		here = append(here, p.Of(abMean))
 	}
 	if len(labels) > 0 {
-		slices.Reverse(labels)
-		slices.Reverse(paper)
-		slices.Reverse(here)
 		err := barFigure(w.fig("workers-ab.png"), "ab -n 5000 -c 500: mean time per request (lower is better)", "mean time per request, across concurrent requests (ms)",
 			labels, []string{"the paper", "this run"}, [][]Stat{paper, here})
 		w.figure("workers-ab.png", "ab mean time per request: the paper and this run", Workers, err)
