@@ -241,31 +241,27 @@ func (w *writer) headline() {
 		cell func(srv string) string
 	}
 	var cols []column
-	if w.ran(ka) {
-		pt := func(srv string) (Point, bool) { return w.point(ka, srv, kaX) }
-		cols = append(cols,
-			column{"keep-alive c=100 req/s (" + kaBy + ")", func(srv string) string {
+	// rateCols are a scenario's requests/s, p50 / p99 and CPU columns
+	// at x, headed by head.
+	rateCols := func(sc string, x float64, head string) []column {
+		pt := func(srv string) (Point, bool) { return w.point(sc, srv, x) }
+		return []column{
+			{head, func(srv string) string {
 				p, ok := pt(srv)
 				return measuredOr(ok, func() string { return cell(p.Of(get("rps")), rps) })
 			}},
-			column{"p50 / p99 ms", func(srv string) string { p, ok := pt(srv); return latencyCell(p, ok) }},
-			column{"CPU-µs/req", func(srv string) string {
+			{"p50 / p99 ms", func(srv string) string { p, ok := pt(srv); return latencyCell(p, ok) }},
+			{"CPU-µs/req", func(srv string) string {
 				p, ok := pt(srv)
 				return measuredOr(ok, func() string { return cell(p.Of(get("cpu")), us) })
-			}})
+			}},
+		}
+	}
+	if w.ran(ka) {
+		cols = append(cols, rateCols(ka, kaX, "keep-alive c=100 req/s ("+kaBy+")")...)
 	}
 	if w.ran(Pipelined) {
-		pt := func(srv string) (Point, bool) { return w.point(Pipelined, srv, 16) }
-		cols = append(cols,
-			column{"pipelined ×16 req/s", func(srv string) string {
-				p, ok := pt(srv)
-				return measuredOr(ok, func() string { return cell(p.Of(get("rps")), rps) })
-			}},
-			column{"p50 / p99 ms", func(srv string) string { p, ok := pt(srv); return latencyCell(p, ok) }},
-			column{"CPU-µs/req", func(srv string) string {
-				p, ok := pt(srv)
-				return measuredOr(ok, func() string { return cell(p.Of(get("cpu")), us) })
-			}})
+		cols = append(cols, rateCols(Pipelined, 16, "pipelined ×16 req/s")...)
 	}
 	for _, x := range w.rep.Xs(C10KWrk) {
 		cols = append(cols, column{fmt.Sprintf("c=%s %s (wrk) req/s · p50 / p99 ms · errors", w.c10kConns(), c10kPage(x)), func(srv string) string {
