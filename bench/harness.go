@@ -36,10 +36,74 @@ type harness struct {
 	server *peers.Server // the running server, stopped by cleanup
 
 	loadMin, loadMax float64 // 1-minute load average seen during the run
+	others           float64 // CPU of processes outside this run, in cores on average (-1: unknown)
+}
+
+// cpuTicks are CPU times in clock ticks (USER_HZ) as /proc reports them.
+type cpuTicks struct {
+	busy uint64 // the machine's user, nice and system time (/proc/stat)
+	tree uint64 // this process's and its reaped descendants' (/proc/self/stat)
+}
+
+// readCPUTicks reads the machine's and this process tree's CPU time. The
+// tree's includes a child only once it has exited and been waited for,
+// as every server, wrk and ab of a run is by its end.
+func readCPUTicks() (cpuTicks, bool) {
+	var t cpuTicks
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return t, false
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	f := strings.Fields(line)
+	if len(f) < 4 || f[0] != "cpu" {
+		return t, false
+	}
+	for _, v := range f[1:4] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return t, false
+		}
+		t.busy += n
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return t, false
+	}
+	// The fields after the command, which is in parentheses and may
+	// hold spaces: utime, stime, cutime and cstime are the 14th to 17th
+	// of the line, the 12th to 15th after the command.
+	_, rest, ok := strings.Cut(string(self), ") ")
+	g := strings.Fields(rest)
+	if !ok || len(g) < 15 {
+		return t, false
+	}
+	for _, v := range g[11:15] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return t, false
+		}
+		t.tree += n
+	}
+	return t, true
+}
+
+// othersCPU is the CPU, in cores on average over wall, that processes
+// outside this run used between a and b, clock ticks at hz per second.
+func othersCPU(a, b cpuTicks, wall time.Duration, hz float64) float64 {
+	if wall <= 0 || b.busy < a.busy {
+		return -1
+	}
+	others := float64(b.busy-a.busy) - float64(b.tree-a.tree)
+	return max(others, 0) / hz / wall.Seconds()
 }
 
 // watchLoad samples the 1-minute load average every 5 s until ctx ends,
-// so the report can say whether other work shared the machine.
+// and then sets h.others, the CPU that processes outside this run used
+// meanwhile, so the report can say whether other work shared the
+// machine. The load average alone cannot: it counts the runnable threads
+// of the servers measured too (many, for a server with a thread per
+// connection at 10,000 of them).
 func (h *harness) watchLoad(ctx context.Context) {
 	sample := func() {
 		data, err := os.ReadFile("/proc/loadavg")
@@ -60,17 +124,31 @@ func (h *harness) watchLoad(ctx context.Context) {
 		h.loadMax = max(h.loadMax, v)
 	}
 	sample()
+	h.others = -1
+	start, ok := readCPUTicks()
+	began := time.Now()
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			if end, ok2 := readCPUTicks(); ok && ok2 {
+				h.others = othersCPU(start, end, time.Since(began), userHZ)
+			}
 			return
 		case <-t.C:
 			sample()
 		}
 	}
 }
+
+// userHZ is the clock tick of /proc's CPU times (USER_HZ), 100 on Linux.
+const userHZ = 100
+
+// quietOthers is the most CPU, in cores on average, that processes
+// outside a run may use for the run to count as quiet: the machine's own
+// daemons use a few percent of one.
+const quietOthers = 0.15
 
 func newHarness(ctx context.Context, o options, stderr io.Writer) (*harness, error) {
 	h := &harness{ctx: ctx, o: o, repo: repoRoot()}

@@ -146,9 +146,13 @@ func (h *harness) run() (string, error) {
 		h.pipeBench()
 	}
 	h.machine()
-	// Two busy cores (client and server) make a load average near 2;
-	// well above it, other work competed for the CPUs.
-	if h.loadMax > 3 {
+	// Other work competed for the CPUs if processes outside this run
+	// used a noticeable share of a core; where that is unknown, a load
+	// average well above the two busy cores' (client and server) says so.
+	switch {
+	case h.others > quietOthers:
+		h.note("The machine was not quiet: processes outside this run used %.0f %% of a core on average during it (the 1-minute load average ranged %.1f–%.1f), so they competed with the client and the servers and the figures are noisier than the method intends; rerun on an idle machine before quoting them.", 100*h.others, h.loadMin, h.loadMax)
+	case h.others < 0 && h.loadMax > 3:
 		h.note("The machine was not quiet: the 1-minute load average ranged %.1f–%.1f during the run (a quiet run stays near 2), so other processes competed for both cores and the figures are noisier than the method intends; rerun on an idle machine before quoting them.", h.loadMin, h.loadMax)
 	}
 	h.rep.Took = time.Since(h.rep.Started).Round(time.Second)
@@ -700,6 +704,9 @@ func (h *harness) machine() {
 	}
 	add("RLIMIT_NOFILE", strconv.Itoa(h.nofile))
 	add("load average (1 min) during the run", fmt.Sprintf("%.1f–%.1f", h.loadMin, h.loadMax))
+	if h.others >= 0 {
+		add("CPU of other processes during the run", fmt.Sprintf("%.0f %% of a core on average", 100*h.others))
+	}
 	if h.pinned {
 		if slices.ContainsFunc(h.o.scenarios, func(s string) bool { return s != report.Workers && s != report.Pipe }) {
 			add("pinning", fmt.Sprintf("client (this harness, wrk, ab) on CPU %s, servers on CPU %s (taskset)", h.o.clientCPU, h.o.serverCPU))
