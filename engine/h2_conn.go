@@ -287,14 +287,23 @@ func (h *h2Conn) kick() {
 	}
 	h.mu.Unlock()
 	if start {
-		go func() {
-			h.mu.Lock()
-			h.writing = false
-			h.flushLocked()
-			h.cond.Broadcast()
-			h.mu.Unlock()
-		}()
+		go h.writeClaimed(false)
 	}
+}
+
+// writeClaimed writes what is queued for a caller that set h.writing
+// (so that nothing else writes meanwhile), first yielding if yield is
+// set, and wakes those waiting for the write. It runs on a goroutine of
+// its own.
+func (h *h2Conn) writeClaimed(yield bool) {
+	if yield {
+		runtime.Gosched()
+	}
+	h.mu.Lock()
+	h.writing = false
+	h.flushLocked()
+	h.cond.Broadcast()
+	h.mu.Unlock()
 }
 
 // flushSoonLocked writes what a handler that returned queued: at once if
@@ -311,14 +320,7 @@ func (h *h2Conn) flushSoonLocked() {
 		return
 	}
 	h.writing = true // what is queued meanwhile waits for this write
-	go func() {
-		runtime.Gosched()
-		h.mu.Lock()
-		h.writing = false
-		h.flushLocked()
-		h.cond.Broadcast()
-		h.mu.Unlock()
-	}()
+	go h.writeClaimed(true)
 }
 
 // flush writes what is queued unless another goroutine is writing.
