@@ -76,11 +76,11 @@ func deadlineSlack(timeout time.Duration) time.Duration {
 // left by an earlier exchange, stays; otherwise one at the slack's end is
 // set.
 func (c *upConn) armRead(now time.Time, timeout time.Duration) {
-	due := now.Add(timeout)
-	if !c.readDeadline.Before(due) && c.readDeadline.Sub(due) <= deadlineSlack(timeout) {
+	due, slack := now.Add(timeout), deadlineSlack(timeout)
+	if !c.readDeadline.Before(due) && c.readDeadline.Sub(due) <= slack {
 		return
 	}
-	c.readDeadline = due.Add(deadlineSlack(timeout))
+	c.readDeadline = due.Add(slack)
 	c.nc.SetReadDeadline(c.readDeadline)
 }
 
