@@ -82,11 +82,13 @@ type conn struct {
 	moveMu sync.Mutex
 
 	// The connection's slot in the park set, taken when it first parks
-	// and kept until it closes (hasSlot), with its generation, and the
-	// descriptor its socket is in the set under (-1 if none; see
-	// park_linux.go).
+	// and kept until it closes (hasSlot), with its generation, the
+	// descriptor its socket is in the set under (-1 if none), and what
+	// the set's reader saw while the connection was not parked
+	// (parkPending, parkPeerDone; see park_linux.go).
 	parkSlot, parkGen uint32
 	parkFd            int32
+	parkFlags         atomic.Uint32
 	parkedAt          int64 // when it last parked (monoNow)
 
 	// gone is made when a handler first asks (see GoneNotifier).

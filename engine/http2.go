@@ -47,6 +47,7 @@ type http2State struct {
 // bytes read already (an h2c client's preface and what followed it).
 func (c *conn) serveHTTP2(pre []byte) {
 	s := c.srv
+	c.leaveParkSet() // it reads on its own goroutine from now on
 	nc := &http2Conn{Conn: c.nc, srv: s, pre: pre}
 	h := newH2Conn(c, nc)
 	c.h2.Store(&http2State{own: h})

@@ -198,7 +198,16 @@ func (c *conn) rawRead(fd uintptr) bool {
 // close it), or once a request ended the connection (c.ended).
 func (c *conn) rawServe(fd uintptr) bool {
 	for {
+		if c.parkFd >= 0 {
+			// What the park set reported so far, this read takes in.
+			c.parkFlags.And(^uint32(parkPending))
+		}
 		if !c.rawRead(fd) {
+			if c.sparse {
+				c.repark = true // woken for bytes already read
+				return true
+			}
+			c.leaveParkSet() // it waits in the runtime's poller
 			return false
 		}
 		if c.rawErr != nil || c.rawN == 0 {
@@ -232,6 +241,7 @@ func (c *conn) rawServe(fd uintptr) bool {
 			c.repark = true
 			return true
 		}
+		c.leaveParkSet() // it waits in the runtime's poller
 		return false
 	}
 }

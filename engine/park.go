@@ -24,8 +24,8 @@ import "time"
 // keep-alive loop is cheapest (see rawServe), until the idle notice parks
 // it again. One woken later is sparse: it parks again as soon as it has
 // answered, so a client that speaks now and then costs a goroutine only
-// while it is answered, and one system call (re-arming its socket) per
-// request. At 10,000 busy connections every connection waits longer than
+// while it is answered, and no system call to park or wake: its socket
+// stays in the park set, edge-triggered (see park_linux.go). At 10,000 busy connections every connection waits longer than
 // that for its turn, so they are all sparse: a connection moves between
 // the runtime's poller and the park set (a dozen system calls and a
 // goroutine each way) only when how its client talks changes.
@@ -51,13 +51,19 @@ import "time"
 // says how it looks at what crypto/tls holds and when it parks.
 
 // sparseAfter is how long a connection must have been parked for its wake
-// to find it sparse. Parking after every request costs a system call and
-// a hand-over to a runner per request, about a microsecond; waiting in the
+// to find it sparse. Parking after every request costs a hand-over to a
+// runner per request, a few hundred nanoseconds; waiting in the
 // runtime's poller costs nothing per request but holds a goroutine, its
 // grown stack included, until the idle notice. A client that speaks again
 // within a few milliseconds is served from the poller; one slower than
-// this pays the microsecond.
+// this pays the hand-over.
 const sparseAfter = 20 * time.Millisecond
+
+// Bits of conn.parkFlags (see park_linux.go).
+const (
+	parkPending  = 1 << iota // bytes came while the connection was in the park set and not parked
+	parkPeerDone             // the park set reported the peer's FIN or RST
+)
 
 // monoStart is the origin of monoNow.
 var monoStart = time.Now()

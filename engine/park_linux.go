@@ -11,30 +11,43 @@ import (
 )
 
 // The park set is one epoll set for the process. A parked socket is in it
-// with EPOLLIN|EPOLLRDHUP|EPOLLONESHOT (EPOLLHUP and EPOLLERR are implied),
-// keyed by a slot number and the slot's generation, so it reports the
-// first bytes, FIN or RST once and then stays quiet. Adding a socket that
-// is readable already, or re-arming one, reports it at once, so bytes that
-// arrive as a connection parks are not missed. The set's descriptor is
-// watched by the runtime's poller (as the gone set's is), so its reader
-// holds no thread while nothing happens.
+// with EPOLLIN|EPOLLRDHUP|EPOLLET (EPOLLHUP and EPOLLERR are implied),
+// keyed by a slot number and the slot's generation: edge-triggered, it
+// reports an arrival of bytes, or a FIN or RST, once. Adding a socket that
+// is readable already reports it at once. The set's descriptor is watched
+// by the runtime's poller (as the gone set's is), so its reader holds no
+// thread while nothing happens.
 //
 // A connection takes a slot when it first parks and keeps it, and its
-// socket stays in the set, until it closes: once reported, a socket is
-// disarmed, not removed, and the next park re-arms it (EPOLL_CTL_MOD), so
-// a connection that parks between requests costs one system call per
-// park. Closing the socket takes it out of the set. Only when a
-// connection that waited in the runtime's poller parks does its socket
-// move to a new descriptor (see sockConn.unpoll); its entry under the old
-// one is deleted first, and it joins the set anew.
+// socket stays in the set, until it closes (closing the socket takes it
+// out) or goes to wait in the runtime's poller (see leaveParkSet): a
+// connection that parks between requests, as at 10,000 busy connections,
+// costs no system call to park again, and none to wake. Two things make
+// that safe with an edge-triggered socket, which reports nothing for
+// bytes that were there before it last reported:
 //
-// A socket is armed while its connection is parked, and after Expire
-// claims it until it is closed: whoever claims the connection (the reader,
-// or Expire) owns it next, and an event that comes for a connection Expire
-// claimed finds it no longer parked.
+//   - Bytes that come while the connection is not parked (after the read
+//     that found the socket drained, before the park) find it active: the
+//     reader sets parkPending, which the connection looks at as it parks;
+//     if set, it is handed on as if woken. The reader sets the note before
+//     it looks at the connection's state again, and the connection parks
+//     before it looks at the note, so one of the two hands it on. A note
+//     of bytes the connection read anyway costs one wake that reads
+//     nothing and parks again.
+//   - A FIN or RST that came with the bytes that woke it is reported in
+//     the same event, and would not be again: the reader records it
+//     (parkPeerDone), and the connection does not park again but reads on
+//     to the end of its input.
+//
+// A connection that waited in the runtime's poller moves to a new
+// descriptor as it parks (see sockConn.unpoll) and joins the set anew.
+//
+// Whoever claims a parked connection (the reader, or Expire) owns it
+// next; an event that comes for a connection Expire claimed finds it no
+// longer parked.
 
 // parkEvents is the set of events a parked socket waits for.
-const parkEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT
+const parkEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET
 
 // parkSet is the process's park set.
 type parkSet struct {
@@ -115,7 +128,7 @@ func (p *parkSet) run(rc syscall.RawConn) {
 				return false // wait for the poller
 			}
 			for _, ev := range events[:n] {
-				p.wake(uint32(ev.Fd), uint32(ev.Pad))
+				p.wake(uint32(ev.Fd), uint32(ev.Pad), ev.Events)
 			}
 			if n < len(events) {
 				return false
@@ -130,17 +143,31 @@ var parkCtls atomic.Int64
 
 // wake hands the connection parked in slot (if it still is) to a runner,
 // which goes on with its wait: it reads what arrived, or finds the peer
-// gone. Its socket stays in the set, disarmed.
-func (p *parkSet) wake(slot, gen uint32) {
+// gone. A connection that is not parked is told that bytes came
+// (parkPending), unless it parked meanwhile: then it is claimed after all.
+func (p *parkSet) wake(slot, gen, events uint32) {
 	p.mu.Lock()
 	var c *conn
 	if int(slot) < len(p.slots) && p.slots[slot].gen == gen {
 		c = p.slots[slot].c
 	}
 	p.mu.Unlock()
-	if c == nil || !c.wait.CompareAndSwap(waitParked, waitActive) {
-		return // claimed by Expire meanwhile, or closed
+	if c == nil {
+		return // closed
 	}
+	if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.parkFlags.Or(parkPeerDone)
+	}
+	for !c.wait.CompareAndSwap(waitParked, waitActive) {
+		// Active (or claimed by Expire): the connection looks at the
+		// flag as it parks, after it set waitParked; if it did that
+		// before the flag was set, it is claimed here.
+		c.parkFlags.Or(parkPending)
+		if c.wait.Load() != waitParked {
+			return
+		}
+	}
+	c.parkFlags.And(^uint32(parkPending))
 	c.unpark()
 	c.resume = true
 	c.sparse = monoNow()-c.parkedAt >= c.srv.sparseAfter.Load()
@@ -149,7 +176,8 @@ func (p *parkSet) wake(slot, gen uint32) {
 
 // park parks c (see park.go) and reports whether it did; if it did, the
 // caller must leave c alone from then on. It does not where the park set
-// cannot be had or the socket cannot join it, or if the timeout manager
+// cannot be had or the socket cannot join it, if the peer has closed its
+// side (c must read to the end of its input), or if the timeout manager
 // has just given up on c.
 func (c *conn) park() bool {
 	if c.peer == nil || !c.nb {
@@ -164,11 +192,11 @@ func (c *conn) park() bool {
 	}
 	// Expire holds moveMu while it decides: either it came first (and
 	// set interrupted, and a deadline the wait will see), or it finds c
-	// parked, its socket armed, and claims it. The set's reader may
-	// claim c as soon as its socket is armed.
+	// parked, its socket in the set, and claims it. The set's reader may
+	// claim c as soon as it is parked.
 	c.moveMu.Lock()
 	defer c.moveMu.Unlock()
-	if c.interrupted.Load() {
+	if c.interrupted.Load() || c.parkFlags.Load()&parkPeerDone != 0 {
 		return false
 	}
 	if sc := c.sockConn(); sc != nil && sc.polled.Load() != nil {
@@ -185,17 +213,27 @@ func (c *conn) park() bool {
 		c.parkSlot, c.parkGen = p.take(c)
 		c.hasSlot = true
 	}
-	op := unix.EPOLL_CTL_ADD
-	if c.parkFd == int32(fd) {
-		op = unix.EPOLL_CTL_MOD // in the set, disarmed since it last woke
-	}
-	c.parkFd = int32(fd)
 	c.parkedAt = monoNow()
 	c.srv.stats.parked.Add(1)
+	if c.parkFd == int32(fd) {
+		// In the set already: parking is a store, and a look at what
+		// the reader saw while c was active.
+		c.wait.Store(waitParked)
+		if c.parkFlags.And(^uint32(parkPending))&parkPending != 0 && c.wait.CompareAndSwap(waitParked, waitActive) {
+			// Bytes came after the read that found the socket drained:
+			// go on as the reader would have, on a runner.
+			c.unpark()
+			c.resume = true
+			c.srv.startConn(c)
+		}
+		return true
+	}
+	c.parkFd = int32(fd)
+	c.parkFlags.And(^uint32(parkPending)) // adding the socket reports what is there
 	c.wait.Store(waitParked)
 	ev := unix.EpollEvent{Events: parkEvents, Fd: int32(c.parkSlot), Pad: int32(c.parkGen)}
 	parkCtls.Add(1)
-	if unix.EpollCtl(p.epfd, op, fd, &ev) != nil {
+	if unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
 		c.wait.Store(waitActive)
 		c.srv.stats.parked.Add(-1)
 		c.parkFd = -1
@@ -236,14 +274,23 @@ func (c *conn) firstRead() (read, parked bool) {
 	return read, !read && c.park()
 }
 
-// unpark accounts for c, just claimed, leaving the park set: its socket,
-// disarmed or about to close, stays in it.
+// unpark accounts for c, just claimed, leaving the park set: its socket
+// stays in it.
 func (c *conn) unpark() {
 	c.srv.stats.parked.Add(-1)
 }
 
-// forget deletes c's socket from the set, where it is disarmed, before
-// the descriptor it is in the set under closes.
+// leaveParkSet takes c's socket out of the park set, if it is in it, as c
+// goes to wait in the runtime's poller: there the set would report every
+// request to its reader for nothing. Called by c's goroutine.
+func (c *conn) leaveParkSet() {
+	if c.parkFd >= 0 {
+		parking.p.Load().forget(c)
+	}
+}
+
+// forget deletes c's socket from the set, before the descriptor it is in
+// the set under closes or as c leaves the set.
 func (p *parkSet) forget(c *conn) {
 	if c.parkFd < 0 {
 		return

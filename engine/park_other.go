@@ -15,3 +15,6 @@ func (c *conn) leavePark() {}
 
 // firstRead leaves the first wait to the runtime's poller.
 func (c *conn) firstRead() (read, parked bool) { return false, false }
+
+// leaveParkSet has nothing to do: nothing is parked.
+func (c *conn) leaveParkSet() {}

@@ -137,6 +137,11 @@ func (c *conn) readTLSHeld() (int, error) {
 // interrupts the wait (IdleNotice), the connection parks and readTLSIdle
 // returns idleMoved.
 func (c *conn) readTLSIdle() idleResult {
+	if !c.sparse {
+		// Woken soon after it parked: it waits on this goroutine from
+		// now on, until the idle notice parks it again.
+		c.leaveParkSet()
+	}
 	c.wait.Store(waitIdle)
 	n, err := c.tc.Read(c.rbuf)
 	if !c.wait.CompareAndSwap(waitIdle, waitActive) {

@@ -56,5 +56,6 @@ func (w *response) Tunnel() (net.Conn, []byte, error) {
 	c.r = c.w
 	c.closeAfter, c.broken = true, true
 	c.th.Clear()
+	c.leaveParkSet() // the tunnel reads it from now on
 	return c.nc, buffered, nil
 }
