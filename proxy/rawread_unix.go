@@ -6,6 +6,8 @@ import (
 	"io"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // bindRaw readies c for peek, once per connection (the bound method
@@ -141,14 +143,16 @@ func (c *upConn) writeFd(fd uintptr) bool {
 // system calls (recvfrom and sendto without an address): on a socket
 // they do what read(2) and write(2) do, but go straight to the socket,
 // where read and write pass through the file layer first (position
-// lock, access checks, file notifications). p must not be empty.
+// lock, access checks, file notifications). p must not be empty. (The
+// numbers are x/sys/unix's: the syscall package's linux/386 has none,
+// sending socket calls through socketcall.)
 func sysRecv(fd uintptr, p []byte) (int, syscall.Errno) {
-	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
+	n, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
 	return int(n), e
 }
 
 func sysSend(fd uintptr, p []byte) (int, syscall.Errno) {
-	n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
+	n, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
 	return int(n), e
 }
 
