@@ -5,7 +5,7 @@ import "net"
 // Deferred accepting. A listener that defers accepting a connection until
 // its first bytes arrive (TCP_DEFER_ACCEPT on Linux) spares the server a
 // wait per connection: a short connection is then accept4, recvfrom,
-// sendmsg and close, with no trip through a poller, and its server does
+// sendto and close, with no trip through a poller, and its server does
 // not wake twice for it (once to accept, once for the request). On a short
 // connection that is a third of the server's CPU (Connection: close on
 // 4 KiB at 100 connections: 24.7 CPU-µs per request deferred, 42.4 not).

@@ -33,7 +33,7 @@
 // grow a new stack.
 //
 // On Linux, listeners from Listen serve TCP connections with direct system calls
-// (accept4, recvfrom, sendmsg, sendfile, close); a connection joins the
+// (accept4, recvfrom, sendto or sendmsg, sendfile, close); a connection joins the
 // runtime's poller only when an operation would block, and leaves it when
 // it parks. They set
 // TCP_NODELAY once for all connections, and Serve has them defer accepting

@@ -11,8 +11,8 @@ import (
 )
 
 // rawSend is true: the engine writes to a connection with a descriptor
-// with its own system calls (transmit), sendmsg(2) with MSG_MORE and
-// sendfile(2). See sendfile_other.go for the other platforms.
+// with its own system calls (transmit), sendmsg(2) or sendto(2) with
+// MSG_MORE and sendfile(2). See sendfile_other.go for the other platforms.
 const rawSend = true
 
 // sendFile writes the pending output with MSG_MORE, so the kernel holds it
@@ -39,11 +39,12 @@ func (c *conn) flushBeforeClose() error {
 	return err
 }
 
-// transmit writes the pending output and tail in one sendmsg(2) with
-// flags, then n bytes of src (if not nil) from offset with sendfile(2),
-// under the write timeout, which each system call that sends something
-// renews: a client that keeps reading is not cut off in the middle of a
-// large file, one that stops is, as with any write. It needs c.rc.
+// transmit writes the pending output and tail in one send (sendmsg(2),
+// or sendto(2) when one is empty) with flags, then n bytes of src (if not
+// nil) from offset with sendfile(2), under the write timeout, which each
+// system call that sends something renews: a client that keeps reading is
+// not cut off in the middle of a large file, one that stops is, as with
+// any write. It needs c.rc.
 func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) error {
 	t := &c.s.transfer
 	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, offset: offset, n: n, nb: c.nb,
@@ -72,7 +73,7 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 // nothing.
 type fileTransfer struct {
 	out, tail []byte           // bytes still to send before the file
-	flags     int              // of the sendmsg sending them
+	flags     int              // of the send sending them
 	file      *os.File         // the file to send from, if any
 	src       int              // its descriptor
 	clock     *timeout.Manager // its coarse clock dates residency answers

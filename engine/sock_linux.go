@@ -24,7 +24,7 @@ import (
 // remove it at close. A sockConn joins the poller only when an operation
 // would block. A short connection — its request already in when it is
 // accepted, its response fitting the socket buffer — is then served with
-// accept4, recvfrom, sendmsg and close alone, like nginx's (which still
+// accept4, recvfrom, sendto and close alone, like nginx's (which still
 // adds each connection to its epoll set).
 
 // polledConns counts sockConns that joined the poller, for tests.

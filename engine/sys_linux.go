@@ -61,8 +61,8 @@ func recv(fd int, p []byte, nb bool) (int, error) {
 }
 
 // send writes a and then b to a socket in one sendmsg(2) with flags
-// (MSG_MORE, say), and returns how many bytes of the two it took. Either
-// may be empty.
+// (MSG_MORE, say), or in one sendto(2) when one of them is empty, and
+// returns how many bytes of the two it took. Either may be empty.
 func send(fd int, a, b []byte, flags int, nb bool) (int, error) {
 	var iov [2]unix.Iovec
 	n := 0
@@ -80,6 +80,15 @@ func send(fd int, a, b []byte, flags int, nb bool) (int, error) {
 		return 0, nil
 	}
 	raceReleaseIO(fd)
+	if n == 1 {
+		// One buffer: sendto(2) without an address, which need not
+		// copy in and check a message header and an iovec array.
+		r, e := sysCall(nb, unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(iov[0].Base)), uintptr(iov[0].Len), uintptr(flags|unix.MSG_NOSIGNAL), 0, 0)
+		if e != 0 {
+			return 0, e
+		}
+		return int(r), nil
+	}
 	var msg unix.Msghdr
 	msg.Iov = &iov[0]
 	msg.SetIovlen(n)

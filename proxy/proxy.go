@@ -384,8 +384,8 @@ type exchange struct {
 	scratch []byte
 	fields  []string // the response fields passed on: name, value, …
 	interim bool     // an interim response was passed on to the client
-	text    []byte   // the bytes of fields, made one string
-	ends    []int    // where each name and value ends in text
+	text    []byte   // the bytes of the fields not kept from the response before, made one string
+	ends    []int    // where each name and value ends in text; -1 for one kept
 
 	p       *Proxy
 	c       *pipe.Conn
@@ -820,8 +820,13 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 		}
 	}
 	// The fields are views into the connection's buffer, which reading
-	// the body reuses: they are copied first.
-	// One string holds them all, cut into names and values.
+	// the body reuses: they are made strings first. One the same as the
+	// field at its place in the exchange's previous response keeps that
+	// response's string (an upstream's responses mostly repeat their
+	// fields; Date changes once a second), so that a response like the
+	// one before costs no allocation; the others are copied into one new
+	// string, cut into names and values.
+	prev := x.fields
 	x.text, x.ends = x.text[:0], x.ends[:0]
 	for _, f := range h.fields {
 		if httpgrammar.IsHopByHop(f.name, conn...) {
@@ -830,15 +835,26 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 		if x.body.mode == bodyNone && len(f.name) == 14 && httpgrammar.EqualFold(f.name, "content-length") && !r.IsMethod("HEAD") {
 			continue
 		}
-		x.text = append(x.text, f.name...)
-		x.ends = append(x.ends, len(x.text))
-		x.text = append(x.text, f.value...)
-		x.ends = append(x.ends, len(x.text))
+		for _, b := range [2][]byte{f.name, f.value} {
+			if i := len(x.ends); i < len(prev) && prev[i] == string(b) {
+				x.ends = append(x.ends, -1) // prev[i] is kept
+				continue
+			}
+			x.text = append(x.text, b...)
+			x.ends = append(x.ends, len(x.text))
+		}
 	}
-	text := string(x.text)
+	var text string
+	if len(x.text) > 0 {
+		text = string(x.text)
+	}
 	x.fields = x.fields[:0]
 	start := 0
-	for _, end := range x.ends {
+	for i, end := range x.ends {
+		if end < 0 {
+			x.fields = append(x.fields, prev[i]) // its own place: i < len(prev)
+			continue
+		}
 		x.fields = append(x.fields, text[start:end])
 		start = end
 	}

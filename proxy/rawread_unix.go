@@ -6,6 +6,8 @@ import (
 	"io"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // bindRaw readies c for peek, once per connection (the bound method
@@ -71,7 +73,7 @@ func (c *upConn) read(p []byte) (int, error) {
 func (c *upConn) readFd(fd uintptr) bool {
 	for len(c.pending) > 0 {
 		b := c.pending
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		n, e := sysSend(fd, b)
 		switch e {
 		case 0:
 			c.pending = b[n:]
@@ -89,10 +91,10 @@ func (c *upConn) readFd(fd uintptr) bool {
 		}
 	}
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
+		n, e := sysRecv(fd, c.rbuf)
 		switch e {
 		case 0:
-			c.rn = int(n)
+			c.rn = n
 			return true
 		case syscall.EINTR:
 			continue
@@ -122,10 +124,10 @@ func (c *upConn) write(p []byte) (int, error) {
 func (c *upConn) writeFd(fd uintptr) bool {
 	for c.wn < len(c.wbuf) {
 		b := c.wbuf[c.wn:]
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		n, e := sysSend(fd, b)
 		switch e {
 		case 0:
-			c.wn += int(n)
+			c.wn += n
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false // the poller waits for room
@@ -135,6 +137,23 @@ func (c *upConn) writeFd(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// sysRecv and sysSend are recv(2) and send(2), without flags, as raw
+// system calls (recvfrom and sendto without an address): on a socket
+// they do what read(2) and write(2) do, but go straight to the socket,
+// where read and write pass through the file layer first (position
+// lock, access checks, file notifications). p must not be empty. (The
+// numbers are x/sys/unix's: the syscall package's linux/386 has none,
+// sending socket calls through socketcall.)
+func sysRecv(fd uintptr, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
+	return int(n), e
+}
+
+func sysSend(fd uintptr, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
+	return int(n), e
 }
 
 // peek reports whether the idle connection is clean: the upstream has

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluice-server/sluice/engine"
@@ -316,6 +317,51 @@ func TestTETrailersUpstream(t *testing.T) {
 		resp, body := sluicetest.Get(t, srv.URL+"/", c.fields...)
 		if body != c.want || resp.Trailer.Get("Grpc-Status") != c.trailer {
 			t.Errorf("client sent %q: upstream saw %q, trailer %q; want %q, trailer %q", c.fields, body, resp.Trailer, c.want, c.trailer)
+		}
+	}
+}
+
+// Each response's fields pass on as its upstream sent them, whatever the
+// response before on the same connection had: one field the same, one
+// changed, one more or one fewer (the proxy keeps the strings of the
+// fields that repeat).
+func TestResponseFieldsAfterAnother(t *testing.T) {
+	heads := [][]string{
+		{"X-A", "1", "X-B", "two"},
+		{"X-A", "1", "X-B", "three"},
+		{"X-A", "1", "X-B", "three", "X-C", "x"},
+		{"X-B", "1"},
+		{"X-A", "1", "X-B", "two"},
+		{},
+	}
+	var n atomic.Int64
+	_, urls := upstreams(t, 1, func(int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := heads[(n.Add(1)-1)%int64(len(heads))]
+			for i := 0; i < len(h); i += 2 {
+				w.Header().Set(h[i], h[i+1])
+			}
+			io.WriteString(w, "ok")
+		})
+	})
+	srv, _ := front(t, Options{Upstreams: urls})
+	for round := range 2 {
+		for i, h := range heads {
+			resp, body := sluicetest.Get(t, srv.URL+"/")
+			for _, name := range []string{"X-A", "X-B", "X-C"} {
+				want := ""
+				for j := 0; j < len(h); j += 2 {
+					if h[j] == name {
+						want = h[j+1]
+					}
+				}
+				if got := resp.Header.Get(name); got != want {
+					t.Errorf("round %d, response %d: %s %q, want %q", round, i, name, got, want)
+				}
+			}
+			if body != "ok" {
+				t.Errorf("round %d, response %d: body %q", round, i, body)
+			}
 		}
 	}
 }
