@@ -34,6 +34,19 @@ import (
 // (busy, or not accepting at all) is skipped: the wake-up goes to one
 // that is. Close wakes the waiter through an eventfd in the set,
 // registered without EPOLLEXCLUSIVE.
+//
+// A wake-up is not handed on once taken: a process woken for a new
+// connection that stops accepting before it accepts it (its listener
+// closed by a reload or shutdown at that moment) leaves the connection in
+// the queue, and the others, not woken, would let it wait until the next
+// connection came. So a waiting Read looks at the queue again after
+// sharedWaitMax even if nothing woke it.
+
+// sharedWaitMax bounds how long Read waits in the set before it looks at
+// the queue again: the longest a connection whose wake-up went to a
+// process that stopped accepting waits to be accepted by another. An idle
+// listener costs two system calls per period.
+const sharedWaitMax = 250 // milliseconds
 
 // sharedSocket is the listening socket of a tcpListener made by
 // FileListener: its Read, Control and Close. Read calls are serialised
@@ -51,8 +64,10 @@ type sharedSocket struct {
 	cleanup runtime.Cleanup
 
 	// For tests: times Read waited in epoll_wait, and wake-ups after
-	// which f found no connection to accept.
+	// which f found no connection to accept; wokeHook, if set, is called
+	// by Read after the set reported an event.
 	waits, idleWakes atomic.Int64
+	wokeHook         func()
 }
 
 // newSharedSocket returns a sharedSocket owning fd, a non-blocking
@@ -118,11 +133,14 @@ func (s *sharedSocket) Read(f func(fd uintptr) bool) error {
 			continue
 		}
 		s.waits.Add(1)
-		n, err := unix.EpollWait(s.epfd, s.events[:], -1)
+		n, err := unix.EpollWait(s.epfd, s.events[:], sharedWaitMax)
 		if err != nil && err != unix.EINTR {
 			return os.NewSyscallError("epoll_wait", err)
 		}
 		woken = n > 0
+		if woken && s.wokeHook != nil {
+			s.wokeHook()
+		}
 	}
 	return net.ErrClosed
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,6 +175,58 @@ func TestSharedListenerCloseWakesAccept(t *testing.T) {
 		t.Fatalf("the other listener: %v", err)
 	}
 	sc.Close()
+}
+
+// A connection whose wake-up went to a listener that then stopped
+// accepting (closed as its worker stops for a reload) is accepted by
+// another listener on the socket, though no later connection wakes it.
+func TestSharedListenerWakeTakenByClosingListener(t *testing.T) {
+	lns := sharedListeners(t, 2)
+	var once sync.Once
+	closed := make(chan int, 1)
+	for i, ln := range lns {
+		s := sharedOf(t, ln)
+		s.wokeHook = func() {
+			once.Do(func() {
+				// Woken for the connection, this listener is closed
+				// before it accepts: Close sets closed, then waits for
+				// this Read to return.
+				go ln.Close()
+				for !s.closed.Load() {
+					time.Sleep(time.Millisecond)
+				}
+				closed <- i
+			})
+		}
+	}
+	conns := make(chan net.Conn, 2)
+	for _, ln := range lns {
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				conns <- c
+			}
+		}()
+	}
+	waitFor(t, "both listeners to wait", func() bool {
+		return sharedOf(t, lns[0]).waits.Load() > 0 && sharedOf(t, lns[1]).waits.Load() > 0
+	})
+	c := dialWithByte(t, lns[0].Addr().String())
+	defer c.Close()
+	select {
+	case i := <-closed:
+		t.Logf("listener %d took the wake-up and closed", i)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no listener was woken")
+	}
+	select {
+	case sc := <-conns:
+		if got, want := sc.RemoteAddr().String(), c.LocalAddr().String(); got != want {
+			t.Errorf("accepted %s, want %s", got, want)
+		}
+		sc.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection was never accepted by the listener left")
+	}
 }
 
 // ListenerFile takes a FileListener's socket too (a master re-executed
