@@ -168,9 +168,16 @@ func (p *parkSet) wake(slot, gen, events uint32) {
 		}
 	}
 	c.parkFlags.And(^uint32(parkPending))
+	c.sparse = monoNow()-c.parkedAt >= c.srv.sparseAfter.Load()
+	c.resumeOnRunner()
+}
+
+// resumeOnRunner hands c, just claimed from the park set by its caller,
+// to a runner, which goes on with its wait (run with resume set). The
+// caller must leave c alone from then on.
+func (c *conn) resumeOnRunner() {
 	c.unpark()
 	c.resume = true
-	c.sparse = monoNow()-c.parkedAt >= c.srv.sparseAfter.Load()
 	c.srv.startConn(c)
 }
 
@@ -222,9 +229,7 @@ func (c *conn) park() bool {
 		if c.parkFlags.And(^uint32(parkPending))&parkPending != 0 && c.wait.CompareAndSwap(waitParked, waitActive) {
 			// Bytes came after the read that found the socket drained:
 			// go on as the reader would have, on a runner.
-			c.unpark()
-			c.resume = true
-			c.srv.startConn(c)
+			c.resumeOnRunner()
 		}
 		return true
 	}
