@@ -411,6 +411,9 @@ func (h *harness) recordConfig(srv *peers.Server) {
 			s = strings.ReplaceAll(s, srv.Env.Dir, "$RUN")
 			s = strings.ReplaceAll(s, h.env.Root, "$ROOT")
 			s = strings.ReplaceAll(s, h.env.Bin, "$BIN")
+			if rel, ok := inRepo(h.repo, h.env.Sluice); ok {
+				s = strings.ReplaceAll(s, h.env.Sluice, rel)
+			}
 			if srv.Env.Upstream != "" {
 				s = strings.ReplaceAll(s, srv.Env.Upstream, "127.0.0.1:$UPSTREAM_PORT")
 			}

@@ -218,8 +218,29 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 		}
 	})
 	o.reproduce = strings.Join(append([]string{"go -C bench run ./cmd/sluicebench"}, flags...), " ")
-	o.commandStr = strings.Join(append([]string{"sluicebench"}, args...), " ")
+	shown := slices.Clone(args)
+	if rel, ok := inRepo(repoRoot(), o.sluice); ok {
+		// Run from the repository root, as the report says, $PWD names
+		// it: the report does not carry this checkout's location.
+		for i, a := range shown {
+			shown[i] = strings.ReplaceAll(a, o.sluice, `"$PWD/`+rel+`"`)
+		}
+	}
+	o.commandStr = strings.Join(append([]string{"sluicebench"}, shown...), " ")
 	return o, -1
+}
+
+// inRepo returns path relative to the repository root, with forward
+// slashes, if root is not "" and path is an absolute path inside it.
+func inRepo(root, path string) (string, bool) {
+	if root == "" || !filepath.IsAbs(path) {
+		return "", false
+	}
+	rel, err := filepath.Rel(root, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
 }
 
 // defaultOut is the report directory without --out: sluice-bench in the

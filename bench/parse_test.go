@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -168,5 +169,41 @@ func TestWorkersScenarioFlags(t *testing.T) {
 	o, code = parse([]string{"--scenarios", "workers", "--workers-cpu", "1"}, io.Discard)
 	if code != -1 || !slices.Equal(o.scenarios, []string{"workers"}) || o.workersCPU != "1" {
 		t.Errorf("parse(--scenarios workers --workers-cpu 1) = %d, %v, %q", code, o.scenarios, o.workersCPU)
+	}
+}
+
+// TestCommandNamesRepositoryBinaryRelatively: a --sluice binary inside the
+// repository is shown as "$PWD/…" in the report's command, so that the
+// report does not carry the location of the checkout it was made in; one
+// outside it is shown as given.
+func TestCommandNamesRepositoryBinaryRelatively(t *testing.T) {
+	root := repoRoot()
+	if root == "" {
+		t.Skip("not inside the repository")
+	}
+	inside := filepath.Join(root, "bin", "sluice")
+	o, code := parse([]string{"--sluice", inside, "--scenarios", "warp"}, io.Discard)
+	if code != -1 {
+		t.Fatalf("parse: exit %d", code)
+	}
+	if want := `sluicebench --sluice "$PWD/bin/sluice" --scenarios warp`; o.commandStr != want {
+		t.Errorf("command = %q, want %q", o.commandStr, want)
+	}
+	outside := filepath.Join(t.TempDir(), "sluice")
+	if o, _ = parse([]string{"--sluice=" + outside}, io.Discard); o.commandStr != "sluicebench --sluice="+outside {
+		t.Errorf("command = %q, want the path as given", o.commandStr)
+	}
+	for _, c := range []struct {
+		path, rel string
+		ok        bool
+	}{
+		{filepath.Join(root, "bin", "sluice"), "bin/sluice", true},
+		{filepath.Dir(root) + "/other/sluice", "", false},
+		{root + "x/sluice", "", false},
+		{"bin/sluice", "", false},
+	} {
+		if rel, ok := inRepo(root, c.path); rel != c.rel || ok != c.ok {
+			t.Errorf("inRepo(%q) = %q, %v; want %q, %v", c.path, rel, ok, c.rel, c.ok)
+		}
 	}
 }
