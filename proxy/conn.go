@@ -163,6 +163,21 @@ func (b *bodyReader) start(c *upConn, mode int, length int64, maxHead int) {
 	}
 }
 
+// whole returns a Content-Length body that is in the connection's
+// buffer whole, none of it read yet, and consumes it: the caller writes
+// it from there (the slice is valid until the connection's next read or
+// its buffer's release). Nil otherwise; Read then reads as usual.
+func (b *bodyReader) whole() []byte {
+	c := b.c
+	if b.mode != bodyLength || b.done || b.err != nil || b.left > int64(c.w-c.r) {
+		return nil
+	}
+	p := c.buf[c.r : c.r+int(b.left)]
+	c.r += len(p)
+	b.left, b.done = 0, true
+	return p
+}
+
 // ready reports whether the next Read can return without waiting for
 // the upstream: when it cannot, the bytes read so far are all there is
 // for now, and a proxy flushes them to its client.

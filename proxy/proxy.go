@@ -382,6 +382,11 @@ type exchange struct {
 	body    bodyReader
 	reqHead []byte
 	scratch []byte
+	// readBuf is a read buffer (readBufSize) lent to the exchange's
+	// upstream connection, which comes from its pool without one, and
+	// taken back when the response ends: one buffer a request, without
+	// a trip through readBufs.
+	readBuf []byte
 	fields  []string // the response fields passed on: name, value, …
 	interim bool     // an interim response was passed on to the client
 	text    []byte   // the bytes of the fields not kept from the response before, made one string
@@ -608,6 +613,13 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 			return nil, &failure{http.StatusGatewayTimeout, "upstream did not accept the connection in time", err, true, true, false}
 		}
 		return nil, &failure{http.StatusBadGateway, "upstream unreachable", err, true, true, false}
+	}
+	if uc.buf == nil {
+		uc.buf = x.readBuf
+		x.readBuf = nil
+		if uc.buf == nil {
+			uc.buf = getReadBuf()
+		}
 	}
 	// Retrying is safe when the upstream cannot have acted on the request.
 	safe := idempotent(r) && !hasBody
@@ -870,18 +882,30 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			// event stream), so its going ends the wait.
 			watch = watchGone(c.Gone(), uc)
 		}
-		// Read what is at hand, up to a buffer's worth.
-		n, rerr := 0, error(nil)
-		for n < len(buf) {
-			m, err := x.body.Read(buf[n:])
-			n += m
-			if err != nil {
-				rerr = err
-				break
+		// Read what is at hand, up to a buffer's worth. A whole body
+		// that came with the head is written from the connection's
+		// buffer, not copied.
+		var body []byte
+		rerr := error(nil)
+		if first {
+			body = x.body.whole()
+		}
+		if body != nil {
+			rerr = io.EOF
+		} else {
+			n := 0
+			for n < len(buf) {
+				m, err := x.body.Read(buf[n:])
+				n += m
+				if err != nil {
+					rerr = err
+					break
+				}
+				if !x.body.ready() {
+					break
+				}
 			}
-			if !x.body.ready() {
-				break
-			}
+			body = buf[:n]
 		}
 		if rerr != nil && rerr != io.EOF {
 			p.log.Warn("proxy: upstream response body failed", "upstream", uc.up.name, "path", string(r.Path), "err", rerr)
@@ -899,8 +923,8 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			}
 			hdr.Add("Via", viaValue)
 		}
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+		if len(body) > 0 {
+			if _, werr := w.Write(body); werr != nil {
 				err, reusable = werr, false
 				break
 			}
@@ -920,6 +944,11 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 	}
 	if watch.stop() {
 		reusable = false
+	}
+	// Nothing refers to the read buffer any more (the fields and trailer
+	// are copied): the exchange keeps it for its next request.
+	if x.readBuf == nil && len(uc.buf) == readBufSize && cap(uc.buf) == readBufSize {
+		x.readBuf, uc.buf = uc.buf, nil
 	}
 	if reusable && x.body.mode != bodyClose && x.body.done {
 		uc.up.put(uc)

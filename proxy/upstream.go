@@ -89,7 +89,6 @@ func (u *upstream) get(now time.Time, timeout time.Duration, fresh bool) (*upCon
 		u.mu.Unlock()
 		if c.r == c.w && (now.Sub(c.idleSince) < peekAfter || c.peek()) {
 			c.reused = true
-			c.buf = getReadBuf()
 			return c, nil
 		}
 		u.discard(c)
@@ -113,7 +112,7 @@ func (u *upstream) dial(timeout time.Duration) (*upConn, error) {
 		u.release()
 		return nil, err
 	}
-	c := &upConn{nc: nc, up: u, buf: getReadBuf()}
+	c := &upConn{nc: nc, up: u}
 	c.bindRaw()
 	return c, nil
 }
@@ -128,15 +127,13 @@ func (u *upstream) take(c *upConn, timeout time.Duration) (*upConn, error) {
 	// Used a moment ago, it is taken on trust, as get takes one idle
 	// for less than peekAfter.
 	c.reused = true
-	if c.buf == nil {
-		c.buf = getReadBuf()
-	}
 	return c, nil
 }
 
 // put returns a connection whose exchange ended cleanly to the pool, or
 // closes it when the pool has enough idle ones. A request waiting for
-// the upstream gets it instead, with its read buffer.
+// the upstream gets it instead, with its read buffer if the exchange
+// did not keep that (see exchange.readBuf).
 func (u *upstream) put(c *upConn) {
 	c.r, c.w, c.got = 0, 0, 0
 	now := time.Now()
@@ -203,7 +200,8 @@ func (u *upstream) close() {
 	}
 }
 
-// readBufs holds the read buffers of connections between exchanges, so
+// readBufs holds read buffers for connections whose exchange has none
+// at hand (an exchange keeps the one its last connection read with), so
 // that an idle connection costs its socket and a few hundred bytes, not
 // a buffer: a pool may keep many idle connections for a burst.
 var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
