@@ -471,7 +471,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 
 	// Upstreams marked down count as tried already.
 	var tried, full uint64 // tried, and found at max_conns
-	now := time.Now()
+	now := monoNow()
 	for i, u := range p.ups {
 		if !u.health.up(now) {
 			tried |= 1 << i
@@ -508,7 +508,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 				break
 			}
 			full = 0
-			now = time.Now() // waited: deadlines count from here
+			now = monoNow() // waited: deadlines count from here
 			if g.c == nil && !g.place {
 				continue // a connection came free meanwhile: ask again
 			}
@@ -604,7 +604,7 @@ func idempotent(r *engine.Request) bool {
 // the failure to get one), at now, and reads the response head into x.head. On
 // success the connection is returned, its body reader ready in x.body; on
 // failure the connection is closed and the failure says why.
-func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, err error, r *engine.Request, now time.Time, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
+func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, err error, r *engine.Request, now instant, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
 	if err != nil {
 		switch {
 		case err == errFull:
@@ -638,8 +638,8 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade)
 	nc := uc.nc
 	if hasBody || expect || len(x.reqHead) > smallHead {
-		d := now.Add(p.headerTO)
-		nc.SetDeadline(d)
+		d := now.add(p.headerTO)
+		nc.SetDeadline(d.time())
 		uc.readDeadline = d
 		uc.writeDeadline = true
 	} else {
@@ -661,8 +661,8 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 		x.reqHead = x.reqHead[:0]
 		nc.SetReadDeadline(time.Now().Add(expectContinueTimeout))
 		err := uc.readHead(&x.head, p.maxHead, p.maxFields)
-		uc.readDeadline = time.Now().Add(p.headerTO)
-		nc.SetReadDeadline(uc.readDeadline)
+		uc.readDeadline = monoNow().add(p.headerTO)
+		nc.SetReadDeadline(uc.readDeadline.time())
 		switch {
 		case err == nil && x.head.status == http.StatusContinue:
 		case err == nil && x.head.status >= 200:
@@ -712,7 +712,7 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 				return fail(http.StatusBadGateway, "upstream switched protocols unasked", errors.New("101 response to a request without Upgrade"))
 			}
 			uc.nc.SetDeadline(time.Time{})
-			uc.readDeadline = time.Time{}
+			uc.readDeadline = 0
 			return uc, nil
 		}
 		// Other interim responses (102, 103) go to the client as they
@@ -757,7 +757,7 @@ func (p *Proxy) startBody(x *exchange, uc *upConn, r *engine.Request) *failure {
 	switch {
 	case !x.body.done && (mode != bodyLength || int64(uc.w-uc.r) < h.contentLength):
 		uc.nc.SetDeadline(time.Time{})
-		uc.readDeadline = time.Time{}
+		uc.readDeadline = 0
 		uc.writeDeadline = false
 	case uc.writeDeadline:
 		// A small head's exchange sets no write deadline: none may be

@@ -73,13 +73,13 @@ var peekAfter = time.Second
 // get returns an idle connection, or dials a new one within timeout
 // unless max_conns are open. fresh skips the idle ones; now is the
 // request's clock reading, for the idle connections' ages.
-func (u *upstream) get(now time.Time, timeout time.Duration, fresh bool) (*upConn, error) {
+func (u *upstream) get(now instant, timeout time.Duration, fresh bool) (*upConn, error) {
 	u.mu.Lock()
 	for len(u.idle) > 0 && !fresh {
 		c := u.idle[len(u.idle)-1]
 		u.idle[len(u.idle)-1] = nil
 		u.idle = u.idle[:len(u.idle)-1]
-		if u.idleTime > 0 && now.Sub(c.idleSince) > u.idleTime {
+		if u.idleTime > 0 && now.sub(c.idleSince) > u.idleTime {
 			u.open--
 			u.mu.Unlock()
 			c.nc.Close()
@@ -87,7 +87,7 @@ func (u *upstream) get(now time.Time, timeout time.Duration, fresh bool) (*upCon
 			continue
 		}
 		u.mu.Unlock()
-		if c.r == c.w && (now.Sub(c.idleSince) < peekAfter || c.peek()) {
+		if c.r == c.w && (now.sub(c.idleSince) < peekAfter || c.peek()) {
 			c.reused = true
 			return c, nil
 		}
@@ -136,7 +136,7 @@ func (u *upstream) take(c *upConn, timeout time.Duration) (*upConn, error) {
 // did not keep that (see exchange.readBuf).
 func (u *upstream) put(c *upConn) {
 	c.r, c.w, c.got = 0, 0, 0
-	now := time.Now()
+	now := monoNow()
 	c.idleSince = now
 	if u.queue.handOff(u, c) {
 		return
@@ -147,7 +147,7 @@ func (u *upstream) put(c *upConn) {
 	// Connections idle too long go now, oldest first, rather than wait
 	// for a get to find them: they hold a socket each.
 	var expired []*upConn
-	for len(u.idle) > 0 && u.idleTime > 0 && now.Sub(u.idle[0].idleSince) > u.idleTime {
+	for len(u.idle) > 0 && u.idleTime > 0 && now.sub(u.idle[0].idleSince) > u.idleTime {
 		expired = append(expired, u.idle[0])
 		u.idle[0] = nil
 		u.idle = u.idle[1:]
