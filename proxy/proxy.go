@@ -824,13 +824,8 @@ var crlf = []byte("\r\n")
 // cut off, and the client sees it incomplete.
 func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r *engine.Request) error {
 	h := &x.head
-	var connBuf [maxConnectionFields][]byte
-	conn := connBuf[:0]
-	for _, f := range h.fields {
-		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
-			conn = append(conn, f.value)
-		}
-	}
+	var optBuf [maxConnectionOptions][]byte
+	conn := responseOptions(optBuf[:0], h.fields)
 	// The fields are views into the connection's buffer, which reading
 	// the body reuses: they are made strings first. One the same as the
 	// field at its place in the exchange's previous response keeps that
@@ -841,7 +836,7 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 	prev := x.fields
 	x.text, x.ends = x.text[:0], x.ends[:0]
 	for _, f := range h.fields {
-		if httpgrammar.IsHopByHop(f.name, conn...) {
+		if isHopByHop(f.name, conn) {
 			continue
 		}
 		if x.body.mode == bodyNone && len(f.name) == 14 && httpgrammar.EqualFold(f.name, "content-length") && !r.IsMethod("HEAD") {
@@ -964,16 +959,11 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 // closed.
 func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) error {
 	h := &x.head
-	var connBuf [maxConnectionFields][]byte
-	conn := connBuf[:0]
-	for _, f := range h.fields {
-		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
-			conn = append(conn, f.value)
-		}
-	}
+	var optBuf [maxConnectionOptions][]byte
+	conn := responseOptions(optBuf[:0], h.fields)
 	hdr := c.Header()
 	for _, f := range h.fields {
-		if !httpgrammar.IsHopByHop(f.name, conn...) || httpgrammar.EqualFold(f.name, "upgrade") {
+		if !isHopByHop(f.name, conn) || httpgrammar.EqualFold(f.name, "upgrade") {
 			hdr.Add(string(f.name), string(f.value))
 		}
 	}
@@ -1054,16 +1044,11 @@ func (t *relay) copy(dst, src net.Conn, buf []byte) {
 func passInterim(c *pipe.Conn, x *exchange) {
 	x.interim = true
 	h := &x.head
-	var connBuf [maxConnectionFields][]byte
-	conn := connBuf[:0]
-	for _, f := range h.fields {
-		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
-			conn = append(conn, f.value)
-		}
-	}
+	var optBuf [maxConnectionOptions][]byte
+	conn := responseOptions(optBuf[:0], h.fields)
 	x.fields = x.fields[:0]
 	for _, f := range h.fields {
-		if !httpgrammar.IsHopByHop(f.name, conn...) {
+		if !isHopByHop(f.name, conn) {
 			x.fields = append(x.fields, string(f.name), string(f.value))
 		}
 	}

@@ -15,26 +15,61 @@ import (
 // and responses alike.
 const viaValue = "1.1 sluice"
 
-// maxConnectionFields is how many Connection field lines a request may
-// have before gathering their values allocates.
-const maxConnectionFields = 8
+// maxConnectionOptions is how many connection options (the elements of
+// a message's Connection fields) a message may have before gathering
+// them allocates.
+const maxConnectionOptions = 16
 
-// connectionValues returns the values of the Connection fields among
-// fields, into dst.
-func connectionValues(dst [][]byte, fields []engine.Field) [][]byte {
+// appendOptions appends the elements of the Connection value v to dst.
+func appendOptions(dst [][]byte, v []byte) [][]byte {
+	for elem, rest := httpgrammar.NextElement(v); len(elem) > 0; elem, rest = httpgrammar.NextElement(rest) {
+		dst = append(dst, elem)
+	}
+	return dst
+}
+
+// requestOptions appends the connection options of a request's fields
+// to dst.
+func requestOptions(dst [][]byte, fields []engine.Field) [][]byte {
 	for i := range fields {
 		if len(fields[i].Name) == 10 && httpgrammar.EqualFold(fields[i].Name, "connection") {
-			dst = append(dst, fields[i].Value)
+			dst = appendOptions(dst, fields[i].Value)
 		}
 	}
 	return dst
 }
 
+// responseOptions appends the connection options of a response's fields
+// to dst.
+func responseOptions(dst [][]byte, fields []field) [][]byte {
+	for _, f := range fields {
+		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
+			dst = appendOptions(dst, f.value)
+		}
+	}
+	return dst
+}
+
+// isHopByHop is httpgrammar.IsHopByHop with the message's connection
+// options split once (see requestOptions), not again for each field.
+func isHopByHop(name []byte, options [][]byte) bool {
+	if httpgrammar.IsHopByHop(name) {
+		return true
+	}
+	for _, o := range options {
+		if httpgrammar.EqualFold(name, o) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropOnRequest reports whether a request field is not passed upstream
-// as received: hop-by-hop fields (RFC 9110 §7.6.1, with those Connection
-// names), and the framing, Host and Expect, which are written afresh.
-func dropOnRequest(name []byte, conn [][]byte) bool {
-	if httpgrammar.IsHopByHop(name, conn...) {
+// as received: hop-by-hop fields (RFC 9110 §7.6.1, with those the
+// connection options name), and the framing, Host and Expect, which are
+// written afresh.
+func dropOnRequest(name []byte, options [][]byte) bool {
+	if isHopByHop(name, options) {
 		return true
 	}
 	switch len(name) {
@@ -68,8 +103,8 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 	}
 	b = append(b, "\r\n"...)
 
-	var connBuf [maxConnectionFields][]byte
-	conn := connectionValues(connBuf[:0], r.Fields)
+	var optBuf [maxConnectionOptions][]byte
+	conn := requestOptions(optBuf[:0], r.Fields)
 	trusted := p.resolver.TrustsPeer(r)
 	var xff, fwd []byte // the received values, when passed on
 	teTrailers := false
