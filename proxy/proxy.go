@@ -387,6 +387,7 @@ type exchange struct {
 	// taken back when the response ends: one buffer a request, without
 	// a trip through readBufs.
 	readBuf []byte
+	peer    peerCache
 	fields  []string // the response fields passed on: name, value, …
 	interim bool     // an interim response was passed on to the client
 	text    []byte   // the bytes of the fields not kept from the response before, made one string
@@ -635,7 +636,7 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 		return nil, &failure{status, msg, err, retry, true, false}
 	}
 
-	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade)
+	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade, &x.peer)
 	nc := uc.nc
 	if hasBody || expect || len(x.reqHead) > smallHead {
 		d := now.add(p.headerTO)

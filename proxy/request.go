@@ -83,12 +83,38 @@ func dropOnRequest(name []byte, options [][]byte) bool {
 	return false
 }
 
+// peerCache is the client address an exchange last forwarded, formatted,
+// with whether its resolver trusts it: the requests that follow mostly
+// come from the same address (a client's next request; clients behind
+// one proxy or NAT), whose lookup and formatting it saves.
+type peerCache struct {
+	resolver *clientaddr.Resolver
+	addr     netip.Addr
+	trusted  bool
+	text     []byte // addr.AppendTo
+}
+
+// lookup returns whether res trusts the peer of r, whose address is peer,
+// and peer formatted (nil if it is invalid: a Unix socket's), from the
+// cache when it holds them.
+func (c *peerCache) lookup(res *clientaddr.Resolver, r *engine.Request, peer netip.Addr) (trusted bool, text []byte) {
+	if !peer.IsValid() {
+		return res.TrustsPeer(r), nil
+	}
+	if c.resolver != res || c.addr != peer {
+		c.resolver, c.addr, c.trusted = res, peer, res.TrustsPeer(r)
+		c.text = peer.AppendTo(c.text[:0])
+	}
+	return c.trusted, c.text
+}
+
 // appendRequestHead composes the head of the request sent upstream for r
 // into b: the method, the target (with StripPrefix removed), the Host the
 // options choose, the end-to-end fields, the forwarding fields, Via, and
 // the framing of the body. expect adds "Expect: 100-continue"; upgrade,
 // the client's Upgrade value, asks the upstream to switch protocols.
-func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, expect bool, upgrade []byte) []byte {
+// pc caches the client's address (see peerCache).
+func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, expect bool, upgrade []byte, pc *peerCache) []byte {
 	b = append(b, r.Method...)
 	b = append(b, ' ')
 	b = p.appendTarget(b, r)
@@ -105,7 +131,8 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 
 	var optBuf [maxConnectionOptions][]byte
 	conn := requestOptions(optBuf[:0], r.Fields)
-	trusted := p.resolver.TrustsPeer(r)
+	peer := clientaddr.Peer(r)
+	trusted, peerText := pc.lookup(p.resolver, r, peer)
 	var xff, fwd []byte // the received values, when passed on
 	teTrailers := false
 	for i := range r.Fields {
@@ -137,7 +164,6 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 		}
 		b = appendField(b, f.Name, f.Value)
 	}
-	peer := clientaddr.Peer(r)
 	switch p.forwarded {
 	case ForwardedXFF:
 		b = append(b, "X-Forwarded-For: "...)
@@ -146,7 +172,7 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 			b = append(b, ", "...)
 		}
 		if peer.IsValid() {
-			b = peer.AppendTo(b)
+			b = append(b, peerText...)
 		} else {
 			b = append(b, "unknown"...)
 		}
@@ -165,7 +191,7 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 			b = append(b, fwd...)
 			b = append(b, ", "...)
 		}
-		b = appendForwardedElement(b, peer, scheme(r), r.Host)
+		b = appendForwardedElement(b, peer, peerText, scheme(r), r.Host)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Via: "+viaValue+"\r\n"...)
@@ -246,18 +272,19 @@ func scheme(r *engine.Request) string {
 }
 
 // appendForwardedElement appends an RFC 7239 forwarded-element for a
-// client at peer that asked for host over proto: for, proto and host.
-func appendForwardedElement(b []byte, peer netip.Addr, proto string, host []byte) []byte {
+// client at peer (formatted: text) that asked for host over proto: for,
+// proto and host.
+func appendForwardedElement(b []byte, peer netip.Addr, text []byte, proto string, host []byte) []byte {
 	b = append(b, "for="...)
 	switch {
 	case !peer.IsValid():
 		b = append(b, "unknown"...)
 	case peer.Is6():
 		b = append(b, `"[`...)
-		b = peer.AppendTo(b)
+		b = append(b, text...)
 		b = append(b, `]"`...)
 	default:
-		b = peer.AppendTo(b)
+		b = append(b, text...)
 	}
 	b = append(b, ";proto="...)
 	b = append(b, proto...)
