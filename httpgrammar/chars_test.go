@@ -52,6 +52,8 @@ func TestIsHopByHop(t *testing.T) {
 		{"Upgrade", nil, true},
 		{"Trailer", nil, false}, // §7.6.1 does not name it: it describes the message
 		{"Accept", nil, false},
+		{"Keep-Alivf", nil, false}, // the length of two of them, neither
+		{"tf", nil, false},
 		{"X-Trace", []string{"close, x-trace"}, true},
 		{"X-Trace", []string{"close", " , X-TRACE "}, true},
 		{"X-Trace", []string{"x-trace2"}, false},

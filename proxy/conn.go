@@ -29,9 +29,9 @@ type upConn struct {
 	buf  []byte
 	r, w int
 
-	got       int64     // response bytes read since the request was sent
-	idleSince time.Time // when it was put in the pool
-	reused    bool      // taken from the pool: it served a request before
+	got       int64   // response bytes read since the request was sent
+	idleSince instant // when it was put in the pool
+	reused    bool    // taken from the pool: it served a request before
 
 	// writeDeadline: a write deadline is set (see Proxy.startBody,
 	// which may leave a read deadline in place for the next exchange to
@@ -39,7 +39,7 @@ type upConn struct {
 	writeDeadline bool
 	// readDeadline is the read deadline last set on nc by the exchanges
 	// (zero: none), which armRead may leave in place.
-	readDeadline time.Time
+	readDeadline instant
 
 	// The socket's own system calls (rawread_unix.go), bound once: rc
 	// is nil where there are none.
@@ -75,13 +75,13 @@ func deadlineSlack(timeout time.Duration) time.Duration {
 // or by up to deadlineSlack(timeout) later: a read deadline in that range,
 // left by an earlier exchange, stays; otherwise one at the slack's end is
 // set.
-func (c *upConn) armRead(now time.Time, timeout time.Duration) {
-	due, slack := now.Add(timeout), deadlineSlack(timeout)
-	if !c.readDeadline.Before(due) && c.readDeadline.Sub(due) <= slack {
+func (c *upConn) armRead(now instant, timeout time.Duration) {
+	due, slack := now.add(timeout), deadlineSlack(timeout)
+	if c.readDeadline >= due && c.readDeadline.sub(due) <= slack {
 		return
 	}
-	c.readDeadline = due.Add(slack)
-	c.nc.SetReadDeadline(c.readDeadline)
+	c.readDeadline = due.add(slack)
+	c.nc.SetReadDeadline(c.readDeadline.time())
 }
 
 // fill reads more bytes into the buffer, moving unread bytes to its start
@@ -161,6 +161,21 @@ func (b *bodyReader) start(c *upConn, mode int, length int64, maxHead int) {
 	if mode == bodyNone || mode == bodyLength && length == 0 {
 		b.done = true
 	}
+}
+
+// whole returns a Content-Length body that is in the connection's
+// buffer whole, none of it read yet, and consumes it: the caller writes
+// it from there (the slice is valid until the connection's next read or
+// its buffer's release). Nil otherwise; Read then reads as usual.
+func (b *bodyReader) whole() []byte {
+	c := b.c
+	if b.mode != bodyLength || b.done || b.err != nil || b.left > int64(c.w-c.r) {
+		return nil
+	}
+	p := c.buf[c.r : c.r+int(b.left)]
+	c.r += len(p)
+	b.left, b.done = 0, true
+	return p
 }
 
 // ready reports whether the next Read can return without waiting for

@@ -62,7 +62,9 @@
 // request body as it came, or re-chunked with its trailer fields passed
 // on; a response body passed on as it arrives, flushed whenever no more
 // of it is at hand, so that Server-Sent Events reach the client as the
-// upstream sends them. A request with "Expect: 100-continue" is sent
+// upstream sends them. (A Content-Length body that came whole with its
+// head is written from the upstream connection's read buffer, with no
+// copy.) A request with "Expect: 100-continue" is sent
 // with it, and its body read from the client (which sends it 100
 // Continue) only once the upstream says 100 or stays silent for a
 // second; a final answer instead reaches the client without the body

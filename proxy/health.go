@@ -62,7 +62,7 @@ type Health struct {
 type health struct {
 	refs int // Proxies holding it; guarded by statesMu
 
-	downUntil   atomic.Int64 // passive: unix nanoseconds until which it is down
+	downUntil   atomic.Int64 // passive: the instant until which it is down
 	activelyOff atomic.Bool  // active: the last checks failed
 
 	mu    sync.Mutex
@@ -101,8 +101,8 @@ func releaseHealth(name string) {
 }
 
 // up reports whether the upstream may be sent requests at now.
-func (h *health) up(now time.Time) bool {
-	return !h.activelyOff.Load() && now.UnixNano() >= h.downUntil.Load()
+func (h *health) up(now instant) bool {
+	return !h.activelyOff.Load() && int64(now) >= h.downUntil.Load()
 }
 
 // failed records a failed request at now under passive checks p, and
@@ -126,7 +126,7 @@ func (h *health) failed(now time.Time, p *PassiveHealth) bool {
 		return false
 	}
 	h.fails = h.fails[:0]
-	h.downUntil.Store(now.Add(p.DownFor).UnixNano())
+	h.downUntil.Store(int64(instantOf(now).add(p.DownFor)))
 	return true
 }
 

@@ -79,8 +79,8 @@ func TestActiveHealth(t *testing.T) {
 	logger, logged := sluicetest.Logger()
 	srv, p := front(t, Options{Upstreams: urls, Logger: logger, Passive: PassiveHealth{Failures: -1},
 		Health: Health{Path: "/healthz", Interval: 5 * time.Millisecond, Rise: 2, Fall: 2}})
-	isUp := func(i int) func() bool { return func() bool { return p.ups[i].health.up(time.Now()) } }
-	isDown := func(i int) func() bool { return func() bool { return !p.ups[i].health.up(time.Now()) } }
+	isUp := func(i int) func() bool { return func() bool { return p.ups[i].health.up(monoNow()) } }
+	isDown := func(i int) func() bool { return func() bool { return !p.ups[i].health.up(monoNow()) } }
 
 	sick.Store(true)
 	sluicetest.WaitFor(t, "upstream 0 marked down", isDown(0))
@@ -147,11 +147,11 @@ func TestHealthOutlivesReload(t *testing.T) {
 	old.ups[0].health.failed(time.Now(), &old.passive)
 	next := mustNew(t, opts)
 	old.Close()
-	if next.ups[0].health.up(time.Now()) {
+	if next.ups[0].health.up(monoNow()) {
 		t.Fatal("the reloaded proxy forgot the upstream was down")
 	}
 	next.Close()
-	if fresh := mustNew(t, opts); !fresh.ups[0].health.up(time.Now()) {
+	if fresh := mustNew(t, opts); !fresh.ups[0].health.up(monoNow()) {
 		t.Fatal("an upstream no proxy named any more kept its state")
 	} else {
 		fresh.Close()

@@ -382,6 +382,12 @@ type exchange struct {
 	body    bodyReader
 	reqHead []byte
 	scratch []byte
+	// readBuf is a read buffer (readBufSize) lent to the exchange's
+	// upstream connection, which comes from its pool without one, and
+	// taken back when the response ends: one buffer a request, without
+	// a trip through readBufs.
+	readBuf []byte
+	peer    peerCache
 	fields  []string // the response fields passed on: name, value, …
 	interim bool     // an interim response was passed on to the client
 	text    []byte   // the bytes of the fields not kept from the response before, made one string
@@ -466,7 +472,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 
 	// Upstreams marked down count as tried already.
 	var tried, full uint64 // tried, and found at max_conns
-	now := time.Now()
+	now := monoNow()
 	for i, u := range p.ups {
 		if !u.health.up(now) {
 			tried |= 1 << i
@@ -503,7 +509,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 				break
 			}
 			full = 0
-			now = time.Now() // waited: deadlines count from here
+			now = monoNow() // waited: deadlines count from here
 			if g.c == nil && !g.place {
 				continue // a connection came free meanwhile: ask again
 			}
@@ -599,7 +605,7 @@ func idempotent(r *engine.Request) bool {
 // the failure to get one), at now, and reads the response head into x.head. On
 // success the connection is returned, its body reader ready in x.body; on
 // failure the connection is closed and the failure says why.
-func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, err error, r *engine.Request, now time.Time, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
+func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, err error, r *engine.Request, now instant, hasBody, expect bool, upgrade []byte) (*upConn, *failure) {
 	if err != nil {
 		switch {
 		case err == errFull:
@@ -608,6 +614,13 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 			return nil, &failure{http.StatusGatewayTimeout, "upstream did not accept the connection in time", err, true, true, false}
 		}
 		return nil, &failure{http.StatusBadGateway, "upstream unreachable", err, true, true, false}
+	}
+	if uc.buf == nil {
+		uc.buf = x.readBuf
+		x.readBuf = nil
+		if uc.buf == nil {
+			uc.buf = getReadBuf()
+		}
 	}
 	// Retrying is safe when the upstream cannot have acted on the request.
 	safe := idempotent(r) && !hasBody
@@ -623,11 +636,11 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 		return nil, &failure{status, msg, err, retry, true, false}
 	}
 
-	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade)
+	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade, &x.peer)
 	nc := uc.nc
 	if hasBody || expect || len(x.reqHead) > smallHead {
-		d := now.Add(p.headerTO)
-		nc.SetDeadline(d)
+		d := now.add(p.headerTO)
+		nc.SetDeadline(d.time())
 		uc.readDeadline = d
 		uc.writeDeadline = true
 	} else {
@@ -649,8 +662,8 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 		x.reqHead = x.reqHead[:0]
 		nc.SetReadDeadline(time.Now().Add(expectContinueTimeout))
 		err := uc.readHead(&x.head, p.maxHead, p.maxFields)
-		uc.readDeadline = time.Now().Add(p.headerTO)
-		nc.SetReadDeadline(uc.readDeadline)
+		uc.readDeadline = monoNow().add(p.headerTO)
+		nc.SetReadDeadline(uc.readDeadline.time())
 		switch {
 		case err == nil && x.head.status == http.StatusContinue:
 		case err == nil && x.head.status >= 200:
@@ -700,7 +713,7 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 				return fail(http.StatusBadGateway, "upstream switched protocols unasked", errors.New("101 response to a request without Upgrade"))
 			}
 			uc.nc.SetDeadline(time.Time{})
-			uc.readDeadline = time.Time{}
+			uc.readDeadline = 0
 			return uc, nil
 		}
 		// Other interim responses (102, 103) go to the client as they
@@ -745,7 +758,7 @@ func (p *Proxy) startBody(x *exchange, uc *upConn, r *engine.Request) *failure {
 	switch {
 	case !x.body.done && (mode != bodyLength || int64(uc.w-uc.r) < h.contentLength):
 		uc.nc.SetDeadline(time.Time{})
-		uc.readDeadline = time.Time{}
+		uc.readDeadline = 0
 		uc.writeDeadline = false
 	case uc.writeDeadline:
 		// A small head's exchange sets no write deadline: none may be
@@ -812,13 +825,8 @@ var crlf = []byte("\r\n")
 // cut off, and the client sees it incomplete.
 func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r *engine.Request) error {
 	h := &x.head
-	var connBuf [maxConnectionFields][]byte
-	conn := connBuf[:0]
-	for _, f := range h.fields {
-		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
-			conn = append(conn, f.value)
-		}
-	}
+	var optBuf [maxConnectionOptions][]byte
+	conn := responseOptions(optBuf[:0], h.fields)
 	// The fields are views into the connection's buffer, which reading
 	// the body reuses: they are made strings first. One the same as the
 	// field at its place in the exchange's previous response keeps that
@@ -829,7 +837,7 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 	prev := x.fields
 	x.text, x.ends = x.text[:0], x.ends[:0]
 	for _, f := range h.fields {
-		if httpgrammar.IsHopByHop(f.name, conn...) {
+		if isHopByHop(f.name, conn) {
 			continue
 		}
 		if x.body.mode == bodyNone && len(f.name) == 14 && httpgrammar.EqualFold(f.name, "content-length") && !r.IsMethod("HEAD") {
@@ -870,18 +878,30 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			// event stream), so its going ends the wait.
 			watch = watchGone(c.Gone(), uc)
 		}
-		// Read what is at hand, up to a buffer's worth.
-		n, rerr := 0, error(nil)
-		for n < len(buf) {
-			m, err := x.body.Read(buf[n:])
-			n += m
-			if err != nil {
-				rerr = err
-				break
+		// Read what is at hand, up to a buffer's worth. A whole body
+		// that came with the head is written from the connection's
+		// buffer, not copied.
+		var body []byte
+		rerr := error(nil)
+		if first {
+			body = x.body.whole()
+		}
+		if body != nil {
+			rerr = io.EOF
+		} else {
+			n := 0
+			for n < len(buf) {
+				m, err := x.body.Read(buf[n:])
+				n += m
+				if err != nil {
+					rerr = err
+					break
+				}
+				if !x.body.ready() {
+					break
+				}
 			}
-			if !x.body.ready() {
-				break
-			}
+			body = buf[:n]
 		}
 		if rerr != nil && rerr != io.EOF {
 			p.log.Warn("proxy: upstream response body failed", "upstream", uc.up.name, "path", string(r.Path), "err", rerr)
@@ -899,8 +919,8 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			}
 			hdr.Add("Via", viaValue)
 		}
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+		if len(body) > 0 {
+			if _, werr := w.Write(body); werr != nil {
 				err, reusable = werr, false
 				break
 			}
@@ -921,6 +941,11 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 	if watch.stop() {
 		reusable = false
 	}
+	// Nothing refers to the read buffer any more (the fields and trailer
+	// are copied): the exchange keeps it for its next request.
+	if x.readBuf == nil && len(uc.buf) == readBufSize && cap(uc.buf) == readBufSize {
+		x.readBuf, uc.buf = uc.buf, nil
+	}
 	if reusable && x.body.mode != bodyClose && x.body.done {
 		uc.up.put(uc)
 	} else {
@@ -935,16 +960,11 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 // closed.
 func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) error {
 	h := &x.head
-	var connBuf [maxConnectionFields][]byte
-	conn := connBuf[:0]
-	for _, f := range h.fields {
-		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
-			conn = append(conn, f.value)
-		}
-	}
+	var optBuf [maxConnectionOptions][]byte
+	conn := responseOptions(optBuf[:0], h.fields)
 	hdr := c.Header()
 	for _, f := range h.fields {
-		if !httpgrammar.IsHopByHop(f.name, conn...) || httpgrammar.EqualFold(f.name, "upgrade") {
+		if !isHopByHop(f.name, conn) || httpgrammar.EqualFold(f.name, "upgrade") {
 			hdr.Add(string(f.name), string(f.value))
 		}
 	}
@@ -1025,16 +1045,11 @@ func (t *relay) copy(dst, src net.Conn, buf []byte) {
 func passInterim(c *pipe.Conn, x *exchange) {
 	x.interim = true
 	h := &x.head
-	var connBuf [maxConnectionFields][]byte
-	conn := connBuf[:0]
-	for _, f := range h.fields {
-		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
-			conn = append(conn, f.value)
-		}
-	}
+	var optBuf [maxConnectionOptions][]byte
+	conn := responseOptions(optBuf[:0], h.fields)
 	x.fields = x.fields[:0]
 	for _, f := range h.fields {
-		if !httpgrammar.IsHopByHop(f.name, conn...) {
+		if !isHopByHop(f.name, conn) {
 			x.fields = append(x.fields, string(f.name), string(f.value))
 		}
 	}

@@ -15,26 +15,61 @@ import (
 // and responses alike.
 const viaValue = "1.1 sluice"
 
-// maxConnectionFields is how many Connection field lines a request may
-// have before gathering their values allocates.
-const maxConnectionFields = 8
+// maxConnectionOptions is how many connection options (the elements of
+// a message's Connection fields) a message may have before gathering
+// them allocates.
+const maxConnectionOptions = 16
 
-// connectionValues returns the values of the Connection fields among
-// fields, into dst.
-func connectionValues(dst [][]byte, fields []engine.Field) [][]byte {
+// appendOptions appends the elements of the Connection value v to dst.
+func appendOptions(dst [][]byte, v []byte) [][]byte {
+	for elem, rest := httpgrammar.NextElement(v); len(elem) > 0; elem, rest = httpgrammar.NextElement(rest) {
+		dst = append(dst, elem)
+	}
+	return dst
+}
+
+// requestOptions appends the connection options of a request's fields
+// to dst.
+func requestOptions(dst [][]byte, fields []engine.Field) [][]byte {
 	for i := range fields {
 		if len(fields[i].Name) == 10 && httpgrammar.EqualFold(fields[i].Name, "connection") {
-			dst = append(dst, fields[i].Value)
+			dst = appendOptions(dst, fields[i].Value)
 		}
 	}
 	return dst
 }
 
+// responseOptions appends the connection options of a response's fields
+// to dst.
+func responseOptions(dst [][]byte, fields []field) [][]byte {
+	for _, f := range fields {
+		if len(f.name) == 10 && httpgrammar.EqualFold(f.name, "connection") {
+			dst = appendOptions(dst, f.value)
+		}
+	}
+	return dst
+}
+
+// isHopByHop is httpgrammar.IsHopByHop with the message's connection
+// options split once (see requestOptions), not again for each field.
+func isHopByHop(name []byte, options [][]byte) bool {
+	if httpgrammar.IsHopByHop(name) {
+		return true
+	}
+	for _, o := range options {
+		if httpgrammar.EqualFold(name, o) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropOnRequest reports whether a request field is not passed upstream
-// as received: hop-by-hop fields (RFC 9110 §7.6.1, with those Connection
-// names), and the framing, Host and Expect, which are written afresh.
-func dropOnRequest(name []byte, conn [][]byte) bool {
-	if httpgrammar.IsHopByHop(name, conn...) {
+// as received: hop-by-hop fields (RFC 9110 §7.6.1, with those the
+// connection options name), and the framing, Host and Expect, which are
+// written afresh.
+func dropOnRequest(name []byte, options [][]byte) bool {
+	if isHopByHop(name, options) {
 		return true
 	}
 	switch len(name) {
@@ -48,12 +83,38 @@ func dropOnRequest(name []byte, conn [][]byte) bool {
 	return false
 }
 
+// peerCache is the client address an exchange last forwarded, formatted,
+// with whether its resolver trusts it: the requests that follow mostly
+// come from the same address (a client's next request; clients behind
+// one proxy or NAT), whose lookup and formatting it saves.
+type peerCache struct {
+	resolver *clientaddr.Resolver
+	addr     netip.Addr
+	trusted  bool
+	text     []byte // addr.AppendTo
+}
+
+// lookup returns whether res trusts the peer of r, whose address is peer,
+// and peer formatted (nil if it is invalid: a Unix socket's), from the
+// cache when it holds them.
+func (c *peerCache) lookup(res *clientaddr.Resolver, r *engine.Request, peer netip.Addr) (trusted bool, text []byte) {
+	if !peer.IsValid() {
+		return res.TrustsPeer(r), nil
+	}
+	if c.resolver != res || c.addr != peer {
+		c.resolver, c.addr, c.trusted = res, peer, res.TrustsPeer(r)
+		c.text = peer.AppendTo(c.text[:0])
+	}
+	return c.trusted, c.text
+}
+
 // appendRequestHead composes the head of the request sent upstream for r
 // into b: the method, the target (with StripPrefix removed), the Host the
 // options choose, the end-to-end fields, the forwarding fields, Via, and
 // the framing of the body. expect adds "Expect: 100-continue"; upgrade,
 // the client's Upgrade value, asks the upstream to switch protocols.
-func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, expect bool, upgrade []byte) []byte {
+// pc caches the client's address (see peerCache).
+func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, expect bool, upgrade []byte, pc *peerCache) []byte {
 	b = append(b, r.Method...)
 	b = append(b, ' ')
 	b = p.appendTarget(b, r)
@@ -68,9 +129,10 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 	}
 	b = append(b, "\r\n"...)
 
-	var connBuf [maxConnectionFields][]byte
-	conn := connectionValues(connBuf[:0], r.Fields)
-	trusted := p.resolver.TrustsPeer(r)
+	var optBuf [maxConnectionOptions][]byte
+	conn := requestOptions(optBuf[:0], r.Fields)
+	peer := clientaddr.Peer(r)
+	trusted, peerText := pc.lookup(p.resolver, r, peer)
 	var xff, fwd []byte // the received values, when passed on
 	teTrailers := false
 	for i := range r.Fields {
@@ -102,7 +164,6 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 		}
 		b = appendField(b, f.Name, f.Value)
 	}
-	peer := clientaddr.Peer(r)
 	switch p.forwarded {
 	case ForwardedXFF:
 		b = append(b, "X-Forwarded-For: "...)
@@ -111,7 +172,7 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 			b = append(b, ", "...)
 		}
 		if peer.IsValid() {
-			b = peer.AppendTo(b)
+			b = append(b, peerText...)
 		} else {
 			b = append(b, "unknown"...)
 		}
@@ -130,7 +191,7 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 			b = append(b, fwd...)
 			b = append(b, ", "...)
 		}
-		b = appendForwardedElement(b, peer, scheme(r), r.Host)
+		b = appendForwardedElement(b, peer, peerText, scheme(r), r.Host)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Via: "+viaValue+"\r\n"...)
@@ -211,18 +272,19 @@ func scheme(r *engine.Request) string {
 }
 
 // appendForwardedElement appends an RFC 7239 forwarded-element for a
-// client at peer that asked for host over proto: for, proto and host.
-func appendForwardedElement(b []byte, peer netip.Addr, proto string, host []byte) []byte {
+// client at peer (formatted: text) that asked for host over proto: for,
+// proto and host.
+func appendForwardedElement(b []byte, peer netip.Addr, text []byte, proto string, host []byte) []byte {
 	b = append(b, "for="...)
 	switch {
 	case !peer.IsValid():
 		b = append(b, "unknown"...)
 	case peer.Is6():
 		b = append(b, `"[`...)
-		b = peer.AppendTo(b)
+		b = append(b, text...)
 		b = append(b, `]"`...)
 	default:
-		b = peer.AppendTo(b)
+		b = append(b, text...)
 	}
 	b = append(b, ";proto="...)
 	b = append(b, proto...)

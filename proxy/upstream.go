@@ -73,13 +73,13 @@ var peekAfter = time.Second
 // get returns an idle connection, or dials a new one within timeout
 // unless max_conns are open. fresh skips the idle ones; now is the
 // request's clock reading, for the idle connections' ages.
-func (u *upstream) get(now time.Time, timeout time.Duration, fresh bool) (*upConn, error) {
+func (u *upstream) get(now instant, timeout time.Duration, fresh bool) (*upConn, error) {
 	u.mu.Lock()
 	for len(u.idle) > 0 && !fresh {
 		c := u.idle[len(u.idle)-1]
 		u.idle[len(u.idle)-1] = nil
 		u.idle = u.idle[:len(u.idle)-1]
-		if u.idleTime > 0 && now.Sub(c.idleSince) > u.idleTime {
+		if u.idleTime > 0 && now.sub(c.idleSince) > u.idleTime {
 			u.open--
 			u.mu.Unlock()
 			c.nc.Close()
@@ -87,9 +87,8 @@ func (u *upstream) get(now time.Time, timeout time.Duration, fresh bool) (*upCon
 			continue
 		}
 		u.mu.Unlock()
-		if c.r == c.w && (now.Sub(c.idleSince) < peekAfter || c.peek()) {
+		if c.r == c.w && (now.sub(c.idleSince) < peekAfter || c.peek()) {
 			c.reused = true
-			c.buf = getReadBuf()
 			return c, nil
 		}
 		u.discard(c)
@@ -113,7 +112,7 @@ func (u *upstream) dial(timeout time.Duration) (*upConn, error) {
 		u.release()
 		return nil, err
 	}
-	c := &upConn{nc: nc, up: u, buf: getReadBuf()}
+	c := &upConn{nc: nc, up: u}
 	c.bindRaw()
 	return c, nil
 }
@@ -128,18 +127,16 @@ func (u *upstream) take(c *upConn, timeout time.Duration) (*upConn, error) {
 	// Used a moment ago, it is taken on trust, as get takes one idle
 	// for less than peekAfter.
 	c.reused = true
-	if c.buf == nil {
-		c.buf = getReadBuf()
-	}
 	return c, nil
 }
 
 // put returns a connection whose exchange ended cleanly to the pool, or
 // closes it when the pool has enough idle ones. A request waiting for
-// the upstream gets it instead, with its read buffer.
+// the upstream gets it instead, with its read buffer if the exchange
+// did not keep that (see exchange.readBuf).
 func (u *upstream) put(c *upConn) {
 	c.r, c.w, c.got = 0, 0, 0
-	now := time.Now()
+	now := monoNow()
 	c.idleSince = now
 	if u.queue.handOff(u, c) {
 		return
@@ -150,7 +147,7 @@ func (u *upstream) put(c *upConn) {
 	// Connections idle too long go now, oldest first, rather than wait
 	// for a get to find them: they hold a socket each.
 	var expired []*upConn
-	for len(u.idle) > 0 && u.idleTime > 0 && now.Sub(u.idle[0].idleSince) > u.idleTime {
+	for len(u.idle) > 0 && u.idleTime > 0 && now.sub(u.idle[0].idleSince) > u.idleTime {
 		expired = append(expired, u.idle[0])
 		u.idle[0] = nil
 		u.idle = u.idle[1:]
@@ -203,7 +200,8 @@ func (u *upstream) close() {
 	}
 }
 
-// readBufs holds the read buffers of connections between exchanges, so
+// readBufs holds read buffers for connections whose exchange has none
+// at hand (an exchange keeps the one its last connection read with), so
 // that an idle connection costs its socket and a few hundred bytes, not
 // a buffer: a pool may keep many idle connections for a burst.
 var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
