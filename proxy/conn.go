@@ -53,6 +53,8 @@ type upConn struct {
 	// for the response (see read).
 	pending []byte
 
+	last lastHead // the last head read, for readHead
+
 	rbuf []byte // the read in progress (a write may run beside it)
 	rn   int
 	rerr error
@@ -115,10 +117,25 @@ var errBufferFull = errors.New("proxy: buffer full")
 
 // readHead reads and parses a response head into h. Its slices are valid
 // until the next read on c.
+//
+// A head whose bytes are those of the last head c read (c.last) is not
+// parsed again: the same bytes under the same limits parse to the same
+// head, which h is given. An upstream answering the same resource
+// repeats its heads (Date changes once a second), and parsing one is
+// most of the proxy's own work on a small response; a head that differs
+// costs a comparison that stops at its first different byte, or none
+// when the lengths differ, and a copy of its bytes.
 func (c *upConn) readHead(h *responseHead, maxBytes, maxFields int) error {
 	for {
+		if c.last.repeats(c.buf[c.r:c.w], maxBytes, maxFields) {
+			h.copyFrom(&c.last.head)
+			c.r += len(c.last.raw)
+			headRepeats.Add(1)
+			return nil
+		}
 		n, err := parseResponseHead(c.buf[c.r:c.w], h, maxBytes, maxFields)
 		if err == nil {
+			c.last.remember(c.buf[c.r:c.r+n], h, maxBytes, maxFields)
 			c.r += n
 			return nil
 		}

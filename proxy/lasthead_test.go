@@ -1,0 +1,145 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// A remembered head is a copy: the read buffer it came from may be
+// reused at once. It repeats only under the limits it was parsed under,
+// and only a head short enough is kept.
+func TestLastHeadIsACopy(t *testing.T) {
+	const resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: a\r\n\r\nok"
+	buf := []byte(resp)
+	var h responseHead
+	n, err := parseResponseHead(buf, &h, DefaultMaxHeaderBytes, DefaultMaxHeaderCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l lastHead
+	l.remember(buf[:n], &h, DefaultMaxHeaderBytes, DefaultMaxHeaderCount)
+	for i := range buf {
+		buf[i] = 'x' // the read buffer, reused
+	}
+	if l.repeats(buf, DefaultMaxHeaderBytes, DefaultMaxHeaderCount) {
+		t.Fatal("a different head repeats the remembered one")
+	}
+	if !l.repeats([]byte(resp), DefaultMaxHeaderBytes, DefaultMaxHeaderCount) {
+		t.Fatal("the same head does not repeat")
+	}
+	if l.repeats([]byte(resp[:n-1]), DefaultMaxHeaderBytes, DefaultMaxHeaderCount) {
+		t.Fatal("a head cut short repeats")
+	}
+	if l.repeats([]byte(resp), DefaultMaxHeaderBytes, DefaultMaxHeaderCount-1) {
+		t.Fatal("a head repeats under other limits")
+	}
+	var got responseHead
+	got.copyFrom(&l.head)
+	var fields []string
+	for _, f := range got.fields {
+		fields = append(fields, string(f.name)+"="+string(f.value))
+	}
+	if strings.Join(fields, " ") != "Content-Length=2 X-A=a" || got.status != 200 || string(got.reason) != "OK" || got.contentLength != 2 {
+		t.Fatalf("remembered head: %d %q %v length %d", got.status, got.reason, fields, got.contentLength)
+	}
+
+	big := "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", maxLastHead) + "\r\nContent-Length: 0\r\n\r\n"
+	n, err = parseResponseHead([]byte(big), &h, DefaultMaxHeaderBytes, DefaultMaxHeaderCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.remember([]byte(big)[:n], &h, DefaultMaxHeaderBytes, DefaultMaxHeaderCount)
+	if l.repeats([]byte(big), DefaultMaxHeaderBytes, DefaultMaxHeaderCount) || l.repeats([]byte(resp), DefaultMaxHeaderBytes, DefaultMaxHeaderCount) {
+		t.Fatal("a head over maxLastHead was kept, or the one before it was not forgotten")
+	}
+}
+
+// scriptedUpstream answers the requests it gets, on however many
+// connections, with responses in turn, each after reading a request head;
+// a connection closes when the proxy closes it.
+func scriptedUpstream(t *testing.T, responses ...string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					for {
+						line, err := br.ReadSlice('\n')
+						if err != nil {
+							return
+						}
+						if len(line) <= 2 {
+							break
+						}
+					}
+					mu.Lock()
+					resp := responses[next%len(responses)]
+					next++
+					mu.Unlock()
+					if _, err := io.WriteString(c, resp); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// A head the same as the last one on its upstream connection is taken
+// from the connection's copy, not parsed again; one that differs, even
+// by a byte, is parsed as strictly as ever.
+func TestRepeatedUpstreamHead(t *testing.T) {
+	const good = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: a\r\n\r\nok"
+	const bad = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: a\rb\r\n\r\nok" // bare CR
+	up := scriptedUpstream(t, good, good, bad, good)
+	srv, _ := front(t, Options{Upstreams: []string{up}, Retries: -1})
+	for i, want := range []struct {
+		status  int
+		repeats int64
+	}{{200, 0}, {200, 1}, {502, 0}, {200, 0}} {
+		before := headRepeats.Load()
+		resp, err := sluicetest.Client.Get(srv.URL + "/")
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want.status || (want.status == 200 && (string(body) != "ok" || resp.Header.Get("X-A") != "a")) {
+			t.Fatalf("request %d: %d %q X-A %q, want %d", i, resp.StatusCode, body, resp.Header.Get("X-A"), want.status)
+		}
+		if got := headRepeats.Load() - before; got != want.repeats {
+			t.Errorf("request %d: %d heads taken from the last one, want %d", i, got, want.repeats)
+		}
+	}
+	if resp, err := sluicetest.Client.Get(srv.URL + "/"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("after: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+}
