@@ -61,11 +61,31 @@ type rawUpstream struct {
 
 func newRawUpstream(t *testing.T, response string) *rawUpstream {
 	t.Helper()
+	u := &rawUpstream{}
+	u.URL = rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		head, err := readRequestHead(br)
+		if err != nil {
+			return
+		}
+		u.requests.Add(1)
+		u.mu.Lock()
+		u.received = append(u.received, string(head))
+		u.mu.Unlock()
+		c.Write([]byte(response))
+	})
+	return u
+}
+
+// rawServer listens on loopback and runs serve on a goroutine of its own
+// for each connection, which it closes when serve returns; it returns the
+// server's URL. The test's cleanup closes the listener and waits for
+// every connection's goroutine.
+func rawServer(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &rawUpstream{URL: "http://" + ln.Addr().String()}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Add(1)
@@ -80,25 +100,24 @@ func newRawUpstream(t *testing.T, response string) *rawUpstream {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				br := bufio.NewReader(c)
-				var head []byte
-				for {
-					line, err := br.ReadSlice('\n')
-					head = append(head, line...)
-					if err != nil {
-						return
-					}
-					if len(line) <= 2 {
-						break
-					}
-				}
-				u.requests.Add(1)
-				u.mu.Lock()
-				u.received = append(u.received, string(head))
-				u.mu.Unlock()
-				c.Write([]byte(response))
+				serve(c, bufio.NewReader(c))
 			}()
 		}
 	}()
-	return u
+	return "http://" + ln.Addr().String()
+}
+
+// readRequestHead reads a request head, up to and with its empty line.
+func readRequestHead(br *bufio.Reader) ([]byte, error) {
+	var head []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		head = append(head, line...)
+		if err != nil {
+			return head, err
+		}
+		if len(line) <= 2 {
+			return head, nil
+		}
+	}
 }

@@ -66,49 +66,22 @@ func TestLastHeadIsACopy(t *testing.T) {
 // a connection closes when the proxy closes it.
 func scriptedUpstream(t *testing.T, responses ...string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	next := 0
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return rawServer(t, func(c net.Conn, br *bufio.Reader) {
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := readRequestHead(br); err != nil {
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					for {
-						line, err := br.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						if len(line) <= 2 {
-							break
-						}
-					}
-					mu.Lock()
-					resp := responses[next%len(responses)]
-					next++
-					mu.Unlock()
-					if _, err := io.WriteString(c, resp); err != nil {
-						return
-					}
-				}
-			}()
+			mu.Lock()
+			resp := responses[next%len(responses)]
+			next++
+			mu.Unlock()
+			if _, err := io.WriteString(c, resp); err != nil {
+				return
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 // A head the same as the last one on its upstream connection is taken
