@@ -106,7 +106,8 @@ type Options struct {
 	// that is a connect and a close per request, which costs more than
 	// the request itself, so keep it above the requests usually in
 	// flight. An idle connection holds a socket on each side and a few
-	// hundred bytes here (its read buffer is pooled), until IdleTimeout.
+	// hundred bytes here, with a copy of the last response head it read
+	// (at most 2 KiB; its read buffer is pooled), until IdleTimeout.
 	MaxIdleConns int `yaml:"max_idle_conns"`
 
 	// ConnectTimeout bounds connecting to an upstream (default 5s).

@@ -202,8 +202,9 @@ func (u *upstream) close() {
 
 // readBufs holds read buffers for connections whose exchange has none
 // at hand (an exchange keeps the one its last connection read with), so
-// that an idle connection costs its socket and a few hundred bytes, not
-// a buffer: a pool may keep many idle connections for a burst.
+// that an idle connection costs its socket and a few hundred bytes (with
+// its last response head, at most maxLastHead), not a buffer: a pool may
+// keep many idle connections for a burst.
 var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
 
 func getReadBuf() []byte { return readBufs.Get().(*[readBufSize]byte)[:] }
