@@ -13,12 +13,13 @@
 // same code the engine reads requests with; only the status line is the
 // proxy's own. Each upstream keeps a pool of
 // keep-alive connections (at most MaxIdleConns idle, each for at most
-// IdleTimeout) and at most MaxConns connections in all. A connection
-// idle for more than a second is checked to be still open before reuse
-// (one non-blocking peek); one reused sooner is trusted, and if it
-// proves closed before any response byte came, an idempotent request
-// without a body is sent again on a new connection to the same upstream,
-// which counts neither as a retry nor against the upstream's health.
+// IdleTimeout) and at most MaxConns connections in all. A connection is
+// checked before reuse (one non-blocking peek): one the upstream closed,
+// or sent bytes on while it was idle, is closed and another taken. One
+// that proves closed after the check, before any response byte came,
+// has an idempotent request without a body sent again on a new
+// connection to the same upstream, which counts neither as a retry nor
+// against the upstream's health.
 //
 // # Strict on the upstream side
 //
@@ -36,6 +37,14 @@
 // client never takes a truncated body for a whole one. A response the
 // proxy accepts is one that net/http's http.ReadResponse reads alike
 // (a differential fuzz test checks it).
+//
+// Nothing an upstream sends beyond a response is taken for another
+// (RFC 9112 §6.3): bytes that come with a response past the end its
+// framing gives are dropped with the connection, and a connection taken
+// from the idle pool is peeked at first (a non-blocking recv with
+// MSG_PEEK), so that a response sent on it unasked, or the rest of a
+// body longer than its framing said, closes it rather than answering the
+// next request.
 //
 // # What is sent upstream
 //

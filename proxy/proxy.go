@@ -947,6 +947,13 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 	if x.readBuf == nil && len(uc.buf) == readBufSize && cap(uc.buf) == readBufSize {
 		x.readBuf, uc.buf = uc.buf, nil
 	}
+	if extra := uc.w - uc.r; extra > 0 && reusable && x.body.done {
+		// More came than the response's framing holds: RFC 9112 §6.3
+		// lets a client drop it, never take it for a response. The
+		// connection goes; what it carries cannot be trusted.
+		p.log.Warn("proxy: upstream sent more than its response", "upstream", uc.up.name, "bytes", extra)
+		reusable = false
+	}
 	if reusable && x.body.mode != bodyClose && x.body.done {
 		uc.up.put(uc)
 	} else {

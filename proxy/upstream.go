@@ -62,13 +62,17 @@ func parseUpstream(s string) (*upstream, error) {
 // errFull reports that an upstream has max_conns connections open.
 var errFull = fmt.Errorf("proxy: upstream at max_conns")
 
-// peekAfter is how long a connection must have been idle for get to
-// peek at it before use. Upstreams close idle connections after seconds
-// (their keep-alive timeouts), not sooner, so a connection reused within
-// it is taken on trust, saving a system call per request under load;
-// one that proves stale is retried on a new connection where that is
-// safe (see Proxy.serve). A variable for the tests.
-var peekAfter = time.Second
+// peekAfter is how long a connection may have been idle and still be
+// used without a peek at it: zero, so every reused connection is peeked
+// at (one non-blocking recv with MSG_PEEK). Bytes an upstream sent while
+// the connection was idle (a response nobody asked for, or the rest of a
+// body longer than its framing said) would otherwise be read as the next
+// request's response, which RFC 9112 §6.3 forbids a client to do: such a
+// connection is closed instead, and the request sent on another. A
+// connection that proves stale after the peek (closed meanwhile) is
+// retried on a new one where that is safe (see Proxy.serve). A variable
+// for the tests, which set it to reach that path.
+var peekAfter time.Duration
 
 // get returns an idle connection, or dials a new one within timeout
 // unless max_conns are open. fresh skips the idle ones; now is the
@@ -124,8 +128,12 @@ func (u *upstream) take(c *upConn, timeout time.Duration) (*upConn, error) {
 	if c == nil {
 		return u.dial(timeout)
 	}
-	// Used a moment ago, it is taken on trust, as get takes one idle
-	// for less than peekAfter.
+	// Put back a moment ago, it is peeked at as get peeks at one from
+	// the pool; one found unclean is replaced on the same place.
+	if !c.peek() {
+		c.nc.Close()
+		return u.dial(timeout)
+	}
 	c.reused = true
 	return c, nil
 }
