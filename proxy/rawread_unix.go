@@ -171,15 +171,18 @@ func (c *upConn) peek() bool {
 	return c.peekClean
 }
 
+// peekFd is the peek's system call: raw, as it cannot block (see read),
+// for it is made before every reuse.
 func (c *upConn) peekFd(fd uintptr) {
 	for {
-		_, _, err := syscall.Recvfrom(int(fd), c.peekBuf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		if err == syscall.EINTR {
+		_, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
+			unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		if e == syscall.EINTR {
 			continue
 		}
 		// Nothing to read is the one clean answer: a byte is a response
 		// nobody asked for, 0 bytes the upstream's FIN, an error a reset.
-		c.peekClean = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		c.peekClean = e == syscall.EAGAIN || e == syscall.EWOULDBLOCK
 		return
 	}
 }
