@@ -17,8 +17,10 @@ type ProxyOptions struct {
 // paths), chosen by policy, over keep-alive connections, and
 // produces the upstream's response, so that filters after it (compress,
 // headers, log) act on it. Upstream responses with ambiguous or
-// malformed framing are answered 502, never passed on; an unreachable
-// upstream 502, a timeout 504. At max_conns requests wait in a bounded
+// malformed framing are answered 502, never passed on, and bytes an
+// upstream sends past a response (or unasked, on an idle connection)
+// are never taken for another: the connection is closed. An unreachable
+// upstream is answered 502, a timeout 504. At max_conns requests wait in a bounded
 // queue, and get 503 past it. Both
 // bodies are streamed, flushes passed on at once; WebSocket (any
 // Upgrade) is tunnelled byte for byte after the upstream's 101, until
