@@ -130,7 +130,7 @@ func (c *upConn) readHead(h *responseHead, maxBytes, maxFields int) error {
 		if c.last.repeats(c.buf[c.r:c.w], maxBytes, maxFields) {
 			h.copyFrom(&c.last.head)
 			c.r += len(c.last.raw)
-			headRepeats.Add(1)
+			c.last.hits++
 			return nil
 		}
 		n, err := parseResponseHead(c.buf[c.r:c.w], h, maxBytes, maxFields)

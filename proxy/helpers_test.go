@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,13 +64,13 @@ func newRawUpstream(t *testing.T, response string) *rawUpstream {
 	t.Helper()
 	u := &rawUpstream{}
 	u.URL = rawServer(t, func(c net.Conn, br *bufio.Reader) {
-		head, err := readRequestHead(br)
+		head, err := readHead(br)
 		if err != nil {
 			return
 		}
 		u.requests.Add(1)
 		u.mu.Lock()
-		u.received = append(u.received, string(head))
+		u.received = append(u.received, head)
 		u.mu.Unlock()
 		c.Write([]byte(response))
 	})
@@ -107,17 +108,17 @@ func rawServer(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
 	return "http://" + ln.Addr().String()
 }
 
-// readRequestHead reads a request head, up to and with its empty line.
-func readRequestHead(br *bufio.Reader) ([]byte, error) {
-	var head []byte
+// readHead reads an HTTP head, up to its empty line.
+func readHead(br *bufio.Reader) (string, error) {
+	var head strings.Builder
 	for {
-		line, err := br.ReadSlice('\n')
-		head = append(head, line...)
+		line, err := br.ReadString('\n')
+		head.WriteString(line)
 		if err != nil {
-			return head, err
+			return head.String(), err
 		}
-		if len(line) <= 2 {
-			return head, nil
+		if line == "\r\n" {
+			return head.String(), nil
 		}
 	}
 }

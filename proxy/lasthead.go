@@ -1,16 +1,10 @@
 package proxy
 
-import (
-	"bytes"
-	"sync/atomic"
-)
+import "bytes"
 
 // maxLastHead bounds the head an upstream connection keeps a copy of (see
 // upConn.readHead): a larger one is parsed every time.
 const maxLastHead = 2 << 10
-
-// headRepeats counts the heads readHead took from lastHead, for tests.
-var headRepeats atomic.Int64
 
 // lastHead is a copy of the last response head an upstream connection
 // read, with its parse, whose slices are views into the copy: valid until
@@ -19,6 +13,7 @@ type lastHead struct {
 	raw                 []byte // the head's bytes, up to and with its empty line
 	head                responseHead
 	maxBytes, maxFields int // the limits it was parsed under
+	hits                int // heads readHead took from it (for tests; the connection's own, so no atomic)
 }
 
 // repeats reports whether buf starts with the remembered head's bytes,

@@ -138,21 +138,6 @@ func tunnelUpstream(t *testing.T, ends chan<- tunnelEnd) string {
 	return "http://" + ln.Addr().String()
 }
 
-// readHead reads an HTTP head, up to its empty line.
-func readHead(br *bufio.Reader) (string, error) {
-	var head strings.Builder
-	for {
-		line, err := br.ReadString('\n')
-		head.WriteString(line)
-		if err != nil {
-			return head.String(), err
-		}
-		if line == "\r\n" {
-			return head.String(), nil
-		}
-	}
-}
-
 // dialTunnel asks srv to switch to the upstream's test protocol and
 // returns the client's end of the tunnel and the upstream's.
 func dialTunnel(t *testing.T, srv *sluicetest.Server, ends <-chan tunnelEnd) (client, up tunnelEnd) {
