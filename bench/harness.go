@@ -211,11 +211,9 @@ func (h *harness) pin() {
 	}
 	var set unix.CPUSet
 	n := 0
-	for _, f := range splitList(strings.ReplaceAll(h.o.clientCPU, "-", ",")) {
-		if c, err := strconv.Atoi(f); err == nil {
-			set.Set(c)
-			n++
-		}
+	for _, c := range cpuList(h.o.clientCPU) {
+		set.Set(c)
+		n++
 	}
 	for range 2 { // again, for threads started during the first pass
 		tasks, _ := os.ReadDir("/proc/self/task")

@@ -171,6 +171,12 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 		out: *out, rounds: *rounds, duration: *duration, sweep: *sweep, quick: *quick,
 		sluice: *sluice, maxConns: *maxConns, clientCPU: *clientCPU, serverCPU: *serverCPU, workersCPU: *workersCPU, keep: *keep, from: *from,
 	}
+	for _, c := range []struct{ flag, list string }{{"client-cpu", o.clientCPU}, {"server-cpu", o.serverCPU}, {"workers-cpu", o.workersCPU}} {
+		if cpuList(c.list) == nil {
+			fmt.Fprintf(stderr, "sluicebench: -%s %q is not a CPU list (like 1, 0,2 or 0-3)\n", c.flag, c.list)
+			return o, exitUsage
+		}
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.out == "" {

@@ -57,7 +57,8 @@ func TestParseQuick(t *testing.T) {
 	if o.reproduce != "go -C bench run ./cmd/sluicebench --quick=true" {
 		t.Errorf("reproduce = %q", o.reproduce)
 	}
-	for _, bad := range [][]string{{"--servers", "iis"}, {"--scenarios", "nope"}, {"--rounds", "0"}, {"extra"}} {
+	for _, bad := range [][]string{{"--servers", "iis"}, {"--scenarios", "nope"}, {"--rounds", "0"}, {"extra"},
+		{"--client-cpu", "x"}, {"--server-cpu", "3-1"}, {"--workers-cpu", ""}} {
 		if _, code := parse(bad, io.Discard); code != exitUsage {
 			t.Errorf("parse(%q) = %d, want %d", bad, code, exitUsage)
 		}

@@ -426,9 +426,14 @@ func (h *harness) wrkRun(srv *peers.Server, sc string, round int, x float64, con
 	}
 	secs := max(int(h.o.duration.Seconds()), 1)
 	argv := append([]string{"-t1", fmt.Sprintf("-c%d", conns), fmt.Sprintf("-d%ds", secs), "--latency"}, args...)
+	clientCPUs, serverCPUs := cpuList(h.o.clientCPU), cpuList(h.o.serverCPU)
+	c0, okc := readCoreTimes(clientCPUs)
+	s0, oks := readCoreTimes(serverCPUs)
 	u0, _ := srv.Usage()
 	run, err := h.clientRun(time.Duration(secs+60)*time.Second, "wrk", append(argv, url)...)
 	u1, _ := srv.Usage()
+	c1, okc1 := readCoreTimes(clientCPUs)
+	s1, oks1 := readCoreTimes(serverCPUs)
 	if err != nil {
 		h.note("%s %s: wrk: %v: %s", srv.Peer.Name, sc, err, lastLines(run.out, 3))
 		return report.Sample{}, clientRun{}, false
@@ -442,6 +447,14 @@ func (h *harness) wrkRun(srv *peers.Server, sc string, round int, x float64, con
 	}
 	if s.Errors > 0 {
 		s.ErrorText = res.errText
+	}
+	// The cores' share of busy time means something only while client
+	// and server each have their own.
+	if h.pinned && okc && okc1 {
+		s.ClientCore = max(busyPercent(c0, c1), 0)
+	}
+	if h.pinned && oks && oks1 {
+		s.ServerCore = max(busyPercent(s0, s1), 0)
 	}
 	return s, run, true
 }

@@ -33,7 +33,7 @@ func (w *writer) c10kWrk() {
 	conns := w.c10kConns()
 	w.p("## C10K with wrk: %s keep-alive connections, 151 B and 80 KB", conns)
 	w.p("")
-	w.p("`wrk -t1 -c%s -d%ds --latency --timeout 10s http://127.0.0.1:$PORT/PAGE`, pinned like the generator, once on the 151-byte `index.html` and once on an 80 KB (81,920-byte) file, against the same server process as the scenarios before it (started fresh for the round and warmed up). wrk opens its %s connections when it starts and keeps them open; latency is wrk's (from each request's write), a request not answered within 10 s is a timeout. **Errors**: wrk's socket errors (connect, read, write, timeout) and responses other than 2xx or 3xx.",
+	w.p("`wrk -t1 -c%s -d%ds --latency --timeout 10s http://127.0.0.1:$PORT/PAGE`, pinned like the generator, once on the 151-byte `index.html` and once on an 80 KB (81,920-byte) file, against the same server process as the scenarios before it (started fresh for the round and warmed up). wrk opens its %s connections when it starts and keeps them open; latency is wrk's (from each request's write), a request not answered within 10 s is a timeout. **Errors**: wrk's socket errors (connect, read, write, timeout) and responses other than 2xx or 3xx. **Cores busy, all work**: the share of the server's and of the client's pinned core's time that was not idle during the run, from `/proc/stat`; unlike the server's CPU time it counts the network stack's work wherever it ran (on loopback much of one end's receiving runs on the other end's core).",
 		strings.ReplaceAll(conns, ",", ""), max(int(w.rep.Duration.Seconds()), 1), conns)
 	w.p("")
 	if v := w.c10kVerdict(); v != "" {
@@ -68,17 +68,21 @@ func (w *writer) c10kWrk() {
 	for _, x := range xs {
 		w.p("%s page, medians over rounds:", c10kPage(x))
 		w.p("")
-		w.p("| server | req/s | p50 / p99 ms | server CPU-µs/req | server core busy | RSS | errors |")
-		w.p("|---|---:|---:|---:|---:|---:|---:|")
+		w.p("| server | req/s | p50 / p99 ms | server CPU-µs/req | server core busy | cores busy, all work: server / client | RSS | errors |")
+		w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
 		for _, srv := range labels {
 			p, ok := w.point(C10KWrk, srv, x)
 			if !ok {
 				continue
 			}
-			w.p("| %s | %s | %s | %s | %.0f %% | %s | %s |", srv, cell(p.Of(get("rps")), rps), latencyCell(p, true), cell(p.Of(get("cpu")), us),
-				p.Of(get("busy")).Med, bytesf(p.Of(get("rss")).Med), errCell(p))
+			w.p("| %s | %s | %s | %s | %.0f %% | %s | %s | %s |", srv, cell(p.Of(get("rps")), rps), latencyCell(p, true), cell(p.Of(get("cpu")), us),
+				p.Of(get("busy")).Med, coresCell(p), bytesf(p.Of(get("rss")).Med), errCell(p))
 		}
 		w.p("")
+		if s := w.c10kPace(x, labels); s != "" {
+			w.p("%s", s)
+			w.p("")
+		}
 	}
 	for _, srv := range labels {
 		for _, p := range w.rep.Points(C10KWrk, []string{srv}) {
@@ -90,6 +94,53 @@ func (w *writer) c10kWrk() {
 		}
 	}
 	w.p("")
+}
+
+// coresCell is the medians of a point's ServerCore and ClientCore, as
+// "97 / 100 %"; "–" if they were not measured.
+func coresCell(p Point) string {
+	sc := p.Of(func(s Sample) float64 { return s.ServerCore }).Med
+	cc := p.Of(func(s Sample) float64 { return s.ClientCore }).Med
+	if sc == 0 && cc == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f / %.0f %%", sc, cc)
+}
+
+// paceBusy is how busy, in percent, a core must have been to count as
+// having had no time to spare.
+const paceBusy = 98
+
+// c10kPace is the sentence that says, for the page of size x, that the
+// client's core had no time to spare in any server's runs (its median
+// at least paceBusy), so that requests/s there measure the client's pace
+// with each server more than the server; "" otherwise.
+func (w *writer) c10kPace(x float64, servers []string) string {
+	var lo, hi, slo, shi float64 = 101, -1, 101, -1
+	for _, srv := range servers {
+		p, ok := w.point(C10KWrk, srv, x)
+		if !ok {
+			continue
+		}
+		cc := p.Of(func(s Sample) float64 { return s.ClientCore }).Med
+		sc := p.Of(func(s Sample) float64 { return s.ServerCore }).Med
+		lo, hi, slo, shi = min(lo, cc), max(hi, cc), min(slo, sc), max(shi, sc)
+	}
+	if hi < 0 || lo < paceBusy {
+		return ""
+	}
+	return fmt.Sprintf("On the %s page the client's core had no time to spare in any server's runs (%s busy, medians; the servers' cores %s): "+
+		"wrk set the pace, so requests/s here compare how much work each server's way of answering leaves the client's core "+
+		"(its reads, and the acknowledgements and timers of both ends that land there) as much as the servers' own costs.",
+		c10kPage(x), pctRange(lo, hi), pctRange(slo, shi))
+}
+
+// pctRange is "100 %" or "93–98 %".
+func pctRange(lo, hi float64) string {
+	if fmt.Sprintf("%.0f", lo) == fmt.Sprintf("%.0f", hi) {
+		return fmt.Sprintf("%.0f %%", lo)
+	}
+	return fmt.Sprintf("%.0f–%.0f %%", lo, hi)
 }
 
 // c10kVerdict is the sentence that says, from the medians of this run,

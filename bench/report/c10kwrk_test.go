@@ -74,7 +74,7 @@ func TestC10KSection(t *testing.T) {
 		"## C10K with wrk: 10,000 keep-alive connections, 151 B and 80 KB",
 		"`wrk -t1 -c10000 -d5s --latency --timeout 10s",
 		"151 B page, medians over rounds:", "80 KB page, medians over rounds:",
-		"| sluice | 54,937 | 157.50 / 315.00 | 15.0 |", "| nginx | 32,075 | 177.50 / 355.00 | 15.0 |",
+		"| sluice | 54,937 | 157.50 / 315.00 | 15.0 | 82 % | – |", "| nginx | 32,075 | 177.50 / 355.00 | 15.0 | 48 % | – |",
 		"![requests/s and p99 latency at 10,000 connections](c10k-wrk.png)",
 		// The headline.
 		"\n| server | c=10,000 151 B (wrk) req/s · p50 / p99 ms · errors | c=10,000 80 KB (wrk) req/s · p50 / p99 ms · errors |\n|---|---:|---:|\n",
@@ -93,5 +93,55 @@ func TestC10KSection(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "c10k-wrk.png")); err != nil || fi.Size() == 0 {
 		t.Errorf("c10k-wrk.png: %v", err)
+	}
+}
+
+// TestC10KPace: the tables give how busy each end's core was, and a page
+// on which the client's core had no time to spare in any server's runs
+// says so; one on which it had, or that was not measured, does not.
+func TestC10KPace(t *testing.T) {
+	rep := c10kReport(map[float64][2]float64{151: {54937, 315}, 81920: {22040, 844}}, map[float64][2]float64{151: {60409, 178}, 81920: {32075, 355}})
+	for i := range rep.Samples {
+		s := &rep.Samples[i]
+		switch {
+		case s.X == 81920 && s.Server == "sluice":
+			s.ServerCore, s.ClientCore = 96.6, 99.6
+		case s.X == 81920:
+			s.ServerCore, s.ClientCore = 93.2, 100
+		case s.Server == "sluice":
+			s.ServerCore, s.ClientCore = 100, 97.4
+		default:
+			s.ServerCore, s.ClientCore = 100, 99
+		}
+	}
+	w := &writer{rep: rep, servers: []string{"sluice", "nginx"}}
+	got := w.c10kPace(81920, w.servers)
+	for _, want := range []string{"On the 80 KB page the client's core had no time to spare in any server's runs (100 % busy, medians; the servers' cores 93–97 %)", "wrk set the pace"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("80 KB: %q lacks %q", got, want)
+		}
+	}
+	if got := w.c10kPace(151, w.servers); got != "" {
+		t.Errorf("151 B, where Sluice's client core was 97 %% busy: %q", got)
+	}
+	dir := t.TempDir()
+	path, err := Write(dir, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| server | req/s | p50 / p99 ms | server CPU-µs/req | server core busy | cores busy, all work: server / client | RSS | errors |",
+		"| 82 % | 100 / 97 % |", "| 48 % | 93 / 100 % |", "On the 80 KB page the client's core had no time to spare",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("README.md lacks %q", want)
+		}
+	}
+	if strings.Contains(string(md), "On the 151 B page the client's core") {
+		t.Error("README.md says the client's core set the pace on the 151 B page")
 	}
 }

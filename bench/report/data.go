@@ -108,6 +108,15 @@ type Sample struct {
 	UpstreamCPUus float64 `json:"upstream_cpu_us_per_req,omitempty"`
 	ClientBusy    float64 `json:"client_busy,omitempty"`
 
+	// wrk runs: how busy the client's and the server's pinned cores were
+	// over the run, in percent of the time they ran (from /proc/stat: any
+	// process's work and the kernel's, softirq included; time stolen by a
+	// hypervisor left out); 0 if not measured. Unlike the server's CPU
+	// time, these count the network stack's work wherever it ran: a
+	// client core near 100 % set the pace of the run.
+	ClientCore float64 `json:"client_core,omitempty"`
+	ServerCore float64 `json:"server_core,omitempty"`
+
 	// TLS handshake scenarios (TLSFull, TLSResumed): the connections
 	// whose handshake resumed a session (none for TLSFull; for
 	// TLSResumed, all but each client's first if the server resumes).
