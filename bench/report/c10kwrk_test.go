@@ -26,6 +26,20 @@ func c10kReport(sluice, nginx map[float64][2]float64) *Report {
 	return rep
 }
 
+// writeMarkdown writes rep's report into dir and returns its README.md.
+func writeMarkdown(t *testing.T, dir string, rep *Report) string {
+	t.Helper()
+	path, err := Write(dir, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(md)
+}
+
 // TestC10KVerdict: the sentence on issue 18's target is computed from
 // the medians, page by page.
 func TestC10KVerdict(t *testing.T) {
@@ -61,15 +75,7 @@ func TestC10KVerdict(t *testing.T) {
 // headline shows the scenario's figures.
 func TestC10KSection(t *testing.T) {
 	dir := t.TempDir()
-	rep := c10kReport(map[float64][2]float64{151: {54937, 315}, 81920: {22040, 844}}, map[float64][2]float64{151: {60409, 178}, 81920: {32075, 355}})
-	path, err := Write(dir, rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := writeMarkdown(t, dir, c10kReport(map[float64][2]float64{151: {54937, 315}, 81920: {22040, 844}}, map[float64][2]float64{151: {60409, 178}, 81920: {32075, 355}}))
 	for _, want := range []string{
 		"## C10K with wrk: 10,000 keep-alive connections, 151 B and 80 KB",
 		"`wrk -t1 -c10000 -d5s --latency --timeout 10s",
@@ -81,14 +87,14 @@ func TestC10KSection(t *testing.T) {
 		"| sluice | 54,937 · 157.50 / 315.00 · 0 | 22,040 · 422.00 / 844.00 · 0 |",
 		"(#c10k-with-wrk-10000-keep-alive-connections-151-b-and-80-kb)",
 	} {
-		if !strings.Contains(string(md), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("README.md lacks %q", want)
 		}
 	}
-	if strings.Contains(string(md), "idle RSS/conn") || strings.Contains(string(md), "keep-alive c=100") {
+	if strings.Contains(md, "idle RSS/conn") || strings.Contains(md, "keep-alive c=100") {
 		t.Error("the headline has columns of scenarios that did not run")
 	}
-	if n := strings.Count(string(md), "**Against nginx in this run**"); n != 2 {
+	if n := strings.Count(md, "**Against nginx in this run**"); n != 2 {
 		t.Errorf("the verdict appears %d times, want 2 (headline and section)", n)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "c10k-wrk.png")); err != nil || fi.Size() == 0 {
@@ -130,24 +136,16 @@ func TestC10KPace(t *testing.T) {
 	if got := alone.c10kPace(81920); got != "" {
 		t.Errorf("without nginx: %q", got)
 	}
-	dir := t.TempDir()
-	path, err := Write(dir, rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := writeMarkdown(t, t.TempDir(), rep)
 	for _, want := range []string{
 		"| server | req/s | p50 / p99 ms | server CPU-µs/req | server core busy | cores busy, all work: server / client | RSS | errors |",
 		"| 82 % | 100 / 97 % |", "| 48 % | 93 / 100 % |", "On the 80 KB page the client's core had no time to spare",
 	} {
-		if !strings.Contains(string(md), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("README.md lacks %q", want)
 		}
 	}
-	if strings.Contains(string(md), "On the 151 B page the client's core") {
+	if strings.Contains(md, "On the 151 B page the client's core") {
 		t.Error("README.md says the client's core set the pace on the 151 B page")
 	}
 }
