@@ -98,6 +98,7 @@ func filesSite(t testing.TB) (dir, small, big, css string) {
 		"index.html": small, "big.txt": big, "style.css": css, "style.css.gz": filesGzip(css),
 		"docs/index.html": "docs", ".env": "secret",
 	})
+	sluicetest.Backdate(t, dir, time.Minute)
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(dir, "style.css"), old, old)
 	return dir, small, big, css

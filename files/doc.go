@@ -70,7 +70,10 @@
 // variant) Content-Encoding a 200 would, and Last-Modified only when there
 // is no ETag. Repeated lines of a list field are one list; a date field
 // sent twice is ignored. A file dated in the future has no Last-Modified
-// until its time has come.
+// until its time has come, and a file changed in the current second none
+// until that second is over: Date may still show the second before, and
+// a date whose second is not over would not tell this version from the
+// next (RFC 9110 §8.8.2).
 //
 // # Ranges
 //

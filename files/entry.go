@@ -175,7 +175,15 @@ func newFileEntry(key, name string, fi fs.FileInfo, ctype string) *entry {
 		// date would be invented, one a different version of the file
 		// might have (If-Range would then splice the two). Its ETag still
 		// validates; the entry is replaced once the date is sent (sameAs).
-		if !e.modTime.After(time.Now()) {
+		//
+		// Nor has a file changed in the current second, for two reasons.
+		// The engine's Date comes from its coarse clock, cut to the
+		// second and up to a tick (at most a quarter of a second) behind,
+		// so it can still show the second before. And a date is a
+		// validator only once its second is over: a second change within
+		// it would keep the same Last-Modified, and If-Range with that
+		// date would splice the two versions (§8.8.2.2).
+		if e.modTime.Unix() < time.Now().Unix() {
 			e.lastMod = e.modTime.UTC().Format(http.TimeFormat)
 		}
 		e.etag = makeETag(e.ino, e.size, e.modTime)

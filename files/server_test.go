@@ -46,6 +46,7 @@ func site(t *testing.T) string {
 		"blob.unknownext":          "?",
 		"noext":                    "n",
 	})
+	sluicetest.Backdate(t, dir, time.Minute)
 	return dir
 }
 

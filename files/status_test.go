@@ -221,6 +221,43 @@ func TestRepeatedFieldLines(t *testing.T) {
 	}
 }
 
+// A file changed in the current second is sent without Last-Modified
+// until that second is over: the engine's Date may still show the second
+// before, and Last-Modified must not be later than Date (RFC 9110
+// §8.8.2.1); nor would the date tell this version from a second change
+// in the same second (§8.8.2.2).
+func TestJustModifiedFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"new.txt": "just written"})
+	base := serveDir(t, dir, files.Options{Expiry: time.Millisecond})
+	lastModNotAfterDate := func(resp *http.Response) {
+		t.Helper()
+		date, err1 := http.ParseTime(resp.Header.Get("Date"))
+		lm, err2 := http.ParseTime(resp.Header.Get("Last-Modified"))
+		if err1 == nil && err2 == nil && lm.After(date) {
+			t.Errorf("Last-Modified %s is later than Date %s", resp.Header.Get("Last-Modified"), resp.Header.Get("Date"))
+		}
+	}
+	// Start early in a second, so that the request is answered within it.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
+	now := time.Now()
+	os.Chtimes(filepath.Join(dir, "new.txt"), now, now)
+	resp, _ := get(t, "GET", base+"/new.txt")
+	lastModNotAfterDate(resp)
+	if lm := resp.Header.Get("Last-Modified"); lm != "" && time.Now().Unix() == now.Unix() {
+		t.Errorf("Last-Modified %q in the second the file changed", lm)
+	}
+	if resp.Header.Get("ETag") == "" {
+		t.Error("no ETag")
+	}
+	want := now.UTC().Format(http.TimeFormat)
+	sluicetest.WaitFor(t, "Last-Modified "+want, func() bool {
+		resp, _ := get(t, "GET", base+"/new.txt")
+		lastModNotAfterDate(resp)
+		return resp.Header.Get("Last-Modified") == want
+	})
+}
+
 // A file dated in the future is sent without Last-Modified, which must
 // not be later than Date (RFC 9110 §8.8.2.1) and is not invented either;
 // its ETag still validates, and date conditions are ignored.
