@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // validators are what the conditional request fields are evaluated
@@ -80,13 +81,13 @@ func rangeApplies(r *engine.Request, v *validators) bool {
 }
 
 // parseDate parses an HTTP-date field value (the three formats of RFC 9110
-// §5.6.7). The usual echo of v.lastMod is recognised without parsing.
+// §5.6.7, in GMT only). The usual echo of v.lastMod is recognised
+// without parsing.
 func parseDate(b []byte, v *validators) (time.Time, bool) {
 	if string(b) == v.lastMod {
 		return v.modTime.Truncate(time.Second), true
 	}
-	t, err := http.ParseTime(string(b))
-	return t, err == nil
+	return httpgrammar.ParseDate(b)
 }
 
 // matchETag reports whether the If-Match or If-None-Match field value list

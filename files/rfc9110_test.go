@@ -85,10 +85,15 @@ func TestRFC9110Conditionals(t *testing.T) {
 		{"If-Modified-Since RFC 850 date", []string{"If-Modified-Since", "Saturday, 29-Oct-94 19:43:31 GMT"}, 304},
 		{"If-Modified-Since asctime date", []string{"If-Modified-Since", "Sat Oct 29 19:43:31 1994"}, 304},
 		{"If-Modified-Since invalid", []string{"If-Modified-Since", "yesterday"}, 200},
+		// §5.6.7: an HTTP-date is in GMT; one in another zone is invalid,
+		// and an invalid date is ignored.
+		{"If-Modified-Since RFC 850 date in PST", []string{"If-Modified-Since", "Saturday, 29-Oct-94 19:43:31 PST"}, 200},
+		{"If-Modified-Since in UTC", []string{"If-Modified-Since", "Sat, 29 Oct 1994 19:43:31 UTC"}, 200},
 		// §13.1.4 If-Unmodified-Since.
 		{"If-Unmodified-Since the date", []string{"If-Unmodified-Since", rfcDate}, 200},
 		{"If-Unmodified-Since earlier", []string{"If-Unmodified-Since", earlier}, 412},
 		{"If-Unmodified-Since invalid", []string{"If-Unmodified-Since", "never"}, 200},
+		{"If-Unmodified-Since earlier in PST", []string{"If-Unmodified-Since", "Friday, 28-Oct-94 19:43:31 PST"}, 200},
 		// §13.2.2 precedence.
 		{"1 before 3: If-Match fails", []string{"If-Match", `"r2d2xxxx"`, "If-None-Match", x}, 412},
 		{"1 then 3", []string{"If-Match", x, "If-None-Match", x}, 304},

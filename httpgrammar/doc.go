@@ -5,7 +5,7 @@
 // Transfer-Encoding, the chunked coding). It is the one place Sluice reads that syntax: the engine's
 // request parser, the proxy's response parser, the router, the file
 // server, the components and the load generator all use it. It imports
-// only the standard library's bytes, allocates nothing, and takes field values as []byte (slices into a
+// only the standard library's bytes and time, allocates nothing, and takes field values as []byte (slices into a
 // request's read buffer) or string alike.
 //
 // # Characters and tokens
@@ -60,6 +60,14 @@
 // SyntaxError constant (ErrBareCR, ErrFieldName…), which the engine
 // answers with 400 or 501 and the proxy with 502: the same strictness on
 // both sides of a proxied exchange.
+//
+// # Dates
+//
+// ParseDate reads an HTTP-date (RFC 9110 §5.6.7) in its three formats,
+// IMF-fixdate and the obsolete rfc850-date and asctime-date, all in GMT:
+// a date in any other zone is no HTTP-date, which the conditional fields
+// then ignore. Unlike net/http's ParseTime, it refuses other zones and
+// reads a two-digit year as the RFC says, relative to now.
 //
 // # Hop-by-hop fields
 //
