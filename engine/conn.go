@@ -334,14 +334,16 @@ func (c *conn) readHead() (n int, err error, ok bool) {
 	s := c.s
 	req := &s.req
 	lim := c.srv.limits()
-	c.th.SetDeadline(lim.HeaderTimeout) // the whole head must arrive in time
+	// The whole head must arrive in time.
+	deadline := c.srv.tm.Now() + int64(lim.HeaderTimeout)
+	c.th.SetDeadlineAt(deadline)
 	for {
 		req.reset()
 		n, err = parseHead(c.rbuf[c.r:c.w], req, lim, &s.pathBuf)
 		if err != errNeedMore {
 			break
 		}
-		if ferr := c.fillHead(); ferr != nil {
+		if ferr := c.fillHead(deadline); ferr != nil {
 			switch {
 			case ferr == errBufferFull: // e.g. a flood of empty lines before the request line
 				c.writeError(errHeaderTooLarge)
@@ -454,10 +456,17 @@ func (c *conn) runHandler(w *response, r *Request) {
 }
 
 // fillHead reads more of a request head, first sending any output a
-// pipelining client may be waiting for.
-func (c *conn) fillHead() error {
-	if err := c.flush(); err != nil {
-		return err
+// pipelining client may be waiting for. The write has its own timeout,
+// after which the head's deadline (on the timeout manager's clock) holds
+// again: a partial head that came with the request just answered is
+// still cut off in time.
+func (c *conn) fillHead(deadline int64) error {
+	if c.s != nil && len(c.s.out) > 0 {
+		err := c.flush()
+		c.th.SetDeadlineAt(deadline)
+		if err != nil {
+			return err
+		}
 	}
 	return c.fill(c.srv.limits().MaxHeaderBytes + 2)
 }

@@ -39,6 +39,28 @@ func TestHeaderTimeoutCutsOffDribblingClient(t *testing.T) {
 	}
 }
 
+// A partial request head that arrived with a complete one keeps its
+// header timeout while the complete one's response is written: the write
+// must not disarm it, or one packet would hold a connection open for
+// ever, neither timed out nor idle.
+func TestHeaderTimeoutSurvivesPipelinedResponse(t *testing.T) {
+	addr := startServer(t, &Server{Handler: echo, Limits: Limits{HeaderTimeout: 100 * time.Millisecond}})
+	for _, tail := range []string{"GET / HTTP/1.1\r\n", "GET /", "\r\n"} {
+		c := dial(t, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"+tail)
+		br := bufio.NewReader(c)
+		readResponse(t, br, "GET")
+		rest, err := io.ReadAll(br)
+		if err != nil {
+			t.Errorf("tail %q: %v after the first response; want the connection closed", tail, err)
+			continue
+		}
+		if tail != "\r\n" && statusOf(string(rest)) != 408 {
+			t.Errorf("tail %q: got %q after the first response, want 408", tail, rest)
+		}
+	}
+}
+
 // An idle keep-alive connection is closed after IdleTimeout, silently.
 func TestIdleTimeoutClosesKeepAlive(t *testing.T) {
 	addr := startServer(t, &Server{Handler: echo, Limits: Limits{IdleTimeout: 50 * time.Millisecond}})
