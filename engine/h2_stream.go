@@ -402,7 +402,9 @@ func (st *h2Stream) interim(code int, fields []string) error {
 	switch {
 	case fields != nil:
 		for i := 0; i+1 < len(fields); i += 2 {
-			h.writeField(fields[i], fields[i+1])
+			if !interimDrops(fields[i]) {
+				h.writeField(fields[i], fields[i+1])
+			}
 		}
 	case code != 100:
 		for _, f := range st.hdr.fields {

@@ -11,11 +11,12 @@ import (
 )
 
 // WriteInterim sends a 1xx with its own fields, leaving the final
-// header alone; HTTP/1.0 clients get none.
+// header alone, and without the framing fields a 1xx may not carry;
+// HTTP/1.0 clients get none.
 func TestWriteInterim(t *testing.T) {
 	srv := sluicetest.NewServer(t, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
 		w.Header().Set("X-Final", "f")
-		w.(engine.InterimWriter).WriteInterim(103, "Link", "</a.css>; rel=preload")
+		w.(engine.InterimWriter).WriteInterim(103, "Content-Length", "5", "Link", "</a.css>; rel=preload", "transfer-encoding", "chunked")
 		w.WriteString("ok")
 	}))
 	for _, c := range []struct{ proto, want string }{
