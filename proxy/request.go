@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -144,6 +145,9 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 			}
 			continue
 		}
+		if p.forwarded != ForwardedNone && isForwardingAlias(f.Name) {
+			continue
+		}
 		if p.forwarded != ForwardedNone && trusted {
 			// Appended to below, as one list.
 			if p.forwarded == ForwardedXFF && httpgrammar.EqualFold(f.Name, "x-forwarded-for") {
@@ -227,6 +231,32 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 func isForwardingField(name []byte) bool {
 	return httpgrammar.EqualFold(name, "forwarded") || httpgrammar.EqualFold(name, "x-forwarded-for") ||
 		httpgrammar.EqualFold(name, "x-forwarded-proto") || httpgrammar.EqualFold(name, "x-forwarded-host")
+}
+
+// isForwardingAlias reports whether name is an X-Forwarded-* field name
+// with an underscore for one or more of its dashes (X_Forwarded_For).
+// Such a field never passes while the proxy forwards: a backend that maps
+// field names to CGI-style variables (HTTP_X_FORWARDED_FOR: WSGI, Rack,
+// FastCGI bridges) would read it as the field the proxy sets.
+func isForwardingAlias(name []byte) bool {
+	if bytes.IndexByte(name, '_') < 0 {
+		return false
+	}
+	for _, f := range [...]string{"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"} {
+		if len(name) != len(f) {
+			continue
+		}
+		same := true
+		for i := 0; i < len(f) && same; i++ {
+			// name[i]|0x20 folds an ASCII letter to lower case; of the
+			// token characters, only the letters fold onto one.
+			same = name[i]|0x20 == f[i] || f[i] == '-' && name[i] == '_'
+		}
+		if same {
+			return true
+		}
+	}
+	return false
 }
 
 func appendField(b, name, value []byte) []byte {

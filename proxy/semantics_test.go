@@ -34,24 +34,28 @@ func echoFields(t *testing.T, names ...string) string {
 
 // X-Forwarded-For (or Forwarded) is appended to only when the peer is a
 // trusted proxy, whose forwarding fields all pass on; anyone else's are
-// dropped and the proxy's own written.
+// dropped and the proxy's own written. The same names with underscores
+// for dashes, which a backend mapping names to CGI-style variables would
+// read as the real ones, never pass while the proxy forwards.
 func TestForwardingFields(t *testing.T) {
-	up := echoFields(t, "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded")
-	spoof := []string{"X-Forwarded-For", "6.6.6.6", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "evil", "Forwarded", "for=6.6.6.6"}
+	up := echoFields(t, "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X_Forwarded_For", "X-Forwarded_Host")
+	spoof := []string{"X-Forwarded-For", "6.6.6.6", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "evil", "Forwarded", "for=6.6.6.6",
+		"X_Forwarded_For", "7.7.7.7", "X-Forwarded_Host", "evil2"}
+	const noAliases = "X_Forwarded_For=\nX-Forwarded_Host=\n"
 	for _, c := range []struct {
 		name string
 		opts Options
 		want string
 	}{
-		{"untrusted", Options{}, "X-Forwarded-For=127.0.0.1\nX-Forwarded-Proto=http\nX-Forwarded-Host=HOST\nForwarded=\n"},
+		{"untrusted", Options{}, "X-Forwarded-For=127.0.0.1\nX-Forwarded-Proto=http\nX-Forwarded-Host=HOST\nForwarded=\n" + noAliases},
 		{"trusted", Options{TrustedProxies: []string{"127.0.0.0/8"}},
-			"X-Forwarded-For=6.6.6.6, 127.0.0.1\nX-Forwarded-Proto=https\nX-Forwarded-Host=evil\nForwarded=for=6.6.6.6\n"},
+			"X-Forwarded-For=6.6.6.6, 127.0.0.1\nX-Forwarded-Proto=https\nX-Forwarded-Host=evil\nForwarded=for=6.6.6.6\n" + noAliases},
 		{"rfc7239 untrusted", Options{Forwarded: ForwardedRFC7239},
-			"X-Forwarded-For=\nX-Forwarded-Proto=\nX-Forwarded-Host=\nForwarded=for=127.0.0.1;proto=http;host=\"HOST\"\n"},
+			"X-Forwarded-For=\nX-Forwarded-Proto=\nX-Forwarded-Host=\nForwarded=for=127.0.0.1;proto=http;host=\"HOST\"\n" + noAliases},
 		{"rfc7239 trusted", Options{Forwarded: ForwardedRFC7239, TrustedProxies: []string{"127.0.0.1"}},
-			"X-Forwarded-For=6.6.6.6\nX-Forwarded-Proto=https\nX-Forwarded-Host=evil\nForwarded=for=6.6.6.6, for=127.0.0.1;proto=http;host=\"HOST\"\n"},
+			"X-Forwarded-For=6.6.6.6\nX-Forwarded-Proto=https\nX-Forwarded-Host=evil\nForwarded=for=6.6.6.6, for=127.0.0.1;proto=http;host=\"HOST\"\n" + noAliases},
 		{"none", Options{Forwarded: ForwardedNone},
-			"X-Forwarded-For=6.6.6.6\nX-Forwarded-Proto=https\nX-Forwarded-Host=evil\nForwarded=for=6.6.6.6\n"},
+			"X-Forwarded-For=6.6.6.6\nX-Forwarded-Proto=https\nX-Forwarded-Host=evil\nForwarded=for=6.6.6.6\nX_Forwarded_For=7.7.7.7\nX-Forwarded_Host=evil2\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.opts.Upstreams = []string{up}
