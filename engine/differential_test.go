@@ -200,7 +200,7 @@ var diffExceptions = []struct {
 			return strings.HasPrefix(h.version, "HTTP/") && !strings.HasPrefix(h.version, "HTTP/1.")
 		}},
 	{"Host value that is not uri-host [\":\" port]", weRefuse,
-		"RFC 9112 §3.2: a Host field with an invalid value MUST get 400; Host = uri-host [ \":\" port ] (RFC 3986 §3.2.2: an IP-literal holds an IPv6 address, a reg-name no ':' or brackets, and pct-encodes only the octets of UTF-8 characters; §3.2.3: port = *DIGIT). net/http checks only which bytes occur",
+		"RFC 9112 §3.2: a Host field with an invalid value MUST get 400; Host = uri-host [ \":\" port ] (RFC 3986 §3.2.2: an IP-literal holds an IPv6 address, a reg-name no ':' or brackets, and pct-encodes only the octets of UTF-8 characters; §3.2.3: port = *DIGIT); a reg-name with an empty label is refused too, as nginx does. net/http checks only which bytes occur",
 		func(h rawHead, b []byte) bool {
 			return slices.ContainsFunc(h.values("Host"), func(v string) bool { return !uriHostPort(v) })
 		}},
@@ -225,7 +225,8 @@ func uriHostPort(v string) bool {
 		a, err := netip.ParseAddr(m[1])
 		return err == nil && a.Is6()
 	}
-	return true
+	host, _, _ := strings.Cut(v, ":")
+	return !strings.HasPrefix(host, ".") && !strings.Contains(host, "..")
 }
 
 const utf8RuneError = '\uFFFD'

@@ -270,7 +270,8 @@ func validAuthorityForm(t []byte) bool {
 // (nil when there is no ":"), and reports whether v has that form: host is
 // an IP-literal holding an IPv6 address, or a reg-name (which includes
 // IPv4 addresses) of unreserved, sub-delims and pct-encoded non-ASCII
-// octets; port is *DIGIT. There is no userinfo.
+// octets with no empty label (as nginx, stricter than RFC 3986); port is
+// *DIGIT. There is no userinfo.
 func splitHostPort(v []byte) (host, port []byte, ok bool) {
 	host = v
 	if len(v) > 0 && v[0] == '[' {
@@ -292,7 +293,15 @@ func splitHostPort(v []byte) (host, port []byte, ok bool) {
 		for i := 0; i < len(host); i++ {
 			switch c := host[i]; {
 			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-			case strings.IndexByte("-._~!$&'()*+,;=", c) >= 0:
+			case c == '.':
+				// No empty label: not ".a", "a..b" or "." (a name's
+				// one trailing dot, "a.", is its absolute form). Some
+				// backend could trim dots that routing did not, and read
+				// another host than the one the request was routed by.
+				if i == 0 || host[i-1] == '.' {
+					return nil, nil, false
+				}
+			case strings.IndexByte("-_~!$&'()*+,;=", c) >= 0:
 			case c == '%':
 				// pct-encoded, and only for the octets of a UTF-8
 				// character (RFC 3986 §3.2.2): never "%00" or "%2F".
