@@ -224,7 +224,9 @@ func parseStatusLine(line []byte, h *responseHead) error {
 		}
 		status = status*10 + int(c-'0')
 	}
-	if status < 100 {
+	if status < 100 || status > 599 {
+		// RFC 9110 §15: codes outside 100-599 are invalid; a client is
+		// to treat one as a 5xx, and a proxy has no response to pass on.
 		return errStatusLine
 	}
 	h.status = status

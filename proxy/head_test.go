@@ -38,6 +38,8 @@ var badResponses = []struct{ name, resp string }{
 	{"no colon", "HTTP/1.1 200 OK\r\nX-A\r\nContent-Length: 0\r\n\r\n"},
 	{"NUL in value", "HTTP/1.1 200 OK\r\nX-A: a\x00\r\nContent-Length: 0\r\n\r\n"},
 	{"status two digits", "HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n"},
+	{"status above 599", "HTTP/1.1 600 \r\nContent-Length: 0\r\n\r\n"},
+	{"status below 100", "HTTP/1.1 099 \r\nContent-Length: 0\r\n\r\n"},
 	{"status letters", "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n"},
 	{"status no space", "HTTP/1.1 200OK\r\nContent-Length: 0\r\n\r\n"},
 	{"HTTP/2", "HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n"},
