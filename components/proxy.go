@@ -23,13 +23,15 @@ type ProxyOptions struct {
 // upstream is answered 502, a timeout 504. At max_conns requests wait in a bounded
 // queue, and get 503 past it. Both
 // bodies are streamed, flushes passed on at once; WebSocket (any
-// Upgrade) is tunnelled byte for byte after the upstream's 101, until
-// tunnel_idle_timeout of silence. Failing
+// Upgrade) is tunnelled byte for byte after the upstream's 101 (which
+// must name in Upgrade a protocol the client asked for, or gets 502),
+// until tunnel_idle_timeout of silence. Failing
 // upstreams (with fail_status, those answering such statuses too) are
 // left out for a while (passive checks), and with health.path set
 // checked actively; health is each process's own. Hop-by-hop fields are
 // dropped both ways; X-Forwarded-For/-Proto/-Host (or RFC 7239
-// Forwarded) are appended to only past trusted_proxies; Via is added.
+// Forwarded) are appended to only past trusted_proxies, and their names
+// spelt with underscores are dropped; Via is added.
 // See package proxy for the rules in full.
 //
 // It fails for options proxy.New refuses: no upstreams, an upstream not

@@ -104,8 +104,9 @@
 // end, tunnels whose peer vanished without a word.) The filters after
 // the proxy see the 101 (headers may add fields to it,
 // log records it) but none of the relayed bytes. A 101 to a request
-// that did not ask is answered 502; an upstream that ignores the
-// Upgrade answers as usual.
+// that did not ask is answered 502, as is one whose Upgrade is missing or
+// names a protocol the request did not offer (RFC 9110 §7.8); an
+// upstream that ignores the Upgrade answers as usual.
 //
 // # Balancing, retries and failures
 //

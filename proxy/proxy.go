@@ -713,6 +713,9 @@ func (p *Proxy) roundTrip(c *pipe.Conn, x *exchange, up *upstream, uc *upConn, e
 			if upgrade == nil {
 				return fail(http.StatusBadGateway, "upstream switched protocols unasked", errors.New("101 response to a request without Upgrade"))
 			}
+			if !switchedAsAsked(x.head.fields, upgrade) {
+				return fail(http.StatusBadGateway, "upstream switched to a protocol not asked for", errors.New("101 response whose Upgrade is missing or names a protocol the request did not"))
+			}
 			uc.nc.SetDeadline(time.Time{})
 			uc.readDeadline = 0
 			return uc, nil

@@ -293,6 +293,38 @@ func upgradeOf(r *engine.Request) []byte {
 	return nil
 }
 
+// switchedAsAsked reports whether a 101 response's fields name in
+// Upgrade the protocols it switches to, each one the request offered in
+// asked: RFC 9110 §7.8 has a server send Upgrade with a 101 and switch
+// only to a protocol the client indicated. Anything else is not the
+// tunnel the client asked for, and is not passed on.
+func switchedAsAsked(fields []field, asked []byte) bool {
+	named := false
+	for _, f := range fields {
+		if !httpgrammar.EqualFold(f.name, "upgrade") {
+			continue
+		}
+		for p, rest := httpgrammar.NextElement(f.value); len(p) > 0; p, rest = httpgrammar.NextElement(rest) {
+			if !offered(asked, p) {
+				return false
+			}
+			named = true
+		}
+	}
+	return named
+}
+
+// offered reports whether the Upgrade list asked holds the protocol p,
+// compared as tokens are, without regard to case.
+func offered(asked, p []byte) bool {
+	for a, rest := httpgrammar.NextElement(asked); len(a) > 0; a, rest = httpgrammar.NextElement(rest) {
+		if httpgrammar.EqualFold(a, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // scheme is the scheme the client used: https over TLS, else http.
 func scheme(r *engine.Request) string {
 	if r.TLS != nil {

@@ -230,3 +230,34 @@ func TestTunnelIdleTimeout(t *testing.T) {
 		up.waitClosed(t, "upstream")
 	})
 }
+
+// A 101 must name in Upgrade the protocol it switches to, one the client
+// asked for (RFC 9110 §7.8); one that names another, or none, is no
+// tunnel the client asked for and is answered 502, nothing of it passed
+// on. Listing the asked protocol under another case is fine.
+func TestSwitchToAnotherProtocol(t *testing.T) {
+	for _, c := range []struct{ upgrade, want string }{
+		{"Upgrade: foo\r\n", "HTTP/1.1 502 "},
+		{"", "HTTP/1.1 502 "},
+		{"Upgrade: test, foo\r\n", "HTTP/1.1 502 "},
+		{"Upgrade: TEST\r\n", "HTTP/1.1 101 "},
+	} {
+		up := rawServer(t, func(c2 net.Conn, br *bufio.Reader) {
+			if _, err := readHead(br); err == nil {
+				io.WriteString(c2, "HTTP/1.1 101 Switching Protocols\r\n"+c.upgrade+"Connection: Upgrade\r\n\r\n")
+			}
+		})
+		srv, _ := front(t, Options{Upstreams: []string{up}})
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(sluicetest.WaitTimeout))
+		io.WriteString(conn, "GET /t HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		head, err := readHead(bufio.NewReader(conn))
+		conn.Close()
+		if err != nil || !strings.HasPrefix(head, c.want) {
+			t.Errorf("upstream's 101 with %q: client got %q, %v; want %q", c.upgrade, head, err, c.want)
+		}
+	}
+}
