@@ -23,7 +23,7 @@ type ProxyOptions struct {
 // upstream is answered 502, a timeout 504. At max_conns requests wait in a bounded
 // queue, and get 503 past it. Both
 // bodies are streamed, flushes passed on at once; WebSocket (any
-// Upgrade) is tunnelled byte for byte after the upstream's 101 (which
+// Upgrade but h2c) is tunnelled byte for byte after the upstream's 101 (which
 // must name in Upgrade a protocol the client asked for, or gets 502),
 // until tunnel_idle_timeout of silence. Failing
 // upstreams (with fail_status, those answering such statuses too) are

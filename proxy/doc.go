@@ -92,7 +92,10 @@
 // # Upgrade and WebSocket
 //
 // A request without a body that asks to switch protocols (Upgrade, named
-// by Connection) is sent upstream with its Upgrade field. If the
+// by Connection) is sent upstream with its Upgrade field, less h2c: RFC
+// 9113 §3.1 deprecates that upgrade, and a tunnel to an upstream that
+// still makes it would carry HTTP/2 requests past the proxy's routing
+// and filters. If the
 // upstream answers 101, the client gets the 101 with the upstream's
 // Upgrade and end-to-end fields (pipe.Conn.Tunnel), and from then on the
 // bytes are relayed both ways unchanged, until either side closes, or

@@ -277,6 +277,11 @@ func appendList(list, v []byte) []byte {
 // protocols (RFC 9110 §7.8: Upgrade, named by Connection) and may be
 // tunnelled: one without a body. Nil otherwise: the fields are then
 // dropped as hop-by-hop, and the request served as any other.
+//
+// The h2c protocol is left out of the value (nil if nothing else is
+// left). RFC 9113 §3.1 deprecates upgrading to it, and a tunnel to an
+// upstream that still does would carry a client's HTTP/2 requests past
+// this proxy's routing and filters ("h2c smuggling").
 func upgradeOf(r *engine.Request) []byte {
 	if r.ContentLength != 0 || r.ProtoMinor == 0 {
 		return nil
@@ -287,10 +292,25 @@ func upgradeOf(r *engine.Request) []byte {
 	}
 	for i := range r.Fields {
 		if httpgrammar.EqualFold(r.Fields[i].Name, "connection") && httpgrammar.HasToken(r.Fields[i].Value, "upgrade") {
-			return v
+			return withoutH2C(v)
 		}
 	}
 	return nil
+}
+
+// withoutH2C returns the Upgrade list v without its h2c elements: v
+// itself if it has none, nil if nothing else is left.
+func withoutH2C(v []byte) []byte {
+	if !httpgrammar.HasToken(v, "h2c") {
+		return v
+	}
+	var rest []byte
+	for p, tail := httpgrammar.NextElement(v); len(p) > 0; p, tail = httpgrammar.NextElement(tail) {
+		if !httpgrammar.EqualFold(p, "h2c") {
+			rest = appendList(rest, p)
+		}
+	}
+	return rest
 }
 
 // switchedAsAsked reports whether a 101 response's fields name in

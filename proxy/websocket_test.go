@@ -261,3 +261,33 @@ func TestSwitchToAnotherProtocol(t *testing.T) {
 		}
 	}
 }
+
+// Upgrade's h2c is never passed upstream (RFC 9113 §3.1 deprecates it; a
+// tunnel to an upstream that still switches would carry HTTP/2 requests
+// past the proxy's routing and filters); the protocols beside it are.
+func TestH2CUpgradeNotForwarded(t *testing.T) {
+	up := echoFields(t, "Upgrade", "Connection", "Http2-Settings")
+	srv, _ := front(t, Options{Upstreams: []string{up}})
+	for _, c := range []struct{ upgrade, want string }{
+		{"h2c", "Upgrade=\nConnection=\nHttp2-Settings=\n"},
+		{"H2C, test", "Upgrade=test\nConnection=Upgrade\nHttp2-Settings=\n"},
+		{"test", "Upgrade=test\nConnection=Upgrade\nHttp2-Settings=\n"},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(sluicetest.WaitTimeout))
+		io.WriteString(conn, "GET /t HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: "+c.upgrade+
+			"\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+		}
+		conn.Close()
+		if want := "GET /t\nhost=x\n" + c.want; err != nil || string(body) != want {
+			t.Errorf("Upgrade: %s: upstream saw %q, %v; want %q", c.upgrade, body, err, want)
+		}
+	}
+}
