@@ -1,6 +1,7 @@
 package components
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
 	"errors"
@@ -473,7 +474,7 @@ func (l *Log) appendCommon(b []byte, r *engine.Request, rf *engine.Refusal, stat
 	b = appendLogAddr(b, l.client.Addr(r))
 	b = append(b, " - "...)
 	if user := logUser(r); len(user) > 0 {
-		b = appendLogField(b, user)
+		b = appendLogWord(b, user)
 	} else {
 		b = append(b, '-')
 	}
@@ -611,6 +612,21 @@ func appendLogField(b, s []byte) []byte {
 		}
 	}
 	return b
+}
+
+// appendLogWord is appendLogField for a field the common and combined
+// formats do not quote (the user name): a space is escaped too ("\x20"),
+// so that the field stays one and cannot shift the columns after it.
+func appendLogWord(b, s []byte) []byte {
+	for {
+		i := bytes.IndexByte(s, ' ')
+		if i < 0 {
+			return appendLogField(b, s)
+		}
+		b = appendLogField(b, s[:i])
+		b = append(b, `\x20`...)
+		s = s[i+1:]
+	}
 }
 
 // logSafeRun returns the length of the prefix of s that needs no escaping

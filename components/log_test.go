@@ -462,3 +462,27 @@ func BenchmarkLog(b *testing.B) {
 		})
 	}
 }
+
+// A Basic user name is one field of the combined line however it is
+// spelt: spaces are escaped with the rest, so a name cannot shift the
+// time, request and status columns after it.
+func TestLogUserIsOneField(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "access.log")
+	l := logOpen(t, LogOptions{File: file, Format: "combined"})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
+	auth := base64.StdEncoding.EncodeToString([]byte(`a b" - [x 200:pw`))
+	if resp, _ := guardRaw(t, url, "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic "+auth+"\r\nConnection: close\r\n\r\n"); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	lines := logLines(t, l, file)
+	if len(lines) != 1 {
+		t.Fatalf("lines: %q", lines)
+	}
+	want := `127.0.0.1 - a\x20b\"\x20-\x20[x\x20200 [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 1 "-" "-"`
+	if lines[0] != want {
+		t.Errorf("got  %s\nwant %s", lines[0], want)
+	}
+	if f := strings.Fields(lines[0]); len(f) != 12 {
+		t.Errorf("%d space-separated fields, want 12: %q", len(f), f)
+	}
+}
