@@ -51,6 +51,9 @@ func (x *run) respond(w pipe.Writer) error {
 		x.g.log.Warn("cgi: invalid response header", "script", x.scriptName, "err", err)
 		return x.fail(w, http.StatusBadGateway, "CGI program sent an invalid header")
 	}
+	if s := x.c.Status(); s == http.StatusNoContent || s == http.StatusNotModified {
+		w = &bodyless{Writer: w, x: x}
+	}
 
 	// Nothing goes to the client while the body feeder may still read the
 	// request: the engine reads and writes a connection on one goroutine.
@@ -214,6 +217,23 @@ func tempFile() (*os.File, error) {
 // buffer it is given.
 type writerOnly struct{ io.Writer }
 
+// bodyless stands for the writer of a response whose status has no body
+// (204, 304: RFC 9110 §15.3.5, §15.4.5). What the program still writes is
+// read and dropped, with a warning, rather than failing the response.
+type bodyless struct {
+	pipe.Writer
+	x      *run
+	warned bool
+}
+
+func (b *bodyless) Write(p []byte) (int, error) {
+	if len(p) > 0 && !b.warned {
+		b.warned = true
+		b.x.g.log.Warn("cgi: body after a status that has none, dropped", "script", b.x.scriptName, "status", b.x.c.Status())
+	}
+	return len(p), nil
+}
+
 // headerEnd finds the blank line ending a CGI header (lines end in LF
 // or CRLF), searching from offset from. It returns the header's length
 // without the blank line and where the body starts, or -1.
@@ -258,7 +278,7 @@ func (x *run) setHeader(hdr []byte) error {
 			return fmt.Errorf("malformed header line %q", clip(line))
 		}
 		name := string(line[:colon])
-		value := string(bytes.Trim(line[colon+1:], " \t"))
+		value := fieldValue(bytes.Trim(line[colon+1:], " \t"))
 		switch {
 		case strings.EqualFold(name, "Status"):
 			code, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(value, " ", 2)[0]))
@@ -274,6 +294,15 @@ func (x *run) setHeader(hdr []byte) error {
 			location, cgiField = value, true
 		case strings.EqualFold(name, "Content-Type"):
 			cgiField = true
+		case strings.EqualFold(name, "Content-Length"):
+			// Two different lengths leave the body's end unknown (RFC
+			// 9112 §6.3); the same one twice is sent once.
+			if prev := h.Get("Content-Length"); prev != "" {
+				if prev != value {
+					return fmt.Errorf("conflicting Content-Length %q and %q", clip([]byte(prev)), clip([]byte(value)))
+				}
+				continue
+			}
 		}
 		if isHopByHop(name) {
 			continue
@@ -298,6 +327,24 @@ func (x *run) setHeader(hdr []byte) error {
 // Trailer (the engine sends no trailers for a program).
 func isHopByHop(name string) bool {
 	return httpgrammar.IsHopByHop(name) || httpgrammar.EqualFold(name, "Trailer")
+}
+
+// fieldValue returns a program's field value as a string, each byte a
+// field value may not hold (RFC 9110 §5.5: control characters but HTAB,
+// DEL) replaced by a space, as the engine does with CR, LF and NUL.
+func fieldValue(v []byte) string {
+	for i, c := range v {
+		if !httpgrammar.IsFieldValueChar(c) {
+			b := bytes.Clone(v) // v is the program's output
+			for j := i; j < len(b); j++ {
+				if !httpgrammar.IsFieldValueChar(b[j]) {
+					b[j] = ' '
+				}
+			}
+			return string(b)
+		}
+	}
+	return string(v)
 }
 
 func clip(b []byte) string {
