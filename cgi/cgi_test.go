@@ -197,7 +197,6 @@ func TestEnv(t *testing.T) {
 		"REMOTE_ADDR":       "127.0.0.1",
 		"REMOTE_HOST":       "127.0.0.1",
 		"REMOTE_PORT":       strconv.Itoa(clientPort),
-		"AUTH_TYPE":         "Basic",
 		"HTTP_HOST":         addr,
 		"HTTP_X_CUSTOM":     "a, b",
 		"HTTP_COOKIE":       "a=1; b=2",
@@ -210,7 +209,9 @@ func TestEnv(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, env[k], v)
 		}
 	}
-	for _, k := range []string{"HTTP_PROXY", "HTTP_AUTHORIZATION", "HTTP_X_FORWARDED_FOR", "CONTENT_LENGTH", "CONTENT_TYPE"} {
+	// AUTH_TYPE only for a user an authentication component admitted
+	// (RFC 3875 §4.1.1); this request merely carries credentials.
+	for _, k := range []string{"HTTP_PROXY", "HTTP_AUTHORIZATION", "HTTP_X_FORWARDED_FOR", "CONTENT_LENGTH", "CONTENT_TYPE", "AUTH_TYPE", "REMOTE_USER"} {
 		if v, ok := env[k]; ok {
 			t.Errorf("%s is set (%q); want unset", k, v)
 		}

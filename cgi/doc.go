@@ -62,9 +62,10 @@
 // CONTENT_TYPE, GATEWAY_INTERFACE, PATH_INFO, PATH_TRANSLATED,
 // QUERY_STRING, REMOTE_ADDR, REMOTE_HOST, REMOTE_USER, REQUEST_METHOD,
 // SCRIPT_NAME, SERVER_NAME, SERVER_PORT, SERVER_PROTOCOL, SERVER_SOFTWARE
-// (REMOTE_USER only for a user an earlier component admitted, such as
-// basic_auth, recorded as the Conn's value "user" — never a name the
-// client merely sent) — plus
+// (REMOTE_USER, and AUTH_TYPE with the scheme of the request's
+// Authorization, only for a user an earlier component admitted, such as
+// basic_auth, recorded as the Conn's value "user" — never for credentials
+// the client merely sent) — plus
 // REMOTE_PORT, REQUEST_URI, SCRIPT_FILENAME, DOCUMENT_ROOT and PATH, and an
 // HTTP_* variable per request header field, except: Proxy (never
 // HTTP_PROXY: httpoxy, CVE-2016-5385), Authorization and

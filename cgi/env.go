@@ -59,11 +59,14 @@ func (g *Gateway) environ(r *engine.Request, user string, t target, length int64
 	if ct := r.Header("Content-Type"); ct != nil {
 		set("CONTENT_TYPE", string(ct))
 	}
-	if auth := r.Header("Authorization"); len(auth) > 0 {
-		scheme, _, _ := strings.Cut(string(auth), " ")
-		set("AUTH_TYPE", scheme)
-	}
+	// AUTH_TYPE names the scheme the server authenticated the user with
+	// (RFC 3875 §4.1.1), so only a user an authentication component
+	// admitted has one; a client's Authorization alone sets neither.
 	if user != "" {
+		if auth := r.Header("Authorization"); len(auth) > 0 {
+			scheme, _, _ := strings.Cut(string(auth), " ")
+			set("AUTH_TYPE", scheme)
+		}
 		set("REMOTE_USER", user)
 	}
 

@@ -15,9 +15,10 @@ import (
 // The cgi component is package cgi's Gateway; package cgi tests it. This
 // test is of cgi with basic_auth before it.
 
-// REMOTE_USER names the user basic_auth admitted, and only such a user:
-// credentials a request merely carries (no authentication on the route, or
-// a password basic_auth refused) never set it.
+// REMOTE_USER names the user basic_auth admitted, and AUTH_TYPE its
+// scheme, only for such a user: credentials a request merely carries (no
+// authentication on the route, or a password basic_auth refused) set
+// neither (RFC 3875 §4.1.1).
 func TestRemoteUser(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "user.cgi")
@@ -42,7 +43,7 @@ func TestRemoteUser(t *testing.T) {
 	}{
 		{"admitted", guarded, authHeader("alice", "pw"), 200, "alice|Basic"},
 		{"refused", guarded, authHeader("alice", "wrong"), 401, ""},
-		{"claimed on an open route", open, authHeader("alice", "whatever"), 200, "unset|Basic"},
+		{"claimed on an open route", open, authHeader("alice", "whatever"), 200, "unset|unset"},
 		{"no credentials", open, "", 200, "unset|unset"},
 	} {
 		req, _ := http.NewRequest("GET", tt.url+"/", nil)
