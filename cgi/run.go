@@ -135,7 +135,7 @@ func (x *run) start(script string, env []string, in input) error {
 	}
 	files = append(files, errW)
 	x.cmd.Stderr, x.stderrR = errW, errR
-	if err := x.cmd.Start(); err != nil {
+	if err := startProgram(x.cmd); err != nil {
 		x.closeParentEnds()
 		return err
 	}
