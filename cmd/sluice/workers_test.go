@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // needWorkers skips a test of worker processes, which run on Linux only
@@ -345,6 +347,44 @@ func TestStopLetsRequestsFinish(t *testing.T) {
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != 200 || string(b) != "hello" || !resp.Close {
 		t.Errorf("in flight: %d %q close=%v %v", resp.StatusCode, b, resp.Close, err)
+	}
+	if code := s.wait(t); code != 0 {
+		t.Errorf("exit status %d:\n%s", code, s.stderr())
+	}
+}
+
+// Once the master is told to stop, new connections are refused at once,
+// while a request in flight still has the grace to finish: a balancer's
+// health check sees the server go, and no connection waits unanswered in
+// a listening socket nobody accepts from.
+func TestStopRefusesNewConnections(t *testing.T) {
+	needWorkers(t)
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 2\nroutes:\n  - match: /\n    pipeline:\n      - echo\n")
+	s := start(t, "serve", "-c", file, "--shutdown-grace", "60s")
+	s.waitLog(t, "workers ready", 1)
+	k := dialKeepAlive(t, s.addr)
+	k.c.SetDeadline(time.Now().Add(30 * time.Second))
+	io.WriteString(k.c, "POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	if resp, err := http.ReadResponse(k.br, nil); err != nil || resp.StatusCode != 100 {
+		t.Fatalf("interim response: %v %v", resp, err)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	sluicetest.WaitFor(t, "new connections refused while a request is in flight", func() bool {
+		c, err := net.DialTimeout("tcp", s.addr, time.Second)
+		if err != nil {
+			return true
+		}
+		c.Close()
+		return false
+	})
+	io.WriteString(k.c, "hello")
+	resp, err := http.ReadResponse(k.br, nil)
+	if err != nil {
+		t.Fatalf("the request in flight failed: %v\n%s", err, s.stderr())
+	}
+	if b, err := io.ReadAll(resp.Body); err != nil || resp.StatusCode != 200 || string(b) != "hello" {
+		t.Errorf("in flight: %d %q %v", resp.StatusCode, b, err)
 	}
 	if code := s.wait(t); code != 0 {
 		t.Errorf("exit status %d:\n%s", code, s.stderr())

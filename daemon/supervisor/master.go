@@ -525,6 +525,16 @@ func (m *Master) shutdown(failure error) error {
 	for _, w := range all {
 		m.retire(w, how)
 	}
+	if !m.handedOver {
+		// The workers close their copies of the listening sockets as
+		// they begin to stop; the master's own would keep them
+		// listening, and the kernel queueing connections no one will
+		// accept, for the whole grace period. Closed now, new
+		// connections are refused at once, as the docs promise. (A
+		// master that handed over keeps them for the new master's
+		// workers until the end, as before.)
+		m.closeListeners(nil)
+	}
 	for len(m.old) > 0 {
 		w := m.old[0]
 		<-w.exited
