@@ -453,6 +453,13 @@ func (m *Master) abort(w *worker, why string) {
 	m.pending = nil
 	for _, o := range g.workers {
 		if o != nil && o != w {
+			// A new worker may be serving already (it accepts on the
+			// shared sockets before its probe): it drains, finishing its
+			// requests, rather than being killed with them.
+			if o.ctl != nil {
+				m.retire(o, msgDrain)
+				continue
+			}
 			o.retiring = true
 			o.kill()
 			m.old = append(m.old, o)
