@@ -321,22 +321,31 @@ func (k *keepAlive) get(t *testing.T) (*http.Response, string) {
 	return resp, string(b)
 }
 
+// startRequestInFlight starts an echo server with that many workers (and
+// the extra serve arguments) and a POST in one of them whose body the
+// client has yet to send: the worker's handler is reading it (its 100
+// Continue came). k is the client's connection, open for 30 s.
+func startRequestInFlight(t *testing.T, workers int, args ...string) (*server, *keepAlive) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	writeConfig(t, file, fmt.Sprintf("listen: 127.0.0.1:0\nworkers: %d\nroutes:\n  - match: /\n    pipeline:\n      - echo\n", workers))
+	s := start(t, append([]string{"serve", "-c", file}, args...)...)
+	s.waitLog(t, "workers ready", 1)
+	k := dialKeepAlive(t, s.addr)
+	k.c.SetDeadline(time.Now().Add(30 * time.Second))
+	io.WriteString(k.c, "POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	if resp, err := http.ReadResponse(k.br, nil); err != nil || resp.StatusCode != 100 {
+		t.Fatalf("interim response: %v %v", resp, err)
+	}
+	return s, k
+}
+
 // SIGTERM to the master lets a request in flight in a worker complete:
 // a POST whose body the client sends only after the worker has begun its
 // shutdown is read and answered in full.
 func TestStopLetsRequestsFinish(t *testing.T) {
 	needWorkers(t)
-	file := filepath.Join(t.TempDir(), "w.yaml")
-	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\nroutes:\n  - match: /\n    pipeline:\n      - echo\n")
-	s := start(t, "serve", "-c", file)
-	s.waitLog(t, "workers ready", 1)
-	k := dialKeepAlive(t, s.addr)
-	k.c.SetDeadline(time.Now().Add(10 * time.Second))
-	io.WriteString(k.c, "POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-	// 100 Continue: the worker's handler is reading the body.
-	if resp, err := http.ReadResponse(k.br, nil); err != nil || resp.StatusCode != 100 {
-		t.Fatalf("interim response: %v %v", resp, err)
-	}
+	s, k := startRequestInFlight(t, 1)
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.waitLog(t, `msg="shutting down" grace=`, 1) // the worker's, not the master's
 	io.WriteString(k.c, "hello")
@@ -359,16 +368,7 @@ func TestStopLetsRequestsFinish(t *testing.T) {
 // a listening socket nobody accepts from.
 func TestStopRefusesNewConnections(t *testing.T) {
 	needWorkers(t)
-	file := filepath.Join(t.TempDir(), "w.yaml")
-	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 2\nroutes:\n  - match: /\n    pipeline:\n      - echo\n")
-	s := start(t, "serve", "-c", file, "--shutdown-grace", "60s")
-	s.waitLog(t, "workers ready", 1)
-	k := dialKeepAlive(t, s.addr)
-	k.c.SetDeadline(time.Now().Add(30 * time.Second))
-	io.WriteString(k.c, "POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-	if resp, err := http.ReadResponse(k.br, nil); err != nil || resp.StatusCode != 100 {
-		t.Fatalf("interim response: %v %v", resp, err)
-	}
+	s, k := startRequestInFlight(t, 2, "--shutdown-grace", "60s")
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	sluicetest.WaitFor(t, "new connections refused while a request is in flight", func() bool {
 		c, err := net.DialTimeout("tcp", s.addr, time.Second)
