@@ -239,7 +239,9 @@ func isForwardingField(name []byte) bool {
 // field names to CGI-style variables (HTTP_X_FORWARDED_FOR: WSGI, Rack,
 // FastCGI bridges) would read it as the field the proxy sets.
 func isForwardingAlias(name []byte) bool {
-	if bytes.IndexByte(name, '_') < 0 {
+	// Checked for every field of every proxied request: the lengths of
+	// the three names first, then the underscore.
+	if n := len(name); n < len("x-forwarded-for") || n > len("x-forwarded-proto") || bytes.IndexByte(name, '_') < 0 {
 		return false
 	}
 	for _, f := range [...]string{"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"} {
