@@ -461,7 +461,7 @@ func (c *conn) runHandler(w *response, r *Request) {
 // again: a partial head that came with the request just answered is
 // still cut off in time.
 func (c *conn) fillHead(deadline int64) error {
-	if c.s != nil && len(c.s.out) > 0 {
+	if len(c.s.out) > 0 { // readHead runs with a session
 		err := c.flush()
 		c.th.SetDeadlineAt(deadline)
 		if err != nil {
