@@ -104,6 +104,11 @@ type Log struct {
 // per CPU (runtime.NumCPU).
 const WorkersAuto = -1
 
+// MaxWorkers bounds Config.Workers: each worker is a process with its own
+// caches and connections, and a reload starts a second set beside the
+// first, so a number past it is a mistake, not a sizing.
+const MaxWorkers = 1024
+
 // Health is the top-level health section: how often a master checks that
 // each worker still serves, and how long a check may go unanswered before
 // the worker is killed and replaced.
@@ -440,6 +445,10 @@ func (p *parser) workers(n *yaml.Node) {
 	w, err := strconv.Atoi(s)
 	if err != nil || w < 0 {
 		p.errorf(n, `workers: want a number of processes (0 for none) or "auto", got %q`, s)
+		return
+	}
+	if w > MaxWorkers {
+		p.errorf(n, "workers: %d is more than %d", w, MaxWorkers)
 		return
 	}
 	p.cfg.Workers = w

@@ -230,9 +230,10 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 }
 
-// --workers takes 0 (one process), a number, or auto; nothing else.
+// --workers takes 0 (one process), a number up to config.MaxWorkers, or
+// auto; nothing else.
 func TestWorkersFlag(t *testing.T) {
-	for _, bad := range []string{"-1", "none", "02"} {
+	for _, bad := range []string{"-1", "none", "02", "1025"} {
 		if r := sluice(t, "serve", "--workers", bad, "--print-config"); r.code != 1 || !strings.Contains(r.stderr, "--workers") {
 			t.Errorf("--workers %s = %d %q", bad, r.code, r.stderr)
 		}

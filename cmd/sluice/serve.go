@@ -273,6 +273,9 @@ func parseWorkers(s string) (int, error) {
 	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 || fmt.Sprint(n) != s {
 		return 0, fmt.Errorf("--workers: want a number of processes (0 for none) or auto, got %q", s)
 	}
+	if n > config.MaxWorkers {
+		return 0, fmt.Errorf("--workers: %d is more than %d", n, config.MaxWorkers)
+	}
 	return n, nil
 }
 
