@@ -37,6 +37,19 @@ func workersConfig(n int, body string) string {
 	return fmt.Sprintf("listen: 127.0.0.1:0\nworkers: %d\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /\n    pipeline:\n      - text: %q\n", n, body)
 }
 
+// startWorkers starts a master with n workers answering body (see
+// workersConfig) and waits until they are ready; it returns the server
+// and its config file.
+func startWorkers(t *testing.T, n int, body string) (*server, string) {
+	t.Helper()
+	needWorkers(t)
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	writeConfig(t, file, workersConfig(n, body))
+	s := start(t, "serve", "-c", file)
+	s.waitLog(t, "workers ready", 1)
+	return s, file
+}
+
 var workerPid = regexp.MustCompile(`msg="worker started" master=\d+ worker=(\d+) pid=(\d+)`)
 
 // workerPids returns the pids of the workers started, by id.
@@ -164,11 +177,7 @@ func (l *load) end() {
 // requests on its connections fail (at most one per client), and the
 // load goes on. When the master is killed with SIGKILL, its workers exit.
 func TestWorkerKilledIsReplaced(t *testing.T) {
-	needWorkers(t)
-	file := filepath.Join(t.TempDir(), "w.yaml")
-	writeConfig(t, file, workersConfig(2, "hi"))
-	s := start(t, "serve", "-c", file)
-	s.waitLog(t, "workers ready", 1)
+	s, _ := startWorkers(t, 2, "hi")
 	l := startLoad(s.addr, 4, false)
 	l.waitOK(t, 200)
 	pids := s.workerPids()
@@ -196,11 +205,7 @@ func TestWorkerKilledIsReplaced(t *testing.T) {
 // A stopped worker (SIGSTOP) fails its health check and is killed and
 // replaced; the master's stop then completes.
 func TestWorkerStoppedIsReplaced(t *testing.T) {
-	needWorkers(t)
-	file := filepath.Join(t.TempDir(), "w.yaml")
-	writeConfig(t, file, workersConfig(1, "hi"))
-	s := start(t, "serve", "-c", file)
-	s.waitLog(t, "workers ready", 1)
+	s, _ := startWorkers(t, 1, "hi")
 	pid := s.workerPids()[1]
 	syscall.Kill(pid, syscall.SIGSTOP)
 	s.waitLog(t, "killing it", 1)
@@ -218,17 +223,51 @@ func TestWorkerStoppedIsReplaced(t *testing.T) {
 	}
 }
 
+// A master that does not run for longer than its workers' health
+// timeout (stopped with SIGSTOP here; a paused VM or a starved CPU
+// alike) kills none of them when it runs again: the heartbeats it did
+// not read, and a probe its own absence made late, say nothing of the
+// workers. A worker stopped for as long would be killed (the test
+// above).
+func TestStoppedMasterKeepsItsWorkers(t *testing.T) {
+	s, _ := startWorkers(t, 2, "hi")
+	before := s.workerPids()
+	master := s.cmd.Process.Pid
+	syscall.Kill(master, syscall.SIGSTOP)
+	time.Sleep(2500 * time.Millisecond) // the timeout is 1s
+	syscall.Kill(master, syscall.SIGCONT)
+	// Long enough for a check, a probe and a timeout to have killed a
+	// worker (interval 100ms, timeout 1s).
+	time.Sleep(1500 * time.Millisecond)
+	if !strings.Contains(s.stderr(), "the master did not run for a while") {
+		t.Errorf("no warning of the master's stop:\n%s", s.stderr())
+	}
+	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "hi" {
+		t.Errorf("after the stop: %d %q", code, body)
+	}
+	if strings.Contains(s.stderr(), "killing it") {
+		t.Errorf("a worker was killed for the master's stop:\n%s", s.stderr())
+	}
+	for id, pid := range before {
+		if !alive(pid) {
+			t.Errorf("worker %d (pid %d) is gone", id, pid)
+		}
+	}
+	if after := s.workerPids(); len(after) != len(before) {
+		t.Errorf("workers started: %v, then %v", before, after)
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d:\n%s", code, s.stderr())
+	}
+}
+
 // Five reloads under keep-alive and Connection: close load, one of them
 // with a broken config, fail no request: new workers take over, old ones
 // drain. A keep-alive connection idle across a reload is not closed
 // under its client: its next request is answered by the old worker, with
 // Connection: close.
 func TestReloadsLoseNothing(t *testing.T) {
-	needWorkers(t)
-	file := filepath.Join(t.TempDir(), "w.yaml")
-	writeConfig(t, file, workersConfig(2, "v0"))
-	s := start(t, "serve", "-c", file)
-	s.waitLog(t, "workers ready", 1)
+	s, file := startWorkers(t, 2, "v0")
 	// The config's port is 0: reloads must keep the port the master opened.
 	writeAddr := func(body string) string {
 		return fmt.Sprintf("listen: %s\nworkers: 2\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /\n    pipeline:\n      - text: %q\n", s.addr, body)

@@ -104,6 +104,8 @@ type Master struct {
 	again   bool        // a reload asked for while one was pending
 	stopErr error
 
+	lastCheck time.Time // of checkBeats, which tells a stalled master by it
+
 	binary     string     // the path this program was started from (startedFrom)
 	up         *upgrading // a binary upgrade under way
 	handedOver bool       // the upgrade's new master serves: this one leaves
@@ -182,6 +184,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	interval := first.health.Interval
 	check := time.NewTicker(interval)
 	defer check.Stop()
+	m.lastCheck = time.Now()
 	for {
 		if m.cur != nil && m.cur.health.Interval != interval { // a reload changed it
 			interval = m.cur.health.Interval

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/config"
 )
 
 // worker is one worker process, as the master sees it. Its fields are
@@ -207,11 +208,19 @@ func probe(w *worker, timeout time.Duration) error {
 const probeRequest = "OPTIONS * HTTP/1.1\r\nHost: sluice-health-probe\r\nUser-Agent: sluice-health-probe\r\nConnection: close\r\n\r\n"
 
 // prober probes w every interval until it exits, reporting the first
-// success and any failure.
+// success and any failure. A probe that took a quarter more than its
+// timeout to fail was not timed by the worker alone: the master was not
+// running (stopped, or starved of CPU) while it waited, so it is tried
+// again once before the worker is blamed.
 func (m *Master) prober(w *worker, interval, timeout time.Duration) {
 	first := true
 	for {
+		start := time.Now()
 		err := probe(w, timeout)
+		if err != nil && time.Since(start) > timeout+timeout/4 {
+			m.log.Warn("a health probe outlasted its timeout while the master was not running; probing again", "worker", w.id, "took", time.Since(start).Round(time.Millisecond))
+			err = probe(w, timeout)
+		}
 		select {
 		case <-w.exited:
 			return
@@ -330,8 +339,34 @@ func backoff(n int) time.Duration {
 // checkBeats kills the workers whose heartbeats stopped for longer than
 // the health timeout, and those not ready that long after their start
 // (plus the time a config may take to build).
+//
+// If the master itself did not run for a while (its previous check was
+// more than an interval and a quarter of the timeout ago: it was
+// stopped, or starved of CPU),
+// the heartbeats it did not read say nothing of the workers: their
+// clocks start again from now, and none is killed for that gap.
 func (m *Master) checkBeats() {
 	now := time.Now()
+	last := m.lastCheck
+	m.lastCheck = now
+	if gap := now.Sub(last); !last.IsZero() && gap > m.stallAfter() {
+		m.log.Warn("the master did not run for a while; the workers' health clocks start again", "gap", gap.Round(time.Millisecond))
+		for _, g := range []*generation{m.cur, m.pending} {
+			if g == nil {
+				continue
+			}
+			for _, w := range g.workers {
+				if w == nil {
+					continue
+				}
+				w.lastBeat = now
+				if !w.ready {
+					w.started = w.started.Add(gap)
+				}
+			}
+		}
+		return
+	}
 	for _, g := range []*generation{m.cur, m.pending} {
 		if g == nil {
 			continue
@@ -356,6 +391,23 @@ func (m *Master) checkBeats() {
 // startAllowance is how long a worker may take to build its config and
 // say it serves, beyond the health timeout.
 const startAllowance = 30 * time.Second
+
+// stallAfter is how long the master may go between two health checks
+// before checkBeats takes it that the master, not its workers, stopped:
+// a check interval and a quarter of the health timeout (a check late by
+// that much is not the timer's jitter), those of the generation whose
+// interval the checks keep (the serving one, or the first while none
+// serves).
+func (m *Master) stallAfter() time.Duration {
+	g := m.cur
+	if g == nil {
+		g = m.pending
+	}
+	if g == nil {
+		return config.DefaultHealthInterval + config.DefaultHealthTimeout/4
+	}
+	return g.health.Interval + g.health.Timeout/4
+}
 
 // sendView sends every ready worker the status of all workers (for the
 // status page, components.Workers): those serving, those starting, and
