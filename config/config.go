@@ -472,6 +472,11 @@ func (p *parser) health(n *yaml.Node) {
 			p.cfg.Health.Timeout = d
 		}
 	}
+	// A worker sends a heartbeat every interval and is killed when none
+	// came for the timeout: an interval as long would kill healthy ones.
+	if h := p.cfg.Health.WithDefaults(); h.Interval >= h.Timeout {
+		p.errorf(n, "health: interval %v is not shorter than timeout %v: a worker beats once an interval and is killed after a timeout without a beat", h.Interval, h.Timeout)
+	}
 }
 
 func (p *parser) serverHeader(n *yaml.Node) {
