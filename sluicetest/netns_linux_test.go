@@ -30,10 +30,31 @@ func TestNetHosts(t *testing.T) {
 	t.Cleanup(func() { removeNetns(ip, stale) })
 
 	var hosts []*NetHost
+	// The root ends of the hosts' links, by interface index: another test
+	// process may take the same subnet and link names once these are
+	// gone, but not the same index.
+	rootLinks := map[int]string{}
 	t.Run("use", func(t *testing.T) {
 		hosts = NetHosts(t, 2)
 		if hosts[0].Addr == hosts[1].Addr {
 			t.Fatalf("two hosts share %s", hosts[0].Addr)
+		}
+		for _, h := range hosts {
+			ifs, err := net.Interfaces()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ifc := range ifs {
+				addrs, _ := ifc.Addrs()
+				for _, a := range addrs {
+					if ipn, ok := a.(*net.IPNet); ok && ipn.IP.String() == h.Peer {
+						rootLinks[ifc.Index] = h.Peer
+					}
+				}
+			}
+		}
+		if len(rootLinks) != len(hosts) {
+			t.Fatalf("root links found for %v: %v", hosts, rootLinks)
 		}
 		ln := hosts[1].Listen(t)
 		go func() {
@@ -61,13 +82,14 @@ func TestNetHosts(t *testing.T) {
 		return
 	}
 	list, _ := exec.Command(ip, "netns", "list").Output()
-	links, _ := exec.Command(ip, "-o", "addr").Output()
 	for _, h := range append(hosts, &NetHost{Name: stale}) {
 		if strings.Contains(string(list), h.Name+" ") || strings.Contains(string(list), h.Name+"\n") {
 			t.Errorf("namespace %s left behind:\n%s", h.Name, list)
 		}
-		if h.Peer != "" && strings.Contains(string(links), h.Peer+"/") {
-			t.Errorf("link with %s left behind", h.Peer)
+	}
+	for index, peer := range rootLinks {
+		if ifc, err := net.InterfaceByIndex(index); err == nil {
+			t.Errorf("link %s (index %d) with %s left behind", ifc.Name, index, peer)
 		}
 	}
 }
