@@ -39,17 +39,19 @@ func TestNetHosts(t *testing.T) {
 		if hosts[0].Addr == hosts[1].Addr {
 			t.Fatalf("two hosts share %s", hosts[0].Addr)
 		}
+		ifs, err := net.Interfaces()
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers := map[string]bool{}
 		for _, h := range hosts {
-			ifs, err := net.Interfaces()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, ifc := range ifs {
-				addrs, _ := ifc.Addrs()
-				for _, a := range addrs {
-					if ipn, ok := a.(*net.IPNet); ok && ipn.IP.String() == h.Peer {
-						rootLinks[ifc.Index] = h.Peer
-					}
+			peers[h.Peer] = true
+		}
+		for _, ifc := range ifs {
+			addrs, _ := ifc.Addrs()
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok && peers[ipn.IP.String()] {
+					rootLinks[ifc.Index] = ipn.IP.String()
 				}
 			}
 		}

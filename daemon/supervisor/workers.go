@@ -217,8 +217,8 @@ func (m *Master) prober(w *worker, interval, timeout time.Duration) {
 	for {
 		start := time.Now()
 		err := probe(w, timeout)
-		if err != nil && time.Since(start) > timeout+timeout/4 {
-			m.log.Warn("a health probe outlasted its timeout while the master was not running; probing again", "worker", w.id, "took", time.Since(start).Round(time.Millisecond))
+		if took := time.Since(start); err != nil && took > timeout+timeout/4 {
+			m.log.Warn("a health probe outlasted its timeout while the master was not running; probing again", "worker", w.id, "took", took.Round(time.Millisecond))
 			err = probe(w, timeout)
 		}
 		select {
@@ -341,31 +341,16 @@ func backoff(n int) time.Duration {
 // (plus the time a config may take to build).
 //
 // If the master itself did not run for a while (its previous check was
-// more than an interval and a quarter of the timeout ago: it was
-// stopped, or starved of CPU),
-// the heartbeats it did not read say nothing of the workers: their
-// clocks start again from now, and none is killed for that gap.
+// longer ago than stallAfter: it was stopped, or starved of CPU), the
+// heartbeats it did not read say nothing of the workers: their clocks
+// start again from now, and none is killed for that gap.
 func (m *Master) checkBeats() {
 	now := time.Now()
-	last := m.lastCheck
+	gap := now.Sub(m.lastCheck)
 	m.lastCheck = now
-	if gap := now.Sub(last); !last.IsZero() && gap > m.stallAfter() {
+	stalled := gap > m.stallAfter()
+	if stalled {
 		m.log.Warn("the master did not run for a while; the workers' health clocks start again", "gap", gap.Round(time.Millisecond))
-		for _, g := range []*generation{m.cur, m.pending} {
-			if g == nil {
-				continue
-			}
-			for _, w := range g.workers {
-				if w == nil {
-					continue
-				}
-				w.lastBeat = now
-				if !w.ready {
-					w.started = w.started.Add(gap)
-				}
-			}
-		}
-		return
 	}
 	for _, g := range []*generation{m.cur, m.pending} {
 		if g == nil {
@@ -376,6 +361,10 @@ func (m *Master) checkBeats() {
 				continue
 			}
 			switch {
+			case stalled && w.ready:
+				w.lastBeat = now
+			case stalled:
+				w.started = w.started.Add(gap)
 			case w.ready && now.Sub(w.lastBeat) > g.health.Timeout:
 				m.log.Error("worker missed its heartbeats; killing it", "worker", w.id, "pid", w.cmd.Process.Pid, "last", w.lastBeat.Format(time.RFC3339Nano))
 				w.kill()
@@ -394,19 +383,19 @@ const startAllowance = 30 * time.Second
 
 // stallAfter is how long the master may go between two health checks
 // before checkBeats takes it that the master, not its workers, stopped:
-// a check interval and a quarter of the health timeout (a check late by
-// that much is not the timer's jitter), those of the generation whose
-// interval the checks keep (the serving one, or the first while none
-// serves).
+// a check interval and a quarter of the health timeout, far beyond a
+// timer's jitter. The checks keep the serving generation's interval, or
+// the first one's while none serves (see Run).
 func (m *Master) stallAfter() time.Duration {
 	g := m.cur
 	if g == nil {
 		g = m.pending
 	}
-	if g == nil {
-		return config.DefaultHealthInterval + config.DefaultHealthTimeout/4
+	h := config.Health{}.WithDefaults()
+	if g != nil {
+		h = g.health
 	}
-	return g.health.Interval + g.health.Timeout/4
+	return h.Interval + h.Timeout/4
 }
 
 // sendView sends every ready worker the status of all workers (for the
