@@ -68,7 +68,7 @@ func (p *gonePoller) run(rc syscall.RawConn) {
 	events := make([]unix.EpollEvent, 64)
 	rc.Read(func(fd uintptr) bool {
 		for {
-			n, err := unix.EpollWait(int(fd), events, 0)
+			n, err := epollReady(int(fd), events)
 			if err == unix.EINTR {
 				continue
 			}

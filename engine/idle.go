@@ -203,7 +203,7 @@ func (c *conn) rawServe(fd uintptr) bool {
 			c.parkFlags.And(^uint32(parkPending))
 		}
 		if !c.rawRead(fd) {
-			if c.sparse {
+			if c.reparks() {
 				c.repark = true // woken for bytes already read
 				return true
 			}
@@ -234,10 +234,11 @@ func (c *conn) rawServe(fd uintptr) bool {
 			c.ended = true
 			return true
 		}
-		if c.sparse {
-			// Woken after a long park, and the client has no more to
-			// say: park again rather than wait here, on a goroutine,
-			// through the idle notice.
+		if c.reparks() {
+			// Woken sparse or in a crowd, or in a crowd now, and the
+			// client has no more to say: park again rather than wait
+			// here, on a goroutine, through the idle notice (see
+			// park.go).
 			c.repark = true
 			return true
 		}

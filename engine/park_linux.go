@@ -54,6 +54,8 @@ type parkSet struct {
 	f    *os.File // the set's descriptor, kept from its finalizer
 	epfd int
 
+	crowd atomic.Int32 // events the reader read in its last pass so far (see crowdWake)
+
 	mu    sync.Mutex
 	slots []parkSlot // by slot number
 	free  []uint32   // slot numbers not in use
@@ -119,16 +121,23 @@ func parkSetOrNil() *parkSet {
 func (p *parkSet) run(rc syscall.RawConn) {
 	events := make([]unix.EpollEvent, 32)
 	rc.Read(func(fd uintptr) bool {
+		crowd := 0 // events read since the poller reported the set
 		for {
-			n, err := unix.EpollWait(int(fd), events, 0)
+			if h := parkReadHook.Load(); h != nil {
+				(*h)()
+			}
+			n, err := epollReady(int(fd), events)
 			if err == unix.EINTR {
 				continue
 			}
 			if err != nil || n <= 0 {
 				return false // wait for the poller
 			}
+			crowd += n
+			p.crowd.Store(int32(crowd))
+			now := monoNow()
 			for _, ev := range events[:n] {
-				p.wake(uint32(ev.Fd), uint32(ev.Pad), ev.Events)
+				p.wake(uint32(ev.Fd), uint32(ev.Pad), ev.Events, now, crowd)
 			}
 			if n < len(events) {
 				return false
@@ -138,6 +147,18 @@ func (p *parkSet) run(rc syscall.RawConn) {
 	})
 }
 
+// crowded reports whether the park set's reader read a crowd of events
+// (crowdBusy or more) in its last pass: a busy connection then parks at
+// its next drain (see crowdWake).
+func crowded() bool {
+	p := parking.p.Load()
+	return p != nil && p.crowd.Load() >= crowdBusy
+}
+
+// parkReadHook, if set, is called by the park set's reader before each
+// read of the set's events (for tests).
+var parkReadHook atomic.Pointer[func()]
+
 // parkCtls counts epoll_ctl calls on the park set, for tests.
 var parkCtls atomic.Int64
 
@@ -145,7 +166,10 @@ var parkCtls atomic.Int64
 // which goes on with its wait: it reads what arrived, or finds the peer
 // gone. A connection that is not parked is told that bytes came
 // (parkPending), unless it parked meanwhile: then it is claimed after all.
-func (p *parkSet) wake(slot, gen, events uint32) {
+// now is when the reader read the event (monoNow), one clock reading for
+// all the events it read at once; crowd is how many it has read since the
+// runtime's poller last reported the set (see crowdWake).
+func (p *parkSet) wake(slot, gen, events uint32, now int64, crowd int) {
 	p.mu.Lock()
 	var c *conn
 	if int(slot) < len(p.slots) && p.slots[slot].gen == gen {
@@ -168,7 +192,8 @@ func (p *parkSet) wake(slot, gen, events uint32) {
 		}
 	}
 	c.parkFlags.And(^uint32(parkPending))
-	c.sparse = monoNow()-c.parkedAt >= c.srv.sparseAfter.Load()
+	c.sparse = now-c.parkedAt >= c.srv.sparseAfter.Load()
+	c.parkAgain = c.sparse || crowd >= crowdWake
 	c.resumeOnRunner()
 }
 
@@ -211,20 +236,17 @@ func (c *conn) park() bool {
 		p.forget(c)
 		sc.unpoll()
 	}
-	fd := -1
-	c.peer.Control(func(f uintptr) { fd = int(f) })
-	if fd < 0 {
-		return false
-	}
 	if !c.hasSlot {
 		c.parkSlot, c.parkGen = p.take(c)
 		c.hasSlot = true
 	}
 	c.parkedAt = monoNow()
-	c.srv.stats.parked.Add(1)
-	if c.parkFd == int32(fd) {
-		// In the set already: parking is a store, and a look at what
-		// the reader saw while c was active.
+	c.parkFailed = false
+	if c.parkFd >= 0 {
+		// In the set already, under the descriptor it has now (one
+		// that changes leaves the set first; see forget): parking is a
+		// store, and a look at what the reader saw while c was active.
+		c.srv.stats.parked.Add(1)
 		c.wait.Store(waitParked)
 		if c.parkFlags.And(^uint32(parkPending))&parkPending != 0 && c.wait.CompareAndSwap(waitParked, waitActive) {
 			// Bytes came after the read that found the socket drained:
@@ -233,6 +255,12 @@ func (c *conn) park() bool {
 		}
 		return true
 	}
+	fd := -1
+	c.peer.Control(func(f uintptr) { fd = int(f) })
+	if fd < 0 {
+		return false
+	}
+	c.srv.stats.parked.Add(1)
 	c.parkFd = int32(fd)
 	c.parkFlags.And(^uint32(parkPending)) // adding the socket reports what is there
 	c.wait.Store(waitParked)

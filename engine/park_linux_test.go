@@ -580,3 +580,51 @@ func TestParkedStateIsSmall(t *testing.T) {
 		t.Errorf("a parked connection keeps %d bytes, over the budget of %d: %+v", total, budget, sizes)
 	}
 }
+
+// Connections ready at once, crowdWake or more, park again after their
+// answers though each wake comes soon after its park: the park set's
+// reader hands them on first ready first, where the runtime's poller would
+// run the last ready first. A connection woken alone waits in the
+// runtime's poller; it parks again at its next drain once the reader has
+// seen a larger crowd (crowdBusy or more).
+func TestCrowdParksAgain(t *testing.T) {
+	const small, large = (crowdWake + crowdBusy) / 2, crowdBusy + 4
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0)                 // none: nothing moves but by the crowd rules
+	s.sparseAfter.Store(int64(time.Hour)) // every wake is soon
+	addr := startServer(t, s)
+	cs := openIdle(t, addr, 1+large)
+	n := int64(len(cs))
+	waitForParked(t, s, n)
+	cs[0].get(t, "/alone")
+	waitForParked(t, s, n-1) // it waits in the runtime's poller
+	speakAtOnce(t, cs[1:1+small], "small")
+	waitForParked(t, s, n-1) // the small crowd parked again
+	cs[0].get(t, "/after-small")
+	speakAtOnce(t, cs[1:], "large")
+	waitForParked(t, s, n-1)
+	cs[0].get(t, "/after-large")
+	waitForParked(t, s, n) // the busy one parked too
+}
+
+// speakAtOnce sends a request on each of cs while the park set's reader is
+// held, so that it finds them all ready at once (on loopback a write has
+// reached the server's socket when it returns), and reads the answers.
+func speakAtOnce(t *testing.T, cs []idleClient, tag string) {
+	t.Helper()
+	release := make(chan struct{})
+	hold := func() { <-release }
+	parkReadHook.Store(&hold)
+	defer parkReadHook.Store(nil)
+	for i, ic := range cs {
+		if _, err := io.WriteString(ic.c, fmt.Sprintf("GET /c%d/%s HTTP/1.1\r\nHost: a\r\n\r\n", i, tag)); err != nil {
+			close(release)
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	for i, ic := range cs {
+		ic.expect(t, fmt.Sprintf("/c%d/%s", i, tag))
+	}
+}

@@ -201,3 +201,20 @@ func resident(fd int, off, n int64) (in, known bool) {
 	pages := (off+n+pageSize-1)/pageSize - off/pageSize
 	return st.Cache >= uint64(pages), true
 }
+
+// epollReady returns the events ready in the epoll set epfd now, into
+// events, as epoll_wait(2) with a timeout of 0 does. It never blocks, so
+// it is a raw system call (see sysCall): unix.EpollWait announces a call
+// that may block, whose entry wakes the runtime's monitor thread when it
+// sleeps, a futex and a thread switch for every batch of events a
+// reader takes from the runtime's poller on a server at partial load.
+func epollReady(epfd int, events []unix.EpollEvent) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	r, e := sysCall(true, unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
