@@ -49,9 +49,7 @@ type conn struct {
 	unread      bool        // the client may have sent bytes we did not read
 	broken      bool        // a write failed: nothing more can be sent
 	resume      bool        // taken over from the park set: go on waiting (see serve)
-	sparse      bool        // taken over after a long park (sparseAfter; see park.go)
-	parkAgain   bool        // taken over sparse or in a crowd (see park.go): park again once drained
-	parkFailed  bool        // its last park failed: it waits in the runtime's poller, however crowded
+	sparse      bool        // taken over after a long park: park again when idle (see park.go)
 	repark      bool        // rawServe asks readIdle to park at once
 	nb          bool        // the socket's descriptor (rc's, or peer's under TLS) is non-blocking (see sysCall)
 	h2c         bool        // may switch to HTTP/2 with the preface (ListenerOptions.H2C)

@@ -203,7 +203,7 @@ func (c *conn) rawServe(fd uintptr) bool {
 			c.parkFlags.And(^uint32(parkPending))
 		}
 		if !c.rawRead(fd) {
-			if c.reparks() {
+			if c.sparse {
 				c.repark = true // woken for bytes already read
 				return true
 			}
@@ -234,11 +234,10 @@ func (c *conn) rawServe(fd uintptr) bool {
 			c.ended = true
 			return true
 		}
-		if c.reparks() {
-			// Woken sparse or in a crowd, or in a crowd now, and the
-			// client has no more to say: park again rather than wait
-			// here, on a goroutine, through the idle notice (see
-			// park.go).
+		if c.sparse {
+			// Woken after a long park, and the client has no more to
+			// say: park again rather than wait here, on a goroutine,
+			// through the idle notice.
 			c.repark = true
 			return true
 		}

@@ -19,10 +19,10 @@ import "time"
 // it there and then. Handlers are unaffected: every request still runs on
 // a goroutine, as before.
 //
-// A connection woken soon after it parked (within sparseAfter), and not in
-// a crowd (see crowdWake), is busy: it then waits for its next request in
-// the runtime's poller, where the keep-alive loop is cheapest (see
-// rawServe), until the idle notice or a crowd parks it again. One woken later is sparse: it parks again as soon as it has
+// A connection woken soon after it parked (within sparseAfter) is busy:
+// it then waits for its next request in the runtime's poller, where the
+// keep-alive loop is cheapest (see rawServe), until the idle notice parks
+// it again. One woken later is sparse: it parks again as soon as it has
 // answered, so a client that speaks now and then costs a goroutine only
 // while it is answered, and no system call to park or wake: its socket
 // stays in the park set, edge-triggered (see park_linux.go). At 10,000 busy connections every connection waits longer than
@@ -59,28 +59,6 @@ import "time"
 // this pays the hand-over.
 const sparseAfter = 20 * time.Millisecond
 
-// A crowd of connections ready at once waits in the park set too, woken or
-// busy, for the order it hands them on in. The runtime's poller makes the
-// goroutines of the sockets one epoll_wait reports runnable in the reverse
-// of the order they became ready, so when many are ready at once (100
-// connections on a saturated server) the request that came first is
-// answered last, and the one after it waits through the next batch too:
-// it nearly doubled p99 at 100 connections. The park set's reader hands
-// them on in epoll's order, first ready first. A connection woken with
-// crowdWake or more others parks again once drained, as a sparse one does;
-// a busy one in the runtime's poller parks at its next drain if the
-// reader's last batch was a crowd of crowdBusy or more. Fewer at once,
-// the order hardly matters and the runtime's poller is cheaper: the
-// reader's own epoll_wait and a hand-over to a runner per batch of a
-// few, 6 to 12 % more CPU per request at 1 and 10 connections. The two
-// thresholds differ so that a connection at a pace near them does not
-// move back and forth (a dozen system calls each way; see above).
-// docs/benchmarks.md, "The tail at 100 connections", has the figures.
-const (
-	crowdWake = 8
-	crowdBusy = 16
-)
-
 // Bits of conn.parkFlags (see park_linux.go).
 const (
 	parkPending  = 1 << iota // bytes came while the connection was in the park set and not parked
@@ -93,13 +71,6 @@ var monoStart = time.Now()
 // monoNow returns the monotonic clock in nanoseconds since monoStart.
 func monoNow() int64 { return int64(time.Since(monoStart)) }
 
-// reparks reports whether c, raw and drained, is to park again rather than
-// wait in the runtime's poller: it was woken sparse or in a crowd, or is
-// busy and a crowd is ready now (see crowdWake).
-func (c *conn) reparks() bool {
-	return c.parkAgain || (c.hasSlot && !c.parkFailed && crowded())
-}
-
 // moveWait moves c's idle wait off the calling goroutine, which must then
 // exit without touching c again: c is parked or, where it cannot be, its
 // wait goes on on a fresh goroutine with a minimal stack. c must hold no
@@ -109,7 +80,5 @@ func (c *conn) moveWait() {
 	if c.park() {
 		return
 	}
-	// The wait goes on in the runtime's poller, not back here at once.
-	c.parkAgain, c.parkFailed = false, true
 	go c.run(true)
 }

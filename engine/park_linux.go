@@ -54,8 +54,6 @@ type parkSet struct {
 	f    *os.File // the set's descriptor, kept from its finalizer
 	epfd int
 
-	crowd atomic.Int32 // events the reader read in its last pass so far (see crowdWake)
-
 	mu    sync.Mutex
 	slots []parkSlot // by slot number
 	free  []uint32   // slot numbers not in use
@@ -121,11 +119,7 @@ func parkSetOrNil() *parkSet {
 func (p *parkSet) run(rc syscall.RawConn) {
 	events := make([]unix.EpollEvent, 32)
 	rc.Read(func(fd uintptr) bool {
-		crowd := 0 // events read since the poller reported the set
 		for {
-			if h := parkReadHook.Load(); h != nil {
-				(*h)()
-			}
 			n, err := epollReady(int(fd), events)
 			if err == unix.EINTR {
 				continue
@@ -133,11 +127,9 @@ func (p *parkSet) run(rc syscall.RawConn) {
 			if err != nil || n <= 0 {
 				return false // wait for the poller
 			}
-			crowd += n
-			p.crowd.Store(int32(crowd))
 			now := monoNow()
 			for _, ev := range events[:n] {
-				p.wake(uint32(ev.Fd), uint32(ev.Pad), ev.Events, now, crowd)
+				p.wake(uint32(ev.Fd), uint32(ev.Pad), ev.Events, now)
 			}
 			if n < len(events) {
 				return false
@@ -147,18 +139,6 @@ func (p *parkSet) run(rc syscall.RawConn) {
 	})
 }
 
-// crowded reports whether the park set's reader read a crowd of events
-// (crowdBusy or more) in its last pass: a busy connection then parks at
-// its next drain (see crowdWake).
-func crowded() bool {
-	p := parking.p.Load()
-	return p != nil && p.crowd.Load() >= crowdBusy
-}
-
-// parkReadHook, if set, is called by the park set's reader before each
-// read of the set's events (for tests).
-var parkReadHook atomic.Pointer[func()]
-
 // parkCtls counts epoll_ctl calls on the park set, for tests.
 var parkCtls atomic.Int64
 
@@ -167,9 +147,8 @@ var parkCtls atomic.Int64
 // gone. A connection that is not parked is told that bytes came
 // (parkPending), unless it parked meanwhile: then it is claimed after all.
 // now is when the reader read the event (monoNow), one clock reading for
-// all the events it read at once; crowd is how many it has read since the
-// runtime's poller last reported the set (see crowdWake).
-func (p *parkSet) wake(slot, gen, events uint32, now int64, crowd int) {
+// all the events it read at once.
+func (p *parkSet) wake(slot, gen, events uint32, now int64) {
 	p.mu.Lock()
 	var c *conn
 	if int(slot) < len(p.slots) && p.slots[slot].gen == gen {
@@ -193,7 +172,6 @@ func (p *parkSet) wake(slot, gen, events uint32, now int64, crowd int) {
 	}
 	c.parkFlags.And(^uint32(parkPending))
 	c.sparse = now-c.parkedAt >= c.srv.sparseAfter.Load()
-	c.parkAgain = c.sparse || crowd >= crowdWake
 	c.resumeOnRunner()
 }
 
@@ -241,7 +219,6 @@ func (c *conn) park() bool {
 		c.hasSlot = true
 	}
 	c.parkedAt = monoNow()
-	c.parkFailed = false
 	if c.parkFd >= 0 {
 		// In the set already, under the descriptor it has now (one
 		// that changes leaves the set first; see forget): parking is a

@@ -16,8 +16,5 @@ func (c *conn) leavePark() {}
 // firstRead leaves the first wait to the runtime's poller.
 func (c *conn) firstRead() (read, parked bool) { return false, false }
 
-// crowded is false: nothing is parked.
-func crowded() bool { return false }
-
 // leaveParkSet has nothing to do: nothing is parked.
 func (c *conn) leaveParkSet() {}
