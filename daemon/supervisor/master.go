@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-server/sluice/config"
@@ -83,9 +84,14 @@ type Master struct {
 	// Nil means slog.Default().
 	Logger *slog.Logger
 
-	reqs    chan func()
-	events  chan event
-	initErr sync.Once
+	// Reload, ReopenLogs and Upgrade set their want and poke Run's loop, which
+	// does what is wanted, once however often it was asked meanwhile:
+	// a request is never dropped, and a burst of signals costs one
+	// reload. poke has capacity 1; a poke pending already suffices.
+	wantReload, wantReopen, wantUpgrade atomic.Bool
+	poke                                chan struct{}
+	events                              chan event
+	initErr                             sync.Once
 
 	log       *slog.Logger
 	logw      *lineWriter // the config's log output, shared with the workers' relayed lines
@@ -193,8 +199,16 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		select {
 		case <-ctx.Done():
 			return m.shutdown(nil)
-		case f := <-m.reqs:
-			f()
+		case <-m.poke:
+			if m.wantReopen.Swap(false) {
+				m.reopen()
+			}
+			if m.wantReload.Swap(false) {
+				m.reload()
+			}
+			if m.wantUpgrade.Swap(false) {
+				m.startUpgrade()
+			}
 		case e := <-m.events:
 			m.handle(e)
 		case <-check.C:
@@ -209,26 +223,32 @@ func (m *Master) Run(ctx context.Context) (err error) {
 
 func (m *Master) init() {
 	m.initErr.Do(func() {
-		m.reqs = make(chan func(), 8)
+		m.poke = make(chan struct{}, 1)
 		m.events = make(chan event, 64)
 	})
 }
 
-// do runs f on Run's goroutine, if it runs.
-func (m *Master) do(f func()) {
+// ask sets want and pokes Run's loop; it never blocks. A request made
+// before Run's loop starts is done as it starts.
+func (m *Master) ask(want *atomic.Bool) {
 	m.init()
+	want.Store(true)
 	select {
-	case m.reqs <- f:
-	case <-time.After(time.Second):
+	case m.poke <- struct{}{}:
+	default: // a poke is pending: the loop sees want when it takes it
 	}
 }
 
-// Reload reads the config again; see docs/workers.md.
-func (m *Master) Reload() { m.do(m.reload) }
+// Reload reads the config again (see docs/workers.md), on Run's
+// goroutine. It returns at once; requests that come before the loop
+// takes the first are done once. Safe for any goroutine, a signal
+// handler's included.
+func (m *Master) Reload() { m.ask(&m.wantReload) }
 
 // ReopenLogs reopens the master's log file and tells every worker to
-// reopen theirs.
-func (m *Master) ReopenLogs() { m.do(m.reopen) }
+// reopen theirs, on Run's goroutine; it returns at once, and requests
+// pending together are done once, as Reload's are.
+func (m *Master) ReopenLogs() { m.ask(&m.wantReopen) }
 
 func (m *Master) grace() time.Duration {
 	if m.Grace > 0 {

@@ -215,3 +215,30 @@ func TestWorkerDescriptorsHelper(t *testing.T) {
 	ctl.Read(make([]byte, 1)) // until the master kills this process
 	os.Exit(0)
 }
+
+// Reload and ReopenLogs never block, and what they ask for while Run's
+// loop is busy (or not yet running) is kept, once however often it was
+// asked: before, each waited up to a second for a queue of eight, and
+// was dropped if the loop stayed busy, a reload lost with no word.
+func TestRequestsToTheMasterCoalesce(t *testing.T) {
+	m := &Master{}
+	done := make(chan struct{})
+	go func() {
+		for range 100 {
+			m.Reload()
+			m.ReopenLogs()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Reload or ReopenLogs blocked with no loop to take them")
+	}
+	if !m.wantReload.Load() || !m.wantReopen.Load() {
+		t.Errorf("wanted: reload %v, reopen %v; want both", m.wantReload.Load(), m.wantReopen.Load())
+	}
+	if n := len(m.poke); n != 1 {
+		t.Errorf("%d pokes pending, want 1", n)
+	}
+}

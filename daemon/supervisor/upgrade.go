@@ -61,9 +61,11 @@ type upgrading struct {
 	why    string        // what the new master said when it could not start
 }
 
-// Upgrade starts a binary upgrade: see docs/workers.md. It is safe for
-// concurrent use, and does nothing once Run has returned.
-func (m *Master) Upgrade() { m.do(m.startUpgrade) }
+// Upgrade starts a binary upgrade (see docs/workers.md), on Run's
+// goroutine; it returns at once, and requests pending together start one,
+// as Reload's do. Safe for any goroutine; nothing happens once Run has
+// returned.
+func (m *Master) Upgrade() { m.ask(&m.wantUpgrade) }
 
 // startedFrom returns the absolute path of the binary this process was
 // started from, as its command line named it (os.Args[0]), for a binary
