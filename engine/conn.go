@@ -51,6 +51,8 @@ type conn struct {
 	resume      bool        // taken over from the park set: go on waiting (see serve)
 	sparse      bool        // taken over after a long park: park again when idle (see park.go)
 	repark      bool        // rawServe asks readIdle to park at once
+	crowded     bool        // many connections speak between its requests: park when idle (see crowd.go)
+	parkFailed  bool        // a wait could not park, so crowded does not ask it to (see moveWait)
 	nb          bool        // the socket's descriptor (rc's, or peer's under TLS) is non-blocking (see sysCall)
 	h2c         bool        // may switch to HTTP/2 with the preface (ListenerOptions.H2C)
 	toH2        bool        // switches: the preface came (see serveHead)
@@ -68,6 +70,7 @@ type conn struct {
 	// A head rawServe parsed but left for run to serve: headN bytes,
 	// headErr from parseHead (see readHead).
 	headReady bool
+	waitMark  uint32 // srv.wakes at its last wake (see crowd.go); beside headReady, in what was padding
 	headN     int
 	headErr   error
 
@@ -116,6 +119,7 @@ func newConn(srv *Server, nc net.Conn, o *ListenerOptions) *conn {
 		c.rawWaitFn = c.rawWait
 	}
 	c.th = srv.tm.Register(c)
+	c.waitMark = srv.wakes.Load()
 	return c
 }
 

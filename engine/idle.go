@@ -197,13 +197,13 @@ func (c *conn) rawRead(fd uintptr) bool {
 // body, a head not all in, a head refused: they read the connection or
 // close it), or once a request ended the connection (c.ended).
 func (c *conn) rawServe(fd uintptr) bool {
-	for {
+	for woken := true; ; woken = false {
 		if c.parkFd >= 0 {
 			// What the park set reported so far, this read takes in.
 			c.parkFlags.And(^uint32(parkPending))
 		}
 		if !c.rawRead(fd) {
-			if c.sparse {
+			if c.reparks() {
 				c.repark = true // woken for bytes already read
 				return true
 			}
@@ -212,6 +212,9 @@ func (c *conn) rawServe(fd uintptr) bool {
 		}
 		if c.rawErr != nil || c.rawN == 0 {
 			return true
+		}
+		if woken {
+			c.noteWake()
 		}
 		drained := c.rawN < len(c.rbuf)
 		for c.r < c.w {
@@ -234,10 +237,11 @@ func (c *conn) rawServe(fd uintptr) bool {
 			c.ended = true
 			return true
 		}
-		if c.sparse {
-			// Woken after a long park, and the client has no more to
-			// say: park again rather than wait here, on a goroutine,
-			// through the idle notice.
+		if c.reparks() {
+			// Woken after a long park, or one of a crowd (see
+			// crowd.go), and the client has no more to say: park again
+			// rather than wait here, on a goroutine, through the idle
+			// notice.
 			c.repark = true
 			return true
 		}

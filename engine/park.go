@@ -22,7 +22,9 @@ import "time"
 // A connection woken soon after it parked (within sparseAfter) is busy:
 // it then waits for its next request in the runtime's poller, where the
 // keep-alive loop is cheapest (see rawServe), until the idle notice parks
-// it again. One woken later is sparse: it parks again as soon as it has
+// it again, unless it is one of a crowd: then it parks again after every
+// answer, so that the crowd is answered in the order it spoke (see
+// crowd.go). One woken later is sparse: it parks again as soon as it has
 // answered, so a client that speaks now and then costs a goroutine only
 // while it is answered, and no system call to park or wake: its socket
 // stays in the park set, edge-triggered (see park_linux.go). At 10,000 busy connections every connection waits longer than
@@ -80,5 +82,8 @@ func (c *conn) moveWait() {
 	if c.park() {
 		return
 	}
+	// Where it cannot park, a wait that would park again after every
+	// answer would take a fresh goroutine for each instead.
+	c.sparse, c.parkFailed = false, true
 	go c.run(true)
 }

@@ -78,8 +78,9 @@ type Server struct {
 	stats       counters
 	deferAccept deferState // see deferaccept.go
 
-	parkHook    func(*conn)  // if set, called as a connection is about to park (for tests)
-	sparseAfter atomic.Int64 // nanoseconds; see park.go (tests change it)
+	parkHook    func(*conn)   // if set, called as a connection is about to park (for tests)
+	sparseAfter atomic.Int64  // nanoseconds; see park.go (tests change it)
+	wakes       atomic.Uint32 // waits of its raw connections that ended with bytes (see crowd.go)
 }
 
 // counters are a Server's statistics, updated atomically.
