@@ -2,9 +2,7 @@ package engine
 
 import (
 	"fmt"
-	"net"
 	"testing"
-	"time"
 )
 
 // A connection that takes turns with many others (crowdEnter or more
@@ -17,22 +15,7 @@ import (
 // a connection that has been woken.
 func TestCrowdedConnectionsParkAfterEveryAnswer(t *testing.T) {
 	const n = crowdEnter + 8
-	ln, err := Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, n)}
-	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
-	s.init()
-	s.tm.SetIdleNotice(0)
-	s.sparseAfter.Store(int64(time.Hour))
-	addr := serveOn(t, s, al)
-	cs := openIdle(t, addr, n)
-	waitForParked(t, s, n) // after the first exchange, as every connection does
-	server := make([]*sockConn, n)
-	for i := range server {
-		server[i] = (<-al.conns).(*sockConn)
-	}
+	s, cs, server := parkingServer(t, n, nil)
 	inPoller := func(scs []*sockConn) func() bool {
 		return func() bool {
 			for _, sc := range scs {
@@ -90,25 +73,12 @@ func TestCrowdedConnectionsParkAfterEveryAnswer(t *testing.T) {
 // their requests in the runtime's poller, as busy connections do.
 func TestFewConnectionsWaitInThePoller(t *testing.T) {
 	const n = crowdStay
-	ln, err := Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, n)}
-	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
-	s.init()
-	s.tm.SetIdleNotice(0)
-	s.sparseAfter.Store(int64(time.Hour))
-	var crowdedParks int
 	parks := make(chan bool, 16*n) // whether a connection parking was crowded
-	s.parkHook = func(c *conn) { parks <- c.crowded }
-	addr := serveOn(t, s, al)
-	cs := openIdle(t, addr, n)
-	waitForParked(t, s, n)
-	server := make([]*sockConn, n)
-	for i := range server {
-		server[i] = (<-al.conns).(*sockConn)
+	_, cs, server := parkingServer(t, n, func(c *conn) { parks <- c.crowded })
+	for len(parks) > 0 { // the parks after the first exchange
+		<-parks
 	}
+	var crowdedParks int
 	for round := range 5 {
 		for i, ic := range cs {
 			ic.get(t, fmt.Sprintf("/c%d/r%d", i, round))

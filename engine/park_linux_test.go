@@ -49,6 +49,34 @@ func openIdle(t *testing.T, addr string, n int) []idleClient {
 	return cs
 }
 
+// parkingServer serves echo on a new Server whose connections get no
+// idle notice and whose wakes are never late (sparse) until the test says
+// otherwise, with hook (if not nil) as its park hook. It opens n client
+// connections that have each made one request, waits until all n are
+// parked, and returns the clients and the server's end of each socket, in
+// the same order.
+func parkingServer(t *testing.T, n int, hook func(*conn)) (*Server, []idleClient, []*sockConn) {
+	t.Helper()
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, n)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0)
+	s.sparseAfter.Store(int64(time.Hour))
+	s.parkHook = hook
+	addr := serveOn(t, s, al)
+	cs := openIdle(t, addr, n) // one at a time, so accepted in this order
+	waitForParked(t, s, int64(n))
+	server := make([]*sockConn, n)
+	for i := range server {
+		server[i] = (<-al.conns).(*sockConn)
+	}
+	return s, cs, server
+}
+
 // get sends a GET for path and checks that echo answered it.
 func (ic idleClient) get(t *testing.T, path string) {
 	t.Helper()
@@ -83,23 +111,14 @@ func (ic idleClient) expectEOF(t *testing.T) {
 // one that speaks after a long park parks again at once.
 func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	const n = 8
-	ln, err := Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, n)}
-	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
-	s.init()
-	s.tm.SetIdleNotice(0)                 // none until the test asks
-	s.sparseAfter.Store(int64(time.Hour)) // every wake is soon, until the test says
 	var polledParks atomic.Int64
 	var parked sync.Map // every *conn that parked
-	s.parkHook = func(c *conn) {
+	s, cs, server := parkingServer(t, n, func(c *conn) {
 		parked.Store(c, true)
 		if c.nc.(*sockConn).polled.Load() != nil {
 			polledParks.Add(1)
 		}
-	}
+	})
 	allNoticed := func() bool {
 		all := true
 		parked.Range(func(c, _ any) bool {
@@ -107,13 +126,6 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 			return all
 		})
 		return all
-	}
-	addr := serveOn(t, s, al)
-	cs := openIdle(t, addr, n)
-	waitForParked(t, s, n)
-	var server []*sockConn
-	for range n {
-		server = append(server, (<-al.conns).(*sockConn))
 	}
 	checkOutOfPoller := func(round int) {
 		t.Helper()
