@@ -5,6 +5,19 @@ import (
 	"testing"
 )
 
+// inPoller returns a condition that holds once every socket of scs
+// waits in the runtime's poller.
+func inPoller(scs []*sockConn) func() bool {
+	return func() bool {
+		for _, sc := range scs {
+			if sc.polled.Load() == nil {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // A connection that takes turns with many others (crowdEnter or more
 // wakes of others between two of its own) parks again after every answer,
 // so that the park set's reader answers the crowd in the order it spoke;
@@ -16,16 +29,6 @@ import (
 func TestCrowdedConnectionsParkAfterEveryAnswer(t *testing.T) {
 	const n = crowdEnter + 8
 	s, cs, server := parkingServer(t, n, nil)
-	inPoller := func(scs []*sockConn) func() bool {
-		return func() bool {
-			for _, sc := range scs {
-				if sc.polled.Load() == nil {
-					return false
-				}
-			}
-			return true
-		}
-	}
 
 	// The first round's wakes see fewer than n-1 others (the count starts
 	// as each connection opens); from the second on each sees n-1.
@@ -75,23 +78,13 @@ func TestFewConnectionsWaitInThePoller(t *testing.T) {
 	const n = crowdStay
 	parks := make(chan bool, 16*n) // whether a connection parking was crowded
 	_, cs, server := parkingServer(t, n, func(c *conn) { parks <- c.crowded })
-	for len(parks) > 0 { // the parks after the first exchange
-		<-parks
-	}
 	var crowdedParks int
 	for round := range 5 {
 		for i, ic := range cs {
 			ic.get(t, fmt.Sprintf("/c%d/r%d", i, round))
 		}
 	}
-	waitFor(t, "every connection to wait in the runtime's poller", func() bool {
-		for _, sc := range server {
-			if sc.polled.Load() == nil {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, "every connection to wait in the runtime's poller", inPoller(server))
 	for len(parks) > 0 {
 		if <-parks {
 			crowdedParks++
