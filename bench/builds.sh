@@ -11,7 +11,10 @@
 # The builds take turns, one run of --secs each, --runs times, so drifting
 # background load hits all alike; per build the medians of CPU-µs per
 # request (utime+stime from /proc/PID/stat ÷ requests), requests/s and
-# wrk's p50 and p99 latency are printed, and every run's CPU figure.
+# wrk's p50 and p99 latency are printed, and every run's CPU figure; with
+# more than one build, so is each build's requests/s over the last one's,
+# round by round (a round is one run of each build): the median ratio, the
+# lowest and highest, and the rounds it was ahead in.
 # --close sends "Connection: close"; --conns 10000 is the C10K case (the
 # open-file limit must allow it). Used to measure one engine change at a
 # time (docs/files.md, "What closed the gap").
@@ -32,7 +35,7 @@ while [[ $# -gt 0 ]]; do
 	--runs) RUNS="$2"; shift 2 ;;
 	--secs) SECS="$2"; shift 2 ;;
 	--size) SIZE="$2"; shift 2 ;;
-	-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "builds.sh: unknown option $1" >&2; exit 2 ;;
 	*) BINS+=("$1"); shift ;;
 	esac
@@ -107,4 +110,19 @@ for b in "${BINS[@]}"; do
 		{v[NR] = $1; all = all " " $1; e += $2; r[NR] = $3; p[NR] = $4; q[NR] = $5}
 		END {printf "%-30s median %7.2f CPU-µs/request  %8.0f req/s  p50 %8.3f ms  p99 %8.3f ms  (%s )%s\n",
 			b, v[int((NR + 1) / 2)], median(r, NR), median(p, NR), median(q, NR), all, e ? "  ERRORS" : ""}'
+done
+last=${BINS[${#BINS[@]}-1]}
+for b in "${BINS[@]}"; do
+	[[ $b == "$last" ]] && break
+	awk -v b="$b" -v l="$last" '
+		function median(a, n,   i, j, t) {
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) {t = a[j]; a[j] = a[j-1]; a[j-1] = t}
+			return a[int((n + 1) / 2)]
+		}
+		$1 == b {x[++nb] = $4} $1 == l {y[++nl] = $4}
+		END {
+			for (i = 1; i <= nb && i <= nl; i++) {q[i] = x[i] / y[i]; ahead += q[i] >= 1; lo = i == 1 || q[i] < lo ? q[i] : lo; hi = q[i] > hi ? q[i] : hi}
+			n = i - 1
+			printf "%-30s requests/s over %s, round by round: median %.3f (%.3f-%.3f), ahead in %d of %d\n", b, l, median(q, n), lo, hi, ahead, n
+		}' "$WORK/runs"
 done
