@@ -108,3 +108,96 @@ func TestCGIScriptsEndWithTheirConfig(t *testing.T) {
 		t.Errorf("processes %s of a script still run after sluice exited\n%s", left, s.stderr())
 	}
 }
+
+// existing returns those of pids that still exist, if only as zombies:
+// a process is gone once something reaped it.
+func existing(pids ...int) []int {
+	var left []int
+	for _, pid := range pids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			left = append(left, pid)
+		}
+	}
+	return left
+}
+
+// waitGone waits up to 20 s for pids to be gone (see existing); those
+// still there then are killed, and the test fails.
+func waitGone(t *testing.T, s *server, what string, pids ...int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); len(existing(pids...)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			left := existing(pids...)
+			for _, pid := range left {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("%s: processes %v still exist\n%s", what, left, s.stderr())
+		}
+	}
+}
+
+// A worker killed outright (SIGKILL: as its master kills one that stops
+// answering) cannot kill its CGI programs' groups; the kernel kills each
+// program, and the master, whose descendants' orphans come to it, kills
+// and reaps what the program started: nothing of the request is left.
+func TestCGIProgramsDieWithTheirWorker(t *testing.T) {
+	needWorkers(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "site.yaml")
+	cgiConfig(t, dir, "")
+	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\nhealth: {interval: 100ms, timeout: 1s}\n"+
+		"routes: [{match: /, pipeline: [{cgi: {script: run.cgi, timeout: 1h}}]}]\n")
+	s := start(t, "serve", "-c", file)
+	s.waitLog(t, "workers ready", 1)
+	pids, status := cgiRequest(t, s.addr, dir, "0")
+	syscall.Kill(s.workerPids()[1], syscall.SIGKILL)
+	if code := <-status; code != 0 {
+		t.Errorf("the request whose worker was killed: %d, want a broken connection", code)
+	}
+	waitGone(t, s, "the worker was killed", pids[0], pids[1])
+	s.waitLog(t, "killed a process a worker left behind", 1)
+	s.waitLog(t, `msg="worker started"`, 2)
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d:\n%s", code, s.stderr())
+	}
+}
+
+// A process that leaves its request's process group on purpose (setsid)
+// escapes the group's kill as its request ends; with workers, the master
+// kills it within a sweep (a second) once its parent is gone.
+func TestEscapedProcessIsKilledByTheMaster(t *testing.T) {
+	needWorkers(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "run.cgi")
+	writeConfig(t, script, "#!/bin/sh\n"+
+		"setsid sleep 1000 </dev/null >/dev/null 2>&1 &\n"+
+		"echo $! > "+dir+"/pid.tmp && mv "+dir+"/pid.tmp "+dir+"/pid\n"+
+		"printf 'Content-Type: text/plain\\r\\n\\r\\nstarted\\n'\n")
+	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "site.yaml")
+	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\nhealth: {interval: 100ms, timeout: 1s}\n"+
+		"routes: [{match: /, pipeline: [{cgi: {script: run.cgi}}]}]\n")
+	s := start(t, "serve", "-c", file)
+	s.waitLog(t, "workers ready", 1)
+	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "started\n" {
+		t.Fatalf("GET: %d %q", code, body)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, s, "the request ended", pid)
+	s.waitLog(t, "killed a process a worker left behind", 1)
+	if !strings.Contains(s.stderr(), "command=sleep") {
+		t.Errorf("the warning does not name the command:\n%s", s.stderr())
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d:\n%s", code, s.stderr())
+	}
+}

@@ -13,12 +13,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sluice-server/sluice/config"
@@ -39,6 +41,14 @@ import (
 // Set the exported fields before Run. Reload, ReopenLogs and Upgrade are
 // safe for concurrent use, and do nothing once Run has returned; Run
 // stops when its context is done.
+//
+// Run makes the process the child subreaper of its descendants
+// (PR_SET_CHILD_SUBREAPER), so that nothing a worker starts outlives it:
+// a child of the process that Run did not start is reaped once it has
+// exited, and killed first (and logged) if it is in a process group
+// other than the process's own (a CGI program's child left by a worker
+// that was killed, say). So a program that runs a Master must not start
+// processes of its own.
 type Master struct {
 	// Read returns the config file's name (for messages and relative
 	// paths) and its bytes. Run calls it once, every Reload again. The
@@ -112,6 +122,9 @@ type Master struct {
 
 	lastCheck time.Time // of checkBeats, which tells a stalled master by it
 
+	strays  strays         // its own children, and the strays re-parented to it
+	sigchld chan os.Signal // SIGCHLD: a child changed state
+
 	binary     string     // the path this program was started from (startedFrom)
 	up         *upgrading // a binary upgrade under way
 	handedOver bool       // the upgrade's new master serves: this one leaves
@@ -152,6 +165,10 @@ type generation struct {
 // workers are healthy, or why it cannot start.
 func (m *Master) Run(ctx context.Context) (err error) {
 	m.init()
+	m.sigchld = make(chan os.Signal, 1)
+	signal.Notify(m.sigchld, syscall.SIGCHLD)
+	defer signal.Stop(m.sigchld)
+	adoptErr := m.strays.adopt()
 	if err := m.inherit(); err != nil {
 		return err
 	}
@@ -184,12 +201,18 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		}
 	}
 	m.log.Info("master started", "workers", first.n, "config", first.name)
+	if adoptErr != nil {
+		m.log.Warn("cannot adopt what the workers leave behind: a process a CGI program started may outlive its worker", "error", adoptErr)
+	}
 	m.pending = first
 	m.startGeneration(first)
 
 	interval := first.health.Interval
 	check := time.NewTicker(interval)
 	defer check.Stop()
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	var later <-chan time.Time // a sweep a SIGCHLD asked for, not yet due
 	m.lastCheck = time.Now()
 	for {
 		if m.cur != nil && m.cur.health.Interval != interval { // a reload changed it
@@ -214,6 +237,19 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		case <-check.C:
 			m.checkBeats()
 			m.sendView()
+		case <-m.sigchld:
+			if wait := m.strays.wait(time.Now(), true); wait <= 0 {
+				m.strays.sweep(m.log)
+			} else if later == nil {
+				later = time.After(wait)
+			}
+		case <-later:
+			later = nil
+			m.strays.sweep(m.log)
+		case <-sweep.C:
+			if m.strays.wait(time.Now(), false) <= sweepEvery/10 { // a tick may come a little early
+				m.strays.sweep(m.log)
+			}
 		}
 		if m.stopErr != nil || m.handedOver {
 			return m.shutdown(m.stopErr)
@@ -570,6 +606,7 @@ func (m *Master) shutdown(failure error) error {
 		<-w.exited
 		m.old = slices.DeleteFunc(m.old, func(o *worker) bool { return o == w })
 	}
+	m.strays.finish(m.log)
 	m.acme.Close()
 	m.closeListeners(nil)
 	if m.pidFile != "" {

@@ -158,7 +158,7 @@ func (m *Master) startUpgrade() {
 			return
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := m.strays.start(cmd); err != nil {
 		ctl.Close()
 		m.restorePidFile()
 		fail(err)
@@ -182,6 +182,7 @@ func (m *Master) startUpgrade() {
 	}()
 	go func() {
 		err := cmd.Wait()
+		m.strays.reaped(cmd.Process.Pid)
 		close(up.exited)
 		<-ctlDone // what it said before it exited comes first
 		m.events <- event{up: up, kind: evUpgradeExit, err: err}

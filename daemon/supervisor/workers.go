@@ -131,7 +131,7 @@ func (m *Master) spawn(w *worker) error {
 	// Workers never outlive the master: the kernel kills them when it
 	// dies, and they exit when their control channel reads EOF.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	if err := cmd.Start(); err != nil {
+	if err := m.strays.start(cmd); err != nil {
 		ctl.Close()
 		setupW.Close()
 		logR.Close()
@@ -160,6 +160,7 @@ func (m *Master) spawn(w *worker) error {
 	}()
 	go func() { // the process
 		err := cmd.Wait()
+		m.strays.reaped(cmd.Process.Pid)
 		logR.Close()
 		ctl.Close()
 		close(w.exited)
