@@ -19,15 +19,32 @@ import (
 // dir/pids.$QUERY_STRING and runs until killed.
 func cgiConfig(t *testing.T, dir, note string) string {
 	t.Helper()
-	script := filepath.Join(dir, "run.cgi")
-	writeConfig(t, script, "#!/bin/sh\n"+
-		"sleep 1000 &\n"+
+	cgiScript(t, dir, "sleep 1000 &\n"+
 		"echo $$ $! > "+dir+"/pids.$QUERY_STRING.tmp && mv "+dir+"/pids.$QUERY_STRING.tmp "+dir+"/pids.$QUERY_STRING\n"+
 		"wait\n")
+	return "# " + note + "\nlisten: 127.0.0.1:0\nroutes: [{match: /, pipeline: [{cgi: {script: run.cgi, timeout: 1h}}]}]\n"
+}
+
+// cgiScript writes the shell script body to dir/run.cgi, executable.
+func cgiScript(t *testing.T, dir, body string) {
+	t.Helper()
+	script := filepath.Join(dir, "run.cgi")
+	writeConfig(t, script, "#!/bin/sh\n"+body)
 	if err := os.Chmod(script, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return "# " + note + "\nlisten: 127.0.0.1:0\nroutes: [{match: /, pipeline: [{cgi: {script: run.cgi, timeout: 1h}}]}]\n"
+}
+
+// startCGIWorker starts a master with one worker serving dir/run.cgi
+// (see cgiScript) with the cgi options opts, and waits until it is ready.
+func startCGIWorker(t *testing.T, dir, opts string) *server {
+	t.Helper()
+	file := filepath.Join(dir, "site.yaml")
+	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\nhealth: {interval: 100ms, timeout: 1s}\n"+
+		"routes: [{match: /, pipeline: [{cgi: {script: run.cgi"+opts+"}}]}]\n")
+	s := start(t, "serve", "-c", file)
+	s.waitLog(t, "workers ready", 1)
+	return s
 }
 
 // cgiRequest starts a request for the script and returns its pids once it
@@ -143,12 +160,8 @@ func waitGone(t *testing.T, s *server, what string, pids ...int) {
 func TestCGIProgramsDieWithTheirWorker(t *testing.T) {
 	needWorkers(t)
 	dir := t.TempDir()
-	file := filepath.Join(dir, "site.yaml")
-	cgiConfig(t, dir, "")
-	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\nhealth: {interval: 100ms, timeout: 1s}\n"+
-		"routes: [{match: /, pipeline: [{cgi: {script: run.cgi, timeout: 1h}}]}]\n")
-	s := start(t, "serve", "-c", file)
-	s.waitLog(t, "workers ready", 1)
+	cgiConfig(t, dir, "") // for its script
+	s := startCGIWorker(t, dir, ", timeout: 1h")
 	pids, status := cgiRequest(t, s.addr, dir, "0")
 	syscall.Kill(s.workerPids()[1], syscall.SIGKILL)
 	if code := <-status; code != 0 {
@@ -168,19 +181,10 @@ func TestCGIProgramsDieWithTheirWorker(t *testing.T) {
 func TestEscapedProcessIsKilledByTheMaster(t *testing.T) {
 	needWorkers(t)
 	dir := t.TempDir()
-	script := filepath.Join(dir, "run.cgi")
-	writeConfig(t, script, "#!/bin/sh\n"+
-		"setsid sleep 1000 </dev/null >/dev/null 2>&1 &\n"+
+	cgiScript(t, dir, "setsid sleep 1000 </dev/null >/dev/null 2>&1 &\n"+
 		"echo $! > "+dir+"/pid.tmp && mv "+dir+"/pid.tmp "+dir+"/pid\n"+
 		"printf 'Content-Type: text/plain\\r\\n\\r\\nstarted\\n'\n")
-	if err := os.Chmod(script, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "site.yaml")
-	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 1\nhealth: {interval: 100ms, timeout: 1s}\n"+
-		"routes: [{match: /, pipeline: [{cgi: {script: run.cgi}}]}]\n")
-	s := start(t, "serve", "-c", file)
-	s.waitLog(t, "workers ready", 1)
+	s := startCGIWorker(t, dir, "")
 	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "started\n" {
 		t.Fatalf("GET: %d %q", code, body)
 	}
