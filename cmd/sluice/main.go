@@ -82,7 +82,12 @@ type command struct {
 
 var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, stopCommand, upgradeCommand, demoCommand, versionCommand}
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	if status, ran := runAsPID1(os.Args[1:], os.Stderr); ran {
+		os.Exit(status)
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // run executes the command line args and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {

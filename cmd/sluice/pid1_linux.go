@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The first process of a PID namespace (a container's PID 1) has two
+// duties no other process has: every orphan in the namespace becomes its
+// child, and it must reap them, or their zombies hold their PIDs until
+// the namespace ends; and the kernel delivers it only the signals it has
+// a handler for. A CGI program that leaves a process behind orphans it
+// at every request, so sluice as PID 1 would leak a PID a request.
+//
+// So sluice, started as PID 1, does what an init such as tini does and
+// nothing else: it runs itself again, with the same arguments, as its
+// only child (in a process group of its own, so that a terminal's
+// Ctrl-C reaches it once, forwarded), passes on the signals a server
+// answers, reaps every process that ends in the namespace, and exits
+// with its child's status once the child has exited: the child's exit
+// code, or 128 plus the signal that killed it. The kernel then kills
+// whatever is left in the namespace. It does not where the child would
+// be started with sockets a service manager passed (LISTEN_FDS): they
+// name the process they were passed to.
+
+// forwardedSignals are the signals PID 1 passes on to its child: those
+// sluice answers (sluice help signals), and SIGQUIT.
+var forwardedSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGQUIT}
+
+// runAsPID1 runs args as a child of this process if it is PID 1, as the
+// comment above says, and returns its exit status; ran is false if this
+// process is not PID 1 or should not act as its init.
+func runAsPID1(args []string, stderr io.Writer) (status int, ran bool) {
+	if os.Getpid() != 1 || os.Getenv("LISTEN_FDS") != "" {
+		return 0, false
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, append(forwardedSignals, syscall.SIGCHLD)...)
+	cmd := exec.Command("/proc/self/exe", args...)
+	cmd.Args[0] = os.Args[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(stderr, "sluice: as PID 1, cannot start the server:", err)
+		return exitError, true
+	}
+	child := cmd.Process.Pid
+	for sig := range sigs {
+		if sig != syscall.SIGCHLD {
+			cmd.Process.Signal(sig)
+			continue
+		}
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if pid <= 0 {
+				break
+			}
+			if pid != child {
+				continue // an orphan, reaped
+			}
+			if ws.Signaled() {
+				return 128 + int(ws.Signal()), true
+			}
+			return ws.ExitStatus(), true
+		}
+	}
+	return exitError, true // not reached: sigs is never closed
+}
