@@ -27,7 +27,14 @@ import (
 // code, or 128 plus the signal that killed it. The kernel then kills
 // whatever is left in the namespace. It does not where the child would
 // be started with sockets a service manager passed (LISTEN_FDS): they
-// name the process they were passed to.
+// name the process they were passed to. A master under it refuses a
+// binary upgrade (see underPID1Env): roll the container instead.
+
+// underPID1Env is set in the environment of the server PID 1 starts. A
+// master there refuses a binary upgrade (SIGUSR2): the old master, PID
+// 1's child, exits once the new one serves, and PID 1 with it, which
+// would end the namespace and the new master in it.
+const underPID1Env = "SLUICE_UNDER_PID1"
 
 // forwardedSignals are the signals PID 1 passes on to its child: those
 // sluice answers (sluice help signals), and SIGQUIT.
@@ -46,6 +53,7 @@ func runAsPID1(args []string, stderr io.Writer) (status int, ran bool) {
 	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.Args[0] = os.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), underPID1Env+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(stderr, "sluice: as PID 1, cannot start the server:", err)

@@ -34,29 +34,38 @@ func childrenOf(pid int) (kids []int, zombies int) {
 	return kids, zombies
 }
 
+// startAsPID1 starts sluice serve with the config text (written to
+// dir/site.yaml) as the first process of a new PID namespace, and returns
+// the server (whose cmd is unshare) and PID 1's pid outside the
+// namespace. It skips the test where no namespace can be made.
+func startAsPID1(t *testing.T, dir, config string) (*server, int) {
+	t.Helper()
+	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run(); err != nil {
+		t.Skip("cannot make a PID namespace here (unshare --pid --fork --mount-proc):", err)
+	}
+	file := filepath.Join(dir, "site.yaml")
+	writeConfig(t, file, config)
+	s := startCmd(t, exec.Command("unshare", "--pid", "--fork", "--mount-proc", binary, "serve", "-c", file))
+	kids, _ := childrenOf(s.cmd.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("unshare has children %v, want one: PID 1 of the namespace", kids)
+	}
+	if servers, _ := childrenOf(kids[0]); len(servers) != 1 {
+		t.Fatalf("PID 1 has children %v, want one: the server", servers)
+	}
+	return s, kids[0]
+}
+
 // As the first process of a PID namespace (a container's PID 1), sluice
 // runs itself as its only child and reaps what ends in the namespace:
 // the processes CGI programs leave, which would otherwise stay zombies
 // of PID 1, one a request. SIGTERM to PID 1 reaches the server, which
 // stops gracefully, and PID 1 exits with its status.
 func TestPID1ReapsOrphans(t *testing.T) {
-	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run(); err != nil {
-		t.Skip("cannot make a PID namespace here (unshare --pid --fork --mount-proc):", err)
-	}
 	dir := t.TempDir()
 	cgiScript(t, dir, "sleep 0.1 </dev/null >/dev/null 2>&1 &\n"+
 		"printf 'Content-Type: text/plain\\r\\n\\r\\nok\\n'\n")
-	file := filepath.Join(dir, "site.yaml")
-	writeConfig(t, file, "listen: 127.0.0.1:0\nroutes: [{match: /, pipeline: [{cgi: {script: run.cgi}}]}]\n")
-	s := startCmd(t, exec.Command("unshare", "--pid", "--fork", "--mount-proc", binary, "serve", "-c", file))
-	kids, _ := childrenOf(s.cmd.Process.Pid)
-	if len(kids) != 1 {
-		t.Fatalf("unshare has children %v, want one: PID 1 of the namespace", kids)
-	}
-	init := kids[0]
-	if servers, _ := childrenOf(init); len(servers) != 1 {
-		t.Fatalf("PID 1 has children %v, want one: the server", servers)
-	}
+	s, init := startAsPID1(t, dir, "listen: 127.0.0.1:0\nroutes: [{match: /, pipeline: [{cgi: {script: run.cgi}}]}]\n")
 	const requests = 5
 	for i := range requests {
 		if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "ok\n" {
@@ -81,5 +90,26 @@ func TestPID1ReapsOrphans(t *testing.T) {
 	}
 	if log := s.stderr(); !bytes.Contains([]byte(log), []byte(`msg="shutting down"`)) {
 		t.Errorf("the server did not stop gracefully:\n%s", log)
+	}
+}
+
+// A master under PID 1 gets the signals sent to PID 1, and refuses a
+// binary upgrade, which would end PID 1 and the namespace with the old
+// master: it logs why and serves on.
+func TestPID1RefusesUpgrade(t *testing.T) {
+	s, init := startAsPID1(t, t.TempDir(), workersConfig(1, "hi"))
+	s.waitLog(t, "workers ready", 1)
+	if err := syscall.Kill(init, syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	s.waitLog(t, "binary upgrade refused: this master runs under sluice as PID 1", 1)
+	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "hi" {
+		t.Errorf("after the refusal: %d %q", code, body)
+	}
+	if err := syscall.Kill(init, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.wait(t); code != 0 {
+		t.Errorf("exit status %d, want 0\n%s", code, s.stderr())
 	}
 }

@@ -175,4 +175,9 @@ Workers ignore SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 sent to them directly
 (a terminal's Ctrl-C reaches the master, which stops them); SIGTERM stops
 one gracefully, and the master replaces it. Without workers SIGUSR2 is
 ignored, with a warning logged. See docs/workers.md.
+
+Started as PID 1 (a container's first process), sluice runs the server as
+its only child and passes these signals, and SIGQUIT, on to it; it reaps
+what ends in the container and exits with the server's status. A binary
+upgrade is refused there: replace the container. See docs/deploy.md.
 `

@@ -78,6 +78,11 @@ type Master struct {
 	// Env, and Stdin, Stdout and Stderr to this process's if nil.
 	UpgradeCommand func() *exec.Cmd
 
+	// NoUpgrade, if set, is why a binary upgrade cannot be had here
+	// (under an init that ends with this process, say): Upgrade then
+	// logs it as an error and does nothing else.
+	NoUpgrade string
+
 	// Listen opens the listening socket for an address of the config, at
 	// Run and for the addresses a reload adds; nil means daemon.Listen.
 	// A program handed sockets by a service manager gives them here

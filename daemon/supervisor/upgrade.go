@@ -99,6 +99,9 @@ func (m *Master) upgradeCommand() (*exec.Cmd, error) {
 // startUpgrade starts the new master; handleUpgrade follows it.
 func (m *Master) startUpgrade() {
 	switch {
+	case m.NoUpgrade != "":
+		m.log.Error("binary upgrade refused: " + m.NoUpgrade)
+		return
 	case m.up != nil:
 		m.log.Warn("binary upgrade already under way")
 		return
