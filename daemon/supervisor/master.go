@@ -252,7 +252,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 			later = nil
 			m.strays.sweep(m.log)
 		case <-sweep.C:
-			if m.strays.wait(time.Now(), false) <= sweepEvery/10 { // a tick may come a little early
+			if m.strays.wait(time.Now(), false) <= 0 {
 				m.strays.sweep(m.log)
 			}
 		}

@@ -111,7 +111,7 @@ func (s *strays) wait(now time.Time, signalled bool) time.Duration {
 	if !s.on {
 		return time.Duration(1<<63 - 1)
 	}
-	gap := max(sweepEvery, 1000*s.cost)
+	gap := max(sweepEvery, 1000*s.cost) - sweepEvery/10 // a ticker's tick may come a little early
 	if signalled {
 		gap = max(sweepGap, 10*s.cost)
 	}
@@ -132,12 +132,12 @@ func (s *strays) sweep(log *slog.Logger) (alive int) {
 	s.last = time.Now()
 	defer func() { s.cost = time.Since(s.last) }()
 	self, group := os.Getpid(), syscall.Getpgrp()
-	names, err := readDirNames("/proc")
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
 	}
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil || s.own[pid] {
 			continue
 		}
@@ -172,16 +172,6 @@ func (s *strays) finish(log *slog.Logger) {
 	for deadline := time.Now().Add(time.Second); s.sweep(log) > 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// readDirNames returns the names in the directory dir.
-func readDirNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
 }
 
 // procStat is what a sweep needs of /proc/PID/stat.

@@ -73,10 +73,10 @@ func TestReadStatSelf(t *testing.T) {
 func BenchmarkSweep(b *testing.B) {
 	s := &strays{on: true}
 	log := slog.New(slog.DiscardHandler)
-	names, _ := readDirNames("/proc")
+	entries, _ := os.ReadDir("/proc")
 	procs := 0
-	for _, n := range names {
-		if _, err := strconv.Atoi(n); err == nil {
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
 			procs++
 		}
 	}
