@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
@@ -715,7 +714,7 @@ func (st *h2Stream) commitLocked(final bool) {
 		h.enc.WriteField(hpack.HeaderField{Name: "server", Value: h.srv.set.Load().serverValue})
 	}
 	if !st.hdr.hasDate {
-		h.enc.WriteField(hpack.HeaderField{Name: "date", Value: h2Date(h.srv.tm.Now())})
+		h.enc.WriteField(hpack.HeaderField{Name: "date", Value: dateValue(h.srv.tm.Now())})
 	}
 	for _, f := range st.hdr.fields {
 		h.writeField(f.name, f.value)
@@ -932,25 +931,4 @@ func h2Lower(name string) string {
 		}
 	}
 	return name
-}
-
-// h2DateText is the Date value for one second.
-type h2DateText struct {
-	sec  int64
-	text string
-}
-
-var h2DateCache atomic.Pointer[h2DateText]
-
-// h2Date returns the Date field's value for now (Unix ns), formatted once
-// a second (see appendDate).
-func h2Date(now int64) string {
-	sec := now / 1e9
-	d := h2DateCache.Load()
-	if d == nil || sec > d.sec || sec < d.sec-1 {
-		line := appendDate(nil, now)
-		d = &h2DateText{sec: sec, text: string(line[len("Date: ") : len(line)-2])}
-		h2DateCache.Store(d)
-	}
-	return d.text
 }
