@@ -9,7 +9,7 @@ import (
 // HTTP/2. A TLS connection whose client chose "h2" by ALPN, or, on a
 // listener with ListenerOptions.H2C, a plain connection that opens with
 // the HTTP/2 connection preface, is served by the engine's own HTTP/2
-// server (RFC 9113; h2_*.go): framing, flow control, stream states and
+// server (RFC 9113; http2_*.go): framing, flow control, stream states and
 // the defences against the known attacks are the engine's, header
 // compression is golang.org/x/net/http2/hpack's. Each stream runs the
 // connection's Handler on a goroutine of its own, with a Request built
