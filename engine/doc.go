@@ -96,6 +96,25 @@
 // no read or write buffer, and ending it (idle timeout, MaxConns,
 // Shutdown, Drain, GoAway) sends GOAWAY and lets its streams finish.
 //
+// # The HTTP/2 files
+//
+// The HTTP/2 server is the engine's files named http2*.go, one concern
+// each: http2.go hands a connection over and ends it (GoAway); then
+// framing (http2_frame.go), the connection and its reader loop
+// (http2_conn.go), the output queue (http2_write.go), stream states
+// (http2_stream.go), a stream's Request and body (http2_request.go) and
+// ResponseWriter (http2_response.go), flow control (http2_flow.go),
+// SETTINGS and bounds (http2_settings.go) and header blocks over hpack
+// (http2_hpack.go). It is not a package of its own because it is the
+// engine's HTTP serving over other framing: a stream fills the engine's
+// Request (its unexported expect-continue flag too) and reads the
+// engine's Header's internals, paces its body as HTTP/1.x's is, answers
+// with the engine's refusals, parses its target with the engine's
+// parser, and keeps its connection's handle in the timeout manager. A
+// subpackage would need all of those exported to every user, and the
+// engine, which hands it connections, would import a package importing
+// it.
+//
 // # Timeouts
 //
 // One timeout manager (package timeout) watches every connection: the
