@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice-server/sluice/config"
-	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // listenFdsStart is the first descriptor systemd passes (SD_LISTEN_FDS_START).
@@ -86,7 +86,7 @@ func (s *activated) open(fd int) error {
 		return errors.New("neither a TCP nor a Unix socket")
 	}
 	if _, ok := s.addr.(*net.TCPAddr); ok {
-		// As engine.Listen's sockets: accepted connections inherit
+		// As sock.Listen's sockets: accepted connections inherit
 		// TCP_NODELAY. (The server that serves the socket decides
 		// whether it defers accepting.)
 		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
@@ -117,7 +117,7 @@ func (a *Activation) Listen(addr config.Address) (net.Listener, error) {
 	if a != nil {
 		for _, s := range a.socks {
 			if boundTo(s.addr, addr) {
-				return engine.FileListener(s.f)
+				return sock.FileListener(s.f)
 			}
 		}
 	}

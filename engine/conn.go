@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine/timeout"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // aLongTimeAgo is a deadline in the past: setting it interrupts blocked I/O.
@@ -53,7 +54,7 @@ type conn struct {
 	repark      bool        // rawServe asks readIdle to park at once
 	crowded     bool        // many connections speak between its requests: park when idle (see crowd.go)
 	parkFailed  bool        // a wait could not park, so crowded does not ask it to (see moveWait)
-	nb          bool        // the socket's descriptor (rc's, or peer's under TLS) is non-blocking (see sysCall)
+	nb          bool        // the socket's descriptor (rc's, or peer's under TLS) is non-blocking (see sock.RawConn)
 	h2c         bool        // may switch to HTTP/2 with the preface (ListenerOptions.H2C)
 	toH2        bool        // switches: the preface came (see serveHead)
 
@@ -107,12 +108,12 @@ func newConn(srv *Server, nc net.Conn, o *ListenerOptions) *conn {
 		c.h = srv.Handler
 	}
 	if o.TLS != nil {
-		c.peer, c.nb = rawConn(nc)
+		c.peer, c.nb = sock.RawConn(nc)
 		c.sock = &tlsSocket{Conn: nc}
 		c.tc = tls.Server(c.sock, o.TLS)
 		c.nc = c.tc
 	} else {
-		c.rc, c.nb = rawConn(nc)
+		c.rc, c.nb = sock.RawConn(nc)
 		c.peer = c.rc
 	}
 	if c.rc != nil {

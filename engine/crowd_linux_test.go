@@ -3,14 +3,16 @@ package engine
 import (
 	"fmt"
 	"testing"
+
+	"github.com/sluice-server/sluice/sock"
 )
 
 // inPoller returns a condition that holds once every socket of scs
 // waits in the runtime's poller.
-func inPoller(scs []*sockConn) func() bool {
+func inPoller(scs []*sock.Conn) func() bool {
 	return func() bool {
 		for _, sc := range scs {
-			if sc.polled.Load() == nil {
+			if !sc.Polled() {
 				return false
 			}
 		}
@@ -39,7 +41,7 @@ func TestCrowdedConnectionsParkAfterEveryAnswer(t *testing.T) {
 		if round >= 1 {
 			waitForParked(t, s, n)
 			for i, sc := range server {
-				if sc.polled.Load() != nil {
+				if sc.Polled() {
 					t.Fatalf("round %d: connection %d waits in the runtime's poller, one of a crowd of %d", round, i, n)
 				}
 			}

@@ -1,6 +1,6 @@
 package engine
 
-import "net"
+import "github.com/sluice-server/sluice/sock"
 
 // Deferred accepting. A listener that defers accepting a connection until
 // its first bytes arrive (TCP_DEFER_ACCEPT on Linux) spares the server a
@@ -40,11 +40,6 @@ type deferState struct {
 	requests, closing uint64 // the counters at the last look
 }
 
-// acceptDeferrer is a listener whose deferred accepting can be switched.
-type acceptDeferrer interface {
-	setDeferAccept(on bool) error
-}
-
 // tuneDeferAccept turns deferred accepting on or off for s's listeners
 // after a period of traffic (see above). The reaper calls it.
 func (s *Server) tuneDeferAccept() {
@@ -70,13 +65,6 @@ func (s *Server) tuneDeferAccept() {
 	}
 	d.on = on
 	for ln := range s.listeners {
-		setDeferAccept(ln, on)
-	}
-}
-
-// setDeferAccept switches deferred accepting on ln, if it can be.
-func setDeferAccept(ln net.Listener, on bool) {
-	if d, ok := ln.(acceptDeferrer); ok {
-		d.setDeferAccept(on)
+		sock.SetDeferAccept(ln, on)
 	}
 }

@@ -32,10 +32,10 @@
 // wait a while to serve the next one, so short connections do not each
 // grow a new stack.
 //
-// On Linux, listeners from Listen serve TCP connections with direct system calls
-// (accept4, recvfrom, sendto or sendmsg, sendfile, close); a connection joins the
-// runtime's poller only when an operation would block, and leaves it when
-// it parks. They set
+// On Linux, listeners from Listen (package sock's) serve TCP connections
+// with direct system calls (accept4, recvfrom, sendto or sendmsg,
+// sendfile, close); a connection joins the runtime's poller only when an
+// operation would block, and leaves it when it parks. They set
 // TCP_NODELAY once for all connections, and Serve has them defer accepting
 // a connection until its first bytes arrive (TCP_DEFER_ACCEPT) while most
 // connections carry one request, not otherwise (see deferaccept.go). Serve

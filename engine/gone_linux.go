@@ -5,6 +5,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/sluice-server/sluice/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +69,7 @@ func (p *gonePoller) run(rc syscall.RawConn) {
 	events := make([]unix.EpollEvent, 64)
 	rc.Read(func(fd uintptr) bool {
 		for {
-			n, err := epollReady(int(fd), events)
+			n, err := sock.EpollReady(int(fd), events)
 			if err == unix.EINTR {
 				continue
 			}

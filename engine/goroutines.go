@@ -3,6 +3,8 @@ package engine
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-server/sluice/sock"
 )
 
 // Connection goroutines are reused. A goroutine serving a request grows
@@ -77,7 +79,7 @@ func (s *Server) runConns(c *conn) {
 
 // reapRunners stops the runners idle for longer than runnerIdleTime, every
 // runnerIdleTime, and all of them once the server stops. It also sweeps
-// the expired answers of residentFiles and tunes the listeners' deferred
+// the expired answers of sock.Resident and tunes the listeners' deferred
 // accepting (see deferaccept.go).
 func (s *Server) reapRunners() {
 	t := time.NewTicker(runnerIdleTime)
@@ -89,7 +91,7 @@ func (s *Server) reapRunners() {
 		case <-s.quit:
 			stop = true
 		}
-		residentFiles.sweep(s.tm.Now())
+		sock.SweepResidency(s.tm.Now())
 		if !stop {
 			s.tuneDeferAccept()
 		}

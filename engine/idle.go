@@ -3,6 +3,8 @@ package engine
 import (
 	"syscall"
 	"time"
+
+	"github.com/sluice-server/sluice/sock"
 )
 
 // The idle wait of a connection: between requests a connection holds no
@@ -163,7 +165,7 @@ func (c *conn) rawRead(fd uintptr) bool {
 		c.acquireSession()
 	}
 	for {
-		n, err := recv(int(fd), c.rbuf, c.nb)
+		n, err := sock.Recv(int(fd), c.rbuf, c.nb)
 		switch err {
 		case nil:
 			c.rawN = n

@@ -1,56 +1,24 @@
 package engine
 
 import (
-	"context"
-	"errors"
 	"net"
-	"syscall"
+
+	"github.com/sluice-server/sluice/sock"
 )
 
-// Listen opens a listening socket. network is "tcp", "tcp4", "tcp6" or
-// "unix". Like net.Listen, it fails (EADDRINUSE) when another socket
-// listens on the address already: a second server started on a busy port
-// is refused rather than handed a share of its connections.
-//
-// On Linux, a TCP listener from Listen serves its connections with fewer
-// system calls than one from net.Listen (which Serve also accepts):
-// accepted sockets inherit TCP_NODELAY from it, and join the runtime's
-// poller only when an operation would block (see sock_linux.go);
-// elsewhere it is net.Listen's. Its connections
-// implement net.Conn and syscall.Conn. Accepted connections get no TCP
-// keep-alive probes: the engine's idle timeout already closes connections
-// that stay silent.
+// Listen opens a listening socket for Serve: it is sock.Listen, whose
+// TCP listeners on Linux accept connections the engine serves with its
+// own system calls (see the package's doc, "Platforms"). network is
+// "tcp", "tcp4", "tcp6" or "unix". Like net.Listen, it fails (EADDRINUSE)
+// when another socket listens on the address already.
 func Listen(network, addr string) (net.Listener, error) {
-	return listen(network, addr, false)
+	return sock.Listen(network, addr)
 }
 
 // ListenShared is Listen with SO_REUSEPORT set on a TCP socket, so several
-// processes (workers of one server) may listen on the same address, each
-// with its own socket, and the kernel spreads new connections among them.
-// Every socket sharing the address must set it, and belong to the same
-// user. A Unix socket cannot be shared; for "unix" it is Listen. Outside
-// Linux a TCP socket cannot be shared either: ListenShared fails.
+// processes (workers of one server) may listen on the same address: it is
+// sock.ListenShared. Outside Linux a TCP socket cannot be shared:
+// ListenShared fails.
 func ListenShared(network, addr string) (net.Listener, error) {
-	return listen(network, addr, true)
-}
-
-func listen(network, addr string, shared bool) (net.Listener, error) {
-	if network == "unix" {
-		var lc net.ListenConfig
-		return lc.Listen(context.Background(), network, addr)
-	}
-	return listenTCP(network, addr, shared)
-}
-
-// temporaryAcceptError reports whether an accept error is worth retrying:
-// descriptor or memory exhaustion and connections that died in the queue.
-func temporaryAcceptError(err error) bool {
-	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
-		syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR, syscall.EPROTO} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return sock.ListenShared(network, addr)
 }

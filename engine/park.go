@@ -37,8 +37,8 @@ import "time"
 // slower than requests come, a request waits for its turn in the park
 // set, and its connection counts as sparse, whatever its client's pace.
 //
-// A parked connection holds its conn, its socket (a sockConn, out of the
-// runtime's poller; see sockConn.unpoll), its timeout handle, the closure
+// A parked connection holds its conn, its socket (a sock.Conn, out of the
+// runtime's poller; see sock.Conn.Unpoll), its timeout handle, the closure
 // of its wait and a slot in the park set: about 500 bytes of heap
 // (TestParkedStateIsSmall). conn.wait says who owns it: waitParked while
 // it is in the set, and whoever moves it out of that state (the park

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/sluice-server/sluice/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,7 +41,7 @@ import (
 //     to the end of its input.
 //
 // A connection that waited in the runtime's poller moves to a new
-// descriptor as it parks (see sockConn.unpoll) and joins the set anew.
+// descriptor as it parks (see sock.Conn.Unpoll) and joins the set anew.
 //
 // Whoever claims a parked connection (the reader, or Expire) owns it
 // next; an event that comes for a connection Expire claimed finds it no
@@ -120,7 +121,7 @@ func (p *parkSet) run(rc syscall.RawConn) {
 	events := make([]unix.EpollEvent, 32)
 	rc.Read(func(fd uintptr) bool {
 		for {
-			n, err := epollReady(int(fd), events)
+			n, err := sock.EpollReady(int(fd), events)
 			if err == unix.EINTR {
 				continue
 			}
@@ -209,10 +210,10 @@ func (c *conn) park() bool {
 	if c.interrupted.Load() || c.parkFlags.Load()&parkPeerDone != 0 {
 		return false
 	}
-	if sc := c.sockConn(); sc != nil && sc.polled.Load() != nil {
+	if sc := c.sockConn(); sc != nil && sc.Polled() {
 		// unpoll closes the descriptor the socket is in the set under.
 		p.forget(c)
-		sc.unpoll()
+		sc.Unpoll()
 	}
 	if !c.hasSlot {
 		c.parkSlot, c.parkGen = p.take(c)
@@ -254,12 +255,12 @@ func (c *conn) park() bool {
 
 // sockConn returns the engine's socket c is served on, beneath TLS if
 // c is a TLS connection, or nil if it is not one of the engine's.
-func (c *conn) sockConn() *sockConn {
+func (c *conn) sockConn() *sock.Conn {
 	nc := c.nc
 	if c.sock != nil {
 		nc = c.sock.Conn
 	}
-	sc, _ := nc.(*sockConn)
+	sc, _ := nc.(*sock.Conn)
 	return sc
 }
 
@@ -276,8 +277,8 @@ func (c *conn) sockConn() *sockConn {
 // is parked and the caller must leave it alone. If neither, the wait goes
 // on in the runtime's poller.
 func (c *conn) firstRead() (read, parked bool) {
-	sc, ok := c.nc.(*sockConn)
-	if !ok || sc.polled.Load() != nil {
+	sc, ok := c.nc.(*sock.Conn)
+	if !ok || sc.Polled() {
 		return false, false
 	}
 	c.rc.Control(func(fd uintptr) { read = c.rawRead(fd) })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -13,9 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/sluice-server/sluice/engine/timeout"
+	"github.com/sluice-server/sluice/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,7 +56,7 @@ func openIdle(t *testing.T, addr string, n int) []idleClient {
 // connections that have each made one request, waits until all n are
 // parked, and returns the clients and the server's end of each socket, in
 // the same order.
-func parkingServer(t *testing.T, n int, hook func(*conn)) (*Server, []idleClient, []*sockConn) {
+func parkingServer(t *testing.T, n int, hook func(*conn)) (*Server, []idleClient, []*sock.Conn) {
 	t.Helper()
 	ln, err := Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -70,9 +71,9 @@ func parkingServer(t *testing.T, n int, hook func(*conn)) (*Server, []idleClient
 	addr := serveOn(t, s, al)
 	cs := openIdle(t, addr, n) // one at a time, so accepted in this order
 	waitForParked(t, s, int64(n))
-	server := make([]*sockConn, n)
+	server := make([]*sock.Conn, n)
 	for i := range server {
-		server[i] = (<-al.conns).(*sockConn)
+		server[i] = (<-al.conns).(*sock.Conn)
 	}
 	return s, cs, server
 }
@@ -115,7 +116,7 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	var parked sync.Map // every *conn that parked
 	s, cs, server := parkingServer(t, n, func(c *conn) {
 		parked.Store(c, true)
-		if c.nc.(*sockConn).polled.Load() != nil {
+		if c.nc.(*sock.Conn).Polled() {
 			polledParks.Add(1)
 		}
 	})
@@ -130,7 +131,7 @@ func TestParkedConnectionsSpeakAgain(t *testing.T) {
 	checkOutOfPoller := func(round int) {
 		t.Helper()
 		for i, sc := range server {
-			if sc.polled.Load() != nil {
+			if sc.Polled() {
 				t.Errorf("round %d: connection %d is parked in the runtime's poller too", round, i)
 			}
 		}
@@ -356,7 +357,7 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 	parks := make(chan park, 10)
 	s.parkHook = func(c *conn) {
 		if c.served > 0 { // not the wait for its first request
-			parks <- park{c, c.nc.(*sockConn).polled.Load() != nil, parkCtls.Load()}
+			parks <- park{c, c.nc.(*sock.Conn).Polled(), parkCtls.Load()}
 		}
 	}
 	s.init()
@@ -400,11 +401,11 @@ func TestConnectionWokenLateParksAgain(t *testing.T) {
 	addr := serveOn(t, s, al)
 	ic := openIdle(t, addr, 1)[0]
 	waitForParked(t, s, 1)
-	sc := (<-al.conns).(*sockConn)
+	sc := (<-al.conns).(*sock.Conn)
 	for i := range 3 {
 		ic.get(t, fmt.Sprintf("/late%d", i))
 		waitForParked(t, s, 1)
-		if sc.polled.Load() != nil {
+		if sc.Polled() {
 			t.Fatalf("request %d: the connection waited in the runtime's poller", i)
 		}
 	}
@@ -457,17 +458,18 @@ func TestNewConnectionWaitsParked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := ln.(*tcpListener)
-	tl.rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, 0) })
+	if err := sock.SetDeferAccept(ln, false); err != nil {
+		t.Fatal(err)
+	}
 	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
 	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
 	s.init()
 	s.tm.SetIdleNotice(0) // it parks at once, not at the notice
 	addr := serveOn(t, s, al)
 	c := dial(t, addr)
-	sc := recvWithin(t, "the connection to be accepted", al.conns).(*sockConn)
+	sc := recvWithin(t, "the connection to be accepted", al.conns).(*sock.Conn)
 	waitForParked(t, s, 1)
-	if sc.polled.Load() != nil {
+	if sc.Polled() {
 		t.Error("the new connection joined the runtime's poller")
 	}
 	ic := idleClient{c, bufio.NewReader(c)}
@@ -577,11 +579,11 @@ func TestParkedStateIsSmall(t *testing.T) {
 		name string
 		size uintptr
 	}{
-		{"conn", unsafe.Sizeof(conn{})},
-		{"sockConn", unsafe.Sizeof(sockConn{})},
-		{"timeout.Handle", unsafe.Sizeof(timeout.Handle{})},
-		{"parkSlot", unsafe.Sizeof(parkSlot{})},
-		{"rawWait closure", 2 * unsafe.Sizeof(uintptr(0))},
+		{"conn", reflect.TypeFor[conn]().Size()},
+		{"sock.Conn", reflect.TypeFor[sock.Conn]().Size()},
+		{"timeout.Handle", reflect.TypeFor[timeout.Handle]().Size()},
+		{"parkSlot", reflect.TypeFor[parkSlot]().Size()},
+		{"rawWait closure", 2 * reflect.TypeFor[uintptr]().Size()},
 	}
 	const budget = 512
 	var total uintptr

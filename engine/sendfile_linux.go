@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine/timeout"
+	"github.com/sluice-server/sluice/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +57,7 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 	c.th.SetDeadline(c.srv.limits().WriteTimeout)
 	err := c.rc.Write(c.s.transferFn)
 	if t.corked >= 0 {
-		setCork(t.corked, false, c.nb) // sends the last partial segment
+		sock.SetCork(t.corked, false, c.nb) // sends the last partial segment
 	}
 	c.th.Clear()
 	c.srv.stats.bytesWritten.Add(uint64(t.sent))
@@ -83,7 +84,7 @@ type fileTransfer struct {
 	n         int64 // file bytes still to send
 	sent      int64
 	err       error
-	nb        bool // the socket is non-blocking (see sysCall)
+	nb        bool // the socket is non-blocking (see sock.RawConn)
 	cork      bool // cork the socket while sending (see corkAbove)
 	corked    int  // the descriptor corked, or -1
 }
@@ -115,11 +116,11 @@ const sendfileSpan = 1 << 20
 // it returns false to wait for writability again.
 func (t *fileTransfer) step(fd uintptr) bool {
 	if t.cork && t.corked < 0 {
-		setCork(int(fd), true, t.nb)
+		sock.SetCork(int(fd), true, t.nb)
 		t.corked = int(fd)
 	}
 	for len(t.out)+len(t.tail) > 0 {
-		m, err := send(int(fd), t.out, t.tail, t.flags, t.nb)
+		m, err := sock.Send(int(fd), t.out, t.tail, t.flags, t.nb)
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -134,16 +135,13 @@ func (t *fileTransfer) step(fd uintptr) bool {
 		t.out, t.tail = t.out[k:], t.tail[m-k:]
 		t.th.SetDeadline(t.timeout)
 	}
-	if t.n > 0 {
-		raceReleaseIO(int(fd))
-	}
 	for t.n > 0 {
 		// A span all in the page cache cannot make sendfile wait for a
-		// disk, so it is sent without giving up the P (see sysCall); a
+		// disk, so it is sent without giving up the P (see sock.Sendfile); a
 		// cold one, as a call that may block.
 		span := min(t.n, sendfileSpan)
-		nb := t.nb && residentFiles.check(t.file, t.src, t.offset, span, t.clock.Now())
-		m, err := sendfile(int(fd), t.src, &t.offset, int(span), nb)
+		nb := t.nb && sock.Resident(t.file, t.src, t.offset, span, t.clock.Now())
+		m, err := sock.Sendfile(int(fd), t.src, &t.offset, int(span), nb)
 		if m > 0 {
 			t.n -= int64(m)
 			t.sent += int64(m)

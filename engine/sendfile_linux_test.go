@@ -2,12 +2,16 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/rand"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/sluice-server/sluice/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +49,7 @@ func TestLargeFileSentCorked(t *testing.T) {
 	if _, err := io.WriteString(c, "GET /big HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	sc := recvWithin(t, "the connection to be accepted", al.conns).(*sockConn)
+	sc := recvWithin(t, "the connection to be accepted", al.conns).(*sock.Conn)
 	corked := func() bool {
 		v := -1
 		rc, _ := sc.SyscallConn()
@@ -62,4 +66,49 @@ func TestLargeFileSentCorked(t *testing.T) {
 	if resp, body := readResponse(t, br, "GET"); resp.StatusCode != 200 || body != "small" {
 		t.Fatalf("GET /small: %d %q", resp.StatusCode, body)
 	}
+}
+
+// Files in and out of the page cache are sent whole, by the raw and the
+// blocking sendfile alike (see sock.Resident), on the same connection.
+func TestSendFileColdAndWarm(t *testing.T) {
+	data := make([]byte, 1<<20+12345)
+	rand.Read(data)
+	f := openTemp(t, data)
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.(FileSender).SendFile(f, 0, int64(len(data)))
+	})
+	addr := startServer(t, &Server{Handler: h})
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	for i, cold := range []bool{true, false, true} {
+		if cold { // drop the file's pages from the page cache
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fmt.Fprintf(c, "GET /%d HTTP/1.1\r\nHost: a\r\n\r\n", i)
+		resp, body := readResponse(t, br, "GET")
+		if resp.StatusCode != 200 || !bytes.Equal([]byte(body), data) {
+			t.Fatalf("request %d (cold %v): status %d, %d bytes, want %d", i, cold, resp.StatusCode, len(body), len(data))
+		}
+	}
+}
+
+// openTemp writes data to a new file and returns it opened for reading,
+// its bytes in the page cache; the test's end closes it.
+func openTemp(t *testing.T, data []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -33,11 +33,3 @@ func (c *conn) sendFile(*os.File, int64, int64) error { return errNoRawSend }
 // flushBeforeClose writes the pending output of a connection that closes
 // next.
 func (c *conn) flushBeforeClose() error { return c.flush() }
-
-// residentFiles remembers, on Linux, which files are in the page cache, for
-// sendfile(2) (see residency_linux.go); here there is nothing to remember.
-var residentFiles noResidency
-
-type noResidency struct{}
-
-func (noResidency) sweep(int64) {}

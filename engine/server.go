@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/engine/timeout"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // ErrServerClosed is returned by Serve and ListenAndServe after Shutdown
@@ -320,7 +321,7 @@ func (s *Server) ServeWith(ln net.Listener, o ListenerOptions) error {
 		return ErrServerClosed
 	}
 	s.listeners[ln] = struct{}{}
-	setDeferAccept(ln, s.deferAccept.on)
+	sock.SetDeferAccept(ln, s.deferAccept.on)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -329,20 +330,20 @@ func (s *Server) ServeWith(ln net.Listener, o ListenerOptions) error {
 		ln.Close()
 	}()
 
-	var backoff acceptBackoff
+	var backoff sock.AcceptBackoff
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if s.closing() {
 				return ErrServerClosed
 			}
-			if !temporaryAcceptError(err) {
+			if !sock.Temporary(err) {
 				return err
 			}
 			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				s.tm.CloseIdle(1)
 			}
-			wait, warn, suppressed := backoff.failed(s.tm.Now())
+			wait, warn, suppressed := backoff.Failed(s.tm.Now())
 			if warn {
 				s.logger().Warn("accept failed; retrying", "error", err, "backoff", wait,
 					"suppressed", suppressed)
@@ -353,7 +354,7 @@ func (s *Server) ServeWith(ln net.Listener, o ListenerOptions) error {
 			}
 			continue
 		}
-		if n := backoff.succeeded(s.tm.Now()); n > 0 {
+		if n := backoff.Succeeded(s.tm.Now()); n > 0 {
 			s.logger().Warn("accept failed; recovered", "suppressed", n)
 		}
 		s.stats.accepted.Add(1)

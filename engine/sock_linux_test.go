@@ -12,52 +12,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/sock"
 	"golang.org/x/sys/unix"
 )
-
-// Accepted connections inherit TCP_NODELAY from the listener (Listen sets
-// it there instead of once per connection).
-func TestAcceptedConnectionsHaveNoDelay(t *testing.T) {
-	ln, err := Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client := dial(t, ln.Addr().String()) // closed when the test ends
-	client.Write([]byte("x"))             // so the deferred accept completes
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, ok := c.(*sockConn); !ok {
-		t.Fatalf("Accept returned %T, want *sockConn", c)
-	}
-	rc, err := c.(interface {
-		SyscallConn() (syscall.RawConn, error)
-	}).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v int
-	var gerr error
-	rc.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY) })
-	if gerr != nil || v == 0 {
-		t.Errorf("TCP_NODELAY on the accepted socket = %d (%v), want set", v, gerr)
-	}
-}
 
 // A request head that arrives in pieces makes the connection wait through
 // the poller; it is answered once complete, and the connection then keeps
 // serving.
 func TestSlowHeadJoinsPoller(t *testing.T) {
 	addr := startServer(t, &Server{Handler: echo})
-	before := polledConns.Load()
+	before := sock.PolledConns()
 	c := dial(t, addr)
 	io.WriteString(c, "GET /slow HTTP/1.1\r\n")
 	// The server reads the first piece, finds the head incomplete, and
 	// waits for more through the poller.
-	waitFor(t, "the connection to join the poller", func() bool { return polledConns.Load() > before })
+	waitFor(t, "the connection to join the poller", func() bool { return sock.PolledConns() > before })
 	io.WriteString(c, "Host: a\r\n\r\n")
 	br := bufio.NewReader(c)
 	resp, body := readResponse(t, br, "GET")
@@ -84,12 +53,12 @@ func TestLargeResponseToSlowReader(t *testing.T) {
 			}
 		}
 	})})
-	before := polledConns.Load()
+	before := sock.PolledConns()
 	c := dial(t, addr)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
 	br := bufio.NewReader(c)
 	resp, body := readResponse(t, br, "GET")
-	if polledConns.Load() == before {
+	if sock.PolledConns() == before {
 		t.Error("16 MiB left without the write ever waiting through the poller")
 	}
 	if resp.StatusCode != 200 || len(body) != size || body != string(payload) {
@@ -219,10 +188,12 @@ func TestDeferAcceptFollowsTraffic(t *testing.T) {
 	}
 	addr := serveOn(t, s, ln)
 	deferring := func() bool {
-		v := -1
-		ln.(*tcpListener).rc.Control(func(fd uintptr) {
-			v, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT)
-		})
+		f, err := sock.ListenerFile(ln) // a descriptor of the same socket
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		v, _ := unix.GetsockoptInt(int(f.Fd()), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT)
 		return v > 0
 	}
 	if deferring() {
@@ -274,7 +245,7 @@ func TestControlBesideParking(t *testing.T) {
 	addr := serveOn(t, s, al)
 	ic := openIdle(t, addr, 1)[0]
 	waitForParked(t, s, 1)
-	sc := (<-al.conns).(*sockConn)
+	sc := (<-al.conns).(*sock.Conn)
 	rc, _ := sc.SyscallConn()
 	want := ic.c.LocalAddr().(*net.TCPAddr).Port
 
@@ -307,7 +278,7 @@ func TestControlBesideParking(t *testing.T) {
 	}()
 	for round := range 3 {
 		ic.get(t, fmt.Sprintf("/soon%d", round))
-		waitFor(t, "the connection to wait in the runtime's poller", func() bool { return sc.polled.Load() != nil })
+		waitFor(t, "the connection to wait in the runtime's poller", func() bool { return sc.Polled() })
 		s.tm.SetIdleNotice(10 * time.Millisecond)
 		waitForParked(t, s, 1)
 		s.tm.SetIdleNotice(0)

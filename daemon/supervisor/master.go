@@ -25,7 +25,7 @@ import (
 
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
-	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // Master runs a config with worker processes: it reads and validates the
@@ -378,7 +378,7 @@ func (m *Master) openListeners(g *generation) error {
 		ln, err := listen(a)
 		if err == nil {
 			var f *os.File
-			f, err = engine.ListenerFile(ln)
+			f, err = sock.ListenerFile(ln)
 			addr := ln.Addr().String()
 			if ul, ok := ln.(*net.UnixListener); ok {
 				ul.SetUnlinkOnClose(false) // the socket lives on in f; closeListeners removes the file

@@ -20,7 +20,7 @@ import (
 
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
-	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // A worker that keeps failing before it is healthy waits longer each
@@ -115,11 +115,11 @@ const helperEnv = "SUPERVISOR_TEST_WORKER"
 // order of setup.Addrs; and not NOTIFY_SOCKET. The worker is this test
 // binary, which reports what it found over the control channel.
 func TestWorkerDescriptors(t *testing.T) {
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
+	ln, err := sock.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lf, err := engine.ListenerFile(ln)
+	lf, err := sock.ListenerFile(ln)
 	ln.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
-	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -90,7 +90,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 			}
 			f := os.NewFile(uintptr(fdListeners+i), a.String())
 			defer f.Close()
-			return engine.FileListener(f)
+			return sock.FileListener(f)
 		},
 	}
 	if err := srv.Start(); err != nil {

@@ -1,9 +1,9 @@
-package engine
+package sock
 
 import (
 	"errors"
+	"io"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,8 +51,8 @@ func sharedOf(t testing.TB, ln net.Listener) *sharedSocket {
 	return s
 }
 
-// dialWithByte connects to addr and sends one byte: the engine's sockets
-// have TCP_DEFER_ACCEPT, so a connection is accepted once bytes are in.
+// dialWithByte connects to addr and sends one byte: a listener may have
+// TCP_DEFER_ACCEPT, so a connection is accepted once bytes are in.
 func dialWithByte(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c := dial(t, addr)
@@ -141,26 +141,7 @@ func TestSharedListenersWakeOneAcceptor(t *testing.T) {
 func TestSharedListenerCloseWakesAccept(t *testing.T) {
 	lns := sharedListeners(t, 2)
 	ln := lns[0]
-	done := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if c != nil {
-			c.Close()
-		}
-		done <- err
-	}()
-	waitFor(t, "Accept to wait", func() bool { return sharedOf(t, ln).waits.Load() > 0 })
-	if err := ln.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("Accept: %v, want net.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Accept still waits after Close")
-	}
+	closeUnderAccept(t, ln)
 	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
 	}
@@ -250,11 +231,54 @@ func TestListenerFileOfSharedListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Serve's end (Shutdown, at the test's end) must close ln2 under a
-	// waiting Accept.
-	addr := serveOn(t, &Server{Handler: echo}, ln2)
-	resp := exchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-	if !strings.HasPrefix(resp, "HTTP/1.1 200 ") || !strings.Contains(resp, "path=/x") {
-		t.Errorf("response: %q", resp)
+	defer ln2.Close()
+	c := dialWithByte(t, ln2.Addr().String())
+	sc, err := ln2.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	if got, want := sc.RemoteAddr().String(), c.LocalAddr().String(); got != want {
+		t.Errorf("accepted %s, want %s", got, want)
+	}
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(sc, b); err != nil || b[0] != 'x' {
+		t.Errorf("server read %q, %v; want the client's x", b, err)
+	}
+	if _, err := sc.Write([]byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, b); err != nil || b[0] != 'y' {
+		t.Errorf("client read %q, %v; want the server's y", b, err)
+	}
+
+	closeUnderAccept(t, ln2) // as a server's shutdown does
+}
+
+// closeUnderAccept closes ln, a listener from FileListener, while an
+// Accept waits on it, and fails the test unless the Accept returns
+// net.ErrClosed.
+func closeUnderAccept(t *testing.T, ln net.Listener) {
+	t.Helper()
+	waits := sharedOf(t, ln).waits.Load()
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if c != nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	waitFor(t, "Accept to wait", func() bool { return sharedOf(t, ln).waits.Load() > waits })
+	if err := ln.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Accept still waits after Close")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux && !race
 
-package engine
+package sock
 
 // raceReleaseIO and raceAcquireIO annotate I/O for the race detector;
 // see race_on.go.

@@ -1,13 +1,13 @@
 //go:build linux && race
 
-package engine
+package sock
 
 import "syscall"
 
 // Under the race detector, the syscall package treats every read and
 // write as synchronisation ("I/O happens before the read of its data"),
 // so a test that learns of a handler's effects through a response sees
-// them ordered. The engine's own socket calls (recv, send) bypass it;
+// them ordered. This package's own calls (Recv, Send, Sendfile) bypass it;
 // these make the same annotations with zero-length calls that the
 // syscall package annotates. Race builds only; other builds compile them
 // away (race_off.go).

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"net"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // defaultMaxConns is DefaultMaxConns, or three quarters of RLIMIT_NOFILE
 // when that is lower.
@@ -16,11 +12,4 @@ func defaultMaxConns() int {
 		}
 	}
 	return DefaultMaxConns
-}
-
-// ownSocket reports whether nc is a connection of the engine's own TCP
-// listener (a sockConn), whose descriptor is non-blocking from accept4 on.
-func ownSocket(nc net.Conn) bool {
-	_, ok := nc.(*sockConn)
-	return ok
 }

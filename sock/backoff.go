@@ -1,4 +1,4 @@
-package engine
+package sock
 
 import "time"
 
@@ -11,25 +11,26 @@ const (
 	acceptCalm = time.Second
 )
 
-// acceptBackoff paces an accept loop through temporary errors, such as
+// AcceptBackoff paces an accept loop through temporary errors, such as
 // running out of file descriptors: the delay doubles from 5ms up to a
 // second, and is forgotten only once accepts have gone a second without
 // an error, so that a loop that keeps hitting the limit (each success
 // using up the descriptor it freed) does not spin. A warning is due at
 // most once a second; the errors in between are counted for it. Times are
-// Unix nanoseconds (the server passes its coarse clock). Only the accept
-// loop uses an acceptBackoff.
-type acceptBackoff struct {
+// Unix nanoseconds (a server passes its coarse clock). The zero value is
+// ready: no back-off. Not safe for concurrent use: each accept loop has
+// its own.
+type AcceptBackoff struct {
 	delay      time.Duration // 0 while accepts succeed
 	lastErr    int64         // when the last error happened
 	lastLog    int64         // when a warning was last due; 0 for never
 	suppressed int           // errors since that warning
 }
 
-// failed records an error at now. It returns how long to wait before
+// Failed records an error at now. It returns how long to wait before
 // accepting again, and whether a warning is due; if so, suppressed counts
 // the errors since the last warning, which went unlogged.
-func (b *acceptBackoff) failed(now int64) (wait time.Duration, warn bool, suppressed int) {
+func (b *AcceptBackoff) Failed(now int64) (wait time.Duration, warn bool, suppressed int) {
 	b.delay = min(max(2*b.delay, acceptDelayMin), acceptDelayMax)
 	b.lastErr = now
 	if b.lastLog != 0 && now-b.lastLog < int64(acceptCalm) {
@@ -40,14 +41,14 @@ func (b *acceptBackoff) failed(now int64) (wait time.Duration, warn bool, suppre
 	return b.delay, true, suppressed
 }
 
-// succeeded records an accept at now. Once a second has passed since the
+// Succeeded records an accept at now. Once a second has passed since the
 // last error, the back-off is forgotten and, if errors went unlogged since
 // the last warning, it returns their count for a last line.
-func (b *acceptBackoff) succeeded(now int64) (unlogged int) {
+func (b *AcceptBackoff) Succeeded(now int64) (unlogged int) {
 	if b.delay == 0 || now-b.lastErr < int64(acceptCalm) {
 		return 0
 	}
 	unlogged = b.suppressed
-	*b = acceptBackoff{}
+	*b = AcceptBackoff{}
 	return unlogged
 }

@@ -1,11 +1,8 @@
-package engine
+package sock
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -96,7 +93,7 @@ func TestResidencyRemembersSpans(t *testing.T) {
 	f, _ := residentFile(t, 64<<10)
 	fd := int(f.Fd())
 	if !localFS(fd) {
-		t.Skip("the temporary directory is not on a local file system the engine knows")
+		t.Skip("the temporary directory is not on a local file system this package knows")
 	}
 	var r residency
 	now := time.Now().UnixNano()
@@ -150,7 +147,7 @@ func TestResidencyRemembersSpans(t *testing.T) {
 	}
 }
 
-// A file on a file system the engine does not know as local (procfs
+// A file on a file system this package does not know as local (procfs
 // here) is never sent raw, and that is remembered.
 func TestResidencyRefusesOtherFileSystems(t *testing.T) {
 	f, err := os.Open("/proc/self/status")
@@ -167,27 +164,5 @@ func TestResidencyRefusesOtherFileSystems(t *testing.T) {
 	}
 	if r.queries.Load() != 1 {
 		t.Errorf("asked %d times, want once", r.queries.Load())
-	}
-}
-
-// Files in and out of the page cache are sent whole, by the raw and the
-// blocking sendfile alike, on the same connection.
-func TestSendFileColdAndWarm(t *testing.T) {
-	f, data := residentFile(t, 1<<20+12345)
-	h := HandlerFunc(func(w ResponseWriter, r *Request) {
-		w.(FileSender).SendFile(f, 0, int64(len(data)))
-	})
-	addr := startServer(t, &Server{Handler: h})
-	c := dial(t, addr)
-	br := bufio.NewReader(c)
-	for i, cold := range []bool{true, false, true} {
-		if cold {
-			evict(t, f)
-		}
-		fmt.Fprintf(c, "GET /%d HTTP/1.1\r\nHost: a\r\n\r\n", i)
-		resp, body := readResponse(t, br, "GET")
-		if resp.StatusCode != 200 || !bytes.Equal([]byte(body), data) {
-			t.Fatalf("request %d (cold %v): status %d, %d bytes, want %d", i, cold, resp.StatusCode, len(body), len(data))
-		}
 	}
 }

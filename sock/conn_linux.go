@@ -1,7 +1,6 @@
-package engine
+package sock
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -15,178 +14,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A TCP listener's connections are accepted and served with direct
-// system calls on their non-blocking descriptors (sockConn). Go's own
-// accept path spends four system calls per connection that a web server
-// can do without: getsockname (the local address is the listener's),
-// setsockopt TCP_NODELAY (inherited from the listener instead), and the
-// epoll_ctl calls that add the descriptor to the runtime's poller and
-// remove it at close. A sockConn joins the poller only when an operation
-// would block. A short connection — its request already in when it is
-// accepted, its response fitting the socket buffer — is then served with
-// accept4, recvfrom, sendto and close alone, like nginx's (which still
-// adds each connection to its epoll set).
-
-// polledConns counts sockConns that joined the poller, for tests.
+// polledConns counts Conns that joined the poller.
 var polledConns atomic.Int64
 
-// tcpListener is the listener Listen and FileListener return for TCP: its
-// Accept returns sockConns. Accept calls are serialised; Close interrupts
-// a blocked one.
-type tcpListener struct {
-	// f is the listening socket and rc its RawConn: an *os.File
-	// registered with the poller (Listen's), or a *sharedSocket, which
-	// waits in an epoll set of its own (FileListener's).
-	f    io.Closer
-	rc   syscall.RawConn
-	addr *net.TCPAddr
-	// laddr is addr when it names one IP (every connection's local
-	// address), nil for a wildcard.
-	laddr *net.TCPAddr
+// PolledConns returns how many times a Conn joined the runtime's poller
+// since the process started: a figure for tests and statistics. Safe for
+// concurrent use.
+func PolledConns() int64 { return polledConns.Load() }
 
-	mu       sync.Mutex // serialises Accept
-	acceptFn func(fd uintptr) bool
-	nfd      int // results of acceptFn
-	err      error
-	rsa      unix.RawSockaddrAny
-}
-
-// listenTCP opens a TCP listening socket as Listen describes. Go's
-// ListenConfig makes it (address resolution, dual-stack wildcards,
-// SO_REUSEADDR, the backlog); its Control hook sets TCP_NODELAY, which
-// accepted sockets inherit, SO_REUSEPORT if shared, and keeps a duplicate
-// of the descriptor. The Go listener is then closed and the socket lives
-// on in the duplicate, served by tcpListener.
-func listenTCP(network, addr string, shared bool) (net.Listener, error) {
-	dup := -1
-	lc := net.ListenConfig{KeepAlive: -1, Control: func(network, address string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			if shared {
-				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
-					return
-				}
-			}
-			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); serr != nil {
-				return
-			}
-			dup, serr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 3)
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	lc.SetMultipathTCP(false) // plain TCP, as clients speak it; MPTCP costs more per accept
-	ln, err := lc.Listen(context.Background(), network, addr)
-	if err != nil {
-		if dup >= 0 {
-			unix.Close(dup)
-		}
-		return nil, err
-	}
-	la := ln.Addr().(*net.TCPAddr)
-	ln.Close() // the socket stays open through dup
-	f := os.NewFile(uintptr(dup), "tcp listener "+la.String())
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	l := &tcpListener{f: f, rc: rc, addr: la}
-	if la.IP != nil && !la.IP.IsUnspecified() {
-		l.laddr = la
-	}
-	l.acceptFn = l.step
-	return l, nil
-}
-
-// Addr implements net.Listener.
-func (l *tcpListener) Addr() net.Addr { return l.addr }
-
-// setDeferAccept makes the kernel accept connections yet to come only once
-// their first bytes are in, or after about a second without any (as it
-// counts SYN-ACK retransmissions), or at once (see deferaccept.go).
-func (l *tcpListener) setDeferAccept(on bool) error {
-	v := 0
-	if on {
-		v = 1
-	}
-	var err error
-	if cerr := l.rc.Control(func(fd uintptr) {
-		err = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, v)
-	}); cerr != nil {
-		return cerr
-	}
-	return os.NewSyscallError("setsockopt", err)
-}
-
-// Close implements net.Listener.
-func (l *tcpListener) Close() error { return l.f.Close() }
-
-// Accept implements net.Listener: it waits for and returns the next
-// connection, a *sockConn. Errors are those of a closed listener or of
-// accept4(2), as *os.SyscallError.
-func (l *tcpListener) Accept() (net.Conn, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for {
-		l.nfd, l.err = -1, nil
-		if err := l.rc.Read(l.acceptFn); err != nil {
-			return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.addr, Err: net.ErrClosed}
-		}
-		if l.err != nil {
-			return nil, l.err
-		}
-		fd := l.nfd
-		if fd <= 2 {
-			// A process started with standard descriptors closed may get
-			// them back for sockets; os.File treats writes to 1 and 2
-			// specially (SIGPIPE on EPIPE), so move the socket away.
-			nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
-			unix.Close(fd)
-			if err != nil {
-				return nil, os.NewSyscallError("fcntl", err)
-			}
-			fd = nfd
-		}
-		c := &sockConn{fd: fd}
-		if l.laddr != nil {
-			c.laddr.Store(l.laddr)
-		}
-		if !setTCPAddr(&c.raddr, &c.rip, &l.rsa) {
-			unix.Close(fd) // not an IP connection; cannot happen on a TCP socket
-			continue
-		}
-		return c, nil
-	}
-}
-
-// step is called by the poller when the listener may have a connection;
-// it returns false to wait.
-func (l *tcpListener) step(fd uintptr) bool {
-	for {
-		nfd, err := accept4(int(fd), &l.rsa)
-		switch err {
-		case nil:
-			l.nfd = nfd
-			return true
-		case syscall.EINTR, syscall.ECONNABORTED:
-			continue // a connection reset while queued is not an error of ours
-		case syscall.EAGAIN:
-			return false
-		default:
-			l.err = os.NewSyscallError("accept4", err)
-			return true
-		}
-	}
-}
-
-// sockConn is a TCP connection served with direct system calls until an
-// operation would block; then its descriptor joins the runtime's poller
-// (as an *os.File) and every later operation goes through it, until the
-// connection parks (see unpoll). It implements net.Conn, syscall.Conn and
-// CloseWrite.
+// Conn is a TCP connection of a listener from Listen, ListenShared or
+// FileListener, served with direct system calls until an operation would
+// block; then its descriptor joins the runtime's poller (as an *os.File)
+// and every later operation goes through it, until the connection parks
+// (see Unpoll). It implements net.Conn, syscall.Conn and CloseWrite. Its
+// descriptor is non-blocking. The zero value is not a connection: a Conn
+// comes from Accept.
 //
 // Read, Write, CloseWrite and Close are called by the connection's own
 // goroutine only; the deadline methods, and its RawConn's Control, may be
@@ -195,7 +37,7 @@ func (l *tcpListener) step(fd uintptr) bool {
 // Before the descriptor joins the poller no operation blocks, so a
 // deadline needs no timer: an operation checks it before its system
 // call, and joining the poller hands it over.
-type sockConn struct {
+type Conn struct {
 	fd     int
 	polled atomic.Pointer[polledFile] // set once the descriptor joined the poller
 	mu     sync.Mutex                 // orders joining the poller against the deadline methods and Close
@@ -208,7 +50,7 @@ type sockConn struct {
 	laddr atomic.Pointer[net.TCPAddr] // the listener's, or one looked up on first use (see localAddr)
 }
 
-// polledFile is a sockConn's descriptor once it joined the poller.
+// polledFile is a Conn's descriptor once it joined the poller.
 //
 // Reads and writes go through rc with raw system calls, as they do
 // before the descriptor joins the poller: f.Read and f.Write would make
@@ -257,7 +99,7 @@ func (p *polledFile) read(b []byte) (int, error) {
 
 func (p *polledFile) readRaw(fd uintptr) bool {
 	for {
-		n, err := recv(int(fd), p.rbuf, true)
+		n, err := Recv(int(fd), p.rbuf, true)
 		switch err {
 		case nil:
 			p.rn = n
@@ -288,7 +130,7 @@ func (p *polledFile) write(b []byte) (int, error) {
 
 func (p *polledFile) writeRaw(fd uintptr) bool {
 	for p.wn < len(p.wbuf) {
-		m, err := send(int(fd), p.wbuf[p.wn:], nil, 0, true)
+		m, err := Send(int(fd), p.wbuf[p.wn:], nil, 0, true)
 		p.wn += m
 		switch err {
 		case nil, syscall.EINTR:
@@ -303,13 +145,13 @@ func (p *polledFile) writeRaw(fd uintptr) bool {
 }
 
 var (
-	_ net.Conn     = (*sockConn)(nil)
-	_ syscall.Conn = (*sockConn)(nil)
+	_ net.Conn     = (*Conn)(nil)
+	_ syscall.Conn = (*Conn)(nil)
 )
 
 // poll makes the descriptor join the runtime's poller, once, carrying
 // over the deadlines set so far.
-func (c *sockConn) poll() (*polledFile, error) {
+func (c *Conn) poll() (*polledFile, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.polled.Load(); p != nil {
@@ -337,9 +179,9 @@ func (c *sockConn) poll() (*polledFile, error) {
 	return p, nil
 }
 
-// unpoll takes the descriptor out of the runtime's poller again, for a
-// connection about to wait elsewhere for a long time (parked; see
-// park.go): the poller's state for a descriptor (an os.File and the
+// Unpoll takes the descriptor out of the runtime's poller again, for a
+// connection about to wait elsewhere for a long time (parked in an epoll
+// set of the caller's, say): the poller's state for a descriptor (an os.File and the
 // runtime's pollDesc, about 500 bytes) is not kept for an idle connection.
 // The poller forgets a descriptor only when it is closed, so the socket
 // moves to a duplicate descriptor and the old one is closed; the
@@ -348,7 +190,7 @@ func (c *sockConn) poll() (*polledFile, error) {
 // must be called by the connection's goroutine with no operation in
 // progress; if no descriptor is left for the duplicate, the connection
 // stays in the poller.
-func (c *sockConn) unpoll() {
+func (c *Conn) Unpoll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.polled.Load()
@@ -366,6 +208,11 @@ func (c *sockConn) unpoll() {
 	c.wdl.Store(0)
 }
 
+// Polled reports whether the connection waits through the runtime's
+// poller now (see Unpoll). Safe for concurrent use; the answer may be
+// stale at once unless the connection's goroutine asks.
+func (c *Conn) Polled() bool { return c.polled.Load() != nil }
+
 // expired reports whether the deadline d (UnixNano, 0 for none) has passed.
 func expired(d *atomic.Int64) bool {
 	t := d.Load()
@@ -373,7 +220,7 @@ func expired(d *atomic.Int64) bool {
 }
 
 // Read implements net.Conn.
-func (c *sockConn) Read(b []byte) (int, error) {
+func (c *Conn) Read(b []byte) (int, error) {
 	if p := c.polled.Load(); p != nil {
 		n, err := p.read(b)
 		return n, c.readErr(err)
@@ -385,7 +232,7 @@ func (c *sockConn) Read(b []byte) (int, error) {
 		if expired(&c.rdl) {
 			return 0, c.opError("read", os.ErrDeadlineExceeded)
 		}
-		n, err := recv(c.fd, b, true)
+		n, err := Recv(c.fd, b, true)
 		switch err {
 		case nil:
 			if n == 0 {
@@ -408,7 +255,7 @@ func (c *sockConn) Read(b []byte) (int, error) {
 }
 
 // Write implements net.Conn.
-func (c *sockConn) Write(b []byte) (int, error) {
+func (c *Conn) Write(b []byte) (int, error) {
 	if p := c.polled.Load(); p != nil {
 		n, err := p.write(b)
 		return n, c.writeErr(err)
@@ -418,7 +265,7 @@ func (c *sockConn) Write(b []byte) (int, error) {
 		if expired(&c.wdl) {
 			return n, c.opError("write", os.ErrDeadlineExceeded)
 		}
-		m, err := send(c.fd, b[n:], nil, 0, true)
+		m, err := Send(c.fd, b[n:], nil, 0, true)
 		n += m
 		switch err {
 		case nil, syscall.EINTR:
@@ -440,11 +287,11 @@ func (c *sockConn) Write(b []byte) (int, error) {
 // operations before the poller do: a *net.OpError wrapping the system
 // call's error, os.ErrDeadlineExceeded, or net.ErrClosed (the poller's
 // error for a descriptor being closed).
-func (c *sockConn) readErr(err error) error { return c.polledErr("read", err) }
+func (c *Conn) readErr(err error) error { return c.polledErr("read", err) }
 
-func (c *sockConn) writeErr(err error) error { return c.polledErr("write", err) }
+func (c *Conn) writeErr(err error) error { return c.polledErr("write", err) }
 
-func (c *sockConn) polledErr(op string, err error) error {
+func (c *Conn) polledErr(op string, err error) error {
 	switch err.(type) {
 	case nil:
 		return nil
@@ -457,12 +304,12 @@ func (c *sockConn) polledErr(op string, err error) error {
 	return c.opError(op, net.ErrClosed)
 }
 
-func (c *sockConn) opError(op string, err error) error {
+func (c *Conn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: &c.raddr, Err: err}
 }
 
 // Close implements net.Conn.
-func (c *sockConn) Close() error {
+func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -478,7 +325,7 @@ func (c *sockConn) Close() error {
 }
 
 // CloseWrite shuts down the sending side of the connection.
-func (c *sockConn) CloseWrite() error {
+func (c *Conn) CloseWrite() error {
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		return c.opError("close", err)
 	}
@@ -486,12 +333,12 @@ func (c *sockConn) CloseWrite() error {
 }
 
 // RemoteAddr implements net.Conn.
-func (c *sockConn) RemoteAddr() net.Addr { return &c.raddr }
+func (c *Conn) RemoteAddr() net.Addr { return &c.raddr }
 
 // LocalAddr implements net.Conn: the listener's address, or, for a
 // listener on a wildcard address, the one the connection came in on
 // (looked up once). The result must not be modified.
-func (c *sockConn) LocalAddr() net.Addr {
+func (c *Conn) LocalAddr() net.Addr {
 	if a := c.laddr.Load(); a != nil {
 		return a
 	}
@@ -549,7 +396,7 @@ func localAddr(rsa *unix.RawSockaddrAny) *net.TCPAddr {
 }
 
 // SetDeadline implements net.Conn.
-func (c *sockConn) SetDeadline(t time.Time) error {
+func (c *Conn) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
@@ -557,16 +404,16 @@ func (c *sockConn) SetDeadline(t time.Time) error {
 }
 
 // SetReadDeadline implements net.Conn.
-func (c *sockConn) SetReadDeadline(t time.Time) error {
+func (c *Conn) SetReadDeadline(t time.Time) error {
 	return c.setDeadline(&c.rdl, t, (*os.File).SetReadDeadline)
 }
 
 // SetWriteDeadline implements net.Conn.
-func (c *sockConn) SetWriteDeadline(t time.Time) error {
+func (c *Conn) SetWriteDeadline(t time.Time) error {
 	return c.setDeadline(&c.wdl, t, (*os.File).SetWriteDeadline)
 }
 
-func (c *sockConn) setDeadline(d *atomic.Int64, t time.Time, set func(*os.File, time.Time) error) error {
+func (c *Conn) setDeadline(d *atomic.Int64, t time.Time, set func(*os.File, time.Time) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.polled.Load(); p != nil {
@@ -586,14 +433,14 @@ func (c *sockConn) setDeadline(d *atomic.Int64, t time.Time, set func(*os.File, 
 // SyscallConn implements syscall.Conn. Its Read and Write call f with the
 // descriptor at once and, when f reports it would block, make the
 // descriptor join the poller and wait through it.
-func (c *sockConn) SyscallConn() (syscall.RawConn, error) { return sockRawConn{c}, nil }
+func (c *Conn) SyscallConn() (syscall.RawConn, error) { return sockRawConn{c}, nil }
 
-// sockRawConn is a sockConn's syscall.RawConn.
-type sockRawConn struct{ c *sockConn }
+// sockRawConn is a Conn's syscall.RawConn.
+type sockRawConn struct{ c *Conn }
 
 // Control calls f with the connection's descriptor, which stays open and
 // the connection's until f returns. It may be called from any goroutine,
-// beside the connection's own operations (a descriptor that unpoll or
+// beside the connection's own operations (a descriptor that Unpoll or
 // Close replaces or closes meanwhile is never the one f gets); f must not
 // call the connection's methods.
 func (r sockRawConn) Control(f func(fd uintptr)) error {
@@ -625,7 +472,7 @@ func (r sockRawConn) Write(f func(fd uintptr) bool) error {
 	return r.c.rawIO(&r.c.wdl, f, syscall.RawConn.Write)
 }
 
-func (c *sockConn) rawIO(d *atomic.Int64, f func(uintptr) bool, wait func(syscall.RawConn, func(uintptr) bool) error) error {
+func (c *Conn) rawIO(d *atomic.Int64, f func(uintptr) bool, wait func(syscall.RawConn, func(uintptr) bool) error) error {
 	if p := c.polled.Load(); p != nil {
 		return wait(p.rc, f)
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package engine
+package sock
 
 import (
 	"context"
@@ -11,9 +11,7 @@ import (
 func listenTCP(network, addr string, shared bool) (net.Listener, error) {
 	lc := net.ListenConfig{KeepAlive: -1}
 	if shared {
-		return nil, errors.New("engine: ListenShared: SO_REUSEPORT is supported on Linux only")
+		return nil, errors.New("sock: ListenShared: SO_REUSEPORT is supported on Linux only")
 	}
 	return lc.Listen(context.Background(), network, addr)
 }
-
-func defaultMaxConns() int { return DefaultMaxConns }

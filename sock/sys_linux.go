@@ -1,4 +1,4 @@
-package engine
+package sock
 
 import (
 	"net"
@@ -10,21 +10,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The few system calls the engine makes itself on sockets, without the
+// The few system calls made directly on sockets and files, without the
 // allocations and indirections of the general wrappers. The unsafe code
-// of the package is confined to this file.
+// of the package (and of the server built on it) is confined to this
+// file and sys_unix.go.
 //
-// A call on a non-blocking socket returns at once (EAGAIN rather than
-// waiting), so it is made with RawSyscall when the caller says the
-// descriptor is non-blocking (nb): the goroutine keeps its P through the
-// call. syscall.Syscall announces a call that may block, and one that runs
-// past a sysmon tick (20 µs; sending 80 KiB over loopback does, as the
-// kernel runs the receiving side in the same call) has its P handed to
-// another thread, which the goroutine must then win back: two thread
-// switches per response. With nb false (a descriptor that may block) the
-// calls are made with Syscall, as the syscall package makes them.
+// A call on a descriptor the caller says is non-blocking (nb) is made
+// with RawSyscall, keeping the goroutine's P; others with Syscall (see
+// the package's doc, "System calls").
 
-// sysCall makes the system call trap, raw when nb (see above).
+// sysCall makes the system call trap, raw when nb.
 func sysCall(nb bool, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, syscall.Errno) {
 	if nb {
 		r, _, e := syscall.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
@@ -37,8 +32,11 @@ func sysCall(nb bool, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, syscall.Er
 // corkOn and corkOff are TCP_CORK's values, at addresses that do not move.
 var corkOn, corkOff int32 = 1, 0
 
-// setCork sets or clears TCP_CORK on the socket fd (see corkAbove).
-func setCork(fd int, on, nb bool) {
+// SetCork sets TCP_CORK on the TCP socket fd if on, clears it if not:
+// while it is set, the kernel sends only full segments; clearing it sends
+// the rest. nb says fd is non-blocking (see the package's doc). Errors are
+// ignored: a socket left uncorked only sends more, smaller segments.
+func SetCork(fd int, on, nb bool) {
 	v := &corkOff
 	if on {
 		v = &corkOn
@@ -46,9 +44,14 @@ func setCork(fd int, on, nb bool) {
 	sysCall(nb, unix.SYS_SETSOCKOPT, uintptr(fd), unix.IPPROTO_TCP, unix.TCP_CORK, uintptr(unsafe.Pointer(v)), 4, 0)
 }
 
-// recv reads from a socket with recvfrom(2), which takes a shorter path
-// through the kernel than read(2) (no file position lock, no VFS layer).
-func recv(fd int, p []byte, nb bool) (int, error) {
+// Recv reads from the socket fd into p with one recvfrom(2), which takes a
+// shorter path through the kernel than read(2) (no file position lock, no
+// VFS layer), and returns the count read: 0 with a nil error is the end of
+// input, except for an empty p, which reads nothing. Errors are the system
+// call's syscall.Errno: syscall.EAGAIN when a non-blocking socket has
+// nothing yet, syscall.EINTR to try again. nb says fd is non-blocking
+// (see the package's doc); p is not kept.
+func Recv(fd int, p []byte, nb bool) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -60,10 +63,14 @@ func recv(fd int, p []byte, nb bool) (int, error) {
 	return int(r), nil
 }
 
-// send writes a and then b to a socket in one sendmsg(2) with flags
-// (MSG_MORE, say), or in one sendto(2) when one of them is empty, and
-// returns how many bytes of the two it took. Either may be empty.
-func send(fd int, a, b []byte, flags int, nb bool) (int, error) {
+// Send writes a and then b to the socket fd in one sendmsg(2) with flags
+// (unix.MSG_MORE, say; MSG_NOSIGNAL is added), or in one sendto(2) when
+// one of them is empty, and returns how many bytes of the two it took,
+// which may be fewer than offered. Either may be empty. Errors are the
+// system call's syscall.Errno (syscall.EAGAIN: a non-blocking socket's
+// buffer is full). nb says fd is non-blocking (see the package's doc); a
+// and b are not kept.
+func Send(fd int, a, b []byte, flags int, nb bool) (int, error) {
 	var iov [2]unix.Iovec
 	n := 0
 	if len(a) > 0 {
@@ -162,11 +169,14 @@ func closeSocket(fd int) error {
 	return nil
 }
 
-// sendfile sends up to n bytes of the file in from *off to the socket
-// out with sendfile(2), and advances *off by what it sent. nb says out is
-// non-blocking and the file's bytes are in the page cache (see
-// residency), so the call should not wait, for the socket or for a disk.
-func sendfile(out, in int, off *int64, n int, nb bool) (int, error) {
+// Sendfile sends up to n bytes of the file in from *off to the socket
+// out with sendfile(2), advances *off by what it sent and returns the
+// count; 0 with a nil error means the file ends before *off. Errors are
+// the system call's syscall.Errno. nb says out is non-blocking and the
+// file's bytes are in the page cache (see Resident), so the call cannot
+// wait, for the socket or for a disk.
+func Sendfile(out, in int, off *int64, n int, nb bool) (int, error) {
+	raceReleaseIO(out)
 	r, e := sysCall(nb, sysSendfile, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
 	if e != 0 {
 		return 0, e
@@ -202,13 +212,16 @@ func resident(fd int, off, n int64) (in, known bool) {
 	return st.Cache >= uint64(pages), true
 }
 
-// epollReady returns the events ready in the epoll set epfd now, into
-// events, as epoll_wait(2) with a timeout of 0 does. It never blocks, so
-// it is a raw system call (see sysCall): unix.EpollWait announces a call
+// EpollReady stores the events ready in the epoll set epfd now into
+// events and returns their count, as epoll_wait(2) with a timeout of 0
+// does; errors are the system call's syscall.Errno (syscall.EINTR: try
+// again). It is the read callback's system call for a set that the
+// runtime's poller watches: it never blocks, so it is a raw system call
+// (see sysCall), where unix.EpollWait announces a call
 // that may block, whose entry wakes the runtime's monitor thread when it
 // sleeps, a futex and a thread switch for every batch of events a
 // reader takes from the runtime's poller on a server at partial load.
-func epollReady(epfd int, events []unix.EpollEvent) (int, error) {
+func EpollReady(epfd int, events []unix.EpollEvent) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}

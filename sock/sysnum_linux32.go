@@ -1,6 +1,6 @@
 //go:build linux && (386 || arm || mips || mipsle)
 
-package engine
+package sock
 
 import "golang.org/x/sys/unix"
 

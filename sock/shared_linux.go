@@ -1,4 +1,4 @@
-package engine
+package sock
 
 import (
 	"encoding/binary"

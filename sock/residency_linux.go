@@ -1,4 +1,4 @@
-package engine
+package sock
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 )
 
 // A sendfile(2) of bytes in the page cache of a local file system does
-// not wait for a disk, so the engine makes it without giving up its P,
+// not wait for a disk, so it can be made without giving up the P,
 // like its calls on non-blocking sockets (see sysCall); other bytes are
 // sent with a call the scheduler knows may block. "In the page cache" is
 // cachestat(2)'s answer: pages whose read from disk is still in flight
@@ -36,6 +36,23 @@ const residencyTTL = int64(time.Second)
 // residentFiles is the process's memory of file spans found in the page
 // cache; the page cache it mirrors is the system's. Servers sweep it.
 var residentFiles residency
+
+// Resident reports whether bytes [off, off+n) of f, whose descriptor is
+// fd, may be sent with a Sendfile that does not wait (nb true): f is on a
+// local file system and the span in the page cache. The answer about f is
+// remembered for about a second from now, which is a coarse clock's
+// reading (Unix nanoseconds), and given again for the same span, or a
+// part of one remembered, without asking the kernel. An entry keeps f
+// reachable until SweepResidency drops it: a server that calls Resident
+// calls SweepResidency about once a second. Safe for concurrent use.
+func Resident(f *os.File, fd int, off, n, now int64) bool {
+	return residentFiles.check(f, fd, off, n, now)
+}
+
+// SweepResidency forgets the answers of Resident older than about a
+// second at now (a coarse clock's reading, as Resident's). Safe for
+// concurrent use.
+func SweepResidency(now int64) { residentFiles.sweep(now) }
 
 // residency remembers, per open file, the span found in the page cache
 // (or that the file cannot be sent raw) and when. It is safe for

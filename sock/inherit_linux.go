@@ -1,4 +1,4 @@
-package engine
+package sock
 
 import (
 	"net"
@@ -51,7 +51,7 @@ func ListenerFile(ln net.Listener) (*os.File, error) {
 }
 
 // FileListener returns a listener on the listening socket f inherited
-// from a parent process (see ListenerFile): for TCP the engine's own
+// from a parent process (see ListenerFile): for TCP this package's own
 // listener, as Listen returns, for a Unix socket net.FileListener's. f is
 // not closed; the listener holds a duplicate.
 //
