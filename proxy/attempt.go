@@ -1,0 +1,203 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// smallHead is the largest request head written without a write
+// deadline: far below any socket's send buffer.
+const smallHead = 4 << 10
+
+// attempt is what one try of a request on one upstream needs: roundTrip's
+// parameters. serve fills the request's part once and the upstream's for
+// each try; it lives on serve's stack.
+type attempt struct {
+	c       *pipe.Conn
+	x       *exchange
+	up      *upstream
+	uc      *upConn // the connection got for the try; nil when getErr says why not
+	getErr  error   // the failure to get a connection
+	now     instant // when the try began: its deadlines count from here
+	hasBody bool    // the request has a body to send
+	expect  bool    // it asks for 100-continue
+	upgrade []byte  // the protocols it asks to switch to (upgradeOf); nil for none
+}
+
+// roundTrip sends a's request to a.up over a.uc, the connection got for
+// it (or a.getErr, the failure to get one), at a.now, and reads the
+// response head into a.x.head. On success the connection is returned, its
+// body reader ready in x.body; on failure the connection is closed and
+// the failure says why.
+func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
+	c, x, up, uc, r, now := a.c, a.x, a.up, a.uc, a.c.Request, a.now
+	hasBody, expect, upgrade := a.hasBody, a.expect, a.upgrade
+	if err := a.getErr; err != nil {
+		switch {
+		case err == errFull:
+			return nil, busy // a fresh connection after a stale one (see serve)
+		case isTimeout(err):
+			return nil, &failure{status: http.StatusGatewayTimeout, msg: "upstream did not accept the connection in time", err: err, retry: true, fault: true}
+		}
+		return nil, &failure{status: http.StatusBadGateway, msg: "upstream unreachable", err: err, retry: true, fault: true}
+	}
+	if uc.buf == nil {
+		uc.buf = x.readBuf
+		x.readBuf = nil
+		if uc.buf == nil {
+			uc.buf = getReadBuf()
+		}
+	}
+	// Retrying is safe when the upstream cannot have acted on the request.
+	safe := idempotent(r) && !hasBody
+	fail := func(status int, msg string, err error) (*upConn, *failure) {
+		up.discard(uc)
+		retry := safe && uc.got == 0 && !isTimeout(err)
+		if _, bad := err.(*BadResponseError); bad {
+			retry = false
+		}
+		if retry && uc.reused {
+			return nil, &failure{status: status, msg: msg, err: err, stale: true}
+		}
+		return nil, &failure{status: status, msg: msg, err: err, retry: retry, fault: true}
+	}
+
+	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade, &x.peer)
+	nc := uc.nc
+	if hasBody || expect || len(x.reqHead) > smallHead {
+		d := now.add(p.headerTO)
+		nc.SetDeadline(d.time())
+		uc.readDeadline = d
+		uc.writeDeadline = true
+	} else {
+		// A small head fits the idle connection's empty send buffer:
+		// its write cannot block, and only the response's wait needs
+		// the timeout (one timer the fewer per request), which a
+		// deadline left by the exchanges before may serve (armRead).
+		uc.armRead(now, p.headerTO)
+	}
+	sendBody := hasBody
+	if expect {
+		// Ask the upstream first (RFC 9110 §10.1.1): the client's body is
+		// read, which sends it 100 Continue, only once the upstream says
+		// 100 or stays silent for a while; a final answer instead is
+		// passed on and the body never read.
+		if _, err := nc.Write(x.reqHead); err != nil {
+			return fail(http.StatusBadGateway, "upstream closed the connection", err)
+		}
+		x.reqHead = x.reqHead[:0]
+		nc.SetReadDeadline(time.Now().Add(expectContinueTimeout))
+		err := uc.readHead(&x.head, p.maxHead, p.maxFields)
+		uc.readDeadline = monoNow().add(p.headerTO)
+		nc.SetReadDeadline(uc.readDeadline.time())
+		switch {
+		case err == nil && x.head.status == http.StatusContinue:
+		case err == nil && x.head.status >= 200:
+			sendBody = false
+			x.head.close = true // the body it might wait for never comes
+		case err == nil:
+			// Another interim response: passed on; the final one follows.
+			passInterim(c, x)
+			sendBody = true
+		case isTimeout(err) && uc.got == 0:
+			// Silence: send the body anyway, as clients do.
+		default:
+			return p.headFailure(fail, err)
+		}
+		if err == nil && x.head.status >= 200 {
+			return uc, p.startBody(x, uc, r)
+		}
+	}
+	if sendBody {
+		if err := p.sendBody(x, nc, r); err != nil {
+			if errors.Is(err, errClientBody) {
+				up.discard(uc)
+				return nil, &failure{status: http.StatusBadRequest, msg: "request body incomplete", err: err}
+			}
+			// The upstream may have answered before the body was all
+			// sent (a 413) and closed: that answer is the one to pass on.
+			if herr := uc.readHead(&x.head, p.maxHead, p.maxFields); herr == nil && x.head.status >= 200 {
+				x.head.close = true
+				return uc, p.startBody(x, uc, r)
+			}
+			return fail(http.StatusBadGateway, "upstream closed the connection", err)
+		}
+	} else if len(x.reqHead) > 0 {
+		// Written by the first read of the response, which then waits
+		// for it without a failed try (see upConn.read).
+		uc.pending = x.reqHead
+	}
+	for {
+		if err := uc.readHead(&x.head, p.maxHead, p.maxFields); err != nil {
+			return p.headFailure(fail, err)
+		}
+		if x.head.status >= 200 {
+			break
+		}
+		if x.head.status == http.StatusSwitchingProtocols {
+			if upgrade == nil {
+				return fail(http.StatusBadGateway, "upstream switched protocols unasked", errors.New("101 response to a request without Upgrade"))
+			}
+			if !switchedAsAsked(x.head.fields, upgrade) {
+				return fail(http.StatusBadGateway, "upstream switched to a protocol not asked for", errors.New("101 response whose Upgrade is missing or names a protocol the request did not"))
+			}
+			uc.nc.SetDeadline(time.Time{})
+			uc.readDeadline = 0
+			return uc, nil
+		}
+		// Other interim responses (102, 103) go to the client as they
+		// come (RFC 9110 §15.2); those the proxy asked for (100 to its
+		// Expect) were handled above.
+		// Sent at once: a 103's hints are for now. (No byte of a
+		// response having come is no longer true: no retry follows.)
+		passInterim(c, x)
+	}
+	return uc, p.startBody(x, uc, r)
+}
+
+func (p *Proxy) headFailure(fail func(int, string, error) (*upConn, *failure), err error) (*upConn, *failure) {
+	var bad *BadResponseError
+	switch {
+	case errors.As(err, &bad):
+		return fail(http.StatusBadGateway, "upstream sent a malformed response", err)
+	case isTimeout(err):
+		return fail(http.StatusGatewayTimeout, "upstream timed out", err)
+	}
+	return fail(http.StatusBadGateway, "upstream closed the connection", err)
+}
+
+// startBody clears the deadlines and readies x.body for the response
+// head in x.head.
+func (p *Proxy) startBody(x *exchange, uc *upConn, r *engine.Request) *failure {
+	h := &x.head
+	mode := bodyClose
+	switch {
+	case r.IsMethod("HEAD") || h.status == http.StatusNoContent || h.status == http.StatusNotModified:
+		mode = bodyNone
+	case h.chunked:
+		mode = bodyChunked
+	case h.contentLength >= 0:
+		mode = bodyLength
+	}
+	x.body.start(uc, mode, h.contentLength, p.maxHead)
+	// The body is read without a deadline (an event stream may be silent
+	// for long). One already in the buffer, whole, needs no read: the
+	// deadline stays, and the next exchange sets its own (get's peek
+	// ignores it).
+	switch {
+	case !x.body.done && (mode != bodyLength || int64(uc.w-uc.r) < h.contentLength):
+		uc.nc.SetDeadline(time.Time{})
+		uc.readDeadline = 0
+		uc.writeDeadline = false
+	case uc.writeDeadline:
+		// A small head's exchange sets no write deadline: none may be
+		// left for it.
+		uc.nc.SetWriteDeadline(time.Time{})
+		uc.writeDeadline = false
+	}
+	return nil
+}

@@ -1,0 +1,307 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluice-server/sluice/clientaddr"
+	"github.com/sluice-server/sluice/httpgrammar"
+)
+
+// Values of Options.Host.
+const (
+	HostClient   = "client"   // the Host the client sent (the default)
+	HostUpstream = "upstream" // the upstream's host:port from its URL
+)
+
+// Values of Options.Forwarded.
+const (
+	ForwardedXFF     = "x-forwarded" // X-Forwarded-For, -Proto, -Host (the default)
+	ForwardedRFC7239 = "forwarded"   // RFC 7239 Forwarded
+	ForwardedNone    = "none"        // neither: the request's fields pass as received
+)
+
+// Defaults of Options.
+const (
+	DefaultConnectTimeout        = 5 * time.Second
+	DefaultResponseHeaderTimeout = 60 * time.Second
+	DefaultIdleTimeout           = 60 * time.Second
+	DefaultMaxIdleConns          = 256
+	DefaultRetries               = 2
+	DefaultMaxHeaderBytes        = 32 << 10
+	DefaultMaxHeaderCount        = 256
+	DefaultTunnelIdleTimeout     = time.Hour
+	expectContinueTimeout        = time.Second
+)
+
+// Options configures a Proxy. The yaml tags are the keys of a config
+// file's proxy entry. The zero value of every field but Upstreams is a
+// valid default.
+type Options struct {
+	// Upstreams are the servers to proxy to, at least one, at most 64:
+	// an http URL of a host and port (port 80 if absent), without path or
+	// query, or "unix:" and the path of a Unix socket.
+	Upstreams []string `yaml:"upstreams"`
+
+	// Policy chooses an upstream per request: round_robin (the default),
+	// least_conn, random_two, ip_hash (the client's address, as
+	// TrustedProxies and ClientIPHeader find it) or hash (HashKey).
+	Policy string `yaml:"policy"`
+
+	// HashKey is what policy hash hashes: "header:NAME", "cookie:NAME"
+	// or "path" (the canonical path).
+	HashKey string `yaml:"hash_key"`
+
+	// Retries is how many other upstreams a request may be tried on
+	// after a failure (default 2; -1 for none). A request is retried
+	// only when nothing of it was sent, or when it is idempotent (GET,
+	// HEAD, OPTIONS, TRACE, PUT, DELETE), has no body, and no byte of a
+	// response came back before the failure; never after a timeout.
+	// An upstream at MaxConns has not failed: the request moves on to
+	// another without spending a retry.
+	Retries int `yaml:"retries"`
+
+	// FailStatus lists the response statuses that count as the
+	// upstream failing (400 to 599, such as [502, 503, 504]; none by
+	// default, as nginx counts only errors unless told). Each such
+	// response counts for the passive checks as a refused connection
+	// does. It is passed on to the client, but for a request that may be
+	// retried (idempotent, without a body, no interim response passed
+	// on) while Retries allows and an upstream is left untried: that one
+	// is tried instead, and the response dropped, as nginx's
+	// proxy_next_upstream http_502 does.
+	FailStatus []int `yaml:"fail_status"`
+
+	// MaxConns bounds the connections open to each upstream (0: no
+	// bound). A request finding every upstream it may use at its bound
+	// waits in the queue (Queue) for a connection to come free.
+	MaxConns int `yaml:"max_conns"`
+
+	// Queue bounds the requests waiting, under MaxConns, for a
+	// connection (default 100, across the upstreams; -1: none wait).
+	// Each is handed, first come first served, a connection put back to
+	// its upstream's pool or the place of one closed, without polling. A
+	// request finding the queue full, or still waiting after
+	// QueueTimeout, is answered 503 with Retry-After: 1.
+	Queue int `yaml:"queue"`
+
+	// QueueTimeout bounds a request's wait in the queue (default 5s).
+	QueueTimeout time.Duration `yaml:"queue_timeout"`
+
+	// MaxIdleConns bounds the idle keep-alive connections kept per
+	// upstream (default 256; -1 keeps none). Requests beyond it in flight
+	// at once open connections that are closed after use: under load
+	// that is a connect and a close per request, which costs more than
+	// the request itself, so keep it above the requests usually in
+	// flight. An idle connection holds a socket on each side and a few
+	// hundred bytes here, with a copy of the last response head it read
+	// (at most 2 KiB; its read buffer is pooled), until IdleTimeout.
+	MaxIdleConns int `yaml:"max_idle_conns"`
+
+	// ConnectTimeout bounds connecting to an upstream (default 5s).
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+
+	// ResponseHeaderTimeout bounds the wait for the response head once
+	// the request is sent, and each write of the request (default 60s).
+	// Expiry answers 504. The wait may last up to an eighth of it (at
+	// most 1s) longer: a connection keeps its timer between requests.
+	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
+
+	// IdleTimeout is how long an idle keep-alive connection is kept for
+	// reuse (default 60s).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+
+	// TunnelIdleTimeout closes a tunnel (a WebSocket, or any protocol
+	// an Upgrade switched to) once no byte has crossed it either way for
+	// this long (default 1h; -1 for no bound), so that a peer gone
+	// without a word does not hold two connections for ever. Traffic
+	// either way keeps it open.
+	TunnelIdleTimeout time.Duration `yaml:"tunnel_idle_timeout"`
+
+	// StripPrefix is removed from the start of the canonical path before
+	// it is sent upstream ("/api" sends /api/users as /users, /api as /);
+	// it matches whole segments, and requests whose path does not start
+	// with it (/apix) pass unchanged.
+	StripPrefix string `yaml:"strip_prefix"`
+
+	// Host is the Host sent upstream: "client" (the default: the one
+	// the client sent), "upstream" (the upstream's from its URL), or a
+	// host[:port] to send always.
+	Host string `yaml:"host"`
+
+	// Forwarded is how the client is named to the upstream:
+	// "x-forwarded" (the default: X-Forwarded-For, -Proto and -Host),
+	// "forwarded" (RFC 7239) or "none".
+	Forwarded string `yaml:"forwarded"`
+
+	// TrustedProxies lists the proxies in front of this one (CIDRs or
+	// addresses, "unix:" for Unix-socket peers), as ipfilter's option:
+	// the forwarding fields a trusted peer sent are appended to; anyone
+	// else's are replaced. ip_hash reads the client address through them.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+
+	// ClientIPHeader is the header ip_hash reads the client address from
+	// when the peer is trusted ("X-Forwarded-For" by default).
+	ClientIPHeader string `yaml:"client_ip_header"`
+
+	// MaxHeaderBytes bounds an upstream response's head, and its
+	// trailer section (default 32 KiB); a larger one is answered 502.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+
+	// MaxHeaderCount bounds the fields of an upstream response's head
+	// (default 256); more are answered 502.
+	MaxHeaderCount int `yaml:"max_header_count"`
+
+	// Passive configures passive health checks, on by default: failures
+	// (default 3; -1 turns them off) failed requests to an upstream
+	// within window (default 10s) leave it out for down_for (default
+	// 10s). A failure is a connection refused or timed out, or a
+	// response head late, malformed or missing, or a status fail_status
+	// lists; not max_conns.
+	Passive PassiveHealth `yaml:"passive"`
+
+	// Health configures active health checks, off without a path: every
+	// interval (default 5s) each upstream is sent GET path on a
+	// connection of its own; a check fails when it cannot connect,
+	// exceeds timeout (default 2s), or answers another status than
+	// expect (default any 2xx). fall (default 3) failures in a row mark
+	// the upstream down, rise (default 2) passes in a row up again.
+	Health Health `yaml:"health"`
+
+	// Logger receives upstream failures; nil is slog.Default().
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// New returns the Proxy opts describe, or an error naming the option
+// that is wrong.
+func New(opts Options) (*Proxy, error) {
+	if len(opts.Upstreams) == 0 {
+		return nil, errors.New("proxy: no upstreams")
+	}
+	if len(opts.Upstreams) > 64 {
+		return nil, errors.New("proxy: more than 64 upstreams")
+	}
+	p := &Proxy{
+		retries:     orDefault(opts.Retries, DefaultRetries),
+		connectTO:   orDefault(opts.ConnectTimeout, DefaultConnectTimeout),
+		headerTO:    orDefault(opts.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
+		tunnelIdle:  orDefault(opts.TunnelIdleTimeout, DefaultTunnelIdleTimeout),
+		stripPrefix: strings.TrimSuffix(opts.StripPrefix, "/"),
+		host:        opts.Host,
+		forwarded:   opts.Forwarded,
+		maxHead:     orDefault(opts.MaxHeaderBytes, DefaultMaxHeaderBytes),
+		maxFields:   orDefault(opts.MaxHeaderCount, DefaultMaxHeaderCount),
+		log:         opts.Logger,
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if p.stripPrefix != "" && p.stripPrefix[0] != '/' {
+		return nil, fmt.Errorf("proxy: strip_prefix %q does not start with /", opts.StripPrefix)
+	}
+	switch p.forwarded {
+	case "":
+		p.forwarded = ForwardedXFF
+	case ForwardedXFF, ForwardedRFC7239, ForwardedNone:
+	default:
+		return nil, fmt.Errorf("proxy: forwarded %q: want %s, %s or %s", p.forwarded, ForwardedXFF, ForwardedRFC7239, ForwardedNone)
+	}
+	switch p.host {
+	case "", HostClient, HostUpstream:
+	default:
+		if !validHostValue(p.host) {
+			return nil, fmt.Errorf("proxy: host %q: want client, upstream or a host[:port]", p.host)
+		}
+	}
+	var err error
+	if p.bal, err = newBalancer(opts.Policy, opts.HashKey); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if p.resolver, err = clientaddr.New(opts.TrustedProxies, opts.ClientIPHeader); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	p.passive = PassiveHealth{
+		Failures: orDefault(opts.Passive.Failures, DefaultPassiveFailures),
+		Window:   orDefault(opts.Passive.Window, DefaultPassiveWindow),
+		DownFor:  orDefault(opts.Passive.DownFor, DefaultPassiveDownFor),
+	}
+	p.health = Health{
+		Path:     opts.Health.Path,
+		Interval: orDefault(opts.Health.Interval, DefaultHealthInterval),
+		Timeout:  orDefault(opts.Health.Timeout, DefaultHealthTimeout),
+		Expect:   opts.Health.Expect,
+		Rise:     max(orDefault(opts.Health.Rise, DefaultHealthRise), 1),
+		Fall:     max(orDefault(opts.Health.Fall, DefaultHealthFall), 1),
+	}
+	if hp := p.health.Path; hp != "" && (hp[0] != '/' || !validTarget(hp)) {
+		return nil, fmt.Errorf("proxy: health path %q: want an origin-form path such as /healthz", hp)
+	}
+	if e := p.health.Expect; e != 0 && (e < 100 || e > 999) {
+		return nil, fmt.Errorf("proxy: health expect %d: want a status code", e)
+	}
+	for _, st := range opts.FailStatus {
+		if st < 400 || st > 599 {
+			return nil, fmt.Errorf("proxy: fail_status %d: want an error status, 400 to 599", st)
+		}
+	}
+	p.failStatus = slices.Clone(opts.FailStatus)
+	if q := orDefault(opts.Queue, DefaultQueue); opts.MaxConns > 0 && q > 0 {
+		p.queue = newWaitQueue(q, orDefault(opts.QueueTimeout, DefaultQueueTimeout))
+	}
+	maxIdle := orDefault(opts.MaxIdleConns, DefaultMaxIdleConns)
+	for i, s := range opts.Upstreams {
+		u, err := parseUpstream(s)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		u.maxConns, u.maxIdle = opts.MaxConns, max(maxIdle, 0)
+		u.idleTime = orDefault(opts.IdleTimeout, DefaultIdleTimeout)
+		u.index, u.queue = i, p.queue
+		p.ups = append(p.ups, u)
+	}
+	for _, u := range p.ups {
+		u.health = acquireHealth(u.name)
+	}
+	if p.health.Path != "" {
+		p.stopCheck, p.checkDone = make(chan struct{}), make(chan struct{})
+		go p.checker(p.stopCheck, p.checkDone)
+	}
+	return p, nil
+}
+
+// validTarget reports whether every byte of t may appear in a
+// request-target.
+func validTarget(t string) bool {
+	for i := range len(t) {
+		if !httpgrammar.IsTargetChar(t[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// orDefault returns v, or def when v is zero; a negative v is taken as
+// an explicit zero.
+func orDefault[T int | time.Duration](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+func validHostValue(h string) bool {
+	for i := range len(h) {
+		c := h[i]
+		if !httpgrammar.IsTokenChar(c) && c != ':' && c != '[' && c != ']' {
+			return false
+		}
+	}
+	return h != ""
+}
