@@ -1,16 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"os"
 
 	"github.com/sluice-server/sluice/httpgrammar"
 )
-
-// maxChunkLine bounds a chunk-size line with its extensions.
-const maxChunkLine = 4 << 10
 
 // bodyReader is Request.Body. It reads the body from the connection's
 // buffer first and the socket after, never past the end of the body, under
@@ -166,8 +162,9 @@ func (b *bodyReader) tooLarge() error {
 	return b.err
 }
 
-// readChunked decodes the chunked body with httpgrammar's decoder, the
-// one the proxy decodes upstream responses with.
+// readChunked decodes the chunked body, and reads its trailer section
+// into Request.Trailer, with httpgrammar's decoder, the one the upstream
+// client decodes responses with.
 func (b *bodyReader) readChunked(p []byte) (int, error) {
 	c := b.c
 	for {
@@ -183,19 +180,22 @@ func (b *bodyReader) readChunked(p []byte) (int, error) {
 			b.chunk.Consumed(n)
 			b.read += int64(n)
 			return n, nil
-		case httpgrammar.ChunkTrailer:
-			if err := b.readTrailer(); err != nil {
-				return 0, err
-			}
+		case httpgrammar.ChunkDone:
 			b.done = true
 			return 0, io.EOF
 		}
 		sizeLine := b.chunk.State == httpgrammar.ChunkSizeLine
-		n, err := b.chunk.Frame(c.rbuf[c.r:c.w])
+		var n int
+		var err error
+		if b.chunk.State == httpgrammar.ChunkTrailer {
+			n, err = b.trailerLine()
+		} else {
+			n, err = b.chunk.Frame(c.rbuf[c.r:c.w])
+		}
 		c.r += n
 		switch {
 		case err == httpgrammar.ErrIncomplete:
-			if sizeLine && c.w-c.r >= maxChunkLine {
+			if sizeLine && c.w-c.r >= httpgrammar.MaxChunkLine {
 				return 0, b.fail(errChunkLine)
 			}
 			if err := b.fill(); err != nil {
@@ -211,66 +211,20 @@ func (b *bodyReader) readChunked(p []byte) (int, error) {
 	}
 }
 
-// line returns the next CRLF-terminated line from the buffer without its
-// CRLF (httpgrammar.ChunkedLine), consuming it. The slice is valid until
-// the next read. A bare LF or CR is refused.
-func (b *bodyReader) line(max int, tooLong *ProtocolError) ([]byte, error) {
-	c := b.c
-	for {
-		line, n, err := httpgrammar.ChunkedLine(c.rbuf[c.r:c.w])
-		c.r += n
-		switch {
-		case err == nil:
-			return line, nil
-		case err != httpgrammar.ErrIncomplete:
-			return nil, b.fail(refusalOf(err))
-		case c.w-c.r >= max:
-			return nil, b.fail(tooLong)
-		}
-		if err := b.fill(); err != nil {
-			return nil, err
-		}
+// trailerLine reads the trailer section's next line from the buffer
+// (httpgrammar.ChunkedDecoder.Trailer, under the header section's
+// limits), and copies a field line into Request.Trailer. It returns the
+// bytes consumed.
+func (b *bodyReader) trailerLine() (int, error) {
+	c, lim := b.c, b.c.srv.limits()
+	name, value, n, err := b.chunk.Trailer(c.rbuf[c.r:c.w], lim.MaxHeaderBytes, lim.MaxHeaderCount)
+	if name != nil {
+		field := make([]byte, len(name)+len(value))
+		copy(field, name)
+		copy(field[len(name):], value)
+		b.req.Trailer = append(b.req.Trailer, Field{Name: field[:len(name)], Value: field[len(name):]})
 	}
-}
-
-// readTrailer reads the trailer section (RFC 9112 §7.1.2) up to its empty
-// line, validating each field as a header field and copying it into
-// Request.Trailer.
-func (b *bodyReader) readTrailer() error {
-	lim := b.c.srv.limits()
-	total := 0
-	for {
-		line, err := b.line(lim.MaxHeaderBytes, errHeaderTooLarge)
-		if err != nil {
-			return err
-		}
-		if len(line) == 0 {
-			return nil
-		}
-		total += len(line) + 2
-		if total > lim.MaxHeaderBytes || len(b.req.Trailer) >= lim.MaxHeaderCount {
-			return b.fail(errHeaderTooLarge)
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return b.fail(errObsFold)
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !httpgrammar.IsToken(line[:colon]) {
-			return b.fail(errTrailer)
-		}
-		value := httpgrammar.TrimOWS(line[colon+1:])
-		for _, ch := range value {
-			if !httpgrammar.IsFieldValueChar(ch) {
-				return b.fail(errTrailer)
-			}
-		}
-		field := make([]byte, len(line))
-		copy(field, line)
-		b.req.Trailer = append(b.req.Trailer, Field{
-			Name:  field[:colon],
-			Value: httpgrammar.TrimOWS(field[colon+1:]),
-		})
-	}
+	return n, err
 }
 
 // keepable is asked when the response head is composed while the body is

@@ -111,6 +111,8 @@ func refusalOf(err error) error {
 		return errMixedEOL
 	case httpgrammar.ErrObsFold:
 		return errObsFold
+	case httpgrammar.ErrTrailerField:
+		return errTrailer
 	}
 	return err
 }

@@ -35,14 +35,18 @@ func TestNextFieldAllocs(t *testing.T) {
 }
 
 func TestChunkedDecoderAllocs(t *testing.T) {
-	body := []byte("5\r\nhello\r\n0\r\n\r\n")
+	body := []byte("5\r\nhello\r\n0\r\nA: 1\r\n\r\n")
 	n := testing.AllocsPerRun(100, func() {
 		var d ChunkedDecoder
 		r, _ := d.Frame(body) // "5\r\n"
 		r += int(d.Left)
 		d.Consumed(int(d.Left))
 		n, _ := d.Frame(body[r:]) // "\r\n"
-		d.Frame(body[r+n:])       // "0\r\n"
+		r += n
+		n, _ = d.Frame(body[r:]) // "0\r\n"
+		r += n
+		_, _, n, _ = d.Trailer(body[r:], 1<<10, 10) // "A: 1\r\n"
+		d.Trailer(body[r+n:], 1<<10, 10)            // "\r\n"
 	})
 	if n != 0 {
 		t.Errorf("ChunkedDecoder allocates %v times", n)

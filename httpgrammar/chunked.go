@@ -11,20 +11,31 @@ const (
 	ChunkData                       // in a chunk's data: Left bytes to go
 	ChunkDataEnd                    // before the CRLF that ends a chunk's data
 	ChunkTrailer                    // after the last chunk: the trailer section
+	ChunkDone                       // after the trailer section's empty line: the body ended
 )
 
+// MaxChunkLine bounds a chunk-size line with its extensions, as the engine
+// and the upstream client read one: a reader whose unread bytes reach it
+// while Frame still returns ErrIncomplete on a chunk-size line refuses the
+// body.
+const MaxChunkLine = 4 << 10
+
 // ChunkedDecoder is the state machine of the chunked transfer coding
-// (RFC 9112 §7.1), shared by the engine's request bodies and the proxy's
-// upstream response bodies. It does no I/O: the caller owns the read
-// buffer, hands Frame its unread bytes when State is ChunkSizeLine or
-// ChunkDataEnd, reads up to Left data bytes itself in ChunkData (from
-// its buffer or straight from the socket) and reports them to Consumed,
-// and reads the trailer section itself in ChunkTrailer (see
-// ChunkedLine). The zero value is ready for a body's first chunk. A
-// decoder is not safe for concurrent use.
+// (RFC 9112 §7.1) and the reader of its trailer section, shared by the
+// engine's request bodies and the upstream client's response bodies. It
+// does no I/O: the caller owns the read buffer, hands Frame its unread
+// bytes when State is ChunkSizeLine or ChunkDataEnd, reads up to Left
+// data bytes itself in ChunkData (from its buffer or straight from the
+// socket) and reports them to Consumed, and hands Trailer its unread
+// bytes in ChunkTrailer, one field line at a time, until ChunkDone. The
+// zero value is ready for a body's first chunk. A decoder is not safe
+// for concurrent use.
 type ChunkedDecoder struct {
 	State ChunkState
 	Left  int64 // data bytes left in the current chunk, in ChunkData
+
+	trailerBytes  int // of the trailer section so far, with line ends
+	trailerFields int // field lines in it so far
 }
 
 // Frame consumes the framing at the start of buf: the chunk-size line
@@ -68,6 +79,46 @@ func (d *ChunkedDecoder) Consumed(n int) {
 	if d.Left == 0 {
 		d.State = ChunkDataEnd
 	}
+}
+
+// Trailer consumes the line at the start of buf in state ChunkTrailer: a
+// trailer field line, whose name and value it returns (views into buf,
+// checked as a header field's are: SplitFieldLine), or the empty line
+// that ends the section, for which name is nil and State becomes
+// ChunkDone. n is how many bytes of buf it consumed.
+//
+// The section may hold at most maxBytes bytes, line ends counted, and
+// maxFields field lines: beyond either, or when buf holds maxBytes bytes
+// or more without a whole line, it returns ErrSectionTooLarge. A line
+// that starts with whitespace is ErrObsFold (RFC 9112 §5.2), one that is
+// not a valid field line ErrTrailerField; the framing errors are
+// ChunkedLine's, and ErrIncomplete asks for more bytes (call again with
+// the same ones and more). It only reads buf and does not allocate: a
+// caller that keeps the field copies it.
+func (d *ChunkedDecoder) Trailer(buf []byte, maxBytes, maxFields int) (name, value []byte, n int, err error) {
+	line, n, err := ChunkedLine(buf)
+	switch {
+	case err == ErrIncomplete && len(buf) >= maxBytes:
+		return nil, nil, 0, ErrSectionTooLarge
+	case err != nil:
+		return nil, nil, n, err
+	case len(line) == 0:
+		d.State = ChunkDone
+		return nil, nil, n, nil
+	}
+	d.trailerBytes += len(line) + 2
+	if d.trailerBytes > maxBytes || d.trailerFields >= maxFields {
+		return nil, nil, n, ErrSectionTooLarge
+	}
+	if line[0] == ' ' || line[0] == '\t' {
+		return nil, nil, n, ErrObsFold
+	}
+	name, value, err = SplitFieldLine(line)
+	if err != nil {
+		return nil, nil, n, ErrTrailerField
+	}
+	d.trailerFields++
+	return name, value, n, nil
 }
 
 // ChunkedLine returns the line at the start of buf, a chunk-size line or

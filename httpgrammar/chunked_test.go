@@ -29,19 +29,19 @@ func decodeChunked(buf []byte, step int) (data []byte, trailer string, err error
 			d.Consumed(n)
 			continue
 		case ChunkTrailer:
-			line, n, err := ChunkedLine(buf[r:w])
+			name, value, n, err := d.Trailer(buf[r:w], 1<<20, 1<<10)
 			r += n
 			switch {
 			case err == ErrIncomplete && w < len(buf):
 				w = min(w+step, len(buf))
 			case err != nil:
 				return data, "", err
-			case len(line) == 0:
-				return data, string(bytes.Join(toBytes(lines), []byte("|"))), nil
-			default:
-				lines = append(lines, string(line))
+			case name != nil:
+				lines = append(lines, string(name)+": "+string(value))
 			}
 			continue
+		case ChunkDone:
+			return data, string(bytes.Join(toBytes(lines), []byte("|"))), nil
 		}
 		n, err := d.Frame(buf[r:w])
 		r += n
@@ -67,6 +67,13 @@ func TestChunkedDecoder(t *testing.T) {
 		{"x\r\n", "", "", ErrChunkSize},
 		{"3 ;\r\nabc\r\n0\r\n\r\n", "", "", ErrChunkExt},
 		{"3\r\nab", "ab", "", ErrIncomplete},
+		{"0\r\nA:\t1 \r\n\r\n", "", "A: 1", nil},
+		{"0\r\n A: 1\r\n\r\n", "", "", ErrObsFold},
+		{"0\r\nA 1\r\n\r\n", "", "", ErrTrailerField},
+		{"0\r\nA : 1\r\n\r\n", "", "", ErrTrailerField},
+		{"0\r\nA: \x01\r\n\r\n", "", "", ErrTrailerField},
+		{"0\r\nA: 1\n\r\n", "", "", ErrChunkBareLF},
+		{"0\r\nA: 1\r\n", "", "", ErrIncomplete},
 	} {
 		for _, step := range []int{1, 2, 7, 1 << 10} {
 			data, trailer, err := decodeChunked([]byte(c.in), step)
@@ -102,4 +109,32 @@ func FuzzChunkedDecoder(f *testing.F) {
 			t.Fatalf("%q by %d: %q, %q, %v; whole: %q, %q, %v", raw, step, gotData, gotTrailer, gotErr, wantData, wantTrailer, wantErr)
 		}
 	})
+}
+
+// Trailer bounds the section's bytes, with its line ends, and its field
+// lines, and a line that has not ended within the bytes.
+func TestChunkedTrailerLimits(t *testing.T) {
+	for _, c := range []struct {
+		in                  string
+		maxBytes, maxFields int
+		err                 error
+	}{
+		{"A: 1\r\nB: 2\r\n\r\n", 12, 2, nil},
+		{"A: 1\r\nB: 2\r\n\r\n", 11, 2, ErrSectionTooLarge},
+		{"A: 1\r\nB: 2\r\n\r\n", 12, 1, ErrSectionTooLarge},
+		{"A: 12345", 8, 2, ErrSectionTooLarge},
+		{"A: 1234", 8, 2, ErrIncomplete},
+	} {
+		d := ChunkedDecoder{State: ChunkTrailer}
+		buf := []byte(c.in)
+		var err error
+		for d.State == ChunkTrailer && err == nil {
+			var n int
+			_, _, n, err = d.Trailer(buf, c.maxBytes, c.maxFields)
+			buf = buf[n:]
+		}
+		if err != c.err {
+			t.Errorf("Trailer(%q, %d, %d) = %v, want %v", c.in, c.maxBytes, c.maxFields, err, c.err)
+		}
+	}
 }

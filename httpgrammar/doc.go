@@ -49,8 +49,10 @@
 // a size bound, each line split and checked by SplitFieldLine; the
 // engine's request parser and the proxy's response parser both read
 // their heads with it. ChunkedDecoder is the state machine of a chunked
-// body, without I/O: the caller feeds it its buffer's unread bytes and
-// reads the data itself; ChunkedLine is the CRLF rule of its chunk-size
+// body and the reader of its trailer section (Trailer), without I/O: the
+// caller feeds it its buffer's unread bytes and reads the data itself;
+// the engine's request bodies and the upstream client's response bodies
+// are both decoded by it. ChunkedLine is the CRLF rule of its chunk-size
 // and trailer lines. ErrIncomplete asks either for more bytes.
 //
 // SplitFieldLine splits and checks one field line; ParseContentLength

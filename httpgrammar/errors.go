@@ -2,7 +2,7 @@ package httpgrammar
 
 // SyntaxError names the rule of RFC 9110 or RFC 9112 a message broke. The
 // functions that read a message's framing (SplitFieldLine,
-// TransferCodings, ParseChunkLine, NextField, ChunkedDecoder) return one of the constants below, so
+// TransferCodings, ParseChunkLine, NextField, ChunkedDecoder and its Trailer) return one of the constants below, so
 // that a server and a client can each map it to their own answer (the
 // engine's 400 or 501, the proxy's 502).
 type SyntaxError string
@@ -27,4 +27,5 @@ const (
 	ErrChunkBareLF      SyntaxError = "chunked framing line not ended by CRLF"   // RFC 9112 §7.1
 	ErrMixedEOL         SyntaxError = "bare LF and CRLF line ends mixed"         // RFC 9112 §2.2, §11.2
 	ErrObsFold          SyntaxError = "obsolete line folding"                    // RFC 9112 §5.2
+	ErrTrailerField     SyntaxError = "malformed trailer section"                // RFC 9112 §7.1.2
 )

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"os"
 	"syscall"
@@ -16,10 +17,6 @@ import (
 // head longer than it grows it, up to Options.MaxResponseHeaderBytes;
 // bodies pass through it, or around it for large reads.
 const readBufSize = 16 << 10
-
-// maxChunkLine bounds a chunk-size line with its extensions, as the
-// engine bounds a request's.
-const maxChunkLine = 4 << 10
 
 // upConn is one connection to an upstream, owned by one request at a time
 // (or idle in its pool). It is not safe for concurrent use.
@@ -311,8 +308,9 @@ func (b *bodyReader) readData(p []byte) (int, error) {
 	return n, nil
 }
 
-// readChunked decodes the chunked body with httpgrammar's decoder, the
-// one the engine decodes request bodies with.
+// readChunked decodes the chunked body, and reads its trailer section
+// into b.trailer, with httpgrammar's decoder, the one the engine decodes
+// request bodies with.
 func (b *bodyReader) readChunked(p []byte) (int, error) {
 	c := b.c
 	for {
@@ -327,19 +325,22 @@ func (b *bodyReader) readChunked(p []byte) (int, error) {
 			}
 			b.chunk.Consumed(n)
 			return n, nil
-		case httpgrammar.ChunkTrailer:
-			if err := b.readTrailer(); err != nil {
-				return 0, err
-			}
+		case httpgrammar.ChunkDone:
 			b.done = true
 			return 0, io.EOF
 		}
 		sizeLine := b.chunk.State == httpgrammar.ChunkSizeLine
-		n, err := b.chunk.Frame(c.buf[c.r:c.w])
+		var n int
+		var err error
+		if b.chunk.State == httpgrammar.ChunkTrailer {
+			n, err = b.trailerLine()
+		} else {
+			n, err = b.chunk.Frame(c.buf[c.r:c.w])
+		}
 		c.r += n
 		switch {
 		case err == httpgrammar.ErrIncomplete:
-			if sizeLine && c.w-c.r >= maxChunkLine {
+			if sizeLine && c.w-c.r >= httpgrammar.MaxChunkLine {
 				return 0, b.fail(errChunkLine)
 			}
 			if err := c.fill(len(c.buf)); err != nil {
@@ -351,6 +352,22 @@ func (b *bodyReader) readChunked(p []byte) (int, error) {
 	}
 }
 
+// trailerLine reads the trailer section's next line from the buffer
+// (httpgrammar.ChunkedDecoder.Trailer, within maxHead bytes and no bound
+// on the fields), and copies a field line into b.trailer: it outlives
+// the buffer. It returns the bytes consumed.
+func (b *bodyReader) trailerLine() (int, error) {
+	c := b.c
+	name, value, n, err := b.chunk.Trailer(c.buf[c.r:c.w], b.maxHead, math.MaxInt)
+	if name != nil {
+		kv := make([]byte, len(name)+len(value))
+		copy(kv, name)
+		copy(kv[len(name):], value)
+		b.trailer = append(b.trailer, field{kv[:len(name)], kv[len(name):]})
+	}
+	return n, err
+}
+
 // chunkError turns an error of httpgrammar's chunked decoding into a
 // refusal.
 func chunkError(err error) error {
@@ -359,6 +376,12 @@ func chunkError(err error) error {
 		return errChunkEnd
 	case httpgrammar.ErrChunkBareLF:
 		return errChunkBareLF
+	case httpgrammar.ErrSectionTooLarge:
+		return errHeadTooLarge
+	case httpgrammar.ErrObsFold:
+		return errObsFold
+	case httpgrammar.ErrTrailerField:
+		return errTrailer
 	}
 	return grammarError(err)
 }
@@ -368,58 +391,6 @@ func eofUnexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
-}
-
-// line returns the next CRLF-terminated line without its CRLF
-// (httpgrammar.ChunkedLine), consuming it; valid until the next read. A
-// bare LF or CR is refused.
-func (b *bodyReader) line(max int, tooLong error) ([]byte, error) {
-	c := b.c
-	for {
-		line, n, err := httpgrammar.ChunkedLine(c.buf[c.r:c.w])
-		c.r += n
-		switch {
-		case err == nil:
-			return line, nil
-		case err != httpgrammar.ErrIncomplete:
-			return nil, b.fail(chunkError(err))
-		case c.w-c.r >= max:
-			return nil, b.fail(tooLong)
-		}
-		if err := c.fill(len(c.buf)); err != nil {
-			return nil, b.fail(eofUnexpected(err))
-		}
-	}
-}
-
-// readTrailer reads the trailer section up to its empty line, each field
-// checked as a header field is and copied into b.trailer.
-func (b *bodyReader) readTrailer() error {
-	total := 0
-	for {
-		line, err := b.line(b.maxHead, errHeadTooLarge)
-		if err != nil {
-			return err
-		}
-		if len(line) == 0 {
-			return nil
-		}
-		total += len(line) + 2
-		if total > b.maxHead {
-			return b.fail(errHeadTooLarge)
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return b.fail(errObsFold)
-		}
-		name, value, err := httpgrammar.SplitFieldLine(line)
-		if err != nil {
-			return b.fail(errTrailer)
-		}
-		kv := make([]byte, len(name)+len(value))
-		copy(kv, name)
-		copy(kv[len(name):], value)
-		b.trailer = append(b.trailer, field{kv[:len(name)], kv[len(name):]})
-	}
 }
 
 // isTimeout reports whether err is a deadline expiring.
