@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // smallHead is the largest request head written without a write
@@ -19,13 +20,13 @@ const smallHead = 4 << 10
 type attempt struct {
 	c       *pipe.Conn
 	x       *exchange
-	up      *upstream
-	uc      *upConn // the connection got for the try; nil when getErr says why not
-	getErr  error   // the failure to get a connection
-	now     instant // when the try began: its deadlines count from here
-	hasBody bool    // the request has a body to send
-	expect  bool    // it asks for 100-continue
-	upgrade []byte  // the protocols it asks to switch to (upgradeOf); nil for none
+	up      *host
+	uc      *upConn          // the connection got for the try; nil when getErr says why not
+	getErr  error            // the failure to get a connection
+	now     upstream.Instant // when the try began: its deadlines count from here
+	hasBody bool             // the request has a body to send
+	expect  bool             // it asks for 100-continue
+	upgrade []byte           // the protocols it asks to switch to (upgradeOf); nil for none
 }
 
 // roundTrip sends a's request to a.up over a.uc, the connection got for
@@ -38,7 +39,7 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 	hasBody, expect, upgrade := a.hasBody, a.expect, a.upgrade
 	if err := a.getErr; err != nil {
 		switch {
-		case err == errFull:
+		case err == upstream.ErrFull:
 			return nil, busy // a fresh connection after a stale one (see serve)
 		case isTimeout(err):
 			return nil, &failure{status: http.StatusGatewayTimeout, msg: "upstream did not accept the connection in time", err: err, retry: true, fault: true}
@@ -55,7 +56,7 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 	// Retrying is safe when the upstream cannot have acted on the request.
 	safe := idempotent(r) && !hasBody
 	fail := func(status int, msg string, err error) (*upConn, *failure) {
-		up.discard(uc)
+		uc.discard()
 		retry := safe && uc.got == 0 && !isTimeout(err)
 		if _, bad := err.(*BadResponseError); bad {
 			retry = false
@@ -69,8 +70,8 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade, &x.peer)
 	nc := uc.nc
 	if hasBody || expect || len(x.reqHead) > smallHead {
-		d := now.add(p.headerTO)
-		nc.SetDeadline(d.time())
+		d := now.Add(p.headerTO)
+		nc.SetDeadline(d.Time())
 		uc.readDeadline = d
 		uc.writeDeadline = true
 	} else {
@@ -92,8 +93,8 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 		x.reqHead = x.reqHead[:0]
 		nc.SetReadDeadline(time.Now().Add(expectContinueTimeout))
 		err := uc.readHead(&x.head, p.maxHead, p.maxFields)
-		uc.readDeadline = monoNow().add(p.headerTO)
-		nc.SetReadDeadline(uc.readDeadline.time())
+		uc.readDeadline = upstream.Now().Add(p.headerTO)
+		nc.SetReadDeadline(uc.readDeadline.Time())
 		switch {
 		case err == nil && x.head.status == http.StatusContinue:
 		case err == nil && x.head.status >= 200:
@@ -115,7 +116,7 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 	if sendBody {
 		if err := p.sendBody(x, nc, r); err != nil {
 			if errors.Is(err, errClientBody) {
-				up.discard(uc)
+				uc.discard()
 				return nil, &failure{status: http.StatusBadRequest, msg: "request body incomplete", err: err}
 			}
 			// The upstream may have answered before the body was all
@@ -186,7 +187,7 @@ func (p *Proxy) startBody(x *exchange, uc *upConn, r *engine.Request) *failure {
 	x.body.start(uc, mode, h.contentLength, p.maxHead)
 	// The body is read without a deadline (an event stream may be silent
 	// for long). One already in the buffer, whole, needs no read: the
-	// deadline stays, and the next exchange sets its own (get's peek
+	// deadline stays, and the next exchange sets its own (getConn's peek
 	// ignores it).
 	switch {
 	case !x.body.done && (mode != bodyLength || int64(uc.w-uc.r) < h.contentLength):

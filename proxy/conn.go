@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/httpgrammar"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // readBufSize is the read buffer of an upstream connection. A response
@@ -22,13 +23,12 @@ const readBufSize = 16 << 10
 // (or idle in its pool). It is not safe for concurrent use.
 type upConn struct {
 	nc   net.Conn
-	up   *upstream
+	up   *host
 	buf  []byte
 	r, w int
 
-	got       int64   // response bytes read since the request was sent
-	idleSince instant // when it was put in the pool
-	reused    bool    // taken from the pool: it served a request before
+	got    int64 // response bytes read since the request was sent
+	reused bool  // taken from the pool: it served a request before
 
 	// writeDeadline: a write deadline is set (see Proxy.startBody,
 	// which may leave a read deadline in place for the next exchange to
@@ -36,7 +36,7 @@ type upConn struct {
 	writeDeadline bool
 	// readDeadline is the read deadline last set on nc by the exchanges
 	// (zero: none), which armRead may leave in place.
-	readDeadline instant
+	readDeadline upstream.Instant
 
 	// The socket's own system calls (rawread_unix.go), bound once: rc
 	// is nil where there are none.
@@ -74,13 +74,13 @@ func deadlineSlack(timeout time.Duration) time.Duration {
 // or by up to deadlineSlack(timeout) later: a read deadline in that range,
 // left by an earlier exchange, stays; otherwise one at the slack's end is
 // set.
-func (c *upConn) armRead(now instant, timeout time.Duration) {
-	due, slack := now.add(timeout), deadlineSlack(timeout)
-	if c.readDeadline >= due && c.readDeadline.sub(due) <= slack {
+func (c *upConn) armRead(now upstream.Instant, timeout time.Duration) {
+	due, slack := now.Add(timeout), deadlineSlack(timeout)
+	if c.readDeadline >= due && c.readDeadline.Sub(due) <= slack {
 		return
 	}
-	c.readDeadline = due.add(slack)
-	c.nc.SetReadDeadline(c.readDeadline.time())
+	c.readDeadline = due.Add(slack)
+	c.nc.SetReadDeadline(c.readDeadline.Time())
 }
 
 // fill reads more bytes into the buffer, moving unread bytes to its start

@@ -3,6 +3,8 @@ package proxy
 import (
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // deadlineConn records the read deadlines set on it.
@@ -28,17 +30,17 @@ func TestArmReadKeepsADeadlineWithinSlack(t *testing.T) {
 		nc := &deadlineConn{}
 		uc := &upConn{nc: nc}
 		slack := deadlineSlack(timeout)
-		start := instant(1_000_000 * time.Second)
+		start := upstream.Instant(1_000_000 * time.Second)
 		const requests = 3000
 		for i := range requests {
-			now := start.add(time.Duration(i) * time.Millisecond)
+			now := start.Add(time.Duration(i) * time.Millisecond)
 			uc.armRead(now, timeout)
 			if len(nc.set) == 0 {
 				t.Fatalf("timeout %v: no deadline set", timeout)
 			}
-			d := instantOf(nc.set[len(nc.set)-1])
-			if due := now.add(timeout); d < due || d.sub(due) > slack {
-				t.Fatalf("timeout %v, request %d: deadline %v after its send, want %v to %v", timeout, i, d.sub(now), timeout, timeout+slack)
+			d := upstream.InstantOf(nc.set[len(nc.set)-1])
+			if due := now.Add(timeout); d < due || d.Sub(due) > slack {
+				t.Fatalf("timeout %v, request %d: deadline %v after its send, want %v to %v", timeout, i, d.Sub(now), timeout, timeout+slack)
 			}
 		}
 		span := time.Duration(requests) * time.Millisecond
@@ -53,16 +55,16 @@ func TestArmReadKeepsADeadlineWithinSlack(t *testing.T) {
 func TestArmReadAfterCleared(t *testing.T) {
 	nc := &deadlineConn{}
 	uc := &upConn{nc: nc}
-	now := instant(1_000_000 * time.Second)
+	now := upstream.Instant(1_000_000 * time.Second)
 	uc.armRead(now, time.Minute)
 	uc.readDeadline = 0 // as startBody clears it
-	uc.armRead(now.add(time.Millisecond), time.Minute)
+	uc.armRead(now.Add(time.Millisecond), time.Minute)
 	if len(nc.set) != 2 {
 		t.Fatalf("%d deadlines set, want 2: a cleared deadline must be set again", len(nc.set))
 	}
-	later := now.add(2 * time.Minute) // the one set has passed
+	later := now.Add(2 * time.Minute) // the one set has passed
 	uc.armRead(later, time.Minute)
-	if len(nc.set) != 3 || instantOf(nc.set[2]) < later.add(time.Minute) {
+	if len(nc.set) != 3 || upstream.InstantOf(nc.set[2]) < later.Add(time.Minute) {
 		t.Fatalf("deadlines %v: an expired deadline must be replaced by one a minute after %v", nc.set, later)
 	}
 }

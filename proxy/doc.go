@@ -11,7 +11,9 @@
 // lines, Content-Length, Transfer-Encoding and the chunked coding
 // (httpgrammar.ChunkedDecoder) are read by package httpgrammar, by the
 // same code the engine reads requests with; only the status line is the
-// proxy's own. Each upstream keeps a pool of
+// proxy's own. The pools, the balancing policies, health and the queue
+// at max_conns are package upstream's, which this client plugs into as
+// its first transport (pool.go). Each upstream keeps a pool of
 // keep-alive connections (at most MaxIdleConns idle, each for at most
 // IdleTimeout) and at most MaxConns connections in all. A connection is
 // checked before reuse (one non-blocking peek): one the upstream closed,

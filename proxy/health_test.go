@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/sluicetest"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // closingUpstream accepts connections and closes them at once, counting
@@ -79,8 +80,8 @@ func TestActiveHealth(t *testing.T) {
 	logger, logged := sluicetest.Logger()
 	srv, p := front(t, Options{Upstreams: urls, Logger: logger, Passive: PassiveHealth{Failures: -1},
 		Health: Health{Path: "/healthz", Interval: 5 * time.Millisecond, Rise: 2, Fall: 2}})
-	isUp := func(i int) func() bool { return func() bool { return p.ups[i].health.up(monoNow()) } }
-	isDown := func(i int) func() bool { return func() bool { return !p.ups[i].health.up(monoNow()) } }
+	isUp := func(i int) func() bool { return func() bool { return p.grp.Hosts[i].Up(upstream.Now()) } }
+	isDown := func(i int) func() bool { return func() bool { return !p.grp.Hosts[i].Up(upstream.Now()) } }
 
 	sick.Store(true)
 	sluicetest.WaitFor(t, "upstream 0 marked down", isDown(0))
@@ -144,14 +145,14 @@ func TestHealthOutlivesReload(t *testing.T) {
 	bad, _ := closingUpstream(t)
 	opts := Options{Upstreams: []string{bad}, Passive: PassiveHealth{Failures: 1, DownFor: time.Hour}}
 	old := mustNew(t, opts)
-	old.ups[0].health.failed(time.Now(), &old.passive)
+	old.grp.Hosts[0].Failed(time.Now(), &old.passive)
 	next := mustNew(t, opts)
 	old.Close()
-	if next.ups[0].health.up(monoNow()) {
+	if next.grp.Hosts[0].Up(upstream.Now()) {
 		t.Fatal("the reloaded proxy forgot the upstream was down")
 	}
 	next.Close()
-	if fresh := mustNew(t, opts); !fresh.ups[0].health.up(monoNow()) {
+	if fresh := mustNew(t, opts); !fresh.grp.Hosts[0].Up(upstream.Now()) {
 		t.Fatal("an upstream no proxy named any more kept its state")
 	} else {
 		fresh.Close()

@@ -94,13 +94,11 @@ func TestRepeatedUpstreamHead(t *testing.T) {
 	// hits returns how many heads the idle connection took from its last
 	// one, -1 if there is none idle (the bad response closed it).
 	hits := func() int {
-		u := p.ups[0]
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		if len(u.idle) != 1 {
+		idle := p.grp.Hosts[0].Idle()
+		if len(idle) != 1 {
 			return -1
 		}
-		return u.idle[0].last.hits
+		return idle[0].last.hits
 	}
 	for i, want := range []struct {
 		status int

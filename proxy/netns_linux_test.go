@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/sluicetest"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // hostUpstreams starts an upstream on each of n network namespaces,
@@ -69,7 +70,7 @@ func TestHostVanishes(t *testing.T) {
 		Passive:        PassiveHealth{Failures: -1},
 		Health:         Health{Path: "/", Interval: 20 * time.Millisecond, Timeout: 200 * time.Millisecond, Rise: 2, Fall: 2},
 	})
-	isDown := func() bool { return !p.ups[1].health.up(monoNow()) }
+	isDown := func() bool { return !p.grp.Hosts[1].Up(upstream.Now()) }
 
 	hosts[1].SetLink(t, false)
 	// The first rounds still choose host 1, until the check marks it

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/httpgrammar"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // Values of Options.Host.
@@ -23,6 +24,38 @@ const (
 	ForwardedXFF     = "x-forwarded" // X-Forwarded-For, -Proto, -Host (the default)
 	ForwardedRFC7239 = "forwarded"   // RFC 7239 Forwarded
 	ForwardedNone    = "none"        // neither: the request's fields pass as received
+)
+
+// The balancing policies of Options.Policy (see upstream.Balancer).
+const (
+	RoundRobin = upstream.RoundRobin // each upstream in turn
+	LeastConn  = upstream.LeastConn  // the one with the fewest requests in flight
+	RandomTwo  = upstream.RandomTwo  // of two chosen at random, the less busy
+	IPHash     = upstream.IPHash     // by the client's address
+	Hash       = upstream.Hash       // by a header, a cookie or the path (HashKey)
+)
+
+// PassiveHealth configures Options.Passive: see upstream.PassiveHealth.
+type PassiveHealth = upstream.PassiveHealth
+
+// Health configures Options.Health: see upstream.Health.
+type Health = upstream.Health
+
+// Defaults of PassiveHealth and Health.
+const (
+	DefaultPassiveFailures = upstream.DefaultPassiveFailures
+	DefaultPassiveWindow   = upstream.DefaultPassiveWindow
+	DefaultPassiveDownFor  = upstream.DefaultPassiveDownFor
+	DefaultHealthInterval  = upstream.DefaultHealthInterval
+	DefaultHealthTimeout   = upstream.DefaultHealthTimeout
+	DefaultHealthRise      = upstream.DefaultHealthRise
+	DefaultHealthFall      = upstream.DefaultHealthFall
+)
+
+// Defaults of Options.Queue and Options.QueueTimeout.
+const (
+	DefaultQueue        = 100
+	DefaultQueueTimeout = 5 * time.Second
 )
 
 // Defaults of Options.
@@ -218,7 +251,7 @@ func New(opts Options) (*Proxy, error) {
 		}
 	}
 	var err error
-	if p.bal, err = newBalancer(opts.Policy, opts.HashKey); err != nil {
+	if p.bal, err = upstream.NewBalancer(opts.Policy, opts.HashKey); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if p.resolver, err = clientaddr.New(opts.TrustedProxies, opts.ClientIPHeader); err != nil {
@@ -249,26 +282,20 @@ func New(opts Options) (*Proxy, error) {
 		}
 	}
 	p.failStatus = slices.Clone(opts.FailStatus)
-	if q := orDefault(opts.Queue, DefaultQueue); opts.MaxConns > 0 && q > 0 {
-		p.queue = newWaitQueue(q, orDefault(opts.QueueTimeout, DefaultQueueTimeout))
+	p.grp, err = upstream.NewGroup(opts.Upstreams, p.bal, upstream.Config{
+		MaxConns:     opts.MaxConns,
+		MaxIdleConns: orDefault(opts.MaxIdleConns, DefaultMaxIdleConns),
+		IdleTimeout:  orDefault(opts.IdleTimeout, DefaultIdleTimeout),
+		Queue:        orDefault(opts.Queue, DefaultQueue),
+		QueueTimeout: orDefault(opts.QueueTimeout, DefaultQueueTimeout),
+		Health:       p.health,
+	}, (*upConn).put)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	maxIdle := orDefault(opts.MaxIdleConns, DefaultMaxIdleConns)
-	for i, s := range opts.Upstreams {
-		u, err := parseUpstream(s)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: %w", err)
-		}
-		u.maxConns, u.maxIdle = opts.MaxConns, max(maxIdle, 0)
-		u.idleTime = orDefault(opts.IdleTimeout, DefaultIdleTimeout)
-		u.index, u.queue = i, p.queue
-		p.ups = append(p.ups, u)
-	}
-	for _, u := range p.ups {
-		u.health = acquireHealth(u.name)
-	}
+	p.queue = p.grp.Queue()
 	if p.health.Path != "" {
-		p.stopCheck, p.checkDone = make(chan struct{}), make(chan struct{})
-		go p.checker(p.stopCheck, p.checkDone)
+		p.grp.StartChecks(p.health.Interval, p.check, p.reportCheck)
 	}
 	return p, nil
 }

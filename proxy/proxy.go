@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // Proxy is a reverse proxy: a pipeline Source that sends each request to
@@ -15,8 +16,8 @@ import (
 // after it (compress, headers, log) act on it. It is safe for concurrent
 // use; Close releases its idle connections.
 type Proxy struct {
-	ups         []*upstream
-	bal         *balancer
+	grp         *upstream.Group[*upConn] // the upstreams, their pools, balancing, queue and health
+	bal         *upstream.Balancer
 	resolver    *clientaddr.Resolver
 	retries     int
 	connectTO   time.Duration
@@ -31,11 +32,7 @@ type Proxy struct {
 	passive     PassiveHealth
 	health      Health
 	failStatus  []int
-	queue       *waitQueue // nil without MaxConns or with Queue -1
-
-	closeOnce sync.Once
-	stopCheck chan struct{} // closed by Close; nil without active checks
-	checkDone chan struct{}
+	queue       *upstream.Queue[*upConn] // grp's: nil without MaxConns or with Queue -1
 
 	// tunnelReadOn, if set (by tests, before the first request), is
 	// called from a tunnel's relay each time its read from src outlives
@@ -50,16 +47,7 @@ var _ pipe.Component = (*Proxy)(nil)
 // rather than kept. The upstreams' health is kept for another Proxy
 // naming them (the next config's, after a reload).
 func (p *Proxy) Close() error {
-	p.closeOnce.Do(func() {
-		if p.stopCheck != nil {
-			close(p.stopCheck)
-			<-p.checkDone
-		}
-		for _, u := range p.ups {
-			u.close()
-			releaseHealth(u.name)
-		}
-	})
+	p.grp.Close()
 	return nil
 }
 

@@ -64,7 +64,7 @@ func getAsync(url string) <-chan string {
 // waiting waits until n requests wait in p's queue.
 func waiting(t *testing.T, p *Proxy, n int32) {
 	t.Helper()
-	sluicetest.WaitFor(t, "requests waiting in the queue", func() bool { return p.queue.waiting.Load() == n })
+	sluicetest.WaitFor(t, "requests waiting in the queue", func() bool { return p.queue.Len() == int(n) })
 }
 
 // At max_conns a request waits in the queue for the connection in use,
@@ -127,7 +127,7 @@ func TestQueueTimeout(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || body != "503 Service Unavailable: upstreams busy, no connection came free in time\n" || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("after queue_timeout: %d %q, Retry-After %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 	}
-	if n := p.queue.waiting.Load(); n != 0 {
+	if n := p.queue.Len(); n != 0 {
 		t.Errorf("%d requests still in the queue", n)
 	}
 	open()

@@ -115,7 +115,7 @@ func (c *peerCache) lookup(res *clientaddr.Resolver, r *engine.Request, peer net
 // the framing of the body. expect adds "Expect: 100-continue"; upgrade,
 // the client's Upgrade value, asks the upstream to switch protocols.
 // pc caches the client's address (see peerCache).
-func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, expect bool, upgrade []byte, pc *peerCache) []byte {
+func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *host, expect bool, upgrade []byte, pc *peerCache) []byte {
 	b = append(b, r.Method...)
 	b = append(b, ' ')
 	b = p.appendTarget(b, r)
@@ -124,7 +124,7 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *upstream, exp
 	case "", HostClient:
 		b = append(b, r.Host...)
 	case HostUpstream:
-		b = append(b, up.host...)
+		b = append(b, up.Authority...)
 	default:
 		b = append(b, p.host...)
 	}

@@ -98,9 +98,9 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			body = buf[:n]
 		}
 		if rerr != nil && rerr != io.EOF {
-			p.log.Warn("proxy: upstream response body failed", "upstream", uc.up.name, "path", string(r.Path), "err", rerr)
+			p.log.Warn("proxy: upstream response body failed", "upstream", uc.up.Name, "path", string(r.Path), "err", rerr)
 			if first {
-				uc.up.discard(uc)
+				uc.discard()
 				return writeError(c, w, http.StatusBadGateway, "upstream sent a malformed response")
 			}
 			err, reusable = rerr, false
@@ -144,13 +144,13 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 		// More came than the response's framing holds: RFC 9112 §6.3
 		// lets a client drop it, never take it for a response. The
 		// connection goes; what it carries cannot be trusted.
-		p.log.Warn("proxy: upstream sent more than its response", "upstream", uc.up.name, "bytes", extra)
+		p.log.Warn("proxy: upstream sent more than its response", "upstream", uc.up.Name, "bytes", extra)
 		reusable = false
 	}
 	if reusable && x.body.mode != bodyClose && x.body.done {
-		uc.up.put(uc)
+		uc.put()
 	} else {
-		uc.up.discard(uc)
+		uc.discard()
 	}
 	return err
 }

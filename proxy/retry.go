@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // A failure of one attempt, and what the client is told if it is the
@@ -23,16 +24,16 @@ type failure struct {
 }
 
 // busy is the failure of an upstream at max_conns: nothing was sent.
-var busy = &failure{status: http.StatusServiceUnavailable, msg: "upstreams busy", err: errFull, retry: true}
+var busy = &failure{status: http.StatusServiceUnavailable, msg: "upstreams busy", err: upstream.ErrFull, retry: true}
 
 // busyFailure is the failure of a request that could not wait, or
 // waited in vain, for an upstream at max_conns.
 func busyFailure(err error) *failure {
 	msg := "upstreams busy, too many requests waiting"
 	switch err {
-	case errQueueTimeout:
+	case upstream.ErrQueueTimeout:
 		msg = "upstreams busy, no connection came free in time"
-	case errClientGone:
+	case upstream.ErrClientGone:
 		msg = "upstreams busy"
 	}
 	return &failure{status: http.StatusServiceUnavailable, msg: msg, err: err}
@@ -49,7 +50,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	upgrade := upgradeOf(r)
 	var client []byte // ip_hash's key, kept apart from x.scratch, which bodies reuse
 	var clientBuf [48]byte
-	if p.bal.policy == IPHash {
+	if p.bal.Policy() == IPHash {
 		if a := p.resolver.Addr(r); a.IsValid() {
 			client = a.AppendTo(clientBuf[:0])
 		}
@@ -57,13 +58,13 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 
 	// Upstreams marked down count as tried already.
 	var tried, full uint64 // tried, and found at max_conns
-	now := monoNow()
-	for i, u := range p.ups {
-		if !u.health.up(now) {
+	now := upstream.Now()
+	for i, u := range p.grp.Hosts {
+		if !u.Up(now) {
 			tried |= 1 << i
 		}
 	}
-	all := uint64(1)<<len(p.ups) - 1 // (wraps to every bit for 64)
+	all := uint64(1)<<len(p.grp.Hosts) - 1 // (wraps to every bit for 64)
 	safe := idempotent(r) && !hasBody
 	x.interim = false
 	var last *failure
@@ -71,14 +72,14 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	var queueDeadline time.Time // set once the request first waits
 	for failures := 0; ; {
 		if full == 0 {
-			gen = p.queue.generation()
+			gen = p.queue.Generation()
 		}
-		var up *upstream
+		var up *host
 		var uc *upConn
 		var err error
-		if i := p.bal.pick(p.ups, tried|full, r, client); i >= 0 {
-			up = p.ups[i]
-			if uc, err = up.get(now, p.connectTO, false); err == errFull {
+		if i := p.grp.Pick(tried|full, r, client); i >= 0 {
+			up = p.grp.Hosts[i]
+			if uc, err = getConn(up, now, p.connectTO, false); err == upstream.ErrFull {
 				full |= 1 << i
 				last = busy
 				continue
@@ -86,64 +87,64 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		} else if full != 0 && p.queue != nil {
 			// Every upstream left is at max_conns: wait for one.
 			if queueDeadline.IsZero() {
-				queueDeadline = time.Now().Add(p.queue.timeout)
+				queueDeadline = time.Now().Add(p.queue.Timeout())
 			}
-			g, werr := p.queue.wait(full, gen, queueDeadline, c.Gone())
+			g, werr := p.queue.Wait(full, gen, queueDeadline, c.Gone())
 			if werr != nil {
 				last = busyFailure(werr)
 				break
 			}
 			full = 0
-			now = monoNow() // waited: deadlines count from here
-			if g.c == nil && !g.place {
+			now = upstream.Now() // waited: deadlines count from here
+			if g.Conn == nil && !g.Place {
 				continue // a connection came free meanwhile: ask again
 			}
-			up = g.u
-			uc, err = up.take(g.c, p.connectTO)
+			up = g.Host
+			uc, err = take(up, g.Conn, p.connectTO)
 		} else {
 			break
 		}
-		tried |= 1 << up.index
-		up.active.Add(1)
+		tried |= 1 << up.Index()
+		up.Begin()
 		try := attempt{c: c, x: x, up: up, uc: uc, getErr: err, now: now, hasBody: hasBody, expect: expect, upgrade: upgrade}
 		uc, f := p.roundTrip(&try)
 		if f != nil && f.stale {
 			// A pooled connection the upstream had closed, found out
 			// only by sending on it: not the upstream's fault, and safe
 			// to try again on a new connection.
-			try.uc, try.getErr = up.get(now, p.connectTO, true)
+			try.uc, try.getErr = getConn(up, now, p.connectTO, true)
 			uc, f = p.roundTrip(&try)
 		}
 		if f == nil && x.head.status == http.StatusSwitchingProtocols {
 			err := p.tunnel(c, w, x, uc)
-			up.active.Add(-1)
+			up.End()
 			return err
 		}
 		if f == nil && slices.Contains(p.failStatus, x.head.status) {
 			p.failed(up)
 			if !safe || x.interim || failures >= p.retries || (tried|full)&all == all {
 				err := p.respond(c, w, x, uc, r)
-				up.active.Add(-1)
+				up.End()
 				return err
 			}
 			// Tried elsewhere, as nginx's proxy_next_upstream does; the
 			// connection goes, with the body unread.
-			up.discard(uc)
-			up.active.Add(-1)
+			uc.discard()
+			up.End()
 			status := x.head.status
-			p.log.Warn("proxy: upstream answered a fail_status", "upstream", up.name, "method", string(r.Method), "path", string(r.Path), "status", status)
+			p.log.Warn("proxy: upstream answered a fail_status", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "status", status)
 			last = &failure{status: status, msg: "upstream answered " + strconv.Itoa(status), retry: true}
 			failures++
 			continue
 		}
 		if f == nil {
 			err := p.respond(c, w, x, uc, r)
-			up.active.Add(-1)
+			up.End()
 			return err
 		}
-		up.active.Add(-1)
+		up.End()
 		last = f
-		p.log.Warn("proxy: upstream failed", "upstream", up.name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
+		p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
 		if f.fault {
 			p.failed(up)
 		}
@@ -155,16 +156,16 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	if last == nil {
 		return writeError(c, w, http.StatusServiceUnavailable, "no upstream available")
 	}
-	if last.status == http.StatusServiceUnavailable && (last == busy || last.err == errQueueFull || last.err == errQueueTimeout) {
+	if last.status == http.StatusServiceUnavailable && (last == busy || last.err == upstream.ErrQueueFull || last.err == upstream.ErrQueueTimeout) {
 		c.Header().Set("Retry-After", "1")
 	}
 	return writeError(c, w, last.status, last.msg)
 }
 
 // failed counts a failed request to up for the passive checks.
-func (p *Proxy) failed(up *upstream) {
-	if up.health.failed(time.Now(), &p.passive) {
-		p.log.Warn("proxy: upstream down after failed requests", "upstream", up.name,
+func (p *Proxy) failed(up *host) {
+	if up.Failed(time.Now(), &p.passive) {
+		p.log.Warn("proxy: upstream down after failed requests", "upstream", up.Name,
 			"failures", p.passive.Failures, "window", p.passive.Window, "down_for", p.passive.DownFor)
 	}
 }

@@ -27,7 +27,7 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	hdr.Add("Via", viaValue)
 	client, early, err := c.Tunnel()
 	if err != nil {
-		uc.up.discard(uc)
+		uc.discard()
 		return writeError(c, w, http.StatusBadGateway, "could not switch protocols")
 	}
 	// What the upstream sent after its 101, and the client after its
@@ -50,7 +50,7 @@ func (p *Proxy) tunnel(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn) err
 	client.Close()
 	uc.nc.Close()
 	<-done
-	uc.up.discard(uc)
+	uc.discard()
 	return nil
 }
 

@@ -30,15 +30,14 @@ func TestUnsolicitedResponseOnIdleConnection(t *testing.T) {
 	<-sent
 	// The bytes are in the idle connection's receive queue before the
 	// next request is sent.
-	u := p.ups[0]
+	u := p.grp.Hosts[0]
 	sluicetest.WaitFor(t, "the unasked response at the idle connection", func() bool {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		if len(u.idle) != 1 || u.idle[0].rc == nil {
+		idle := u.Idle()
+		if len(idle) != 1 || idle[0].rc == nil {
 			return false
 		}
 		queued := 0
-		u.idle[0].rc.Control(func(fd uintptr) { queued, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		idle[0].rc.Control(func(fd uintptr) { queued, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
 		return queued > 0
 	})
 	if resp, body := sluicetest.Get(t, srv.URL+"/"); resp.StatusCode != 200 || body != "second" {

@@ -1,7 +1,6 @@
-package proxy
+package upstream
 
 import (
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,11 +18,12 @@ const (
 )
 
 // PassiveHealth marks an upstream down when requests to it fail: Failures
-// failures within Window take it out of the rotation for DownFor. A
-// failure is a connection refused or timed out, a response head that is
-// late, malformed or missing (the connection closed first), and a
-// response whose status Options.FailStatus lists (none by default); an
-// upstream at max_conns has not failed.
+// failures within Window take it out of the rotation for DownFor. What a
+// failure is, the transport's caller says (Host.Failed): for the proxy a
+// connection refused or timed out, a response head that is late,
+// malformed or missing (the connection closed first), and a response
+// whose status its fail_status lists; an upstream at max_conns has not
+// failed. The zero value is filled with the defaults by the caller.
 type PassiveHealth struct {
 	// Failures within Window that mark the upstream down (default 3;
 	// -1 turns passive checks off).
@@ -35,10 +35,11 @@ type PassiveHealth struct {
 }
 
 // Health configures active health checks: every Interval each upstream
-// is sent "GET Path" on a connection of its own; Fall failed checks in a
-// row mark it down, Rise good ones in a row up again. A check fails when
-// it cannot connect, takes longer than Timeout, or answers another status
-// than Expect. Without a Path there are no active checks.
+// is sent "GET Path" on a connection of its own (Group.StartChecks runs
+// the transport's check); Fall failed checks in a row mark it down, Rise
+// good ones in a row up again. A check fails when it cannot connect,
+// takes longer than Timeout, or answers another status than Expect.
+// Without a Path there are no active checks.
 type Health struct {
 	// Path is the path checked ("/healthz"); empty: no active checks.
 	Path string `yaml:"path"`
@@ -56,11 +57,11 @@ type Health struct {
 	Fall int `yaml:"fall"`
 }
 
-// health is an upstream's health, shared by every Proxy that names the
+// health is an upstream's health, shared by every Group that names the
 // upstream (states), so that it outlives a config reload: the new
-// config's Proxy takes it over before the old one is closed.
+// config's Group takes it over before the old one is closed.
 type health struct {
-	refs int // Proxies holding it; guarded by statesMu
+	refs int // Groups holding it; guarded by statesMu
 
 	downUntil   atomic.Int64 // passive: the instant until which it is down
 	activelyOff atomic.Bool  // active: the last checks failed
@@ -101,7 +102,7 @@ func releaseHealth(name string) {
 }
 
 // up reports whether the upstream may be sent requests at now.
-func (h *health) up(now instant) bool {
+func (h *health) up(now Instant) bool {
 	return !h.activelyOff.Load() && int64(now) >= h.downUntil.Load()
 }
 
@@ -126,7 +127,7 @@ func (h *health) failed(now time.Time, p *PassiveHealth) bool {
 		return false
 	}
 	h.fails = h.fails[:0]
-	h.downUntil.Store(int64(instantOf(now).add(p.DownFor)))
+	h.downUntil.Store(int64(InstantOf(now).Add(p.DownFor)))
 	return true
 }
 
@@ -152,62 +153,11 @@ func (h *health) checked(ok bool, hc *Health) int {
 	return 0
 }
 
-// checker runs the active health checks of p until stop is closed.
-func (p *Proxy) checker(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	t := time.NewTicker(p.health.Interval)
-	defer t.Stop()
-	var wg sync.WaitGroup
-	for {
-		for _, u := range p.ups {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ok := p.check(u)
-				switch u.health.checked(ok, &p.health) {
-				case -1:
-					p.log.Warn("proxy: upstream down: health check failed", "upstream", u.name, "checks", p.health.Fall)
-				case +1:
-					p.log.Info("proxy: upstream up again: health check passed", "upstream", u.name, "checks", p.health.Rise)
-				}
-			}()
-		}
-		wg.Wait()
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-	}
-}
+// Up reports whether h may be sent requests at now: not marked down by
+// the passive checks (Failed) nor by the active ones.
+func (h *Host[C]) Up(now Instant) bool { return h.health.up(now) }
 
-// check sends one health check to u and reports whether it passed. The
-// response head is read by the proxy's own parser, as strictly as any.
-func (p *Proxy) check(u *upstream) bool {
-	deadline := time.Now().Add(p.health.Timeout)
-	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial(u.network, u.addr)
-	if err != nil {
-		return false
-	}
-	defer nc.Close()
-	nc.SetDeadline(deadline)
-	req := "GET " + p.health.Path + " HTTP/1.1\r\nHost: " + u.host + "\r\nUser-Agent: sluice-health-check\r\nConnection: close\r\n\r\n"
-	if _, err := nc.Write([]byte(req)); err != nil {
-		return false
-	}
-	uc := &upConn{nc: nc, buf: make([]byte, 4<<10)}
-	var h responseHead
-	for {
-		if err := uc.readHead(&h, p.maxHead, p.maxFields); err != nil {
-			return false
-		}
-		if h.status >= 200 {
-			break
-		}
-	}
-	if p.health.Expect != 0 {
-		return h.status == p.health.Expect
-	}
-	return h.status >= 200 && h.status < 300
-}
+// Failed records a failed request to h at now under passive checks p,
+// and marks h down when p's window holds p.Failures of them. It reports
+// whether it did.
+func (h *Host[C]) Failed(now time.Time, p *PassiveHealth) bool { return h.health.failed(now, p) }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -21,8 +21,9 @@ const (
 	Hash       = "hash"        // by a header, a cookie or the path (HashKey)
 )
 
-// balancer picks an upstream for a request among those not yet tried.
-type balancer struct {
+// Balancer picks a host for a request among those not yet tried, by its
+// policy. It is safe for concurrent use.
+type Balancer struct {
 	policy  string
 	keyKind string // for Hash: "header", "cookie" or "path"
 	keyName string
@@ -30,8 +31,11 @@ type balancer struct {
 	seed    maphash.Seed
 }
 
-func newBalancer(policy, key string) (*balancer, error) {
-	b := &balancer{policy: policy, seed: maphash.MakeSeed()}
+// NewBalancer returns the Balancer of policy (RoundRobin when empty), or
+// an error naming what is wrong; key is policy Hash's "header:NAME",
+// "cookie:NAME" or "path", and must be empty for the others.
+func NewBalancer(policy, key string) (*Balancer, error) {
+	b := &Balancer{policy: policy, seed: maphash.MakeSeed()}
 	switch policy {
 	case "":
 		b.policy = RoundRobin
@@ -54,10 +58,14 @@ func newBalancer(policy, key string) (*balancer, error) {
 	return b, nil
 }
 
+// Policy returns b's policy: RoundRobin, LeastConn, RandomTwo, IPHash or
+// Hash.
+func (b *Balancer) Policy() string { return b.policy }
+
 // pick returns the index of the upstream for r among ups, skipping those
 // whose bit is set in tried, or -1 when every one was tried. client is
 // the client's address, for ip_hash.
-func (b *balancer) pick(ups []*upstream, tried uint64, r *engine.Request, client []byte) int {
+func pick[C Conn](b *Balancer, ups []*Host[C], tried uint64, r *engine.Request, client []byte) int {
 	n := len(ups)
 	avail := func(i int) bool { return tried&(1<<i) == 0 }
 	switch b.policy {
@@ -97,9 +105,9 @@ func (b *balancer) pick(ups []*upstream, tried uint64, r *engine.Request, client
 		}
 		return i
 	case IPHash:
-		return b.rendezvous(ups, tried, client)
+		return rendezvous(b, ups, tried, client)
 	case Hash:
-		return b.rendezvous(ups, tried, b.key(r))
+		return rendezvous(b, ups, tried, b.key(r))
 	}
 	start := b.next.Add(1) - 1
 	for k := range n {
@@ -113,7 +121,7 @@ func (b *balancer) pick(ups []*upstream, tried uint64, r *engine.Request, client
 // rendezvous picks by highest random weight: the upstream whose hash with
 // key is highest among those not tried. A key keeps its upstream while
 // that one is up, and only the keys of an upstream that goes away move.
-func (b *balancer) rendezvous(ups []*upstream, tried uint64, key []byte) int {
+func rendezvous[C Conn](b *Balancer, ups []*Host[C], tried uint64, key []byte) int {
 	best, bestScore := -1, uint64(0)
 	var h maphash.Hash
 	h.SetSeed(b.seed)
@@ -123,7 +131,7 @@ func (b *balancer) rendezvous(ups []*upstream, tried uint64, key []byte) int {
 		}
 		h.Reset()
 		h.Write(key)
-		h.WriteString(u.name)
+		h.WriteString(u.Name)
 		if s := h.Sum64(); best < 0 || s > bestScore {
 			best, bestScore = i, s
 		}
@@ -132,7 +140,7 @@ func (b *balancer) rendezvous(ups []*upstream, tried uint64, key []byte) int {
 }
 
 // key returns what policy hash hashes for r.
-func (b *balancer) key(r *engine.Request) []byte {
+func (b *Balancer) key(r *engine.Request) []byte {
 	switch b.keyKind {
 	case "path":
 		return r.Path

@@ -1,0 +1,49 @@
+package proxy
+
+import (
+	"net"
+	"time"
+)
+
+// check sends one active health check to u and reports whether it
+// passed: "GET Health.Path" on a connection of its own, its response
+// head read by the proxy's own parser, as strictly as any.
+func (p *Proxy) check(u *host) bool {
+	deadline := time.Now().Add(p.health.Timeout)
+	d := net.Dialer{Deadline: deadline}
+	nc, err := d.Dial(u.Network, u.Addr)
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	nc.SetDeadline(deadline)
+	req := "GET " + p.health.Path + " HTTP/1.1\r\nHost: " + u.Authority + "\r\nUser-Agent: sluice-health-check\r\nConnection: close\r\n\r\n"
+	if _, err := nc.Write([]byte(req)); err != nil {
+		return false
+	}
+	uc := &upConn{nc: nc, buf: make([]byte, 4<<10)}
+	var h responseHead
+	for {
+		if err := uc.readHead(&h, p.maxHead, p.maxFields); err != nil {
+			return false
+		}
+		if h.status >= 200 {
+			break
+		}
+	}
+	if p.health.Expect != 0 {
+		return h.status == p.health.Expect
+	}
+	return h.status >= 200 && h.status < 300
+}
+
+// reportCheck logs a change of u's health the active checks found: -1
+// down, +1 up again.
+func (p *Proxy) reportCheck(u *host, change int) {
+	switch change {
+	case -1:
+		p.log.Warn("proxy: upstream down: health check failed", "upstream", u.Name, "checks", p.health.Fall)
+	case +1:
+		p.log.Info("proxy: upstream up again: health check passed", "upstream", u.Name, "checks", p.health.Rise)
+	}
+}

@@ -1,0 +1,62 @@
+// Package upstream is the client side's shared machinery for the servers
+// Sluice passes requests to: per-host pools of idle connections, the
+// balancing policies, passive and active health, the queue of requests
+// waiting at max_conns, and the monotonic clock their deadlines and ages
+// are reckoned in. It knows no wire protocol: a transport (the reverse
+// proxy's HTTP/1.1 client today; FastCGI and HTTP/2 to upstreams
+// tomorrow) brings its own connection type and plugs in, as h2o keeps
+// its http1client and http2client over one socketpool and balancer, and
+// Caddy's reverse proxy puts its FastCGI transport under the same
+// balancing, health checks and retries.
+//
+// # Groups and hosts
+//
+// A Group is the upstreams one configured component uses: its Hosts (at
+// most 64, so that a request's tried and busy hosts are bits of a
+// uint64), the Balancer that picks among them (Pick), and the Queue of
+// requests waiting for a connection. NewGroup parses the hosts
+// ("http://host:port" or "unix:/path").
+//
+// Group and Host are generic over C, the transport's connection, which
+// the pool stores and hands back as it is: getting an idle connection,
+// putting one back and handing one to a waiting request are the calls
+// they were when the pool was the proxy's own, with no interface call and
+// no allocation per request. The pool calls only C's Close; whether an
+// idle connection is still good (a peek at its socket), its buffers, and
+// dialling over it (Host.Dial gives the socket) are the transport's.
+//
+// # Connections
+//
+// A request asks its Host for a connection (Get): the most recently used
+// idle one, or a place among the open connections to dial a new one on,
+// or ErrFull at max_conns. After a clean exchange the transport offers
+// the connection to a waiting request first (HandOff), then puts it back
+// (Keep); a connection closed, or a dial that failed, gives its place back
+// (Release), again to a waiting request first. Connections idle past the
+// idle timeout are closed as the pool comes across them.
+//
+// # Balancing, health and the queue
+//
+// The policies are round_robin, least_conn and random_two (by requests
+// in flight, counted by Host.Begin and Host.End), ip_hash and hash
+// (rendezvous hashing of the client's address, a header, a cookie or the
+// path). A host marked down by passive checks (Host.Failed, what the
+// transport counts as a failure) or active ones (Group.StartChecks, with
+// the transport's check) is left out (Host.Up). A host's health is shared
+// by every Group naming it, so that it carries over a config reload. A
+// request finding every host it may use at max_conns waits in the Queue,
+// first come first served, for a connection or a place to come free.
+//
+// # Where the HTTP/1.1 client lives
+//
+// The HTTP/1.1 client itself (its connection with raw socket reads, the
+// strict response-head parser, the last-head cache, the body reader) stays
+// in package proxy for now, beside the relay it feeds: its connection
+// type, its response head and its body reader are read field by field by
+// the proxy's hot path (a zero-allocation keep-alive GET), and exporting
+// them as an API is a change of its own. It plugs into this package as
+// the first transport (proxy/pool.go is all of the seam); a FastCGI or
+// HTTP/2 transport plugs in beside it the same way, with its own
+// connection type, and so gets the pools, balancing, health and queue
+// the proxy has.
+package upstream

@@ -1,0 +1,45 @@
+package upstream_test
+
+import (
+	"fmt"
+
+	"github.com/sluice-server/sluice/upstream"
+)
+
+// conn is a transport's connection: what a Group's pools hold.
+type conn struct{ name string }
+
+func (c *conn) Close() error { return nil }
+
+// A transport asks a host for a connection, dials one on the place it is
+// given when none is idle, and puts it back after a clean exchange.
+func Example() {
+	bal, _ := upstream.NewBalancer(upstream.RoundRobin, "")
+	var g *upstream.Group[*conn]
+	put := func(c *conn) { g.Hosts[0].Keep(c, upstream.Now()) }
+	g, err := upstream.NewGroup([]string{"http://127.0.0.1:9000"}, bal, upstream.Config{MaxConns: 8, MaxIdleConns: 4}, put)
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+
+	h := g.Hosts[g.Pick(0, nil, nil)]
+	for range 2 {
+		c, _, err := h.Get(upstream.Now(), false)
+		if err != nil {
+			panic(err)
+		}
+		if c == nil {
+			c = &conn{name: "dialled"} // a transport would wrap h.Dial's socket
+		} else {
+			c.name = "reused"
+		}
+		fmt.Println(h.Name, c.name)
+		if !h.HandOff(c) {
+			h.Keep(c, upstream.Now())
+		}
+	}
+	// Output:
+	// http://127.0.0.1:9000 dialled
+	// http://127.0.0.1:9000 reused
+}

@@ -1,0 +1,119 @@
+package upstream
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// fakeConn is a transport's connection for the tests: the pool only
+// closes it.
+type fakeConn struct {
+	id     int
+	closed bool
+}
+
+func (c *fakeConn) Close() error { c.closed = true; return nil }
+
+func newGroup(t *testing.T, names []string, cfg Config) *Group[*fakeConn] {
+	t.Helper()
+	bal, err := NewBalancer("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g *Group[*fakeConn]
+	g, err = NewGroup(names, bal, cfg, func(c *fakeConn) { g.Hosts[0].Keep(c, Now()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+// The pool hands back the connection put last, holds at most
+// MaxIdleConns, bounds the open ones by MaxConns, and closes those idle
+// past the idle timeout as it comes across them.
+func TestHostPool(t *testing.T) {
+	g := newGroup(t, []string{"http://127.0.0.1:1"}, Config{MaxConns: 2, MaxIdleConns: 1, IdleTimeout: time.Minute})
+	h := g.Hosts[0]
+	now := Now()
+	a, _, err := h.Get(now, false)
+	if a != nil || err != nil {
+		t.Fatalf("Get on an empty pool = %v, %v; want a place to dial on", a, err)
+	}
+	a = &fakeConn{id: 1}
+	if b, _, err := h.Get(now, false); b != nil || err != nil {
+		t.Fatalf("second Get = %v, %v; want a place", b, err)
+	}
+	b := &fakeConn{id: 2}
+	if _, _, err := h.Get(now, false); !errors.Is(err, ErrFull) {
+		t.Fatalf("third Get = %v, want ErrFull", err)
+	}
+	h.Keep(a, now)
+	h.Keep(b, now) // MaxIdleConns 1: closed
+	if !b.closed || a.closed || h.Open() != 1 {
+		t.Fatalf("after two Keeps: a closed %v, b closed %v, %d open; want b closed, 1 open", a.closed, b.closed, h.Open())
+	}
+	if c, idle, err := h.Get(now.Add(time.Second), false); c != a || idle != time.Second || err != nil {
+		t.Fatalf("Get = %v, %v, %v; want the idle connection, idle 1s", c, idle, err)
+	}
+	h.Keep(a, now)
+	if c, _, err := h.Get(now.Add(2*time.Minute), false); c != nil || err != nil || !a.closed {
+		t.Fatalf("Get after the idle timeout = %v, %v (closed %v); want a place, the idle one closed", c, err, a.closed)
+	}
+	h.Release()
+	if h.Open() != 0 {
+		t.Fatalf("%d open after Release, want 0", h.Open())
+	}
+}
+
+// A connection put back goes to the request waiting for its host before
+// the pool; a place given back likewise.
+func TestQueueHandOff(t *testing.T) {
+	g := newGroup(t, []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, Config{MaxConns: 1, Queue: 1, QueueTimeout: time.Minute})
+	h := g.Hosts[1]
+	if _, _, err := h.Get(Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	q := g.Queue()
+	gen := q.Generation()
+	got := make(chan Grant[*fakeConn])
+	go func() {
+		gr, err := q.Wait(1<<h.Index(), gen, time.Now().Add(time.Minute), nil)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- gr
+	}()
+	for q.Len() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := q.Wait(1, gen, time.Now().Add(time.Minute), nil); err != ErrQueueFull {
+		t.Fatalf("Wait on a full queue = %v, want ErrQueueFull", err)
+	}
+	c := &fakeConn{}
+	if !h.HandOff(c) {
+		t.Fatal("HandOff found no request waiting")
+	}
+	if gr := <-got; gr.Host != h || gr.Conn != c || !gr.Place {
+		t.Fatalf("granted %+v, want the connection", gr)
+	}
+	if h.HandOff(c) {
+		t.Fatal("HandOff found a request waiting in an empty queue")
+	}
+}
+
+// round_robin takes each host in turn, skipping those tried.
+func TestPickRoundRobin(t *testing.T) {
+	g := newGroup(t, []string{"http://a", "http://b", "http://c"}, Config{})
+	var seq []int
+	for range 4 {
+		seq = append(seq, g.Pick(0b010, nil, nil))
+	}
+	if seq[0] == 1 || seq[1] == 1 || seq[2] == 1 || seq[3] == 1 || seq[0] == seq[1] {
+		t.Fatalf("picks %v skipping host 1, want 0 and 2 in turn", seq)
+	}
+	if i := g.Pick(0b111, nil, nil); i != -1 {
+		t.Fatalf("Pick with every host tried = %d, want -1", i)
+	}
+}
