@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -48,18 +49,21 @@ type Group[C Conn] struct {
 	checkDone chan struct{}
 }
 
-// NewGroup returns the Group of the hosts named (see ParseHost; at most
-// 64), picked among by bal, under cfg. put is how the transport puts
-// back a connection after a clean exchange (see Host.HandOff and
-// Host.Keep): the queue calls it for a connection granted to a request
-// that gave up meanwhile.
+// NewGroup returns the Group of the hosts named, one to 64, each
+// "http://host:port" (port 80 if absent) or "unix:/path", picked among by
+// bal, under cfg. put is how the transport puts back a connection after a
+// clean exchange (see Host.HandOff and Host.Keep): the queue calls it for
+// a connection granted to a request that gave up meanwhile.
 func NewGroup[C Conn](names []string, bal *Balancer, cfg Config, put func(C)) (*Group[C], error) {
+	if len(names) == 0 || len(names) > 64 {
+		return nil, fmt.Errorf("upstream: %d hosts, want 1 to 64", len(names))
+	}
 	g := &Group[C]{bal: bal, health: cfg.Health}
 	if cfg.MaxConns > 0 && cfg.Queue > 0 {
 		g.queue = newQueue(cfg.Queue, cfg.QueueTimeout, put)
 	}
 	for i, s := range names {
-		h, err := ParseHost[C](s)
+		h, err := parseHost[C](s)
 		if err != nil {
 			return nil, err
 		}

@@ -52,10 +52,9 @@ type idleConn[C Conn] struct {
 	since Instant
 }
 
-// ParseHost reads "http://host:port" (port 80 if absent) or
-// "unix:/path" into a Host of no Group: its pool unbounded and keeping
-// no idle connection.
-func ParseHost[C Conn](s string) (*Host[C], error) {
+// parseHost reads "http://host:port" (port 80 if absent) or
+// "unix:/path" into a Host, which NewGroup completes.
+func parseHost[C Conn](s string) (*Host[C], error) {
 	if path, ok := strings.CutPrefix(s, "unix:"); ok {
 		if path == "" || strings.HasPrefix(path, "//") {
 			return nil, fmt.Errorf("upstream %q: want unix:/path/to/socket", s)

@@ -117,3 +117,18 @@ func TestPickRoundRobin(t *testing.T) {
 		t.Fatalf("Pick with every host tried = %d, want -1", i)
 	}
 }
+
+// NewGroup refuses no hosts, more than 64 and a name that is not an
+// http URL of a host or a unix: path.
+func TestNewGroupRefuses(t *testing.T) {
+	bal, _ := NewBalancer("", "")
+	many := make([]string, 65)
+	for i := range many {
+		many[i] = "http://127.0.0.1:1"
+	}
+	for _, names := range [][]string{nil, many, {"https://a"}, {"unix:"}, {"http://a/path"}} {
+		if _, err := NewGroup(names, bal, Config{}, func(*fakeConn) {}); err == nil {
+			t.Errorf("NewGroup(%.40q) = nil error, want one", names)
+		}
+	}
+}
