@@ -24,7 +24,14 @@ var Client = &http.Client{
 // body read into a string and closed. Any error fails the test at once.
 func Get(t testing.TB, url string, fields ...string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	return Send(t, http.MethodGet, url, fields...)
+}
+
+// Send is Get with another method: HEAD, OPTIONS, or one the server
+// should refuse. The request has no body.
+func Send(t testing.TB, method, url string, fields ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

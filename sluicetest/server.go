@@ -4,8 +4,10 @@
 // arranges a graceful shutdown when the test ends. Get and Do send a
 // request and read the whole answer, NeedTool finds an outside program a
 // test runs, WaitFor waits for a condition, and Buffer collects a log the
-// test reads while it is written. CA makes throwaway certificates for
-// tests that serve TLS. NetHosts (Linux, root) makes network namespaces
+// test reads while it is written. NewTLSServer serves over TLS with a
+// certificate from a CA, which makes throwaway certificates for tests
+// that serve TLS. Exchange, RoundTrip and ReadResponse speak raw HTTP/1
+// bytes to a server, for tests of the wire itself. NetHosts (Linux, root) makes network namespaces
 // that stand for other machines, each with its own address.
 //
 // It imports "testing", so only tests may import it; the sluice binary
@@ -14,8 +16,10 @@ package sluicetest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
+	"net/http"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -31,8 +35,9 @@ const ShutdownTimeout = 10 * time.Second
 
 // A Server is an engine.Server serving on a listener of its own.
 type Server struct {
-	// URL is "http://" followed by Addr for a TCP listener, the base of
-	// the URLs a client requests; it is empty for a Unix socket.
+	// URL is "http://" (for a TLS server "https://") followed by Addr
+	// for a TCP listener, the base of the URLs a client requests; it is
+	// empty for a Unix socket.
 	URL string
 	// Network and Addr are the listener's network ("tcp" or "unix") and
 	// address (host:port, or the socket's path), as net.Dial takes them.
@@ -40,6 +45,18 @@ type Server struct {
 	// Engine is the server, for its Stats and OpenConns, or to Close it
 	// at once; its fields must not change once it serves.
 	Engine *engine.Server
+	// CA issued the certificate of a server started by NewTLSServer or
+	// StartTLS: a client that trusts it trusts the server (see Client,
+	// ClientConfig). TLS is that server's config, which must not be
+	// modified once it serves. Both are nil for a server without TLS.
+	CA  *CA
+	TLS *tls.Config
+
+	serverName string // the name the certificate is for: the listener's IP, or "localhost"
+	h2         bool   // the HTTP2 option
+
+	mu     sync.Mutex
+	client *http.Client // Client's, for a TLS server, made on its first call
 
 	done      chan error // Serve's result
 	closeOnce sync.Once
@@ -52,6 +69,12 @@ type Option func(*options)
 type options struct {
 	network, addr string
 	configure     []func(*engine.Server)
+	h2            bool
+
+	// TLS servers only (tls.go)
+	ca           *CA
+	cert         *tls.Certificate
+	configureTLS []func(*tls.Config)
 }
 
 // Listen makes the server listen on network and addr, as engine.Listen
@@ -68,6 +91,14 @@ func Configure(f func(*engine.Server)) Option {
 	return func(o *options) { o.configure = append(o.configure, f) }
 }
 
+// HTTP2 serves HTTP/2 beside HTTP/1.1: on a TLS server by ALPN, the
+// config offering "h2" then "http/1.1" as the daemon's TLS listeners do
+// (without it only "http/1.1" is offered); on a server without TLS to a
+// client with prior knowledge (engine.ListenerOptions.H2C).
+func HTTP2() Option {
+	return func(o *options) { o.h2 = true }
+}
+
 // NewServer starts a server answering with h on a fresh loopback TCP port
 // (or where a Listen option says) and returns it serving. It fails the
 // test at once if it cannot listen. When the test and its subtests end,
@@ -76,7 +107,12 @@ func Configure(f func(*engine.Server)) Option {
 // shutdown.
 func NewServer(t testing.TB, h engine.Handler, opts ...Option) *Server {
 	t.Helper()
-	s, err := Start(h, opts...)
+	return newServer(t, h, false, opts)
+}
+
+func newServer(t testing.TB, h engine.Handler, useTLS bool, opts []Option) *Server {
+	t.Helper()
+	s, err := start(h, useTLS, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +133,10 @@ func NewServer(t testing.TB, h engine.Handler, opts ...Option) *Server {
 // it returns the error if it cannot listen, and the caller must Close
 // the server.
 func Start(h engine.Handler, opts ...Option) (*Server, error) {
+	return start(h, false, opts)
+}
+
+func start(h engine.Handler, useTLS bool, opts []Option) (*Server, error) {
 	o := options{network: "tcp", addr: "127.0.0.1:0"}
 	for _, opt := range opts {
 		opt(&o)
@@ -113,18 +153,33 @@ func Start(h engine.Handler, opts ...Option) (*Server, error) {
 		Network: ln.Addr().Network(),
 		Addr:    ln.Addr().String(),
 		Engine:  es,
+		h2:      o.h2,
 		done:    make(chan error, 1),
 	}
-	if s.Network == "tcp" {
-		s.URL = "http://" + s.Addr
+	lo := engine.ListenerOptions{H2C: o.h2}
+	scheme := "http://"
+	if useTLS {
+		if err := s.setupTLS(ln.Addr(), &o); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		lo = engine.ListenerOptions{TLS: s.TLS}
+		scheme = "https://"
 	}
-	go func() { s.done <- es.Serve(ln) }()
+	if s.Network == "tcp" {
+		s.URL = scheme + s.Addr
+	}
+	go func() { s.done <- es.ServeWith(ln, lo) }()
 	return s, nil
 }
 
 // Dial opens a connection to the server, for a test that writes raw
-// request bytes.
+// request bytes. To a TLS server it is a *tls.Conn configured by
+// ClientConfig, its handshake done.
 func (s *Server) Dial() (net.Conn, error) {
+	if s.TLS != nil {
+		return tls.Dial(s.Network, s.Addr, s.ClientConfig())
+	}
 	return net.Dial(s.Network, s.Addr)
 }
 
@@ -135,6 +190,11 @@ func (s *Server) Dial() (net.Conn, error) {
 // by being closed; calls after the first return the same result.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		if s.client != nil {
+			s.client.CloseIdleConnections()
+		}
+		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 		defer cancel()
 		if err := s.Engine.Shutdown(ctx); err != nil {

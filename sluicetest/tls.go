@@ -47,9 +47,18 @@ type CA struct {
 // NewCA makes a certificate authority valid from an hour ago for a day.
 func NewCA(t testing.TB) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := newCA()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return ca
+}
+
+// newCA is NewCA for code without a testing.TB (StartTLS).
+func newCA() (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -62,16 +71,16 @@ func NewCA(t testing.TB) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return &CA{Cert: cert, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		Pool: pool, key: key, serial: 1}
+		Pool: pool, key: key, serial: 1}, nil
 }
 
 // ClientConfig returns a TLS client config that trusts the CA and asks
@@ -93,15 +102,23 @@ func (ca *CA) Issue(t testing.TB, names ...string) tls.Certificate {
 // notAfter: an expired one, say.
 func (ca *CA) IssueValid(t testing.TB, notBefore, notAfter time.Time, names ...string) tls.Certificate {
 	t.Helper()
-	certPEM, keyPEM := ca.issuePEM(t, notBefore, notAfter, names)
-	if ca.Chain {
-		certPEM = append(certPEM, ca.PEM...)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	cert, err := ca.issue(notBefore, notAfter, names)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cert
+}
+
+// issue is IssueValid for code without a testing.TB (StartTLS).
+func (ca *CA) issue(notBefore, notAfter time.Time, names []string) (tls.Certificate, error) {
+	certPEM, keyPEM, err := ca.issuePEM(notBefore, notAfter, names)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if ca.Chain {
+		certPEM = append(certPEM, ca.PEM...)
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
 }
 
 // IssueFiles is Issue, written as PEM files in dir: it returns the
@@ -116,7 +133,10 @@ func (ca *CA) IssueFiles(t testing.TB, dir string, names ...string) (certFile, k
 // notBefore to notAfter.
 func (ca *CA) IssueFilesValid(t testing.TB, dir string, notBefore, notAfter time.Time, names ...string) (certFile, keyFile string) {
 	t.Helper()
-	certPEM, keyPEM := ca.issuePEM(t, notBefore, notAfter, names)
+	certPEM, keyPEM, err := ca.issuePEM(notBefore, notAfter, names)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if ca.Chain {
 		certPEM = append(certPEM, ca.PEM...)
 	}
@@ -150,11 +170,10 @@ func (ca *CA) WriteFiles(t testing.TB, dir string) string {
 	return name
 }
 
-func (ca *CA) issuePEM(t testing.TB, notBefore, notAfter time.Time, names []string) (certPEM, keyPEM []byte) {
-	t.Helper()
+func (ca *CA) issuePEM(notBefore, notAfter time.Time, names []string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	ca.serial++
 	tmpl := &x509.Certificate{
@@ -177,14 +196,14 @@ func (ca *CA) issuePEM(t testing.TB, notBefore, notAfter time.Time, names []stri
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	kder, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
 }
 
 // OCSPResponse returns an OCSP response (RFC 6960) signed by the CA
