@@ -50,8 +50,8 @@ func newGateway(t *testing.T, opts Options) (pipe.Component, *sluicetest.Buffer)
 	return g, lb
 }
 
-// cgiRaw sends raw request bytes on a new connection and reads one
-// response; it returns the client's local port too.
+// cgiRaw is sluicetest.RoundTrip returning the client's local port
+// too, for a test of REMOTE_PORT.
 func cgiRaw(t *testing.T, addr, raw string) (*http.Response, string, int) {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
@@ -59,20 +59,12 @@ func cgiRaw(t *testing.T, addr, raw string) (*http.Response, string, int) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(60 * time.Second))
+	conn.SetDeadline(time.Now().Add(sluicetest.RawTimeout))
 	if _, err := io.WriteString(conn, raw); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b), conn.LocalAddr().(*net.TCPAddr).Port
+	resp, body := sluicetest.ReadResponse(t, bufio.NewReader(conn), "GET")
+	return resp, body, conn.LocalAddr().(*net.TCPAddr).Port
 }
 
 // cgiEnvMap parses `env` output.
@@ -227,7 +219,7 @@ func TestEnvHTTP10(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "env.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nexec env\n")
 	g, _ := newGateway(t, Options{Script: script})
 	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
-	_, body, _ := cgiRaw(t, addr, "GET /run/this HTTP/1.0\r\n\r\n")
+	_, body := sluicetest.RoundTrip(t, addr, "GET /run/this HTTP/1.0\r\n\r\n")
 	env := cgiEnvMap(body)
 	for k, v := range map[string]string{"SERVER_PROTOCOL": "HTTP/1.0", "SCRIPT_NAME": "/run/this", "SERVER_PORT": "80", "QUERY_STRING": ""} {
 		if got, ok := env[k]; !ok || got != v {
@@ -609,7 +601,7 @@ func TestDir(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			resp, body, _ := cgiRaw(t, addr, "GET "+tt.path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			resp, body := sluicetest.RoundTrip(t, addr, "GET "+tt.path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d (%q), want %d", resp.StatusCode, body, tt.status)
 			}

@@ -95,7 +95,7 @@ func TestPathTraversal(t *testing.T) {
 		{"/cgi-bin/show.cgi/%2e/x", false},
 	} {
 		t.Run(tt.target, func(t *testing.T) {
-			resp, body, _ := cgiRaw(t, addr, "GET "+tt.target+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			resp, body := sluicetest.RoundTrip(t, addr, "GET "+tt.target+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 			if tt.above && resp.StatusCode != 400 {
 				t.Fatalf("status %d (%q), want 400", resp.StatusCode, body)
 			}
