@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // benchIndex is the 151-byte index.html of bench/engine.sh.
@@ -39,7 +40,7 @@ func newKeepAliveClient(tb testing.TB, addr, req string) *keepAliveClient {
 	// Learn the response length from a first exchange.
 	c.Write(k.req)
 	br := bufio.NewReader(c)
-	resp, body := readResponse(tb, br, "GET")
+	resp, body := sluicetest.ReadResponse(tb, br, "GET")
 	if resp.StatusCode != 200 || body != benchIndex {
 		tb.Fatalf("GET = %d %q", resp.StatusCode, body)
 	}

@@ -48,7 +48,7 @@ func TestOpenFilesShared(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 5 {
-				if resp, body := get(t, "GET", base+"/big.bin"); resp.StatusCode != 200 || len(body) != 1<<20 {
+				if resp, body := sluicetest.Get(t, base+"/big.bin"); resp.StatusCode != 200 || len(body) != 1<<20 {
 					t.Errorf("GET /big.bin = %d, %d bytes", resp.StatusCode, len(body))
 				}
 			}
@@ -71,7 +71,7 @@ func TestOpenFilesExpire(t *testing.T) {
 	base := serveDir(t, dir, files.Options{OpenExpiry: 50 * time.Millisecond})
 	for i := range 2 {
 		// Kept open after the request, as TestOpenFilesShared shows.
-		if resp, body := get(t, "GET", base+"/big.bin"); resp.StatusCode != 200 || len(body) != 1<<20 {
+		if resp, body := sluicetest.Get(t, base+"/big.bin"); resp.StatusCode != 200 || len(body) != 1<<20 {
 			t.Fatalf("GET %d = %d, %d bytes", i+1, resp.StatusCode, len(body))
 		}
 		sluicetest.WaitFor(t, "the idle file to be closed", func() bool { return fdsOpenTo(t, big) == 0 })
@@ -144,7 +144,7 @@ func TestReplacedFileClosed(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 25 {
-				resp, body := get(t, "GET", base+"/v.bin")
+				resp, body := sluicetest.Get(t, base+"/v.bin")
 				if resp.StatusCode != 200 || len(body) != 300<<10 || strings.Count(body, body[:1]) != len(body) {
 					t.Errorf("GET /v.bin = %d, %d bytes, torn: %v", resp.StatusCode, len(body), len(body) > 0 && strings.Count(body, body[:1]) != len(body))
 					return
@@ -157,7 +157,7 @@ func TestReplacedFileClosed(t *testing.T) {
 	writer.Wait()
 	// Requests after Expiry revalidate and drop the replaced entries.
 	sluicetest.WaitFor(t, "replaced files to be closed", func() bool {
-		get(t, "GET", base+"/v.bin")
+		sluicetest.Get(t, base+"/v.bin")
 		return fdsOpenTo(t, p) <= 1
 	})
 }
@@ -172,7 +172,7 @@ func TestCloseClosesFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + serve(t, s)
-	get(t, "GET", base+"/big.bin")
+	sluicetest.Get(t, base+"/big.bin")
 	if n := fdsOpenTo(t, big); n != 1 {
 		t.Fatalf("%d descriptors open, want 1", n)
 	}

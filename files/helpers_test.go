@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/files"
@@ -51,55 +48,6 @@ func writeFiles(t testing.TB, dir string, m map[string]string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// get sends method url with the extra header fields given as name, value
-// pairs, by sluicetest.Do.
-func get(t testing.TB, method, url string, fields ...string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(fields); i += 2 {
-		req.Header.Set(fields[i], fields[i+1])
-	}
-	return sluicetest.Do(t, req)
-}
-
-// exchange writes raw request bytes on a new connection, half-closes it,
-// and returns everything the server sends until it closes.
-func exchange(t testing.TB, addr, raw string) string {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	c.(*net.TCPConn).CloseWrite()
-	b, err := io.ReadAll(c)
-	if err != nil {
-		t.Fatalf("reading response to %q: %v", raw, err)
-	}
-	return string(b)
-}
-
-// readResponse reads one response to method from br, with its body.
-func readResponse(t testing.TB, br *bufio.Reader, method string) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.ReadResponse(br, &http.Request{Method: method})
-	if err != nil {
-		t.Fatalf("ReadResponse: %v", err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading body: %v", err)
-	}
-	return resp, string(b)
 }
 
 func hostOf(url string) string { return strings.TrimPrefix(url, "http://") }

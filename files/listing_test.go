@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // listingSite is a directory to list: files of different sizes and
@@ -49,7 +50,7 @@ func listingSite(t *testing.T) (outer, dir string) {
 func TestBrowseHTML(t *testing.T) {
 	_, dir := listingSite(t)
 	base := serveDir(t, dir, files.Options{Browse: true})
-	resp, body := get(t, "GET", base+"/pub/")
+	resp, body := sluicetest.Get(t, base+"/pub/")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
 		t.Fatalf("GET /pub/ = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -74,20 +75,20 @@ func TestBrowseHTML(t *testing.T) {
 		t.Errorf("Vary %q, want Accept", resp.Header.Get("Vary"))
 	}
 	// A 304 has the Vary of the 200 it stands for (RFC 9110 §15.4.5).
-	if resp, _ := get(t, "GET", base+"/pub/", "If-None-Match", "*"); resp.StatusCode != 304 || resp.Header.Get("Vary") != "Accept" {
+	if resp, _ := sluicetest.Get(t, base+"/pub/", "If-None-Match", "*"); resp.StatusCode != 304 || resp.Header.Get("Vary") != "Accept" {
 		t.Errorf("GET /pub/ If-None-Match: * = %d with Vary %q, want 304 with Vary: Accept", resp.StatusCode, resp.Header.Get("Vary"))
 	}
 	// A directory with an index file serves it; the root lists
 	// .well-known.
-	if _, body := get(t, "GET", base+"/withindex/"); body != "the index" {
+	if _, body := sluicetest.Get(t, base+"/withindex/"); body != "the index" {
 		t.Errorf("GET /withindex/ = %q", body)
 	}
-	if _, body := get(t, "GET", base+"/"); !strings.Contains(body, `href="./.well-known/"`) {
+	if _, body := sluicetest.Get(t, base+"/"); !strings.Contains(body, `href="./.well-known/"`) {
 		t.Errorf("root listing lacks .well-known:\n%s", body)
 	}
 	// Without Browse: 404.
 	base = serveDir(t, dir, files.Options{})
-	if resp, _ := get(t, "GET", base+"/pub/"); resp.StatusCode != 404 {
+	if resp, _ := sluicetest.Get(t, base+"/pub/"); resp.StatusCode != 404 {
 		t.Errorf("GET /pub/ without Browse = %d, want 404", resp.StatusCode)
 	}
 }
@@ -96,7 +97,7 @@ func TestBrowseSortAndJSON(t *testing.T) {
 	_, dir := listingSite(t)
 	base := serveDir(t, dir, files.Options{Browse: true})
 	names := func(query string) []string {
-		resp, body := get(t, "GET", base+"/pub/"+query, "Accept", "application/json")
+		resp, body := sluicetest.Get(t, base+"/pub/"+query, "Accept", "application/json")
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("GET /pub/%s = %d %q", query, resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
@@ -135,17 +136,17 @@ func TestBrowseSortAndJSON(t *testing.T) {
 		}
 	}
 	// A browser's Accept gets HTML.
-	resp, _ := get(t, "GET", base+"/pub/", "Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	resp, _ := sluicetest.Get(t, base+"/pub/", "Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
 	if resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
 		t.Errorf("browser Accept: Content-Type %q", resp.Header.Get("Content-Type"))
 	}
-	resp, _ = get(t, "GET", base+"/pub/", "Accept", "application/json;q=0.9, text/html;q=0.5")
+	resp, _ = sluicetest.Get(t, base+"/pub/", "Accept", "application/json;q=0.9, text/html;q=0.5")
 	if resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("JSON preferred: Content-Type %q", resp.Header.Get("Content-Type"))
 	}
 	// Dotfiles are listed when allowed.
 	base = serveDir(t, dir, files.Options{Browse: true, Dotfiles: files.DotfilesAllow})
-	if _, body := get(t, "GET", base+"/pub/"); !strings.Contains(body, ".hidden") {
+	if _, body := sluicetest.Get(t, base+"/pub/"); !strings.Contains(body, ".hidden") {
 		t.Errorf("Dotfiles allow: listing lacks .hidden")
 	}
 }
@@ -169,7 +170,7 @@ func TestBrowseCapped(t *testing.T) {
 	whole := serveDir(t, dir, files.Options{Browse: true})
 	capped := serveDir(t, dir, files.Options{Browse: true, MaxListing: 100})
 	names := func(base, query string) []string {
-		resp, body := get(t, "GET", base+"/"+query, "Accept", "application/json")
+		resp, body := sluicetest.Get(t, base+"/"+query, "Accept", "application/json")
 		var items []struct{ Name string }
 		if err := json.Unmarshal([]byte(body), &items); resp.StatusCode != 200 || err != nil {
 			t.Fatalf("GET /%s: %d %v", query, resp.StatusCode, err)
@@ -187,10 +188,10 @@ func TestBrowseCapped(t *testing.T) {
 		}
 	}
 	const note = "<p>The first 100 of 257 entries in this order.</p>"
-	if _, body := get(t, "GET", capped+"/?sort=size"); !strings.Contains(body, note) || strings.Count(body, "<tr><td><a href=\"./") != 100 {
+	if _, body := sluicetest.Get(t, capped+"/?sort=size"); !strings.Contains(body, note) || strings.Count(body, "<tr><td><a href=\"./") != 100 {
 		t.Errorf("capped HTML lacks %q or has not 100 rows:\n%s", note, body)
 	}
-	if _, body := get(t, "GET", whole+"/"); strings.Contains(body, "<p>The first") {
+	if _, body := sluicetest.Get(t, whole+"/"); strings.Contains(body, "<p>The first") {
 		t.Errorf("a whole listing has a note:\n%s", body)
 	}
 	if _, err := files.New(dir, files.Options{MaxListing: -1}); err == nil || err.Error() != "files: max_listing must not be negative" {
@@ -220,7 +221,7 @@ func TestBrowseBoundedMemory(t *testing.T) {
 		f.Close()
 	}
 	base := serveDir(t, dir, files.Options{Browse: true})
-	get(t, "GET", base+"/x") // the server's own start-up garbage, before measuring
+	sluicetest.Get(t, base+"/x") // the server's own start-up garbage, before measuring
 
 	var before, during runtime.MemStats
 	runtime.GC()
@@ -248,7 +249,7 @@ func TestBrowseBoundedMemory(t *testing.T) {
 	// Each then reads its listing whole: the entries shown and the note
 	// saying how many there are.
 	for _, br := range readers {
-		resp, body := readResponse(t, br, "GET")
+		resp, body := sluicetest.ReadResponse(t, br, "GET")
 		rows := strings.Count(body, "<tr><td><a href=\"./entry-")
 		if resp.StatusCode != 200 || rows != files.DefaultMaxListing || !strings.Contains(body, fmt.Sprintf("of %d entries", entries)) {
 			t.Errorf("listing: %d with %d rows, want %d rows and a note of %d entries", resp.StatusCode, rows, files.DefaultMaxListing, entries)

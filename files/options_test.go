@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func TestCacheControl(t *testing.T) {
@@ -26,7 +27,7 @@ func TestCacheControl(t *testing.T) {
 	} {
 		base := serveDir(t, dir, tt.opts)
 		for _, fields := range [][]string{nil, {"If-None-Match", "*"}, {"Range", "bytes=0-1"}} {
-			resp, _ := get(t, "GET", base+"/hello.txt", fields...)
+			resp, _ := sluicetest.Get(t, base+"/hello.txt", fields...)
 			if got := resp.Header.Get("Cache-Control"); got != tt.cc {
 				t.Errorf("%+v, %q: Cache-Control %q, want %q", tt.opts, fields, got, tt.cc)
 			}
@@ -44,7 +45,7 @@ func TestCacheControl(t *testing.T) {
 			}
 		}
 		// Errors are not cached for long.
-		if resp, _ := get(t, "GET", base+"/missing"); resp.Header.Get("Cache-Control") != "" {
+		if resp, _ := sluicetest.Get(t, base+"/missing"); resp.Header.Get("Cache-Control") != "" {
 			t.Errorf("%+v: 404 has Cache-Control %q", tt.opts, resp.Header.Get("Cache-Control"))
 		}
 	}
@@ -99,7 +100,7 @@ func TestTypesAndNoSniff(t *testing.T) {
 		want["/c.odt"] = "application/vnd.oasis.opendocument.text" // from /etc/mime.types
 	}
 	for path, ctype := range want {
-		resp, _ := get(t, "GET", base+path)
+		resp, _ := sluicetest.Get(t, base+path)
 		if resp.Header.Get("Content-Type") != ctype || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("GET %s: Content-Type %q, X-Content-Type-Options %q; want %q, nosniff",
 				path, resp.Header.Get("Content-Type"), resp.Header.Get("X-Content-Type-Options"), ctype)
@@ -113,13 +114,13 @@ func TestIndexList(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "a", "index.html"), 0o755) // a directory is not an index file
 	base := serveDir(t, dir, files.Options{Index: []string{"index.html", "index.htm", "default.txt"}})
 	for path, want := range map[string]string{"/a/": "200 htm", "/b/": "200 b txt", "/c/": "404 "} {
-		resp, body := get(t, "GET", base+path)
+		resp, body := sluicetest.Get(t, base+path)
 		if got := strings.SplitN(resp.Status, " ", 2)[0] + " " + strings.TrimPrefix(body, "404 Not Found: no such file\n"); got != want {
 			t.Errorf("GET %s = %q, want %q", path, got, want)
 		}
 	}
 	base = serveDir(t, dir, files.Options{Index: []string{}})
-	if resp, _ := get(t, "GET", base+"/a/"); resp.StatusCode != 404 {
+	if resp, _ := sluicetest.Get(t, base+"/a/"); resp.StatusCode != 404 {
 		t.Errorf("no index files: GET /a/ = %d", resp.StatusCode)
 	}
 }
@@ -131,12 +132,12 @@ func TestStripPrefix(t *testing.T) {
 		"/static/hello.txt": 200, "/static/": 200, "/static/sub/": 200,
 		"/hello.txt": 404, "/staticx/hello.txt": 404, "/static.txt": 404,
 	} {
-		if resp, _ := get(t, "GET", base+path); resp.StatusCode != want {
+		if resp, _ := sluicetest.Get(t, base+path); resp.StatusCode != want {
 			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
 		}
 	}
 	for path, loc := range map[string]string{"/static": "/static/", "/static/sub?q=1": "/static/sub/?q=1"} {
-		if resp, _ := get(t, "GET", base+path); resp.StatusCode != 301 || resp.Header.Get("Location") != loc {
+		if resp, _ := sluicetest.Get(t, base+path); resp.StatusCode != 301 || resp.Header.Get("Location") != loc {
 			t.Errorf("GET %s = %d Location %q, want 301 %q", path, resp.StatusCode, resp.Header.Get("Location"), loc)
 		}
 	}
@@ -152,14 +153,14 @@ func TestDotfilesPolicies(t *testing.T) {
 	} {
 		base := serveDir(t, dir, files.Options{Dotfiles: policy})
 		for i, path := range []string{"/.env", "/.git/config", "/.well-known/security.txt"} {
-			if resp, _ := get(t, "GET", base+path); resp.StatusCode != want[i] {
+			if resp, _ := sluicetest.Get(t, base+path); resp.StatusCode != want[i] {
 				t.Errorf("Dotfiles %q: GET %s = %d, want %d", policy, path, resp.StatusCode, want[i])
 			}
 		}
 		// The engine makes the path canonical before files sees it:
 		// /.well-known/../.env is /.env, answered by the policy for /.env,
 		// never let through as if it were under /.well-known/.
-		raw := exchange(t, hostOf(base), "GET /.well-known/../.env HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		raw := sluicetest.Exchange(t, hostOf(base), "GET /.well-known/../.env HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
 		if want := fmt.Sprintf("HTTP/1.1 %d ", want[0]); !strings.HasPrefix(raw, want) {
 			t.Errorf("Dotfiles %q: GET /.well-known/../.env = %.40q, want %q as for /.env", policy, raw, want)
 		}
@@ -177,13 +178,13 @@ func TestFollowSymlinks(t *testing.T) {
 	for _, follow := range []bool{false, true} {
 		base := serveDir(t, root, files.Options{FollowSymlinks: follow})
 		for _, path := range []string{"/rel.txt", "/absdir/shared.txt"} {
-			resp, body := get(t, "GET", base+path)
+			resp, body := sluicetest.Get(t, base+path)
 			if follow && (resp.StatusCode != 200 || body != "shared") || !follow && resp.StatusCode != 404 {
 				t.Errorf("FollowSymlinks %v: GET %s = %d %q", follow, path, resp.StatusCode, body)
 			}
 		}
 		// Path checks still apply.
-		raw := exchange(t, hostOf(base), "GET /../outside/shared.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		raw := sluicetest.Exchange(t, hostOf(base), "GET /../outside/shared.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
 		if strings.Contains(raw, "\r\n\r\nshared") {
 			t.Errorf("FollowSymlinks %v: .. served a file outside the root", follow)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 func gzipped(t *testing.T, s string) string {
@@ -42,7 +43,7 @@ func precompressedSite(t *testing.T) (dir string, css, bigJS string) {
 func TestPrecompressed(t *testing.T) {
 	dir, _, bigJS := precompressedSite(t)
 	base := serveDir(t, dir, files.Options{})
-	plain, _ := get(t, "GET", base+"/a.css")
+	plain, _ := sluicetest.Get(t, base+"/a.css")
 	etags := map[string]string{"": plain.Header.Get("ETag")}
 	for _, tt := range []struct {
 		ae, enc, bodyPrefix, file string
@@ -55,7 +56,7 @@ func TestPrecompressed(t *testing.T) {
 		{"identity", "", "body{", "a.css"},
 		{"deflate", "", "body{", "a.css"},
 	} {
-		resp, body := get(t, "GET", base+"/a.css", "Accept-Encoding", tt.ae)
+		resp, body := sluicetest.Get(t, base+"/a.css", "Accept-Encoding", tt.ae)
 		want, _ := os.ReadFile(filepath.Join(dir, tt.file))
 		if resp.StatusCode != 200 || body != string(want) || resp.Header.Get("Content-Encoding") != tt.enc {
 			t.Errorf("Accept-Encoding %q = %d, Content-Encoding %q, %d bytes; want %q, %s",
@@ -81,20 +82,20 @@ func TestPrecompressed(t *testing.T) {
 		seen[tag] = true
 	}
 	// Revalidation is per variant: the br tag matches only the br variant.
-	if resp, _ := get(t, "GET", base+"/a.css", "Accept-Encoding", "br", "If-None-Match", etags["br"]); resp.StatusCode != 304 ||
+	if resp, _ := sluicetest.Get(t, base+"/a.css", "Accept-Encoding", "br", "If-None-Match", etags["br"]); resp.StatusCode != 304 ||
 		resp.Header.Get("Vary") != "Accept-Encoding" || resp.Header.Get("ETag") != etags["br"] {
 		t.Errorf("br revalidation = %d, Vary %q", resp.StatusCode, resp.Header.Get("Vary"))
 	}
-	if resp, _ := get(t, "GET", base+"/a.css", "Accept-Encoding", "gzip", "If-None-Match", etags["br"]); resp.StatusCode != 200 {
+	if resp, _ := sluicetest.Get(t, base+"/a.css", "Accept-Encoding", "gzip", "If-None-Match", etags["br"]); resp.StatusCode != 200 {
 		t.Errorf("br tag revalidating the gzip variant = %d, want 200", resp.StatusCode)
 	}
 	// Ranges are of the variant.
-	resp, body := get(t, "GET", base+"/a.css", "Accept-Encoding", "br", "Range", "bytes=0-2")
+	resp, body := sluicetest.Get(t, base+"/a.css", "Accept-Encoding", "br", "Range", "bytes=0-2")
 	if resp.StatusCode != 206 || body != "BR:" || resp.Header.Get("Content-Encoding") != "br" {
 		t.Errorf("range of the br variant = %d %q %q", resp.StatusCode, body, resp.Header.Get("Content-Encoding"))
 	}
 	// A large variant goes out from disk, whole.
-	resp, body = get(t, "GET", base+"/big.js", "Accept-Encoding", "gzip")
+	resp, body = sluicetest.Get(t, base+"/big.js", "Accept-Encoding", "gzip")
 	zr, err := gzip.NewReader(strings.NewReader(body))
 	if err != nil || resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Fatalf("big.js gzip: %v, Content-Encoding %q", err, resp.Header.Get("Content-Encoding"))
@@ -104,11 +105,11 @@ func TestPrecompressed(t *testing.T) {
 		t.Errorf("big.js gzip variant decodes to %d bytes, want %d", len(got), len(bigJS))
 	}
 	// A variant older than its original is not served.
-	if resp, body := get(t, "GET", base+"/stale.js", "Accept-Encoding", "gzip"); body != "new" || resp.Header.Get("Content-Encoding") != "" {
+	if resp, body := sluicetest.Get(t, base+"/stale.js", "Accept-Encoding", "gzip"); body != "new" || resp.Header.Get("Content-Encoding") != "" {
 		t.Errorf("stale variant: %q, Content-Encoding %q", body, resp.Header.Get("Content-Encoding"))
 	}
 	// A variant asked for by its own name is a plain file.
-	if resp, _ := get(t, "GET", base+"/a.css.gz", "Accept-Encoding", "gzip"); resp.Header.Get("Content-Encoding") != "" ||
+	if resp, _ := sluicetest.Get(t, base+"/a.css.gz", "Accept-Encoding", "gzip"); resp.Header.Get("Content-Encoding") != "" ||
 		resp.Header.Get("Content-Type") != "application/gzip" {
 		t.Errorf("GET /a.css.gz: Content-Encoding %q, Content-Type %q", resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
 	}
@@ -117,12 +118,12 @@ func TestPrecompressed(t *testing.T) {
 func TestPrecompressedOff(t *testing.T) {
 	dir, css, _ := precompressedSite(t)
 	base := serveDir(t, dir, files.Options{Precompressed: []string{}})
-	resp, body := get(t, "GET", base+"/a.css", "Accept-Encoding", "br, gzip")
+	resp, body := sluicetest.Get(t, base+"/a.css", "Accept-Encoding", "br, gzip")
 	if body != css || resp.Header.Get("Content-Encoding") != "" || resp.Header.Get("Vary") != "" {
 		t.Errorf("Precompressed off: Content-Encoding %q, Vary %q", resp.Header.Get("Content-Encoding"), resp.Header.Get("Vary"))
 	}
 	base = serveDir(t, dir, files.Options{Precompressed: []string{"gzip"}})
-	if resp, _ := get(t, "GET", base+"/a.css", "Accept-Encoding", "br, gzip"); resp.Header.Get("Content-Encoding") != "gzip" {
+	if resp, _ := sluicetest.Get(t, base+"/a.css", "Accept-Encoding", "br, gzip"); resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Errorf("Precompressed [gzip]: Content-Encoding %q", resp.Header.Get("Content-Encoding"))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // rfcDate is the date of RFC 9110's examples (§13.1.3, §13.1.4, §13.1.5);
@@ -44,7 +45,7 @@ func rfcSite(t *testing.T) (base string, etags map[string]string) {
 	base = serveDir(t, dir, files.Options{})
 	etags = map[string]string{}
 	for _, name := range []string{"r10000.bin", "r1234.bin", "r47022.bin", "example.pdf"} {
-		resp, _ := get(t, "HEAD", base+"/"+name)
+		resp, _ := sluicetest.Send(t, "HEAD", base+"/"+name)
 		if resp.Header.Get("Last-Modified") != rfcDate {
 			t.Fatalf("%s: Last-Modified %q, want %q", name, resp.Header.Get("Last-Modified"), rfcDate)
 		}
@@ -111,7 +112,7 @@ func TestRFC9110Conditionals(t *testing.T) {
 		{"If-Range without Range", []string{"If-Range", x}, 200},
 	}
 	for _, tt := range tests {
-		resp, body := get(t, "GET", base+"/r10000.bin", tt.fields...)
+		resp, body := sluicetest.Get(t, base+"/r10000.bin", tt.fields...)
 		if resp.StatusCode != tt.want {
 			t.Errorf("%s (%q) = %d, want %d", tt.name, tt.fields, resp.StatusCode, tt.want)
 			continue
@@ -128,11 +129,11 @@ func TestRFC9110Conditionals(t *testing.T) {
 		}
 	}
 	// HEAD gets the same answers as GET.
-	resp, _ := get(t, "HEAD", base+"/r10000.bin", "If-None-Match", x)
+	resp, _ := sluicetest.Send(t, "HEAD", base+"/r10000.bin", "If-None-Match", x)
 	if resp.StatusCode != 304 {
 		t.Errorf("HEAD with If-None-Match = %d, want 304", resp.StatusCode)
 	}
-	resp, _ = get(t, "HEAD", base+"/r10000.bin", "If-Match", `"r2d2xxxx"`)
+	resp, _ = sluicetest.Send(t, "HEAD", base+"/r10000.bin", "If-Match", `"r2d2xxxx"`)
 	if resp.StatusCode != 412 {
 		t.Errorf("HEAD with a failing If-Match = %d, want 412", resp.StatusCode)
 	}
@@ -165,7 +166,7 @@ func TestRFC9110Ranges(t *testing.T) {
 		{"r1234.bin", "bytes=-99999", "bytes 0-1233/1234"},
 	}
 	for _, tt := range single {
-		resp, body := get(t, "GET", base+"/"+tt.file, "Range", tt.rng)
+		resp, body := sluicetest.Get(t, base+"/"+tt.file, "Range", tt.rng)
 		var first, last, size int
 		if resp.StatusCode != 206 || resp.Header.Get("Content-Range") != tt.crange {
 			t.Errorf("%s %s = %d Content-Range %q, want 206 %q", tt.file, tt.rng, resp.StatusCode, resp.Header.Get("Content-Range"), tt.crange)
@@ -180,13 +181,13 @@ func TestRFC9110Ranges(t *testing.T) {
 	}
 
 	// §15.3.7.1: "Content-Range: bytes 21010-47021/47022", "Content-Length: 26012".
-	resp, _ := get(t, "GET", base+"/r47022.bin", "Range", "bytes=21010-47021")
+	resp, _ := sluicetest.Get(t, base+"/r47022.bin", "Range", "bytes=21010-47021")
 	if resp.ContentLength != 26012 {
 		t.Errorf("§15.3.7.1: Content-Length %d, want 26012", resp.ContentLength)
 	}
 
 	// §15.3.7.2: two parts of an 8000-byte application/pdf.
-	resp, body := get(t, "GET", base+"/example.pdf", "Range", "bytes=500-999,7000-7999")
+	resp, body := sluicetest.Get(t, base+"/example.pdf", "Range", "bytes=500-999,7000-7999")
 	parts := rfcParts(t, resp, body)
 	want := []struct{ crange, body string }{
 		{"bytes 500-999/8000", string(content["example.pdf"][500:1000])},
@@ -202,7 +203,7 @@ func TestRFC9110Ranges(t *testing.T) {
 	}
 
 	// §14.1.2: "bytes=0-0,-1", the first and last bytes only.
-	resp, body = get(t, "GET", base+"/r10000.bin", "Range", "bytes=0-0,-1")
+	resp, body = sluicetest.Get(t, base+"/r10000.bin", "Range", "bytes=0-0,-1")
 	parts = rfcParts(t, resp, body)
 	if len(parts) != 2 || parts[0].body != "a" || parts[1].body != string(content["r10000.bin"][9999:]) ||
 		parts[1].crange != "bytes 9999-9999/10000" {
@@ -211,7 +212,7 @@ func TestRFC9110Ranges(t *testing.T) {
 
 	// §15.5.17 and §14.4: 416 with "Content-Range: bytes */47022".
 	for _, rng := range []string{"bytes=47022-", "bytes=50000-50001", "bytes=-0", "bytes=47022-47022, 99999-"} {
-		resp, _ := get(t, "GET", base+"/r47022.bin", "Range", rng)
+		resp, _ := sluicetest.Get(t, base+"/r47022.bin", "Range", rng)
 		if resp.StatusCode != 416 || resp.Header.Get("Content-Range") != "bytes */47022" {
 			t.Errorf("%s = %d Content-Range %q, want 416 bytes */47022", rng, resp.StatusCode, resp.Header.Get("Content-Range"))
 		}
@@ -220,12 +221,12 @@ func TestRFC9110Ranges(t *testing.T) {
 	// Ignored (200, whole file): other units, invalid syntax (§14.1.1:
 	// last-pos before first-pos), and Range on HEAD (§14.2).
 	for _, rng := range []string{"items=0-1", "bytes=5-1", "bytes=a-b", "bytes=", "bytes 0-1", "bytes=0-1;x"} {
-		resp, body := get(t, "GET", base+"/r1234.bin", "Range", rng)
+		resp, body := sluicetest.Get(t, base+"/r1234.bin", "Range", rng)
 		if resp.StatusCode != 200 || len(body) != 1234 {
 			t.Errorf("%q = %d, %d bytes, want 200 with the whole file", rng, resp.StatusCode, len(body))
 		}
 	}
-	resp, _ = get(t, "HEAD", base+"/r1234.bin", "Range", "bytes=0-1")
+	resp, _ = sluicetest.Send(t, "HEAD", base+"/r1234.bin", "Range", "bytes=0-1")
 	if resp.StatusCode != 200 || resp.ContentLength != 1234 {
 		t.Errorf("HEAD with Range = %d, Content-Length %d; want 200, 1234", resp.StatusCode, resp.ContentLength)
 	}
@@ -256,7 +257,7 @@ func TestRangeAmplificationBounded(t *testing.T) {
 		{"too many specs", many(1001, func(int) string { return "0-0" }), 200, 10000},
 	}
 	for _, tt := range tests {
-		resp, body := get(t, "GET", base+"/r10000.bin", "Range", tt.rng)
+		resp, body := sluicetest.Get(t, base+"/r10000.bin", "Range", tt.rng)
 		if resp.StatusCode != tt.status || int64(len(body)) > tt.maxLen+2000 {
 			t.Errorf("%s: %d with %d bytes, want %d with at most %d", tt.name, resp.StatusCode, len(body), tt.status, tt.maxLen+2000)
 		}
@@ -300,7 +301,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // a merged range standing where its first member was.
 func TestMultipartKeepsRequestOrder(t *testing.T) {
 	base, _ := rfcSite(t)
-	resp, body := get(t, "GET", base+"/r10000.bin", "Range", "bytes=9000-9001,0-1,5000-5001,9002-9003")
+	resp, body := sluicetest.Get(t, base+"/r10000.bin", "Range", "bytes=9000-9001,0-1,5000-5001,9002-9003")
 	var got []string
 	for _, p := range rfcParts(t, resp, body) {
 		got = append(got, p.crange)

@@ -53,7 +53,7 @@ func site(t *testing.T) string {
 func TestIndexAndHeaders(t *testing.T) {
 	base := serveDir(t, site(t), files.Options{})
 	for _, path := range []string{"/", "/index.html", "//", "/./", "/?q=1"} {
-		resp, body := get(t, "GET", base+path)
+		resp, body := sluicetest.Get(t, base+path)
 		if resp.StatusCode != 200 || body != indexHTML {
 			t.Errorf("GET %s = %d %q, want 200 %q", path, resp.StatusCode, body, indexHTML)
 		}
@@ -70,11 +70,11 @@ func TestIndexAndHeaders(t *testing.T) {
 			t.Errorf("GET %s: Server %q", path, got)
 		}
 	}
-	resp, body := get(t, "GET", base+"/sub/")
+	resp, body := sluicetest.Get(t, base+"/sub/")
 	if resp.StatusCode != 200 || body != "sub index\n" {
 		t.Errorf("GET /sub/ = %d %q", resp.StatusCode, body)
 	}
-	resp, body = get(t, "GET", base+"/space%20dir/x.txt")
+	resp, body = sluicetest.Get(t, base+"/space%20dir/x.txt")
 	if resp.StatusCode != 200 || body != "x\n" {
 		t.Errorf("GET /space%%20dir/x.txt = %d %q", resp.StatusCode, body)
 	}
@@ -91,7 +91,7 @@ func TestDirectoryRedirectKeepsQuery(t *testing.T) {
 		"//sub":            "/sub/", // never a scheme-relative "//sub/"
 		"/.well-known?a=b": "/.well-known/?a=b",
 	} {
-		resp, _ := get(t, "GET", base+path)
+		resp, _ := sluicetest.Get(t, base+path)
 		if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != want {
 			t.Errorf("GET %s = %d Location %q, want 301 %q", path, resp.StatusCode, resp.Header.Get("Location"), want)
 		}
@@ -101,7 +101,7 @@ func TestDirectoryRedirectKeepsQuery(t *testing.T) {
 func TestNotFound(t *testing.T) {
 	base := serveDir(t, site(t), files.Options{})
 	for _, path := range []string{"/missing", "/missing/", "/hello.txt/", "/hello.txt/x", "/noindex/", "/sub/missing.html"} {
-		resp, _ := get(t, "GET", base+path)
+		resp, _ := sluicetest.Get(t, base+path)
 		if resp.StatusCode != 404 {
 			t.Errorf("GET %s = %d, want 404", path, resp.StatusCode)
 		}
@@ -111,16 +111,16 @@ func TestNotFound(t *testing.T) {
 func TestMethods(t *testing.T) {
 	base := serveDir(t, site(t), files.Options{})
 	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH", "TRACE"} {
-		resp, _ := get(t, m, base+"/hello.txt")
+		resp, _ := sluicetest.Send(t, m, base+"/hello.txt")
 		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD, OPTIONS" {
 			t.Errorf("%s = %d Allow %q, want 405 %q", m, resp.StatusCode, resp.Header.Get("Allow"), "GET, HEAD, OPTIONS")
 		}
 	}
-	resp, body := get(t, "OPTIONS", base+"/hello.txt")
+	resp, body := sluicetest.Send(t, "OPTIONS", base+"/hello.txt")
 	if resp.StatusCode != 204 || resp.Header.Get("Allow") != "GET, HEAD, OPTIONS" || body != "" {
 		t.Errorf("OPTIONS = %d Allow %q body %q, want 204 with Allow", resp.StatusCode, resp.Header.Get("Allow"), body)
 	}
-	raw := exchange(t, hostOf(base), "OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	raw := sluicetest.Exchange(t, hostOf(base), "OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
 	if !strings.HasPrefix(raw, "HTTP/1.1 204") || !strings.Contains(raw, "\r\nAllow: GET, HEAD, OPTIONS\r\n") {
 		t.Errorf("OPTIONS * =\n%s", raw)
 	}
@@ -144,7 +144,7 @@ func TestHead(t *testing.T) {
 		var hdr [2]http.Header
 		for i, m := range []string{"GET", "HEAD"} {
 			c.Write([]byte(m + " " + path + " HTTP/1.1\r\nHost: a\r\n\r\n"))
-			resp, body := readResponse(t, br, m)
+			resp, body := sluicetest.ReadResponse(t, br, m)
 			if resp.StatusCode != 200 {
 				t.Fatalf("%s %s = %d", m, path, resp.StatusCode)
 			}
@@ -190,7 +190,7 @@ func TestContentTypes(t *testing.T) {
 		"/blob.unknownext": "application/octet-stream",
 		"/noext":           "application/octet-stream",
 	} {
-		resp, _ := get(t, "GET", base+path)
+		resp, _ := sluicetest.Get(t, base+path)
 		if got := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || got != want {
 			t.Errorf("GET %s = %d Content-Type %q, want %q", path, resp.StatusCode, got, want)
 		}
@@ -210,7 +210,7 @@ func TestDotfiles(t *testing.T) {
 		"/a/.well-known/x":          404,
 		"/./.env":                   404,
 	} {
-		resp, body := get(t, "GET", base+path)
+		resp, body := sluicetest.Get(t, base+path)
 		if resp.StatusCode != want {
 			t.Errorf("GET %s = %d %q, want %d", path, resp.StatusCode, body, want)
 		}
@@ -253,7 +253,7 @@ func TestTraversal(t *testing.T) {
 		"/sub/../..",
 	}
 	for _, target := range targets {
-		raw := exchange(t, addr, "GET "+target+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		raw := sluicetest.Exchange(t, addr, "GET "+target+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
 		if strings.Contains(raw, canary) || strings.Contains(raw, "root:") {
 			t.Errorf("GET %s served a file outside the root:\n%s", target, raw)
 		}
@@ -274,7 +274,7 @@ func TestEncodedSlashRefused(t *testing.T) {
 	}
 	defer fsrv.Close()
 	for _, path := range []string{"/sub%2findex.html", "/sub%2Findex.html", "/%2fhello.txt"} {
-		if resp, _ := get(t, "GET", base+path); resp.StatusCode != 400 {
+		if resp, _ := sluicetest.Get(t, base+path); resp.StatusCode != 400 {
 			t.Errorf("GET %s = %d, want 400", path, resp.StatusCode)
 		}
 		decoded, _ := url.PathUnescape(path)
@@ -372,7 +372,7 @@ func TestSymlinks(t *testing.T) {
 		"/rel.txt":           200,
 		"/indir/real.txt":    200,
 	} {
-		resp, body := get(t, "GET", base+path)
+		resp, body := sluicetest.Get(t, base+path)
 		if resp.StatusCode != want || strings.Contains(body, canary) {
 			t.Errorf("GET %s = %d %q, want %d", path, resp.StatusCode, body, want)
 		}
@@ -386,7 +386,7 @@ func TestChangedFileSeenAfterExpiry(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"f.txt": "one", "big.bin": strings.Repeat("a", 100<<10)})
 	base := serveDir(t, dir, files.Options{Expiry: 50 * time.Millisecond})
 	body := func(path string) string {
-		resp, b := get(t, "GET", base+path)
+		resp, b := sluicetest.Get(t, base+path)
 		return strconv.Itoa(resp.StatusCode) + " " + b
 	}
 	if got := body("/f.txt"); got != "200 one" {
@@ -420,7 +420,7 @@ func TestChangedFileSeenAfterExpiry(t *testing.T) {
 
 func TestConditionalGET(t *testing.T) {
 	base := serveDir(t, site(t), files.Options{})
-	resp, _ := get(t, "GET", base+"/hello.txt")
+	resp, _ := sluicetest.Get(t, base+"/hello.txt")
 	etag, lastMod := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	if !strings.HasPrefix(etag, `"`) {
 		t.Fatalf("ETag %q is not a strong tag", etag)
@@ -446,7 +446,7 @@ func TestConditionalGET(t *testing.T) {
 		{[]string{"If-None-Match", `"other"`, "If-Modified-Since", lastMod}, 200},
 	}
 	for _, tt := range tests {
-		resp, body := get(t, "GET", base+"/hello.txt", tt.fields...)
+		resp, body := sluicetest.Get(t, base+"/hello.txt", tt.fields...)
 		if resp.StatusCode != tt.want {
 			t.Errorf("GET with %q = %d, want %d", tt.fields, resp.StatusCode, tt.want)
 		}
@@ -454,7 +454,7 @@ func TestConditionalGET(t *testing.T) {
 			t.Errorf("304 with %q: body %q ETag %q", tt.fields, body, resp.Header.Get("ETag"))
 		}
 	}
-	resp, _ = get(t, "GET", base+"/missing", "If-None-Match", "*")
+	resp, _ = sluicetest.Get(t, base+"/missing", "If-None-Match", "*")
 	if resp.StatusCode != 404 {
 		t.Errorf("If-None-Match: * on a missing file = %d, want 404", resp.StatusCode)
 	}
@@ -482,11 +482,11 @@ func TestLargeFile(t *testing.T) {
 	br := bufio.NewReader(c)
 	for range 2 {
 		c.Write([]byte("GET /big.bin HTTP/1.1\r\nHost: a\r\n\r\nGET /small.txt HTTP/1.1\r\nHost: a\r\n\r\n"))
-		resp, body := readResponse(t, br, "GET")
+		resp, body := sluicetest.ReadResponse(t, br, "GET")
 		if resp.StatusCode != 200 || !bytes.Equal([]byte(body), big) {
 			t.Fatalf("GET /big.bin = %d, %d bytes, want %d", resp.StatusCode, len(body), len(big))
 		}
-		if _, body = readResponse(t, br, "GET"); body != "small" {
+		if _, body = sluicetest.ReadResponse(t, br, "GET"); body != "small" {
 			t.Fatalf("GET /small.txt after /big.bin = %q", body)
 		}
 	}
@@ -503,27 +503,27 @@ func TestNewFS(t *testing.T) {
 		".secret":          {Data: []byte("s")},
 	}
 	base := "http://" + serve(t, files.NewFS(fsys, files.Options{}))
-	resp, body := get(t, "GET", base+"/")
+	resp, body := sluicetest.Get(t, base+"/")
 	if resp.StatusCode != 200 || body != indexHTML || resp.Header.Get("Last-Modified") != "" {
 		t.Errorf("GET / = %d %q Last-Modified %q", resp.StatusCode, body, resp.Header.Get("Last-Modified"))
 	}
 	etag := resp.Header.Get("ETag")
-	if resp, _ := get(t, "GET", base+"/", "If-None-Match", etag); etag == "" || resp.StatusCode != 304 {
+	if resp, _ := sluicetest.Get(t, base+"/", "If-None-Match", etag); etag == "" || resp.StatusCode != 304 {
 		t.Errorf("ETag %q: revalidation = %d, want 304", etag, resp.StatusCode)
 	}
-	if resp, _ := get(t, "GET", base+"/about"); resp.StatusCode != 301 || resp.Header.Get("Location") != "/about/" {
+	if resp, _ := sluicetest.Get(t, base+"/about"); resp.StatusCode != 301 || resp.Header.Get("Location") != "/about/" {
 		t.Errorf("GET /about = %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if resp, body := get(t, "GET", base+"/about/"); resp.StatusCode != 200 || body != "about" {
+	if resp, body := sluicetest.Get(t, base+"/about/"); resp.StatusCode != 200 || body != "about" {
 		t.Errorf("GET /about/ = %d %q", resp.StatusCode, body)
 	}
-	if resp, body := get(t, "GET", base+"/big.txt"); resp.StatusCode != 200 || len(body) != 100<<10 {
+	if resp, body := sluicetest.Get(t, base+"/big.txt"); resp.StatusCode != 200 || len(body) != 100<<10 {
 		t.Errorf("GET /big.txt = %d, %d bytes", resp.StatusCode, len(body))
 	}
-	if resp, _ := get(t, "GET", base+"/dated.txt"); resp.Header.Get("Last-Modified") != "Tue, 02 Jan 2024 03:04:05 GMT" {
+	if resp, _ := sluicetest.Get(t, base+"/dated.txt"); resp.Header.Get("Last-Modified") != "Tue, 02 Jan 2024 03:04:05 GMT" {
 		t.Errorf("GET /dated.txt: Last-Modified %q", resp.Header.Get("Last-Modified"))
 	}
-	if resp, _ := get(t, "GET", base+"/.secret"); resp.StatusCode != 404 {
+	if resp, _ := sluicetest.Get(t, base+"/.secret"); resp.StatusCode != 404 {
 		t.Errorf("GET /.secret = %d, want 404", resp.StatusCode)
 	}
 }
@@ -568,7 +568,7 @@ func TestConcurrentRequestsWhileFilesChange(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 50 {
-				resp, body := get(t, "GET", base+"/f.txt")
+				resp, body := sluicetest.Get(t, base+"/f.txt")
 				if resp.StatusCode != 200 || len(body) != 2 || body[0] != 'v' {
 					t.Errorf("GET /f.txt = %d %q", resp.StatusCode, body)
 					return

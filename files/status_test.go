@@ -44,7 +44,7 @@ var wednesday = time.Date(2015, 10, 21, 7, 28, 0, 0, time.UTC)
 func TestStatuses(t *testing.T) {
 	dir, body := statusSite(t)
 	base := serveDir(t, dir, files.Options{Index: []string{"index.html", "index.htm"}, Dotfiles: files.DotfilesDeny, Browse: false})
-	resp, _ := get(t, "GET", base+"/f.txt")
+	resp, _ := sluicetest.Get(t, base+"/f.txt")
 	etag, lastMod := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	if etag == "" || lastMod == "" {
 		t.Fatalf("no validators: %v", resp.Header)
@@ -98,7 +98,7 @@ func TestStatuses(t *testing.T) {
 		{"GET", "/f.txt/.", nil, want{404, "", nil}},
 	}
 	for _, tt := range tests {
-		resp, got := get(t, tt.method, base+tt.path, tt.fields...)
+		resp, got := sluicetest.Send(t, tt.method, base+tt.path, tt.fields...)
 		name := tt.method + " " + tt.path + " " + strings.Join(tt.fields, ": ")
 		if resp.StatusCode != tt.want.status {
 			t.Errorf("%s = %d, want %d", name, resp.StatusCode, tt.want.status)
@@ -128,7 +128,7 @@ func TestStatuses(t *testing.T) {
 func TestStatusesKeepAlive(t *testing.T) {
 	dir, _ := statusSite(t)
 	addr := hostOf(serveDir(t, dir, files.Options{}))
-	raw := exchange(t, addr, "GET /f.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\n\r\n"+
+	raw := sluicetest.Exchange(t, addr, "GET /f.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\n\r\n"+
 		"GET /f.txt HTTP/1.1\r\nHost: a\r\nIf-None-Match: *\r\n\r\n"+
 		"GET /f.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=-2\r\nConnection: close\r\n\r\n")
 	for _, want := range []string{"HTTP/1.1 206 Partial Content\r\n", "\r\n\r\n01HTTP/1.1 304 Not Modified\r\n", "\r\n\r\n89"} {
@@ -151,7 +151,7 @@ func TestPermissionDenied(t *testing.T) {
 	os.Chmod(filepath.Join(dir, "closed"), 0o000)
 	base := serveAsNobody(t, dir)
 	for path, want := range map[string]int{"/secret.txt": 403, "/closed/x.txt": 403, "/open.txt": 200} {
-		resp, body := get(t, "GET", base+path)
+		resp, body := sluicetest.Get(t, base+path)
 		if resp.StatusCode != want {
 			t.Errorf("GET %s = %d %q, want %d", path, resp.StatusCode, body, want)
 		}
@@ -181,7 +181,7 @@ func TestPermissionDeniedLargeFiles(t *testing.T) {
 		{"GET", "/open.txt", []string{"Accept-Encoding", "gzip"}, 200},
 		{"HEAD", "/open.txt", []string{"Accept-Encoding", "gzip"}, 200},
 	} {
-		resp, body := get(t, tt.method, base+tt.path, tt.fields...)
+		resp, body := sluicetest.Send(t, tt.method, base+tt.path, tt.fields...)
 		if resp.StatusCode != tt.want || resp.Header.Get("Content-Encoding") != "" {
 			t.Errorf("%s %s %v = %d (Content-Encoding %q), want %d", tt.method, tt.path, tt.fields, resp.StatusCode, resp.Header.Get("Content-Encoding"), tt.want)
 		}
@@ -196,7 +196,7 @@ func TestPermissionDeniedLargeFiles(t *testing.T) {
 func TestRepeatedFieldLines(t *testing.T) {
 	dir, _ := statusSite(t)
 	base := serveDir(t, dir, files.Options{})
-	resp, _ := get(t, "GET", base+"/f.txt")
+	resp, _ := sluicetest.Get(t, base+"/f.txt")
 	etag, lastMod := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	addr := hostOf(base)
 	tests := []struct {
@@ -210,12 +210,12 @@ func TestRepeatedFieldLines(t *testing.T) {
 		{"Range: bytes=0-1\r\nRange: bytes=2-3\r\n", "HTTP/1.1 200 "},
 	}
 	for _, tt := range tests {
-		raw := exchange(t, addr, "GET /f.txt HTTP/1.1\r\nHost: a\r\n"+tt.fields+"Connection: close\r\n\r\n")
+		raw := sluicetest.Exchange(t, addr, "GET /f.txt HTTP/1.1\r\nHost: a\r\n"+tt.fields+"Connection: close\r\n\r\n")
 		if !strings.HasPrefix(raw, tt.want) {
 			t.Errorf("%q: got %q, want %q...", tt.fields, raw[:min(len(raw), 40)], tt.want)
 		}
 	}
-	raw := exchange(t, addr, "GET /f.txt HTTP/1.1\r\nHost: a\r\nAccept-Encoding: identity;q=0.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n")
+	raw := sluicetest.Exchange(t, addr, "GET /f.txt HTTP/1.1\r\nHost: a\r\nAccept-Encoding: identity;q=0.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n")
 	if !strings.Contains(raw, "\r\nContent-Encoding: gzip\r\n") {
 		t.Errorf("Accept-Encoding on two lines: got\n%s", raw)
 	}
@@ -242,7 +242,7 @@ func TestJustModifiedFile(t *testing.T) {
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
 	now := time.Now()
 	os.Chtimes(filepath.Join(dir, "new.txt"), now, now)
-	resp, _ := get(t, "GET", base+"/new.txt")
+	resp, _ := sluicetest.Get(t, base+"/new.txt")
 	lastModNotAfterDate(resp)
 	if lm := resp.Header.Get("Last-Modified"); lm != "" && time.Now().Unix() == now.Unix() {
 		t.Errorf("Last-Modified %q in the second the file changed", lm)
@@ -252,7 +252,7 @@ func TestJustModifiedFile(t *testing.T) {
 	}
 	want := now.UTC().Format(http.TimeFormat)
 	sluicetest.WaitFor(t, "Last-Modified "+want, func() bool {
-		resp, _ := get(t, "GET", base+"/new.txt")
+		resp, _ := sluicetest.Get(t, base+"/new.txt")
 		lastModNotAfterDate(resp)
 		return resp.Header.Get("Last-Modified") == want
 	})
@@ -267,7 +267,7 @@ func TestFutureModificationTime(t *testing.T) {
 	future := time.Now().Add(365 * 24 * time.Hour)
 	os.Chtimes(filepath.Join(dir, "future.txt"), future, future)
 	base := serveDir(t, dir, files.Options{})
-	resp, _ := get(t, "GET", base+"/future.txt")
+	resp, _ := sluicetest.Get(t, base+"/future.txt")
 	etag := resp.Header.Get("ETag")
 	if lm := resp.Header.Get("Last-Modified"); lm != "" || etag == "" {
 		t.Fatalf("Last-Modified %q, ETag %q; want none and one", lm, etag)
@@ -282,7 +282,7 @@ func TestFutureModificationTime(t *testing.T) {
 		{[]string{"If-Unmodified-Since", date}, 200},
 		{[]string{"Range", "bytes=0-3", "If-Range", date}, 200},
 	} {
-		if resp, _ := get(t, "GET", base+"/future.txt", tt.fields...); resp.StatusCode != tt.want {
+		if resp, _ := sluicetest.Get(t, base+"/future.txt", tt.fields...); resp.StatusCode != tt.want {
 			t.Errorf("%q = %d, want %d", tt.fields, resp.StatusCode, tt.want)
 		}
 	}
@@ -291,12 +291,12 @@ func TestFutureModificationTime(t *testing.T) {
 	soon := time.Now().Add(300 * time.Millisecond)
 	os.Chtimes(filepath.Join(dir, "future.txt"), soon, soon)
 	base = serveDir(t, dir, files.Options{Expiry: time.Millisecond})
-	if resp, _ := get(t, "GET", base+"/future.txt"); resp.Header.Get("Last-Modified") != "" && time.Now().Before(soon) {
+	if resp, _ := sluicetest.Get(t, base+"/future.txt"); resp.Header.Get("Last-Modified") != "" && time.Now().Before(soon) {
 		t.Errorf("Last-Modified %q before the file's time", resp.Header.Get("Last-Modified"))
 	}
 	want := soon.UTC().Format(http.TimeFormat)
 	sluicetest.WaitFor(t, "Last-Modified "+want, func() bool {
-		resp, _ := get(t, "GET", base+"/future.txt")
+		resp, _ := sluicetest.Get(t, base+"/future.txt")
 		return resp.Header.Get("Last-Modified") == want
 	})
 }

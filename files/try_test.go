@@ -1,14 +1,13 @@
 package files_test
 
 import (
-	"bufio"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // trySite is a single-page app's root, a file beside the root that must
@@ -32,17 +31,10 @@ func trySite(t *testing.T) string {
 	return dir
 }
 
-// tryGet sends raw request bytes and returns the response and body.
-func tryGet(t *testing.T, addr, raw string) (*http.Response, string) {
-	t.Helper()
-	method, _, _ := strings.Cut(raw, " ")
-	return readResponse(t, bufio.NewReader(strings.NewReader(exchange(t, addr, raw))), method)
-}
-
 func TestTry(t *testing.T) {
 	dir := trySite(t)
 	spa := hostOf(serveDir(t, dir, files.Options{Try: []string{"$path", "$path.html", "/index.html"}}))
-	index, _ := tryGet(t, spa, "GET /index.html HTTP/1.1\r\nHost: a\r\n\r\n")
+	index, _ := sluicetest.RoundTrip(t, spa, "GET /index.html HTTP/1.1\r\nHost: a\r\n\r\n")
 	etag := index.Header.Get("ETag")
 	if etag == "" {
 		t.Fatal("index.html has no ETag")
@@ -67,7 +59,7 @@ func TestTry(t *testing.T) {
 		{"HEAD", "HEAD /x/y HTTP/1.1\r\nHost: a\r\n\r\n", 200, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := tryGet(t, spa, tc.raw)
+			resp, body := sluicetest.RoundTrip(t, spa, tc.raw)
 			if resp.StatusCode != tc.status || body != tc.body {
 				t.Errorf("%d %q, want %d %q", resp.StatusCode, body, tc.status, tc.body)
 			}
@@ -79,7 +71,7 @@ func TestTry(t *testing.T) {
 			}
 		})
 	}
-	if resp, _ := tryGet(t, spa, "GET /docs HTTP/1.1\r\nHost: a\r\n\r\n"); resp.Header.Get("Location") != "/docs/" {
+	if resp, _ := sluicetest.RoundTrip(t, spa, "GET /docs HTTP/1.1\r\nHost: a\r\n\r\n"); resp.Header.Get("Location") != "/docs/" {
 		t.Errorf("GET /docs: Location %q, want /docs/", resp.Header.Get("Location"))
 	}
 }
@@ -99,12 +91,12 @@ func TestTryDirectoryAndNone(t *testing.T) {
 		{"GET /app.js HTTP/1.1\r\nHost: a\r\n\r\n", 200, "JS\n"},
 		{"GET /nothing HTTP/1.1\r\nHost: a\r\n\r\n", 404, "404 Not Found: no such file\n"},
 	} {
-		if resp, body := tryGet(t, dirs, tc.raw); resp.StatusCode != tc.status || body != tc.body {
+		if resp, body := sluicetest.RoundTrip(t, dirs, tc.raw); resp.StatusCode != tc.status || body != tc.body {
 			t.Errorf("%q: %d %q, want %d %q", tc.raw, resp.StatusCode, body, tc.status, tc.body)
 		}
 	}
 	deny := hostOf(serveDir(t, dir, files.Options{Dotfiles: files.DotfilesDeny, Try: []string{"$path", "/index.html"}}))
-	if resp, body := tryGet(t, deny, "GET /.env HTTP/1.1\r\nHost: a\r\n\r\n"); resp.StatusCode != 403 || strings.Contains(body, "SECRET") {
+	if resp, body := sluicetest.RoundTrip(t, deny, "GET /.env HTTP/1.1\r\nHost: a\r\n\r\n"); resp.StatusCode != 403 || strings.Contains(body, "SECRET") {
 		t.Errorf("dotfiles deny: %d %q, want 403 without the file", resp.StatusCode, body)
 	}
 	prefix := hostOf(serveDir(t, dir, files.Options{StripPrefix: "/app", Try: []string{"$path", "/app/index.html"}}))
@@ -112,7 +104,7 @@ func TestTryDirectoryAndNone(t *testing.T) {
 		"GET /app/app.js HTTP/1.1\r\nHost: a\r\n\r\n":  "JS\n",
 		"GET /app/a/route HTTP/1.1\r\nHost: a\r\n\r\n": "SPA INDEX\n",
 	} {
-		if resp, body := tryGet(t, prefix, raw); resp.StatusCode != 200 || body != want {
+		if resp, body := sluicetest.RoundTrip(t, prefix, raw); resp.StatusCode != 200 || body != want {
 			t.Errorf("strip_prefix %q: %d %q, want 200 %q", raw, resp.StatusCode, body, want)
 		}
 	}
