@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/andybalholm/brotli"
@@ -30,17 +31,14 @@ func startServer(t *testing.T, network bool) string {
 // the body decoded by its Content-Encoding.
 func get(t *testing.T, url, accept string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
+	var fields []string
 	if accept != "" {
-		req.Header.Set("Accept-Encoding", accept)
+		fields = []string{"Accept-Encoding", accept}
 	}
-	// No transparent decompression: the test decodes itself.
-	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var r io.Reader = resp.Body
+	// sluicetest.Client asks for no coding itself and decodes none: the
+	// test decodes.
+	resp, raw := sluicetest.Get(t, url, fields...)
+	var r io.Reader = strings.NewReader(raw)
 	switch ce := resp.Header.Get("Content-Encoding"); ce {
 	case "":
 	case "gzip":

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,22 +21,18 @@ func startServer(t *testing.T, network bool) string {
 	return sluicetest.NewServer(t, pipe.Handler(comp)).URL
 }
 
+// get sends a GET for url with sluicetest.Do, with Basic credentials
+// unless user is empty.
 func get(t *testing.T, url, user, pass string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if user != "" {
 		req.SetBasicAuth(user, pass)
 	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
+	return sluicetest.Do(t, req)
 }
 
 // The public area is open; the private area answers 401 with a Basic

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,34 +15,20 @@ import (
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
-func get(t *testing.T, url string) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
-}
-
 func checkRoutes(t *testing.T, base string) {
 	t.Helper()
 	index, err := os.ReadFile(filepath.Join("public", "index.html"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, body := get(t, base+"/hello")
+	resp, body := sluicetest.Get(t, base+"/hello")
 	if resp.StatusCode != 200 || body != "Hello, world!\n" || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
 		t.Errorf("/hello: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
-	if resp, body := get(t, base+"/"); resp.StatusCode != 200 || body != string(index) {
+	if resp, body := sluicetest.Get(t, base+"/"); resp.StatusCode != 200 || body != string(index) {
 		t.Errorf("/: %d %.60q", resp.StatusCode, body)
 	}
-	if resp, _ := get(t, base+"/missing"); resp.StatusCode != 404 {
+	if resp, _ := sluicetest.Get(t, base+"/missing"); resp.StatusCode != 404 {
 		t.Errorf("/missing: %d", resp.StatusCode)
 	}
 }
