@@ -422,7 +422,7 @@ func TestCompressVaryBehindFiles(t *testing.T) {
 		{"/missing", nil, 404, ""},
 	}
 	for _, tt := range tests {
-		resp, _ := filesGet(t, "GET", base+tt.path, tt.hdr...)
+		resp, _ := sluicetest.Get(t, base+tt.path, tt.hdr...)
 		if got := strings.Join(resp.Header.Values("Vary"), ", "); resp.StatusCode != tt.status || got != tt.vary {
 			t.Errorf("GET %s %q: %d with Vary %q, want %d with %q", tt.path, tt.hdr, resp.StatusCode, got, tt.status, tt.vary)
 		}

@@ -99,7 +99,7 @@ func TestEchoJSON(t *testing.T) {
 		"Connection: close\r\n" +
 		"\r\n" +
 		"5\r\nhello\r\n3\r\n\x00\xff!\r\n0\r\n\r\n"
-	resp, body := builtinRaw(t, url, raw)
+	resp, body := sluicetest.RoundTrip(t, url, raw)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("%d %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
@@ -107,7 +107,7 @@ func TestEchoJSON(t *testing.T) {
 		Method, URI, Version, Body string
 		Headers                    [][2]string
 	}
-	if err := json.Unmarshal(body, &got); err != nil {
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
 	dec := func(s string) string {
@@ -130,8 +130,8 @@ func TestEchoJSON(t *testing.T) {
 		t.Errorf("headers\n got %q\nwant %q", hdrs, want)
 	}
 
-	resp, body = builtinRaw(t, url, "GET / HTTP/1.0\r\n\r\n")
-	if err := json.Unmarshal(body, &got); err != nil || dec(got.Version) != "HTTP/1.0" || len(got.Headers) != 0 || got.Body != "" {
+	resp, body = sluicetest.RoundTrip(t, url, "GET / HTTP/1.0\r\n\r\n")
+	if err := json.Unmarshal([]byte(body), &got); err != nil || dec(got.Version) != "HTTP/1.0" || len(got.Headers) != 0 || got.Body != "" {
 		t.Errorf("HTTP/1.0: %d %s (%v)", resp.StatusCode, body, err)
 	}
 }

@@ -27,7 +27,6 @@ import (
 func filesServe(t testing.TB, comp pipe.Component) string {
 	t.Helper()
 	srv := sluicetest.NewServer(t, pipe.Handler(comp))
-	t.Cleanup(filesClient.CloseIdleConnections) // runs before the shutdown
 	return srv.URL
 }
 
@@ -54,30 +53,6 @@ func filesTree(t testing.TB, m map[string]string) string {
 		}
 	}
 	return dir
-}
-
-var filesClient = &http.Client{
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	Transport:     &http.Transport{DisableCompression: true},
-	Timeout:       10 * time.Second,
-}
-
-func filesGet(t testing.TB, method, url string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := filesClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
 }
 
 func filesGzip(s string) string {
@@ -109,7 +84,7 @@ func filesSite(t testing.TB) (dir, small, big, css string) {
 func TestFilesComponentStatuses(t *testing.T) {
 	dir, small, big, _ := filesSite(t)
 	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir, Options: files.Options{MaxAge: time.Hour}})})
-	resp, _ := filesGet(t, "GET", base+"/big.txt")
+	resp, _ := sluicetest.Get(t, base+"/big.txt")
 	etag := resp.Header.Get("ETag")
 	tests := []struct {
 		method, path string
@@ -132,7 +107,7 @@ func TestFilesComponentStatuses(t *testing.T) {
 		{"PUT", "/", nil, 405, ""},
 	}
 	for _, tt := range tests {
-		resp, body := filesGet(t, tt.method, base+tt.path, tt.hdr...)
+		resp, body := sluicetest.Send(t, tt.method, base+tt.path, tt.hdr...)
 		if resp.StatusCode != tt.status || tt.body != "" && body != tt.body {
 			t.Errorf("%s %s %q = %d, %d bytes; want %d, %d bytes", tt.method, tt.path, tt.hdr, resp.StatusCode, len(body), tt.status, len(tt.body))
 		}
@@ -142,16 +117,16 @@ func TestFilesComponentStatuses(t *testing.T) {
 			}
 		}
 	}
-	if resp, _ := filesGet(t, "HEAD", base+"/big.txt"); resp.ContentLength != int64(len(big)) {
+	if resp, _ := sluicetest.Send(t, "HEAD", base+"/big.txt"); resp.ContentLength != int64(len(big)) {
 		t.Errorf("HEAD: Content-Length %d, want %d", resp.ContentLength, len(big))
 	}
-	if resp, _ := filesGet(t, "GET", base+"/docs?x=1"); resp.Header.Get("Location") != "/docs/?x=1" {
+	if resp, _ := sluicetest.Get(t, base+"/docs?x=1"); resp.Header.Get("Location") != "/docs/?x=1" {
 		t.Errorf("redirect Location %q", resp.Header.Get("Location"))
 	}
-	if resp, _ := filesGet(t, "PUT", base+"/"); resp.Header.Get("Allow") != "GET, HEAD, OPTIONS" {
+	if resp, _ := sluicetest.Send(t, "PUT", base+"/"); resp.Header.Get("Allow") != "GET, HEAD, OPTIONS" {
 		t.Errorf("405 Allow %q", resp.Header.Get("Allow"))
 	}
-	if resp, _ := filesGet(t, "GET", base+"/big.txt", "Range", "bytes=999999-"); resp.Header.Get("Content-Range") != fmt.Sprintf("bytes */%d", len(big)) {
+	if resp, _ := sluicetest.Get(t, base+"/big.txt", "Range", "bytes=999999-"); resp.Header.Get("Content-Range") != fmt.Sprintf("bytes */%d", len(big)) {
 		t.Errorf("416 Content-Range %q", resp.Header.Get("Content-Range"))
 	}
 }
@@ -161,7 +136,7 @@ func TestFilesComponentStatuses(t *testing.T) {
 func TestFilesComponentMultipart(t *testing.T) {
 	dir, _, big, _ := filesSite(t)
 	base := filesServe(t, filesNew(t, FilesOptions{Root: dir}))
-	resp, body := filesGet(t, "GET", base+"/big.txt", "Range", "bytes=0-99999,200000-")
+	resp, body := sluicetest.Get(t, base+"/big.txt", "Range", "bytes=0-99999,200000-")
 	mt, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != 206 || mt != "multipart/byteranges" || resp.ContentLength != int64(len(body)) {
 		t.Fatalf("= %d %q, Content-Length %d for %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength, len(body))
@@ -186,12 +161,12 @@ func TestFilesComponentWithCompress(t *testing.T) {
 	dir, _, big, _ := filesSite(t)
 	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir}), compressNew(t, CompressOptions{Encodings: []string{"gzip"}})})
 	gz, _ := os.ReadFile(filepath.Join(dir, "style.css.gz"))
-	resp, body := filesGet(t, "GET", base+"/style.css", "Accept-Encoding", "gzip")
+	resp, body := sluicetest.Get(t, base+"/style.css", "Accept-Encoding", "gzip")
 	if body != string(gz) || resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" {
 		t.Errorf("precompressed through compress: %d bytes (file %d), Content-Encoding %q, Vary %q",
 			len(body), len(gz), resp.Header.Get("Content-Encoding"), resp.Header.Get("Vary"))
 	}
-	resp, body = filesGet(t, "GET", base+"/big.txt", "Accept-Encoding", "gzip")
+	resp, body = sluicetest.Get(t, base+"/big.txt", "Accept-Encoding", "gzip")
 	if resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Fatalf("big.txt: Content-Encoding %q, want gzip by the filter", resp.Header.Get("Content-Encoding"))
 	}
@@ -202,7 +177,7 @@ func TestFilesComponentWithCompress(t *testing.T) {
 	if got, _ := io.ReadAll(zr); string(got) != big {
 		t.Errorf("big.txt compressed by the filter decodes to %d bytes, want %d", len(got), len(big))
 	}
-	resp, body = filesGet(t, "GET", base+"/big.txt", "Accept-Encoding", "gzip", "Range", "bytes=0-9")
+	resp, body = sluicetest.Get(t, base+"/big.txt", "Accept-Encoding", "gzip", "Range", "bytes=0-9")
 	if resp.StatusCode != 206 || body != big[:10] || resp.Header.Get("Content-Encoding") != "" {
 		t.Errorf("range through compress = %d %q %q", resp.StatusCode, body, resp.Header.Get("Content-Encoding"))
 	}
@@ -255,7 +230,7 @@ func TestFilesComponentContentReplaced(t *testing.T) {
 	}
 	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir}), text})
 	for range 20 {
-		if _, body := filesGet(t, "GET", base+"/big.txt"); body != "replaced" {
+		if _, body := sluicetest.Get(t, base+"/big.txt"); body != "replaced" {
 			t.Fatalf("body %q", body)
 		}
 	}
@@ -383,10 +358,10 @@ func TestFilesComponentCompress304(t *testing.T) {
 	dir, _, _, _ := filesSite(t)
 	base := filesServe(t, pipe.Chain{filesNew(t, FilesOptions{Root: dir}), compressNew(t, CompressOptions{Encodings: []string{"gzip"}})})
 	for _, path := range []string{"/big.txt", "/", "/style.css"} {
-		full, _ := filesGet(t, "GET", base+path, "Accept-Encoding", "gzip")
+		full, _ := sluicetest.Get(t, base+path, "Accept-Encoding", "gzip")
 		etag, vary := full.Header.Get("ETag"), full.Header.Get("Vary")
 		for _, cond := range [][]string{{"If-None-Match", etag}, {"If-Modified-Since", full.Header.Get("Last-Modified")}} {
-			resp, _ := builtinRaw(t, base, "GET "+path+" HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip\r\n"+cond[0]+": "+cond[1]+"\r\nConnection: close\r\n\r\n")
+			resp, _ := sluicetest.RoundTrip(t, base, "GET "+path+" HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip\r\n"+cond[0]+": "+cond[1]+"\r\nConnection: close\r\n\r\n")
 			if resp.StatusCode != 304 || resp.Header.Get("ETag") != etag || resp.Header.Get("Vary") != vary {
 				t.Errorf("%s with %s: %d ETag %q Vary %q; the 200 had ETag %q Vary %q",
 					path, cond[0], resp.StatusCode, resp.Header.Get("ETag"), resp.Header.Get("Vary"), etag, vary)

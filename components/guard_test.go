@@ -1,13 +1,11 @@
 package components
 
 import (
-	"bufio"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/sluice-server/sluice/pipe"
@@ -21,31 +19,6 @@ import (
 
 // guardQuiet is a logger for components whose errors a test provokes.
 var guardQuiet = slog.New(slog.DiscardHandler)
-
-// guardRaw sends raw request bytes to the server at base URL (or
-// "unix:PATH") and returns the response, read with net/http.
-func guardRaw(t testing.TB, url, raw string) (*http.Response, string) {
-	t.Helper()
-	network, addr := "tcp", strings.TrimPrefix(url, "http://")
-	if path, ok := strings.CutPrefix(url, "unix:"); ok {
-		network, addr = "unix", path
-	}
-	conn, err := net.Dial(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, raw); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
 
 // guardText is a Source answering 200 with body s.
 func guardText(s string) pipe.Source {
@@ -113,7 +86,7 @@ func TestClientIPUnixSocket(t *testing.T) {
 		if tt.xff != "" {
 			hdr = "X-Forwarded-For: " + tt.xff + "\r\n"
 		}
-		resp, _ := guardRaw(t, url, "GET "+tt.path+" HTTP/1.1\r\nHost: x\r\n"+hdr+"Connection: close\r\n\r\n")
+		resp, _ := sluicetest.RoundTrip(t, url, "GET "+tt.path+" HTTP/1.1\r\nHost: x\r\n"+hdr+"Connection: close\r\n\r\n")
 		if resp.StatusCode != tt.want {
 			t.Errorf("%s: GET %s over a Unix socket: %d, want %d", tt.name, tt.path, resp.StatusCode, tt.want)
 		}

@@ -48,7 +48,7 @@ func htaServe(t *testing.T, root string) (string, *atomic.Int64) {
 
 func htaStatus(t *testing.T, url, path, client string) int {
 	t.Helper()
-	resp, _ := guardRaw(t, url, "GET "+path+" HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: "+client+"\r\nConnection: close\r\n\r\n")
+	resp, _ := sluicetest.RoundTrip(t, url, "GET "+path+" HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: "+client+"\r\nConnection: close\r\n\r\n")
 	return resp.StatusCode
 }
 
@@ -188,7 +188,7 @@ func TestHtaccessStripPrefix(t *testing.T) {
 		{"/secret/data.txt", "192.0.2.1", 404, "no such file"},
 		{"/static", "192.0.2.1", 301, ""},
 	} {
-		resp, body := guardRaw(t, url, "GET "+tt.path+" HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: "+tt.client+"\r\nConnection: close\r\n\r\n")
+		resp, body := sluicetest.RoundTrip(t, url, "GET "+tt.path+" HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: "+tt.client+"\r\nConnection: close\r\n\r\n")
 		if resp.StatusCode != tt.want || !strings.Contains(body, tt.body) {
 			t.Errorf("GET %s from %s: %d %q, want %d %q", tt.path, tt.client, resp.StatusCode, body, tt.want, tt.body)
 		}

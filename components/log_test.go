@@ -68,7 +68,7 @@ func TestLogFormats(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "access.log")
 			l := logOpen(t, LogOptions{File: file, Format: tt.format, TrustedProxies: []string{"127.0.0.1"}})
 			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("hello")})).URL
-			if resp, body := guardRaw(t, url, req); resp.StatusCode != 200 || body != "hello" {
+			if resp, body := sluicetest.RoundTrip(t, url, req); resp.StatusCode != 200 || body != "hello" {
 				t.Fatalf("%d %q", resp.StatusCode, body)
 			}
 			lines := logLines(t, l, file)
@@ -127,7 +127,7 @@ func TestLogRefused(t *testing.T) {
 			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")}),
 				sluicetest.Configure(func(s *engine.Server) { s.OnRefused = l.Refused })).URL
 			for _, tt := range tests {
-				resp, _ := guardRaw(t, url, tt.raw)
+				resp, _ := sluicetest.RoundTrip(t, url, tt.raw)
 				if resp.StatusCode < 400 {
 					t.Fatalf("%s: status %d", tt.name, resp.StatusCode)
 				}
@@ -182,7 +182,7 @@ func TestLogServerWide(t *testing.T) {
 	}
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{server, rt})).URL
 	for path, want := range map[string]int{"/own": 200, "/plain": 200, "/denied": 403, "/nowhere": 404} {
-		if resp, _ := guardRaw(t, url, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); resp.StatusCode != want {
+		if resp, _ := sluicetest.RoundTrip(t, url, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); resp.StatusCode != want {
 			t.Fatalf("GET %s = %d, want %d", path, resp.StatusCode, want)
 		}
 	}
@@ -209,7 +209,7 @@ func TestLogMissingFields(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "access.log")
 	l := logOpen(t, LogOptions{File: file})
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
-	guardRaw(t, url, "GET /a HTTP/1.1\r\nHost: a\r\nReferer: \r\nConnection: close\r\n\r\n")
+	sluicetest.RoundTrip(t, url, "GET /a HTTP/1.1\r\nHost: a\r\nReferer: \r\nConnection: close\r\n\r\n")
 	want := `127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.1" 200 1 "-" "-"`
 	if lines := logLines(t, l, file); len(lines) != 1 || lines[0] != want {
 		t.Errorf("lines %q, want %q", lines, want)
@@ -471,7 +471,7 @@ func TestLogUserIsOneField(t *testing.T) {
 	l := logOpen(t, LogOptions{File: file, Format: "combined"})
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, guardText("x")})).URL
 	auth := base64.StdEncoding.EncodeToString([]byte(`a b" - [x 200:pw`))
-	if resp, _ := guardRaw(t, url, "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic "+auth+"\r\nConnection: close\r\n\r\n"); resp.StatusCode != 200 {
+	if resp, _ := sluicetest.RoundTrip(t, url, "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic "+auth+"\r\nConnection: close\r\n\r\n"); resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	lines := logLines(t, l, file)

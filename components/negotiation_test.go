@@ -1,6 +1,7 @@
 package components
 
 import (
+	"github.com/sluice-server/sluice/sluicetest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,16 +63,16 @@ func TestNegotiationsAgree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		ae := strings.NewReplacer("A", "zstd", "B", "gzip").Replace(tt.list)
-		resp, _ := filesGet(t, "GET", filesURL+"/page.css", "Accept-Encoding", ae)
+		resp, _ := sluicetest.Get(t, filesURL+"/page.css", "Accept-Encoding", ae)
 		if got := coding[resp.Header.Get("Content-Encoding")]; got != tt.want {
 			t.Errorf("files, Accept-Encoding %q: %s, want %s", ae, got, tt.want)
 		}
-		resp, _ = filesGet(t, "GET", compressURL+"/", "Accept-Encoding", ae)
+		resp, _ = sluicetest.Get(t, compressURL+"/", "Accept-Encoding", ae)
 		if got := coding[resp.Header.Get("Content-Encoding")]; got != tt.want {
 			t.Errorf("compress, Accept-Encoding %q: %s, want %s", ae, got, tt.want)
 		}
 		accept := strings.NewReplacer("A", "text/html", "B", "application/json", "*", "*/*").Replace(tt.list)
-		resp, _ = filesGet(t, "GET", filesURL+"/list/", "Accept", accept)
+		resp, _ = sluicetest.Get(t, filesURL+"/list/", "Accept", accept)
 		got, want := "A", tt.want
 		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 			got = "B"

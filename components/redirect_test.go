@@ -45,11 +45,11 @@ func TestRedirect(t *testing.T) {
 			if host == "" {
 				host = "localhost"
 			}
-			resp, body := builtinRaw(t, url, "GET "+tt.target+" HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+			resp, body := sluicetest.RoundTrip(t, url, "GET "+tt.target+" HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
 			if resp.StatusCode != tt.status || resp.Header.Get("Location") != tt.loc {
 				t.Fatalf("%d Location %q, want %d %q", resp.StatusCode, resp.Header.Get("Location"), tt.status, tt.loc)
 			}
-			if resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(string(body), `<a href="`) {
+			if resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(body, `<a href="`) {
 				t.Errorf("note: %q %q", resp.Header.Get("Content-Type"), body)
 			}
 			if resp.ContentLength != int64(len(body)) {
@@ -65,15 +65,15 @@ func TestRedirectEscapesAndStops(t *testing.T) {
 	comp, err := NewRedirect(RedirectOptions{To: `/go$query`})
 	after, _ := NewText(TextOptions{Body: "not reached"})
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{builtinComp(t, comp, err), after})).URL
-	resp, body := builtinRaw(t, url, "GET /?a=\"><script>'&b=\\ HTTP/1.1\r\nHost: x\r\n\r\n")
-	if resp.StatusCode != 302 || strings.Contains(string(body), "<script>") || strings.Contains(string(body), "not reached") {
+	resp, body := sluicetest.RoundTrip(t, url, "GET /?a=\"><script>'&b=\\ HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != 302 || strings.Contains(body, "<script>") || strings.Contains(body, "not reached") {
 		t.Errorf("%d %q", resp.StatusCode, body)
 	}
 	const want = "/go?a=%22%3E%3Cscript%3E'&b=%5C"
 	if loc := resp.Header.Get("Location"); loc != want {
 		t.Errorf("Location %q, want %q", loc, want)
 	}
-	if !strings.Contains(string(body), `<a href="/go?a=%22%3E%3Cscript%3E&#39;&amp;b=%5C">`) {
+	if !strings.Contains(body, `<a href="/go?a=%22%3E%3Cscript%3E&#39;&amp;b=%5C">`) {
 		t.Errorf("Location not escaped in %q", body)
 	}
 }
@@ -131,7 +131,7 @@ func TestRedirectStaysOnHost(t *testing.T) {
 	for _, name := range []string{"relative", "slash", "absolute", "own host", "www", "no slash"} {
 		for _, target := range targets {
 			t.Run(name+" "+target, func(t *testing.T) {
-				resp, _ := builtinRaw(t, servers[name], "GET "+target+" HTTP/1.1\r\nHost: example.org\r\n\r\n")
+				resp, _ := sluicetest.RoundTrip(t, servers[name], "GET "+target+" HTTP/1.1\r\nHost: example.org\r\n\r\n")
 				if strings.Contains(strings.ToLower(target), "%2f") {
 					// The engine refuses an encoded slash before routing.
 					if resp.StatusCode != http.StatusBadRequest {
@@ -148,7 +148,7 @@ func TestRedirectStaysOnHost(t *testing.T) {
 	}
 	// An HTTP/1.0 request may have no host: https://$host cannot be
 	// built ("https:///evil.com" is evil.com to a browser).
-	resp, _ := builtinRaw(t, servers["own host"], "GET //evil.com/ HTTP/1.0\r\n\r\n")
+	resp, _ := sluicetest.RoundTrip(t, servers["own host"], "GET //evil.com/ HTTP/1.0\r\n\r\n")
 	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
 		t.Errorf("HTTP/1.0 without Host: %d Location %q, want 400 without Location", resp.StatusCode, resp.Header.Get("Location"))
 	}

@@ -1,10 +1,8 @@
 package components
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,30 +33,6 @@ func builtinDo(t testing.TB, method, url string, body io.Reader, hdr ...string) 
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
-}
-
-// builtinRaw writes raw request bytes on a fresh connection and returns
-// the parsed response with its body.
-func builtinRaw(t testing.TB, url, raw string) (*http.Response, []byte) {
-	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, raw); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
