@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/sluice-server/sluice/sluicetest"
 	"io"
 	"net"
 	"net/http"
@@ -175,21 +176,11 @@ func (s *server) wait(t *testing.T) int {
 	return s.cmd.ProcessState.ExitCode()
 }
 
+// get is sluicetest.Get returning the status and the header fields.
 func get(t *testing.T, url string) (int, http.Header, string) {
 	t.Helper()
-	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	resp, body := sluicetest.Get(t, url)
+	return resp.StatusCode, resp.Header, body
 }
 
 func TestServe(t *testing.T) {
