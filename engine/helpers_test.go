@@ -73,6 +73,10 @@ func dial(t testing.TB, addr string) *net.TCPConn {
 
 // exchange writes raw bytes, half-closes, and returns everything the
 // server sends until it closes the connection.
+//
+// exchange and readResponse are sluicetest.Exchange and ReadResponse,
+// copied: package engine's own tests cannot import sluicetest, which
+// imports engine. Tests in package engine_test use sluicetest's.
 func exchange(t testing.TB, addr, raw string) string {
 	t.Helper()
 	c := dial(t, addr)
