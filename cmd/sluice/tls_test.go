@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,12 +77,8 @@ func TestWorkersTLSReload(t *testing.T) {
 		}
 		defer c.Close()
 		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		return string(b), c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		_, body := sluicetest.ReadResponse(t, bufio.NewReader(c), "GET")
+		return body, c.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
 	body, serial := fetch()
 	if body != "v0" {
@@ -140,12 +134,8 @@ func TestUserTLSKeys(t *testing.T) {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(30 * time.Second))
 				fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				return string(b)
+				_, body := sluicetest.ReadResponse(t, bufio.NewReader(c), "GET")
+				return body
 			}
 			if got := get(); got != "hi" {
 				t.Fatalf("before the reload: %q", got)
