@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -147,5 +148,29 @@ func TestNewServerHasNoTLS(t *testing.T) {
 	}
 	if _, body := sluicetest.Get(t, s.URL); body != "no TLS" {
 		t.Errorf("got %q", body)
+	}
+}
+
+// HTTP2 on a server without TLS serves HTTP/2 to a client with prior
+// knowledge (its first frame answering the preface is SETTINGS) and
+// HTTP/1.1 to Client.
+func TestHTTP2Cleartext(t *testing.T) {
+	s := sluicetest.NewServer(t, tlsHello, sluicetest.HTTP2())
+	if _, body := sluicetest.Get(t, s.URL); body != "no TLS" {
+		t.Errorf("HTTP/1.1: %q", body)
+	}
+	c, err := s.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(sluicetest.RawTimeout))
+	io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+	head := make([]byte, 9)
+	if _, err := io.ReadFull(c, head); err != nil {
+		t.Fatal(err)
+	}
+	if head[3] != 0x4 { // the frame type
+		t.Errorf("first frame %x, want SETTINGS", head)
 	}
 }
