@@ -7,8 +7,9 @@
 // test reads while it is written. NewTLSServer serves over TLS with a
 // certificate from a CA, which makes throwaway certificates for tests
 // that serve TLS. Exchange, RoundTrip and ReadResponse speak raw HTTP/1
-// bytes to a server, for tests of the wire itself. NetHosts (Linux, root) makes network namespaces
-// that stand for other machines, each with its own address.
+// bytes to a server, for tests of the wire itself. NetHosts (Linux,
+// root) makes network namespaces that stand for other machines, each
+// with its own address.
 //
 // It imports "testing", so only tests may import it; the sluice binary
 // does not link it.
@@ -71,7 +72,7 @@ type options struct {
 	configure     []func(*engine.Server)
 	h2            bool
 
-	// TLS servers only (tls.go)
+	// TLS servers only (tlsserver.go)
 	ca           *CA
 	cert         *tls.Certificate
 	configureTLS []func(*tls.Config)
