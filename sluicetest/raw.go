@@ -24,7 +24,18 @@ const RawTimeout = time.Minute
 // still sending after RawTimeout, fails the test at once.
 func Exchange(t testing.TB, addr, raw string) string {
 	t.Helper()
-	c := dialRaw(t, addr)
+	return exchange(t, dialRaw(t, addr), raw)
+}
+
+// Exchange is the package's Exchange on a connection from s.Dial: over
+// TLS to a TLS server.
+func (s *Server) Exchange(t testing.TB, raw string) string {
+	t.Helper()
+	return exchange(t, s.dialRaw(t), raw)
+}
+
+func exchange(t testing.TB, c net.Conn, raw string) string {
+	t.Helper()
 	defer c.Close()
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatalf("writing %.200q: %v", raw, err)
@@ -48,7 +59,18 @@ func Exchange(t testing.TB, addr, raw string) string {
 // once.
 func RoundTrip(t testing.TB, addr, raw string) (*http.Response, string) {
 	t.Helper()
-	c := dialRaw(t, addr)
+	return roundTrip(t, dialRaw(t, addr), raw)
+}
+
+// RoundTrip is the package's RoundTrip on a connection from s.Dial: over
+// TLS to a TLS server.
+func (s *Server) RoundTrip(t testing.TB, raw string) (*http.Response, string) {
+	t.Helper()
+	return roundTrip(t, s.dialRaw(t), raw)
+}
+
+func roundTrip(t testing.TB, c net.Conn, raw string) (*http.Response, string) {
+	t.Helper()
 	defer c.Close()
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatalf("writing %.200q: %v", raw, err)
@@ -86,6 +108,17 @@ func dialRaw(t testing.TB, addr string) net.Conn {
 		addr = strings.TrimPrefix(addr, "http://")
 	}
 	c, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(RawTimeout))
+	return c
+}
+
+// dialRaw is s.Dial with RawTimeout as the connection's deadline.
+func (s *Server) dialRaw(t testing.TB) net.Conn {
+	t.Helper()
+	c, err := s.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}

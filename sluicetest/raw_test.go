@@ -34,6 +34,20 @@ func TestExchangeAndRoundTrip(t *testing.T) {
 	}
 }
 
+// A Server's Exchange and RoundTrip speak over the connection its Dial
+// makes: TLS to a TLS server.
+func TestServerExchangeAndRoundTrip(t *testing.T) {
+	for _, s := range []*sluicetest.Server{sluicetest.NewServer(t, hello), sluicetest.NewTLSServer(t, hello)} {
+		got := s.Exchange(t, "GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		if n := strings.Count(got, "HTTP/1.1 200 OK\r\n"); n != 2 || !strings.HasSuffix(got, "\r\n\r\nhello") {
+			t.Errorf("%s: Exchange: %d responses in %q, want 2", s.URL, n, got)
+		}
+		if resp, body := s.RoundTrip(t, "HEAD / HTTP/1.1\r\nHost: a\r\n\r\n"); resp.StatusCode != 200 || body != "" || resp.ContentLength != 5 {
+			t.Errorf("%s: RoundTrip: %d %q (Content-Length %d)", s.URL, resp.StatusCode, body, resp.ContentLength)
+		}
+	}
+}
+
 // RoundTrip leaves the connection open for writing, so a server that
 // waits for more of a request sees no EOF: this one answers 500 if it
 // reads EOF after the request's head, 200 if its read times out.
