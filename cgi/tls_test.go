@@ -3,10 +3,7 @@
 package cgi
 
 import (
-	"bufio"
-	"io"
 	"testing"
-	"time"
 
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -20,14 +17,7 @@ func TestEnvTLS(t *testing.T) {
 	script := cgiScript(t, t.TempDir(), "env.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nexec env\n")
 	g, _ := newGateway(t, Options{Script: script})
 	srv := sluicetest.NewTLSServer(t, pipe.Handler(g))
-	c, err := srv.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(sluicetest.RawTimeout))
-	io.WriteString(c, "GET /x HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
-	_, body := sluicetest.ReadResponse(t, bufio.NewReader(c), "GET")
+	_, body := srv.RoundTrip(t, "GET /x HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
 	env := cgiEnvMap(body)
 	for k, v := range map[string]string{"HTTPS": "on", "REQUEST_SCHEME": "https", "SERVER_PORT": "443", "SERVER_NAME": "example.com"} {
 		if got, ok := env[k]; !ok || got != v {
