@@ -9,7 +9,6 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/klauspost/compress v1.18.0
-	github.com/redis/go-redis/v9 v9.23.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sys v0.49.0
@@ -18,6 +17,7 @@ require (
 
 require (
 	github.com/coder/websocket v1.8.15
+	github.com/gomodule/redigo v1.9.3
 	golang.org/x/net v0.62.0
 )
 
@@ -39,7 +39,6 @@ require (
 )
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
 )

@@ -5,7 +5,7 @@
 // Importing the package (the sluice program does) registers it with
 // package components: a config file's ratelimit entry may then set the
 // redis option (components.RateLimitRedis). The Redis client
-// (github.com/redis/go-redis) lives here rather than in package
+// (github.com/gomodule/redigo) lives here rather than in package
 // components so that a program embedding Sluice's components links it
 // only when it imports this package.
 //
@@ -27,35 +27,38 @@
 //
 // Each call is bounded by the option's timeout, dialling included, and is
 // not retried: the ratelimit component then falls back as its on_error
-// option says, and tries Redis again a second later. The client
-// reconnects by itself when Redis is back. Importing the package silences
-// go-redis's package-wide log (redis.SetLogger), which would otherwise
-// write a line for every request while Redis is down; a program that
-// wants that log may set its own logger after the import.
+// option says, and tries Redis again a second later. The store keeps a
+// small pool of connections; one that Redis has closed while it was idle
+// (a restart) is noticed before it is used and replaced, so the client
+// reconnects by itself when Redis is back.
+//
+// # The client
+//
+// The Redis client is github.com/gomodule/redigo, which sends commands by
+// name (Do("EVALSHA", …)) rather than through a method per command: its
+// few hundred kilobytes replaced go-redis's eleven megabytes in the
+// sluice binary (docs/size.md).
 package redisstore
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
-	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/sluice-server/sluice/components"
 )
 
 func init() {
 	components.RegisterRedis(Open)
-	// go-redis logs every failed dial through its package-wide logger:
-	// a line per request while Redis is down, where ratelimit logs one
-	// warning per outage.
-	redis.SetLogger(&logging.VoidLogger{})
 }
 
 // gcra takes a token from the bucket KEYS[1]. ARGV[1] is the microseconds
@@ -66,7 +69,7 @@ func init() {
 // Numbers are Lua doubles: a microsecond clock (about 2^51 today) fits
 // them exactly; the stored time is written with %.17g so that it reads
 // back unchanged.
-var gcra = redis.NewScript(`
+const gcraSource = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
@@ -78,13 +81,18 @@ if wait > 0 then return math.ceil(wait) end
 tat = tat + interval
 redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX', math.ceil((tat - now) / 1000))
 return 0
-`)
+`
+
+// gcra is the script as EVALSHA names it (Take calls EVAL when Redis does
+// not know it yet).
+var gcra = redis.NewScript(1, gcraSource)
 
 // Store is a components.RateStore in Redis. It is safe for concurrent
 // use.
 type Store struct {
-	client         *redis.Client
-	interval, span string // gcra's ARGV
+	pool           *redis.Pool
+	timeout        time.Duration // bounds each call; 0: ctx alone does
+	interval, span string        // gcra's ARGV
 }
 
 var _ components.RateStore = (*Store)(nil)
@@ -99,36 +107,41 @@ func Open(opts components.RateLimitRedis, rate float64, burst int) (components.R
 	if !(rate > 0) || burst < 1 {
 		return nil, fmt.Errorf("rate %v and burst %d: want a positive rate and a burst of at least 1", rate, burst)
 	}
-	ro := &redis.Options{
-		Network:               "tcp",
-		Addr:                  opts.Address,
-		Username:              opts.Username,
-		DB:                    opts.Database,
-		Protocol:              2, // one round trip less on connecting than RESP3's HELLO, and any Redis speaks it
-		DisableIdentity:       true,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		DialTimeout:           opts.Timeout,
-		ReadTimeout:           opts.Timeout,
-		WriteTimeout:          opts.Timeout,
-		ContextTimeoutEnabled: true,
-		MaintNotificationsConfig: &maintnotifications.Config{
-			Mode: maintnotifications.ModeDisabled,
-		},
-	}
+	network, addr := "tcp", opts.Address
 	if path, ok := strings.CutPrefix(opts.Address, "unix:"); ok {
-		ro.Network, ro.Addr = "unix", path
+		network, addr = "unix", path
+	}
+	dialOpts := []redis.DialOption{
+		redis.DialReadTimeout(opts.Timeout),
+		redis.DialWriteTimeout(opts.Timeout),
+		redis.DialDatabase(opts.Database),
 	}
 	if opts.PasswordFile != "" {
 		pw, err := readPassword(opts.PasswordFile)
 		if err != nil {
 			return nil, err
 		}
-		ro.Password = pw
+		dialOpts = append(dialOpts, redis.DialPassword(pw), redis.DialUsername(opts.Username))
 	}
+	size := 10 * runtime.GOMAXPROCS(0)
 	perToken := 1e6 / rate // microseconds
 	return &Store{
-		client:   redis.NewClient(ro),
+		pool: &redis.Pool{
+			DialContext: func(ctx context.Context) (redis.Conn, error) {
+				return dial(ctx, network, addr, dialOpts)
+			},
+			TestOnBorrow: func(c redis.Conn, _ time.Time) error {
+				if !c.(*conn).alive() {
+					return errClosed
+				}
+				return nil
+			},
+			MaxIdle:     size,
+			MaxActive:   size,
+			Wait:        true, // for at most the call's timeout
+			IdleTimeout: 30 * time.Minute,
+		},
+		timeout:  opts.Timeout,
 		interval: strconv.FormatFloat(perToken, 'g', -1, 64),
 		span:     strconv.FormatFloat(perToken*float64(burst-1), 'g', -1, 64),
 	}, nil
@@ -150,7 +163,33 @@ func readPassword(file string) (string, error) {
 
 // Take takes a token from the bucket key; see components.RateStore.
 func (s *Store) Take(ctx context.Context, key string) (time.Duration, error) {
-	us, err := gcra.Run(ctx, s.client, []string{key}, s.interval, s.span).Int64()
+	if s.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	c, err := s.pool.GetContext(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	// The script's reply is waited for until ctx's deadline, without the
+	// goroutine Script.DoContext would start for ctx.
+	var wait time.Duration
+	if deadline, ok := ctx.Deadline(); ok {
+		if wait = time.Until(deadline); wait <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+	}
+	us, err := redis.Int64(redis.DoWithTimeout(c, wait, "EVALSHA", gcra.Hash(), 1, key, s.interval, s.span))
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT ") {
+		if deadline, ok := ctx.Deadline(); ok {
+			if wait = time.Until(deadline); wait <= 0 {
+				return 0, context.DeadlineExceeded
+			}
+		}
+		us, err = redis.Int64(redis.DoWithTimeout(c, wait, "EVAL", gcraSource, 1, key, s.interval, s.span))
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -158,4 +197,47 @@ func (s *Store) Take(ctx context.Context, key string) (time.Duration, error) {
 }
 
 // Close closes the Store's connections.
-func (s *Store) Close() error { return s.client.Close() }
+func (s *Store) Close() error { return s.pool.Close() }
+
+// errClosed reports an idle connection that Redis has closed.
+var errClosed = errors.New("redisstore: connection closed by Redis while idle")
+
+// conn is a pooled connection with its socket, which alive checks before
+// the pool lends the connection again.
+type conn struct {
+	redis.Conn
+	nc net.Conn
+}
+
+var _ redis.ConnWithTimeout = (*conn)(nil)
+
+// DoWithTimeout sends a command and waits at most timeout for its reply
+// (0: no limit).
+func (c *conn) DoWithTimeout(timeout time.Duration, cmd string, args ...any) (any, error) {
+	return redis.DoWithTimeout(c.Conn, timeout, cmd, args...)
+}
+
+// ReceiveWithTimeout waits at most timeout for a reply (0: no limit).
+func (c *conn) ReceiveWithTimeout(timeout time.Duration) (any, error) {
+	return redis.ReceiveWithTimeout(c.Conn, timeout)
+}
+
+// alive reports whether c's socket is still open with nothing to read, as
+// an idle connection's is.
+func (c *conn) alive() bool { return alive(c.nc) }
+
+// dial connects to Redis, authenticating and selecting the database as
+// opts say; ctx bounds it all.
+func dial(ctx context.Context, network, addr string, opts []redis.DialOption) (redis.Conn, error) {
+	var nc net.Conn
+	var d net.Dialer
+	rc, err := redis.DialContext(ctx, network, addr, append(opts, redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var err error
+		nc, err = d.DialContext(ctx, network, addr)
+		return nc, err
+	}))...)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{Conn: rc, nc: nc}, nil
+}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
@@ -92,10 +92,12 @@ func TestSharedLimit(t *testing.T) {
 
 	// Each key expires once its bucket would be full again (3 tokens at
 	// 0.001/s: 3000 s), so Redis forgets idle clients.
-	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: r.Sock})
+	rc, err := redis.Dial("unix", r.Sock)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer rc.Close()
-	ctx := context.Background()
-	keys, err := rc.Keys(ctx, "*").Result()
+	keys, err := redis.Strings(rc.Do("KEYS", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,8 @@ func TestSharedLimit(t *testing.T) {
 		t.Errorf("keys %q, want %d keys", keys, len(want))
 	}
 	for _, k := range keys {
-		ttl, err := rc.PTTL(ctx, k).Result()
+		ms, err := redis.Int64(rc.Do("PTTL", k))
+		ttl := time.Duration(ms) * time.Millisecond
 		if !want[k] || err != nil || ttl <= 0 || ttl > 3000*time.Second {
 			t.Errorf("key %q expires in %v (%v), want a key of the limit expiring within 3000 s", k, ttl, err)
 		}
@@ -230,6 +233,26 @@ func TestStoreTake(t *testing.T) {
 	}
 	if _, err := redisstore.Open(components.RateLimitRedis{Address: "unix:" + r.Sock, PasswordFile: t.TempDir() + "/none"}, 1, 1); err == nil {
 		t.Error("Open with a missing password file succeeded")
+	}
+}
+
+// A connection Redis closed while it was idle (Redis restarted between
+// two requests) is replaced before it is used: the next call succeeds.
+func TestRedisRestartIdle(t *testing.T) {
+	r := startRedis(t)
+	store, err := redisstore.Open(components.RateLimitRedis{Address: "unix:" + r.Sock, Timeout: time.Second}, 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	if _, err := store.Take(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	r.Start()
+	if _, err := store.Take(ctx, "k"); err != nil {
+		t.Errorf("first call after a restart: %v, want a new connection", err)
 	}
 }
 
