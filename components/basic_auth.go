@@ -14,6 +14,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "basic_auth", Kind: KindPipe, Scalar: "htpasswd", Paths: []string{"htpasswd"}, Stops: "401",
+		Example: `basic_auth: {realm: private, htpasswd: ./users.htpasswd}`,
+	}, func(o BasicAuthOptions, _ Context) (pipe.Component, error) { return NewBasicAuth(o) })
+}
+
 // BasicAuthOptions configures NewBasicAuth. In a config file a scalar
 // argument sets Htpasswd: `basic_auth: ./users.htpasswd`.
 type BasicAuthOptions struct {

@@ -5,6 +5,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "cgi", Kind: KindSource, Scalar: "script", Paths: []string{"script", "dir", "doc_root"},
+		Example: `cgi: {dir: ./cgi-bin, prefix: /cgi-bin/, timeout: 10s}`,
+	}, func(o CGIOptions, _ Context) (pipe.Component, error) { return NewCGI(o) })
+}
+
 // CGIOptions configures the cgi source: the options of package cgi,
 // which a config file sets by their yaml keys. Exactly one of Script and
 // Dir is set; the scalar form `cgi: PATH` sets Script.

@@ -19,6 +19,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "compress", Kind: KindFilter, Scalar: "encodings",
+		Example: `compress: [zstd, br, gzip]`,
+	}, func(o CompressOptions, _ Context) (pipe.Component, error) { return NewCompress(o) })
+}
+
 // CompressOptions configures the compress filter. The zero value is a
 // sound configuration: zstd, br and gzip at their default levels for the
 // usual text types, bodies of 256 bytes and more.

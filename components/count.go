@@ -7,6 +7,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "count", Kind: KindPipe,
+		Example: `count`,
+	}, func(o CountOptions, _ Context) (pipe.Component, error) { return NewCount(o) })
+}
+
 // CountOptions configures the count pipe.
 type CountOptions struct {
 	// Stats receives the counts. Nil means DefaultStats, which the status

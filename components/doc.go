@@ -41,13 +41,16 @@
 //
 // # The registry
 //
-// Config files name components through a registry (Lookup, All): the
-// built-in ones above, and those a Go program that embeds Sluice adds
-// with Register, typically from an init function, before it loads a
-// config. A registration says the component's kind, its options struct,
-// which option a scalar argument sets and which options are paths; a
-// registered component is then decoded, checked, explained and drawn as
-// a built-in one is (see ExampleRegister).
+// Config files name components through a registry (Lookup, All). Every
+// component registers itself with Register from an init function, as
+// Caddy's modules do: each built-in one above in its own file, and those
+// of a Go program that embeds Sluice in the program's package, before it
+// loads a config. A registration says the component's kind, its options
+// struct, which option a scalar argument sets and which options are
+// paths; a registered component is then decoded, checked, explained and
+// drawn as a built-in one is (see ExampleRegister). The registry also
+// holds the stores ratelimit's redis option opens (RegisterRateStore):
+// package ratelimit/redisstore registers its Redis store there.
 //
 // # A pipeline
 //

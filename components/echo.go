@@ -13,6 +13,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "echo", Kind: KindSource, Scalar: "format",
+		Example: `echo: json`,
+	}, func(o EchoOptions, _ Context) (pipe.Component, error) { return NewEcho(o) })
+}
+
 // EchoOptions configures the echo source. A config scalar (`echo: json`)
 // sets Format.
 type EchoOptions struct {

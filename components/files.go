@@ -10,6 +10,16 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "files", Kind: KindSource, Scalar: "root", Paths: []string{"root"},
+		Example: `files: {root: ./public, browse: true, max_age: 1h}`,
+	}, func(o FilesOptions, x Context) (pipe.Component, error) {
+		o.Options = o.Options.SharedBy(x.Processes)
+		return NewFiles(o)
+	})
+}
+
 // FilesOptions configures the files source: the directory served, and
 // the options of package files, which a config file sets beside root
 // (`files: {root: ./public, browse: true}`). A config scalar

@@ -10,6 +10,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "headers", Kind: KindPipe,
+		Example: `headers: {set: {Cache-Control: "max-age=3600"}, remove: [X-Powered-By]}`,
+	}, func(o HeadersOptions, _ Context) (pipe.Component, error) { return NewHeaders(o) })
+}
+
 // HeadersOptions configures the headers pipe. Field names are matched
 // ASCII case-insensitively.
 type HeadersOptions struct {

@@ -24,6 +24,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "htaccess", Kind: KindPipe, Scalar: "root", Paths: []string{"root"}, Stops: "403",
+		Example: `htaccess: ./public`,
+	}, func(o HtaccessOptions, _ Context) (pipe.Component, error) { return NewHtaccess(o) })
+}
+
 // HtaccessOptions configures NewHtaccess. In a config file a scalar
 // argument sets Root: `htaccess: ./public`.
 type HtaccessOptions struct {

@@ -11,6 +11,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "ipfilter", Kind: KindPipe, Scalar: "allow", Stops: "403",
+		Example: `ipfilter: {allow: [10.0.0.0/8, 192.168.0.0/16], deny: [10.6.0.0/16]}`,
+	}, func(o IPFilterOptions, _ Context) (pipe.Component, error) { return NewIPFilter(o) })
+}
+
 // IPFilterOptions configures NewIPFilter.
 type IPFilterOptions struct {
 	// Allow lists the clients let through: CIDRs ("10.0.0.0/8",

@@ -22,6 +22,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "log", Kind: KindPipe, Scalar: "file", Paths: []string{"file"},
+		Example: `log: {file: ./access.log, format: json}`,
+	}, func(o LogOptions, _ Context) (pipe.Component, error) { return NewLog(o) })
+}
+
 // LogOptions configures NewLog. In a config file a scalar argument sets
 // File: `log: /var/log/sluice/access.log`.
 type LogOptions struct {

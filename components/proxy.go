@@ -5,6 +5,13 @@ import (
 	"github.com/sluice-server/sluice/proxy"
 )
 
+func init() {
+	Register(Registration{
+		Name: "proxy", Kind: KindSource, Scalar: "upstreams",
+		Example: `proxy: {upstreams: [http://10.0.0.1:8080, http://10.0.0.2:8080], policy: least_conn}`,
+	}, func(o ProxyOptions, _ Context) (pipe.Component, error) { return NewProxy(o) })
+}
+
 // ProxyOptions configures the proxy source: the options of package
 // proxy, which a config file sets by their yaml keys. The scalar or list
 // form `proxy: http://127.0.0.1:9000` sets Upstreams.

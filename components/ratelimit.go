@@ -16,6 +16,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "ratelimit", Kind: KindPipe, Scalar: "rate", Paths: []string{"redis.password_file"}, Stops: "429",
+		Example: `ratelimit: {rate: 10, burst: 20}`,
+	}, func(o RateLimitOptions, _ Context) (pipe.Component, error) { return NewRateLimit(o) })
+}
+
 // RateLimitOptions configures NewRateLimit. In a config file a scalar
 // argument sets Rate: `ratelimit: 10`.
 type RateLimitOptions struct {

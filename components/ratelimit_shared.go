@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -80,29 +79,11 @@ type RateStore interface {
 }
 
 // OpenRedisFunc opens the RateStore for ratelimit's redis option, with
-// buckets of rate tokens per second holding up to burst. It gets opts
+// buckets of rate tokens per second holding up to burst; see
+// RegisterRateStore. It gets opts
 // with their defaults applied; it should not wait for Redis to answer,
 // since Redis being down must not stop the server from starting.
 type OpenRedisFunc func(opts RateLimitRedis, rate float64, burst int) (RateStore, error)
-
-var (
-	openRedisMu sync.RWMutex
-	openRedis   OpenRedisFunc
-)
-
-// RegisterRedis installs the function that opens ratelimit's Redis store.
-// Package github.com/sluice-server/sluice/ratelimit/redisstore calls it
-// from its init function, and the sluice program imports that package;
-// a program that embeds Sluice imports it too to let its configs use
-// ratelimit's redis option, which is otherwise an error. The Redis client
-// lives there, not here, so that programs embedding these components do
-// not link a Redis client they do not use. A later call replaces the
-// function; RegisterRedis is safe for concurrent use.
-func RegisterRedis(open OpenRedisFunc) {
-	openRedisMu.Lock()
-	defer openRedisMu.Unlock()
-	openRedis = open
-}
 
 // sharedRetryInterval is how long the limiter counts on its fallback once
 // the shared store has failed before it tries the store again (with one
@@ -146,9 +127,7 @@ func newSharedBuckets(opts RateLimitRedis, rate float64, burst int, log *slog.Lo
 	if opts.Prefix == "" {
 		opts.Prefix = "sluice:ratelimit:" + strconv.FormatFloat(rate, 'g', -1, 64) + ":" + strconv.Itoa(burst) + ":"
 	}
-	openRedisMu.RLock()
-	open := openRedis
-	openRedisMu.RUnlock()
+	open := rateStore("redis")
 	if open == nil {
 		return nil, errors.New("this program has no Redis client: import github.com/sluice-server/sluice/ratelimit/redisstore to link it")
 	}

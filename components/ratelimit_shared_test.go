@@ -33,11 +33,22 @@ func (s *failingStore) Close() error { return nil }
 
 // withStore makes store the Redis store of the limiters the test builds.
 func withStore(t *testing.T, store RateStore) {
-	openRedisMu.RLock()
-	old := openRedis
-	openRedisMu.RUnlock()
-	RegisterRedis(func(RateLimitRedis, float64, int) (RateStore, error) { return store, nil })
-	t.Cleanup(func() { RegisterRedis(old) })
+	old := swapRateStore("redis", func(RateLimitRedis, float64, int) (RateStore, error) { return store, nil })
+	t.Cleanup(func() { swapRateStore("redis", old) })
+}
+
+// swapRateStore makes open the rate store called name (nil: none), as
+// RegisterRateStore cannot, and returns the one it replaced.
+func swapRateStore(name string, open OpenRedisFunc) OpenRedisFunc {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	old := rateStores[name]
+	if open == nil {
+		delete(rateStores, name)
+	} else {
+		rateStores[name] = open
+	}
+	return old
 }
 
 // While the store fails, the limiter asks it again only once
@@ -111,8 +122,42 @@ func TestRateLimitRedisOptions(t *testing.T) {
 			t.Errorf("NewRateLimit with redis %+v = %v, want %q", tt.redis, err, tt.err)
 		}
 	}
-	RegisterRedis(nil)
+	swapRateStore("redis", nil)
 	if _, err := NewRateLimit(RateLimitOptions{Rate: 1, Redis: &RateLimitRedis{Address: "localhost:6379"}}); err == nil || !strings.Contains(err.Error(), "ratelimit/redisstore") {
 		t.Errorf("without a Redis store linked: %v, want an error naming the package to import", err)
+	}
+}
+
+// RegisterRateStore adds a store ratelimit can open by its name, and
+// refuses, as Register does, a bad name, a nil function and a second
+// store of one name.
+func TestRegisterRateStore(t *testing.T) {
+	store := &failingStore{}
+	RegisterRateStore("test_store", func(RateLimitRedis, float64, int) (RateStore, error) { return store, nil })
+	if open := rateStore("test_store"); open == nil {
+		t.Fatal("test_store not registered")
+	} else if s, err := open(RateLimitRedis{}, 1, 1); s != store || err != nil {
+		t.Errorf("test_store opened %v, %v", s, err)
+	}
+	if rateStore("no_such_store") != nil {
+		t.Error("an unregistered store has an opener")
+	}
+	open := func(RateLimitRedis, float64, int) (RateStore, error) { return nil, nil }
+	for _, tt := range []struct {
+		name string
+		open OpenRedisFunc
+		want string
+	}{
+		{"test_store", open, `cannot register the rate store "test_store": a store of that name is already registered`},
+		{"Redis", open, `cannot register the rate store "Redis": a name is a lower-case letter`},
+		{"", open, `cannot register the rate store "": a name is`},
+		{"nil_store", nil, `RegisterRateStore of "nil_store" with a nil open function`},
+	} {
+		if got := registerPanic(func() { RegisterRateStore(tt.name, tt.open) }); !strings.Contains(got, tt.want) {
+			t.Errorf("RegisterRateStore(%q) panicked with %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if rateStore("nil_store") != nil {
+		t.Error("nil_store registered although RegisterRateStore panicked")
 	}
 }

@@ -11,6 +11,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "redirect", Kind: KindPipe, Scalar: "to", Answers: true, Stops: "3xx",
+		Example: `redirect: {to: "https://example.com$path$query", status: 308}`,
+	}, func(o RedirectOptions, _ Context) (pipe.Component, error) { return NewRedirect(o) })
+}
+
 // RedirectOptions configures the redirect pipe. A config scalar
 // (`redirect: https://example.com$path$query`) sets To.
 type RedirectOptions struct {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -139,9 +138,10 @@ func (r *Registration) Build(decode func(opts any) error, x Context) (pipe.Compo
 }
 
 // Register adds a component that config files can name, as Caddy's
-// modules are added: a Go program that embeds Sluice calls it from an
-// init function of the package that holds the component, before it
-// loads a config. r describes the component; build makes one from the
+// modules are added: each built-in component calls it from an init
+// function of its own file, and a Go program that embeds Sluice calls it
+// from an init function of the package that holds its component, before
+// it loads a config. r describes the component; build makes one from the
 // options a config file set, decoded into an O (a struct whose yaml tags
 // name the keys, as for the built-in components), and from what the
 // server provides in x. Build may return an error, which config reports
@@ -169,13 +169,6 @@ func Register[O any](r Registration, build func(opts O, x Context) (pipe.Compone
 	if build == nil {
 		panic("components: Register of " + strconv.Quote(r.Name) + " with a nil build function")
 	}
-	reg := define(r, func(o *O, x *Context) (pipe.Component, error) { return build(*o, *x) })
-	register(reg)
-}
-
-// define completes r with the options type O and a build function that
-// decodes an O, gives it the server's logger and calls make.
-func define[O any](r Registration, construct func(o *O, x *Context) (pipe.Component, error)) *Registration {
 	r.Paths = slices.Clone(r.Paths)
 	r.Options = reflect.TypeFor[O]()
 	r.build = func(decode func(any) error, x *Context) (pipe.Component, error) {
@@ -184,21 +177,9 @@ func define[O any](r Registration, construct func(o *O, x *Context) (pipe.Compon
 			return nil, err
 		}
 		giveLogger(reflect.ValueOf(&o).Elem(), x.Logger)
-		return construct(&o, x)
+		return build(o, *x)
 	}
-	return &r
-}
-
-// entry defines a built-in component with constructor fn. setup, if not
-// nil, fills the options a config file cannot set (counters, the
-// shorthand's meaning) once the file's options are decoded.
-func entry[O any](name string, kind Kind, scalar string, fn func(O) (pipe.Component, error), setup func(o *O, x *Context)) *Registration {
-	return define(Registration{Name: name, Kind: kind, Scalar: scalar}, func(o *O, x *Context) (pipe.Component, error) {
-		if setup != nil {
-			setup(o, x)
-		}
-		return fn(*o)
-	})
+	register(&r)
 }
 
 // giveLogger sets the field Logger of the options struct o, if it has one
@@ -213,82 +194,51 @@ func giveLogger(o reflect.Value, l *slog.Logger) {
 	}
 }
 
-func (r *Registration) paths(keys ...string) *Registration { r.Paths = keys; return r }
-func (r *Registration) answers() *Registration             { r.Answers = true; return r }
-func (r *Registration) stops(resp string) *Registration    { r.Stops = resp; return r }
-func (r *Registration) example(yaml string) *Registration  { r.Example = yaml; return r }
-
-// builtins are the components of this package.
-var builtins = []*Registration{
-	// Sources.
-	entry("files", KindSource, "root", NewFiles, func(o *FilesOptions, x *Context) {
-		o.Options = o.Options.SharedBy(x.Processes)
-	}).paths("root").
-		example(`files: {root: ./public, browse: true, max_age: 1h}`),
-	entry("text", KindSource, "body", NewText, nil).
-		example(`text: "Hello, world!\n"`),
-	entry("echo", KindSource, "format", NewEcho, nil).
-		example(`echo: json`),
-	entry("status", KindSource, "format", NewStatus, func(o *StatusOptions, x *Context) {
-		o.Conns, o.Workers, o.Databases = x.Conns, x.Workers, x.Databases
-	}).example(`status: {format: json}`),
-	entry("cgi", KindSource, "script", NewCGI, nil).paths("script", "dir", "doc_root").
-		example(`cgi: {dir: ./cgi-bin, prefix: /cgi-bin/, timeout: 10s}`),
-	entry("proxy", KindSource, "upstreams", NewProxy, nil).
-		example(`proxy: {upstreams: [http://10.0.0.1:8080, http://10.0.0.2:8080], policy: least_conn}`),
-	entry("template", KindSource, "root", NewTemplate, func(o *TemplateOptions, x *Context) {
-		if len(o.Queries) > 0 && x.Database != nil {
-			o.Databases = map[string]*sqldata.DB{}
-			for _, q := range o.Queries {
-				if db, ok := x.Database(q.Database); ok {
-					o.Databases[q.Database] = db
-				}
-			}
-		}
-		// The shorthand names a directory of templates or one file.
-		if x.Shorthand && o.Root != "" {
-			if fi, err := os.Stat(o.Root); err == nil && !fi.IsDir() {
-				o.File, o.Root = o.Root, ""
-			}
-		}
-	}).paths("root", "file").
-		example(`template: {root: ./templates, data: {site: Sluice}}`),
-
-	// Filters.
-	entry("compress", KindFilter, "encodings", NewCompress, nil).
-		example(`compress: [zstd, br, gzip]`),
-	entry("rot13", KindFilter, "", NewRot13, nil).
-		example(`rot13`),
-
-	// Pipes.
-	entry("log", KindPipe, "file", NewLog, nil).paths("file").
-		example(`log: {file: ./access.log, format: json}`),
-	entry("redirect", KindPipe, "to", NewRedirect, nil).answers().stops("3xx").
-		example(`redirect: {to: "https://example.com$path$query", status: 308}`),
-	entry("headers", KindPipe, "", NewHeaders, nil).
-		example(`headers: {set: {Cache-Control: "max-age=3600"}, remove: [X-Powered-By]}`),
-	entry("count", KindPipe, "", NewCount, nil).
-		example(`count`),
-	entry("basic_auth", KindPipe, "htpasswd", NewBasicAuth, nil).paths("htpasswd").stops("401").
-		example(`basic_auth: {realm: private, htpasswd: ./users.htpasswd}`),
-	entry("ipfilter", KindPipe, "allow", NewIPFilter, nil).stops("403").
-		example(`ipfilter: {allow: [10.0.0.0/8, 192.168.0.0/16], deny: [10.6.0.0/16]}`),
-	entry("htaccess", KindPipe, "root", NewHtaccess, nil).paths("root").stops("403").
-		example(`htaccess: ./public`),
-	entry("ratelimit", KindPipe, "rate", NewRateLimit, nil).paths("redis.password_file").stops("429").
-		example(`ratelimit: {rate: 10, burst: 20}`),
-}
-
-// The registry: every component a config file can name.
+// The registry: every component a config file can name, and the stores
+// of ratelimit's buckets. Each built-in component registers itself with
+// Register from an init function of its own file, as a program's
+// components do; package ratelimit/redisstore registers its store with
+// RegisterRateStore.
 var (
 	registryMu sync.RWMutex
 	byName     = map[string]*Registration{}
+	rateStores = map[string]OpenRedisFunc{}
 )
 
-func init() {
-	for _, r := range builtins {
-		register(r)
+// RegisterRateStore adds a store that ratelimit can keep its buckets in:
+// open opens it for a ratelimit entry whose option name is set. The one
+// such option is redis (RateLimitRedis): package
+// github.com/sluice-server/sluice/ratelimit/redisstore registers open
+// for it from its init function, and the sluice program imports that
+// package; a program that embeds Sluice imports it too to let its
+// configs use the redis option, which is otherwise an error. The Redis
+// client lives there, not here, so that programs embedding these
+// components do not link a Redis client they do not use.
+//
+// RegisterRateStore panics, as Register does, when name is not a
+// lower-case letter then lower-case letters, digits and underscores, when
+// a store of that name is already registered, or when open is nil. It is
+// safe for concurrent use; a store cannot be removed or replaced.
+func RegisterRateStore(name string, open OpenRedisFunc) {
+	if !validName(name) {
+		panic("components: cannot register the rate store " + strconv.Quote(name) + ": a name is a lower-case letter, then lower-case letters, digits and underscores")
 	}
+	if open == nil {
+		panic("components: RegisterRateStore of " + strconv.Quote(name) + " with a nil open function")
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if rateStores[name] != nil {
+		panic("components: cannot register the rate store " + strconv.Quote(name) + ": a store of that name is already registered")
+	}
+	rateStores[name] = open
+}
+
+// rateStore returns the opener of the rate store called name, or nil.
+func rateStore(name string) OpenRedisFunc {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return rateStores[name]
 }
 
 // register checks r and adds it to the registry, or panics.

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,19 +43,92 @@ func TestRegistryEntries(t *testing.T) {
 	}
 }
 
-// TestRegistryComplete: every constructor of the package of the form
-// NewX(XOptions) (pipe.Component, error) is registered, so a component
-// added to the package cannot be forgotten by config files.
-func TestRegistryComplete(t *testing.T) {
-	registered := map[string]bool{}
-	for _, r := range All() {
-		registered[r.Options.Name()] = true
-	}
+// builtinRegistrations parses the package's files and returns, by the
+// file that holds it, the options type of every Register call made from
+// an init function (a built-in component registering itself), and the
+// names those calls register.
+func builtinRegistrations(t *testing.T) (options map[string][]string, names map[string]string) {
+	t.Helper()
+	options, names = map[string][]string{}, map[string]string{}
 	fset := token.NewFileSet()
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, e := range entries {
+		file := e.Name()
+		if !strings.HasSuffix(file, ".go") || strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || fn.Name.Name != "init" {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if id, isID := ast.Unparen(callee(call)).(*ast.Ident); !ok || !isID || id.Name != "Register" || len(call.Args) != 2 {
+					return true
+				}
+				lit, _ := call.Args[0].(*ast.CompositeLit)
+				build, _ := call.Args[1].(*ast.FuncLit)
+				if lit == nil || build == nil || build.Type.Params.NumFields() != 2 {
+					t.Errorf("%s: Register's arguments are not a Registration literal and a function literal", fset.Position(call.Pos()))
+					return true
+				}
+				if opt, ok := build.Type.Params.List[0].Type.(*ast.Ident); ok {
+					options[file] = append(options[file], opt.Name)
+				}
+				for _, el := range lit.Elts {
+					kv, _ := el.(*ast.KeyValueExpr)
+					if kv == nil || fmt.Sprint(kv.Key) != "Name" {
+						continue
+					}
+					if lit, ok := kv.Value.(*ast.BasicLit); ok {
+						if name, err := strconv.Unquote(lit.Value); err == nil {
+							names[name] = file
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	return options, names
+}
+
+// callee is the function call calls, or nil.
+func callee(call *ast.CallExpr) ast.Expr {
+	if call == nil {
+		return nil
+	}
+	if ix, ok := call.Fun.(*ast.IndexExpr); ok { // Register[O](…)
+		return ix.X
+	}
+	return call.Fun
+}
+
+// TestRegistryComplete: every constructor of the package of the form
+// NewX(XOptions) (pipe.Component, error) is registered, from an init
+// function of the file that holds it (each built-in component registers
+// itself, as a program's components do), so a component added to the
+// package cannot be forgotten by config files.
+func TestRegistryComplete(t *testing.T) {
+	registered := map[string]bool{}
+	for _, r := range All() {
+		registered[r.Options.Name()] = true
+	}
+	selfRegistered, _ := builtinRegistrations(t)
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	constructors := 0
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
@@ -80,10 +154,57 @@ func TestRegistryComplete(t *testing.T) {
 			if !ok || res.Sel.Name != "Component" {
 				continue
 			}
+			constructors++
 			if !registered[param.Name] {
-				t.Errorf("%s: %s(%s) is not in the registry (registry.go)", fset.Position(fn.Pos()), fn.Name.Name, param.Name)
+				t.Errorf("%s: %s(%s) is not in the registry", fset.Position(fn.Pos()), fn.Name.Name, param.Name)
+			}
+			if !slices.Contains(selfRegistered[name], param.Name) {
+				t.Errorf("%s: %s(%s) is not registered by an init function of %s", fset.Position(fn.Pos()), fn.Name.Name, param.Name, name)
 			}
 		}
+	}
+	if constructors < 17 {
+		t.Errorf("found %d constructors, want the 17 built-in components at least", constructors)
+	}
+}
+
+// TestRegistryDocumented: the components docs/config.md describes are
+// exactly the built-in ones, and each is registered under its name.
+// (config's TestDocs checks the other way: every registered component has
+// a section there.)
+func TestRegistryDocumented(t *testing.T) {
+	data, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	_, section, _ := strings.Cut(text, "<!-- BEGIN GENERATED components")
+	section, _, ok := strings.Cut(section, "<!-- END GENERATED components")
+	if !ok {
+		t.Fatal("docs/config.md has no generated components section")
+	}
+	var documented []string
+	for _, line := range strings.Split(section, "\n") {
+		if name, ok := strings.CutPrefix(line, "### `"); ok {
+			documented = append(documented, strings.TrimSuffix(name, "`"))
+		}
+	}
+	_, builtins := builtinRegistrations(t)
+	for _, name := range documented {
+		if _, ok := Lookup(name); !ok {
+			t.Errorf("docs/config.md documents the component %q, which is not registered", name)
+		}
+		if builtins[name] == "" {
+			t.Errorf("docs/config.md documents the component %q, which no file of the package registers", name)
+		}
+	}
+	for name, file := range builtins {
+		if !slices.Contains(documented, name) {
+			t.Errorf("%s registers %q, which docs/config.md does not document", file, name)
+		}
+	}
+	if len(documented) < 17 {
+		t.Errorf("docs/config.md documents %d components: %q", len(documented), documented)
 	}
 }
 

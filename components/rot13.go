@@ -6,6 +6,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "rot13", Kind: KindFilter,
+		Example: `rot13`,
+	}, func(o Rot13Options, _ Context) (pipe.Component, error) { return NewRot13(o) })
+}
+
 // Rot13Options configures the rot13 filter; it has no options.
 type Rot13Options struct{}
 

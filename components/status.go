@@ -13,6 +13,16 @@ import (
 	"github.com/sluice-server/sluice/sqldata"
 )
 
+func init() {
+	Register(Registration{
+		Name: "status", Kind: KindSource, Scalar: "format",
+		Example: `status: {format: json}`,
+	}, func(o StatusOptions, x Context) (pipe.Component, error) {
+		o.Conns, o.Workers, o.Databases = x.Conns, x.Workers, x.Databases
+		return NewStatus(o)
+	})
+}
+
 // Stats holds server counters: requests, responses by status class, body
 // bytes and delivery errors, recorded by the count pipe and shown by the
 // status source. Its methods are safe for concurrent use (the counters are

@@ -24,6 +24,29 @@ import (
 	"github.com/sluice-server/sluice/sqldata"
 )
 
+func init() {
+	Register(Registration{
+		Name: "template", Kind: KindSource, Scalar: "root", Paths: []string{"root", "file"},
+		Example: `template: {root: ./templates, data: {site: Sluice}}`,
+	}, func(o TemplateOptions, x Context) (pipe.Component, error) {
+		if len(o.Queries) > 0 && x.Database != nil {
+			o.Databases = map[string]*sqldata.DB{}
+			for _, q := range o.Queries {
+				if db, ok := x.Database(q.Database); ok {
+					o.Databases[q.Database] = db
+				}
+			}
+		}
+		// The shorthand names a directory of templates or one file.
+		if x.Shorthand && o.Root != "" {
+			if fi, err := os.Stat(o.Root); err == nil && !fi.IsDir() {
+				o.File, o.Root = o.Root, ""
+			}
+		}
+		return NewTemplate(o)
+	})
+}
+
 // TemplateOptions configures a template source (see NewTemplate). Exactly
 // one of Root and File is set. In a config file the scalar form
 // `template: PATH` sets Root when PATH is a directory and File otherwise.

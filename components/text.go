@@ -7,6 +7,13 @@ import (
 	"github.com/sluice-server/sluice/pipe"
 )
 
+func init() {
+	Register(Registration{
+		Name: "text", Kind: KindSource, Scalar: "body",
+		Example: `text: "Hello, world!\n"`,
+	}, func(o TextOptions, _ Context) (pipe.Component, error) { return NewText(o) })
+}
+
 // TextOptions configures the text source. A config scalar
 // (`text: "Hello, world!\n"`) sets Body.
 type TextOptions struct {

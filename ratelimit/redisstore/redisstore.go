@@ -58,7 +58,7 @@ import (
 )
 
 func init() {
-	components.RegisterRedis(Open)
+	components.RegisterRateStore("redis", Open)
 }
 
 // gcra takes a token from the bucket KEYS[1]. ARGV[1] is the microseconds
