@@ -43,6 +43,29 @@ func TestRegistryEntries(t *testing.T) {
 	}
 }
 
+// parsePackage parses the package's non-test files, by file name.
+func parsePackage(t *testing.T) (*token.FileSet, map[string]*ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]*ast.File{}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = f
+	}
+	return fset, files
+}
+
 // builtinRegistrations parses the package's files and returns, by the
 // file that holds it, the options type of every Register call made from
 // an init function (a built-in component registering itself), and the
@@ -50,20 +73,8 @@ func TestRegistryEntries(t *testing.T) {
 func builtinRegistrations(t *testing.T) (options map[string][]string, names map[string]string) {
 	t.Helper()
 	options, names = map[string][]string{}, map[string]string{}
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		file := e.Name()
-		if !strings.HasSuffix(file, ".go") || strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	fset, files := parsePackage(t)
+	for file, f := range files {
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Recv != nil || fn.Name.Name != "init" {
@@ -123,21 +134,9 @@ func TestRegistryComplete(t *testing.T) {
 		registered[r.Options.Name()] = true
 	}
 	selfRegistered, _ := builtinRegistrations(t)
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fset, files := parsePackage(t)
 	constructors := 0
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, f := range files {
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "New") {

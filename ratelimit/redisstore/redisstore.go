@@ -163,7 +163,8 @@ func readPassword(file string) (string, error) {
 
 // Take takes a token from the bucket key; see components.RateStore.
 func (s *Store) Take(ctx context.Context, key string) (time.Duration, error) {
-	if s.timeout > 0 {
+	// ratelimit gives a ctx with the timeout already: no second one then.
+	if dl, ok := ctx.Deadline(); s.timeout > 0 && (!ok || time.Until(dl) > s.timeout) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
@@ -173,27 +174,28 @@ func (s *Store) Take(ctx context.Context, key string) (time.Duration, error) {
 		return 0, err
 	}
 	defer c.Close()
-	// The script's reply is waited for until ctx's deadline, without the
-	// goroutine Script.DoContext would start for ctx.
-	var wait time.Duration
-	if deadline, ok := ctx.Deadline(); ok {
-		if wait = time.Until(deadline); wait <= 0 {
-			return 0, context.DeadlineExceeded
-		}
-	}
-	us, err := redis.Int64(redis.DoWithTimeout(c, wait, "EVALSHA", gcra.Hash(), 1, key, s.interval, s.span))
+	us, err := s.eval(ctx, c, "EVALSHA", gcra.Hash(), key)
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT ") {
-		if deadline, ok := ctx.Deadline(); ok {
-			if wait = time.Until(deadline); wait <= 0 {
-				return 0, context.DeadlineExceeded
-			}
-		}
-		us, err = redis.Int64(redis.DoWithTimeout(c, wait, "EVAL", gcraSource, 1, key, s.interval, s.span))
+		us, err = s.eval(ctx, c, "EVAL", gcraSource, key)
 	}
 	if err != nil {
 		return 0, err
 	}
 	return time.Duration(us) * time.Microsecond, nil
+}
+
+// eval runs the script, named by cmd (EVAL or EVALSHA) and script, on
+// the bucket key over c. It waits for the reply until ctx's deadline,
+// with a read deadline rather than the goroutine redigo's DoContext
+// would start for ctx.
+func (s *Store) eval(ctx context.Context, c redis.Conn, cmd, script, key string) (int64, error) {
+	var wait time.Duration // 0: no limit
+	if deadline, ok := ctx.Deadline(); ok {
+		if wait = time.Until(deadline); wait <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+	}
+	return redis.Int64(redis.DoWithTimeout(c, wait, cmd, script, 1, key, s.interval, s.span))
 }
 
 // Close closes the Store's connections.
