@@ -2,7 +2,7 @@
 # builds.sh - compare server CPU per request of several sluice builds (and
 # optionally nginx) on one file, in interleaved short runs.
 #
-# Usage: bench/builds.sh [--close] [--conns 100] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx] [nginx-deferred]
+# Usage: bench/builds.sh [--close] [--proxy] [--conns 100] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx] [nginx-deferred]
 #
 # Each BIN is a sluice binary, started as `BIN serve --root DIR`; "nginx"
 # adds nginx tuned as in bench/files.sh, "nginx-deferred" the same with
@@ -18,11 +18,18 @@
 # --close sends "Connection: close"; --conns 10000 is the C10K case (the
 # open-file limit must allow it). Used to measure one engine change at a
 # time (docs/files.md, "What closed the gap").
+# --proxy measures the reverse proxy instead: one upstream (the first BIN
+# serving the file, on core 1 beside the servers measured) and each BIN
+# started as `BIN serve -c` a config whose one route is `proxy:` to it;
+# the CPU counted is the proxy's own. nginx is then `proxy_pass` with
+# keep-alive upstream connections (`keepalive 32`). KEEP=1 in the
+# environment keeps the work folder (configs, nginx's error log).
 #
 # Needs: wrk taskset nginx (if asked for) awk ss.
 set -euo pipefail
 
 CLOSE=""
+PROXY=""
 CONNS=100
 RUNS=9
 SECS=2
@@ -31,11 +38,12 @@ BINS=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--close) CLOSE=1; shift ;;
+	--proxy) PROXY=1; shift ;;
 	--conns) CONNS="$2"; shift 2 ;;
 	--runs) RUNS="$2"; shift 2 ;;
 	--secs) SECS="$2"; shift 2 ;;
 	--size) SIZE="$2"; shift 2 ;;
-	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "builds.sh: unknown option $1" >&2; exit 2 ;;
 	*) BINS+=("$1"); shift ;;
 	esac
@@ -50,17 +58,24 @@ chmod 644 "$WORK/root/f.html"
 declare -A PORT PID
 cleanup() {
 	for p in "${PID[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$WORK"
+	[[ -n ${KEEP:-} ]] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 port=$((21000 + RANDOM % 9000))
+if [[ -n $PROXY ]]; then
+	UPPORT=$port
+	taskset -c 1 "${BINS[0]}" serve --root "$WORK/root" --listen "127.0.0.1:$UPPORT" >/dev/null 2>&1 &
+	PID[upstream]=$!
+fi
 for b in "${BINS[@]}"; do
 	port=$((port + 1))
 	PORT[$b]=$port
 	if [[ $b == nginx || $b == nginx-deferred ]]; then
 		opts=""
 		[[ $b == nginx-deferred ]] && opts=" deferred"
+		nginx_proxy=""
+		[[ -n $PROXY ]] && nginx_proxy='proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection "";'
 		mkdir -p "$WORK/$b"
 		cat >"$WORK/$b/nginx.conf" <<CONF
 daemon off; master_process off; worker_processes 1; pid $WORK/$b/nginx.pid; error_log $WORK/$b/error.log warn;
@@ -68,9 +83,15 @@ events { worker_connections 20000; use epoll; multi_accept on; }
 http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_timeout 120s; keepalive_requests 1000000;
   open_file_cache max=1000 inactive=20s; open_file_cache_valid 60s; server_tokens off; types { text/html html; }
   client_body_temp_path $WORK/$b/cb; proxy_temp_path $WORK/$b/p; fastcgi_temp_path $WORK/$b/f; uwsgi_temp_path $WORK/$b/u; scgi_temp_path $WORK/$b/s;
-  server { listen 127.0.0.1:$port backlog=4096$opts; root $WORK/root; } }
+  upstream up { server 127.0.0.1:${UPPORT:-1}; keepalive 32; }
+  server { listen 127.0.0.1:$port backlog=4096$opts; root $WORK/root;
+    location / { $nginx_proxy } } }
 CONF
 		taskset -c 1 nginx -c "$WORK/$b/nginx.conf" >/dev/null 2>&1 &
+	elif [[ -n $PROXY ]]; then
+		mkdir -p "$WORK/$b"
+		printf 'listen: 127.0.0.1:%s\nroutes:\n  - match: /\n    pipeline:\n      - proxy: http://127.0.0.1:%s\n' "$port" "$UPPORT" >"$WORK/$b/sluice.yaml"
+		taskset -c 1 "$b" serve -c "$WORK/$b/sluice.yaml" >/dev/null 2>&1 &
 	else
 		taskset -c 1 "$b" serve --root "$WORK/root" --listen "127.0.0.1:$port" >/dev/null 2>&1 &
 	fi
