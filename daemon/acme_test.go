@@ -5,11 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,109 +174,5 @@ func TestACMEHTTP01(t *testing.T) {
 	}
 	if resp.StatusCode != 308 {
 		t.Errorf("an unknown token: status %d, want the redirect, 308", resp.StatusCode)
-	}
-}
-
-// writeCached writes the certificate of ca for domain into the data
-// directory dir as autocert.DirCache keeps it under key: the private key,
-// then the certificate, in PEM; written aside and renamed, as DirCache
-// does.
-func writeCached(t *testing.T, ca *sluicetest.CA, dir, key, domain string) {
-	t.Helper()
-	tmp := t.TempDir()
-	certFile, keyFile := ca.IssueFiles(t, tmp, domain)
-	certPEM, _ := os.ReadFile(certFile)
-	keyPEM, _ := os.ReadFile(keyFile)
-	os.MkdirAll(dir, 0o700)
-	writeFile(t, filepath.Join(dir, key+".tmp"), string(keyPEM)+string(certPEM))
-	if err := os.Rename(filepath.Join(dir, key+".tmp"), filepath.Join(dir, key)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// With ACMECacheOnly (a worker's) the server never asks the authority:
-// it serves the certificate another process keeps in the data directory,
-// and a new one once the file is replaced (a renewal), while a keep-alive
-// connection carries on; it answers the HTTP-01 and TLS-ALPN-01
-// challenges another process's order wrote there; a domain whose
-// certificate is not there yet fails its handshake at once.
-func TestACMECacheOnly(t *testing.T) {
-	dir := t.TempDir()
-	data := filepath.Join(dir, "acme")
-	ca := sluicetest.NewCA(t)
-	writeCached(t, ca, data, acmeDomain, acmeDomain)
-	plainLn, tlsLn := loopbackListener(t), loopbackListener(t)
-	file := filepath.Join(dir, "site.yaml")
-	writeFile(t, file, fmt.Sprintf(`listen:
-  - %s
-  - address: %s
-    tls:
-      acme:
-        domains: [%s, other.test]
-        directory: https://127.0.0.1:1/dir
-        data: acme
-routes:
-  - match: /
-    pipeline:
-      - text: hi
-`, plainLn.Addr(), tlsLn.Addr(), acmeDomain))
-	s, log := newServer(t, fileLoad(file))
-	s.ACMECacheOnly = true
-	s.Listen = func(a config.Address) (net.Listener, error) {
-		for _, ln := range []net.Listener{plainLn, tlsLn} {
-			if a.Addr == ln.Addr().String() {
-				return ln, nil
-			}
-		}
-		return nil, fmt.Errorf("no listener for %s", a)
-	}
-	start(t, s)
-
-	client := ca.ClientConfig(acmeDomain)
-	keep := tlsDial(t, tlsLn.Addr(), client)
-	first := keep.ConnectionState().PeerCertificates[0].SerialNumber
-	kr := bufio.NewReader(keep)
-	if _, body := ask(t, keep, kr, "/"); body != "hi" {
-		t.Fatalf("body %q", body)
-	}
-	if c, err := tls.Dial("tcp", tlsLn.Addr().String(), ca.ClientConfig("other.test")); err == nil {
-		c.Close()
-		t.Errorf("other.test, whose certificate is not in the data directory: the handshake succeeded")
-	}
-
-	writeCached(t, ca, data, acmeDomain, acmeDomain) // renewed by another process
-	sluicetest.WaitFor(t, "the renewed certificate served", func() bool {
-		c, err := tls.Dial("tcp", tlsLn.Addr().String(), client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(first) != 0
-	})
-	if _, body := ask(t, keep, kr, "/"); body != "hi" {
-		t.Errorf("the keep-alive connection from before the renewal: body %q", body)
-	}
-
-	// Challenges of another process's order.
-	writeFile(t, filepath.Join(data, "tok123+http-01"), "tok123.thumbprint")
-	pc, br := dial(t, plainLn.Addr())
-	fmt.Fprintf(pc, "GET /.well-known/acme-challenge/tok123 HTTP/1.1\r\nHost: %s\r\n\r\n", acmeDomain)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(b) != "tok123.thumbprint" {
-		t.Errorf("HTTP-01 token from the data directory: %d %q", resp.StatusCode, b)
-	}
-	tokenCA := sluicetest.NewCA(t)
-	writeCached(t, tokenCA, data, acmeDomain+"+token", acmeDomain)
-	tc, err := tls.Dial("tcp", tlsLn.Addr().String(), &tls.Config{RootCAs: tokenCA.Pool, ServerName: acmeDomain, NextProtos: []string{"acme-tls/1"}})
-	if err != nil {
-		t.Fatalf("TLS-ALPN-01 from the data directory: %v", err)
-	}
-	tc.Close()
-	if strings.Contains(log.String(), "certificate ready") || strings.Contains(log.String(), "cannot obtain") {
-		t.Errorf("a cache-only server asked the authority:\n%s", log)
 	}
 }

@@ -44,29 +44,26 @@
 //
 // # TLS
 //
-// A listen entry with tls is served over TLS (engine.ServeWith): TLS 1.2
-// and 1.3, the ECDHE and AEAD suites of CipherSuites, ALPN http/1.1 and
-// crypto/tls's session tickets. Each TLS listener's GetCertificate reads
-// the certificates of the config of the moment, chosen by SNI, so a
-// Reload swaps them for new handshakes without closing a connection.
-// Every listener's requests pass its options first: hsts sets
-// Strict-Transport-Security, redirect_to_https answers 308 to the same
-// URL over HTTPS. The certificates are read by Load, so before Start
-// switches to the config's user, and by each Reload as that user.
+// A listen entry with tls is served over TLS (engine.ServeWith) with the
+// certificates of package certs: TLS 1.2 and 1.3, the ECDHE and AEAD
+// suites of certs.CipherSuites, ALPN h2 and http/1.1 (http/1.1 alone
+// with http2: false) and crypto/tls's session tickets. Each TLS
+// listener's GetCertificate reads the certificates of the config of the
+// moment (a certs.Endpoint), chosen by SNI, so a Reload swaps them for
+// new handshakes without closing a connection. Every listener's requests
+// pass its options first: hsts sets Strict-Transport-Security,
+// redirect_to_https answers 308 to the same URL over HTTPS. The
+// certificates are read by Load, so before Start switches to the
+// config's user, and by each Reload as that user.
 //
-// A tls section with acme takes its certificates from a
-// golang.org/x/crypto/acme/autocert Manager instead: one per distinct
-// acme section, kept by the Server across reloads, which obtains them in
-// the background from Start on, renews them, and answers TLS-ALPN-01 in
-// GetCertificate and HTTP-01 on every plain listener before its routes
-// and redirect. A worker of a supervisor (ACMECacheOnly) serves instead
-// what its master's ACMEIssuer keeps in the data directory.
-//
-// Certificates that name an OCSP responder and carry their issuer are
-// served with the responder's answer stapled (tls.Certificate.OCSPStaple),
-// fetched and refreshed in the background for as long as a config or an
-// acme section uses them (an acme section's until it serves the
-// certificate's renewal); ocsp_stapling: false turns it off.
+// The Server keeps one certs.Manager across reloads: a tls section with
+// acme takes its certificates from it, obtained in the background from
+// Start on and renewed, with TLS-ALPN-01 answered in GetCertificate and
+// HTTP-01 on every plain listener before its routes and redirect; and
+// certificates that name an OCSP responder are served with its answer
+// stapled (ocsp_stapling: false turns it off). A worker of a supervisor
+// (ACMECacheOnly) serves instead what its master's certs.Issuer keeps in
+// the data directory.
 //
 // # Driving it
 //

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/sluice-server/sluice/certs"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/engine"
 )
@@ -45,8 +46,9 @@ type listener struct {
 	ln      net.Listener
 	closing atomic.Bool // closed by a reload, not failed
 
-	tls   *tls.Config // set if it serves TLS, for as long as it is open
-	h2    bool        // serves HTTP/2: offered by ALPN over TLS, h2c without
+	tls   *tls.Config    // set if it serves TLS, for as long as it is open
+	certs certs.Endpoint // a TLS listener's certificates of the moment
+	h2    bool           // serves HTTP/2: offered by ALPN over TLS, h2c without
 	state atomic.Pointer[listenState]
 }
 

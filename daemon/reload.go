@@ -121,8 +121,7 @@ func (s *Server) Reload() error {
 	for _, l := range kept {
 		s.setState(l, cfg.ListenOptions[l.addr], cfg) // new certificates, HSTS, redirect
 	}
-	s.pruneACME(cfg)
-	s.ocsp.release(old) // its certificates' staples, unless cfg or acme keeps them
+	s.certs.Retain(cfg, old) // drops acme sections cfg lacks, and old's staples unless cfg or acme keeps them
 	s.srv.SetLimits(cfg.Limits)
 	s.srv.SetServerHeader(cfg.ServerHeader)
 	s.srv.SetExtraMethods(cfg.ExtraMethods())

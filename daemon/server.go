@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-server/sluice/certs"
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/engine"
@@ -81,7 +82,7 @@ type Server struct {
 
 	// ACMECacheOnly makes the listeners with tls.acme serve the
 	// certificates that another process obtains and renews into the
-	// section's data directory (an ACMEIssuer: a supervisor's master),
+	// section's data directory (a certs.Issuer: a supervisor's master),
 	// rather than ask the authority themselves. A certificate is read
 	// from the directory at its first handshake and read again when its
 	// file changes (looked at once a second at most), so a renewal
@@ -102,11 +103,10 @@ type Server struct {
 	state       state
 	sw          *Switch
 	pidFile     string
-	out         logOutput               // where the config's log writes
-	logConfig   config.Log              // the log section out and log were set up by
-	prevDefault *slog.Logger            // slog's default before SetSlogDefault
-	acme        map[string]*acmeManager // by config.ACME.Key, kept across reloads
-	ocsp        *ocspStapler            // the TLS listeners' OCSP staples
+	out         logOutput      // where the config's log writes
+	logConfig   config.Log     // the log section out and log were set up by
+	prevDefault *slog.Logger   // slog's default before SetSlogDefault
+	certs       *certs.Manager // the TLS listeners' certificates, kept across reloads
 
 	log atomic.Pointer[slog.Logger] // the config's log, once set up
 
@@ -128,7 +128,7 @@ func (s *Server) init() {
 		s.started = make(chan struct{})
 		s.stopped = make(chan struct{})
 		s.failed = make(chan error, 1)
-		s.ocsp = newOCSPStapler(slog.New(logHandler{s}))
+		s.certs = certs.NewManager(slog.New(logHandler{s}), s.ACMECacheOnly)
 	})
 }
 
@@ -227,7 +227,7 @@ func (s *Server) Start() error {
 		if err := writePidFile(cfg.PidFile); err != nil {
 			log.Error("cannot write the pid file", "error", err)
 			s.closeListeners(opened)
-			s.ocsp.close()
+			s.certs.Close()
 			s.sw.Close()
 			s.closeLog()
 			return err
@@ -237,7 +237,7 @@ func (s *Server) Start() error {
 	if err := s.switchUser(cfg); err != nil {
 		log.Error("cannot serve as the config's user", "error", err)
 		s.closeListeners(opened)
-		s.ocsp.close()
+		s.certs.Close()
 		if s.pidFile != "" {
 			removePidFile(s.pidFile)
 			s.pidFile = ""
@@ -246,7 +246,7 @@ func (s *Server) Start() error {
 		s.closeLog()
 		return err
 	}
-	s.startACME(cfg)
+	s.certs.Start(cfg)
 	s.serve(opened)
 	s.state = stateRunning
 	close(s.started)
@@ -367,8 +367,7 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	s.state = stateDone
 	close(s.stopped)
 	s.notify(NotifyStopping)
-	s.closeACME()
-	s.ocsp.close()
+	s.certs.Close()
 	log := s.logger()
 	log.Info("shutting down", "grace", grace)
 	// The connections still open when the grace runs out are counted

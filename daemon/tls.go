@@ -3,12 +3,10 @@ package daemon
 import (
 	"crypto/tls"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 
-	"golang.org/x/crypto/acme"
-
+	"github.com/sluice-server/sluice/certs"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/engine"
 )
@@ -16,102 +14,45 @@ import (
 // TLS listeners. A listen entry with tls is served by the engine over
 // TLS (engine.ListenerOptions.TLS) with one tls.Config per listener, made
 // when the listener opens and kept while it stays open: its
-// GetCertificate reads the listener's certificates of the moment, which a
-// reload swaps, so new handshakes get the new certificates while open
-// connections carry on. Session tickets are crypto/tls's own: keys made
-// at random when the listener opens, rotated every 24 hours and accepted
-// for 7 days (per process: a worker resumes only the sessions it began).
-
-// CipherSuites are the TLS 1.2 cipher suites a TLS listener offers:
-// ECDHE key exchange (forward secrecy) with an AEAD cipher, as Mozilla's
-// "intermediate" profile. TLS 1.3's suites (AES-128-GCM, AES-256-GCM,
-// ChaCha20-Poly1305) are crypto/tls's and not configurable. TLS 1.0 and
-// 1.1 are refused.
-var CipherSuites = []uint16{
-	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
-	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-}
+// GetCertificate reads the listener's certificates of the moment
+// (certs.Endpoint), which a reload swaps, so new handshakes get the new
+// certificates while open connections carry on. The certificates, ACME
+// and OCSP stapling are package certs's; the Server keeps one
+// certs.Manager across reloads.
 
 // listenState is how a listener serves, as the config of the moment
 // says: a reload replaces it whole.
 type listenState struct {
-	certs    []*tls.Certificate // a TLS listener's, the default first
-	hsts     string             // the Strict-Transport-Security value, or ""
-	redirect bool               // answer with a redirect to HTTPS
-	port     string             // the redirect's ":port", "" for 443
+	hsts     string // the Strict-Transport-Security value, or ""
+	redirect bool   // answer with a redirect to HTTPS
+	port     string // the redirect's ":port", "" for 443
 
-	acme       *acmeManager   // a TLS listener's with tls.acme
-	challenges []http.Handler // a plain listener's: the HTTP-01 answers of the config's acme sections
-
-	ocsp  *ocspStapler // staples OCSP responses to certs, or nil (ocsp_stapling: false)
-	owner any          // what the certificates are kept for in ocsp: the config, or acme
+	challenges *certs.Challenges // a plain listener's: the HTTP-01 answers of the config's acme sections, or nil
 }
 
 // newTLSConfig returns the TLS config of listener l: it offers "h2"
-// then "http/1.1" by ALPN if l serves HTTP/2, else "http/1.1" alone,
-// and then "acme-tls/1", which only an ACME validator asks for
-// (TLS-ALPN-01, RFC 8737), answered if the listener has tls.acme.
+// then "http/1.1" by ALPN if l serves HTTP/2, else "http/1.1" alone
+// (and "acme-tls/1", see certs.Endpoint.TLSConfig), and serves the
+// certificates of the moment of l.certs.
 func newTLSConfig(l *listener) *tls.Config {
-	protos := []string{"http/1.1", acme.ALPNProto}
 	if l.h2 {
-		protos = []string{"h2", "http/1.1", acme.ALPNProto}
+		return l.certs.TLSConfig("h2", "http/1.1")
 	}
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		CipherSuites: CipherSuites,
-		NextProtos:   protos,
-		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			st := l.state.Load()
-			if c, ok, err := getACMECertificate(st, hello); ok {
-				if err != nil || st.ocsp == nil || wantsTokenCert(hello) {
-					return c, err
-				}
-				return st.ocsp.stapleLatest(c, st.owner), nil // a renewal replaces the certificate
-			}
-			c := st.certs[0] // no name matches, or no SNI: the default
-			for _, sc := range st.certs {
-				if hello.SupportsCertificate(sc) == nil {
-					c = sc
-					break
-				}
-			}
-			if st.ocsp != nil {
-				return st.ocsp.staple(c, st.owner), nil
-			}
-			return c, nil
-		},
-	}
+	return l.certs.TLSConfig("http/1.1")
 }
 
-// setState makes l serve as o says (nil: plain HTTP with no options).
-// The redirect's port is that of o, or else the bound port of the first
-// TLS listener of cfg among s's listeners.
+// setState makes l serve as o says (nil: plain HTTP with no options):
+// a TLS listener's certificates are stored in l.certs. The redirect's
+// port is that of o, or else the bound port of the first TLS listener of
+// cfg among s's listeners.
 func (s *Server) setState(l *listener, o *config.ListenOptions, cfg *config.Config) {
 	st := &listenState{}
 	if o == nil || o.TLS == nil {
-		st.challenges = s.acmeHTTP(cfg)
+		st.challenges = s.certs.Challenges(cfg)
 	}
 	if o != nil {
-		if o.TLS != nil && o.TLS.ACME != nil {
-			st.acme = s.acmeManager(o.TLS.ACME)
-		}
 		if o.TLS != nil {
-			for i := range o.TLS.Certificates {
-				st.certs = append(st.certs, &o.TLS.Certificates[i].Pair)
-			}
-			if !o.TLS.NoOCSPStapling {
-				st.ocsp, st.owner = s.ocsp, cfg
-				if st.acme != nil {
-					st.owner = st.acme
-				}
-				for _, c := range st.certs {
-					s.ocsp.staple(c, cfg) // fetched now, not at the first handshake
-				}
-			}
+			l.certs.Store(s.certs.Set(o.TLS, cfg))
 		}
 		if o.HSTS != nil {
 			st.hsts = o.HSTS.Value()
@@ -143,6 +84,23 @@ func servesHTTP2(cfg *config.Config, a config.Address) bool {
 	return o != nil && (o.TLS != nil && !o.NoHTTP2 || o.H2C)
 }
 
+// answerACMEChallenge answers r if it asks for an HTTP-01 challenge
+// token one of the config's acme sections knows, and reports whether it
+// did.
+func answerACMEChallenge(w engine.ResponseWriter, r *engine.Request, c *certs.Challenges) bool {
+	if !strings.HasPrefix(string(r.Path), certs.ChallengePath) || string(r.Method) != "GET" {
+		return false
+	}
+	body, ok := c.Answer(string(r.Host), string(r.Path))
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(200)
+	w.Write(body)
+	return true
+}
+
 // isTLS reports whether cfg serves a over TLS.
 func isTLS(cfg *config.Config, a config.Address) bool {
 	o := cfg.ListenOptions[a]
@@ -158,7 +116,7 @@ type listenerHandler struct {
 
 func (h listenerHandler) Serve(w engine.ResponseWriter, r *engine.Request) {
 	st := h.l.state.Load()
-	if answerACMEChallenge(w, r, st.challenges) {
+	if st.challenges != nil && answerACMEChallenge(w, r, st.challenges) {
 		return
 	}
 	if st.redirect {

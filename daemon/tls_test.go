@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/certs"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -105,7 +106,7 @@ func TestTLSListenerSNIAndVersions(t *testing.T) {
 	cfg := site.ca.ClientConfig("a.example")
 	cfg.MaxVersion = tls.VersionTLS12
 	c = tlsDial(t, addr, cfg)
-	if st := c.ConnectionState(); st.Version != tls.VersionTLS12 || !slices.Contains(CipherSuites, st.CipherSuite) || st.NegotiatedProtocol != "" {
+	if st := c.ConnectionState(); st.Version != tls.VersionTLS12 || !slices.Contains(certs.CipherSuites, st.CipherSuite) || st.NegotiatedProtocol != "" {
 		t.Errorf("TLS 1.2: version %x, suite %s, ALPN %q", st.Version, tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol)
 	}
 	cfg = site.ca.ClientConfig("a.example")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/sluice-server/sluice/certs"
 	"github.com/sluice-server/sluice/config"
 )
 
@@ -55,6 +56,26 @@ func lookupCredentials(user, group string) (*credentials, error) {
 // effective user and group ids are c's.
 func (c *credentials) current() bool {
 	return os.Getuid() == c.uid && os.Geteuid() == c.uid && os.Getgid() == c.gid && os.Getegid() == c.gid
+}
+
+// owner is c as the owner of acme data directories.
+func (c *credentials) owner() *certs.Owner {
+	return &certs.Owner{User: c.user, UID: c.uid, GID: c.gid}
+}
+
+// ACMEOwner returns who a process running as root, serving a config
+// whose keys user and group are given, hands the acme sections' data
+// directories to (certs.Issuer.Issue): nil if user is "" or this process
+// does not run as root.
+func ACMEOwner(user, group string) (*certs.Owner, error) {
+	if user == "" || os.Geteuid() != 0 {
+		return nil, nil
+	}
+	c, err := lookupCredentials(user, group)
+	if err != nil {
+		return nil, err
+	}
+	return c.owner(), nil
 }
 
 // CheckUser reports whether this process can serve as user and group (a
@@ -123,7 +144,7 @@ func (s *Server) switchUser(cfg *config.Config) error {
 	}
 	if !s.ACMECacheOnly {
 		for _, a := range cfg.ACMESections() {
-			if err := giveACMEData(a, c); err != nil {
+			if err := c.owner().GiveData(a); err != nil {
 				return err
 			}
 		}

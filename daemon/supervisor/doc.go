@@ -5,7 +5,7 @@
 // control channel, replaces those that fail, reloads by starting new
 // workers and draining the old, and upgrades its binary by handing the
 // sockets to a new master. It obtains the config's ACME certificates
-// itself (daemon.ACMEIssuer) for the workers to serve. HandleSignals
+// itself (certs.Issuer) for the workers to serve. HandleSignals
 // drives a Master by nginx's signals. It runs on Linux. See
 // docs/workers.md.
 package supervisor

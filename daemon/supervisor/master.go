@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-server/sluice/certs"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/sock"
@@ -117,7 +118,7 @@ type Master struct {
 	foreign map[config.Address]bool     // sockets Listen gave: their Unix socket files are not ours to remove
 	bound   map[string]config.Address   // "network addr" a socket is bound to → its key in lns (port 0 resolved)
 	pidFile string
-	acme    daemon.ACMEIssuer // obtains the workers' ACME certificates
+	acme    certs.Issuer // obtains the workers' ACME certificates
 	nextID  int
 	cur     *generation // serving
 	pending *generation // a reload's, until its workers are healthy
@@ -432,8 +433,14 @@ func (m *Master) closeListener(a config.Address) {
 // startGeneration starts every slot of g.
 func (m *Master) startGeneration(g *generation) {
 	m.acme.Logger = m.log
-	if err := m.acme.Issue(g.acme, g.user, g.group); err != nil {
-		m.log.Error("cannot obtain ACME certificates", "error", err)
+	if len(g.acme) > 0 {
+		owner, err := daemon.ACMEOwner(g.user, g.group) // the workers' user, if this master runs as root
+		if err == nil {
+			err = m.acme.Issue(g.acme, owner)
+		}
+		if err != nil {
+			m.log.Error("cannot obtain ACME certificates", "error", err)
+		}
 	}
 	for slot := range g.workers {
 		m.startWorker(g, slot)

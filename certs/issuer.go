@@ -1,7 +1,6 @@
-package daemon
+package certs
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/crypto/acme/autocert"
@@ -20,10 +18,10 @@ import (
 )
 
 // ACME certificates shared by several processes. With workers, one
-// process (the supervisor's master, with an ACMEIssuer) talks to the
+// process (the supervisor's master, with an Issuer) talks to the
 // authority: it obtains and renews the certificates into each acme
 // section's data directory, which autocert uses as its Cache. The
-// workers (Server.ACMECacheOnly) read the certificates from there
+// workers (NewManager's cacheOnly) read the certificates from there
 // (cachedCerts), and answer the authority's challenges from there too:
 // autocert's Manager writes each HTTP-01 token ("TOKEN+http-01") and
 // TLS-ALPN-01 certificate ("DOMAIN+token") to its Cache before it accepts
@@ -31,16 +29,16 @@ import (
 // from the Cache when they are not in the process's memory. So whichever
 // worker the validator's connection reaches answers it.
 
-// ACMEIssuer obtains and renews the certificates of acme sections into
+// An Issuer obtains and renews the certificates of acme sections into
 // their data directories, for processes that serve them from there
-// (Server.ACMECacheOnly), as a Server without ACMECacheOnly does for
+// (NewManager's cacheOnly), as a Manager without cacheOnly does for
 // itself: each domain's certificate is asked for in the background until
 // obtained (logged as "certificate ready"), then renewed by autocert a
 // third of its lifetime before it expires.
 //
 // Its methods are safe for concurrent use. The zero value is ready to
 // use; set Logger first.
-type ACMEIssuer struct {
+type Issuer struct {
 	// Logger receives what the issuer logs; nil means slog.Default().
 	Logger *slog.Logger
 
@@ -50,11 +48,11 @@ type ACMEIssuer struct {
 }
 
 // Issue starts obtaining the certificates of the sections not being
-// obtained already. If user is not "" and this process runs as root,
-// the data directories, the files already in them and those written
-// into them are given to user and group (the user's group if ""), so that processes running as
-// the user can read them.
-func (i *ACMEIssuer) Issue(sections []*config.ACME, user, group string) error {
+// obtained already. If owner is not nil (a process running as root that
+// serves a config with a user), the data directories, the files already
+// in them and those written into them are given to owner, so that
+// processes running as its user can read them.
+func (i *Issuer) Issue(sections []*config.ACME, owner *Owner) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.closed {
@@ -72,15 +70,11 @@ func (i *ACMEIssuer) Issue(sections []*config.ACME, user, group string) error {
 			continue
 		}
 		var cache autocert.Cache
-		if user != "" && os.Geteuid() == 0 {
-			c, err := lookupCredentials(user, group)
-			if err != nil {
+		if owner != nil {
+			if err := owner.GiveData(a); err != nil {
 				return err
 			}
-			if err := giveACMEData(a, c); err != nil {
-				return err
-			}
-			cache = chownCache{autocert.DirCache(a.Data), c.uid, c.gid}
+			cache = chownCache{autocert.DirCache(a.Data), owner.UID, owner.GID}
 		}
 		am := newACMEManager(a, cache)
 		am.obtainAll(a, log)
@@ -91,7 +85,7 @@ func (i *ACMEIssuer) Issue(sections []*config.ACME, user, group string) error {
 
 // Retain stops asking for the certificates of the sections Issue was
 // given that are not among keep.
-func (i *ACMEIssuer) Retain(keep []*config.ACME) {
+func (i *Issuer) Retain(keep []*config.ACME) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	for k, am := range i.managers {
@@ -103,74 +97,11 @@ func (i *ACMEIssuer) Retain(keep []*config.ACME) {
 }
 
 // Close stops asking for certificates; Issue does nothing afterwards.
-func (i *ACMEIssuer) Close() {
+func (i *Issuer) Close() {
 	i.Retain(nil)
 	i.mu.Lock()
 	i.closed = true
 	i.mu.Unlock()
-}
-
-// giveACMEData makes a's data directory (0700, as autocert.DirCache
-// does) if it is missing and gives it, and the files already in it (a
-// run as root left them, say), to c's user and group, for a process
-// running as them to write and read its files.
-func giveACMEData(a *config.ACME, c *credentials) error {
-	if err := os.MkdirAll(a.Data, 0o700); err != nil {
-		return fmt.Errorf("tls.acme.data: %w", err)
-	}
-	if err := os.Chown(a.Data, c.uid, c.gid); err != nil {
-		return fmt.Errorf("tls.acme.data: giving it to user %s: %w", c.user, err)
-	}
-	entries, err := os.ReadDir(a.Data)
-	if err != nil {
-		return fmt.Errorf("tls.acme.data: %w", err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		if err := chownFile(filepath.Join(a.Data, e.Name()), c.uid, c.gid); err != nil {
-			return fmt.Errorf("tls.acme.data: giving %s to user %s: %w", e.Name(), c.user, err)
-		}
-	}
-	return nil
-}
-
-// chownFile gives the regular file name to uid and gid, unless it is a
-// link: a symbolic link is not followed, and a file with other hard links
-// is left as it is, for whoever owns the directory could have linked a
-// file of root's there.
-func chownFile(name string, uid, gid int) error {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil // a symbolic link put in place since ReadDir
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if st, ok := info.Sys().(*syscall.Stat_t); !info.Mode().IsRegular() || !ok || st.Nlink != 1 {
-		return nil
-	}
-	return f.Chown(uid, gid)
-}
-
-// chownCache is a DirCache whose files are given to a user as they are
-// written.
-type chownCache struct {
-	autocert.DirCache
-	uid, gid int
-}
-
-func (c chownCache) Put(ctx context.Context, name string, data []byte) error {
-	if err := c.DirCache.Put(ctx, name, data); err != nil {
-		return err
-	}
-	return os.Chown(filepath.Join(string(c.DirCache), filepath.Clean("/"+name)), c.uid, c.gid)
 }
 
 // cachedCerts are the certificates of an acme section as another

@@ -1,4 +1,4 @@
-package daemon
+package certs
 
 import (
 	"crypto/tls"
@@ -83,8 +83,7 @@ func stapleOf(t *testing.T, addr string, ca *sluicetest.CA) []byte {
 // ocspSite is a TLS listener serving a.example's certificate, issued by
 // a CA whose OCSP responder the test runs.
 type ocspSite struct {
-	s    *Server
-	log  *sluicetest.Buffer
+	s    *testServer
 	resp *ocspResponder
 	ca   *sluicetest.CA
 	file string // the config file
@@ -108,16 +107,10 @@ func newOCSPSite(t *testing.T, prepare func(*ocspResponder)) *ocspSite {
 	}
 	site.ca.IssueFiles(t, dir, "a.example")
 	writeFile(t, site.file, ocspConfig(""))
-	site.s, site.log = newServer(t, fileLoad(site.file))
-	site.s.init()
-	site.s.ocsp.minWait, site.s.ocsp.retry, site.s.ocsp.maxRetry = 10*time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
-	start(t, site.s)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sluice's log:\n%s", site.log.String())
-		}
+	site.s = serveConfig(t, site.file, false, func(m *Manager) {
+		m.ocsp.minWait, m.ocsp.retry, m.ocsp.maxRetry = 10*time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
 	})
-	site.addr = onlyAddr(t, site.s).String()
+	site.addr = site.s.eps[0].addr
 	return site
 }
 
@@ -159,19 +152,17 @@ func TestOCSPStapling(t *testing.T) {
 	})
 
 	writeFile(t, site.file, ocspConfig(", ocsp_stapling: false"))
-	if err := site.s.Reload(); err != nil {
-		t.Fatal(err)
-	}
+	site.s.reload(t)
 	if site.staple(t) != nil {
 		t.Errorf("ocsp_stapling: false: a response is stapled")
 	}
-	site.s.ocsp.mu.RLock()
-	n := len(site.s.ocsp.certs)
-	site.s.ocsp.mu.RUnlock()
+	site.s.m.ocsp.mu.RLock()
+	n := len(site.s.m.ocsp.certs)
+	site.s.m.ocsp.mu.RUnlock()
 	if n != 0 {
 		t.Errorf("after the reload the stapler keeps %d certificates, want none", n)
 	}
-	site.s.ocsp.wg.Wait() // returns once the refresher has stopped
+	site.s.m.ocsp.wg.Wait() // returns once the refresher has stopped
 	asked := site.resp.timesAsked()
 	site.staple(t)
 	if got := site.resp.timesAsked(); got != asked {
@@ -202,14 +193,14 @@ func TestOCSPNotStapled(t *testing.T) {
 				}
 			})
 			if tc.name == "unreachable" {
-				sluicetest.WaitFor(t, "the failure logged", func() bool { return strings.Contains(site.log.String(), tc.logged) })
+				sluicetest.WaitFor(t, "the failure logged", func() bool { return strings.Contains(site.s.log.String(), tc.logged) })
 			} else { // asked again: the first answer was dealt with
 				sluicetest.WaitFor(t, "the responder asked twice", func() bool { return site.resp.timesAsked() >= 2 })
 			}
 			if site.staple(t) != nil {
 				t.Errorf("a response is stapled")
 			}
-			if !strings.Contains(site.log.String(), tc.logged) {
+			if !strings.Contains(site.s.log.String(), tc.logged) {
 				t.Errorf("the log does not say %q", tc.logged)
 			}
 		})
@@ -226,7 +217,7 @@ func TestOCSPRevokedWithdrawsStaple(t *testing.T) {
 	if site.staple(t) != nil {
 		t.Errorf("still stapled after the responder said Revoked")
 	}
-	if !strings.Contains(site.log.String(), "REVOKED") {
+	if !strings.Contains(site.s.log.String(), "REVOKED") {
 		t.Errorf("the log does not say REVOKED")
 	}
 }
@@ -271,7 +262,7 @@ func TestOCSPStapler(t *testing.T) {
 }
 
 // An ACME certificate that names a responder is stapled too: here one a
-// worker (ACMECacheOnly) reads from the data directory, since pebble's
+// worker (a cache-only Manager) reads from the data directory, since pebble's
 // certificates, like Let's Encrypt's now, name none.
 func TestOCSPStaplingACME(t *testing.T) {
 	dir := t.TempDir()
@@ -280,11 +271,9 @@ func TestOCSPStaplingACME(t *testing.T) {
 	writeCached(t, ca, filepath.Join(dir, "acme"), acmeDomain, acmeDomain)
 	file := filepath.Join(dir, "site.yaml")
 	writeFile(t, file, "listen:\n  - address: 127.0.0.1:0\n    tls: {acme: {domains: ["+acmeDomain+"], directory: \"https://127.0.0.1:1/dir\", data: acme}}\nroutes:\n  - match: /\n    pipeline:\n      - text: hi\n")
-	s, _ := newServer(t, fileLoad(file))
-	s.ACMECacheOnly = true
-	start(t, s)
+	s := serveConfig(t, file, true, nil)
 	sluicetest.WaitFor(t, "a stapled OCSP response", func() bool {
-		c, err := tls.Dial("tcp", onlyAddr(t, s).String(), ca.ClientConfig(acmeDomain))
+		c, err := tls.Dial("tcp", s.eps[0].addr, ca.ClientConfig(acmeDomain))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +356,7 @@ func TestOCSPStaplerRenewal(t *testing.T) {
 	}
 }
 
-// A worker (ACMECacheOnly) that reads a renewed certificate from the
+// A worker (a cache-only Manager) that reads a renewed certificate from the
 // data directory staples it, and stops the refresher of the one before.
 func TestOCSPStaplingACMERenewal(t *testing.T) {
 	dir := t.TempDir()
@@ -377,10 +366,8 @@ func TestOCSPStaplingACMERenewal(t *testing.T) {
 	writeCached(t, ca, data, acmeDomain, acmeDomain)
 	file := filepath.Join(dir, "site.yaml")
 	writeFile(t, file, "listen:\n  - address: 127.0.0.1:0\n    tls: {acme: {domains: ["+acmeDomain+"], directory: \"https://127.0.0.1:1/dir\", data: acme}}\nroutes:\n  - match: /\n    pipeline:\n      - text: hi\n")
-	s, _ := newServer(t, fileLoad(file))
-	s.ACMECacheOnly = true
-	start(t, s)
-	addr := onlyAddr(t, s).String()
+	s := serveConfig(t, file, true, nil)
+	addr := s.eps[0].addr
 
 	// stapled returns the serial of the certificate a handshake gets, if
 	// a Good response for it is stapled, else nil.
@@ -399,7 +386,7 @@ func TestOCSPStaplingACMERenewal(t *testing.T) {
 	}
 	var first *x509.Certificate
 	sluicetest.WaitFor(t, "a stapled OCSP response", func() bool { first = stapled(); return first != nil })
-	eFirst := keptCert(s.ocsp, &tls.Certificate{Certificate: [][]byte{first.Raw}})
+	eFirst := keptCert(s.m.ocsp, &tls.Certificate{Certificate: [][]byte{first.Raw}})
 	if eFirst == nil {
 		t.Fatal("the stapler does not keep the certificate served")
 	}
@@ -410,9 +397,9 @@ func TestOCSPStaplingACMERenewal(t *testing.T) {
 		return c != nil && c.SerialNumber.Cmp(first.SerialNumber) != 0
 	})
 	sluicetest.WaitFor(t, "the refresher of the certificate before stopped", func() bool { return stopped(eFirst) })
-	s.ocsp.mu.RLock()
-	n := len(s.ocsp.certs)
-	s.ocsp.mu.RUnlock()
+	s.m.ocsp.mu.RLock()
+	n := len(s.m.ocsp.certs)
+	s.m.ocsp.mu.RUnlock()
 	if n != 1 {
 		t.Errorf("the stapler keeps %d certificates, want the renewed one alone", n)
 	}

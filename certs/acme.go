@@ -1,4 +1,4 @@
-package daemon
+package certs
 
 import (
 	"context"
@@ -8,32 +8,26 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"golang.org/x/crypto/acme"
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/sluice-server/sluice/config"
-	"github.com/sluice-server/sluice/engine"
 )
 
-// Automatic certificates. A TLS listener with tls.acme takes its
+// Automatic certificates. A TLS endpoint with tls.acme takes its
 // certificates from an autocert.Manager (golang.org/x/crypto's ACME
 // client): one per distinct acme section (config.ACME.Key), made when a
-// config first names it and kept by the Server across reloads, so a
+// config first names it and kept by the Manager across reloads, so a
 // reload neither repeats an issuance nor loses a renewal timer. The
-// manager answers the TLS-ALPN-01 challenge in the listener's
+// autocert manager answers the TLS-ALPN-01 challenge in the endpoint's
 // GetCertificate ("acme-tls/1" is offered by ALPN) and the HTTP-01
-// challenge on every plain listener (acmeChallengePrefix is answered
-// before routes and before redirect_to_https). Certificates and the
+// challenge on every plain endpoint (Challenges, under ChallengePath,
+// answered before routes and before redirect_to_https). Certificates and the
 // account key are kept in the section's data directory (autocert.DirCache:
 // the directory 0700, files 0600), and renewed in the background a third
 // of their lifetime before they expire.
-
-// acmeChallengePrefix is the path under which HTTP-01 challenges are
-// asked for (RFC 8555 §8.3).
-const acmeChallengePrefix = "/.well-known/acme-challenge/"
 
 // acmeManager is the autocert manager of one acme section.
 type acmeManager struct {
@@ -42,43 +36,9 @@ type acmeManager struct {
 	stop context.CancelFunc
 
 	// files, if set, are the certificates another process obtains
-	// (Server.ACMECacheOnly): read from the data directory, never
+	// (NewManager's cacheOnly): read from the data directory, never
 	// ordered. m then serves only the challenges.
 	files *cachedCerts
-}
-
-// acmeManager returns the manager of a, made the first time. Its
-// certificates are asked for in the background, at once if the server
-// runs (a reload's new section), else from startACME. s.mu is held.
-func (s *Server) acmeManager(a *config.ACME) *acmeManager {
-	if am := s.acme[a.Key()]; am != nil {
-		return am
-	}
-	if s.acme == nil {
-		s.acme = map[string]*acmeManager{}
-	}
-	am := newACMEManager(a, nil)
-	if s.ACMECacheOnly {
-		am.files = newCachedCerts(a)
-	} else if s.state == stateRunning {
-		am.obtainAll(a, s.logger())
-	}
-	s.acme[a.Key()] = am
-	return am
-}
-
-// startACME asks for the certificates of cfg's acme sections, whose
-// managers the listeners' setup made. Start calls it once the process
-// serves as the config's user, so that what autocert writes into the
-// data directories (the account key, the certificates, and their
-// renewals later) is the user's and stays readable to it. s.mu is held.
-func (s *Server) startACME(cfg *config.Config) {
-	if s.ACMECacheOnly {
-		return
-	}
-	for _, a := range cfg.ACMESections() {
-		s.acme[a.Key()].obtainAll(a, s.logger())
-	}
 }
 
 // newACMEManager makes the manager of a, its certificates and challenges
@@ -155,68 +115,38 @@ func (am *acmeManager) obtain(ctx context.Context, domain string, info, warn fun
 	}
 }
 
-// pruneACME stops the background issuance of the managers of acme
-// sections cfg no longer has, and forgets them. s.mu is held.
-func (s *Server) pruneACME(cfg *config.Config) {
-	keep := map[string]bool{}
-	for _, o := range cfg.ListenOptions {
-		if o != nil && o.TLS != nil && o.TLS.ACME != nil {
-			keep[o.TLS.ACME.Key()] = true
-		}
-	}
-	for k, am := range s.acme {
-		if !keep[k] {
-			am.stop()
-			s.ocsp.release(am)
-			delete(s.acme, k)
-		}
-	}
+// ChallengePath is the path under which HTTP-01 challenges are asked
+// for (RFC 8555 §8.3): "/.well-known/acme-challenge/TOKEN".
+const ChallengePath = "/.well-known/acme-challenge/"
+
+// Challenges are the HTTP-01 answers of a config's acme sections, which
+// its plain endpoints give before their routes and before
+// redirect_to_https (Manager.Challenges). Safe for concurrent use.
+type Challenges struct {
+	hs []http.Handler // autocert's, one per acme section
 }
 
-// closeACME stops the managers' background issuance. s.mu is held.
-func (s *Server) closeACME() {
-	for _, am := range s.acme {
-		am.stop()
-	}
-}
-
-// acmeHTTP returns the HTTP-01 handlers of the acme sections of cfg,
-// making their managers if need be. s.mu is held.
-func (s *Server) acmeHTTP(cfg *config.Config) []http.Handler {
-	var hs []http.Handler
-	for _, a := range cfg.Listen {
-		if o := cfg.ListenOptions[a]; o != nil && o.TLS != nil && o.TLS.ACME != nil {
-			hs = append(hs, s.acmeManager(o.TLS.ACME).http)
-		}
-	}
-	return hs
-}
-
-// answerACMEChallenge answers r if it asks for an HTTP-01 challenge
-// token one of hs knows, and reports whether it did.
-func answerACMEChallenge(w engine.ResponseWriter, r *engine.Request, hs []http.Handler) bool {
-	if len(hs) == 0 || !strings.HasPrefix(string(r.Path), acmeChallengePrefix) || string(r.Method) != "GET" {
-		return false
-	}
-	req, err := http.NewRequest("GET", string(r.Path), nil)
+// Answer returns the answer to a GET of path (under ChallengePath) with
+// the Host field host (a port is ignored), and reports whether one of
+// the sections knows the token: the key authorization, to be sent with
+// status 200 as application/octet-stream.
+func (c *Challenges) Answer(host, path string) ([]byte, bool) {
+	req, err := http.NewRequest("GET", path, nil)
 	if err != nil {
-		return false
+		return nil, false
 	}
-	req.Host = string(r.Host)
+	req.Host = host
 	if h, _, err := net.SplitHostPort(req.Host); err == nil {
 		req.Host = h // the host policy compares names
 	}
-	for _, h := range hs {
+	for _, h := range c.hs {
 		rec := &tokenRecorder{header: http.Header{}, code: http.StatusOK}
 		h.ServeHTTP(rec, req)
 		if rec.code == http.StatusOK {
-			w.Header().Set("Content-Type", "application/octet-stream")
-			w.WriteHeader(200)
-			w.Write(rec.body)
-			return true
+			return rec.body, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // tokenRecorder is the http.ResponseWriter autocert's HTTP-01 handler
@@ -236,12 +166,12 @@ func (r *tokenRecorder) Write(b []byte) (int, error) {
 
 var errNoACME = errors.New("acme-tls/1 asked of a listener without tls.acme")
 
-// getACMECertificate is GetCertificate for a listener whose state is st:
-// from its manager if it has one. A TLS-ALPN-01 validation (a client
-// offering "acme-tls/1" alone) is refused by a listener without one.
-func getACMECertificate(st *listenState, hello *tls.ClientHelloInfo) (*tls.Certificate, bool, error) {
-	if st.acme != nil {
-		c, err := st.acme.getCertificate(hello)
+// getACMECertificate is GetCertificate for an endpoint serving s: from
+// its acme section if it has one. A TLS-ALPN-01 validation (a client
+// offering "acme-tls/1" alone) is refused by an endpoint without one.
+func (s *Set) getACMECertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, bool, error) {
+	if s.acme != nil {
+		c, err := s.acme.getCertificate(hello)
 		return c, true, err
 	}
 	if wantsTokenCert(hello) {
