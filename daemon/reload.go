@@ -147,14 +147,9 @@ func (s *Server) movePidFile(name string) {
 	if name == s.pidFile {
 		return
 	}
-	if name != "" {
-		if err := writePidFile(name); err != nil {
-			s.logger().Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
-			return
-		}
-	}
-	if s.pidFile != "" {
-		removePidFile(s.pidFile)
+	if err := MovePidFile(s.pidFile, name); err != nil {
+		s.logger().Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
+		return
 	}
 	s.pidFile = name
 }

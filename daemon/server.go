@@ -224,7 +224,7 @@ func (s *Server) Start() error {
 		return err
 	}
 	if cfg.PidFile != "" {
-		if err := writePidFile(cfg.PidFile); err != nil {
+		if err := WritePidFile(cfg.PidFile); err != nil {
 			log.Error("cannot write the pid file", "error", err)
 			s.closeListeners(opened)
 			s.certs.Close()
@@ -239,7 +239,7 @@ func (s *Server) Start() error {
 		s.closeListeners(opened)
 		s.certs.Close()
 		if s.pidFile != "" {
-			removePidFile(s.pidFile)
+			RemovePidFile(s.pidFile)
 			s.pidFile = ""
 		}
 		s.sw.Close()
@@ -394,7 +394,7 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	s.lnMu.Unlock()
 	s.sw.Close() // at once, under what still runs: no CGI program outlives us
 	if s.pidFile != "" {
-		removePidFile(s.pidFile)
+		RemovePidFile(s.pidFile)
 	}
 	log.Info("stopped")
 	s.closeLog()

@@ -1,15 +1,15 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/sluice-server/sluice/config"
+	"github.com/sluice-server/sluice/daemon"
 )
 
 var reloadCommand = command{
@@ -100,14 +100,13 @@ func signalSetup(name string, sig syscall.Signal, check bool) func(fs *flag.Flag
 				}
 			}
 			if *pidFile != "" {
-				b, err := os.ReadFile(*pidFile)
-				if err != nil {
-					fmt.Fprintf(stderr, "sluice %s: %v (is the server running?)\n", name, err)
+				n, err := daemon.ReadPidFile(*pidFile)
+				if errors.Is(err, daemon.ErrNoPid) {
+					fmt.Fprintf(stderr, "sluice %s: %s does not hold a process id\n", name, *pidFile)
 					return exitError
 				}
-				n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-				if err != nil || n <= 0 {
-					fmt.Fprintf(stderr, "sluice %s: %s does not hold a process id\n", name, *pidFile)
+				if err != nil {
+					fmt.Fprintf(stderr, "sluice %s: %v (is the server running?)\n", name, err)
 					return exitError
 				}
 				*pid = n

@@ -199,7 +199,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if m.pidFile != "" {
-		if err := writePidFile(m.pidFile); err != nil {
+		if err := daemon.WritePidFile(m.pidFile); err != nil {
 			m.log.Error("cannot write the pid file", "error", err)
 			m.closeListeners(nil)
 			m.closeLog()
@@ -622,8 +622,8 @@ func (m *Master) shutdown(failure error) error {
 	m.acme.Close()
 	m.closeListeners(nil)
 	if m.pidFile != "" {
-		removePidFile(m.pidFile)
-		removePidFile(m.pidFile + ".oldbin")
+		daemon.RemovePidFile(m.pidFile)
+		daemon.RemovePidFile(m.pidFile + ".oldbin")
 	}
 	m.log.Info("stopped")
 	m.closeLog()
@@ -711,26 +711,9 @@ func (m *Master) applyPidFile(name string) {
 	if name == m.pidFile {
 		return
 	}
-	if name != "" {
-		if err := writePidFile(name); err != nil {
-			m.log.Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
-			return
-		}
-	}
-	if m.pidFile != "" {
-		removePidFile(m.pidFile)
+	if err := daemon.MovePidFile(m.pidFile, name); err != nil {
+		m.log.Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
+		return
 	}
 	m.pidFile = name
-}
-
-// writePidFile writes this process's id to name.
-func writePidFile(name string) error {
-	return os.WriteFile(name, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
-}
-
-// removePidFile removes name if it holds this process's id.
-func removePidFile(name string) {
-	if b, err := os.ReadFile(name); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
-		os.Remove(name)
-	}
 }
