@@ -84,6 +84,14 @@
 // method, set as Server.Listen, serves each config address on the socket
 // passed for it. See docs/service.md.
 //
+// # As a container's PID 1
+//
+// On Linux a program started as the first process of a PID namespace
+// calls RunAsInit first: it runs the program again as its only child,
+// passes the server's signals on, reaps the orphans the namespace's
+// processes leave, and returns the child's exit status. UnderInit tells
+// the child (a master refuses a binary upgrade there).
+//
 // # Logging
 //
 // Until the config's log is set up, records go to Server.Logger (or

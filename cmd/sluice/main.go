@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/daemon/supervisor"
 )
 
@@ -83,7 +84,11 @@ type command struct {
 var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, stopCommand, upgradeCommand, demoCommand, versionCommand}
 
 func main() {
-	if status, ran := runAsPID1(os.Args[1:], os.Stderr); ran {
+	if status, ran, err := daemon.RunAsInit(os.Args[1:]); ran { // as a container's PID 1
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sluice: as PID 1, cannot start the server:", err)
+			os.Exit(exitError)
+		}
 		os.Exit(status)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

@@ -17,7 +17,7 @@ import (
 // daemon/supervisor) until SIGINT or SIGTERM.
 func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger, act *daemon.Activation) int {
 	m := &supervisor.Master{Grace: f.grace, Stdout: stdout, Stderr: stderr, Logger: log}
-	if os.Getenv(underPID1Env) != "" {
+	if daemon.UnderInit() {
 		m.NoUpgrade = "this master runs under sluice as PID 1, which would end with it; replace the container instead"
 	}
 	if act != nil {
