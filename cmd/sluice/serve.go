@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
@@ -266,95 +262,26 @@ func (f *serveFlags) override(cfg *config.Config) error {
 
 // parseWorkers parses --workers as config.Config.Workers.
 func parseWorkers(s string) (int, error) {
-	if s == "auto" {
-		return config.WorkersAuto, nil
-	}
-	var n int
-	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 || fmt.Sprint(n) != s {
-		return 0, fmt.Errorf("--workers: want a number of processes (0 for none) or auto, got %q", s)
-	}
-	if n > config.MaxWorkers {
-		return 0, fmt.Errorf("--workers: %d is more than %d", n, config.MaxWorkers)
+	n, err := config.ParseWorkers(s)
+	if err != nil {
+		return 0, fmt.Errorf("--workers: %w", err)
 	}
 	return n, nil
 }
 
-// configYAML returns the config file the flags stand for: one route
-// serving the root directory (with an absolute path, so the file means the
-// same wherever it is saved), compressed with --compress.
+// configYAML returns the config file the flags stand for (a
+// config.Folder).
 func (f *serveFlags) configYAML() ([]byte, error) {
-	root, err := filepath.Abs(f.root)
-	if err != nil {
+	if _, err := parseWorkers(f.workers); err != nil {
 		return nil, err
 	}
-	w, err := parseWorkers(f.workers)
-	if err != nil {
-		return nil, err
+	folder := &config.Folder{
+		Root: f.root, Listen: f.listen, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
+		Browse: f.browse, Compress: f.compress, ServerHeader: f.serverHeader,
+		Workers: f.workers, PidFile: f.pidFile,
+		Comment: "The config file equivalent to: sluice serve " + f.commandLine(),
 	}
-	var filesEntry any = map[string]any{"files": root}
-	if f.browse {
-		filesEntry = map[string]any{"files": yamlMap("root", root, "browse", true)}
-	}
-	pipeline := []any{filesEntry}
-	if f.compress {
-		pipeline = append(pipeline, "compress")
-	}
-	var listen any = f.listen
-	if f.tlsCert != "" {
-		cert, err := filepath.Abs(f.tlsCert)
-		if err != nil {
-			return nil, err
-		}
-		key, err := filepath.Abs(f.tlsKey)
-		if err != nil {
-			return nil, err
-		}
-		listen = yamlMap("address", f.listen, "tls", yamlMap("cert", cert, "key", key))
-	}
-	top := yamlMap("listen", listen)
-	if w != 0 {
-		top.Content = append(top.Content, yamlMap("workers", f.workers).Content...)
-	}
-	var sh any = f.serverHeader
-	if f.serverHeader == "" {
-		sh = false
-	}
-	top.Content = append(top.Content, yamlMap("server_header", sh).Content...)
-	if f.pidFile != "" {
-		pf, err := filepath.Abs(f.pidFile)
-		if err != nil {
-			return nil, err
-		}
-		top.Content = append(top.Content, yamlMap("pid_file", pf).Content...)
-	}
-	routes := []any{yamlMap("match", "/", "pipeline", pipeline)}
-	top.Content = append(top.Content, yamlMap("routes", routes).Content...)
-	top.HeadComment = "The config file equivalent to: sluice serve " + f.commandLine()
-
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(top); err != nil {
-		return nil, err
-	}
-	enc.Close()
-	return b.Bytes(), nil
-}
-
-// yamlMap builds a YAML mapping node of keys and values, in order.
-func yamlMap(kv ...any) *yaml.Node {
-	m := &yaml.Node{Kind: yaml.MappingNode}
-	for i := 0; i+1 < len(kv); i += 2 {
-		var k, v yaml.Node
-		k.Encode(kv[i])
-		if n, ok := kv[i+1].(*yaml.Node); ok {
-			v = *n
-		} else {
-			v.Encode(kv[i+1])
-		}
-		m.Content = append(m.Content, &k, &v)
-	}
-	return m
+	return folder.YAML()
 }
 
 // commandLine lists the serve flags given, for the printed config's
