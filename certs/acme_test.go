@@ -1,11 +1,13 @@
 package certs
 
 import (
-	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,14 +64,24 @@ routes:
 	plainAddr, tlsAddr := ts.eps[0].addr, ts.eps[1].addr
 
 	client := ca.ClientConfig(acmeDomain)
-	keep, err := tls.Dial("tcp", tlsAddr, client)
-	if err != nil {
-		t.Fatal(err)
+	keep := &http.Transport{TLSClientConfig: client} // one keep-alive connection
+	defer keep.CloseIdleConnections()
+	// get asks for / on keep's connection: the body, the serial of the
+	// certificate the connection got, and whether it was open already.
+	get := func() (body string, serial *big.Int, reused bool) {
+		t.Helper()
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", "https://"+tlsAddr+"/", nil)
+		resp, err := keep.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp.TLS.PeerCertificates[0].SerialNumber, reused
 	}
-	defer keep.Close()
-	first := keep.ConnectionState().PeerCertificates[0].SerialNumber
-	kr := bufio.NewReader(keep)
-	if _, body := ask(t, keep, kr, "/"); body != "hi" {
+	body, first, _ := get()
+	if body != "hi" {
 		t.Fatalf("body %q", body)
 	}
 	if c, err := tls.Dial("tcp", tlsAddr, ca.ClientConfig("other.test")); err == nil {
@@ -86,8 +98,8 @@ routes:
 		defer c.Close()
 		return c.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(first) != 0
 	})
-	if _, body := ask(t, keep, kr, "/"); body != "hi" {
-		t.Errorf("the keep-alive connection from before the renewal: body %q", body)
+	if body, serial, reused := get(); body != "hi" || !reused || serial.Cmp(first) != 0 {
+		t.Errorf("the keep-alive connection from before the renewal: body %q, open before %v, its certificate the first %v", body, reused, serial.Cmp(first) == 0)
 	}
 
 	// Challenges of another process's order.

@@ -1,9 +1,7 @@
 package certs
 
 import (
-	"bufio"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -12,7 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -130,17 +127,4 @@ func writeFile(t *testing.T, name, text string) {
 	if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// ask sends a GET for path on c and returns the response, body read.
-func ask(t *testing.T, c net.Conn, br *bufio.Reader, path string) (*http.Response, string) {
-	t.Helper()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
 }
