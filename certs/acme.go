@@ -73,7 +73,7 @@ func (am *acmeManager) obtainAll(a *config.ACME, log *slog.Logger) {
 	}
 }
 
-// getCertificate is GetCertificate for the manager's listener: the
+// getCertificate is GetCertificate for the manager's endpoints: the
 // challenge certificate an ACME validator asks for (TLS-ALPN-01), or
 // the domain's certificate, obtained (at its first handshake if need be)
 // or, with files, read from the data directory.
