@@ -47,6 +47,21 @@
 // request finding every host it may use at max_conns waits in the Queue,
 // first come first served, for a connection or a place to come free.
 //
+// # Attempts
+//
+// A request's way through the hosts is an Attempts (Group.Begin), a
+// value on the transport's stack that allocates nothing unless the
+// request waits: Next picks a host, skipping those tried, marked down or
+// at max_conns, and waits in the queue when every host left is at
+// max_conns; the transport gets its connection (a queue's grant, or
+// Host.Get; Full when the host is at max_conns), then Start, the
+// exchange, and Done, or Failed (counted for passive health, and tried
+// again on another host when the transport says it may be and the
+// retries allow), or Rejected for an answer it counts as a failure. Err
+// tells a request that ends without a host's answer: none up, or the
+// upstreams busy. Which outcomes are failures, whether the request is
+// safe to send again, and what the client is told are the transport's.
+//
 // # Where the HTTP/1.1 client lives
 //
 // The HTTP/1.1 client itself (its connection with raw socket reads, the
@@ -55,8 +70,9 @@
 // type, its response head and its body reader are read field by field by
 // the proxy's hot path (a zero-allocation keep-alive GET), and exporting
 // them as an API is a change of its own. It plugs into this package as
-// the first transport (proxy/pool.go is all of the seam); a FastCGI or
-// HTTP/2 transport plugs in beside it the same way, with its own
-// connection type, and so gets the pools, balancing, health and queue
-// the proxy has.
+// the first transport (proxy/pool.go gets its connections from a Host,
+// proxy/retry.go drives a request's Attempts); a FastCGI or HTTP/2
+// transport plugs in beside it the same way, with its own connection
+// type, and so gets the pools, balancing, health, queue and retries the
+// proxy has.
 package upstream

@@ -25,6 +25,9 @@ type Config struct {
 	// Health gives the Rise and Fall of the active checks' verdicts
 	// (StartChecks).
 	Health Health
+	// Passive says when the failures Attempts counts (Failed,
+	// Rejected) mark a host down; its zero value never does.
+	Passive PassiveHealth
 }
 
 // Group is the upstreams a transport serves requests from: its Hosts,
@@ -40,9 +43,10 @@ type Group[C Conn] struct {
 	// its place here. Read-only.
 	Hosts []*Host[C]
 
-	bal    *Balancer
-	queue  *Queue[C]
-	health Health
+	bal     *Balancer
+	queue   *Queue[C]
+	health  Health
+	passive PassiveHealth
 
 	closeOnce sync.Once
 	stopCheck chan struct{} // closed by Close; nil without active checks
@@ -58,7 +62,7 @@ func NewGroup[C Conn](names []string, bal *Balancer, cfg Config, put func(C)) (*
 	if len(names) == 0 || len(names) > 64 {
 		return nil, fmt.Errorf("upstream: %d hosts, want 1 to 64", len(names))
 	}
-	g := &Group[C]{bal: bal, health: cfg.Health}
+	g := &Group[C]{bal: bal, health: cfg.Health, passive: cfg.Passive}
 	if cfg.MaxConns > 0 && cfg.Queue > 0 {
 		g.queue = newQueue(cfg.Queue, cfg.QueueTimeout, put)
 	}
