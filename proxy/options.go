@@ -289,6 +289,7 @@ func New(opts Options) (*Proxy, error) {
 		Queue:        orDefault(opts.Queue, DefaultQueue),
 		QueueTimeout: orDefault(opts.QueueTimeout, DefaultQueueTimeout),
 		Health:       p.health,
+		Passive:      p.passive,
 	}, (*upConn).put)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)

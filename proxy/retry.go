@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
@@ -26,9 +25,13 @@ type failure struct {
 // busy is the failure of an upstream at max_conns: nothing was sent.
 var busy = &failure{status: http.StatusServiceUnavailable, msg: "upstreams busy", err: upstream.ErrFull, retry: true}
 
-// busyFailure is the failure of a request that could not wait, or
-// waited in vain, for an upstream at max_conns.
+// busyFailure is the failure of a request that found every upstream
+// left at max_conns (upstream.ErrFull) and could not wait, or waited in
+// vain, for one.
 func busyFailure(err error) *failure {
+	if err == upstream.ErrFull {
+		return busy
+	}
 	msg := "upstreams busy, too many requests waiting"
 	switch err {
 	case upstream.ErrQueueTimeout:
@@ -56,105 +59,68 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		}
 	}
 
-	// Upstreams marked down count as tried already.
-	var tried, full uint64 // tried, and found at max_conns
-	now := upstream.Now()
-	for i, u := range p.grp.Hosts {
-		if !u.Up(now) {
-			tried |= 1 << i
-		}
-	}
-	all := uint64(1)<<len(p.grp.Hosts) - 1 // (wraps to every bit for 64)
 	safe := idempotent(r) && !hasBody
 	x.interim = false
 	var last *failure
-	var gen uint64              // the queue's generation as this round of asking began
-	var queueDeadline time.Time // set once the request first waits
-	for failures := 0; ; {
-		if full == 0 {
-			gen = p.queue.Generation()
-		}
-		var up *host
+	a := p.grp.Begin(safe, p.retries)
+	for a.Next(r, client, c) {
+		up := a.Host()
 		var uc *upConn
 		var err error
-		if i := p.grp.Pick(tried|full, r, client); i >= 0 {
-			up = p.grp.Hosts[i]
-			if uc, err = getConn(up, now, p.connectTO, false); err == upstream.ErrFull {
-				full |= 1 << i
-				last = busy
-				continue
-			}
-		} else if full != 0 && p.queue != nil {
-			// Every upstream left is at max_conns: wait for one.
-			if queueDeadline.IsZero() {
-				queueDeadline = time.Now().Add(p.queue.Timeout())
-			}
-			g, werr := p.queue.Wait(full, gen, queueDeadline, c.Gone())
-			if werr != nil {
-				last = busyFailure(werr)
-				break
-			}
-			full = 0
-			now = upstream.Now() // waited: deadlines count from here
-			if g.Conn == nil && !g.Place {
-				continue // a connection came free meanwhile: ask again
-			}
-			up = g.Host
-			uc, err = take(up, g.Conn, p.connectTO)
-		} else {
-			break
+		if g, ok := a.Granted(); ok {
+			uc, err = take(up, g, p.connectTO)
+		} else if uc, err = getConn(up, a.Now(), p.connectTO, false); err == upstream.ErrFull {
+			a.Full()
+			continue
 		}
-		tried |= 1 << up.Index()
-		up.Begin()
-		try := attempt{c: c, x: x, up: up, uc: uc, getErr: err, now: now, hasBody: hasBody, expect: expect, upgrade: upgrade}
+		a.Start()
+		try := attempt{c: c, x: x, up: up, uc: uc, getErr: err, now: a.Now(), hasBody: hasBody, expect: expect, upgrade: upgrade}
 		uc, f := p.roundTrip(&try)
 		if f != nil && f.stale {
 			// A pooled connection the upstream had closed, found out
 			// only by sending on it: not the upstream's fault, and safe
 			// to try again on a new connection.
-			try.uc, try.getErr = getConn(up, now, p.connectTO, true)
+			try.uc, try.getErr = getConn(up, a.Now(), p.connectTO, true)
 			uc, f = p.roundTrip(&try)
 		}
 		if f == nil && x.head.status == http.StatusSwitchingProtocols {
 			err := p.tunnel(c, w, x, uc)
-			up.End()
+			a.Done()
 			return err
 		}
 		if f == nil && slices.Contains(p.failStatus, x.head.status) {
-			p.failed(up)
-			if !safe || x.interim || failures >= p.retries || (tried|full)&all == all {
+			again := a.Rejected(x.interim)
+			p.logDown(&a)
+			if !again {
 				err := p.respond(c, w, x, uc, r)
-				up.End()
+				a.Done()
 				return err
 			}
 			// Tried elsewhere, as nginx's proxy_next_upstream does; the
 			// connection goes, with the body unread.
 			uc.discard()
-			up.End()
+			a.Done()
 			status := x.head.status
 			p.log.Warn("proxy: upstream answered a fail_status", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "status", status)
 			last = &failure{status: status, msg: "upstream answered " + strconv.Itoa(status), retry: true}
-			failures++
 			continue
 		}
 		if f == nil {
 			err := p.respond(c, w, x, uc, r)
-			up.End()
+			a.Done()
 			return err
 		}
-		up.End()
 		last = f
 		p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
-		if f.fault {
-			p.failed(up)
-		}
-		if !f.retry || failures >= p.retries {
-			break
-		}
-		failures++
+		a.Failed(f.fault, f.retry)
+		p.logDown(&a)
 	}
-	if last == nil {
+	switch err := a.Err(); err {
+	case nil:
+	case upstream.ErrNoUpstream:
 		return writeError(c, w, http.StatusServiceUnavailable, "no upstream available")
+	default:
+		last = busyFailure(err)
 	}
 	if last.status == http.StatusServiceUnavailable && (last == busy || last.err == upstream.ErrQueueFull || last.err == upstream.ErrQueueTimeout) {
 		c.Header().Set("Retry-After", "1")
@@ -162,10 +128,11 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	return writeError(c, w, last.status, last.msg)
 }
 
-// failed counts a failed request to up for the passive checks.
-func (p *Proxy) failed(up *host) {
-	if up.Failed(time.Now(), &p.passive) {
-		p.log.Warn("proxy: upstream down after failed requests", "upstream", up.Name,
+// logDown logs an upstream that a's last failure marked down under the
+// passive checks.
+func (p *Proxy) logDown(a *upstream.Attempts[*upConn]) {
+	if a.Down() {
+		p.log.Warn("proxy: upstream down after failed requests", "upstream", a.Host().Name,
 			"failures", p.passive.Failures, "window", p.passive.Window, "down_for", p.passive.DownFor)
 	}
 }
