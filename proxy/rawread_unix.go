@@ -5,9 +5,8 @@ package proxy
 import (
 	"io"
 	"syscall"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // bindRaw readies c for peek, once per connection (the bound method
@@ -29,11 +28,12 @@ func (c *upConn) bindRaw() {
 
 // read reads from the upstream into p. Like nc.Read (the runtime's
 // poller waits when nothing is there, deadlines apply), but its system
-// call is a raw one: a non-blocking read need not tell the scheduler it
-// might block, which otherwise lets the runtime's monitor hand the
-// goroutine's processor to another thread when a read runs long (a
-// futex wake and a thread switch, at partial load about every third
-// request).
+// call is sock.Recv's raw one (on Linux): a non-blocking read need not
+// tell the scheduler it might block, which otherwise lets the runtime's
+// monitor hand the goroutine's processor to another thread when a read
+// runs long (a futex wake and a thread switch, at partial load about
+// every third request). The descriptor is the net package's, which
+// dials non-blocking: the nb that sock's calls are told.
 //
 // When a request head is pending (see upConn.pending), it is written
 // first, inside the same RawConn.Read call, which then waits for the
@@ -73,16 +73,16 @@ func (c *upConn) read(p []byte) (int, error) {
 func (c *upConn) readFd(fd uintptr) bool {
 	for len(c.pending) > 0 {
 		b := c.pending
-		n, e := sysSend(fd, b)
-		switch e {
-		case 0:
+		n, err := sock.Send(int(fd), b, nil, 0, true)
+		switch err {
+		case nil:
 			c.pending = b[n:]
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return true // read finishes the write (see read)
 		default:
 			c.pending = nil
-			c.rerr = e
+			c.rerr = err
 			return true
 		}
 		if len(c.pending) == 0 {
@@ -91,9 +91,9 @@ func (c *upConn) readFd(fd uintptr) bool {
 		}
 	}
 	for {
-		n, e := sysRecv(fd, c.rbuf)
-		switch e {
-		case 0:
+		n, err := sock.Recv(int(fd), c.rbuf, true)
+		switch err {
+		case nil:
 			c.rn = n
 			return true
 		case syscall.EINTR:
@@ -101,13 +101,13 @@ func (c *upConn) readFd(fd uintptr) bool {
 		case syscall.EAGAIN:
 			return false // the poller waits for more
 		}
-		c.rerr = e
+		c.rerr = err
 		return true
 	}
 }
 
-// write writes all of p to the upstream, as nc.Write does, with raw
-// system calls (see read).
+// write writes all of p to the upstream, as nc.Write does, with
+// sock.Send's raw system calls (see read).
 func (c *upConn) write(p []byte) (int, error) {
 	if c.rc == nil || len(p) == 0 {
 		return c.nc.Write(p)
@@ -124,42 +124,26 @@ func (c *upConn) write(p []byte) (int, error) {
 func (c *upConn) writeFd(fd uintptr) bool {
 	for c.wn < len(c.wbuf) {
 		b := c.wbuf[c.wn:]
-		n, e := sysSend(fd, b)
-		switch e {
-		case 0:
+		n, err := sock.Send(int(fd), b, nil, 0, true)
+		switch err {
+		case nil:
 			c.wn += n
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false // the poller waits for room
 		default:
-			c.werr = e
+			c.werr = err
 			return true
 		}
 	}
 	return true
 }
 
-// sysRecv and sysSend are recv(2) and send(2), without flags, as raw
-// system calls (recvfrom and sendto without an address): on a socket
-// they do what read(2) and write(2) do, but go straight to the socket,
-// where read and write pass through the file layer first (position
-// lock, access checks, file notifications). p must not be empty. (The
-// numbers are x/sys/unix's: the syscall package's linux/386 has none,
-// sending socket calls through socketcall.)
-func sysRecv(fd uintptr, p []byte) (int, syscall.Errno) {
-	n, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
-	return int(n), e
-}
-
-func sysSend(fd uintptr, p []byte) (int, syscall.Errno) {
-	n, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
-	return int(n), e
-}
-
 // peek reports whether the idle connection is clean: the upstream has
 // neither closed it nor sent anything unasked. It is one non-blocking
-// recv with MSG_PEEK, through Control so that no deadline (a past one
-// from the last exchange included) and no poller state is involved.
+// recv with MSG_PEEK (sock.Peek), through Control so that no deadline (a
+// past one from the last exchange included) and no poller state is
+// involved.
 func (c *upConn) peek() bool {
 	if c.rc == nil {
 		return true
@@ -175,14 +159,13 @@ func (c *upConn) peek() bool {
 // for it is made before every reuse.
 func (c *upConn) peekFd(fd uintptr) {
 	for {
-		_, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
-			unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
-		if e == syscall.EINTR {
+		_, err := sock.Peek(int(fd), c.peekBuf[:])
+		if err == syscall.EINTR {
 			continue
 		}
 		// Nothing to read is the one clean answer: a byte is a response
 		// nobody asked for, 0 bytes the upstream's FIN, an error a reset.
-		c.peekClean = e == syscall.EAGAIN || e == syscall.EWOULDBLOCK
+		c.peekClean = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
 		return
 	}
 }
