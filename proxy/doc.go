@@ -127,7 +127,10 @@
 // a retry. The client is told, in a short plain-text body: 502 when the
 // upstream is unreachable, closed the connection or sent a malformed
 // response; 504 when connecting or the response head took too long; 503
-// when every upstream is marked down.
+// when every upstream is marked down. The picking, the waiting, the
+// counting and these decisions are package upstream's (its Attempts,
+// which a FastCGI or HTTP/2 transport drives the same way); what counts
+// as a failure, and what the client is told, are the proxy's.
 //
 // A response whose status FailStatus lists (none by default; nginx
 // too counts only errors unless its proxy_next_upstream names
