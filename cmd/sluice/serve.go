@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -233,31 +232,19 @@ func warnUnmatched(cfg *config.Config, act *daemon.Activation) {
 }
 
 // override applies the command line's --listen, --workers and --pid-file
-// to a config loaded from a file.
+// to a config loaded from a file (config.Overrides).
 func (f *serveFlags) override(cfg *config.Config) error {
+	var o config.Overrides
 	if f.set["listen"] {
-		a, err := config.ParseAddress(f.listen)
-		if err != nil {
-			cfg.Close()
-			return fmt.Errorf("--listen: %w", err)
-		}
-		cfg.Listen = []config.Address{a}
+		o.Listen = &f.listen
 	}
 	if f.set["workers"] {
-		w, err := parseWorkers(f.workers)
-		if err != nil {
-			cfg.Close()
-			return err
-		}
-		cfg.Workers = w
-		if w != 0 { // the file's warning, if any, is about the value overridden
-			cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(w *config.Warning) bool { return w.Msg == config.HealthWarning })
-		}
+		o.Workers = &f.workers
 	}
 	if f.set["pid-file"] {
-		cfg.PidFile = f.pidFile
+		o.PidFile = &f.pidFile
 	}
-	return nil
+	return o.Apply(cfg)
 }
 
 // parseWorkers parses --workers as config.Config.Workers.
