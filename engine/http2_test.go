@@ -24,36 +24,21 @@ import (
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
-// h2Server serves h on a loopback port: over TLS offering "h2" and
-// "http/1.1" by ALPN with a certificate for 127.0.0.1 from ca, or, with
-// ca nil, in cleartext with H2C. It is shut down when the test ends.
+// h2Server serves h on a loopback port with sluicetest's server, sending
+// "Server: sluice-test": over TLS offering "h2" and "http/1.1" by ALPN
+// with a certificate from ca, or, with ca nil, in cleartext with H2C. It
+// is closed when the test ends.
 func h2Server(t *testing.T, ca *sluicetest.CA, h engine.Handler, lim engine.Limits) (*engine.Server, string) {
 	t.Helper()
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	opts := []sluicetest.Option{sluicetest.HTTP2(), sluicetest.Configure(func(srv *engine.Server) {
+		srv.Limits, srv.ServerHeader = lim, "sluice-test"
+	})}
+	if ca == nil {
+		s := sluicetest.NewServer(t, h, opts...)
+		return s.Engine, s.Addr
 	}
-	srv := &engine.Server{Handler: h, Limits: lim, ServerHeader: "sluice-test"}
-	o := engine.ListenerOptions{H2C: true}
-	if ca != nil {
-		o = engine.ListenerOptions{TLS: &tls.Config{
-			Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")},
-			NextProtos:   []string{"h2", "http/1.1"},
-		}}
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeWith(ln, o) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; !errors.Is(err, engine.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return srv, ln.Addr().String()
+	s := sluicetest.NewTLSServer(t, h, append(opts, sluicetest.CertificateFrom(ca))...)
+	return s.Engine, s.Addr
 }
 
 // h2Client is Go's HTTP/2 client for a server of h2Server: over TLS
@@ -346,24 +331,13 @@ func BenchmarkHTTP2(b *testing.B) {
 	})
 	for _, name := range []string{"h2c", "tls"} {
 		b.Run(name, func(b *testing.B) {
-			var ca *sluicetest.CA
-			scheme := "http"
+			newServer := sluicetest.NewServer
 			if name == "tls" {
-				ca, scheme = sluicetest.NewCA(b), "https"
+				newServer = sluicetest.NewTLSServer
 			}
-			ln, err := engine.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv := &engine.Server{Handler: hello}
-			o := engine.ListenerOptions{H2C: ca == nil}
-			if ca != nil {
-				o.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Issue(b, "127.0.0.1")}, NextProtos: []string{"h2"}}
-			}
-			go srv.ServeWith(ln, o)
-			defer srv.Close()
-			client := h2Client(b, ca)
-			url := scheme + "://" + ln.Addr().String() + "/"
+			s := newServer(b, hello, sluicetest.HTTP2())
+			client := h2Client(b, s.CA)
+			url := s.URL + "/"
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {

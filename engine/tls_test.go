@@ -19,30 +19,9 @@ import (
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
-// tlsServer serves h over TLS on a loopback port with a certificate for
-// 127.0.0.1 from ca, and returns the server and its address; it is shut
-// down when the test ends.
-func tlsServer(t *testing.T, ca *sluicetest.CA, h engine.Handler, lim engine.Limits) (*engine.Server, string) {
-	t.Helper()
-	ln, err := engine.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &engine.Server{Handler: h, Limits: lim}
-	cfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}}
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeWith(ln, engine.ListenerOptions{TLS: cfg}) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; !errors.Is(err, engine.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return srv, ln.Addr().String()
+// withLimits sets a test server's engine.Limits.
+func withLimits(lim engine.Limits) sluicetest.Option {
+	return sluicetest.Configure(func(srv *engine.Server) { srv.Limits = lim })
 }
 
 // tlsHello answers with the connection's TLS version, server name and
@@ -59,11 +38,10 @@ var tlsHello = engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Reques
 // answered in order on one connection, and a third after the connection
 // has idled; each request carries the connection's TLS state.
 func TestTLSKeepAlivePipelining(t *testing.T) {
-	ca := sluicetest.NewCA(t)
-	_, addr := tlsServer(t, ca, tlsHello, engine.Limits{})
-	cfg := ca.ClientConfig("127.0.0.1")
+	s := sluicetest.NewTLSServer(t, tlsHello)
+	cfg := s.ClientConfig()
 	cfg.NextProtos = []string{"http/1.1"}
-	c, err := tls.Dial("tcp", addr, cfg)
+	c, err := tls.Dial("tcp", s.Addr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +72,8 @@ func TestTLSKeepAlivePipelining(t *testing.T) {
 // A client that opens a connection to a TLS listener and never finishes
 // the handshake is closed once HeaderTimeout passes.
 func TestTLSHandshakeTimeout(t *testing.T) {
-	ca := sluicetest.NewCA(t)
-	srv, addr := tlsServer(t, ca, tlsHello, engine.Limits{HeaderTimeout: 200 * time.Millisecond})
+	s := sluicetest.NewTLSServer(t, tlsHello, withLimits(engine.Limits{HeaderTimeout: 200 * time.Millisecond}))
+	srv, addr := s.Engine, s.Addr
 	for _, send := range []string{"", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"} { // nothing; the start of a ClientHello
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -125,16 +103,14 @@ func TestTLSSendFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ca := sluicetest.NewCA(t)
-	_, addr := tlsServer(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+	s := sluicetest.NewTLSServer(t, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
 		if err := w.(engine.FileSender).SendFile(f, 16, int64(len(data))-32); err != nil {
 			t.Error(err)
 		}
-	}), engine.Limits{})
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientConfig("")}}
-	defer client.CloseIdleConnections()
+	}))
+	client := s.Client()
 	for range 2 { // the second on the kept-alive connection
-		resp, err := client.Get("https://" + addr + "/")
+		resp, err := client.Get(s.URL + "/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,8 +129,7 @@ func TestTLSSendFile(t *testing.T) {
 // goes away, as on a plain one.
 func TestTLSGone(t *testing.T) {
 	entered, result := make(chan struct{}), make(chan bool, 1)
-	ca := sluicetest.NewCA(t)
-	_, addr := tlsServer(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+	s := sluicetest.NewTLSServer(t, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
 		gone := w.(engine.GoneNotifier).Gone()
 		close(entered)
 		select {
@@ -163,8 +138,8 @@ func TestTLSGone(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			result <- false
 		}
-	}), engine.Limits{})
-	c, err := tls.Dial("tcp", addr, ca.ClientConfig(""))
+	}))
+	c, err := s.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,16 +154,16 @@ func TestTLSGone(t *testing.T) {
 // Idle TLS keep-alive connections are closed by the idle timeout, and by
 // Shutdown at once; a request in flight finishes with Connection: close.
 func TestTLSIdleAndShutdown(t *testing.T) {
-	ca := sluicetest.NewCA(t)
 	release := make(chan struct{})
-	srv, addr := tlsServer(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+	s := sluicetest.NewTLSServer(t, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
 		if string(r.Path) == "/slow" {
 			<-release
 		}
 		w.WriteString("ok\n")
-	}), engine.Limits{IdleTimeout: 300 * time.Millisecond})
+	}), withLimits(engine.Limits{IdleTimeout: 300 * time.Millisecond}))
+	srv, addr := s.Engine, s.Addr
 
-	idle, err := tls.Dial("tcp", addr, ca.ClientConfig(""))
+	idle, err := s.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +177,7 @@ func TestTLSIdleAndShutdown(t *testing.T) {
 		t.Fatalf("idle connection: read %d, %v; want it closed by the idle timeout", n, err)
 	}
 
-	busy, err := tls.Dial("tcp", addr, ca.ClientConfig(""))
+	busy, err := s.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
