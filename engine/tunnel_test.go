@@ -48,9 +48,8 @@ func TestTunnel(t *testing.T) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	io.WriteString(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n")
-	resp, err := readResponse(br)
-	if err != nil || !strings.HasPrefix(resp, "HTTP/1.1 200") || !strings.HasSuffix(resp, "plain") {
-		t.Fatalf("plain request: %q, %v", resp, err)
+	if resp, body := sluicetest.ReadResponse(t, br, "GET"); resp.Proto != "HTTP/1.1" || resp.StatusCode != 200 || body != "plain" {
+		t.Fatalf("plain request: %s %s, body %q", resp.Proto, resp.Status, body)
 	}
 	io.WriteString(c, "GET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nhi")
 	head := ""
@@ -78,29 +77,4 @@ func TestTunnel(t *testing.T) {
 	if _, err := io.ReadFull(br, got); err != nil || string(got) != "ping" {
 		t.Fatalf("echo: %q, %v", got, err)
 	}
-}
-
-// readResponse reads one response with a Content-Length body.
-func readResponse(br *bufio.Reader) (string, error) {
-	var b strings.Builder
-	n := 0
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return b.String(), err
-		}
-		b.WriteString(line)
-		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-			for _, c := range strings.TrimSpace(v) {
-				n = n*10 + int(c-'0')
-			}
-		}
-		if line == "\r\n" {
-			break
-		}
-	}
-	body := make([]byte, n)
-	_, err := io.ReadFull(br, body)
-	b.Write(body)
-	return b.String(), err
 }
