@@ -86,32 +86,6 @@ routes:
 	return sluicetest.NewServer(t, cfg.Handler()).Addr
 }
 
-// errorExchange sends raw request bytes, one request, on a new connection
-// and reads its response.
-func errorExchange(t *testing.T, addr, raw string) (*http.Response, string) {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	method, _, _ := strings.Cut(raw, " ")
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
-	if err != nil {
-		t.Fatalf("%q: %v", raw, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%q: body: %v", raw, err)
-	}
-	return resp, string(b)
-}
-
 func TestErrorPages(t *testing.T) {
 	addr := errorSite(t)
 	for _, tc := range []struct {
@@ -150,7 +124,7 @@ func TestErrorPages(t *testing.T) {
 			"400 Bad Request", map[string]string{"Content-Type": "text/plain; charset=utf-8"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := errorExchange(t, addr, tc.raw)
+			resp, body := sluicetest.RoundTrip(t, addr, tc.raw)
 			if resp.StatusCode != tc.status || !strings.Contains(body, tc.body) {
 				t.Errorf("%d %q, want %d with %q", resp.StatusCode, body, tc.status, tc.body)
 			}
@@ -173,8 +147,8 @@ func TestErrorPages(t *testing.T) {
 
 func TestErrorPagesRetryAfter(t *testing.T) {
 	addr := errorSite(t)
-	errorExchange(t, addr, "GET /limited HTTP/1.1\r\nHost: a\r\n\r\n") // takes the one token
-	resp, body := errorExchange(t, addr, "GET /limited HTTP/1.1\r\nHost: a\r\n\r\n")
+	sluicetest.RoundTrip(t, addr, "GET /limited HTTP/1.1\r\nHost: a\r\n\r\n") // takes the one token
+	resp, body := sluicetest.RoundTrip(t, addr, "GET /limited HTTP/1.1\r\nHost: a\r\n\r\n")
 	if resp.StatusCode != 429 || body != "<h1>server 4xx 429 GET</h1>\n" || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("%d %q Retry-After %q, want 429, the 4xx page and Retry-After", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 	}
@@ -184,7 +158,7 @@ func TestErrorPagesRetryAfter(t *testing.T) {
 // the GET pipelined after it is read intact.
 func TestErrorPagesHead(t *testing.T) {
 	addr := errorSite(t)
-	_, page := errorExchange(t, addr, "GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n")
+	_, page := sluicetest.RoundTrip(t, addr, "GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -215,8 +189,8 @@ func TestErrorPagesHead(t *testing.T) {
 // Filters run over the page: compress encodes it.
 func TestErrorPagesCompressed(t *testing.T) {
 	addr := errorSite(t)
-	_, page := errorExchange(t, addr, "GET /z/missing HTTP/1.1\r\nHost: a\r\n\r\n")
-	resp, body := errorExchange(t, addr, "GET /z/missing HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip\r\n\r\n")
+	_, page := sluicetest.RoundTrip(t, addr, "GET /z/missing HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, body := sluicetest.RoundTrip(t, addr, "GET /z/missing HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip\r\n\r\n")
 	if resp.StatusCode != 404 || resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Fatalf("%d Content-Encoding %q, want 404 gzip", resp.StatusCode, resp.Header.Get("Content-Encoding"))
 	}

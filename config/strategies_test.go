@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bufio"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -250,28 +248,12 @@ var strategyDigits = regexp.MustCompile(`[0-9]+`)
 // header fields but Date (and tc.ignore), sorted, and the body.
 func strategyDo(t *testing.T, addr, wire string, tc strategyCase) (int, string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
 	head, body, found := strings.Cut(wire, "\r\n\r\n")
 	if found {
 		head += "\r\n"
 	}
-	if _, err := io.WriteString(c, head+"Host: a\r\nConnection: close\r\n\r\n"+body); err != nil {
-		t.Fatal(err)
-	}
-	method, _, _ := strings.Cut(wire, " ")
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
-	if err != nil {
-		t.Fatalf("%q: %v", wire, err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%q: reading the body: %v", wire, err)
-	}
+	resp, text := sluicetest.RoundTrip(t, addr, head+"Host: a\r\nConnection: close\r\n\r\n"+body)
+	b := []byte(text)
 	resp.Header.Del("Date")
 	for _, name := range tc.ignore {
 		resp.Header.Del(name)
