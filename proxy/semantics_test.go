@@ -2,18 +2,15 @@ package proxy
 
 import (
 	"bufio"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -222,12 +219,8 @@ func TestEarlyHintsPassedOn(t *testing.T) {
 	if len(interim) != 2 || interim[0] != "HTTP/1.1 103 Early Hints" || interim[1] != "Link: </a.css>; rel=preload" {
 		t.Fatalf("interim response %q, want the 103 with its Link only", interim)
 	}
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(body) != "ok" || resp.Header.Get("Link") != "" {
+	resp, body := sluicetest.ReadResponse(t, br, "GET")
+	if resp.StatusCode != 200 || body != "ok" || resp.Header.Get("Link") != "" {
 		t.Fatalf("final response %d %q, Link %q", resp.StatusCode, body, resp.Header.Get("Link"))
 	}
 }
@@ -247,12 +240,8 @@ func TestEarlyAnswerDuringUpload(t *testing.T) {
 		io.WriteString(conn, fmt.Sprintf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size))
 		conn.Write(make([]byte, size)) // fails once the server stops reading
 	}()
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(body) != "too big\n" {
+	resp, body := sluicetest.ReadResponse(t, bufio.NewReader(conn), "POST")
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || body != "too big\n" {
 		t.Fatalf("got %d %q, want the upstream's 413", resp.StatusCode, body)
 	}
 }
@@ -260,29 +249,20 @@ func TestEarlyAnswerDuringUpload(t *testing.T) {
 // A request that came over TLS is named https to the upstream.
 func TestForwardedProtoTLS(t *testing.T) {
 	up := echoFields(t, "X-Forwarded-Proto", "Forwarded")
-	ca := sluicetest.NewCA(t)
 	for _, c := range []struct{ mode, want string }{
 		{ForwardedXFF, "X-Forwarded-Proto=https\nForwarded=\n"},
 		{ForwardedRFC7239, "X-Forwarded-Proto=\nForwarded=for=127.0.0.1;proto=https;host=\"127.0.0.1\"\n"},
 	} {
 		p := mustNew(t, Options{Upstreams: []string{up}, Forwarded: c.mode})
 		t.Cleanup(func() { p.Close() })
-		ln, err := engine.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &engine.Server{Handler: pipe.Handler(p)}
-		cfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}}
-		go srv.ServeWith(ln, engine.ListenerOptions{TLS: cfg})
-		t.Cleanup(func() { srv.Close() })
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientConfig("127.0.0.1")}}
-		resp, err := client.Get("https://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/")
+		srv := sluicetest.NewTLSServer(t, pipe.Handler(p))
+		resp, err := srv.Client().Get(srv.URL + "/")
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		host := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		host := srv.Addr // 127.0.0.1:port, the URL's host
 		want := "GET /\nhost=" + host + "\n" + strings.ReplaceAll(c.want, `host="127.0.0.1"`, `host="`+host+`"`)
 		if string(body) != want {
 			t.Errorf("%s: upstream saw\n%s\nwant\n%s", c.mode, body, want)

@@ -221,17 +221,7 @@ func TestSmugglingNeverReachesUpstream(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n",
 		"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n",
 	} {
-		c, err := srv.Dial()
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(c, req)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		c.Close()
-		if err != nil {
-			t.Fatalf("%q: %v", req, err)
-		}
-		if resp.StatusCode < 400 {
+		if resp, _ := srv.RoundTrip(t, req); resp.StatusCode < 400 {
 			t.Errorf("%q: answered %d", req, resp.StatusCode)
 		}
 	}

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -47,19 +45,10 @@ func TestWebSocketEcho(t *testing.T) {
 	t.Run("wss", func(t *testing.T) {
 		// The client speaks TLS to the proxy, which tunnels the
 		// decrypted bytes to a plain upstream.
-		ca := sluicetest.NewCA(t)
 		p := mustNew(t, Options{Upstreams: urls})
 		t.Cleanup(func() { p.Close() })
-		ln, err := engine.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &engine.Server{Handler: pipe.Handler(p)}
-		cfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")}, NextProtos: []string{"http/1.1"}}
-		go srv.ServeWith(ln, engine.ListenerOptions{TLS: cfg})
-		t.Cleanup(func() { srv.Close() })
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: ca.ClientConfig("127.0.0.1")}}
-		echo(t, "wss://"+ln.Addr().String(), client)
+		srv := sluicetest.NewTLSServer(t, pipe.Handler(p))
+		echo(t, "wss://"+srv.Addr, srv.Client())
 	})
 }
 
@@ -273,21 +262,10 @@ func TestH2CUpgradeNotForwarded(t *testing.T) {
 		{"H2C, test", "Upgrade=test\nConnection=Upgrade\nHttp2-Settings=\n"},
 		{"test", "Upgrade=test\nConnection=Upgrade\nHttp2-Settings=\n"},
 	} {
-		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.SetDeadline(time.Now().Add(sluicetest.WaitTimeout))
-		io.WriteString(conn, "GET /t HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: "+c.upgrade+
+		_, body := srv.RoundTrip(t, "GET /t HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: "+c.upgrade+
 			"\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		var body []byte
-		if err == nil {
-			body, err = io.ReadAll(resp.Body)
-		}
-		conn.Close()
-		if want := "GET /t\nhost=x\n" + c.want; err != nil || string(body) != want {
-			t.Errorf("Upgrade: %s: upstream saw %q, %v; want %q", c.upgrade, body, err, want)
+		if want := "GET /t\nhost=x\n" + c.want; body != want {
+			t.Errorf("Upgrade: %s: upstream saw %q; want %q", c.upgrade, body, want)
 		}
 	}
 }
