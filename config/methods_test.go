@@ -3,7 +3,6 @@ package config
 import (
 	"bufio"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -40,16 +39,8 @@ routes:
 		{"DELETE", "/x", "root-delete"},
 	} {
 		io.WriteString(c, tt.method+" "+tt.path+" HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")
-		resp, err := http.ReadResponse(br, &http.Request{Method: tt.method})
-		if err != nil {
-			t.Fatalf("%s %s: %v", tt.method, tt.path, err)
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("%s %s: body: %v", tt.method, tt.path, err)
-		}
-		if resp.StatusCode != 200 || string(b) != tt.want {
+		resp, b := sluicetest.ReadResponse(t, br, tt.method)
+		if resp.StatusCode != 200 || b != tt.want {
 			t.Errorf("%s %s: %d %q, want 200 %q", tt.method, tt.path, resp.StatusCode, b, tt.want)
 		}
 	}

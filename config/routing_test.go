@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -110,18 +109,11 @@ func (rc *routingClient) get(t testing.TB, target string) (int, string) {
 	if _, err := io.WriteString(rc.c, "GET "+target+" HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
 		t.Fatalf("GET %s: %v", target, err)
 	}
-	resp, err := http.ReadResponse(rc.br, nil)
-	if err != nil {
-		t.Fatalf("GET %s: %v", target, err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: reading the body: %v", target, err)
-	}
+	resp, b := sluicetest.ReadResponse(t, rc.br, "GET")
 	if resp.Close {
 		rc.close()
 	}
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, b
 }
 
 // routingSegments are the names random paths are made of: those of the
