@@ -59,19 +59,10 @@ func TestRouterSameMatchDisjointMethods(t *testing.T) {
 			t.Fatal(err)
 		}
 		method, _, _ := strings.Cut(tt.raw, " ")
-		resp, err := http.ReadResponse(br, &http.Request{Method: method})
-		if err != nil {
-			t.Fatalf("%.30q: %v", tt.raw, err)
-		}
-		var b strings.Builder
-		_, err = bufio.NewReader(resp.Body).WriteTo(&b)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("%.30q: body: %v", tt.raw, err)
-		}
-		if resp.StatusCode != tt.status || !strings.HasPrefix(b.String(), tt.body) || resp.Header.Get("Allow") != tt.allow {
+		resp, b := sluicetest.ReadResponse(t, br, method)
+		if resp.StatusCode != tt.status || !strings.HasPrefix(b, tt.body) || resp.Header.Get("Allow") != tt.allow {
 			t.Errorf("%.30q: %d %q Allow %q, want %d %q Allow %q",
-				tt.raw, resp.StatusCode, b.String(), resp.Header.Get("Allow"), tt.status, tt.body, tt.allow)
+				tt.raw, resp.StatusCode, b, resp.Header.Get("Allow"), tt.status, tt.body, tt.allow)
 		}
 	}
 
