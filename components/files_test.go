@@ -209,12 +209,7 @@ func TestFilesComponentPipelined(t *testing.T) {
 	io.WriteString(c, all.String())
 	br := bufio.NewReader(c)
 	for i, r := range reqs {
-		resp, err := http.ReadResponse(br, &http.Request{Method: r.method})
-		if err != nil {
-			t.Fatalf("response %d: %v", i, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		if string(b) != r.body {
+		if _, b := sluicetest.ReadResponse(t, br, r.method); b != r.body {
 			t.Errorf("response %d (%q): %d bytes, want %d", i, r.raw, len(b), len(r.body))
 		}
 	}
