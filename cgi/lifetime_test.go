@@ -123,12 +123,8 @@ func TestTimeoutWhileBodyArrives(t *testing.T) {
 		}
 	}()
 	pids := cgiReadPids(t, filepath.Join(dir, "pids.0"), 2)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no response: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 504 || string(body) != "504 Gateway Timeout: CGI program timed out\n" {
+	resp, body := sluicetest.ReadResponse(t, bufio.NewReader(conn), "POST")
+	if resp.StatusCode != 504 || body != "504 Gateway Timeout: CGI program timed out\n" {
 		t.Errorf("status %d (%q), want 504", resp.StatusCode, body)
 	}
 	if !resp.Close {
