@@ -221,11 +221,9 @@ func TestGracefulShutdown(t *testing.T) {
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	br := bufio.NewReader(c)
 	c.Write([]byte("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"))
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET /hello: %v %v", resp, err)
+	if resp, _ := sluicetest.ReadResponse(t, br, "GET"); resp.StatusCode != 200 {
+		t.Fatalf("GET /hello: %s", resp.Status)
 	}
-	io.ReadAll(resp.Body)
 	if code := s.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status = %d, want 0\n%s", code, s.stderr())
 	}
