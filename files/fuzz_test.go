@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // fuzzCanary is the content of the files outside the root; no response
@@ -93,20 +93,13 @@ func (k *fuzzConn) get(t *testing.T, addr, target string) (int, string) {
 	if _, err := io.WriteString(k.c, "GET "+target+" HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.ReadResponse(k.br, &http.Request{Method: "GET"})
-	if err != nil {
-		t.Fatalf("GET %s: %v", target, err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: reading body: %v", target, err)
-	}
+	resp, body := sluicetest.ReadResponse(t, k.br, "GET")
 	if resp.Close {
 		k.close()
 	}
 	var b strings.Builder
 	resp.Header.Write(&b)
-	b.Write(body)
+	b.WriteString(body)
 	return resp.StatusCode, b.String()
 }
 
