@@ -348,15 +348,7 @@ func (k *keepAlive) get(t *testing.T) (*http.Response, string) {
 	if _, err := io.WriteString(k.c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.ReadResponse(k.br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
+	return sluicetest.ReadResponse(t, k.br, "GET")
 }
 
 // startRequestInFlight starts an echo server with that many workers (and
