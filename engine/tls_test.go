@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,13 +56,9 @@ func TestTLSKeepAlivePipelining(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
+		_, body := sluicetest.ReadResponse(t, br, "GET")
 		want := fmt.Sprintf("TLS 1.3 sni=\"\" alpn=http/1.1 %s\n", path)
-		if string(body) != want {
+		if body != want {
 			t.Errorf("%s: got %q, want %q", path, body, want)
 		}
 	}
@@ -169,8 +164,8 @@ func TestTLSIdleAndShutdown(t *testing.T) {
 	}
 	defer idle.Close()
 	io.WriteString(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	if resp, err := http.ReadResponse(bufio.NewReader(idle), nil); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("first request: %v", err)
+	if resp, _ := sluicetest.ReadResponse(t, bufio.NewReader(idle), "GET"); resp.StatusCode != 200 {
+		t.Fatalf("first request: %s", resp.Status)
 	}
 	idle.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if n, err := idle.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -196,11 +191,7 @@ func TestTLSIdleAndShutdown(t *testing.T) {
 		return err != nil
 	})
 	close(release)
-	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !resp.Close {
+	if resp, _ := sluicetest.ReadResponse(t, bufio.NewReader(busy), "GET"); !resp.Close {
 		t.Error("response during shutdown: no Connection: close")
 	}
 	if err := <-shut; err != nil {
