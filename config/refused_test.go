@@ -1,12 +1,10 @@
 package config
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -64,15 +62,8 @@ access_log: "%[1]s/access.log"`, []string{"access.log"}},
 			}
 			srv := sluicetest.NewServer(t, cfg.Handler(),
 				sluicetest.Configure(func(s *engine.Server) { s.OnRefused = cfg.LogRefusal }))
-			c, err := srv.Dial()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			io.WriteString(c, "GET /\x1b[2J\x07 HTTP/1.1\r\nHost: a\r\n\r\n")
-			out, _ := io.ReadAll(c)
-			c.Close()
-			if !strings.HasPrefix(string(out), "HTTP/1.1 400 ") {
+			out := srv.Exchange(t, "GET /\x1b[2J\x07 HTTP/1.1\r\nHost: a\r\n\r\n")
+			if !strings.HasPrefix(out, "HTTP/1.1 400 ") {
 				t.Fatalf("response %q, want 400", out)
 			}
 			if err := srv.Close(); err != nil {
