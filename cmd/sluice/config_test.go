@@ -482,14 +482,7 @@ func TestServeLogsRefusedRequests(t *testing.T) {
 	access := filepath.Join(dir, "access.log")
 	writeConfig(t, file, fmt.Sprintf("listen: 127.0.0.1:0\nroutes:\n  - match: /\n    pipeline:\n      - log: %q\n      - text: hi\n", access))
 	s := start(t, "serve", "-c", file)
-	c, err := net.Dial("tcp", s.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	io.WriteString(c, "GET /\x1b]0;owned\x07\n HTTP/1.1\r\n\r\n")
-	if out, _ := io.ReadAll(c); !bytes.HasPrefix(out, []byte("HTTP/1.1 400 ")) {
+	if out := sluicetest.Exchange(t, s.addr, "GET /\x1b]0;owned\x07\n HTTP/1.1\r\n\r\n"); !strings.HasPrefix(out, "HTTP/1.1 400 ") {
 		t.Fatalf("response %q, want 400", out)
 	}
 	want := `] "GET /\x1b]0;owned\x07" 400 `
