@@ -7,9 +7,11 @@
 // test reads while it is written. NewTLSServer serves over TLS with a
 // certificate from a CA, which makes throwaway certificates for tests
 // that serve TLS. Exchange, RoundTrip and ReadResponse speak raw HTTP/1
-// bytes to a server, for tests of the wire itself. NetHosts (Linux,
-// root) makes network namespaces that stand for other machines, each
-// with its own address.
+// bytes to a server, for tests of the wire itself; Dial and DialTLS open
+// a Conn to send them on one request after another, and Handshake
+// reports what a TLS handshake gave. NetHosts (Linux, root) makes
+// network namespaces that stand for other machines, each with its own
+// address.
 //
 // It imports "testing", so only tests may import it; the sluice binary
 // does not link it.
