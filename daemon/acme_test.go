@@ -1,13 +1,11 @@
 package daemon
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,9 +96,8 @@ func TestACMEObtainAndRenew(t *testing.T) {
 	if first.DNSNames[0] != acmeDomain {
 		t.Fatalf("certificate for %v, want %s", first.DNSNames, acmeDomain)
 	}
-	keep := tlsDial(t, tlsLn.Addr(), client)
-	kr := bufio.NewReader(keep)
-	if _, body := ask(t, keep, kr, "/"); body != "hi" {
+	keep := sluicetest.DialTLS(t, tlsLn.Addr().String(), client)
+	if _, body := keep.RoundTrip(t, getRoot); body != "hi" {
 		t.Fatalf("body %q", body)
 	}
 
@@ -126,7 +123,7 @@ func TestACMEObtainAndRenew(t *testing.T) {
 		defer c.Close()
 		return c.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(first.SerialNumber) != 0
 	})
-	if _, body := ask(t, keep, kr, "/"); body != "hi" {
+	if _, body := keep.RoundTrip(t, getRoot); body != "hi" {
 		t.Errorf("the keep-alive connection from before the renewal: body %q", body)
 	}
 	if !strings.Contains(log.String(), "certificate ready") {
@@ -158,20 +155,14 @@ func TestACMEHTTP01(t *testing.T) {
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	c := tlsDial(t, tlsLn.Addr(), client)
-	if got := c.ConnectionState().PeerCertificates[0].SerialNumber.String(); got != serial {
+	if got := sluicetest.Handshake(t, tlsLn.Addr().String(), client).PeerCertificates[0].SerialNumber.String(); got != serial {
 		t.Errorf("after a reload: certificate %s, want the same, %s", got, serial)
 	}
 	if n := strings.Count(log.String(), "certificate ready"); n != 1 {
 		t.Errorf("%d \"certificate ready\" in the log, want 1: the reload asked again\n%s", n, log)
 	}
 	// Anything else under the challenge path is redirected as before.
-	pc, br := dial(t, plainLn.Addr())
-	fmt.Fprintf(pc, "GET /.well-known/acme-challenge/unknown HTTP/1.1\r\nHost: %s\r\n\r\n", acmeDomain)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, _ := dial(t, plainLn.Addr()).RoundTrip(t, "GET /.well-known/acme-challenge/unknown HTTP/1.1\r\nHost: "+acmeDomain+"\r\n\r\n")
 	if resp.StatusCode != 308 {
 		t.Errorf("an unknown token: status %d, want the redirect, 308", resp.StatusCode)
 	}

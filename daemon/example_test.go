@@ -17,7 +17,8 @@ import (
 	"github.com/sluice-server/sluice/engine"
 )
 
-// get returns the body of a GET of url.
+// get returns the body of a GET of url. An Example has no testing.TB, so
+// it cannot use sluicetest.Get.
 func get(url string) string {
 	resp, err := http.Get(url)
 	if err != nil {

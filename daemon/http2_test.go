@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/sluicetest"
 	"golang.org/x/net/http2"
 )
 
@@ -38,9 +39,9 @@ func TestHTTP2Listener(t *testing.T) {
 
 	cfg := site.ca.ClientConfig("a.example")
 	cfg.NextProtos = []string{"h2"}
-	c := tlsDial(t, addr, cfg)
+	c := sluicetest.DialTLS(t, addr.String(), cfg)
 	c.Write([]byte(http2.ClientPreface))
-	fr := http2.NewFramer(c, c)
+	fr := http2.NewFramer(c, c.R)
 	fr.WriteSettings()
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if f, err := fr.ReadFrame(); err != nil { // the server's SETTINGS: it serves the connection as HTTP/2
@@ -75,8 +76,7 @@ func TestHTTP2Listener(t *testing.T) {
 	}
 	cfg = site.ca.ClientConfig("a.example")
 	cfg.NextProtos = []string{"h2", "http/1.1"}
-	c = tlsDial(t, onlyAddr(t, s), cfg)
-	if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+	if p := sluicetest.Handshake(t, onlyAddr(t, s).String(), cfg).NegotiatedProtocol; p != "http/1.1" {
 		t.Errorf("with http2: false ALPN chose %q", p)
 	}
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -28,11 +27,8 @@ func TestServeProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ask := func(addr net.Addr) string {
-		c, _ := dial(t, addr)
-		io.WriteString(c, "OPTIONS * HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n")
-		out, _ := io.ReadAll(c)
-		line, _, _ := strings.Cut(string(out), "\r\n")
-		return line
+		resp, _ := dial(t, addr).RoundTrip(t, "OPTIONS * HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n")
+		return resp.Proto + " " + resp.Status
 	}
 	if got := ask(probes.Addr()); got != "HTTP/1.1 204 No Content" {
 		t.Errorf("probe answered %q", got)

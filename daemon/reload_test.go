@@ -3,7 +3,6 @@ package daemon
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,16 +27,11 @@ func TestReloadAppliesEverything(t *testing.T) {
 	writeFile(t, file, conf("a", "1KiB", logA, "text", pidA, "GET"))
 	s, _ := newServer(t, fileLoad(file))
 	start(t, s)
-	c, br := dial(t, onlyAddr(t, s))
+	c := dial(t, onlyAddr(t, s))
 	long := "/" + strings.Repeat("x", 2000)
 	ask := func(method, target string) *http.Response {
 		t.Helper()
-		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\n\r\n", method, target)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", method, err)
-		}
-		io.Copy(io.Discard, resp.Body)
+		resp, _ := c.RoundTrip(t, method+" "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
 		return resp
 	}
 	if resp := ask("PROPFIND", "/"); resp.StatusCode != 501 || resp.Header.Get("Server") != "a" {

@@ -1,15 +1,12 @@
 package daemon
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,23 +66,24 @@ func start(t *testing.T, s *Server) {
 	}
 }
 
-// dial connects to addr, with a deadline that bounds a hung test.
-func dial(t *testing.T, addr net.Addr) (net.Conn, *bufio.Reader) {
+// getRoot is the request for / that tests send on a connection they keep.
+const getRoot = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+// dial opens a connection to addr, one of s.Addrs(), as sluicetest.Dial
+// does: it only spells a Unix socket's address as Dial takes it.
+func dial(t *testing.T, addr net.Addr) *sluicetest.Conn {
 	t.Helper()
-	c, err := net.Dial(addr.Network(), addr.String())
-	if err != nil {
-		t.Fatal(err)
+	if addr.Network() == "unix" {
+		return sluicetest.Dial(t, "unix:"+addr.String())
 	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	return c, bufio.NewReader(c)
+	return sluicetest.Dial(t, addr.String())
 }
 
 // body requests / on a new connection to addr and returns the body.
 func body(t *testing.T, addr net.Addr) string {
 	t.Helper()
-	c, br := dial(t, addr)
-	return switchGet(t, c, br, "/")
+	_, b := dial(t, addr).RoundTrip(t, getRoot)
+	return b
 }
 
 // onlyAddr returns s's one listening address.
@@ -124,7 +122,7 @@ func TestReloadWhileInFlight(t *testing.T) {
 	if got := body(t, addr); got != "A" {
 		t.Fatalf("GET / = %q, want A", got)
 	}
-	slow, slowR := dial(t, addr)
+	slow := dial(t, addr)
 	fmt.Fprintf(slow, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-a.entered
 
@@ -141,13 +139,7 @@ func TestReloadWhileInFlight(t *testing.T) {
 		t.Errorf("old config closed %d times under its request in flight", n)
 	}
 	close(a.release)
-	resp, err := http.ReadResponse(slowR, nil)
-	if err != nil {
-		t.Fatalf("the request in flight: %v", err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(got) != "A" {
+	if _, got := sluicetest.ReadResponse(t, slow.R, "GET"); got != "A" {
 		t.Errorf("the request in flight across the reload: %q, want A", got)
 	}
 	sluicetest.WaitFor(t, "the old config to close", func() bool { return a.closed.Load() == 1 })
@@ -210,8 +202,8 @@ func TestReloadListenAddresses(t *testing.T) {
 	s, _ := newServer(t, fileLoad(file))
 	start(t, s)
 	tcp := onlyAddr(t, s)
-	keep, keepR := dial(t, tcp) // accepted before its address is dropped
-	if got := switchGet(t, keep, keepR, "/"); got != "one" {
+	keep := dial(t, tcp) // accepted before its address is dropped
+	if _, got := keep.RoundTrip(t, getRoot); got != "one" {
 		t.Fatalf("GET / = %q, want one", got)
 	}
 
@@ -241,7 +233,7 @@ func TestReloadListenAddresses(t *testing.T) {
 	if got := body(t, addrs[1]); got != "three" {
 		t.Errorf("on the socket: %q, want three", got)
 	}
-	if got := switchGet(t, keep, keepR, "/"); got != "three" {
+	if _, got := keep.RoundTrip(t, getRoot); got != "three" {
 		t.Errorf("on the connection accepted before the drop: %q, want three", got)
 	}
 }
@@ -327,7 +319,7 @@ func TestShutdown(t *testing.T) {
 				t.Errorf("pid file %q, %v; want %d", b, err, os.Getpid())
 			}
 			addr := onlyAddr(t, s)
-			c, br := dial(t, addr)
+			c := dial(t, addr)
 			fmt.Fprintf(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 			<-a.entered
 
@@ -359,14 +351,8 @@ func TestShutdown(t *testing.T) {
 				}
 				sluicetest.WaitFor(t, "the request cut to be told its connection is gone", a.gone.Load)
 			} else {
-				resp, err := http.ReadResponse(br, nil)
-				var got []byte
-				if err == nil {
-					got, err = io.ReadAll(resp.Body)
-					resp.Body.Close()
-				}
-				if err != nil || string(got) != "A" || !resp.Close {
-					t.Errorf("the request in flight: %q, %v; want A with Connection: close", got, err)
+				if resp, got := sluicetest.ReadResponse(t, c.R, "GET"); got != "A" || !resp.Close {
+					t.Errorf("the request in flight: %q, close %v; want A with Connection: close", got, resp.Close)
 				}
 				if serr != nil || a.gone.Load() {
 					t.Errorf("Shutdown = %v (request cut: %v), want nil", serr, a.gone.Load())

@@ -1,12 +1,9 @@
 package daemon
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,21 +62,6 @@ func switchConfig(t *testing.T, stage *switchStage) *config.Config {
 	}
 }
 
-func switchGet(t *testing.T, c net.Conn, br *bufio.Reader, path string) string {
-	t.Helper()
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // A request in flight finishes on the old config; requests after Swap,
 // on the same keep-alive connection too, get the new one; the old config
 // is closed only when its last request is done.
@@ -89,44 +71,25 @@ func TestSwitchSwap(t *testing.T) {
 	sw := NewSwitch(switchConfig(t, a))
 	srv := sluicetest.NewServer(t, sw)
 
-	dial := func() (net.Conn, *bufio.Reader) {
-		c, err := srv.Dial()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(20 * time.Second))
-		return c, bufio.NewReader(c)
-	}
-	keep, keepR := dial()
-	if got := switchGet(t, keep, keepR, "/"); got != "A" {
+	keep := sluicetest.Dial(t, srv.URL)
+	if _, got := keep.RoundTrip(t, getRoot); got != "A" {
 		t.Fatalf("before Swap: %q, want A", got)
 	}
-	slow, slowR := dial()
-	slowBody := make(chan string, 1)
-	go func() {
-		fmt.Fprintf(slow, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-		resp, err := http.ReadResponse(slowR, nil)
-		if err != nil {
-			slowBody <- err.Error()
-			return
-		}
-		body, _ := io.ReadAll(resp.Body)
-		slowBody <- string(body)
-	}()
+	slow := sluicetest.Dial(t, srv.URL)
+	fmt.Fprintf(slow, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-a.entered // the slow request is in A's pipeline
 
 	if old := sw.Swap(switchConfig(t, b)); old.Routes[0].Stages[0].Component != a {
 		t.Errorf("Swap returned the wrong config")
 	}
-	if got := switchGet(t, keep, keepR, "/"); got != "B" {
+	if _, got := keep.RoundTrip(t, getRoot); got != "B" {
 		t.Errorf("after Swap, same connection: %q, want B", got)
 	}
 	if n := a.closed.Load(); n != 0 {
 		t.Errorf("old config closed %d times while a request is in flight", n)
 	}
 	close(a.release)
-	if got := <-slowBody; got != "A" {
+	if _, got := sluicetest.ReadResponse(t, slow.R, "GET"); got != "A" {
 		t.Errorf("request in flight across Swap: %q, want A", got)
 	}
 	for i := 0; a.closed.Load() == 0 && i < 1000; i++ {
@@ -197,12 +160,7 @@ func TestSwitchGrace(t *testing.T) {
 	sw := NewSwitch(switchConfig(t, a))
 	sw.Grace = 10 * time.Millisecond
 	srv := sluicetest.NewServer(t, sw)
-	c, err := srv.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
+	c := sluicetest.Dial(t, srv.URL)
 	fmt.Fprintf(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-a.entered
 	sw.Swap(switchConfig(t, b))
@@ -213,13 +171,8 @@ func TestSwitchGrace(t *testing.T) {
 		t.Fatalf("old config closed %d times with its grace period over, want 1", n)
 	}
 	close(a.release)
-	br := bufio.NewReader(c)
-	if resp, err := http.ReadResponse(br, nil); err != nil {
-		t.Fatalf("the request in flight: %v", err)
-	} else {
-		resp.Body.Close()
-	}
-	if got := switchGet(t, c, br, "/"); got != "B" {
+	sluicetest.ReadResponse(t, c.R, "GET") // the request in flight
+	if _, got := c.RoundTrip(t, getRoot); got != "B" {
 		t.Errorf("after the request in flight: %q, want B", got)
 	}
 	sw.Close()
@@ -272,12 +225,7 @@ func TestSwitchKillsCGI(t *testing.T) {
 			sw := NewSwitch(switchCGI(t, dir))
 			sw.Grace = 10 * time.Millisecond
 			srv := sluicetest.NewServer(t, sw)
-			c, err := srv.Dial()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(20 * time.Second))
+			c := sluicetest.Dial(t, srv.URL)
 			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 			pid := switchPid(t, dir)
 			if how == "close" {
@@ -294,12 +242,7 @@ func TestSwitchKillsCGI(t *testing.T) {
 					t.Errorf("CGI program %d still exists after the grace period", pid)
 				}
 			}
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 503 {
+			if resp, _ := sluicetest.ReadResponse(t, c.R, "GET"); resp.StatusCode != 503 {
 				t.Errorf("the program's request: %d, want 503", resp.StatusCode)
 			}
 			sw.Close()
@@ -320,13 +263,8 @@ func TestSwitchSwapDuringAcquire(t *testing.T) {
 		sw.Swap(next)
 	}
 	srv := sluicetest.NewServer(t, sw)
-	c, err := srv.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	if got := switchGet(t, c, bufio.NewReader(c), "/"); got != "B" {
+	c := sluicetest.Dial(t, srv.URL)
+	if _, got := c.RoundTrip(t, getRoot); got != "B" {
 		t.Errorf("request whose acquire raced a Swap: %q, want B (A was closed by the Swap)", got)
 	}
 	if n := a.closed.Load(); n != 1 {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -53,31 +52,6 @@ const twoCerts = `  - address: 127.0.0.1:0
         - {cert: a.example.crt, key: a.example.key}
         - {cert: b.example.crt, key: b.example.key}`
 
-// tlsDial opens a TLS connection to addr with cfg, failing the test if
-// the handshake fails.
-func tlsDial(t *testing.T, addr net.Addr, cfg *tls.Config) *tls.Conn {
-	t.Helper()
-	c, err := tls.Dial("tcp", addr.String(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	return c
-}
-
-// ask sends a GET for path on c and returns the response, body read.
-func ask(t *testing.T, c net.Conn, br *bufio.Reader, path string) (*http.Response, string) {
-	t.Helper()
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
 // The certificate is chosen by the server name the client asks for
 // (SNI), the first one when it asks for none; TLS 1.2 and 1.3 are
 // served with modern suites, TLS 1.1 and CBC suites are refused.
@@ -89,30 +63,27 @@ func TestTLSListenerSNIAndVersions(t *testing.T) {
 	addr := onlyAddr(t, s)
 
 	for _, name := range []string{"a.example", "b.example"} {
-		c := tlsDial(t, addr, site.ca.ClientConfig(name))
+		c := sluicetest.DialTLS(t, addr.String(), site.ca.ClientConfig(name))
 		if got := c.ConnectionState().PeerCertificates[0].DNSNames[0]; got != name {
 			t.Errorf("SNI %s: got the certificate of %s", name, got)
 		}
-		if _, body := ask(t, c, bufio.NewReader(c), "/"); body != "hi" {
+		if _, body := c.RoundTrip(t, getRoot); body != "hi" {
 			t.Errorf("SNI %s: body %q", name, body)
 		}
 	}
 	// No SNI (a client that dials an IP address sends none): the default.
-	c := tlsDial(t, addr, &tls.Config{InsecureSkipVerify: true})
-	if got := c.ConnectionState().PeerCertificates[0].DNSNames[0]; got != "a.example" {
+	if got := sluicetest.Handshake(t, addr.String(), &tls.Config{InsecureSkipVerify: true}).PeerCertificates[0].DNSNames[0]; got != "a.example" {
 		t.Errorf("no SNI: got the certificate of %s, want the first, a.example", got)
 	}
 
 	cfg := site.ca.ClientConfig("a.example")
 	cfg.MaxVersion = tls.VersionTLS12
-	c = tlsDial(t, addr, cfg)
-	if st := c.ConnectionState(); st.Version != tls.VersionTLS12 || !slices.Contains(certs.CipherSuites, st.CipherSuite) || st.NegotiatedProtocol != "" {
+	if st := sluicetest.Handshake(t, addr.String(), cfg); st.Version != tls.VersionTLS12 || !slices.Contains(certs.CipherSuites, st.CipherSuite) || st.NegotiatedProtocol != "" {
 		t.Errorf("TLS 1.2: version %x, suite %s, ALPN %q", st.Version, tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol)
 	}
 	cfg = site.ca.ClientConfig("a.example")
 	cfg.NextProtos = []string{"h2", "http/1.1"}
-	c = tlsDial(t, addr, cfg)
-	if st := c.ConnectionState(); st.Version != tls.VersionTLS13 || st.NegotiatedProtocol != "h2" {
+	if st := sluicetest.Handshake(t, addr.String(), cfg); st.Version != tls.VersionTLS13 || st.NegotiatedProtocol != "h2" {
 		t.Errorf("TLS 1.3 with ALPN h2, http/1.1: version %x, ALPN %q", st.Version, st.NegotiatedProtocol)
 	}
 
@@ -140,10 +111,10 @@ func TestTLSListenerResumption(t *testing.T) {
 		cfg.MaxVersion = version
 		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 		for i, want := range []bool{false, true} {
-			c := tlsDial(t, addr, cfg)
+			c := sluicetest.DialTLS(t, addr.String(), cfg)
 			// TLS 1.3 sends its ticket after the handshake: reading the
 			// response takes it in.
-			ask(t, c, bufio.NewReader(c), "/")
+			c.RoundTrip(t, getRoot)
 			if got := c.ConnectionState().DidResume; got != want {
 				t.Errorf("%s, connection %d: DidResume %v, want %v", tls.VersionName(version), i+1, got, want)
 			}
@@ -161,9 +132,8 @@ func TestTLSListenerReloadCertificate(t *testing.T) {
 	s, _ := newServer(t, fileLoad(site.file))
 	start(t, s)
 	addr := onlyAddr(t, s)
-	old := tlsDial(t, addr, site.ca.ClientConfig("a.example"))
-	br := bufio.NewReader(old)
-	if _, body := ask(t, old, br, "/"); body != "one" {
+	old := sluicetest.DialTLS(t, addr.String(), site.ca.ClientConfig("a.example"))
+	if _, body := old.RoundTrip(t, getRoot); body != "one" {
 		t.Fatalf("before the reload: %q", body)
 	}
 	oldSerial := old.ConnectionState().PeerCertificates[0].SerialNumber
@@ -176,14 +146,14 @@ func TestTLSListenerReloadCertificate(t *testing.T) {
 	if got := onlyAddr(t, s); got.String() != addr.String() {
 		t.Fatalf("the reload moved the listener from %s to %s", addr, got)
 	}
-	if resp, body := ask(t, old, br, "/"); body != "two" || resp.Close {
+	if resp, body := old.RoundTrip(t, getRoot); body != "two" || resp.Close {
 		t.Errorf("the old connection after the reload: %q, close %v; want two, kept open", body, resp.Close)
 	}
-	c := tlsDial(t, addr, site.ca.ClientConfig("a.example"))
+	c := sluicetest.DialTLS(t, addr.String(), site.ca.ClientConfig("a.example"))
 	if serial := c.ConnectionState().PeerCertificates[0].SerialNumber; serial.Cmp(oldSerial) == 0 {
 		t.Errorf("a new connection after the reload got the old certificate (serial %v)", serial)
 	}
-	if _, body := ask(t, c, bufio.NewReader(c), "/"); body != "two" {
+	if _, body := c.RoundTrip(t, getRoot); body != "two" {
 		t.Errorf("a new connection: %q", body)
 	}
 	newSerial := c.ConnectionState().PeerCertificates[0].SerialNumber
@@ -199,8 +169,8 @@ func TestTLSListenerReloadCertificate(t *testing.T) {
 	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), "does not match the certificate") {
 		t.Errorf("a reload with a mismatched key: %v; want it rejected", err)
 	}
-	c = tlsDial(t, addr, site.ca.ClientConfig("a.example"))
-	if _, body := ask(t, c, bufio.NewReader(c), "/"); body != "two" || c.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(newSerial) != 0 {
+	c = sluicetest.DialTLS(t, addr.String(), site.ca.ClientConfig("a.example"))
+	if _, body := c.RoundTrip(t, getRoot); body != "two" || c.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(newSerial) != 0 {
 		t.Errorf("after the rejected reload: %q; want two, with the certificate before it", body)
 	}
 }
@@ -228,30 +198,21 @@ func TestTLSListenerRedirectAndHSTS(t *testing.T) {
 		fmt.Sprintf("https://a.example:%d/p/a%%20th?q=1&r", tlsPort),
 		"https://a.example/p/a%20th?q=1&r",
 	} {
-		c, br := dial(t, addrs[1+i])
-		fmt.Fprintf(c, "POST /p/a%%20th?q=1&r HTTP/1.1\r\nHost: a.example:8080\r\nContent-Length: 3\r\n\r\nabc")
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
+		resp, _ := dial(t, addrs[1+i]).RoundTrip(t, "POST /p/a%20th?q=1&r HTTP/1.1\r\nHost: a.example:8080\r\nContent-Length: 3\r\n\r\nabc")
 		if resp.StatusCode != 308 || resp.Header.Get("Location") != want || resp.Header.Get("Strict-Transport-Security") != "" {
 			t.Errorf("redirect listener %d: %d, Location %q, HSTS %q; want 308 to %s, no HSTS", i+1, resp.StatusCode,
 				resp.Header.Get("Location"), resp.Header.Get("Strict-Transport-Security"), want)
 		}
 	}
-	c, br := dial(t, addrs[1])
-	fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
-	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 400 {
-		t.Errorf("redirect without a Host: %v %v; want 400", resp, err)
+	if resp, _ := dial(t, addrs[1]).RoundTrip(t, "GET / HTTP/1.0\r\n\r\n"); resp.StatusCode != 400 {
+		t.Errorf("redirect without a Host: %s; want 400", resp.Status)
 	}
 
-	tc := tlsDial(t, addrs[0], site.ca.ClientConfig("a.example"))
-	if resp, body := ask(t, tc, bufio.NewReader(tc), "/"); body != "hi" || resp.Header.Get("Strict-Transport-Security") != "max-age=31536000; includeSubDomains" {
+	tc := sluicetest.DialTLS(t, addrs[0].String(), site.ca.ClientConfig("a.example"))
+	if resp, body := tc.RoundTrip(t, getRoot); body != "hi" || resp.Header.Get("Strict-Transport-Security") != "max-age=31536000; includeSubDomains" {
 		t.Errorf("TLS listener: %q, HSTS %q", body, resp.Header.Get("Strict-Transport-Security"))
 	}
-	c, br = dial(t, addrs[3])
-	if resp, body := ask(t, c, br, "/"); body != "hi" || resp.Header.Get("Strict-Transport-Security") != "" {
+	if resp, body := dial(t, addrs[3]).RoundTrip(t, getRoot); body != "hi" || resp.Header.Get("Strict-Transport-Security") != "" {
 		t.Errorf("plain listener: %q, HSTS %q; want no HSTS", body, resp.Header.Get("Strict-Transport-Security"))
 	}
 
@@ -264,11 +225,10 @@ func TestTLSListenerRedirectAndHSTS(t *testing.T) {
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := ask(t, tc, bufio.NewReader(tc), "/"); resp.Header.Get("Strict-Transport-Security") != "" {
+	if resp, _ := tc.RoundTrip(t, getRoot); resp.Header.Get("Strict-Transport-Security") != "" {
 		t.Errorf("after the reload: HSTS %q", resp.Header.Get("Strict-Transport-Security"))
 	}
-	c, br = dial(t, addrs[1])
-	if resp, body := ask(t, c, br, "/"); resp.StatusCode != 200 || body != "hi" {
+	if resp, body := dial(t, addrs[1]).RoundTrip(t, getRoot); resp.StatusCode != 200 || body != "hi" {
 		t.Errorf("after the reload the former redirect listener answers %d %q", resp.StatusCode, body)
 	}
 	if !strings.HasPrefix(s.Addrs()[0].String(), "127.0.0.1:") {
@@ -360,8 +320,7 @@ func TestTLSRotationUnderLoad(t *testing.T) {
 	if n := failed.Load(); n != 0 {
 		t.Errorf("%d of %d requests failed during the rotations; the first: %v", n, n+ok.Load(), firstErr.Load())
 	}
-	c := tlsDial(t, addr, site.ca.ClientConfig("a.example"))
-	if got := c.ConnectionState().PeerCertificates[0].SerialNumber; got.Cmp(serial) != 0 {
+	if got := sluicetest.Handshake(t, addr.String(), site.ca.ClientConfig("a.example")).PeerCertificates[0].SerialNumber; got.Cmp(serial) != 0 {
 		t.Errorf("after the rotations a new connection got serial %v, want the last certificate's %v", got, serial)
 	}
 }
