@@ -91,12 +91,7 @@ routes:
 
 	writeCached(t, ca, data, acmeDomain, acmeDomain) // renewed by another process
 	sluicetest.WaitFor(t, "the renewed certificate served", func() bool {
-		c, err := tls.Dial("tcp", tlsAddr, client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.ConnectionState().PeerCertificates[0].SerialNumber.Cmp(first) != 0
+		return sluicetest.Handshake(t, tlsAddr, client).PeerCertificates[0].SerialNumber.Cmp(first) != 0
 	})
 	if body, serial, reused := get(); body != "hi" || !reused || serial.Cmp(first) != 0 {
 		t.Errorf("the keep-alive connection from before the renewal: body %q, open before %v, its certificate the first %v", body, reused, serial.Cmp(first) == 0)
@@ -117,11 +112,7 @@ routes:
 	}
 	tokenCA := sluicetest.NewCA(t)
 	writeCached(t, tokenCA, data, acmeDomain+"+token", acmeDomain)
-	tc, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: tokenCA.Pool, ServerName: acmeDomain, NextProtos: []string{"acme-tls/1"}})
-	if err != nil {
-		t.Fatalf("TLS-ALPN-01 from the data directory: %v", err)
-	}
-	tc.Close()
+	sluicetest.Handshake(t, tlsAddr, &tls.Config{RootCAs: tokenCA.Pool, ServerName: acmeDomain, NextProtos: []string{"acme-tls/1"}}) // TLS-ALPN-01 from the data directory
 	if strings.Contains(ts.log.String(), "certificate ready") || strings.Contains(ts.log.String(), "cannot obtain") {
 		t.Errorf("a cache-only server asked the authority:\n%s", ts.log)
 	}

@@ -72,12 +72,7 @@ func (r *ocspResponder) timesAsked() int {
 // succeed, and returns the OCSP response stapled to it, nil if none.
 func stapleOf(t *testing.T, addr string, ca *sluicetest.CA) []byte {
 	t.Helper()
-	c, err := tls.Dial("tcp", addr, ca.ClientConfig("a.example"))
-	if err != nil {
-		t.Fatalf("handshake: %v", err)
-	}
-	defer c.Close()
-	return c.ConnectionState().OCSPResponse
+	return sluicetest.Handshake(t, addr, ca.ClientConfig("a.example")).OCSPResponse
 }
 
 // ocspSite is a TLS listener serving a.example's certificate, issued by
@@ -273,12 +268,7 @@ func TestOCSPStaplingACME(t *testing.T) {
 	writeFile(t, file, "listen:\n  - address: 127.0.0.1:0\n    tls: {acme: {domains: ["+acmeDomain+"], directory: \"https://127.0.0.1:1/dir\", data: acme}}\nroutes:\n  - match: /\n    pipeline:\n      - text: hi\n")
 	s := serveConfig(t, file, true, nil)
 	sluicetest.WaitFor(t, "a stapled OCSP response", func() bool {
-		c, err := tls.Dial("tcp", s.eps[0].addr, ca.ClientConfig(acmeDomain))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		r, err := ocsp.ParseResponse(c.ConnectionState().OCSPResponse, ca.Cert)
+		r, err := ocsp.ParseResponse(sluicetest.Handshake(t, s.eps[0].addr, ca.ClientConfig(acmeDomain)).OCSPResponse, ca.Cert)
 		return err == nil && r.Status == ocsp.Good
 	})
 }
@@ -372,13 +362,9 @@ func TestOCSPStaplingACMERenewal(t *testing.T) {
 	// stapled returns the serial of the certificate a handshake gets, if
 	// a Good response for it is stapled, else nil.
 	stapled := func() *x509.Certificate {
-		c, err := tls.Dial("tcp", addr, ca.ClientConfig(acmeDomain))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		leaf := c.ConnectionState().PeerCertificates[0]
-		r, err := ocsp.ParseResponseForCert(c.ConnectionState().OCSPResponse, leaf, ca.Cert)
+		st := sluicetest.Handshake(t, addr, ca.ClientConfig(acmeDomain))
+		leaf := st.PeerCertificates[0]
+		r, err := ocsp.ParseResponseForCert(st.OCSPResponse, leaf, ca.Cert)
 		if err != nil || r.Status != ocsp.Good {
 			return nil
 		}

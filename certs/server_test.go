@@ -20,7 +20,9 @@ import (
 // of its own (the addresses the entries name are not listened on): a
 // TLS entry with the certificates of its Set, a plain one
 // answering the HTTP-01 challenges of the Manager's Challenges; both
-// answer every other request "hi" (HTTP/1.1, net/http).
+// answer every other request "hi" (HTTP/1.1, net/http). It is not
+// sluicetest.NewTLSServer, which serves a tls.Config of its own making:
+// the test is of the Endpoint's (TLSConfig).
 type testServer struct {
 	m    *Manager
 	log  *sluicetest.Buffer

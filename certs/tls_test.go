@@ -36,12 +36,7 @@ func TestEndpoint(t *testing.T) {
 
 	served := func(cfg *tls.Config) (string, tls.ConnectionState) {
 		t.Helper()
-		c, err := tls.Dial("tcp", addr, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		st := c.ConnectionState()
+		st := sluicetest.Handshake(t, addr, cfg)
 		return st.PeerCertificates[0].DNSNames[0], st
 	}
 	for _, name := range []string{"a.example", "b.example"} {
