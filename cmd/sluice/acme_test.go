@@ -36,7 +36,8 @@ type acmeConn struct {
 }
 
 // dialWorker opens a TLS connection to addr and asks the status page
-// which worker serves it. It returns nil if the handshake fails.
+// which worker serves it. It returns nil if the handshake fails (which
+// sluicetest.DialTLS would fail the test for).
 func dialWorker(t *testing.T, addr string, cfg *tls.Config) *acmeConn {
 	c, err := tls.Dial("tcp", addr, cfg)
 	if err != nil {

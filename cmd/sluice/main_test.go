@@ -213,21 +213,14 @@ func TestServeServerHeader(t *testing.T) {
 // SIGTERM closes idle keep-alive connections and exits 0.
 func TestGracefulShutdown(t *testing.T) {
 	s := start(t, "demo", "--listen", "127.0.0.1:0", "--data", t.TempDir())
-	c, err := net.Dial("tcp", s.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	br := bufio.NewReader(c)
-	c.Write([]byte("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"))
-	if resp, _ := sluicetest.ReadResponse(t, br, "GET"); resp.StatusCode != 200 {
+	c := sluicetest.Dial(t, s.addr)
+	if resp, _ := c.RoundTrip(t, "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"); resp.StatusCode != 200 {
 		t.Fatalf("GET /hello: %s", resp.Status)
 	}
 	if code := s.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status = %d, want 0\n%s", code, s.stderr())
 	}
-	if _, err := br.ReadByte(); err != io.EOF {
+	if _, err := c.R.ReadByte(); err != io.EOF {
 		t.Errorf("idle connection after shutdown: read %v, want EOF", err)
 	}
 	for _, want := range []string{"shutting down", "stopped"} {

@@ -71,13 +71,8 @@ func TestWorkersTLSReload(t *testing.T) {
 	s.waitLog(t, "workers ready", 1)
 	fetch := func() (string, string) {
 		t.Helper()
-		c, err := tls.Dial("tcp", s.addr, ca.ClientConfig("a.example"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
-		_, body := sluicetest.ReadResponse(t, bufio.NewReader(c), "GET")
+		c := sluicetest.DialTLS(t, s.addr, ca.ClientConfig("a.example"))
+		_, body := c.RoundTrip(t, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
 		return body, c.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
 	body, serial := fetch()
@@ -126,7 +121,8 @@ func TestUserTLSKeys(t *testing.T) {
 			get := func() string {
 				t.Helper()
 				// Bounded, so that a server that never answers fails the
-				// test rather than hanging it.
+				// test rather than hanging it. Not sluicetest.DialTLS:
+				// a failed handshake shows the server's log.
 				c, err := tls.DialWithDialer(&net.Dialer{Timeout: 30 * time.Second}, "tcp", s.addr, ca.ClientConfig("a.example"))
 				if err != nil {
 					t.Fatalf("%v\n%s", err, s.stderr())

@@ -326,29 +326,19 @@ func TestReloadsLoseNothing(t *testing.T) {
 }
 
 // keepAlive is one client connection sending requests one at a time.
-type keepAlive struct {
-	c  net.Conn
-	br *bufio.Reader
-}
+type keepAlive struct{ *sluicetest.Conn }
 
 func dialKeepAlive(t *testing.T, addr string) *keepAlive {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &keepAlive{c: c, br: bufio.NewReader(c)}
+	return &keepAlive{sluicetest.Dial(t, addr)}
 }
 
-// get sends GET / and returns the response and its body.
+// get sends GET / and returns the response and its body, giving the
+// exchange 10 s however long the connection has been open.
 func (k *keepAlive) get(t *testing.T) (*http.Response, string) {
 	t.Helper()
-	k.c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(k.c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	return sluicetest.ReadResponse(t, k.br, "GET")
+	k.SetDeadline(time.Now().Add(10 * time.Second))
+	return k.RoundTrip(t, "GET / HTTP/1.1\r\nHost: t\r\n\r\n")
 }
 
 // startRequestInFlight starts an echo server with that many workers (and
@@ -362,10 +352,9 @@ func startRequestInFlight(t *testing.T, workers int, args ...string) (*server, *
 	s := start(t, append([]string{"serve", "-c", file}, args...)...)
 	s.waitLog(t, "workers ready", 1)
 	k := dialKeepAlive(t, s.addr)
-	k.c.SetDeadline(time.Now().Add(30 * time.Second))
-	io.WriteString(k.c, "POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-	if resp, err := http.ReadResponse(k.br, nil); err != nil || resp.StatusCode != 100 {
-		t.Fatalf("interim response: %v %v", resp, err)
+	k.SetDeadline(time.Now().Add(30 * time.Second))
+	if resp, _ := k.RoundTrip(t, "POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"); resp.StatusCode != 100 {
+		t.Fatalf("interim response: %s, want 100 Continue", resp.Status)
 	}
 	return s, k
 }
@@ -378,8 +367,8 @@ func TestStopLetsRequestsFinish(t *testing.T) {
 	s, k := startRequestInFlight(t, 1)
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.waitLog(t, `msg="shutting down" grace=`, 1) // the worker's, not the master's
-	io.WriteString(k.c, "hello")
-	resp, err := http.ReadResponse(k.br, nil)
+	io.WriteString(k, "hello")
+	resp, err := http.ReadResponse(k.R, nil) // not sluicetest.ReadResponse: a failure shows the server's log
 	if err != nil {
 		t.Fatalf("the request in flight failed: %v\n%s", err, s.stderr())
 	}
@@ -408,8 +397,8 @@ func TestStopRefusesNewConnections(t *testing.T) {
 		c.Close()
 		return false
 	})
-	io.WriteString(k.c, "hello")
-	resp, err := http.ReadResponse(k.br, nil)
+	io.WriteString(k, "hello")
+	resp, err := http.ReadResponse(k.R, nil) // not sluicetest.ReadResponse: a failure shows the server's log
 	if err != nil {
 		t.Fatalf("the request in flight failed: %v\n%s", err, s.stderr())
 	}
