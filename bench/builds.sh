@@ -9,12 +9,14 @@
 # `listen ... deferred` (TCP_DEFER_ACCEPT, as Sluice's listener has). wrk
 # (-t1 -c CONNS --latency) is pinned to core 0 and every server to core 1.
 # The builds take turns, one run of --secs each, --runs times, so drifting
-# background load hits all alike; per build the medians of CPU-µs per
-# request (utime+stime from /proc/PID/stat ÷ requests), requests/s and
-# wrk's p50 and p99 latency are printed, and every run's CPU figure; with
-# more than one build, so is each build's requests/s over the last one's,
-# round by round (a round is one run of each build): the median ratio, the
-# lowest and highest, and the rounds it was ahead in.
+# background load hits all alike, each round starting with the next build
+# (the first run of a round tends to be the fastest); per build the
+# medians of CPU-µs per request (utime+stime from /proc/PID/stat ÷
+# requests), requests/s and wrk's p50 and p99 latency are printed, and
+# every run's CPU figure; with more than one build, so is each build's
+# requests/s over the last one's, round by round (a round is one run of
+# each build): the median ratio, the lowest and highest, and the rounds it
+# was ahead in.
 # --close sends "Connection: close"; --conns 10000 is the C10K case (the
 # open-file limit must allow it). Used to measure one engine change at a
 # time (docs/files.md, "What closed the gap").
@@ -43,7 +45,7 @@ while [[ $# -gt 0 ]]; do
 	--runs) RUNS="$2"; shift 2 ;;
 	--secs) SECS="$2"; shift 2 ;;
 	--size) SIZE="$2"; shift 2 ;;
-	-h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "builds.sh: unknown option $1" >&2; exit 2 ;;
 	*) BINS+=("$1"); shift ;;
 	esac
@@ -105,8 +107,13 @@ wrk_args=(-t1 "-c$CONNS" --latency)
 CLK=$(getconf CLK_TCK)
 for b in "${BINS[@]}"; do taskset -c 0 wrk "${wrk_args[@]}" -d1s "http://127.0.0.1:${PORT[$b]}/f.html" >/dev/null; done
 : >"$WORK/runs"
-for _ in $(seq "$RUNS"); do
-	for b in "${BINS[@]}"; do
+nb=${#BINS[@]}
+for round in $(seq 0 $((RUNS - 1))); do
+	# Each round starts with the next build: the first run of a round
+	# was seen to serve a few per cent faster than the rest (the proxy's
+	# shared upstream), so no build may always hold that place.
+	for k in $(seq 0 $((nb - 1))); do
+		b=${BINS[$(((round + k) % nb))]}
 		t0=$(ticks "${PID[$b]}")
 		out=$(taskset -c 0 wrk "${wrk_args[@]}" -d"${SECS}s" "http://127.0.0.1:${PORT[$b]}/f.html")
 		t1=$(ticks "${PID[$b]}")
