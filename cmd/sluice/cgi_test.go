@@ -181,8 +181,13 @@ func TestCGIProgramsDieWithTheirWorker(t *testing.T) {
 func TestEscapedProcessIsKilledByTheMaster(t *testing.T) {
 	needWorkers(t)
 	dir := t.TempDir()
-	cgiScript(t, dir, "setsid sleep 1000 </dev/null >/dev/null 2>&1 &\n"+
-		"echo $! > "+dir+"/pid.tmp && mv "+dir+"/pid.tmp "+dir+"/pid\n"+
+	// The escaped process writes its pid itself, once setsid has taken
+	// it out of the request's process group, and the script answers only
+	// then (once it is sleep): answered earlier, the request's end could
+	// kill the group (as it should) before setsid ran, and nothing would
+	// escape.
+	cgiScript(t, dir, "setsid sh -c 'echo $$ > "+dir+"/pid.tmp && mv "+dir+"/pid.tmp "+dir+"/pid && exec sleep 1000' </dev/null >/dev/null 2>&1 &\n"+
+		"until [ -e "+dir+"/pid ] && [ \"$(cat /proc/$(cat "+dir+"/pid)/comm)\" = sleep ]; do sleep 0.01; done 2>/dev/null\n"+
 		"printf 'Content-Type: text/plain\\r\\n\\r\\nstarted\\n'\n")
 	s := startCGIWorker(t, dir, "")
 	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "started\n" {
