@@ -121,6 +121,11 @@ func TestCGIScriptsEndWithTheirConfig(t *testing.T) {
 
 	cur, _ := cgiRequest(t, s.addr, dir, "1")
 	s.stop(t, syscall.SIGTERM)
+	// A SIGKILL sent as sluice exits may take a moment to end the
+	// script's processes on a loaded machine: look until they are gone.
+	for deadline := time.Now().Add(30 * time.Second); cgiLeft(cur) != "" && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if left := cgiLeft(cur); left != "" {
 		t.Errorf("processes %s of a script still run after sluice exited\n%s", left, s.stderr())
 	}
