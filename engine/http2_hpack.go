@@ -140,9 +140,13 @@ func (h *h2Conn) emit(f hpack.HeaderField) {
 		}
 		b.clSeen, b.cl = true, n
 	case "host":
-		b.host = len(b.fields)
+		if len(b.fields) < b.maxFields {
+			b.host = len(b.fields) // the index it is stored at, below
+		}
 	case "cookie":
-		b.cookies++
+		if len(b.fields) < b.maxFields {
+			b.cookies++ // stored ones only: joinCookies finds them
+		}
 	case "expect":
 		addExpectations([]byte(value), &b.expectCont, &b.expectOther)
 	}
@@ -216,7 +220,7 @@ type h2Block struct {
 	method, scheme, path, authority [2]int
 	pseudo                          uint8
 	regular                         bool // a regular field came (no pseudo-header may follow)
-	host                            int  // index in fields of host, or -1
+	host                            int  // index in fields of host, or -1 (none, or one past maxFields)
 	cookies                         int  // cookie fields
 	clSeen                          bool
 	cl                              int64
