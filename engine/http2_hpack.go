@@ -119,7 +119,10 @@ func (h *h2Conn) emit(f hpack.HeaderField) {
 		return
 	}
 	b.regular = true
-	if !h2ValidName(name) || !h2ValidValue(value) {
+	// The one field-value rule of both protocols (RFC 9110 §5.5, RFC 9113
+	// §8.2.1): no control byte but HTAB, so none is passed on to a
+	// program or an HTTP/1.1 upstream, and no SP or HTAB first or last.
+	if !h2ValidName(name) || !httpgrammar.IsFieldValue(value) {
 		b.malformed = true
 		return
 	}
@@ -166,26 +169,6 @@ func h2ValidName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= 'A' && c <= 'Z' || !httpgrammar.IsTokenChar(c) {
-			return false
-		}
-	}
-	return true
-}
-
-// h2ValidValue reports whether a field value has no NUL, CR or LF and
-// neither starts nor ends with whitespace (RFC 9113 §8.2.1).
-func h2ValidValue(s string) bool {
-	if s == "" {
-		return true
-	}
-	if c := s[0]; c == ' ' || c == '\t' {
-		return false
-	}
-	if c := s[len(s)-1]; c == ' ' || c == '\t' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == 0 || c == '\r' || c == '\n' {
 			return false
 		}
 	}

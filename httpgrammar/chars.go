@@ -33,6 +33,32 @@ func IsTokenChar(c byte) bool { return tokenChars[c] }
 // the other control bytes may not.
 func IsFieldValueChar(c byte) bool { return valueChars[c] }
 
+// IsFieldValue reports whether v is a field value (RFC 9110 §5.5:
+// field-value = *field-content): IsFieldValueChar bytes only, so no NUL,
+// CR, LF or other control byte (HTAB aside), and no SP or HTAB first or
+// last, which field-content does not allow (RFC 9113 §8.2.1 says the
+// same of an HTTP/2 field value). The empty value is one. It is the one
+// field-value check of both protocols: SplitFieldLine applies it to an
+// HTTP/1.1 field line's value once the surrounding whitespace is trimmed,
+// and the engine to each HTTP/2 field as HPACK decodes it.
+func IsFieldValue[T ~string | ~[]byte](v T) bool {
+	if len(v) == 0 {
+		return true
+	}
+	if c := v[0]; c == ' ' || c == '\t' {
+		return false
+	}
+	if c := v[len(v)-1]; c == ' ' || c == '\t' {
+		return false
+	}
+	for i := range len(v) {
+		if !valueChars[v[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 // IsTargetChar reports whether c may appear in a request-target as it
 // arrives on the wire (RFC 9112 §3.2): visible ASCII other than '#', which
 // begins a fragment no client sends.

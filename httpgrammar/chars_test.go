@@ -64,3 +64,27 @@ func TestIsHopByHop(t *testing.T) {
 		}
 	}
 }
+
+// IsFieldValue is field-value of RFC 9110 §5.5, for string and []byte
+// alike: every control byte but HTAB refused wherever it is, SP and HTAB
+// refused first or last, obs-text allowed.
+func TestIsFieldValue(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		inner := string([]byte{'a', b, 'b'})
+		want := b == '\t' || b >= 0x20 && b != 0x7f
+		if IsFieldValue(inner) != want || IsFieldValue([]byte(inner)) != want {
+			t.Errorf("IsFieldValue(%q) != %v", inner, want)
+		}
+		alone := string([]byte{b})
+		want = b > 0x20 && b != 0x7f
+		if IsFieldValue(alone) != want {
+			t.Errorf("IsFieldValue(%q) != %v", alone, want)
+		}
+	}
+	for s, want := range map[string]bool{"": true, "a b": true, "a\tb": true, " a": false, "a ": false, "\ta": false, "a\t": false, " ": false, "\x80\xff": true} {
+		if IsFieldValue(s) != want || IsFieldValue([]byte(s)) != want {
+			t.Errorf("IsFieldValue(%q) != %v", s, want)
+		}
+	}
+}

@@ -4,10 +4,10 @@ package httpgrammar
 // without its line ending, into its name and its value with the
 // surrounding whitespace trimmed (RFC 9112 §5: field-name ":" OWS
 // field-value OWS), and checks both: the name is a token, with no
-// whitespace before the colon, and the value holds only field-value
-// characters (IsFieldValueChar). Its errors are ErrNoColon,
-// ErrSpaceBeforeColon, ErrFieldName, ErrFieldValue and, for a CR
-// anywhere, ErrBareCR. name and value are views into line; it does not
+// whitespace before the colon, and the value is a field value
+// (IsFieldValue, the check HTTP/2 fields get too). Its errors are
+// ErrNoColon, ErrSpaceBeforeColon, ErrFieldName, ErrFieldValue and, for
+// a CR, ErrBareCR. name and value are views into line; it does not
 // allocate.
 func SplitFieldLine(line []byte) (name, value []byte, err error) {
 	colon := -1
@@ -33,13 +33,16 @@ func SplitFieldLine(line []byte) (name, value []byte, err error) {
 		return nil, nil, ErrFieldName
 	}
 	value = TrimOWS(line[colon+1:])
-	for _, c := range value {
-		if !valueChars[c] {
-			if c == '\r' {
-				return nil, nil, ErrBareCR
+	if !IsFieldValue(value) {
+		for _, c := range value {
+			if !valueChars[c] {
+				if c == '\r' {
+					return nil, nil, ErrBareCR
+				}
+				break
 			}
-			return nil, nil, ErrFieldValue
 		}
+		return nil, nil, ErrFieldValue
 	}
 	return name, value, nil
 }
