@@ -56,6 +56,62 @@ func seen(t *testing.T, m *http2.MetaHeadersFrame, name string) string {
 	return string(b)
 }
 
+// An HTTP/2 request with two host fields is malformed, as HTTP/1.1's
+// with two Host lines is (400): it is reset with PROTOCOL_ERROR and no
+// handler sees it, whichever host comes last, so a host that routing and
+// :authority's check never judged cannot reach a program through the
+// fields (finding 3 of issue 35: "evil.test/<x> @y" was passed on as
+// "Host: evil.test/<x> @y" beside the checked "a.test"). One host, and
+// cookies split over several fields (RFC 9113 §8.2.3), are served.
+func TestHTTP2DuplicateHost(t *testing.T) {
+	ca, addr, calls := fieldsServer(t)
+	pseudo := []string{":method", "GET", ":scheme", "https", ":authority", "a.test", ":path", "/"}
+	noAuthority := []string{":method", "GET", ":scheme", "https", ":path", "/"}
+	for _, tt := range []struct {
+		name   string
+		fields []string
+	}{
+		{"hostile first", append(pseudo[:len(pseudo):len(pseudo)], "host", "evil.test/<x> @y", "host", "a.test")},
+		{"hostile last", append(pseudo[:len(pseudo):len(pseudo)], "host", "a.test", "host", "evil.test")},
+		{"the same twice", append(pseudo[:len(pseudo):len(pseudo)], "host", "a.test", "host", "a.test")},
+		{"apart", append(pseudo[:len(pseudo):len(pseudo)], "host", "evil.test", "x-a", "1", "host", "a.test")},
+		{"without :authority", append(noAuthority[:len(noAuthority):len(noAuthority)], "host", "evil.test", "host", "a.test")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := rawH2(t, addr, ca, tt.fields...)
+			if rst, ok := f.(*http2.RSTStreamFrame); !ok || rst.ErrCode != http2.ErrCodeProtocol {
+				t.Errorf("answered %v, want RST_STREAM PROTOCOL_ERROR", f)
+			}
+		})
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the handler ran %d times for requests with two hosts", n)
+	}
+
+	for _, tt := range []struct {
+		name   string
+		fields []string
+		host   string
+	}{
+		{"one host", append(pseudo[:len(pseudo):len(pseudo)], "host", "a.test"), "a.test|"},
+		{"no host", pseudo, "a.test|"},
+		{"host without :authority", append(noAuthority[:len(noAuthority):len(noAuthority)], "host", "a.test"), "a.test|"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, ok := rawH2(t, addr, ca, append(tt.fields[:len(tt.fields):len(tt.fields)], "cookie", "a=1", "cookie", "b=2")...).(*http2.MetaHeadersFrame)
+			if !ok || m.PseudoValue("status") != "200" {
+				t.Fatalf("answered %v, want 200", m)
+			}
+			if got := seen(t, m, "X-Host"); got != tt.host {
+				t.Errorf("Host fields %q, want %q", got, tt.host)
+			}
+			if got := seen(t, m, "X-Cookie"); got != "a=1; b=2" {
+				t.Errorf("Cookie %q, want the two fields joined", got)
+			}
+		})
+	}
+}
+
 // A field value is checked by the same rule on both protocols
 // (httpgrammar.IsFieldValue, RFC 9110 §5.5): every control byte but HTAB
 // is refused, wherever it is, by HTTP/2 (a reset stream; before finding

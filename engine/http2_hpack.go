@@ -143,6 +143,14 @@ func (h *h2Conn) emit(f hpack.HeaderField) {
 		}
 		b.clSeen, b.cl = true, n
 	case "host":
+		// One host for every decision: routing, :authority's check, a
+		// program's HTTP_HOST, a template's Header("Host"). HTTP/1.1
+		// refuses a second Host (RFC 9112 §3.2) and so does this.
+		if b.hostSeen {
+			b.malformed = true
+			return
+		}
+		b.hostSeen = true
 		if len(b.fields) < b.maxFields {
 			b.host = len(b.fields) // the index it is stored at, below
 		}
@@ -204,7 +212,8 @@ type h2Block struct {
 	pseudo                          uint8
 	regular                         bool // a regular field came (no pseudo-header may follow)
 	host                            int  // index in fields of host, or -1 (none, or one past maxFields)
-	cookies                         int  // cookie fields
+	hostSeen                        bool
+	cookies                         int // cookie fields
 	clSeen                          bool
 	cl                              int64
 	expectCont, expectOther         bool
