@@ -12,8 +12,9 @@
 //
 // IsTokenChar, IsFieldValueChar and IsTargetChar are table lookups, one
 // load per byte, for parsers' inner loops; IsToken checks a whole token
-// (a method, a field name, a content coding). Unhex reads a hexadecimal
-// digit.
+// (a method, a field name, a content coding), and IsFieldValue a whole
+// field value: the one rule the engine applies to HTTP/1.1 field lines
+// and HTTP/2 fields alike. Unhex reads a hexadecimal digit.
 //
 // # Comparing
 //
