@@ -43,7 +43,11 @@
 // class; an unknown or locked user gets one of another user's for all.
 // So neither the time of a refusal nor that of an acceptance tells
 // whether a user exists or which scheme their hash uses; a file mixing
-// schemes costs the sum of its classes per check. Credentials that
+// schemes costs the sum of its classes per check. A password longer than
+// MaxPassword (255 bytes, the longest Apache's htpasswd accepts) is
+// refused without being hashed, whoever the user: SHA-crypt and MD5
+// crypt cost more the longer the password, and the bound keeps a client
+// from making each check dearer. Credentials that
 // matched are remembered (by a SHA-256 of user, password and hash, up to
 // 1024 of them, forgotten when the file changes) so that a client
 // sending them with every request does not pay bcrypt's cost every time.

@@ -17,6 +17,17 @@ import (
 	"time"
 )
 
+// MaxPassword is the longest password Check verifies, in bytes; a longer
+// one is refused without being hashed. SHA-crypt and MD5 crypt cost
+// work in proportion to the password's length (SHA-crypt's P sequence
+// more: H(P repeated len(P) times)), so without a bound a client sending
+// 3,000 bytes made every check cost 16 times a short password's. Apache's
+// htpasswd refuses passwords longer than this, password managers
+// generate 128 characters at most, and bcrypt reads only the first 72
+// bytes: no real password is refused, and the dearest check costs about
+// 4 times a one-byte password's.
+const MaxPassword = 255
+
 const (
 	cacheMax      = 1024               // remembered good credentials per version
 	checkEvery    = int64(time.Second) // how often Users looks at the file
@@ -208,8 +219,13 @@ func errno(err error) error {
 
 // Check reports whether pw is the password of the user called name.
 // Whatever the user, it verifies pw once against a hash of each class in
-// the file (see the package doc), unless the credentials matched before.
+// the file (see the package doc), unless the credentials matched before;
+// a password longer than MaxPassword is refused, for every user alike,
+// without being hashed.
 func (u *Users) Check(name, pw []byte) bool {
+	if len(pw) > MaxPassword {
+		return false
+	}
 	e, known := u.users[string(name)]
 	if !known {
 		e.class = -1

@@ -246,6 +246,45 @@ func TestCostIndependentOfUser(t *testing.T) {
 	}
 }
 
+// A password longer than MaxPassword is refused without being hashed,
+// for a user whose password it is as for anyone (SHA-crypt costs more the
+// longer the password: 3,000 bytes made a check 16 times dearer); one of
+// MaxPassword bytes is verified as any other. Counted through the verify
+// hook, never timed.
+func TestLongPasswordRefusedUnhashed(t *testing.T) {
+	atCap := strings.Repeat("p", MaxPassword)
+	over := atCap + "p"
+	long, _ := shaCrypt([]byte(over), "$6$salt")
+	capped, _ := shaCrypt([]byte(atCap), "$5$salt")
+	bc, _ := bcrypt.GenerateFromPassword([]byte("b"), 4)
+	f, _ := openFile(t, writeFile(t, "long:"+long, "capped:"+capped, "b:"+string(bc)), nil)
+	var hashed atomic.Int64
+	f.verify = func(hash string, pw []byte) bool {
+		hashed.Add(1)
+		return verifyHash(hash, pw)
+	}
+	for _, tt := range []struct {
+		user, pw, want string
+		hashes         int64
+	}{
+		{"long", over, "refused", 0},
+		{"capped", over, "refused", 0},
+		{"nobody", over, "refused", 0},
+		{"b", over + strings.Repeat("x", 2000), "refused", 0},
+		{"capped", atCap, "ok", 3},
+		{"long", atCap, "refused", 3},
+		{"nobody", atCap, "refused", 3},
+	} {
+		hashed.Store(0)
+		if got := verdict(f, tt.user, tt.pw); got != tt.want {
+			t.Errorf("%s with %d bytes: %s, want %s", tt.user, len(tt.pw), got, tt.want)
+		}
+		if n := hashed.Load(); n != tt.hashes {
+			t.Errorf("%s with %d bytes: %d hashes, want %d", tt.user, len(tt.pw), n, tt.hashes)
+		}
+	}
+}
+
 // Open reports a file it cannot read, as the system says it.
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
