@@ -37,8 +37,10 @@ type ProxyOptions struct {
 // left out for a while (passive checks), and with health.path set
 // checked actively; health is each process's own. Hop-by-hop fields are
 // dropped both ways; X-Forwarded-For/-Proto/-Host (or RFC 7239
-// Forwarded) are appended to only past trusted_proxies, and their names
-// spelt with underscores are dropped; Via is added.
+// Forwarded) are appended to only past trusted_proxies, other proxies'
+// fields (X-Real-IP, X-Forwarded-Port, X-Original-URL…) pass only from
+// them, and all these names spelt with underscores are dropped; Via is
+// added.
 // See package proxy for the rules in full.
 //
 // It fails for options proxy.New refuses: no upstreams, an upstream not

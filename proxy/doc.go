@@ -62,10 +62,15 @@
 // the canonical path; the client's identity, in X-Forwarded-For, -Proto
 // and -Host, or in an RFC 7239 Forwarded field (Options.Forwarded),
 // appended to only when the peer is one of TrustedProxies and written
-// afresh otherwise (the X-Forwarded names spelt with underscores for
-// dashes, which a backend mapping names to CGI-style variables would
-// read as the real ones, are dropped whenever the proxy forwards); and a
-// Via field, added both ways. A request the
+// afresh otherwise; the other fields by which proxies tell an upstream
+// about the client or the URL it asked for (every other X-Forwarded-*,
+// X-Real-IP, X-Client-IP, Client-IP, True-Client-IP, X-Original-URL,
+// X-Rewrite-URL), passed on from a trusted peer and dropped from anyone
+// else (they are not written afresh: X-Forwarded-For names the client);
+// all these names spelt with underscores for dashes, which a backend
+// mapping names to CGI-style variables would read as the real ones,
+// dropped whenever the proxy forwards (Options.Forwarded "none" passes
+// every field as received); and a Via field, added both ways. A request the
 // engine refuses never gets this far. Since the exchange runs in the
 // content phase, a pipe after the proxy that stops the pipeline (an
 // ipfilter) keeps the request from the upstream too.

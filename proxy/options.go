@@ -174,7 +174,10 @@ type Options struct {
 	// TrustedProxies lists the proxies in front of this one (CIDRs or
 	// addresses, "unix:" for Unix-socket peers), as ipfilter's option:
 	// the forwarding fields a trusted peer sent are appended to; anyone
-	// else's are replaced. ip_hash reads the client address through them.
+	// else's are replaced, and the other fields by which proxies name the
+	// client or the original URL (X-Real-IP, every X-Forwarded-*,
+	// X-Original-URL…) dropped. ip_hash reads the client address through
+	// them.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 
 	// ClientIPHeader is the header ip_hash reads the client address from

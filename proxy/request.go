@@ -145,26 +145,23 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *host, expect 
 			}
 			continue
 		}
-		if p.forwarded != ForwardedNone && isForwardingAlias(f.Name) {
-			continue
-		}
-		if p.forwarded != ForwardedNone && trusted {
-			// Appended to below, as one list.
-			if p.forwarded == ForwardedXFF && httpgrammar.EqualFold(f.Name, "x-forwarded-for") {
-				xff = appendList(xff, f.Value)
-				continue
+		if p.forwarded != ForwardedNone {
+			if claim, alias := proxyClaim(f.Name); claim {
+				if alias || !trusted {
+					continue // a client's claim, not believed
+				}
+				// Appended to below, as one list.
+				if p.forwarded == ForwardedXFF && httpgrammar.EqualFold(f.Name, "x-forwarded-for") {
+					xff = appendList(xff, f.Value)
+					continue
+				}
+				if p.forwarded == ForwardedRFC7239 && httpgrammar.EqualFold(f.Name, "forwarded") {
+					fwd = appendList(fwd, f.Value)
+					continue
+				}
+				// Anything else passes as received: the trusted proxy
+				// saw the client.
 			}
-			if p.forwarded == ForwardedRFC7239 && httpgrammar.EqualFold(f.Name, "forwarded") {
-				fwd = appendList(fwd, f.Value)
-				continue
-			}
-			if p.forwarded == ForwardedXFF && (httpgrammar.EqualFold(f.Name, "x-forwarded-proto") || httpgrammar.EqualFold(f.Name, "x-forwarded-host")) {
-				// Passed on as received: the trusted proxy saw the client.
-				b = appendField(b, f.Name, f.Value)
-				continue
-			}
-		} else if p.forwarded != ForwardedNone && isForwardingField(f.Name) {
-			continue // a client's claim, not believed
 		}
 		b = appendField(b, f.Name, f.Value)
 	}
@@ -228,37 +225,70 @@ func (p *Proxy) appendRequestHead(b []byte, r *engine.Request, up *host, expect 
 	return append(b, "\r\n"...)
 }
 
-func isForwardingField(name []byte) bool {
-	return httpgrammar.EqualFold(name, "forwarded") || httpgrammar.EqualFold(name, "x-forwarded-for") ||
-		httpgrammar.EqualFold(name, "x-forwarded-proto") || httpgrammar.EqualFold(name, "x-forwarded-host")
+// proxyClaims are the names, in lower case, of the fields by which a
+// proxy tells its upstream about the client or the request the client
+// sent, besides the X-Forwarded-* family (proxyPrefix): backends believe
+// them (X-Real-IP for the client's address, as nginx's realip module and
+// many frameworks read it; X-Client-IP, Client-IP and True-Client-IP
+// likewise; X-Original-URL and X-Rewrite-URL for the path, which IIS's
+// URL rewriting and Symfony read in place of the request line's).
+var proxyClaims = [...]string{"forwarded", "x-real-ip", "client-ip", "x-client-ip", "true-client-ip", "x-original-url", "x-rewrite-url"}
+
+// proxyPrefix begins every X-Forwarded-* name: -For, -Proto, -Host, and
+// the others backends read (-Port, -Prefix, -Server, -Ssl, -Uri).
+const proxyPrefix = "x-forwarded-"
+
+// proxyClaim reports whether name is the name of a field by which a proxy
+// tells its upstream about the client (proxyClaims, the X-Forwarded-*
+// family), spelt with dashes or, alias, with an underscore for one or
+// more of them (X_Forwarded_For, X_Real_IP). While the proxy forwards, a
+// claim passes only from a trusted proxy, and an alias never: a backend
+// that maps field names to CGI-style variables (HTTP_X_FORWARDED_FOR:
+// WSGI, Rack, FastCGI bridges) would read it as the field spelt with
+// dashes.
+func proxyClaim(name []byte) (claim, alias bool) {
+	// Checked for every field of every proxied request: the length and
+	// the first letter turn nearly every other name away at once.
+	if len(name) < len("client-ip") {
+		return false, false
+	}
+	switch name[0] | 0x20 {
+	case 'x':
+		if len(name) > len(proxyPrefix) {
+			if ok, a := foldSeparators(name[:len(proxyPrefix)], proxyPrefix); ok {
+				return true, a || bytes.IndexByte(name[len(proxyPrefix):], '_') >= 0
+			}
+		}
+	case 'f', 'c', 't':
+	default:
+		return false, false
+	}
+	for _, c := range proxyClaims {
+		if len(c) == len(name) {
+			if ok, a := foldSeparators(name, c); ok {
+				return true, a
+			}
+		}
+	}
+	return false, false
 }
 
-// isForwardingAlias reports whether name is an X-Forwarded-* field name
-// with an underscore for one or more of its dashes (X_Forwarded_For).
-// Such a field never passes while the proxy forwards: a backend that maps
-// field names to CGI-style variables (HTTP_X_FORWARDED_FOR: WSGI, Rack,
-// FastCGI bridges) would read it as the field the proxy sets.
-func isForwardingAlias(name []byte) bool {
-	// Checked for every field of every proxied request: the lengths of
-	// the three names first, then the underscore.
-	if n := len(name); n < len("x-forwarded-for") || n > len("x-forwarded-proto") || bytes.IndexByte(name, '_') < 0 {
-		return false
-	}
-	for _, f := range [...]string{"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"} {
-		if len(name) != len(f) {
-			continue
-		}
-		same := true
-		for i := 0; i < len(f) && same; i++ {
-			// name[i]|0x20 folds an ASCII letter to lower case; of the
-			// token characters, only the letters fold onto one.
-			same = name[i]|0x20 == f[i] || f[i] == '-' && name[i] == '_'
-		}
-		if same {
-			return true
+// foldSeparators reports whether name is lower, a lower-case name of
+// the same length, but for case and underscores for dashes, and whether
+// it had an underscore so.
+func foldSeparators(name []byte, lower string) (same, underscore bool) {
+	for i := range len(lower) {
+		// name[i]|0x20 folds an ASCII letter to lower case; of the token
+		// characters, only the letters fold onto one.
+		switch {
+		case name[i]|0x20 == lower[i]:
+		case lower[i] == '-' && name[i] == '_':
+			underscore = true
+		default:
+			return false, false
 		}
 	}
-	return false
+	return true, underscore
 }
 
 func appendField(b, name, value []byte) []byte {
