@@ -83,7 +83,9 @@ func (h *HSTS) Value() string {
 }
 
 // HTTPSRedirect is a plain listener's redirect_to_https: every request is
-// answered 308 Permanent Redirect to https://HOST[:Port]PATH?QUERY.
+// answered 308 Permanent Redirect to https://HOST[:Port]PATH?QUERY, if
+// the config serves HOST (a name of its certificates, acme domains or
+// routes' hosts; any host if it names none), else 421.
 type HTTPSRedirect struct {
 	// Port is the port HTTPS is served on; 0 means that of the config's
 	// first TLS listener (HTTPSListener), as it is bound. Port 443 is left

@@ -3,6 +3,7 @@ package daemon
 import (
 	"crypto/tls"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -23,9 +24,10 @@ import (
 // listenState is how a listener serves, as the config of the moment
 // says: a reload replaces it whole.
 type listenState struct {
-	hsts     string // the Strict-Transport-Security value, or ""
-	redirect bool   // answer with a redirect to HTTPS
-	port     string // the redirect's ":port", "" for 443
+	hsts     string         // the Strict-Transport-Security value, or ""
+	redirect bool           // answer with a redirect to HTTPS
+	port     string         // the redirect's ":port", "" for 443
+	names    *redirectNames // the hosts the redirect is for; nil: any
 
 	challenges *certs.Challenges // a plain listener's: the HTTP-01 answers of the config's acme sections, or nil
 }
@@ -72,6 +74,7 @@ func (s *Server) setState(l *listener, o *config.ListenOptions, cfg *config.Conf
 			if port != 0 && port != 443 {
 				st.port = ":" + strconv.Itoa(port)
 			}
+			st.names = servedNames(cfg)
 		}
 	}
 	l.state.Store(st)
@@ -120,7 +123,7 @@ func (h listenerHandler) Serve(w engine.ResponseWriter, r *engine.Request) {
 		return
 	}
 	if st.redirect {
-		redirectToHTTPS(w, r, st.port)
+		redirectToHTTPS(w, r, st.port, st.names)
 		return
 	}
 	if st.hsts != "" {
@@ -133,7 +136,10 @@ func (h listenerHandler) Serve(w engine.ResponseWriter, r *engine.Request) {
 // over HTTPS, on port (":8443", or "" for 443). 308 rather than 301: a
 // client must repeat the request as it was, method and body included
 // (RFC 9110 §15.4.9), where after a 301 it may turn a POST into a GET.
-func redirectToHTTPS(w engine.ResponseWriter, r *engine.Request, port string) {
+// A host names does not hold (unless names is nil) is answered 421
+// Misdirected Request: the Location is built from the client's Host, and
+// names the config serves only.
+func redirectToHTTPS(w engine.ResponseWriter, r *engine.Request, port string, names *redirectNames) {
 	host := string(r.Host)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -141,6 +147,10 @@ func redirectToHTTPS(w engine.ResponseWriter, r *engine.Request, port string) {
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if host == "" || !validRedirectHost(host) {
 		engine.Error(w, 400, "no host to redirect to: send a Host field")
+		return
+	}
+	if !names.holds(host) {
+		engine.Error(w, 421, "not a host this server serves")
 		return
 	}
 	if strings.Contains(host, ":") {
@@ -156,6 +166,85 @@ func redirectToHTTPS(w engine.ResponseWriter, r *engine.Request, port string) {
 	}
 	w.Header().Set("Location", url)
 	w.WriteHeader(308)
+}
+
+// redirectNames are the hosts a config serves over HTTPS, which its
+// redirects to HTTPS are limited to: names in lower case without a
+// trailing dot ("*.example.com" for its subdomains), and addresses.
+type redirectNames struct {
+	names map[string]bool
+	wild  []string // the suffixes of wildcards: ".example.com"
+	addrs map[netip.Addr]bool
+}
+
+// servedNames returns the hosts cfg serves: the names and addresses of
+// its TLS listeners' certificates, the domains of their acme sections,
+// and the hosts of its routes. Nil if it names none (certificates for
+// addresses only, routes for any host, and no TLS listener: HTTPS served
+// by something in front), which leaves the redirect open to any host.
+func servedNames(cfg *config.Config) *redirectNames {
+	n := &redirectNames{names: map[string]bool{}, addrs: map[netip.Addr]bool{}}
+	add := func(name string) {
+		name = strings.TrimSuffix(strings.ToLower(name), ".")
+		if a, err := netip.ParseAddr(name); err == nil {
+			n.addrs[a.Unmap()] = true
+		} else if strings.HasPrefix(name, "*.") {
+			n.wild = append(n.wild, name[1:])
+		} else if name != "" {
+			n.names[name] = true
+		}
+	}
+	for _, a := range cfg.Listen {
+		o := cfg.ListenOptions[a]
+		if o == nil || o.TLS == nil {
+			continue
+		}
+		for _, c := range o.TLS.Certificates {
+			if leaf := c.Pair.Leaf; leaf != nil {
+				for _, d := range leaf.DNSNames {
+					add(d)
+				}
+				for _, ip := range leaf.IPAddresses {
+					add(ip.String())
+				}
+			}
+		}
+		if o.TLS.ACME != nil {
+			for _, d := range o.TLS.ACME.Domains {
+				add(d)
+			}
+		}
+	}
+	for _, r := range cfg.Routes {
+		add(r.Host)
+	}
+	if len(n.names) == 0 && len(n.wild) == 0 {
+		// A certificate for an address alone says nothing of the names
+		// a client may use for it.
+		return nil
+	}
+	return n
+}
+
+// holds reports whether n holds host, a Host without port or brackets:
+// always when n is nil.
+func (n *redirectNames) holds(host string) bool {
+	if n == nil {
+		return true
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return n.addrs[a.Unmap()]
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if n.names[host] {
+		return true
+	}
+	for _, w := range n.wild {
+		if len(host) > len(w) && strings.HasSuffix(host, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // validRedirectHost reports whether host may go into a Location field:
