@@ -84,6 +84,11 @@ type command struct {
 var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, stopCommand, upgradeCommand, demoCommand, versionCommand}
 
 func main() {
+	// Before anything starts a process: a descriptor sluice's parent left
+	// open must reach no worker and no CGI program.
+	if err := daemon.CloseOnExecInherited(); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice: warning: cannot mark inherited descriptors close-on-exec:", err)
+	}
 	if status, ran, err := daemon.RunAsInit(os.Args[1:]); ran { // as a container's PID 1
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sluice: as PID 1, cannot start the server:", err)
