@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -121,19 +123,60 @@ func TestActiveHealth(t *testing.T) {
 	}
 }
 
-// With its only upstream marked down, a request is answered 503 at once.
+// With its only upstream marked down by the active checks, a request is
+// answered 503 at once. (Failed requests never take a proxy's last
+// upstream out: TestSingleUpstreamStays.)
 func TestAllUpstreamsMarkedDown(t *testing.T) {
-	bad, accepted := closingUpstream(t)
-	srv, _ := front(t, Options{Upstreams: []string{bad}, Retries: -1, Passive: PassiveHealth{Failures: 1, DownFor: time.Hour}})
-	if resp, _ := sluicetest.Get(t, srv.URL+"/"); resp.StatusCode != http.StatusBadGateway {
-		t.Fatalf("first request: %d, want 502", resp.StatusCode)
-	}
+	bad, _ := closingUpstream(t)
+	srv, p := front(t, Options{Upstreams: []string{bad}, Retries: -1, Passive: PassiveHealth{Failures: -1},
+		Health: Health{Path: "/healthz", Interval: 5 * time.Millisecond, Rise: 2, Fall: 1}})
+	sluicetest.WaitFor(t, "the upstream marked down", func() bool { return !p.grp.Hosts[0].Up(upstream.Now()) })
 	resp, body := sluicetest.Get(t, srv.URL+"/")
 	if resp.StatusCode != http.StatusServiceUnavailable || body != "503 Service Unavailable: no upstream available\n" {
 		t.Fatalf("with its only upstream down: %d %q, want 503 no upstream available", resp.StatusCode, body)
 	}
-	if n := accepted.Load(); n != 1 {
-		t.Fatalf("the upstream marked down was tried %d times, want 1", n)
+}
+
+// A Group of one upstream keeps it in service whatever its requests do:
+// malformed responses and timeouts, past the passive checks' count, are
+// answered 502 and 504, and the next request is still sent to it (nginx
+// ignores max_fails for a group of one server), not answered 503.
+func TestSingleUpstreamStays(t *testing.T) {
+	url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			head, err := readHead(br)
+			if err != nil {
+				return
+			}
+			switch {
+			case strings.HasPrefix(head, "GET /bad "):
+				// A control byte in a field: refused by the strict parser.
+				c.Write([]byte("HTTP/1.1 200 OK\r\nX-Echo: a\x01b\r\nContent-Length: 2\r\n\r\nok"))
+			case strings.HasPrefix(head, "GET /slow "):
+				io.Copy(io.Discard, br) // no answer: until the proxy closes
+				return
+			default:
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			}
+		}
+	})
+	srv, p := front(t, Options{Upstreams: []string{url}, Retries: -1, ResponseHeaderTimeout: 100 * time.Millisecond,
+		Passive: PassiveHealth{Failures: 3, DownFor: time.Hour}})
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/bad", http.StatusBadGateway}, {"/slow", http.StatusGatewayTimeout}} {
+		for i := range 4 {
+			if resp, _ := sluicetest.Get(t, srv.URL+tc.path); resp.StatusCode != tc.status {
+				t.Fatalf("%s, request %d: %d, want %d (the upstream still tried)", tc.path, i+1, resp.StatusCode, tc.status)
+			}
+		}
+		if resp, body := sluicetest.Get(t, srv.URL+"/"); resp.StatusCode != http.StatusOK || body != "ok" {
+			t.Fatalf("after failures on %s: %d %q, want 200 from the only upstream", tc.path, resp.StatusCode, body)
+		}
+	}
+	if !p.grp.Hosts[0].Up(upstream.Now()) {
+		t.Error("the only upstream is marked down")
 	}
 }
 

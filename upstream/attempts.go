@@ -60,7 +60,8 @@ type Attempts[C Conn] struct {
 }
 
 // Begin starts a request's attempts on g's hosts, those marked down (Up)
-// counting as tried already. safe says the request may be sent again
+// counting as tried already; but when every one is marked down, those
+// only the passive checks marked are tried (see Failed). safe says the request may be sent again
 // after the host answered (an idempotent method and no body): Rejected
 // tries another host only then. retries bounds the failures tried again.
 func (g *Group[C]) Begin(safe bool, retries int) Attempts[C] {
@@ -71,6 +72,18 @@ func (g *Group[C]) Begin(safe bool, retries int) Attempts[C] {
 		}
 	}
 	a.all = uint64(1)<<len(g.Hosts) - 1 // (wraps to every bit for 64)
+	if a.tried == a.all {
+		// Every host is out. Those only the passive checks took out are
+		// tried all the same: the last healthy host of a Group is never
+		// taken out by failed requests (nginx ignores max_fails for a
+		// group of one), and a host another Group marked down (health is
+		// shared by name) may be this one's last.
+		for i, h := range g.Hosts {
+			if !h.health.activelyOff.Load() {
+				a.tried &^= 1 << i
+			}
+		}
+	}
 	return a
 }
 
@@ -161,13 +174,18 @@ func (a *Attempts[C]) Done() { a.host.End() }
 
 // Failed ends the attempt on Host with a failure: the upstream's fault
 // (it counts for passive health: a refused or timed-out connection, a
-// missing or malformed response) or not. retry says whether the request
+// missing or malformed response) or not (what the client caused: it went
+// away, or its request carried what made the response refused). A fault
+// marks Host down at the passive checks' count unless it is the last host
+// of the Group that is up: failed requests never leave a Group without a
+// host, so that a client cannot take a Group of one out by making its
+// requests fail. retry says whether the request
 // may go to another host: nothing was sent, or the transport knows the
 // request safe to send again. Next then picks one, as long as the
 // Group's retries are not spent; otherwise it reports false.
 func (a *Attempts[C]) Failed(fault, retry bool) {
 	a.host.End()
-	a.down = fault && a.host.Failed(time.Now(), &a.g.passive)
+	a.down = fault && a.fail()
 	if !retry || a.failures >= a.retries {
 		a.stop = true
 		return
@@ -183,12 +201,28 @@ func (a *Attempts[C]) Failed(fault, retry bool) {
 // way the transport ends the attempt with Done (after closing the
 // connection, when trying again).
 func (a *Attempts[C]) Rejected(committed bool) bool {
-	a.down = a.host.Failed(time.Now(), &a.g.passive)
+	a.down = a.fail()
 	if !a.safe || committed || a.failures >= a.retries || (a.tried|a.full)&a.all == a.all {
 		return false
 	}
 	a.failures++
 	return true
+}
+
+// fail counts a failure of Host for the passive checks, and reports
+// whether it marked Host down. The last host of the Group that is up is
+// not marked down: failed requests never leave a Group without a host
+// (a Group of one host keeps it, as nginx ignores max_fails for a group
+// of one server). Only the active checks take the last one out.
+func (a *Attempts[C]) fail() bool {
+	now := time.Now()
+	at := InstantOf(now)
+	for _, h := range a.g.Hosts {
+		if h != a.host && h.Up(at) {
+			return a.host.Failed(now, &a.g.passive)
+		}
+	}
+	return false
 }
 
 // Down reports whether the last Failed or Rejected marked Host down

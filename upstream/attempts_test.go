@@ -209,10 +209,82 @@ func TestAttemptsPassiveDown(t *testing.T) {
 		a.Done()
 	}
 
+	// The host left is the last one up: its failures do not mark it
+	// down.
+	for i := range 2 * passive.Failures {
+		a := g.Begin(true, 0)
+		h, _ := next(&a)
+		if h != g.Hosts[1] {
+			t.Fatalf("request %d went to %v, want the last host up", i, h)
+		}
+		if a.Failed(true, false); a.Down() || !h.Up(Now()) {
+			t.Fatalf("failure %d marked the last host up down", i+1)
+		}
+	}
+
+	// Marked down all the same (as another Group naming it may do: health
+	// is shared by name), it is still tried, as is the other: only the
+	// active checks leave a Group without a host.
 	g.Hosts[1].Failed(time.Now(), &passive)
 	g.Hosts[1].Failed(time.Now(), &passive)
 	a := g.Begin(true, 5)
-	if h, _ := next(&a); h != nil || a.Err() != ErrNoUpstream {
-		t.Fatalf("with every host down: next = %v, Err %v; want none, ErrNoUpstream", h, a.Err())
+	if h, _ := next(&a); h == nil {
+		t.Fatalf("with every host marked down by passive checks: no host tried (Err %v), want one", a.Err())
 	}
+	a.Done()
+	for _, h := range g.Hosts {
+		h.health.checked(false, &Health{Fall: 1})
+	}
+	a = g.Begin(true, 5)
+	if h, _ := next(&a); h != nil || a.Err() != ErrNoUpstream {
+		t.Fatalf("with every host down by active checks: next = %v, Err %v; want none, ErrNoUpstream", h, a.Err())
+	}
+}
+
+// A Group of one host keeps it whatever its requests do, and so does
+// another Group naming the same host when a larger Group marked it down.
+func TestAttemptsLastHostStays(t *testing.T) {
+	one := newGroup(t, []string{"http://127.0.0.1:71"}, Config{Passive: passive})
+	two := newGroup(t, []string{"http://127.0.0.1:71", "http://127.0.0.1:72"}, Config{Passive: passive})
+	for i := range 3 * passive.Failures {
+		a := one.Begin(true, 0)
+		h, _ := next(&a)
+		if h == nil {
+			t.Fatalf("request %d of a Group of one found no host (Err %v)", i, a.Err())
+		}
+		a.Failed(true, false)
+		if a.Down() || !h.Up(Now()) {
+			t.Fatalf("failure %d marked a Group's only host down", i+1)
+		}
+		a = one.Begin(true, 0)
+		h, _ = next(&a)
+		if h == nil {
+			t.Fatalf("request %d of a Group of one found no host (Err %v)", i, a.Err())
+		}
+		if a.Rejected(false); a.Down() || !h.Up(Now()) {
+			t.Fatalf("rejected answer %d marked a Group's only host down", i+1)
+		}
+		a.Done()
+	}
+	// The larger Group marks the shared host down; the Group of one
+	// still sends to it.
+	shared := two.Hosts[0]
+	for range passive.Failures {
+		a := two.Begin(true, 0)
+		for h, _ := next(&a); h != nil; h, _ = next(&a) {
+			if h == shared {
+				a.Failed(true, false)
+				break
+			}
+			a.Done()
+		}
+	}
+	if shared.Up(Now()) {
+		t.Fatal("the Group of two did not mark its failing host down")
+	}
+	a := one.Begin(true, 0)
+	if h, _ := next(&a); h != one.Hosts[0] {
+		t.Fatalf("the Group of one, its host marked down by another Group: next = %v (Err %v), want its host", h, a.Err())
+	}
+	a.Done()
 }

@@ -23,7 +23,12 @@ const (
 // connection refused or timed out, a response head that is late,
 // malformed or missing (the connection closed first), and a response
 // whose status its fail_status lists; an upstream at max_conns has not
-// failed. The zero value is filled with the defaults by the caller.
+// failed, nor one whose client went away, or whose request carried what
+// made its response refused. Failed requests never mark down the last
+// host of a Group that is up, and a Group whose hosts are all marked down
+// by them tries them all the same (Attempts): only the active checks take
+// a Group's last host out. The zero value is filled with the defaults by
+// the caller.
 type PassiveHealth struct {
 	// Failures within Window that mark the upstream down (default 3;
 	// -1 turns passive checks off).
@@ -159,5 +164,6 @@ func (h *Host[C]) Up(now Instant) bool { return h.health.up(now) }
 
 // Failed records a failed request to h at now under passive checks p,
 // and marks h down when p's window holds p.Failures of them. It reports
-// whether it did.
+// whether it did. (Attempts calls it only when another host of its
+// Group is up: see Attempts.Failed.)
 func (h *Host[C]) Failed(now time.Time, p *PassiveHealth) bool { return h.health.failed(now, p) }
