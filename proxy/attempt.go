@@ -69,6 +69,7 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 
 	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, expect, upgrade, &x.peer)
 	nc := uc.nc
+	armed := false // the read deadline is armHead's
 	if hasBody || expect || len(x.reqHead) > smallHead {
 		d := now.Add(p.headerTO)
 		nc.SetDeadline(d.Time())
@@ -78,8 +79,9 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 		// A small head fits the idle connection's empty send buffer:
 		// its write cannot block, and only the response's wait needs
 		// the timeout (one timer the fewer per request), which a
-		// deadline left by the exchanges before may serve (armRead).
-		uc.armRead(now, p.headerTO)
+		// deadline left by the exchanges before may serve (armHead).
+		uc.armHead(now, p.headerTO)
+		armed = true
 	}
 	sendBody := hasBody
 	if expect {
@@ -107,7 +109,7 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 		case isTimeout(err) && uc.got == 0:
 			// Silence: send the body anyway, as clients do.
 		default:
-			return p.headFailure(fail, err)
+			return p.headFailure(fail, err, true)
 		}
 		if err == nil && x.head.status >= 200 {
 			return uc, p.startBody(x, uc, r)
@@ -132,9 +134,17 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 		// for it without a failed try (see upConn.read).
 		uc.pending = x.reqHead
 	}
+	// The response head is due by the read deadline set (the header
+	// timeout); the wait for it watches the client past goneAfter.
+	due := now.Add(p.headerTO)
+	if !armed {
+		due = uc.readDeadline
+		n := upstream.Now()
+		uc.armHead(n, due.Sub(n))
+	}
 	for {
-		if err := uc.readHead(&x.head, p.maxHead, p.maxFields); err != nil {
-			return p.headFailure(fail, err)
+		if err := p.awaitHead(c, uc, &x.head, due); err != nil {
+			return p.headFailure(fail, err, hasBody || carriesControl(r))
 		}
 		if x.head.status >= 200 {
 			break
@@ -160,15 +170,93 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 	return uc, p.startBody(x, uc, r)
 }
 
-func (p *Proxy) headFailure(fail func(int, string, error) (*upConn, *failure), err error) (*upConn, *failure) {
+// headFailure is the failure of the wait for a response head that ended
+// in err. A malformed head is not counted against the upstream when
+// clientBytes says the request may have carried what made it malformed
+// (see carriesControl).
+func (p *Proxy) headFailure(fail func(int, string, error) (*upConn, *failure), err error, clientBytes bool) (*upConn, *failure) {
 	var bad *BadResponseError
 	switch {
+	case err == errClientGone:
+		uc, f := fail(statusClientClosed, "the client closed the request", err)
+		f.fault, f.retry, f.stale = false, false, false
+		return uc, f
 	case errors.As(err, &bad):
-		return fail(http.StatusBadGateway, "upstream sent a malformed response", err)
+		uc, f := fail(http.StatusBadGateway, "upstream sent a malformed response", err)
+		if clientBytes {
+			f.fault = false
+		}
+		return uc, f
 	case isTimeout(err):
 		return fail(http.StatusGatewayTimeout, "upstream timed out", err)
 	}
 	return fail(http.StatusBadGateway, "upstream closed the connection", err)
+}
+
+// statusClientClosed is the status logged for a request whose client
+// went away while the proxy waited for the upstream: nginx's 499, which
+// nobody receives.
+const statusClientClosed = 499
+
+// errClientGone reports that the client went away while the proxy waited
+// for the upstream's response head.
+var errClientGone = errors.New("proxy: the client went away while the upstream was answering")
+
+// awaitHead reads a response head into h, as uc.readHead does, by due,
+// the header timeout. A wait that armHead's first deadline cut short
+// goes on until due with a watch of the client (c.Gone): if the client
+// goes meanwhile (closes its connection, resets its HTTP/2 stream), the
+// wait ends at once with errClientGone, rather than hold the upstream
+// connection, and a place under max_conns, for nobody until the timeout.
+// The connection then has a past read deadline: the caller closes it.
+// (A head after an interim response that came late is waited for with
+// the watch from the start.)
+func (p *Proxy) awaitHead(c *pipe.Conn, uc *upConn, h *responseHead, due upstream.Instant) error {
+	if uc.readDeadline < due || due.Sub(upstream.Now()) <= goneAfter {
+		err := uc.readHead(h, p.maxHead, p.maxFields)
+		if err == nil || !isTimeout(err) || upstream.Now() >= due {
+			return err
+		}
+		uc.readDeadline = due
+		uc.nc.SetReadDeadline(due.Time())
+	}
+	w := watchGone(c.Gone(), uc)
+	err := uc.readHead(h, p.maxHead, p.maxFields)
+	if w.stop() {
+		return errClientGone
+	}
+	return err
+}
+
+// carriesControl reports whether r's target or header fields carry a
+// percent-encoded control byte (%00 to %1F, or %7F), which the engine
+// lets through encoded and an application may decode into a response
+// field: a response head the proxy refuses for such a byte may be the
+// request's doing, and is not counted against the upstream.
+func carriesControl(r *engine.Request) bool {
+	if pctControl(r.Target) {
+		return true
+	}
+	for i := range r.Fields {
+		if pctControl(r.Fields[i].Value) {
+			return true
+		}
+	}
+	return false
+}
+
+// pctControl reports whether s holds %XX naming a control byte.
+func pctControl(s []byte) bool {
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] != '%' {
+			continue
+		}
+		hi, lo := s[i+1], s[i+2]|0x20
+		if (hi == '0' || hi == '1') && (lo >= '0' && lo <= '9' || lo >= 'a' && lo <= 'f') || hi == '7' && lo == 'f' {
+			return true
+		}
+	}
+	return false
 }
 
 // startBody clears the deadlines and readies x.body for the response

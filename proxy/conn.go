@@ -83,6 +83,33 @@ func (c *upConn) armRead(now upstream.Instant, timeout time.Duration) {
 	c.nc.SetReadDeadline(c.readDeadline.Time())
 }
 
+// goneAfter bounds how long the proxy waits for a response head without
+// watching its client: a longer wait goes on (from between half of it
+// and all of it) with a watch that ends it when the client goes (see
+// Proxy.awaitHead). The watch costs a goroutine and the client's gone
+// notice (an epoll registration), which the quick answers, nearly all of
+// them, never pay.
+const goneAfter = 500 * time.Millisecond
+
+// armHead arms the read deadline for the response head to a request sent
+// at now, due within timeout. For a timeout of at most goneAfter it is
+// armRead's. For a longer one it is a first deadline goneAfter/2 to
+// goneAfter from now, the one an earlier exchange left when it falls
+// there (a busy connection moves it about once every goneAfter/2, as
+// armRead moves its own once a slack): Proxy.awaitHead then waits on,
+// until the timeout, watching the client.
+func (c *upConn) armHead(now upstream.Instant, timeout time.Duration) {
+	if timeout <= goneAfter {
+		c.armRead(now, timeout)
+		return
+	}
+	if c.readDeadline >= now.Add(goneAfter/2) && c.readDeadline <= now.Add(goneAfter) {
+		return
+	}
+	c.readDeadline = now.Add(goneAfter)
+	c.nc.SetReadDeadline(c.readDeadline.Time())
+}
+
 // fill reads more bytes into the buffer, moving unread bytes to its start
 // first, growing it (up to max) when it is full.
 func (c *upConn) fill(max int) error {

@@ -111,7 +111,12 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			return err
 		}
 		last = f
-		p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
+		if f.err == errClientGone {
+			// Not the upstream's failure: no warning for it.
+			p.log.Info("proxy: client went away while the upstream was answering", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path))
+		} else {
+			p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
+		}
 		a.Failed(f.fault, f.retry)
 		p.logDown(&a)
 	}
