@@ -132,10 +132,11 @@
 // a retry. The client is told, in a short plain-text body: 502 when the
 // upstream is unreachable, closed the connection or sent a malformed
 // response; 504 when connecting or the response head took too long; 503
-// when every upstream is marked down. The picking, the waiting, the
-// counting and these decisions are package upstream's (its Attempts,
-// which a FastCGI or HTTP/2 transport drives the same way); what counts
-// as a failure, and what the client is told, are the proxy's.
+// when the active checks marked every upstream down. The picking, the
+// waiting, the counting and these decisions are package upstream's (its
+// Attempts, which a FastCGI or HTTP/2 transport drives the same way);
+// what counts as a failure, and what the client is told, are the
+// proxy's.
 //
 // A response whose status FailStatus lists (none by default; nginx
 // too counts only errors unless its proxy_next_upstream names
@@ -164,7 +165,24 @@
 // Passive checks are on by default: an upstream whose requests fail
 // (connection refused or timed out, a response head late, malformed or
 // missing, a status in FailStatus) Passive.Failures times within
-// Passive.Window is left out for Passive.DownFor. Active checks run when Health.Path is set: each
+// Passive.Window is left out for Passive.DownFor. What the client
+// caused does not count: a request whose client went away while the
+// proxy waited for the head, and a malformed head answering a request
+// with a body or a percent-encoded control byte in its target or fields
+// (which the application may have decoded into a response field). Nor
+// do failed requests ever leave the proxy without an upstream: the last
+// one up is not marked down, and when all are marked down (another
+// Proxy naming an upstream shares its health) they are tried anyway, so
+// a Proxy of one upstream keeps it in service, as nginx ignores
+// max_fails for a group of one server; only the active checks take the
+// last one out.
+//
+// While it waits for a response head the proxy watches the client once
+// the wait passes goneAfter (0.25 to 0.5 s): a client that closes its
+// connection or resets its HTTP/2 stream ends the wait at once, the
+// upstream connection is closed and its place under MaxConns given back
+// (the request is logged 499), rather than held for nobody until
+// ResponseHeaderTimeout. A quick answer costs nothing for the watch. Active checks run when Health.Path is set: each
 // upstream is sent "GET path" every Health.Interval on a connection of
 // its own, its response head read by the same strict parser; Fall
 // failed checks in a row mark it down, Rise passes bring it back (and

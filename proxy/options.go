@@ -197,7 +197,14 @@ type Options struct {
 	// within window (default 10s) leave it out for down_for (default
 	// 10s). A failure is a connection refused or timed out, or a
 	// response head late, malformed or missing, or a status fail_status
-	// lists; not max_conns.
+	// lists; not max_conns, nor a request whose client went away while
+	// waiting, nor a malformed head answering a request with a body or
+	// with a percent-encoded control byte (%00-%1F, %7F) in its target
+	// or fields, which the application may have reflected. The last
+	// upstream up is never left out for failed requests: a proxy of one
+	// upstream keeps it (as nginx does), and one whose upstreams were
+	// all left out still tries them; only the active checks take it
+	// out.
 	Passive PassiveHealth `yaml:"passive"`
 
 	// Health configures active health checks, off without a path: every
