@@ -23,6 +23,17 @@ import (
 // flushSoonLocked). The reader never writes itself
 // (a client that does not read must not stop the server from reading):
 // before it waits for input it hands what it queued to a goroutine.
+//
+// What is queued is bounded, whatever the frames: a handler waits before
+// it queues HEADERS, DATA or trailers while h2MaxBuffered or more is
+// queued; a stream keeps its place under MaxStreams until its last frame
+// is written, not merely queued; and the reader does not read on while
+// h2MaxBuffered or more is queued (readerKick), so that a client that does
+// not read stops the server reading, as on HTTP/1.x, and holds at most
+// twice h2MaxBuffered (what is queued, and the write under way) and a
+// frame or header block more. The frames the server answers a client's
+// own with (PING acknowledgements, RST_STREAM) are bounded apart, by
+// h2MaxControl, past which the connection is cut off (queueControl).
 
 // h2Conn is one HTTP/2 connection.
 type h2Conn struct {
@@ -41,30 +52,37 @@ type h2Conn struct {
 	maxList     int     // SETTINGS_MAX_HEADER_LIST_SIZE the server sent
 	sawSettings bool
 
-	mu      sync.Mutex
-	cond    sync.Cond // signalled when windows open, output drains, or streams end
-	streams map[uint32]*h2Stream
-	running int         // handlers running, those of reset streams included
-	queued  []*h2Stream // streams waiting for a handler slot
-	reset   [16]uint32  // streams the server reset recently: their late frames are dropped
-	resetAt int         // the next slot in reset
-	enc     *hpack.Encoder
-	encBuf  h2BlockBuf
-	sendWin int64      // the connection's send window
-	peerWin int64      // the client's SETTINGS_INITIAL_WINDOW_SIZE
-	peerMax int        // the client's SETTINGS_MAX_FRAME_SIZE
-	unacked int64      // body bytes consumed and not yet returned to the client's window
-	recvWin int64      // what the client may still send on the connection
-	wbuf    []byte     // frames to write
-	spare   []byte     // the other output buffer, while wbuf is written
-	boxes   [2]*[]byte // from h2OutPool while the connection is busy
-	writing bool       // a goroutine is writing
-	control int        // control frames queued since the last write ended
-	ackDue  bool       // a SETTINGS ACK is in wbuf
-	werr    error      // the connection failed: nothing more is written
-	goAway  bool       // GOAWAY sent: no new streams
-	lastID  uint32     // the last stream id GOAWAY said would be served
-	closing bool       // the connection closes once its streams end
+	mu       sync.Mutex
+	cond     sync.Cond // signalled when windows open, output drains, or streams end
+	streams  map[uint32]*h2Stream
+	running  int         // handlers running, those of reset streams included
+	queued   []*h2Stream // streams waiting for a handler slot
+	reset    [16]uint32  // streams the server reset recently: their late frames are dropped
+	resetAt  int         // the next slot in reset
+	enc      *hpack.Encoder
+	encBuf   h2BlockBuf
+	sendWin  int64      // the connection's send window
+	peerWin  int64      // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMax  int        // the client's SETTINGS_MAX_FRAME_SIZE
+	unacked  int64      // body bytes consumed and not yet returned to the client's window
+	recvWin  int64      // what the client may still send on the connection
+	wbuf     []byte     // frames to write
+	spare    []byte     // the other output buffer, while wbuf is written
+	boxes    [2]*[]byte // from h2OutPool while the connection is busy
+	writing  bool       // a goroutine is writing
+	control  int        // control frames queued since the last write ended
+	ctlBytes int        // the bytes of those frames in wbuf
+	ackDue   bool       // a SETTINGS ACK is in wbuf
+	werr     error      // the connection failed: nothing more is written
+	goAway   bool       // GOAWAY sent: no new streams
+	lastID   uint32     // the last stream id GOAWAY said would be served
+	closing  bool       // the connection closes once its streams end
+	inflight int        // the bytes of the write under way
+	wgen     uint64     // frames queued now leave with the wgen-th write
+	holdNext int        // streams ended whose last frame is in wbuf: their slots are not free yet
+	holdOut  int        // streams ended whose last frame is in the write under way
+	readWait bool       // the reader waits for the output to drain before it reads on
+	roomWait int        // handlers waiting for room in the output (waitRoomLocked)
 
 	lastLen     int64 // the last Content-Length sent, and its text
 	lastLenText string
@@ -86,6 +104,7 @@ func newH2Conn(c *conn, nc net.Conn) *h2Conn {
 		sendWin: h2DefaultWindow,
 		peerWin: h2DefaultWindow,
 		peerMax: h2MinMaxFrameSize,
+		wgen:    1,
 	}
 	h.cond.L = &h.mu
 	h.maxList = h.lim.MaxHeaderBytes + h2HeaderListSlack
@@ -113,7 +132,7 @@ func (h *h2Conn) serve() {
 	err := h.start()
 	for err == nil {
 		if !h.rd.buffered() {
-			h.kick()
+			h.readerKick()
 		}
 		var fh h2FrameHeader
 		var p []byte
@@ -275,7 +294,7 @@ func (h *h2Conn) handlePing(fh h2FrameHeader, p []byte) error {
 	h.mu.Lock()
 	h.wbuf = appendFrameHeader(h.wbuf, 8, h2Ping, h2FlagAck, 0)
 	h.wbuf = append(h.wbuf, p...)
-	h.queueControl()
+	h.queueControl(h2FrameHeaderLen + 8)
 	h.mu.Unlock()
 	return nil
 }

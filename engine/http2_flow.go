@@ -162,16 +162,8 @@ func (st *h2Stream) dataLocked(p []byte, end bool) error {
 	}()
 	var stallEnd time.Time
 	for {
-		if err := st.errLocked(); err != nil {
+		if err := st.waitRoomLocked(); err != nil {
 			return err
-		}
-		if len(h.wbuf) >= h2MaxBuffered {
-			if !h.writing {
-				h.flushLocked()
-			} else {
-				h.cond.Wait()
-			}
-			continue
 		}
 		n := int64(min(len(p), h.peerMax))
 		n = min(n, st.sendWin, h.sendWin)
@@ -207,7 +199,7 @@ func (st *h2Stream) dataLocked(p []byte, end bool) error {
 		p = p[n:]
 		if len(p) == 0 {
 			if last {
-				st.localDone = true
+				st.endLocalLocked()
 			}
 			return nil
 		}

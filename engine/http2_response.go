@@ -70,7 +70,7 @@ func (st *h2Stream) interim(code int, fields []string) error {
 	h := st.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := st.errLocked(); err != nil {
+	if err := st.waitRoomLocked(); err != nil {
 		return err
 	}
 	h.encBuf.b = h.encBuf.b[:0]
@@ -249,7 +249,9 @@ func (st *h2Stream) sendLocked(p []byte) error {
 	}
 	body := st.out
 	if !st.committed {
-		st.commitLocked(false)
+		if err := st.commitLocked(false); err != nil {
+			return err
+		}
 	}
 	if len(body) > 0 {
 		if err := st.dataLocked(body, false); err != nil {
@@ -263,11 +265,14 @@ func (st *h2Stream) sendLocked(p []byte) error {
 	return nil
 }
 
-// commitLocked appends the response's HEADERS, ending the stream with
-// end (a response without body bytes), choosing the Content-Length: the
-// declared one, or, at the handler's end (final), the length of what was
-// written.
-func (st *h2Stream) commitLocked(final bool) {
+// commitLocked appends the response's HEADERS, once there is room for
+// them (see waitRoomLocked), ending the stream with end (a response
+// without body bytes), choosing the Content-Length: the declared one,
+// or, at the handler's end (final), the length of what was written.
+func (st *h2Stream) commitLocked(final bool) error {
+	if err := st.waitRoomLocked(); err != nil {
+		return err
+	}
 	h := st.h
 	st.committed = true
 	status := st.status
@@ -307,11 +312,12 @@ func (st *h2Stream) commitLocked(final bool) {
 	end := final && (st.noBody || len(st.out) == 0) && len(st.hdr.trailers) == 0
 	h.wbuf = appendHeaderBlock(h.wbuf, st.id, h.encBuf.b, end, h.peerMax)
 	if end {
-		st.localDone = true
+		st.endLocalLocked()
 	}
 	if st.noBody {
 		st.out = st.out[:0]
 	}
+	return nil
 }
 
 // finish completes the response after the handler returned.
@@ -330,7 +336,9 @@ func (st *h2Stream) finish() {
 		return
 	}
 	if !st.committed {
-		st.commitLocked(true)
+		if st.commitLocked(true) != nil {
+			return
+		}
 	}
 	if st.declared >= 0 && st.written < st.declared && !st.noBody {
 		// A short body: the client must not take it for the whole.
@@ -347,11 +355,14 @@ func (st *h2Stream) finish() {
 		st.out = st.out[:0]
 	}
 	if trailers && !st.localDone {
+		if st.waitRoomLocked() != nil {
+			return
+		}
 		h.encBuf.b = h.encBuf.b[:0]
 		for _, f := range st.hdr.trailers {
 			h.writeField(f.name, f.value)
 		}
 		h.wbuf = appendHeaderBlock(h.wbuf, st.id, h.encBuf.b, true, h.peerMax)
-		st.localDone = true
+		st.endLocalLocked()
 	}
 }

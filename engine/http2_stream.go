@@ -47,9 +47,10 @@ type h2Stream struct {
 	received    int64 // request body bytes received
 	sendWin     int64
 	recvWin     int64
-	unacked     int64 // body bytes read and not yet returned to the window
-	remoteDone  bool  // the client's END_STREAM came (or the stream was reset)
-	localDone   bool  // the server's END_STREAM went (or the stream was reset)
+	unacked     int64  // body bytes read and not yet returned to the window
+	remoteDone  bool   // the client's END_STREAM came (or the stream was reset)
+	localDone   bool   // the server's END_STREAM was queued (or the stream was reset)
+	endGen      uint64 // the write that takes the server's END_STREAM (h2Conn.wgen)
 	handlerDone bool
 	queued      bool
 	err         error // why the stream ended early: reset, or the connection failed
@@ -241,7 +242,7 @@ func (h *h2Conn) resetStreamLocked(id uint32, st *h2Stream, code h2ErrCode) {
 		return
 	}
 	h.wbuf = appendRSTStream(h.wbuf, id, code)
-	h.queueControl()
+	h.queueControl(h2FrameHeaderLen + 4)
 	h.reset[h.resetAt] = id
 	h.resetAt = (h.resetAt + 1) % len(h.reset)
 	if st != nil {
@@ -266,6 +267,9 @@ func (h *h2Conn) closeStreamLocked(st *h2Stream) {
 		return
 	}
 	delete(h.streams, st.id)
+	if st.err == nil && st.localDone {
+		h.holdLocked(st)
+	}
 	st.remoteDone, st.localDone = true, true
 	if len(st.body) > 0 {
 		h.creditLocked(int64(len(st.body)))
@@ -311,7 +315,15 @@ func (h *h2Conn) endBlock() error {
 func (h *h2Conn) open(id uint32) error {
 	b := &h.blk
 	h.mu.Lock()
-	nopen := len(h.streams)
+	// Streams whose last frame a write under way takes may have ended
+	// for the client, which may open others in their place: the reader
+	// waits for the write rather than refuse them.
+	for h.holdOut > 0 && len(h.streams)+h.holdNext+h.holdOut >= h.lim.MaxStreams && h.werr == nil {
+		h.readWait = true
+		h.cond.Wait()
+	}
+	h.readWait = false
+	nopen := len(h.streams) + h.holdNext + h.holdOut
 	h.mu.Unlock()
 	if nopen >= h.lim.MaxStreams {
 		h.resetStream(id, h2RefusedStream) // §5.1.2

@@ -25,6 +25,33 @@ func (h *h2Conn) kick() {
 	}
 }
 
+// readerKick is kick for the reader before it reads: while h2MaxBuffered
+// or more is queued (the control frames queueControl bounds apart), it
+// first waits until a write takes the queue (or the connection fails), so
+// that a client that does not read cannot make the server queue without
+// end the responses of the streams it would open, nor the WINDOW_UPDATEs
+// and other frames the reader queues. The write it waits for needs only
+// that the client read: a client that reads however slowly, and sends its
+// WINDOW_UPDATEs meanwhile, is read again as soon as the write has taken
+// the queue (what waits for a window is never queued).
+func (h *h2Conn) readerKick() {
+	h.mu.Lock()
+	for len(h.wbuf)-h.ctlBytes >= h2MaxBuffered && h.werr == nil {
+		if !h.writing {
+			h.writing = true
+			go h.writeClaimed(false)
+		}
+		if !h.readWait {
+			h.readWait = true
+			h.srv.stats.h2ReadStalls.Add(1)
+		}
+		h.cond.Wait()
+	}
+	h.readWait = false
+	h.mu.Unlock()
+	h.kick()
+}
+
 // writeClaimed writes what is queued for a caller that set h.writing
 // (so that nothing else writes meanwhile), first yielding if yield is
 // set, and wakes those waiting for the write. It runs on a goroutine of
@@ -71,12 +98,17 @@ func (h *h2Conn) flushLocked() {
 		h.writing = true
 		b := h.wbuf
 		h.wbuf, h.spare = h.spare[:0], nil
+		h.ctlBytes = 0
+		h.inflight = len(b)
+		h.wgen++
+		h.holdOut, h.holdNext = h.holdNext, 0
 		h.ackDue = false
 		h.mu.Unlock()
 		h.nc.SetWriteDeadline(time.Now().Add(h.srv.limits().WriteTimeout))
 		_, err := h.nc.Write(b)
 		h.mu.Lock()
 		h.writing = false
+		h.inflight, h.holdOut = 0, 0 // the streams that ended in b free their slots
 		h.control = 0
 		if cap(b) <= 4*h2MaxBuffered {
 			h.spare = b[:0]
@@ -126,6 +158,7 @@ func (h *h2Conn) failLocked(err error) {
 	}
 	h.werr = err
 	h.wbuf = h.wbuf[:0]
+	h.ctlBytes, h.holdNext = 0, 0
 	for _, st := range h.streams {
 		st.abortLocked(err)
 	}
@@ -133,10 +166,61 @@ func (h *h2Conn) failLocked(err error) {
 	h.cond.Broadcast()
 }
 
-// queueControl queues a frame the reader answers with; a client that
-// makes the server queue too many without reading them is cut off.
-func (h *h2Conn) queueControl() {
+// waitRoomLocked waits, before a handler queues a frame of its stream,
+// until less than h2MaxBuffered is queued, writing the queue itself if
+// no write is under way; it fails if the stream or the connection does
+// (a write that takes nothing for WriteTimeout fails the connection).
+func (st *h2Stream) waitRoomLocked() error {
+	h := st.h
+	for {
+		if err := st.errLocked(); err != nil {
+			return err
+		}
+		if len(h.wbuf) < h2MaxBuffered {
+			return nil
+		}
+		h.roomWait++
+		if !h.writing {
+			h.flushLocked()
+		} else {
+			h.cond.Wait()
+		}
+		h.roomWait--
+	}
+}
+
+// endLocalLocked records that the stream's last frame is queued, and
+// closes the stream if the client's END_STREAM came: its slot frees
+// once the write that takes the frame is done (see holdLocked), though
+// its handler may still be returning.
+func (st *h2Stream) endLocalLocked() {
+	st.localDone = true
+	st.endGen = st.h.wgen
+	if st.remoteDone {
+		st.h.closeStreamLocked(st)
+	}
+}
+
+// holdLocked keeps the slot of a stream that ends with its last frame
+// not yet written, until the write that takes it is done: a client that
+// does not read the responses cannot open streams without end.
+func (h *h2Conn) holdLocked(st *h2Stream) {
+	switch {
+	case st.endGen == h.wgen:
+		h.holdNext++
+	case st.endGen+1 == h.wgen && h.inflight > 0:
+		h.holdOut++
+	}
+}
+
+// queueControl counts a frame of n bytes just queued that the server
+// answers a client's frame with (a PING acknowledgement, RST_STREAM); a
+// client that makes the server queue too many without reading them is
+// cut off. They do not stop the reader (see readerKick): this bound
+// does, more firmly.
+func (h *h2Conn) queueControl(n int) {
 	h.control++
+	h.ctlBytes += n
 	if h.control > h2MaxControl {
 		h.failLocked(errors.New("http2: too many control frames queued"))
 	}

@@ -89,6 +89,7 @@ type counters struct {
 	accepted, requests, refused, panics, bytesWritten atomic.Uint64
 	closing                                           atomic.Uint64 // requests whose client asked to close after them
 	parked                                            atomic.Int64  // connections parked now (see park.go)
+	h2ReadStalls                                      atomic.Uint64 // times an HTTP/2 reader waited for its output to drain
 }
 
 // Stats is a snapshot of a Server's counters since it started.
