@@ -140,6 +140,8 @@ func TestParseListenTLSErrors(t *testing.T) {
 		{"listen: {address: \":1\", http2: true}", "test.yaml:1:25: http2: HTTP/2 is chosen by ALPN on a TLS listener"},
 		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key}, h2c: true}", "test.yaml:1:73: h2c: this listener serves TLS"},
 		{"listen: {address: \":1\", h2c: yes}", "test.yaml:1:30: h2c: want true or false"},
+		{"listen: {address: \":1\", redirect_to_https: 443, h2c: true}", "test.yaml:1:49: h2c: a listener that redirects to HTTPS serves no HTTP/2"},
+		{"listen: {address: \":1\", h2c: true, redirect_to_https: 443}", "test.yaml:1:25: h2c: a listener that redirects to HTTPS serves no HTTP/2"},
 	} {
 		_, err := parseString(t, dir, tc.text+tlsRoutes)
 		var errs Errors
