@@ -22,7 +22,8 @@ import (
 // them at once cannot make the server run more handlers at a time than
 // MaxStreams: the streams it resets keep their handlers counted until
 // they return, further streams wait, and a client that piles up more
-// than four times MaxStreams of them is sent GOAWAY ENHANCE_YOUR_CALM.
+// than four times MaxStreams of them is sent GOAWAY ENHANCE_YOUR_CALM
+// as soon as it does.
 func TestHTTP2RapidReset(t *testing.T) {
 	ca := sluicetest.NewCA(t)
 	release := make(chan struct{})
@@ -50,7 +51,14 @@ func TestHTTP2RapidReset(t *testing.T) {
 	}()
 	g := h.closedAfter()
 	if g == nil || g.ErrCode != http2.ErrCodeEnhanceYourCalm {
-		t.Errorf("GOAWAY %+v, want ENHANCE_YOUR_CALM", g)
+		t.Fatalf("GOAWAY %+v, want ENHANCE_YOUR_CALM", g)
+	}
+	// The bound is MaxStreams running and four times MaxStreams waiting:
+	// the stream after those 50 is the one GOAWAY names as the last, give
+	// or take a few in flight, however many more the client sends.
+	const bound, slack = 10 + 4*10, 5
+	if opened := int(g.LastStreamID+1) / 2; opened < bound || opened > bound+1+slack {
+		t.Errorf("cut off after %d streams, want %d to %d", opened, bound, bound+1+slack)
 	}
 	if n := most.Load(); n > 10 {
 		t.Errorf("%d handlers ran at once, over MaxStreams 10", n)
