@@ -171,31 +171,57 @@ func TestHTTP2PingFlood(t *testing.T) {
 
 // A SETTINGS flood costs the server no memory: the acknowledgements of
 // frames that arrive before the server could answer are one (x/net keeps
-// a flag, not a queue), and the connection serves on.
+// a flag, not a queue). Nor can it cost CPU without end: past 1,000
+// SETTINGS frames and entries with no stream opened between them, the
+// connection is sent GOAWAY ENHANCE_YOUR_CALM and closed; a client that
+// sends as many over many streams is served on.
 func TestHTTP2SettingsFlood(t *testing.T) {
 	ca := sluicetest.NewCA(t)
 	_, addr := h2Server(t, ca, h2Describe, engine.Limits{})
+
 	h := dialH2(t, ca, addr)
-	bw := bufio.NewWriterSize(h.c, 64<<10)
-	fr := http2.NewFramer(bw, h.c)
-	const sent = 100000
-	for range sent {
-		if err := fr.WriteSettings(http2.Setting{ID: http2.SettingEnablePush, Val: 0}); err != nil {
-			t.Fatal(err)
+	for id := uint32(1); id < 20; id += 2 { // 4,000 SETTINGS frames, 400 a stream
+		for range 200 {
+			h.fr.WriteSettings(http2.Setting{ID: http2.SettingEnablePush, Val: 0})
+		}
+		h.get(id, "/")
+		if s := h.responseOf(id); s != "200" {
+			t.Fatalf("stream %d: status %q", id, s)
 		}
 	}
-	bw.Flush()
-	h.get(1, "/")
-	acks := 0
-	h.readUntil("the response", func(f http2.Frame) bool {
-		if s, ok := f.(*http2.SettingsFrame); ok && s.IsAck() {
-			acks++
+
+	h = dialH2(t, ca, addr)
+	go func() {
+		bw := bufio.NewWriterSize(h.c, 64<<10)
+		fr := http2.NewFramer(bw, h.c)
+		for range 100000 {
+			if fr.WriteSettings(http2.Setting{ID: http2.SettingEnablePush, Val: 0}) != nil {
+				return
+			}
 		}
-		d, ok := f.(*http2.DataFrame)
-		return ok && d.StreamEnded()
-	})
-	t.Logf("%d SETTINGS frames, %d acknowledgements", sent, acks)
-	if acks >= sent/2 {
-		t.Errorf("%d acknowledgements for %d SETTINGS frames: queued one by one", acks, sent)
+		bw.Flush()
+	}()
+	acks := 0
+	var g *http2.GoAwayFrame
+	for g == nil {
+		h.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no GOAWAY after %d acknowledgements: %v", acks, err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if f.IsAck() {
+				acks++
+			}
+		case *http2.GoAwayFrame:
+			g = f
+		}
+	}
+	if g.ErrCode != http2.ErrCodeEnhanceYourCalm {
+		t.Errorf("GOAWAY %v, want ENHANCE_YOUR_CALM", g.ErrCode)
+	}
+	if acks > 1000 {
+		t.Errorf("%d acknowledgements", acks)
 	}
 }

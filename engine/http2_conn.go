@@ -51,6 +51,7 @@ type h2Conn struct {
 	maxID       uint32  // the highest stream id the client opened
 	maxList     int     // SETTINGS_MAX_HEADER_LIST_SIZE the server sent
 	sawSettings bool
+	settings    int // SETTINGS frames and entries since the client last opened a stream
 
 	mu       sync.Mutex
 	cond     sync.Cond // signalled when windows open, output drains, or streams end

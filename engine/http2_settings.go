@@ -17,7 +17,8 @@ const (
 	h2MaxControl      = 10000    // frames the client made the server queue (PING acks, resets) without reading them
 	h2QueuedFactor    = 4        // streams waiting for a handler slot, per MaxStreams, before ENHANCE_YOUR_CALM
 	h2GoAwayLinger    = time.Second
-	h2HeaderListSlack = 320 // SETTINGS_MAX_HEADER_LIST_SIZE is MaxHeaderBytes plus this (as net/http's)
+	h2HeaderListSlack = 320  // SETTINGS_MAX_HEADER_LIST_SIZE is MaxHeaderBytes plus this (as net/http's)
+	h2MaxSettings     = 1000 // SETTINGS frames and entries between two streams the client opens
 )
 
 // start sends the server's SETTINGS and reads the client's preface.
@@ -51,6 +52,15 @@ func (h *h2Conn) start() error {
 func (h *h2Conn) handleSettings(fh h2FrameHeader, p []byte) error {
 	if fh.streamID != 0 {
 		return h2ConnError(h2ProtocolError)
+	}
+	// A SETTINGS flood costs the server several times what other frames
+	// of its size do (each entry is applied under the connection's lock,
+	// a window size to every open stream): a client gets h2MaxSettings
+	// frames and entries between two streams it opens, far more than any
+	// client sends, and is cut off past them.
+	h.settings += 1 + len(p)/6
+	if h.settings > h2MaxSettings {
+		return h2ConnError(h2EnhanceYourCalm)
 	}
 	if fh.has(h2FlagAck) {
 		if len(p) != 0 {

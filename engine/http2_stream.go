@@ -345,6 +345,7 @@ func (h *h2Conn) open(id uint32) error {
 		return nil
 	}
 	h.streams[id] = st
+	h.settings = 0
 	if b.endStream {
 		st.remoteDone = true
 	}
