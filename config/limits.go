@@ -44,7 +44,7 @@ var limits = []limit{
 	{"idle_timeout", limitDuration, "IdleTimeout", "", "keep-alive wait for the next request while under half of max_conns are open", FormatDuration(engine.DefaultIdleTimeout), "30s"},
 	{"busy_idle_timeout", limitDuration, "BusyIdleTimeout", "", "keep-alive wait once over half of max_conns are open", FormatDuration(engine.DefaultBusyIdleTimeout), "1s"},
 	{"body_timeout", limitDuration, "BodyTimeout", "", "grace period for a request body before min_body_rate applies", FormatDuration(engine.DefaultBodyTimeout), "20s"},
-	{"min_body_rate", limitRate, "MinBodyRate", "off", "slowest body upload tolerated after body_timeout, bytes per second", FormatSize(engine.DefaultMinBodyRate) + "/s", "4KiB/s"},
+	{"min_body_rate", limitRate, "MinBodyRate", "off", "slowest body upload, or HTTP/2 window a client grants a response, tolerated after body_timeout, bytes per second", FormatSize(engine.DefaultMinBodyRate) + "/s", "4KiB/s"},
 	{"write_timeout", limitDuration, "WriteTimeout", "", "longest wait for a client to take response bytes", FormatDuration(engine.DefaultWriteTimeout), "1m"},
 	{"max_streams", limitCount, "MaxStreams", "", "most HTTP/2 streams open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS)", strconv.Itoa(engine.DefaultMaxStreams), "250"},
 	{"max_conns", limitCount, "MaxConns", "", "most open connections; at the limit idle ones are closed to admit new ones", strconv.Itoa(engine.DefaultMaxConns) + " (or 3/4 of the file limit)", "20000"},

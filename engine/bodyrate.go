@@ -59,6 +59,11 @@ func (p *bodyPace) wait(now int64) (deadline int64) {
 // empty: bytes beyond the quota buy no time later.
 func (p *bodyPace) got(now int64, n int) {
 	p.waited += now - p.since
+	p.add(n)
+}
+
+// add accounts for n bytes that came without a wait.
+func (p *bodyPace) add(n int) {
 	p.winGot += int64(n)
 	if p.window > 0 && p.winGot >= p.quota {
 		p.winStart, p.winGot = p.waited, 0

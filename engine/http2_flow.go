@@ -152,15 +152,24 @@ func (h *h2Conn) peerWinLoad() int64 {
 // dataLocked appends p as DATA frames, as the windows allow. A client
 // that keeps a window shut for WriteTimeout takes none of the response,
 // as a client that stops reading does on HTTP/1.x: the stream is reset.
+// So is one that opens its windows slower than a request body must
+// arrive (BodyTimeout and MinBodyRate, judged by st.sendPace over the
+// time spent waiting for a window): a client granting a byte at a time
+// would otherwise hold the stream, and its handler, without end.
 func (st *h2Stream) dataLocked(p []byte, end bool) error {
 	h := st.h
 	var stalled *time.Timer // set while waiting for a window
+	var paced *time.Timer   // set while waiting, for the pace's deadline
 	defer func() {
 		if stalled != nil {
 			stalled.Stop()
 		}
+		if paced != nil {
+			paced.Stop()
+		}
 	}()
 	var stallEnd time.Time
+	waiting := false // a wait for a window is under way (st.sendPace.wait)
 	for {
 		if err := st.waitRoomLocked(); err != nil {
 			return err
@@ -185,6 +194,27 @@ func (st *h2Stream) dataLocked(p []byte, end bool) error {
 				h.resetStreamLocked(st.id, st, h2Cancel)
 				return os.ErrDeadlineExceeded
 			}
+			if st.sendPace.window > 0 { // the rate is on
+				now := h.srv.tm.Now()
+				if waiting {
+					st.sendPace.got(now, 0) // the wait so far
+				}
+				waiting = true
+				deadline := st.sendPace.wait(now)
+				if deadline <= now {
+					h.resetStreamLocked(st.id, st, h2Cancel)
+					return os.ErrDeadlineExceeded
+				}
+				if paced == nil {
+					paced = time.AfterFunc(time.Duration(deadline-now), func() {
+						h.mu.Lock()
+						h.cond.Broadcast()
+						h.mu.Unlock()
+					})
+				} else {
+					paced.Reset(time.Duration(deadline - now))
+				}
+			}
 			h.cond.Wait()
 			continue
 		}
@@ -192,6 +222,12 @@ func (st *h2Stream) dataLocked(p []byte, end bool) error {
 			stalled.Stop()
 			stalled = nil
 		}
+		if waiting {
+			waiting = false
+			st.sendPace.got(h.srv.tm.Now(), 0)
+			paced.Stop()
+		}
+		st.sendPace.add(int(n))
 		last := end && int(n) == len(p)
 		h.wbuf = appendData(h.wbuf, st.id, p[:n], last)
 		st.sendWin -= n

@@ -142,3 +142,78 @@ func TestHTTP2ShutWindow(t *testing.T) {
 		t.Error("the handler's flush succeeded")
 	}
 }
+
+// A client that opens its window a byte at a time (issue 35, finding 6)
+// makes progress, so WriteTimeout never cuts it off; the request-body
+// rule does: once BodyTimeout of waiting for windows is over, the
+// windows must let MinBodyRate through, or the stream is reset (CANCEL)
+// and the handler's write fails, freeing its slot.
+func TestHTTP2SlowWindowIsCutOff(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	done := make(chan error, 1)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		_, err := w.Write(bytes.Repeat([]byte("x"), 1000))
+		if err == nil {
+			err = w.Flush()
+		}
+		done <- err
+	}), engine.Limits{BodyTimeout: 200 * time.Millisecond, MinBodyRate: 1000, WriteTimeout: time.Minute})
+	h := dialH2(t, ca, addr)
+	h.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1})
+	h.get(1, "/")
+	// A byte of window every 20 ms: 50 bytes/s, a twentieth of the rate
+	// (at that pace the 1,000 bytes would take 20 s).
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	frames, stop := make(chan http2.Frame), make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(frames)
+		for {
+			h.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			f, err := h.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if d, ok := f.(*http2.DataFrame); ok {
+				f = &http2.DataFrame{FrameHeader: d.FrameHeader}
+			}
+			select {
+			case frames <- f:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	got := 0
+	for {
+		select {
+		case <-tick.C:
+			h.fr.WriteWindowUpdate(1, 1)
+			continue
+		case f, ok := <-frames:
+			if !ok {
+				t.Fatal("the connection ended")
+			}
+			switch f := f.(type) {
+			case *http2.DataFrame:
+				got += int(f.Length)
+				if f.StreamEnded() {
+					t.Fatalf("all %d bytes sent through a window opened a byte at a time", got)
+				}
+				continue
+			case *http2.RSTStreamFrame:
+				if f.StreamID != 1 || f.ErrCode != http2.ErrCodeCancel {
+					t.Errorf("RST_STREAM %d %v, want 1 CANCEL", f.StreamID, f.ErrCode)
+				}
+			default:
+				continue
+			}
+		}
+		break
+	}
+	if err := <-done; err == nil {
+		t.Error("the handler's write succeeded")
+	}
+	t.Logf("reset after %d bytes", got)
+}

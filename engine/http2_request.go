@@ -120,6 +120,9 @@ func (st *h2Stream) request(b *h2Block) (*ProtocolError, error) {
 	lim := h.srv.limits()
 	st.maxBody = lim.MaxBodyBytes
 	st.pace.start(lim)
+	if st.pace.window > 0 {
+		st.sendPace = st.pace // off, with the rate
+	}
 	switch {
 	case !h.srv.knownMethod(r.Method):
 		return errUnknownMethod, nil

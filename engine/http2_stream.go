@@ -37,6 +37,7 @@ type h2Stream struct {
 	consumed     int64  // request body bytes read
 	maxBody      int64  // Limits.MaxBodyBytes as the request began
 	pace         bodyPace
+	sendPace     bodyPace       // the same rule for the windows the client grants the response
 	bodyRefusal  *ProtocolError // the body was cut off (too slow, too large): answered unless the handler did
 
 	// Guarded by h.mu.

@@ -63,13 +63,19 @@ type Limits struct {
 	// 408 Request Timeout if no response was started. Default 1024; -1
 	// disables the rate, leaving BodyTimeout as a limit on the total time
 	// spent waiting for the body.
+	//
+	// On HTTP/2, BodyTimeout and MinBodyRate also hold a response to the
+	// flow-control windows its client grants: only time spent waiting for
+	// a window counts, and a stream that falls behind is reset (CANCEL)
+	// and the handler's write fails. With the rate off, this rule is off.
 	MinBodyRate int64
 
 	// WriteTimeout is how long a client may go without taking any of the
 	// response bytes the server has to send: one that stops reading is
 	// disconnected after it. It bounds progress, not a whole response: a
 	// large file sent to a client that keeps reading takes as long as it
-	// takes. There is no minimum response rate. Default 30s.
+	// takes. There is no minimum response rate on HTTP/1.x; on HTTP/2
+	// see MinBodyRate. Default 30s.
 	WriteTimeout time.Duration
 
 	// MaxConns bounds open connections. At the limit, idle keep-alive
