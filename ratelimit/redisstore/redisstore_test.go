@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -212,23 +213,66 @@ func TestRedisSilent(t *testing.T) {
 }
 
 // The store's answers match the token bucket's: burst tokens at once,
-// then a wait of 1/rate less the time since the first.
+// then a wait of 1/rate less the time since the first. The wait is
+// checked against the bucket's state in Redis and Redis's own clock,
+// read just before and just after each call, not against how long the
+// test took: tat - span - (Redis's time during the call), which those
+// two readings bracket however slow the machine is.
 func TestStoreTake(t *testing.T) {
 	r := startRedis(t)
+	const interval, span = 100e6, 100e6 // µs: rate 0.01, burst 2
 	store, err := redisstore.Open(components.RateLimitRedis{Address: "unix:" + r.Sock, Timeout: time.Second}, 0.01, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	c, err := redis.Dial("unix", r.Sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	clock := func() float64 { // Redis's TIME, in µs
+		t.Helper()
+		v, err := redis.Int64s(c.Do("TIME"))
+		if err != nil || len(v) != 2 {
+			t.Fatalf("TIME: %v, %v", v, err)
+		}
+		return float64(v[0])*1e6 + float64(v[1])
+	}
+	tat := func() float64 { // the bucket's theoretical arrival time, in µs
+		t.Helper()
+		v, err := redis.Float64(c.Do("GET", "k"))
+		if err != nil {
+			t.Fatalf("GET k: %v", err)
+		}
+		return v
+	}
 	ctx := context.Background()
+	first := clock()
 	for i := range 2 {
 		if w, err := store.Take(ctx, "k"); w != 0 || err != nil {
 			t.Fatalf("take %d: %v, %v", i+1, w, err)
 		}
 	}
-	for range 2 {
-		if w, err := store.Take(ctx, "k"); err != nil || w <= 99*time.Second || w > 100*time.Second {
-			t.Errorf("over the burst: wait %v (%v), want just under 100 s", w, err)
+	last := clock()
+	// Each taken token moves tat one interval on from the first call's time.
+	if got := tat(); got < first+2*interval || got > last+2*interval {
+		t.Fatalf("after the burst: tat %.0f µs, want the first take's time (in [%.0f, %.0f]) + %.0f", got, first, last, 2*interval)
+	}
+	for i := range 2 {
+		before, at := clock(), tat()
+		w, err := store.Take(ctx, "k")
+		after := clock()
+		if err != nil {
+			t.Fatalf("over the burst, take %d: %v", i+1, err)
+		}
+		// Take answers ceil(tat - now - span) µs for a now in [before, after].
+		us := float64(w / time.Microsecond)
+		if lo, hi := at-span-after, math.Ceil(at-span-before); us < lo || us > hi {
+			t.Errorf("over the burst, take %d: wait %.0f µs, want tat - span - now in [%.0f, %.0f]", i+1, us, lo, hi)
+		}
+		if got := tat(); got != at {
+			t.Errorf("over the burst, take %d: tat moved from %.0f to %.0f, want a refusal to take nothing", i+1, at, got)
 		}
 	}
 	if _, err := redisstore.Open(components.RateLimitRedis{Address: "unix:" + r.Sock, PasswordFile: t.TempDir() + "/none"}, 1, 1); err == nil {
