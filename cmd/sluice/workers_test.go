@@ -229,18 +229,69 @@ func TestWorkerStoppedIsReplaced(t *testing.T) {
 // not read, and a probe its own absence made late, say nothing of the
 // workers. A worker stopped for as long would be killed (the test
 // above).
+//
+// Nothing here waits a fixed time for an assertion: the stop is known
+// to have outlasted the timeout by the gap the master reports, and the
+// check that no worker was killed comes after the master has shown (on
+// the status page, which it refreshes at each health check) a dozen new
+// heartbeats from each worker: 12 of their 100ms beats span more than
+// the 1s timeout, time enough for the checks and probes that would have
+// killed a worker blamed for the stop.
 func TestStoppedMasterKeepsItsWorkers(t *testing.T) {
-	s, _ := startWorkers(t, 2, "hi")
+	needWorkers(t)
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	writeConfig(t, file, "listen: 127.0.0.1:0\nworkers: 2\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /status\n    pipeline:\n      - status\n  - match: /\n    pipeline:\n      - text: hi\n")
+	s := start(t, "serve", "-c", file)
+	s.waitLog(t, "workers ready", 1)
 	before := s.workerPids()
 	master := s.cmd.Process.Pid
 	syscall.Kill(master, syscall.SIGSTOP)
-	time.Sleep(2500 * time.Millisecond) // the timeout is 1s
+	time.Sleep(2500 * time.Millisecond) // the stop under test (the timeout is 1s); its length is checked below
 	syscall.Kill(master, syscall.SIGCONT)
 	s.waitLog(t, "the master did not run for a while", 1)
-	// From the warning on, time for a check, a probe and a timeout to
-	// kill a worker if the stop were blamed on it (interval 100ms,
-	// timeout 1s): the kill is what must not come.
-	time.Sleep(1500 * time.Millisecond)
+	if m := regexp.MustCompile(`did not run for a while.* gap=(\S+)`).FindStringSubmatch(s.stderr()); m == nil {
+		t.Fatalf("the warning gives no gap:\n%s", s.stderr())
+	} else if gap, err := time.ParseDuration(m[1]); err != nil || gap <= time.Second {
+		t.Fatalf("the master reports a gap of %s, want more than the 1s timeout", m[1])
+	}
+
+	// Each worker's request count, as the master last heard it in a
+	// heartbeat; a new count seen is a new heartbeat the master read.
+	// The status requests themselves, on new connections, keep the
+	// counts moving on both workers.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	last, beats := map[int]uint64{}, map[int]int{}
+	sluicetest.WaitFor(t, "the master to read a dozen heartbeats from each worker after the stop", func() bool {
+		resp, err := client.Get("http://" + s.addr + "/status?format=json")
+		if err != nil {
+			t.Fatalf("during the checks: %v\n%s", err, s.stderr())
+		}
+		var v struct {
+			Workers []struct {
+				ID       int
+				Requests uint64
+			}
+		}
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range v.Workers {
+			if n, ok := last[w.ID]; !ok || w.Requests != n {
+				if ok {
+					beats[w.ID]++
+				}
+				last[w.ID] = w.Requests
+			}
+		}
+		for id := range before {
+			if beats[id] < 12 {
+				return false
+			}
+		}
+		return true
+	})
 	if code, _, body := get(t, "http://"+s.addr+"/"); code != 200 || body != "hi" {
 		t.Errorf("after the stop: %d %q", code, body)
 	}
