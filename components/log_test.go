@@ -361,13 +361,16 @@ func TestLogOptions(t *testing.T) {
 			t.Errorf("NewLog(%+v) = %v, want %q", tt.opts, err, tt.err)
 		}
 	}
-	for _, f := range []string{"", "-", "stdout", "stderr"} {
+	// Each name is compared with the *os.File it stands for, not with
+	// stdout: under go test -json the testing package sets os.Stderr to
+	// os.Stdout (for test2json), and "stderr" is then stdout too.
+	for f, want := range map[string]*os.File{"": os.Stdout, "-": os.Stdout, "stdout": os.Stdout, "stderr": os.Stderr} {
 		l, err := newLog(LogOptions{File: f})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := os.Stdout; (f == "stderr") != (l.out != want) || l.Reopen() != nil {
-			t.Errorf("file %q: out %v", f, l.out.Name())
+		if l.out != want || l.Reopen() != nil {
+			t.Errorf("file %q: out %v, want %v", f, l.out.Name(), want.Name())
 		}
 		l.Close()
 	}
