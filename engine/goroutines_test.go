@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ func TestIdleRunnersExit(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	addr := ln.Addr().String()
+	moves, started, serving := idleMoves.Load(), runnersStarted.Load(), servingRunners()
 	// n requests in the handler at once need n runners.
 	conns := make([]net.Conn, n)
 	for i := range conns {
@@ -52,14 +54,31 @@ func TestIdleRunnersExit(t *testing.T) {
 		}
 		<-inside
 	}
+	if got := servingRunners() - serving; got != n {
+		t.Fatalf("%d runners serving with %d requests in the handler, want %d", got, n, n)
+	}
 	close(release)
 	for _, c := range conns {
 		if _, err := c.Read(make([]byte, 512)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the idle connections' runners to return to the pool",
-		func() bool { return s.idleRunnerCount() == n })
+	// Every connection's idle wait moves off its runner (idleMoves, a
+	// counter, cannot be missed as a passing count can), and then no
+	// runner is left serving a connection. Each has returned to the
+	// pool, where the reaper may already have stopped some (those idle
+	// for runnerIdleTime, on a slow machine): so between 1 and n are
+	// idle, and no runner beyond the n was started.
+	waitFor(t, "the idle waits to move off their runners",
+		func() bool { return idleMoves.Load()-moves >= n })
+	waitFor(t, "no runner to be serving a connection",
+		func() bool { return servingRunners() <= serving })
+	if got := s.idleRunnerCount(); got < 1 || got > n {
+		t.Errorf("%d idle runners, want 1 to %d", got, n)
+	}
+	if got := runnersStarted.Load() - started; got != n {
+		t.Errorf("%d runners started, want %d", got, n)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -69,4 +88,32 @@ func TestIdleRunnersExit(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 	waitFor(t, "idle runners to exit", func() bool { return s.idleRunnerCount() == 0 })
+	// Close the clients' ends and wait for the server's to close, so that
+	// nothing of this server (a parked connection woken by a FIN and
+	// handed to a new runner) is left to count in the next test.
+	for _, c := range conns {
+		c.Close()
+	}
+	waitFor(t, "the connections to close", func() bool { return s.OpenConns() == 0 })
+}
+
+// servingRunners counts the goroutines of the process that are runners
+// serving a connection (not idle in the pool), from their stacks.
+func servingRunners() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "engine.(*Server).runConns(") && strings.Contains(g, "engine.(*conn).serve(") {
+			count++
+		}
+	}
+	return count
 }
