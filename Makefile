@@ -31,7 +31,8 @@ test-alloc:
 ## server, engine.TestC50KIdle, without the race detector: bounded memory,
 ## all answered (docs/benchmarks.md). Each of server and client needs
 ## C50K descriptors: the test raises its soft limit to the hard one and
-## skips, saying so, if that is too low (as root, `ulimit -Hn` raises it).
+## skips, saying so, if that is too low (as root, `ulimit -Hn` raises it),
+## or fails when CI is set (.ci/run raises the limit and runs it).
 C50K ?= 50000
 test-c50k:
 	SLUICE_C50K=$(C50K) $(GO) test -run '^TestC50KIdle$$' -count=1 -v ./engine
@@ -40,7 +41,9 @@ test-c50k:
 ## engine.TestTLSIdleMemory, HTTP/1.1 then HTTP/2, without the race
 ## detector: every HTTP/1.1 one parks in bounded heap, all are answered
 ## again; heap, stacks and RSS per connection are logged
-## (docs/benchmarks.md, "Idle TLS connections").
+## (docs/benchmarks.md, "Idle TLS connections"). It skips where the
+## descriptors are too few, or fails when CI is set (.ci/run runs it,
+## about 15 s on 2 cores).
 TLSIDLE ?= 10000
 test-tlsidle:
 	SLUICE_TLSIDLE=$(TLSIDLE) $(GO) test -run '^TestTLSIdleMemory$$' -count=1 -v ./engine

@@ -227,7 +227,7 @@ func TestTLSIdleMemory(t *testing.T) {
 	}
 	h2 := os.Getenv(tlsIdleProtoEnv) == "h2"
 	if hard, err := raiseFileLimit(n + 64); err != nil {
-		t.Skipf("%d connections need %d descriptors, and the hard limit is %d", n, n+64, hard)
+		cannotRun(t, "%d connections need %d descriptors, and the hard limit is %d: raise it (ulimit -Hn, as root) or set %s lower (make test-tlsidle TLSIDLE=N)", n, n+64, hard, tlsIdleEnv)
 	}
 	addr, pid, stderr := startChild(t, "TestTLSIdleChild", "SLUICE_TLSIDLE_CHILD=1", tlsIdleEnv+"="+env,
 		tlsIdleProfileEnv+"="+os.Getenv(tlsIdleProfileEnv))
