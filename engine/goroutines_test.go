@@ -14,16 +14,21 @@ import (
 func TestRunnerServesNextConnection(t *testing.T) {
 	s := &Server{Handler: echo, Logger: discardLogger()}
 	addr := startServer(t, s)
-	before := runnersStarted.Load()
+	before, moves, serving := runnersStarted.Load(), idleMoves.Load(), servingRunners()
 	for i := 0; i < 5; i++ {
 		got := exchange(t, addr, "GET /w HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 		if !strings.HasPrefix(got, "HTTP/1.1 200 ") {
 			t.Fatalf("request %d: %q", i, got)
 		}
-		waitFor(t, "the runner to wait for the next connection", func() bool { return s.idleRunnerCount() == 1 })
+		waitFor(t, "the runner to wait for the next connection", func() bool {
+			return servingRunners() <= serving && s.idleRunnerCount() >= 1
+		})
 	}
-	if n := runnersStarted.Load() - before; n != 1 {
-		t.Errorf("%d runners started for 5 consecutive connections, want 1", n)
+	// A connection that parked before its request came (an idle move)
+	// may wake before its runner is back in the pool, and take a new one;
+	// otherwise one runner serves all five.
+	if n, parked := runnersStarted.Load()-before, idleMoves.Load()-moves; n > 1+parked {
+		t.Errorf("%d runners started for 5 consecutive connections (%d parked before their request), want %d", n, parked, 1+parked)
 	}
 }
 
@@ -54,8 +59,8 @@ func TestIdleRunnersExit(t *testing.T) {
 		}
 		<-inside
 	}
-	if got := servingRunners() - serving; got != n {
-		t.Fatalf("%d runners serving with %d requests in the handler, want %d", got, n, n)
+	if got := servingRunners() - serving; got < n {
+		t.Fatalf("%d runners seen serving with %d requests in the handler, want at least %d", got, n, n)
 	}
 	close(release)
 	for _, c := range conns {
@@ -67,17 +72,16 @@ func TestIdleRunnersExit(t *testing.T) {
 	// counter, cannot be missed as a passing count can), and then no
 	// runner is left serving a connection. Each has returned to the
 	// pool, where the reaper may already have stopped some (those idle
-	// for runnerIdleTime, on a slow machine): so between 1 and n are
-	// idle, and no runner beyond the n was started.
+	// for runnerIdleTime, on a slow machine). At least n runners were
+	// started, more if a connection parked before its request came and
+	// woke with no runner idle; at least one, and no more than were
+	// started, is idle.
 	waitFor(t, "the idle waits to move off their runners",
 		func() bool { return idleMoves.Load()-moves >= n })
 	waitFor(t, "no runner to be serving a connection",
 		func() bool { return servingRunners() <= serving })
-	if got := s.idleRunnerCount(); got < 1 || got > n {
-		t.Errorf("%d idle runners, want 1 to %d", got, n)
-	}
-	if got := runnersStarted.Load() - started; got != n {
-		t.Errorf("%d runners started, want %d", got, n)
+	if got, started := s.idleRunnerCount(), runnersStarted.Load()-started; started < n || got < 1 || got > int(started) {
+		t.Errorf("%d idle runners of %d started, want 1 to all of them, and at least %d started", got, started, n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
