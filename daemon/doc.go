@@ -100,4 +100,14 @@
 // config.Errors read best one per line, FILE:LINE:COL: message. From
 // then on the server logs every reload, reopen and shutdown, and the
 // components, built with the context Load is given, log there too.
+//
+// # Memory after a burst
+//
+// While it runs, a Server checks every 5 s how much free heap the
+// process holds that Go has not returned to the OS yet, and when it is
+// above 64 MiB and above the live heap — the garbage an attack left —
+// returns it at once (debug.FreeOSMemory, logged at Info with the bytes
+// returned) rather than over minutes. Outside a burst the check reads
+// three runtime/metrics counters and does nothing; it stops with the
+// server. See docs/security.md.
 package daemon

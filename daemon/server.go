@@ -107,6 +107,7 @@ type Server struct {
 	logConfig   config.Log     // the log section out and log were set up by
 	prevDefault *slog.Logger   // slog's default before SetSlogDefault
 	certs       *certs.Manager // the TLS listeners' certificates, kept across reloads
+	heap        *heapReleaser  // returns the heap a burst left, while running
 
 	log atomic.Pointer[slog.Logger] // the config's log, once set up
 
@@ -248,6 +249,8 @@ func (s *Server) Start() error {
 	}
 	s.certs.Start(cfg)
 	s.serve(opened)
+	s.heap = newHeapReleaser(s.logger)
+	s.heap.start()
 	s.state = stateRunning
 	close(s.started)
 	s.notify(NotifyReady)
@@ -393,6 +396,7 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	s.lns = nil // closed by s.srv.Shutdown
 	s.lnMu.Unlock()
 	s.sw.Close() // at once, under what still runs: no CGI program outlives us
+	s.heap.Stop()
 	if s.pidFile != "" {
 		RemovePidFile(s.pidFile)
 	}
