@@ -36,6 +36,13 @@ func TestMasterWorkerHelper(t *testing.T) {
 	if os.Getenv(workerEnvVar) != "1" {
 		t.Skip("the worker process of the Master tests")
 	}
+	if fifo := os.Getenv(workerWaitVar); fifo != "" {
+		// Blocks until the test opens the FIFO for writing (release).
+		if f, err := os.Open(fifo); err == nil {
+			io.Copy(io.Discard, f)
+			f.Close()
+		}
+	}
 	if os.Getenv(workerFailVar) == "1" {
 		fmt.Fprintln(os.Stderr, "this worker was told to fail")
 		os.Exit(1)
@@ -46,6 +53,10 @@ func TestMasterWorkerHelper(t *testing.T) {
 // workerFailVar makes the worker of TestMasterWorkerHelper exit at once.
 const workerFailVar = "SUPERVISOR_TEST_WORKER_FAIL"
 
+// workerWaitVar names a FIFO the worker of TestMasterWorkerHelper waits
+// on before it does anything else (see release).
+const workerWaitVar = "SUPERVISOR_TEST_WORKER_WAIT"
+
 // testMaster is a Master run by a test, its workers this test binary.
 type testMaster struct {
 	*Master
@@ -55,6 +66,7 @@ type testMaster struct {
 	conf string // what Read returns
 	done chan error
 	fail atomic.Bool // workers started from now on exit at once
+	env  [][]string  // the next workers' extra environment, one each
 }
 
 // startMaster runs a Master on conf, whose listen address must be
@@ -75,6 +87,12 @@ func startMaster(t *testing.T, conf string) (*testMaster, string) {
 			if tm.fail.Load() {
 				cmd.Env = append(cmd.Env, workerFailVar+"=1")
 			}
+			tm.mu.Lock()
+			if len(tm.env) > 0 {
+				cmd.Env = append(cmd.Env, tm.env[0]...)
+				tm.env = tm.env[1:]
+			}
+			tm.mu.Unlock()
 			return cmd
 		},
 		Listen: func(a config.Address) (net.Listener, error) {
