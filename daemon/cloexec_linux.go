@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"math"
-	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,19 +24,5 @@ func CloseOnExecInherited() error {
 	if unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC) == nil {
 		return nil
 	}
-	d, err := os.Open("/proc/self/fd")
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if fd, err := strconv.Atoi(n); err == nil && fd > 2 {
-			unix.CloseOnExec(fd)
-		}
-	}
-	return nil
+	return cloexecListed("/proc/self/fd")
 }
