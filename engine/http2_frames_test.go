@@ -146,27 +146,7 @@ func TestHTTP2ClientGoAway(t *testing.T) {
 	h.get(1, "/slow")
 	<-started
 	h.fr.WriteGoAway(0, http2.ErrCodeNo, nil)
-	h.readUntil("the server's GOAWAY", func(f http2.Frame) bool {
-		g, ok := f.(*http2.GoAwayFrame)
-		if ok && (g.LastStreamID != 1 || g.ErrCode != http2.ErrCodeNo) {
-			t.Errorf("GOAWAY last stream %d, code %v; want 1, NO_ERROR", g.LastStreamID, g.ErrCode)
-		}
-		return ok
-	})
-	h.get(3, "/late")
-	close(release)
-	var body []byte
-	h.readUntil("the end of stream 1", func(f http2.Frame) bool {
-		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 {
-			body = append(body, d.Data()...)
-			return d.StreamEnded()
-		}
-		return false
-	})
-	if string(body) != "done /slow" {
-		t.Errorf("stream 1: %q", body)
-	}
-	h.closedAfter()
+	finishAfterGoAway(t, h, release)
 	if n := served.Load(); n != 1 {
 		t.Errorf("%d streams served, want 1", n)
 	}

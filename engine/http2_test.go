@@ -261,27 +261,7 @@ func testHTTP2GracefulEnd(t *testing.T, how string) {
 			shut <- srv.Shutdown(context.Background())
 		}
 	}()
-	h.readUntil("GOAWAY", func(f http2.Frame) bool {
-		g, ok := f.(*http2.GoAwayFrame)
-		if ok && (g.LastStreamID != 1 || g.ErrCode != http2.ErrCodeNo) {
-			t.Errorf("GOAWAY last stream %d, code %v; want 1, NO_ERROR", g.LastStreamID, g.ErrCode)
-		}
-		return ok
-	})
-	h.get(3, "/late")
-	close(release)
-	var body []byte
-	h.readUntil("the end of stream 1", func(f http2.Frame) bool {
-		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 {
-			body = append(body, d.Data()...)
-			return d.StreamEnded()
-		}
-		return false
-	})
-	if string(body) != "done /slow" {
-		t.Errorf("stream 1: %q", body)
-	}
-	h.closedAfter()
+	finishAfterGoAway(t, h, release)
 	if err := <-shut; err != nil {
 		t.Errorf("%s: %v", how, err)
 	}
@@ -353,4 +333,34 @@ func BenchmarkHTTP2(b *testing.B) {
 			})
 		})
 	}
+}
+
+// finishAfterGoAway is the end of a graceful close that stream 1 (a GET
+// of /slow, held by its handler until release closes) outlives: the
+// server's GOAWAY names stream 1 as the last it serves; stream 3, opened
+// after it, is not served; once released, stream 1 is answered "done
+// /slow" in full; then the connection closes.
+func finishAfterGoAway(t *testing.T, h *h2Conn, release chan struct{}) {
+	t.Helper()
+	h.readUntil("GOAWAY", func(f http2.Frame) bool {
+		g, ok := f.(*http2.GoAwayFrame)
+		if ok && (g.LastStreamID != 1 || g.ErrCode != http2.ErrCodeNo) {
+			t.Errorf("GOAWAY last stream %d, code %v; want 1, NO_ERROR", g.LastStreamID, g.ErrCode)
+		}
+		return ok
+	})
+	h.get(3, "/late")
+	close(release)
+	var body []byte
+	h.readUntil("the end of stream 1", func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 {
+			body = append(body, d.Data()...)
+			return d.StreamEnded()
+		}
+		return false
+	})
+	if string(body) != "done /slow" {
+		t.Errorf("stream 1: %q", body)
+	}
+	h.closedAfter()
 }
