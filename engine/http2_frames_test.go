@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/net/http2"
@@ -131,20 +130,7 @@ func TestHTTP2LateFramesOnResetStream(t *testing.T) {
 // and then the server closes the connection, answering with a GOAWAY of
 // its own; a stream opened after it is not served.
 func TestHTTP2ClientGoAway(t *testing.T) {
-	ca := sluicetest.NewCA(t)
-	started, release := make(chan struct{}), make(chan struct{})
-	var served atomic.Int32
-	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
-		served.Add(1)
-		if string(r.Path) == "/slow" {
-			close(started)
-			<-release
-		}
-		w.WriteString("done " + string(r.Path))
-	}), engine.Limits{})
-	h := dialH2(t, ca, addr)
-	h.get(1, "/slow")
-	<-started
+	_, h, release, served := slowH2(t)
 	h.fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 	finishAfterGoAway(t, h, release)
 	if n := served.Load(); n != 1 {

@@ -239,20 +239,7 @@ func TestHTTP2GracefulShutdown(t *testing.T) {
 }
 
 func testHTTP2GracefulEnd(t *testing.T, how string) {
-	ca := sluicetest.NewCA(t)
-	started, release := make(chan struct{}), make(chan struct{})
-	var served atomic.Int32
-	srv, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
-		served.Add(1)
-		if string(r.Path) == "/slow" {
-			close(started)
-			<-release
-		}
-		w.WriteString("done " + string(r.Path))
-	}), engine.Limits{})
-	h := dialH2(t, ca, addr)
-	h.get(1, "/slow")
-	<-started
+	srv, h, release, served := slowH2(t)
 	shut := make(chan error, 1)
 	go func() {
 		if how == "Drain" {
@@ -333,6 +320,28 @@ func BenchmarkHTTP2(b *testing.B) {
 			})
 		})
 	}
+}
+
+// slowH2 starts a server whose handlers answer "done " and the path,
+// that of /slow once release closes, and a connection whose stream 1
+// (/slow) the handler holds; served counts the streams served.
+func slowH2(t *testing.T) (srv *engine.Server, h *h2Conn, release chan struct{}, served *atomic.Int32) {
+	t.Helper()
+	ca := sluicetest.NewCA(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	served = new(atomic.Int32)
+	srv, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		served.Add(1)
+		if string(r.Path) == "/slow" {
+			close(started)
+			<-release
+		}
+		w.WriteString("done " + string(r.Path))
+	}), engine.Limits{})
+	h = dialH2(t, ca, addr)
+	h.get(1, "/slow")
+	<-started
+	return srv, h, release, served
 }
 
 // finishAfterGoAway is the end of a graceful close that stream 1 (a GET
