@@ -108,11 +108,7 @@ func TestHTTP2StreamReceiveWindow(t *testing.T) {
 		if g, ok := f.(*http2.GoAwayFrame); ok {
 			t.Fatalf("GOAWAY %v: the connection window was charged, not the stream's", g.ErrCode)
 		}
-		rst, ok := f.(*http2.RSTStreamFrame)
-		if ok && (rst.StreamID != 1 || rst.ErrCode != http2.ErrCodeFlowControl) {
-			t.Errorf("RST_STREAM %d %v, want 1 FLOW_CONTROL_ERROR", rst.StreamID, rst.ErrCode)
-		}
-		return ok
+		return isReset(t, f, 1, http2.ErrCodeFlowControl)
 	})
 }
 
@@ -129,11 +125,7 @@ func TestHTTP2BodyShorterThanContentLength(t *testing.T) {
 		if d, ok := f.(*http2.DataFrame); ok && d.StreamEnded() {
 			t.Fatalf("a 3-byte body of 5 was answered: %q", d.Data())
 		}
-		rst, ok := f.(*http2.RSTStreamFrame)
-		if ok && (rst.StreamID != 1 || rst.ErrCode != http2.ErrCodeProtocol) {
-			t.Errorf("RST_STREAM %d %v, want 1 PROTOCOL_ERROR", rst.StreamID, rst.ErrCode)
-		}
-		return ok
+		return isReset(t, f, 1, http2.ErrCodeProtocol)
 	})
 }
 
@@ -150,10 +142,6 @@ func TestHTTP2DataAfterEndStream(t *testing.T) {
 	h.get(1, "/") // END_STREAM: half-closed (remote) while the handler runs
 	h.fr.WriteData(1, false, []byte("more"))
 	h.readUntil("the reset", func(f http2.Frame) bool {
-		rst, ok := f.(*http2.RSTStreamFrame)
-		if ok && (rst.StreamID != 1 || rst.ErrCode != http2.ErrCodeStreamClosed) {
-			t.Errorf("RST_STREAM %d %v, want 1 STREAM_CLOSED", rst.StreamID, rst.ErrCode)
-		}
-		return ok
+		return isReset(t, f, 1, http2.ErrCodeStreamClosed)
 	})
 }

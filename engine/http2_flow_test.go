@@ -107,11 +107,7 @@ func TestHTTP2RequestBody(t *testing.T) {
 	h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: buf.Bytes(), EndHeaders: true})
 	h.fr.WriteData(1, true, []byte("four"))
 	h.readUntil("the reset", func(f http2.Frame) bool {
-		rst, ok := f.(*http2.RSTStreamFrame)
-		if ok && (rst.StreamID != 1 || rst.ErrCode != http2.ErrCodeProtocol) {
-			t.Errorf("RST_STREAM %d %v, want 1 PROTOCOL_ERROR", rst.StreamID, rst.ErrCode)
-		}
-		return ok
+		return isReset(t, f, 1, http2.ErrCodeProtocol)
 	})
 }
 

@@ -16,6 +16,17 @@ import (
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
+// isReset reports whether f is a RST_STREAM frame, failing the test if
+// it resets another stream than id, or with another code than code.
+func isReset(t *testing.T, f http2.Frame, id uint32, code http2.ErrCode) bool {
+	t.Helper()
+	rst, ok := f.(*http2.RSTStreamFrame)
+	if ok && (rst.StreamID != id || rst.ErrCode != code) {
+		t.Errorf("RST_STREAM %d %v, want %d %v", rst.StreamID, rst.ErrCode, id, code)
+	}
+	return ok
+}
+
 // resetsBeforePing sends a PING and reads until its acknowledgement,
 // returning the RST_STREAM frames that came before it; a GOAWAY fails
 // the test.
