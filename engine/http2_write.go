@@ -15,12 +15,14 @@ import (
 // under way (which writes it too).
 func (h *h2Conn) kick() {
 	h.mu.Lock()
-	start := !h.writing && len(h.wbuf) > 0 && h.werr == nil
-	if start {
-		h.writing = true
-	}
+	h.kickLocked()
 	h.mu.Unlock()
-	if start {
+}
+
+// kickLocked is kick for a caller that holds mu.
+func (h *h2Conn) kickLocked() {
+	if !h.writing && len(h.wbuf) > 0 && h.werr == nil {
+		h.writing = true
 		go h.writeClaimed(false)
 	}
 }
@@ -37,10 +39,7 @@ func (h *h2Conn) kick() {
 func (h *h2Conn) readerKick() {
 	h.mu.Lock()
 	for len(h.wbuf)-h.ctlBytes >= h2MaxBuffered && h.werr == nil {
-		if !h.writing {
-			h.writing = true
-			go h.writeClaimed(false)
-		}
+		h.kickLocked()
 		if !h.readWait {
 			h.readWait = true
 			h.srv.stats.h2ReadStalls.Add(1)
@@ -48,8 +47,8 @@ func (h *h2Conn) readerKick() {
 		h.cond.Wait()
 	}
 	h.readWait = false
+	h.kickLocked()
 	h.mu.Unlock()
-	h.kick()
 }
 
 // writeClaimed writes what is queued for a caller that set h.writing
