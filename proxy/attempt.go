@@ -25,6 +25,7 @@ type attempt struct {
 	getErr  error            // the failure to get a connection
 	now     upstream.Instant // when the try began: its deadlines count from here
 	hasBody bool             // the request has a body to send
+	safe    bool             // an idempotent method and no body: the upstream cannot have acted on a resend
 	expect  bool             // it asks for 100-continue
 	upgrade []byte           // the protocols it asks to switch to (upgradeOf); nil for none
 }
@@ -36,7 +37,7 @@ type attempt struct {
 // the failure says why.
 func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 	c, x, up, uc, r, now := a.c, a.x, a.up, a.uc, a.c.Request, a.now
-	hasBody, expect, upgrade := a.hasBody, a.expect, a.upgrade
+	hasBody, expect, upgrade, safe := a.hasBody, a.expect, a.upgrade, a.safe
 	if err := a.getErr; err != nil {
 		switch {
 		case err == upstream.ErrFull:
@@ -54,7 +55,6 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 		}
 	}
 	// Retrying is safe when the upstream cannot have acted on the request.
-	safe := idempotent(r) && !hasBody
 	fail := func(status int, msg string, err error) (*upConn, *failure) {
 		uc.discard()
 		retry := safe && uc.got == 0 && !isTimeout(err)

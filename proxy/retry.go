@@ -62,6 +62,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	safe := idempotent(r) && !hasBody
 	x.interim = false
 	var last *failure
+	try := attempt{c: c, x: x, hasBody: hasBody, safe: safe, expect: expect, upgrade: upgrade}
 	a := p.grp.Begin(safe, p.retries)
 	for a.Next(r, client, c) {
 		up := a.Host()
@@ -74,7 +75,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			continue
 		}
 		a.Start()
-		try := attempt{c: c, x: x, up: up, uc: uc, getErr: err, now: a.Now(), hasBody: hasBody, expect: expect, upgrade: upgrade}
+		try.up, try.uc, try.getErr, try.now = up, uc, err, a.Now()
 		uc, f := p.roundTrip(&try)
 		if f != nil && f.stale {
 			// A pooled connection the upstream had closed, found out
