@@ -43,13 +43,9 @@ func TestClientGoneReleasesUpstream(t *testing.T) {
 	srv, p := front(t, Options{Upstreams: []string{url0, url1}, ResponseHeaderTimeout: time.Minute,
 		Passive: PassiveHealth{Failures: 1, DownFor: time.Hour}})
 	const clients = 10
-	conns := make([]net.Conn, clients)
+	conns := make([]*sluicetest.Conn, clients)
 	for i := range conns {
-		c, err := net.Dial("tcp", srv.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := sluicetest.Dial(t, srv.Addr)
 		if _, err := c.Write([]byte("GET /slow HTTP/1.1\r\nHost: example.com\r\n\r\n")); err != nil {
 			t.Fatal(err)
 		}
