@@ -84,42 +84,40 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			try.uc, try.getErr = getConn(up, a.Now(), p.connectTO, true)
 			uc, f = p.roundTrip(&try)
 		}
-		if f == nil && x.head.status == http.StatusSwitchingProtocols {
-			err := p.tunnel(c, w, x, uc)
-			a.Done()
-			return err
-		}
-		if f == nil && slices.Contains(p.failStatus, x.head.status) {
-			again := a.Rejected(x.interim)
-			p.logDown(&a)
-			if !again {
-				err := p.respond(c, w, x, uc, r)
-				a.Done()
-				return err
+		if f != nil {
+			last = f
+			if f.err == errClientGone {
+				// Not the upstream's failure: no warning for it.
+				p.log.Info("proxy: client went away while the upstream was answering", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path))
+			} else {
+				p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
 			}
-			// Tried elsewhere, as nginx's proxy_next_upstream does; the
-			// connection goes, with the body unread.
-			uc.discard()
-			a.Done()
-			status := x.head.status
-			p.log.Warn("proxy: upstream answered a fail_status", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "status", status)
-			last = &failure{status: status, msg: "upstream answered " + strconv.Itoa(status), retry: true}
+			a.Failed(f.fault, f.retry)
+			p.logDown(&a)
 			continue
 		}
-		if f == nil {
-			err := p.respond(c, w, x, uc, r)
+		status := x.head.status
+		if status == http.StatusSwitchingProtocols {
+			err = p.tunnel(c, w, x, uc)
 			a.Done()
 			return err
 		}
-		last = f
-		if f.err == errClientGone {
-			// Not the upstream's failure: no warning for it.
-			p.log.Info("proxy: client went away while the upstream was answering", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path))
-		} else {
-			p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
+		if slices.Contains(p.failStatus, status) {
+			again := a.Rejected(x.interim)
+			p.logDown(&a)
+			if again {
+				// Tried elsewhere, as nginx's proxy_next_upstream does;
+				// the connection goes, with the body unread.
+				uc.discard()
+				a.Done()
+				p.log.Warn("proxy: upstream answered a fail_status", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "status", status)
+				last = &failure{status: status, msg: "upstream answered " + strconv.Itoa(status), retry: true}
+				continue
+			}
 		}
-		a.Failed(f.fault, f.retry)
-		p.logDown(&a)
+		err = p.respond(c, w, x, uc, r)
+		a.Done()
+		return err
 	}
 	switch err := a.Err(); err {
 	case nil:
