@@ -61,9 +61,10 @@ type Attempts[C Conn] struct {
 
 // Begin starts a request's attempts on g's hosts, those marked down (Up)
 // counting as tried already; but when every one is marked down, those
-// only the passive checks marked are tried (see Failed). safe says the request may be sent again
-// after the host answered (an idempotent method and no body): Rejected
-// tries another host only then. retries bounds the failures tried again.
+// only the passive checks marked are tried (see Failed). safe says the
+// request may be sent again after the host answered (an idempotent method
+// and no body): Rejected tries another host only then. retries bounds the
+// failures tried again.
 func (g *Group[C]) Begin(safe bool, retries int) Attempts[C] {
 	a := Attempts[C]{g: g, safe: safe, retries: retries, now: Now()}
 	for i, h := range g.Hosts {
@@ -87,13 +88,13 @@ func (g *Group[C]) Begin(safe bool, retries int) Attempts[C] {
 	return a
 }
 
-// Next picks the next host to try for r (Host), and reports whether
-// there is one; r and client (the client's address, for ip_hash) are
-// what the Balancer picks by (Group.Pick), the same at every call. (They
-// are not kept in a: the client's address is often on the caller's
-// stack, and stays there.) When every host left is at max_conns (Full), it waits in the
-// Group's queue, if it has one, for a connection or a place to come free,
-// or until the queue's timeout, or gone's Gone channel closes (the
+// Next picks the next host to try for r (Host), and reports whether there
+// is one; r and client (the client's address, for ip_hash) are what the
+// Balancer picks by (Group.Pick), the same at every call. (They are not
+// kept in a: the client's address is often on the caller's stack, and
+// stays there.) When every host left is at max_conns (Full), it waits in
+// the Group's queue, if it has one, for a connection or a place to come
+// free, or until the queue's timeout, or gone's Gone channel closes (the
 // client went; gone may be nil): what the queue grants is then Granted.
 // It reports false when every host was tried, after a failure not to be
 // tried again (Failed), or when the queue had no connection for the
@@ -179,10 +180,10 @@ func (a *Attempts[C]) Done() { a.host.End() }
 // marks Host down at the passive checks' count unless it is the last host
 // of the Group that is up: failed requests never leave a Group without a
 // host, so that a client cannot take a Group of one out by making its
-// requests fail. retry says whether the request
-// may go to another host: nothing was sent, or the transport knows the
-// request safe to send again. Next then picks one, as long as the
-// Group's retries are not spent; otherwise it reports false.
+// requests fail. retry says whether the request may go to another host:
+// nothing was sent, or the transport knows the request safe to send
+// again. Next then picks one, as long as the Group's retries are not
+// spent; otherwise it reports false.
 func (a *Attempts[C]) Failed(fault, retry bool) {
 	a.host.End()
 	a.down = fault && a.fail()
