@@ -72,11 +72,7 @@ func (s *Server) RoundTrip(t testing.TB, raw string) (*http.Response, string) {
 func roundTrip(t testing.TB, c net.Conn, raw string) (*http.Response, string) {
 	t.Helper()
 	defer c.Close()
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatalf("writing %.200q: %v", raw, err)
-	}
-	method, _, _ := strings.Cut(raw, " ")
-	return ReadResponse(t, bufio.NewReader(c), method)
+	return (&Conn{Conn: c, R: bufio.NewReader(c)}).RoundTrip(t, raw)
 }
 
 // ReadResponse reads one response to a request with method from br, as
