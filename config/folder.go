@@ -38,15 +38,16 @@ type Folder struct {
 // and one route, match /, whose pipeline is files (with browse if set)
 // then compress if set. Paths are absolute, so the file means the same
 // wherever it is saved. It fails if a path cannot be made absolute or
-// Workers is not a valid count (ParseWorkers).
+// Workers is not a valid count (ParseWorkers; the error names the
+// --workers flag that Workers comes from).
 func (f *Folder) YAML() ([]byte, error) {
 	root, err := filepath.Abs(f.Root)
 	if err != nil {
 		return nil, err
 	}
-	w, err := ParseWorkers(f.Workers)
+	w, err := parseWorkersFlag(f.Workers)
 	if err != nil {
-		return nil, fmt.Errorf("workers: %w", err)
+		return nil, err
 	}
 	var filesEntry any = map[string]any{"files": root}
 	if f.Browse {
@@ -112,6 +113,16 @@ func yamlMap(kv ...any) *yaml.Node {
 		m.Content = append(m.Content, &k, &v)
 	}
 	return m
+}
+
+// parseWorkersFlag is ParseWorkers for the --workers flag: its error
+// names the flag, as a command line reports it.
+func parseWorkersFlag(s string) (int, error) {
+	n, err := ParseWorkers(s)
+	if err != nil {
+		return 0, fmt.Errorf("--workers: %w", err)
+	}
+	return n, nil
 }
 
 // ParseWorkers parses a count of worker processes as a command line

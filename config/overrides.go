@@ -30,10 +30,10 @@ func (o Overrides) Apply(cfg *Config) error {
 		cfg.Listen = []Address{a}
 	}
 	if o.Workers != nil {
-		w, err := ParseWorkers(*o.Workers)
+		w, err := parseWorkersFlag(*o.Workers)
 		if err != nil {
 			cfg.Close()
-			return fmt.Errorf("--workers: %w", err)
+			return err
 		}
 		cfg.Workers = w
 		if w != 0 { // the file's warning, if any, is about the value overridden

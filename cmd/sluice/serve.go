@@ -168,7 +168,7 @@ func runDaemon(d *daemon.Server, log *slog.Logger, stderr io.Writer) int {
 // counts as 0, for the server to report its errors.
 func (f *serveFlags) workerCount() int {
 	if f.file == "" {
-		w, _ := parseWorkers(f.workers)
+		w, _ := config.ParseWorkers(f.workers) // a bad count: configYAML reports it
 		return w
 	}
 	quiet := components.Context{Logger: slog.New(slog.DiscardHandler)} // the server logs the warnings
@@ -247,21 +247,9 @@ func (f *serveFlags) override(cfg *config.Config) error {
 	return o.Apply(cfg)
 }
 
-// parseWorkers parses --workers as config.Config.Workers.
-func parseWorkers(s string) (int, error) {
-	n, err := config.ParseWorkers(s)
-	if err != nil {
-		return 0, fmt.Errorf("--workers: %w", err)
-	}
-	return n, nil
-}
-
 // configYAML returns the config file the flags stand for (a
-// config.Folder).
+// config.Folder), or an error naming the flag that is not valid.
 func (f *serveFlags) configYAML() ([]byte, error) {
-	if _, err := parseWorkers(f.workers); err != nil {
-		return nil, err
-	}
 	folder := &config.Folder{
 		Root: f.root, Listen: f.listen, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
 		Browse: f.browse, Compress: f.compress, ServerHeader: f.serverHeader,
