@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -44,6 +45,21 @@ func MovePidFile(old, path string) error {
 		RemovePidFile(old)
 	}
 	return nil
+}
+
+// SwitchPidFile moves the pid file from cur to name, as a reload asks
+// (MovePidFile), and returns the one in use afterwards: name, or cur,
+// with an error logged to log, if name cannot be written. A name equal
+// to cur changes nothing.
+func SwitchPidFile(cur, name string, log *slog.Logger) string {
+	if name == cur {
+		return cur
+	}
+	if err := MovePidFile(cur, name); err != nil {
+		log.Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
+		return cur
+	}
+	return name
 }
 
 // ReadPidFile returns the process id path holds. It fails with the

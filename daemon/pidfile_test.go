@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // The pid file holds this process's id and a newline; it is read back,
@@ -61,5 +64,35 @@ func TestPidFile(t *testing.T) {
 	RemovePidFile(a)
 	if _, err := os.Stat(a); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("this process's pid file not removed: %v", err)
+	}
+}
+
+// SwitchPidFile moves the pid file, or keeps the old one (and says why in
+// the log) when the new one cannot be written.
+func TestSwitchPidFile(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.pid"), filepath.Join(dir, "b.pid")
+	if err := WritePidFile(a); err != nil {
+		t.Fatal(err)
+	}
+	log, buf := sluicetest.Logger()
+	if got := SwitchPidFile(a, a, log); got != a {
+		t.Errorf("same name: in use %q, want %q", got, a)
+	}
+	bad := filepath.Join(dir, "no-such-dir", "c.pid")
+	if got := SwitchPidFile(a, bad, log); got != a || !strings.Contains(buf.String(), "keeping the old one") {
+		t.Errorf("unwritable name: in use %q, want %q; log %q", got, a, buf.String())
+	}
+	if _, err := os.Stat(a); err != nil {
+		t.Errorf("the old pid file went with the failed move: %v", err)
+	}
+	if got := SwitchPidFile(a, b, log); got != b {
+		t.Errorf("move: in use %q, want %q", got, b)
+	}
+	if _, err := os.Stat(a); !os.IsNotExist(err) {
+		t.Errorf("the old pid file is still there: %v", err)
+	}
+	if pid, err := ReadPidFile(b); err != nil || pid != os.Getpid() {
+		t.Errorf("ReadPidFile(new) = %d, %v; want %d", pid, err, os.Getpid())
 	}
 }

@@ -144,14 +144,7 @@ func (s *Server) Reload() error {
 // movePidFile moves the pid file to name, as a reload asks: the new one
 // is written before the old one is removed.
 func (s *Server) movePidFile(name string) {
-	if name == s.pidFile {
-		return
-	}
-	if err := MovePidFile(s.pidFile, name); err != nil {
-		s.logger().Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
-		return
-	}
-	s.pidFile = name
+	s.pidFile = SwitchPidFile(s.pidFile, name, s.logger())
 }
 
 // reopenSharingPort opens the added addresses after closing the removed

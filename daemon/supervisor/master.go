@@ -708,12 +708,5 @@ func marshalSetup(su setup) []byte {
 // applyPidFile moves the pid file to name, as a reload asks: the new
 // one is written before the old one is removed.
 func (m *Master) applyPidFile(name string) {
-	if name == m.pidFile {
-		return
-	}
-	if err := daemon.MovePidFile(m.pidFile, name); err != nil {
-		m.log.Error("cannot write the new pid file; keeping the old one", "pid_file", name, "error", err)
-		return
-	}
-	m.pidFile = name
+	m.pidFile = daemon.SwitchPidFile(m.pidFile, name, m.log)
 }
