@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/fcgi"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,6 +94,10 @@ var strategyCases = []strategyCase{
 		{strategyGet("/x?q=1"), 200},
 		{"POST /p HTTP/1.1\r\nContent-Length: 4\r\n\r\nping", 201},
 	}},
+	{name: "fastcgi", pipeline: `[fastcgi: {upstreams: ["unix:{site}/fcgi.sock"], root: "{site}/public", max_conns: 4}]`, requests: []strategyRequest{
+		{strategyGet("/x.php?q=1"), 502},
+		{strategyGet("/missing.php"), 404},
+	}},
 	{name: "ratelimit", pipeline: `[ratelimit: {rate: 0.01, burst: 2}, text: hi]`, ignore: []string{"Retry-After"}, requests: []strategyRequest{
 		{strategyGet("/"), 200},
 		{strategyGet("/"), 200},
@@ -116,6 +121,7 @@ func strategySite(t *testing.T) string {
 	for name, content := range map[string]string{
 		"public/a.txt":             strings.Repeat("The quick brown fox jumps over the lazy dog.\n", 20),
 		"public/index.html":        "<h1>index</h1>\n",
+		"public/x.php":             "<?php echo 'x';\n",
 		"public/private/x.txt":     "private\n",
 		"public/private/.htaccess": "Deny from all\n",
 		"templates/page.html":      "<p>{{.Data.site}} {{.Query.Get \"q\"}} {{.Path}}</p>\n",
@@ -146,6 +152,14 @@ func strategySite(t *testing.T) string {
 	})}
 	go app.Serve(ln)
 	t.Cleanup(func() { app.Close() })
+	// The fastcgi component's upstream: the same application, served by
+	// net/http/fcgi.
+	fln, err := net.Listen("unix", filepath.Join(dir, "fcgi.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go fcgi.Serve(fln, app.Handler)
+	t.Cleanup(func() { fln.Close() })
 	return dir
 }
 

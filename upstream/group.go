@@ -28,6 +28,13 @@ type Config struct {
 	// Passive says when the failures Attempts counts (Failed,
 	// Rejected) mark a host down; its zero value never does.
 	Passive PassiveHealth
+	// ParseAddr, when set, reads each host's name instead of the HTTP
+	// forms ("http://host:port", "unix:/path"): it returns the network
+	// to dial ("tcp" or "unix"), the address, and the authority a
+	// request naming the host carries, or an error telling the forms it
+	// accepts. A transport with other spellings (FastCGI's host:port)
+	// sets it.
+	ParseAddr func(name string) (network, addr, authority string, err error)
 }
 
 // Group is the upstreams a transport serves requests from: its Hosts,
@@ -59,17 +66,26 @@ type Group[C Conn] struct {
 // clean exchange (see Host.HandOff and Host.Keep): the queue calls it for
 // a connection granted to a request that gave up meanwhile.
 func NewGroup[C Conn](names []string, bal *Balancer, cfg Config, put func(C)) (*Group[C], error) {
-	if len(names) == 0 || len(names) > 64 {
-		return nil, fmt.Errorf("upstream: %d hosts, want 1 to 64", len(names))
+	if len(names) == 0 || len(names) > MaxHosts {
+		return nil, fmt.Errorf("upstream: %d hosts, want 1 to %d", len(names), MaxHosts)
 	}
 	g := &Group[C]{bal: bal, health: cfg.Health, passive: cfg.Passive}
 	if cfg.MaxConns > 0 && cfg.Queue > 0 {
 		g.queue = newQueue(cfg.Queue, cfg.QueueTimeout, put)
 	}
 	for i, s := range names {
-		h, err := parseHost[C](s)
-		if err != nil {
-			return nil, err
+		var h *Host[C]
+		if cfg.ParseAddr != nil {
+			network, addr, authority, err := cfg.ParseAddr(s)
+			if err != nil {
+				return nil, err
+			}
+			h = &Host[C]{Name: s, Network: network, Addr: addr, Authority: authority}
+		} else {
+			var err error
+			if h, err = parseHost[C](s); err != nil {
+				return nil, err
+			}
 		}
 		h.maxConns, h.maxIdle, h.idleTime = cfg.MaxConns, max(cfg.MaxIdleConns, 0), cfg.IdleTimeout
 		h.index, h.queue = i, g.queue

@@ -1,0 +1,225 @@
+package fastcgi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
+)
+
+// host is an upstream with its pool of connections.
+type host = upstream.Host[*conn]
+
+// A Client is a FastCGI 1.0 client in the responder role: a pipe
+// Component (a source) that runs a script of a FastCGI server such as
+// PHP-FPM for each request it handles, over kept-alive connections
+// pooled per upstream, with the balancing, health checks, max_conns
+// queue and retries of package upstream. Handle picks the script
+// (Options.Script, or Resolve of the request path) and sets up the
+// content phase (Run), which sends the request and streams the response.
+// A Client is safe for concurrent use; Close releases it.
+type Client struct {
+	set  upstream.Settings
+	grp  *upstream.Group[*conn]
+	bal  *upstream.Balancer
+	log  *slog.Logger
+	host string // os.Hostname, for SERVER_NAME without a Host field
+
+	root      *os.Root
+	rootPath  string // absolute
+	script    Script // Options.Script resolved; Filename "" without one
+	splitPath []string
+	index     string
+	noExecs   []string
+	env       []envVar // Options.Env, sorted
+
+	headerTO, readTO, sendTO time.Duration
+	maxHead                  int
+	maxBody                  int64
+}
+
+// envVar is one of Options.Env.
+type envVar struct{ name, value string }
+
+var (
+	_ pipe.Component = (*Client)(nil)
+	_ io.Closer      = (*Client)(nil)
+)
+
+// New checks opts and returns the Client, with its active health checks
+// started when opts.Health has a path. Its errors start with "fastcgi: "
+// and name the config key at fault.
+func New(opts Options) (*Client, error) {
+	set, err := opts.Options.Settings("fastcgi")
+	if err != nil {
+		return nil, err
+	}
+	cl := &Client{
+		set:       set,
+		bal:       set.Balancer,
+		log:       opts.Logger,
+		splitPath: opts.SplitPath,
+		index:     opts.Index,
+		headerTO:  upstream.OrDefault(opts.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
+		readTO:    upstream.OrDefault(opts.ReadTimeout, DefaultReadTimeout),
+		sendTO:    upstream.OrDefault(opts.SendTimeout, DefaultSendTimeout),
+		maxHead:   upstream.OrDefault(opts.MaxHeaderBytes, DefaultMaxHeaderBytes),
+		maxBody:   upstream.OrDefault(opts.MaxBody, DefaultMaxBody),
+	}
+	if cl.log == nil {
+		cl.log = slog.Default()
+	}
+	if len(cl.splitPath) == 0 {
+		cl.splitPath = DefaultSplitPath
+	}
+	for _, ext := range cl.splitPath {
+		if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext, "/\\") || !printable(ext) {
+			return nil, fmt.Errorf("fastcgi: split_path %q: want extensions such as .php", ext)
+		}
+	}
+	cl.splitPath = slices.Clone(cl.splitPath)
+	if cl.index == "" {
+		cl.index = DefaultIndex
+	}
+	if strings.ContainsAny(cl.index, "/\\") || cl.index[0] == '.' || !printable(cl.index) {
+		return nil, fmt.Errorf("fastcgi: index %q: want a file name such as index.php", cl.index)
+	}
+	for _, p := range opts.NoExec {
+		if p == "" || p[0] != '/' || !printable(p) {
+			return nil, fmt.Errorf("fastcgi: no_exec %q: want a URL path prefix such as /uploads/", p)
+		}
+		cl.noExecs = append(cl.noExecs, p)
+	}
+	for k, v := range opts.Env {
+		if k == "" || !printable(k) || strings.ContainsRune(k, '=') || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("fastcgi: env: invalid variable %q", k)
+		}
+		cl.env = append(cl.env, envVar{k, v})
+	}
+	slices.SortFunc(cl.env, func(a, b envVar) int { return strings.Compare(a.name, b.name) })
+
+	if opts.Root == "" {
+		return nil, errors.New("fastcgi: root: the document root is required")
+	}
+	if cl.rootPath, err = filepath.Abs(opts.Root); err != nil {
+		return nil, fmt.Errorf("fastcgi: root %q: %v", opts.Root, err)
+	}
+	if cl.root, err = os.OpenRoot(cl.rootPath); err != nil {
+		return nil, fmt.Errorf("fastcgi: root: %v", err)
+	}
+	if opts.Script != "" {
+		rel := filepath.ToSlash(filepath.Clean(opts.Script))
+		rel = strings.TrimPrefix(rel, "/")
+		fi, err := cl.root.Stat(rel)
+		if err != nil {
+			cl.root.Close()
+			return nil, fmt.Errorf("fastcgi: script: %v", err)
+		}
+		if !fi.Mode().IsRegular() {
+			cl.root.Close()
+			return nil, fmt.Errorf("fastcgi: script %q is not a regular file under root", opts.Script)
+		}
+		cl.script = Script{Filename: filepath.Join(cl.rootPath, filepath.FromSlash(rel)), Name: "/" + rel}
+	}
+	cl.host, _ = os.Hostname()
+	if cl.host == "" {
+		cl.host = "localhost"
+	}
+
+	set.Config.ParseAddr = ParseAddr
+	if cl.grp, err = upstream.NewGroup(opts.Upstreams, cl.bal, set.Config, (*conn).put); err != nil {
+		cl.root.Close()
+		return nil, fmt.Errorf("fastcgi: %w", err)
+	}
+	if set.Config.MaxConns == 0 {
+		cl.log.Warn("fastcgi: max_conns is not set: a FastCGI server such as PHP-FPM keeps a worker per open connection; set max_conns to its pm.max_children")
+	}
+	if set.Health.Path != "" {
+		cl.grp.StartChecks(set.Health.Interval, cl.check, cl.reportCheck)
+	}
+	return cl, nil
+}
+
+// ParseAddr reads a FastCGI upstream: "unix:/path/to/socket",
+// "host:port" (as nginx's fastcgi_pass spells it) or "tcp://host:port".
+// It returns the network and address to dial and the authority (the
+// host:port, or "localhost" for a socket), or an error telling the forms
+// accepted. It is upstream.Config.ParseAddr for FastCGI.
+func ParseAddr(s string) (network, addr, authority string, err error) {
+	want := "want unix:/path/to/socket, host:port or tcp://host:port"
+	if path, ok := strings.CutPrefix(s, "unix:"); ok {
+		if path == "" || path[0] != '/' && !strings.HasPrefix(path, "./") || strings.HasPrefix(path, "//") {
+			return "", "", "", fmt.Errorf("upstream %q: %s", s, want)
+		}
+		return "unix", path, "localhost", nil
+	}
+	hp := strings.TrimPrefix(s, "tcp://")
+	h, port, err := net.SplitHostPort(hp)
+	if err != nil || h == "" || port == "" || strings.ContainsAny(hp, "/?#@ ") {
+		return "", "", "", fmt.Errorf("upstream %q: %s", s, want)
+	}
+	for _, c := range port {
+		if c < '0' || c > '9' {
+			return "", "", "", fmt.Errorf("upstream %q: port %q: %s", s, port, want)
+		}
+	}
+	return "tcp", hp, hp, nil
+}
+
+// printable reports whether s is all printable ASCII.
+func printable(s string) bool {
+	for i := range len(s) {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Handle runs Options.Script, or the script Resolve finds for the
+// request path (404 or 403 when none may run), by Run.
+func (cl *Client) Handle(c *pipe.Conn) bool {
+	if cl.script.Filename != "" {
+		return cl.Run(c, Script{Filename: cl.script.Filename, Name: cl.script.Name})
+	}
+	s, err := cl.Resolve(string(c.Request.Path))
+	if err != nil {
+		if errors.Is(err, ErrForbidden) {
+			return c.Error(http.StatusForbidden, "forbidden")
+		}
+		return c.Error(http.StatusNotFound, "not found")
+	}
+	return cl.Run(c, s)
+}
+
+// Run sets up the content phase of c that runs s on an upstream: the
+// request's parameters and body are sent, and the response streamed
+// back, parsed as a CGI response. s must come from Resolve, or be built
+// by a caller that checked it as strictly (its Filename under Root, its
+// PathInfo without control bytes). Run is the entry point of components
+// that pick the script themselves (package php); it always returns
+// true.
+func (cl *Client) Run(c *pipe.Conn, s Script) bool {
+	c.SetContent(func(w pipe.Writer) error {
+		return cl.serve(c, w, &s)
+	})
+	return true
+}
+
+// Close stops the health checks, closes the idle connections (those in
+// use close when their requests end) and releases Root. It may be
+// called more than once.
+func (cl *Client) Close() error {
+	cl.grp.Close()
+	return cl.root.Close()
+}

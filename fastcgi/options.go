@@ -1,0 +1,97 @@
+package fastcgi
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/sluice-server/sluice/upstream"
+)
+
+// Defaults of Options.
+const (
+	DefaultResponseHeaderTimeout = 60 * time.Second
+	DefaultReadTimeout           = 60 * time.Second
+	DefaultSendTimeout           = 60 * time.Second
+	DefaultMaxHeaderBytes        = 64 << 10
+	DefaultMaxBody               = 8 << 20
+	DefaultIndex                 = "index.php"
+)
+
+// DefaultSplitPath is the default of Options.SplitPath.
+var DefaultSplitPath = []string{".php"}
+
+// Options configures a Client. The yaml tags are the keys of a config
+// file's fastcgi entry (components.FastCGIOptions embeds Options). The
+// zero value of every field but Upstreams and Root (or Script) is a valid
+// default.
+type Options struct {
+	// Options are the upstream settings shared with the proxy: the
+	// upstreams (each unix:/path, host:port or tcp://host:port), policy,
+	// hash_key, retries, max_conns, queue, queue_timeout,
+	// max_idle_conns, connect_timeout, idle_timeout, passive and health
+	// (whose path is sent as a FastCGI request, such as PHP-FPM's
+	// ping.path). A FastCGI server such as PHP-FPM gives each
+	// connection a worker of its own for as long as it stays open, idle
+	// or not: set max_conns to the pool's pm.max_children (a request
+	// beyond it then waits in Sluice's queue, not in the server's
+	// listen backlog behind idle connections).
+	upstream.Options `yaml:",inline"`
+
+	// Root is the document root: scripts are found under it (through
+	// os.Root, so that neither ".." nor a symbolic link leads out of it)
+	// and it is DOCUMENT_ROOT. Required.
+	Root string `yaml:"root"`
+
+	// Script, when set, is run for every request instead of the script
+	// the path names: a front controller, such as index.php. A path
+	// relative to Root; it must be a regular file under it.
+	Script string `yaml:"script"`
+
+	// SplitPath lists the extensions that end a script's name (default
+	// [".php"]): the path is split after the first segment ending in one,
+	// the rest being PATH_INFO. Only files with such a name run.
+	SplitPath []string `yaml:"split_path"`
+
+	// Index is the script a path ending in "/" runs (default
+	// "index.php").
+	Index string `yaml:"index"`
+
+	// NoExec lists URL path prefixes under which no script ever runs
+	// ("/wp-content/uploads/"), answered 403. A prefix ending in "/"
+	// matches paths starting with it; one without matches itself and
+	// the paths below it.
+	NoExec []string `yaml:"no_exec"`
+
+	// Env adds parameters to every request (APP_ENV: production). They
+	// cannot replace the request's own parameters, which are sent after
+	// them.
+	Env map[string]string `yaml:"env"`
+
+	// ResponseHeaderTimeout bounds the wait for the response head once
+	// the request is sent (default 60s); expiry answers 504.
+	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
+
+	// ReadTimeout bounds the wait between two reads of the response
+	// after its head (default 60s); expiry cuts the response short.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+
+	// SendTimeout bounds each write of the request to the upstream
+	// (default 60s).
+	SendTimeout time.Duration `yaml:"send_timeout"`
+
+	// MaxHeaderBytes bounds the response head the application writes
+	// (default 64 KiB); a larger one is answered 502.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+
+	// MaxBody bounds a chunked request body, which is read whole before
+	// it is sent because FastCGI needs CONTENT_LENGTH: the first 64 KiB
+	// in memory, the rest in an unlinked temporary file (see cgi.Spool).
+	// A larger one gets 413. Bodies with a Content-Length are streamed
+	// whatever their size (the server's body limit applies). Default 8
+	// MiB.
+	MaxBody int64 `yaml:"max_body"`
+
+	// Logger receives upstream failures and the application's stderr
+	// (FCGI_STDERR, rate-limited); nil is slog.Default().
+	Logger *slog.Logger `yaml:"-"`
+}

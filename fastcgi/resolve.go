@@ -1,0 +1,129 @@
+package fastcgi
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotFound is wrapped by Resolve's errors for a path that names no
+// script to run: 404.
+var ErrNotFound = errors.New("fastcgi: no script")
+
+// ErrForbidden is wrapped by Resolve's errors for a path that names a
+// script Sluice refuses to run: 403.
+var ErrForbidden = errors.New("fastcgi: script may not run")
+
+// Script is what a request runs: the file the FastCGI server executes
+// and how the URL named it.
+type Script struct {
+	// Filename is the script's absolute path under Root
+	// (SCRIPT_FILENAME).
+	Filename string
+	// Name is the URL path of the script (SCRIPT_NAME), "/a/index.php".
+	Name string
+	// PathInfo is the rest of the URL path after Name (PATH_INFO), ""
+	// or starting with "/".
+	PathInfo string
+}
+
+// Resolve maps a canonical URL path (engine.Request.Path) to the script
+// it runs: the path is split after its first segment ending in one of
+// Options.SplitPath (a path ending in "/" gets Options.Index appended
+// first), and what precedes must name a regular file under Root, reached
+// without leaving it (os.Root: no "..", no symbolic link out of it),
+// with no segment starting with '.', and not under an Options.NoExec
+// prefix. A path holding a control byte (a newline in PATH_INFO:
+// CVE-2019-11043) never resolves. The error wraps ErrNotFound (no such
+// script; a path naming no script at all) or ErrForbidden (a script that
+// may not run). Resolve is safe for concurrent use.
+func (cl *Client) Resolve(path string) (Script, error) {
+	if path == "" || path[0] != '/' {
+		return Script{}, notFound("not an absolute path")
+	}
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c < ' ' || c == 0x7f {
+			return Script{}, forbidden("control byte in the path")
+		}
+	}
+	end := cl.split(path)
+	if end < 0 && strings.HasSuffix(path, "/") {
+		path += cl.index
+		end = cl.split(path)
+	}
+	if end < 0 {
+		return Script{}, notFound("no script in the path")
+	}
+	name, info := path[:end], path[end:]
+	for seg := range strings.SplitSeq(name[1:], "/") {
+		if seg == "" || seg[0] == '.' {
+			return Script{}, forbidden("dot or empty segment")
+		}
+	}
+	if cl.noExec(name) {
+		return Script{}, forbidden("under a no_exec prefix")
+	}
+	rel := name[1:]
+	fi, err := cl.root.Stat(rel)
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		return Script{}, notFound("no such file")
+	case err != nil && errors.Is(err, fs.ErrPermission):
+		return Script{}, forbidden("permission denied")
+	case err != nil:
+		// Out of the root (a symbolic link), or not a directory on the
+		// way: nothing Sluice would run.
+		return Script{}, notFound(err.Error())
+	case !fi.Mode().IsRegular():
+		return Script{}, notFound("not a regular file")
+	}
+	return Script{Filename: filepath.Join(cl.rootPath, filepath.FromSlash(rel)), Name: name, PathInfo: info}, nil
+}
+
+// split returns where the script's name ends in path: after the first
+// segment ending in a SplitPath extension (and longer than it), or -1.
+func (cl *Client) split(path string) int {
+	for i := 1; i <= len(path); {
+		end := strings.IndexByte(path[i:], '/')
+		if end < 0 {
+			end = len(path)
+		} else {
+			end += i
+		}
+		seg := path[i:end]
+		for _, ext := range cl.splitPath {
+			if len(seg) > len(ext) && strings.HasSuffix(seg, ext) {
+				return end
+			}
+		}
+		i = end + 1
+	}
+	return -1
+}
+
+// noExec reports whether the script name is under a NoExec prefix.
+func (cl *Client) noExec(name string) bool {
+	for _, p := range cl.noExecs {
+		if strings.HasSuffix(p, "/") {
+			if strings.HasPrefix(name, p) {
+				return true
+			}
+		} else if name == p || strings.HasPrefix(name, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func notFound(why string) error  { return &resolveError{ErrNotFound, why} }
+func forbidden(why string) error { return &resolveError{ErrForbidden, why} }
+
+// resolveError is a Resolve failure: its kind, and why (for the log).
+type resolveError struct {
+	kind error
+	why  string
+}
+
+func (e *resolveError) Error() string { return e.kind.Error() + ": " + e.why }
+func (e *resolveError) Unwrap() error { return e.kind }
