@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -54,17 +53,17 @@ const (
 
 // Defaults of Options.Queue and Options.QueueTimeout.
 const (
-	DefaultQueue        = 100
-	DefaultQueueTimeout = 5 * time.Second
+	DefaultQueue        = upstream.DefaultQueue
+	DefaultQueueTimeout = upstream.DefaultQueueTimeout
 )
 
 // Defaults of Options.
 const (
-	DefaultConnectTimeout        = 5 * time.Second
+	DefaultConnectTimeout        = upstream.DefaultConnectTimeout
 	DefaultResponseHeaderTimeout = 60 * time.Second
-	DefaultIdleTimeout           = 60 * time.Second
-	DefaultMaxIdleConns          = 256
-	DefaultRetries               = 2
+	DefaultIdleTimeout           = upstream.DefaultIdleTimeout
+	DefaultMaxIdleConns          = upstream.DefaultMaxIdleConns
+	DefaultRetries               = upstream.DefaultRetries
 	DefaultMaxHeaderBytes        = 32 << 10
 	DefaultMaxHeaderCount        = 256
 	DefaultTunnelIdleTimeout     = time.Hour
@@ -219,18 +218,36 @@ type Options struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
+// upstreamOptions returns the options opts shares with every transport
+// over package upstream, which checks them and fills in their defaults.
+func (opts *Options) upstreamOptions() upstream.Options {
+	return upstream.Options{
+		Upstreams:      opts.Upstreams,
+		Policy:         opts.Policy,
+		HashKey:        opts.HashKey,
+		Retries:        opts.Retries,
+		MaxConns:       opts.MaxConns,
+		Queue:          opts.Queue,
+		QueueTimeout:   opts.QueueTimeout,
+		MaxIdleConns:   opts.MaxIdleConns,
+		ConnectTimeout: opts.ConnectTimeout,
+		IdleTimeout:    opts.IdleTimeout,
+		Passive:        opts.Passive,
+		Health:         opts.Health,
+	}
+}
+
 // New returns the Proxy opts describe, or an error naming the option
 // that is wrong.
 func New(opts Options) (*Proxy, error) {
-	if len(opts.Upstreams) == 0 {
-		return nil, errors.New("proxy: no upstreams")
-	}
-	if len(opts.Upstreams) > 64 {
-		return nil, errors.New("proxy: more than 64 upstreams")
+	uo := opts.upstreamOptions()
+	set, err := uo.Settings("proxy")
+	if err != nil {
+		return nil, err
 	}
 	p := &Proxy{
-		retries:     orDefault(opts.Retries, DefaultRetries),
-		connectTO:   orDefault(opts.ConnectTimeout, DefaultConnectTimeout),
+		retries:     set.Retries,
+		connectTO:   set.ConnectTimeout,
 		headerTO:    orDefault(opts.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
 		tunnelIdle:  orDefault(opts.TunnelIdleTimeout, DefaultTunnelIdleTimeout),
 		stripPrefix: strings.TrimSuffix(opts.StripPrefix, "/"),
@@ -239,6 +256,9 @@ func New(opts Options) (*Proxy, error) {
 		maxHead:     orDefault(opts.MaxHeaderBytes, DefaultMaxHeaderBytes),
 		maxFields:   orDefault(opts.MaxHeaderCount, DefaultMaxHeaderCount),
 		log:         opts.Logger,
+		bal:         set.Balancer,
+		passive:     set.Passive,
+		health:      set.Health,
 	}
 	if p.log == nil {
 		p.log = slog.Default()
@@ -260,31 +280,8 @@ func New(opts Options) (*Proxy, error) {
 			return nil, fmt.Errorf("proxy: host %q: want client, upstream or a host[:port]", p.host)
 		}
 	}
-	var err error
-	if p.bal, err = upstream.NewBalancer(opts.Policy, opts.HashKey); err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
 	if p.resolver, err = clientaddr.New(opts.TrustedProxies, opts.ClientIPHeader); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	p.passive = PassiveHealth{
-		Failures: orDefault(opts.Passive.Failures, DefaultPassiveFailures),
-		Window:   orDefault(opts.Passive.Window, DefaultPassiveWindow),
-		DownFor:  orDefault(opts.Passive.DownFor, DefaultPassiveDownFor),
-	}
-	p.health = Health{
-		Path:     opts.Health.Path,
-		Interval: orDefault(opts.Health.Interval, DefaultHealthInterval),
-		Timeout:  orDefault(opts.Health.Timeout, DefaultHealthTimeout),
-		Expect:   opts.Health.Expect,
-		Rise:     max(orDefault(opts.Health.Rise, DefaultHealthRise), 1),
-		Fall:     max(orDefault(opts.Health.Fall, DefaultHealthFall), 1),
-	}
-	if hp := p.health.Path; hp != "" && (hp[0] != '/' || !validTarget(hp)) {
-		return nil, fmt.Errorf("proxy: health path %q: want an origin-form path such as /healthz", hp)
-	}
-	if e := p.health.Expect; e != 0 && (e < 100 || e > 999) {
-		return nil, fmt.Errorf("proxy: health expect %d: want a status code", e)
 	}
 	for _, st := range opts.FailStatus {
 		if st < 400 || st > 599 {
@@ -292,15 +289,7 @@ func New(opts Options) (*Proxy, error) {
 		}
 	}
 	p.failStatus = slices.Clone(opts.FailStatus)
-	p.grp, err = upstream.NewGroup(opts.Upstreams, p.bal, upstream.Config{
-		MaxConns:     opts.MaxConns,
-		MaxIdleConns: orDefault(opts.MaxIdleConns, DefaultMaxIdleConns),
-		IdleTimeout:  orDefault(opts.IdleTimeout, DefaultIdleTimeout),
-		Queue:        orDefault(opts.Queue, DefaultQueue),
-		QueueTimeout: orDefault(opts.QueueTimeout, DefaultQueueTimeout),
-		Health:       p.health,
-		Passive:      p.passive,
-	}, (*upConn).put)
+	p.grp, err = upstream.NewGroup(opts.Upstreams, p.bal, set.Config, (*upConn).put)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
@@ -311,28 +300,9 @@ func New(opts Options) (*Proxy, error) {
 	return p, nil
 }
 
-// validTarget reports whether every byte of t may appear in a
-// request-target.
-func validTarget(t string) bool {
-	for i := range len(t) {
-		if !httpgrammar.IsTargetChar(t[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 // orDefault returns v, or def when v is zero; a negative v is taken as
 // an explicit zero.
-func orDefault[T int | time.Duration](v, def T) T {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
-}
+func orDefault[T int | time.Duration](v, def T) T { return upstream.OrDefault(v, def) }
 
 func validHostValue(h string) bool {
 	for i := range len(h) {

@@ -62,6 +62,17 @@
 // upstreams busy. Which outcomes are failures, whether the request is
 // safe to send again, and what the client is told are the transport's.
 //
+// # Options
+//
+// Options are the settings every transport shares, with the yaml keys a
+// config file sets them by (upstreams, policy, hash_key, retries,
+// max_conns, queue, queue_timeout, max_idle_conns, connect_timeout,
+// idle_timeout, passive, health): a transport embeds them in its own
+// options, and Options.Settings checks them and fills in the defaults,
+// giving the Balancer and Config NewGroup takes. A transport whose
+// upstreams are spelt otherwise than "http://host:port" (FastCGI's
+// host:port) sets Config.ParseAddr.
+//
 // # Where the HTTP/1.1 client lives
 //
 // The HTTP/1.1 client itself (its connection with raw socket reads, the
