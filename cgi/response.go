@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
@@ -33,7 +32,7 @@ func (x *run) respond(w pipe.Writer) error {
 		scan := max(0, len(hdr)-2) // a blank line may straddle reads
 		hdr = append(hdr, b...)
 		recycle(b)
-		if end, bodyAt := headerEnd(hdr, scan); end >= 0 {
+		if end, bodyAt := HeadEnd(hdr, scan); end >= 0 {
 			hdr, rest = hdr[:end], hdr[bodyAt:]
 			break
 		}
@@ -234,10 +233,13 @@ func (b *bodyless) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// headerEnd finds the blank line ending a CGI header (lines end in LF
-// or CRLF), searching from offset from. It returns the header's length
-// without the blank line and where the body starts, or -1.
-func headerEnd(b []byte, from int) (end, body int) {
+// HeadEnd finds the blank line ending a CGI response head (RFC 3875
+// §6: lines end in LF or CRLF) in b, searching from offset from (a
+// caller reading the head piece by piece passes where the last search
+// stopped, less 2: the blank line may straddle two reads). It returns
+// the head's length without the blank line and where the body starts,
+// or -1, -1.
+func HeadEnd(b []byte, from int) (end, body int) {
 	for i := from; i < len(b); i++ {
 		if b[i] != '\n' {
 			continue
@@ -261,9 +263,26 @@ func headerEnd(b []byte, from int) (end, body int) {
 
 // setHeader applies the program's header fields to the response.
 func (x *run) setHeader(hdr []byte) error {
-	h := x.c.Header()
+	return ApplyHead(x.c, hdr, &x.added)
+}
+
+// ApplyHead applies a CGI response head (RFC 3875 §6.3, without its
+// blank line; see HeadEnd) to c's response, as strictly as the engine
+// reads a request: every line must be a field (a token, a colon, a
+// value), and one of Content-Type, Location or Status must be there.
+// Status sets the status (200 to 599); a Location without one is a 302
+// (RFC 3875's local redirect is answered as a client redirect);
+// hop-by-hop fields and Trailer are dropped; two Content-Length fields
+// that differ are an error; bytes a field value may not hold become
+// spaces. The names of the fields added are appended to *added unless
+// added is nil, so that a caller failing later can remove them. The
+// error says what is wrong, the application's bytes quoted and clipped:
+// the caller answers 502. head is not retained.
+func ApplyHead(c *pipe.Conn, head []byte, added *[]string) error {
+	h := c.Header()
+	hdr := head
 	status := 0
-	location := ""
+	location := false
 	cgiField := false
 	for len(hdr) > 0 {
 		line := hdr
@@ -277,56 +296,78 @@ func (x *run) setHeader(hdr []byte) error {
 		if colon <= 0 || !httpgrammar.IsToken(line[:colon]) {
 			return fmt.Errorf("malformed header line %q", clip(line))
 		}
-		name := string(line[:colon])
-		value := fieldValue(bytes.Trim(line[colon+1:], " \t"))
+		nameB := line[:colon]
+		valueB := bytes.Trim(line[colon+1:], " \t")
 		switch {
-		case strings.EqualFold(name, "Status"):
-			code, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(value, " ", 2)[0]))
+		case httpgrammar.EqualFold(nameB, "Status"):
+			code, err := strconv.Atoi(string(bytes.TrimSpace(bytes.SplitN(valueB, []byte(" "), 2)[0])))
 			if err != nil || code < 200 || code > 599 {
-				return fmt.Errorf("invalid Status %q", clip([]byte(value)))
+				return fmt.Errorf("invalid Status %q", clip(valueB))
 			}
 			status, cgiField = code, true
 			continue
-		case strings.EqualFold(name, "Location"):
-			if value == "" {
+		case httpgrammar.EqualFold(nameB, "Location"):
+			if len(valueB) == 0 {
 				return errors.New("empty Location")
 			}
-			location, cgiField = value, true
-		case strings.EqualFold(name, "Content-Type"):
+			location, cgiField = true, true
+		case httpgrammar.EqualFold(nameB, "Content-Type"):
 			cgiField = true
-		case strings.EqualFold(name, "Content-Length"):
+		case httpgrammar.EqualFold(nameB, "Content-Length"):
 			// Two different lengths leave the body's end unknown (RFC
 			// 9112 §6.3); the same one twice is sent once.
 			if prev := h.Get("Content-Length"); prev != "" {
-				if prev != value {
-					return fmt.Errorf("conflicting Content-Length %q and %q", clip([]byte(prev)), clip([]byte(value)))
+				if prev != string(valueB) {
+					return fmt.Errorf("conflicting Content-Length %q and %q", clip([]byte(prev)), clip(valueB))
 				}
 				continue
 			}
 		}
-		if isHopByHop(name) {
+		if isHopByHopBytes(nameB) {
 			continue
 		}
-		h.Add(name, value)
-		x.added = append(x.added, name)
+		name := fieldName(nameB)
+		h.Add(name, fieldValue(valueB))
+		if added != nil {
+			*added = append(*added, name)
+		}
 	}
 	if !cgiField {
 		return errors.New("no Content-Type, Location or Status field")
 	}
-	if status == 0 && location != "" {
+	if status == 0 && location {
 		status = http.StatusFound
 	}
 	if status != 0 {
-		x.c.SetStatus(status)
+		c.SetStatus(status)
 	}
 	return nil
 }
 
-// isHopByHop reports whether a program's header field is one it must
-// not set: a hop-by-hop field (the engine frames the connection), or
-// Trailer (the engine sends no trailers for a program).
-func isHopByHop(name string) bool {
-	return httpgrammar.IsHopByHop(name) || httpgrammar.EqualFold(name, "Trailer")
+// commonFields are the usual response field names, so that they cost no
+// allocation.
+var commonFields = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"Content-Type", "Content-Length", "Location", "Set-Cookie", "Cache-Control",
+		"Expires", "Pragma", "Last-Modified", "ETag", "X-Powered-By", "Vary", "Link", "X-Frame-Options",
+		"X-Content-Type-Options", "Content-Security-Policy", "Referrer-Policy", "X-Accel-Redirect", "X-Sendfile",
+		"Content-Disposition", "Content-Encoding", "X-Robots-Tag", "Access-Control-Allow-Origin"} {
+		m[n] = n
+	}
+	return m
+}()
+
+// fieldName returns a field name as a string, without allocating for
+// the usual ones spelt the usual way.
+func fieldName(b []byte) string {
+	if n, ok := commonFields[string(b)]; ok {
+		return n
+	}
+	return string(b)
+}
+
+func isHopByHopBytes(name []byte) bool {
+	return httpgrammar.IsHopByHop(string(name)) || httpgrammar.EqualFold(name, "Trailer")
 }
 
 // fieldValue returns a program's field value as a string, each byte a
@@ -381,7 +422,7 @@ func (x *run) fail(w pipe.Writer, status int, msg string) error {
 // over the server's limit; otherwise the client is gone or too slow, and
 // the error goes back to the pipeline (the engine closes the connection).
 func (x *run) failBody(w pipe.Writer) error {
-	if bodyTooLarge(x.bodyErr) {
+	if BodyTooLarge(x.bodyErr) {
 		return x.fail(w, http.StatusRequestEntityTooLarge, "request body too large")
 	}
 	for _, name := range x.added {

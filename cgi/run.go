@@ -64,14 +64,14 @@ func (g *Gateway) serve(c *pipe.Conn, w pipe.Writer, t target) error {
 	case length > 0:
 		in.stream = io.LimitReader(r.Body, length)
 	case length < 0: // chunked: RFC 3875 needs CONTENT_LENGTH, so read it all
-		spool, err := spoolBody(r.Body, g.maxBody)
+		spool, err := SpoolBody(r.Body, g.maxBody)
 		switch {
-		case bodyTooLarge(err):
+		case BodyTooLarge(err):
 			return answer(c, w, http.StatusRequestEntityTooLarge, "request body too large for CGI")
 		case err != nil:
 			return err // the client went away or was too slow
 		}
-		defer spool.close()
+		defer spool.Close()
 		if length = spool.n; length > 0 {
 			in.spool = spool
 		}
@@ -96,7 +96,7 @@ func (g *Gateway) serve(c *pipe.Conn, w pipe.Writer, t target) error {
 // body read from the connection while the program runs, or a spooled one.
 type input struct {
 	stream io.Reader
-	spool  *spool
+	spool  *Spool
 }
 
 // start starts the program and the goroutines that feed its stdin, read

@@ -1,6 +1,7 @@
 package cgi
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -13,12 +14,12 @@ import (
 // a longer body goes to an unlinked temporary file.
 const spoolMem = 64 << 10
 
-// spool is a chunked request body read whole, as CGI needs its length
-// (CONTENT_LENGTH) before the program starts: in a pooled buffer of
-// spoolMem bytes, or, when longer, in an unlinked temporary file, so a
-// request holds at most spoolMem bytes of memory whatever its body.
-// close releases either.
-type spool struct {
+// Spool is a chunked request body read whole, as CGI and FastCGI need
+// its length (CONTENT_LENGTH) before the program starts: in a pooled
+// buffer of 64 KiB, or, when longer, in an unlinked temporary file, so a
+// request holds at most 64 KiB of memory whatever its body. Close
+// releases either. A Spool is used by one goroutine at a time.
+type Spool struct {
 	buf  *[]byte  // the pooled buffer, until the body is in a file or close
 	mem  []byte   // the body, when it is in buf
 	file *os.File // the body, when it is not, at offset 0
@@ -34,7 +35,7 @@ var spoolStats struct {
 }
 
 // spoolFile writes to a spool's file, counting the bytes.
-type spoolFile struct{ s *spool }
+type spoolFile struct{ s *Spool }
 
 func (w spoolFile) Write(p []byte) (int, error) {
 	n, err := w.s.file.Write(p)
@@ -45,19 +46,19 @@ func (w spoolFile) Write(p []byte) (int, error) {
 
 var spoolBufs = sync.Pool{New: func() any { b := make([]byte, spoolMem); return &b }}
 
-// errBodyTooLarge is a body over Options.MaxBody.
-var errBodyTooLarge = errors.New("cgi: request body too large")
+// ErrBodyTooLarge is a body over SpoolBody's limit (Options.MaxBody).
+var ErrBodyTooLarge = errors.New("cgi: request body too large")
 
-// spoolBody reads body to its end into a spool. A body over limit
-// bytes gives errBodyTooLarge; a failing read gives its error (the
+// SpoolBody reads body to its end into a Spool. A body over limit
+// bytes gives ErrBodyTooLarge; a failing read gives its error (the
 // client went away, was too slow, or sent more than the server's limit:
 // *http.MaxBytesError). Nothing is kept on error.
-func spoolBody(body io.Reader, limit int64) (_ *spool, err error) {
-	s := &spool{buf: spoolBufs.Get().(*[]byte)}
+func SpoolBody(body io.Reader, limit int64) (_ *Spool, err error) {
+	s := &Spool{buf: spoolBufs.Get().(*[]byte)}
 	spoolStats.mem.Add(spoolMem)
 	defer func() {
 		if err != nil {
-			s.close()
+			s.Close()
 		}
 	}()
 	b := *s.buf
@@ -66,7 +67,7 @@ func spoolBody(body io.Reader, limit int64) (_ *spool, err error) {
 		m, rerr := body.Read(b[n:])
 		n += m
 		if int64(n) > limit {
-			return nil, errBodyTooLarge
+			return nil, ErrBodyTooLarge
 		}
 		if rerr == io.EOF {
 			s.mem, s.n = b[:n], int64(n)
@@ -95,7 +96,7 @@ func spoolBody(body io.Reader, limit int64) (_ *spool, err error) {
 	case err != nil:
 		return nil, err
 	case s.n > limit:
-		return nil, errBodyTooLarge
+		return nil, ErrBodyTooLarge
 	}
 	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
 		return nil, err
@@ -103,14 +104,26 @@ func spoolBody(body io.Reader, limit int64) (_ *spool, err error) {
 	return s, nil
 }
 
-// bodyTooLarge reports whether err is a body over the component's or
-// the server's limit.
-func bodyTooLarge(err error) bool {
+// BodyTooLarge reports whether err, from SpoolBody or a request body's
+// Read, is a body over the component's or the server's limit: a 413.
+func BodyTooLarge(err error) bool {
 	var tooBig *http.MaxBytesError
-	return err == errBodyTooLarge || errors.As(err, &tooBig)
+	return err == ErrBodyTooLarge || errors.As(err, &tooBig)
 }
 
-func (s *spool) putBuf() {
+// Len returns the body's length.
+func (s *Spool) Len() int64 { return s.n }
+
+// Reader returns a reader of the body from its start; each call starts
+// again. It is valid until Close.
+func (s *Spool) Reader() io.Reader {
+	if s.file != nil {
+		return io.NewSectionReader(s.file, 0, s.n)
+	}
+	return bytes.NewReader(s.mem)
+}
+
+func (s *Spool) putBuf() {
 	if s.buf != nil {
 		spoolBufs.Put(s.buf)
 		spoolStats.mem.Add(-spoolMem)
@@ -118,9 +131,9 @@ func (s *spool) putBuf() {
 	}
 }
 
-// close releases the spool's memory and file (the program, if started,
+// Close releases the spool's memory and file (a program given the file
 // has a descriptor of its own). It may be called more than once.
-func (s *spool) close() {
+func (s *Spool) Close() {
 	s.putBuf()
 	if s.file != nil {
 		s.file.Close()
