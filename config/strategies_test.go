@@ -95,7 +95,8 @@ var strategyCases = []strategyCase{
 		{"POST /p HTTP/1.1\r\nContent-Length: 4\r\n\r\nping", 201},
 	}},
 	{name: "fastcgi", pipeline: `[fastcgi: {upstreams: ["unix:{site}/fcgi.sock"], root: "{site}/public", max_conns: 4}]`, requests: []strategyRequest{
-		{strategyGet("/x.php?q=1"), 502},
+		{strategyGet("/x.php?q=1"), 200},
+		{"POST /x.php HTTP/1.1\r\nContent-Length: 4\r\n\r\nping", 201},
 		{strategyGet("/missing.php"), 404},
 	}},
 	{name: "ratelimit", pipeline: `[ratelimit: {rate: 0.01, burst: 2}, text: hi]`, ignore: []string{"Retry-After"}, requests: []strategyRequest{

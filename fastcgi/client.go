@@ -46,6 +46,8 @@ type Client struct {
 	headerTO, readTO, sendTO time.Duration
 	maxHead                  int
 	maxBody                  int64
+
+	rate stderrRate // stderr lines logged this second
 }
 
 // envVar is one of Options.Env.

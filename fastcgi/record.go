@@ -218,3 +218,11 @@ func (rr *recordReader) header() error {
 	}
 	return fmt.Errorf("%w: record type %d from the server", errProtocol, typ)
 }
+
+// appendPairString is appendPair of a string value.
+func appendPairString(b []byte, name, value string) []byte {
+	b = appendLength(b, len(name))
+	b = appendLength(b, len(value))
+	b = append(b, name...)
+	return append(b, value...)
+}

@@ -1,20 +1,486 @@
 package fastcgi
 
 import (
+	"errors"
+	"io"
+	"net"
 	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
 
+	"github.com/sluice-server/sluice/cgi"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
 )
 
-// serve is the content phase: one request to an upstream.
+// A failure of one attempt, and what the client is told if nothing was
+// sent to it yet.
+type failure struct {
+	status int
+	msg    string
+	err    error // for the log; with committed, what ends the response
+	fault  bool  // the upstream's: counts for passive health
+	stale  bool  // a pooled connection that failed before any response byte, request safe to send again
+
+	// committed: the response was started (or the client failed): err
+	// goes back to the pipeline, which cuts the connection.
+	committed bool
+}
+
+// serve is the content phase: the request to an upstream and its
+// response to the client.
 func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, s *Script) error {
-	c.SetStatus(http.StatusBadGateway)
-	_, err := w.Write([]byte("502 Bad Gateway\n"))
+	r := c.Request
+	x := getExchange()
+	defer putExchange(x)
+
+	length := r.ContentLength
+	var body io.Reader
+	switch {
+	case length > 0:
+		body = r.Body
+	case length < 0: // chunked: FastCGI needs CONTENT_LENGTH, so read it all
+		sp, err := cgi.SpoolBody(r.Body, cl.maxBody)
+		switch {
+		case cgi.BodyTooLarge(err):
+			return answer(c, w, http.StatusRequestEntityTooLarge, "request body too large")
+		case err != nil:
+			return err // the client went away or was too slow
+		}
+		defer sp.Close()
+		if length = sp.Len(); length > 0 {
+			body = sp.Reader()
+		} else {
+			length = 0
+		}
+	}
+	cl.buildRequest(x, c, s, length, body == nil)
+
+	var client []byte
+	var clientBuf [48]byte
+	if cl.bal.Policy() == upstream.IPHash {
+		if a, ok := r.RemoteAddr.(*net.TCPAddr); ok {
+			client = a.AddrPort().Addr().AppendTo(clientBuf[:0])
+		}
+	}
+	// The request is sent again only when it never reached a server
+	// (connect failed), or when a kept-alive connection proved closed
+	// before anything came back and the request has no body to read
+	// twice: a script may not run twice.
+	var last *failure
+	a := cl.grp.Begin(false, cl.set.Retries)
+	for a.Next(r, client, c) {
+		up := a.Host()
+		var uc *conn
+		var err error
+		if g, ok := a.Granted(); ok {
+			uc, err = take(up, g, cl.set.ConnectTimeout)
+		} else if uc, err = getConn(up, a.Now(), cl.set.ConnectTimeout, false); err == upstream.ErrFull {
+			a.Full()
+			continue
+		}
+		a.Start()
+		if err != nil {
+			cl.log.Warn("fastcgi: cannot connect to upstream", "upstream", up.Name, "err", err)
+			last = &failure{status: http.StatusBadGateway, msg: "upstream unreachable"}
+			a.Failed(true, true)
+			cl.logDown(&a)
+			continue
+		}
+		f := cl.roundTrip(c, w, x, uc, body)
+		if f != nil && f.stale {
+			// A kept-alive connection the server had closed, found out
+			// only by sending on it: not its fault; again on a new one.
+			x.rr = recordReader{}
+			if uc, err = getConn(up, a.Now(), cl.set.ConnectTimeout, true); err != nil {
+				f = &failure{status: http.StatusBadGateway, msg: "upstream unreachable", err: err, fault: true}
+			} else {
+				f = cl.roundTrip(c, w, x, uc, body)
+			}
+		}
+		if f == nil {
+			a.Done()
+			return nil
+		}
+		if f.committed {
+			a.Failed(f.fault, false)
+			if f.fault {
+				cl.log.Warn("fastcgi: response cut short", "upstream", up.Name, "script", escape([]byte(s.Name)), "err", f.err)
+				cl.logDown(&a)
+			}
+			return f.err
+		}
+		if f.fault {
+			cl.log.Warn("fastcgi: "+f.msg, "upstream", up.Name, "script", escape([]byte(s.Name)), "status", f.status, "err", f.err)
+		}
+		a.Failed(f.fault, false)
+		cl.logDown(&a)
+		last = f
+	}
+	switch err := a.Err(); {
+	case err == upstream.ErrNoUpstream:
+		return answer(c, w, http.StatusServiceUnavailable, "no upstream available")
+	case err != nil:
+		c.Header().Set("Retry-After", "1")
+		return answer(c, w, http.StatusServiceUnavailable, "upstreams busy")
+	case last == nil:
+		return answer(c, w, http.StatusBadGateway, "no upstream")
+	}
+	return answer(c, w, last.status, last.msg)
+}
+
+// logDown logs an upstream that a's last failure marked down under the
+// passive checks.
+func (cl *Client) logDown(a *upstream.Attempts[*conn]) {
+	if a.Down() {
+		p := cl.set.Passive
+		cl.log.Warn("fastcgi: upstream down after failed requests", "upstream", a.Host().Name,
+			"failures", p.Failures, "window", p.Window, "down_for", p.DownFor)
+	}
+}
+
+// buildRequest writes the request's records into x.out: BEGIN_REQUEST,
+// the PARAMS stream and its end, and for a request without a body the
+// empty STDIN record that ends it, so that such a request goes in one
+// write.
+func (cl *Client) buildRequest(x *exchange, c *pipe.Conn, s *Script, length int64, bodyless bool) {
+	p := x.params[:0]
+	for _, e := range cl.env {
+		p = appendPairString(p, e.name, e.value)
+	}
+	m := cgi.Meta{
+		ScriptName:     s.Name,
+		ScriptFilename: s.Filename,
+		PathInfo:       s.PathInfo,
+		DocumentRoot:   cl.rootPath,
+		ServerName:     cl.host,
+		User:           c.Value("user"),
+		ContentLength:  length,
+	}
+	if s.PathInfo != "" {
+		m.PathTranslated = filepath.Join(cl.rootPath, filepath.FromSlash(s.PathInfo))
+	}
+	x.scratch = cgi.Vars(c.Request, &m, x.scratch, func(name string, v []byte) {
+		p = appendPair(p, name, v)
+	})
+	p = appendPairString(p, "REDIRECT_STATUS", "200") // php-cgi's force_cgi_redirect; harmless to PHP-FPM
+	out := appendBeginRequest(x.out[:0])
+	out = appendStream(out, typeParams, p)
+	out = appendHeader(out, typeParams, 0)
+	if bodyless {
+		out = appendHeader(out, typeStdin, 0)
+	}
+	x.out, x.params = out, p
+}
+
+// roundTrip sends x's request on uc, with body, and passes the response
+// to the client; nil when all went well (uc is then back in its pool).
+// On failure uc is closed.
+func (cl *Client) roundTrip(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, body io.Reader) *failure {
+	if f := cl.send(x, uc, body); f != nil {
+		uc.discard()
+		return f
+	}
+	f, keep := cl.receive(c, w, x, uc, body == nil)
+	if keep {
+		uc.put()
+	} else {
+		uc.discard()
+	}
+	return f
+}
+
+// send writes the request's records, and the body as STDIN records.
+func (cl *Client) send(x *exchange, uc *conn, body io.Reader) *failure {
+	uc.nc.SetWriteDeadline(time.Now().Add(cl.sendTO))
+	if _, err := uc.nc.Write(x.out); err != nil {
+		if uc.reused && body == nil {
+			return &failure{stale: true, err: err}
+		}
+		return &failure{status: http.StatusBadGateway, msg: "cannot send the request upstream", err: err, fault: true}
+	}
+	if body == nil {
+		return nil
+	}
+	buf := x.rbuf[:headerLen+min(bodyChunk, len(x.rbuf)-headerLen)]
+	for {
+		n, rerr := body.Read(buf[headerLen:])
+		if n > 0 {
+			appendHeader(buf[:0], typeStdin, n)
+			uc.nc.SetWriteDeadline(time.Now().Add(cl.sendTO))
+			if _, err := uc.nc.Write(buf[:headerLen+n]); err != nil {
+				return &failure{status: http.StatusBadGateway, msg: "cannot send the request body upstream", err: err, fault: true}
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			if cgi.BodyTooLarge(rerr) {
+				return &failure{status: http.StatusRequestEntityTooLarge, msg: "request body too large", err: rerr}
+			}
+			return &failure{committed: true, err: rerr} // the client went away or was too slow
+		}
+	}
+	var end [headerLen]byte
+	if _, err := uc.nc.Write(appendHeader(end[:0], typeStdin, 0)); err != nil {
+		return &failure{status: http.StatusBadGateway, msg: "cannot send the request body upstream", err: err, fault: true}
+	}
+	return nil
+}
+
+// receive reads the response records and passes the response on. keep
+// says the exchange ended cleanly, so that uc may serve another request.
+func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, safe bool) (f *failure, keep bool) {
+	var (
+		headDone  bool
+		bodyless  bool // 204 or 304: the body is dropped
+		unflushed bool // written to w since the last flush
+		got       bool // any byte from the server
+		logs      stderrCount
+	)
+	defer cl.stderrDropped(&logs, c)
+	uc.nc.SetReadDeadline(time.Now().Add(cl.headerTO))
+	for !x.rr.done {
+		n, ok, err := 0, false, error(nil)
+		if headDone && unflushed {
+			// Flush what was written once the server pauses.
+			if n, ok, err = uc.raw.tryRead(x.rbuf); !ok {
+				if err := w.Flush(); err != nil {
+					return &failure{committed: true, err: err}, false
+				}
+				unflushed = false
+			}
+		}
+		if !ok {
+			if headDone {
+				uc.nc.SetReadDeadline(time.Now().Add(cl.readTO))
+			}
+			n, err = uc.nc.Read(x.rbuf)
+		}
+		if n == 0 {
+			if err == nil {
+				continue
+			}
+			var ne net.Error
+			timeout := errors.As(err, &ne) && ne.Timeout()
+			switch {
+			case headDone:
+				return &failure{committed: true, fault: true, err: err}, false
+			case timeout:
+				return &failure{status: http.StatusGatewayTimeout, msg: "upstream timed out", err: err, fault: true}, false
+			case !got && uc.reused && safe:
+				return &failure{stale: true, err: err}, false
+			}
+			if err == io.EOF {
+				err = errors.New("connection closed before the response head")
+			}
+			return &failure{status: http.StatusBadGateway, msg: "upstream closed the connection", err: err, fault: true}, false
+		}
+		got = true
+		for p := x.rbuf[:n]; len(p) > 0; {
+			k, ev, data, err := x.rr.next(p)
+			if err != nil {
+				if headDone {
+					return &failure{committed: true, fault: true, err: err}, false
+				}
+				return &failure{status: http.StatusBadGateway, msg: "invalid response from upstream", err: err, fault: true}, false
+			}
+			p = p[k:]
+			switch ev {
+			case evStdout:
+				if !headDone {
+					var rest []byte
+					var f *failure
+					if headDone, rest, f = cl.gatherHead(c, x, data); f != nil {
+						return f, false
+					}
+					if !headDone {
+						continue
+					}
+					s := c.Status()
+					bodyless = s == http.StatusNoContent || s == http.StatusNotModified
+					data = rest
+				}
+				if len(data) > 0 && !bodyless {
+					if _, err := w.Write(data); err != nil {
+						return &failure{committed: true, err: err}, false
+					}
+					unflushed = true
+				}
+			case evStderr:
+				cl.logStderr(&logs, c, data)
+			case evEnd:
+				if len(p) > 0 {
+					// Bytes after END_REQUEST: the connection is not clean.
+					keep = false
+					p = nil
+				} else {
+					keep = true
+				}
+			}
+		}
+	}
+	if ps := x.rr.protocolStatus; ps != statusRequestComplete {
+		msg := "upstream refused the request"
+		status := http.StatusBadGateway
+		if ps == statusOverloaded {
+			msg, status = "upstream overloaded", http.StatusServiceUnavailable
+		}
+		if headDone {
+			return &failure{committed: true, fault: true, err: errors.New(msg)}, false
+		}
+		return &failure{status: status, msg: msg, err: errors.New("END_REQUEST protocolStatus " + strconv.Itoa(int(ps))), fault: true}, false
+	}
+	if !headDone {
+		return &failure{status: http.StatusBadGateway, msg: "upstream sent no valid response head", err: errors.New("STDOUT ended without a response head"), fault: true}, keep
+	}
+	return nil, keep
+}
+
+// gatherHead adds STDOUT content to the response head; once the head is
+// whole it is applied to c (cgi.ApplyHead), and rest is the start of the
+// body. Usually the head comes in one record and is read in place.
+func (cl *Client) gatherHead(c *pipe.Conn, x *exchange, data []byte) (done bool, rest []byte, f *failure) {
+	head := data
+	scan := 0
+	if len(x.head) > 0 {
+		scan = max(0, len(x.head)-3)
+		x.head = append(x.head, data...)
+		head = x.head
+	}
+	end, bodyAt := cgi.HeadEnd(head, scan)
+	if end < 0 {
+		if len(head) > cl.maxHead {
+			return false, nil, &failure{status: http.StatusBadGateway, msg: "upstream's response head too large", err: errors.New("response head over max_header_bytes"), fault: true}
+		}
+		if len(x.head) == 0 {
+			x.head = append(x.head, data...)
+		}
+		return false, nil, nil
+	}
+	if end > cl.maxHead {
+		return false, nil, &failure{status: http.StatusBadGateway, msg: "upstream's response head too large", err: errors.New("response head over max_header_bytes"), fault: true}
+	}
+	x.added = x.added[:0]
+	if err := cgi.ApplyHead(c, head[:end], &x.added); err != nil {
+		for _, name := range x.added {
+			c.Header().Del(name)
+		}
+		c.SetStatus(0)
+		return false, nil, &failure{status: http.StatusBadGateway, msg: "upstream sent an invalid response head", err: err, fault: true}
+	}
+	return true, head[bodyAt:], nil
+}
+
+// answer writes a plain-text error response.
+func answer(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
+	h := c.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.SetContentLength(-1)
+	c.SetStatus(status)
+	_, err := io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+msg+"\n")
 	return err
 }
 
-// check sends one active health check to u.
-func (cl *Client) check(u *host) bool { return false }
+// check sends one active health check to u: a GET of Health.Path (such
+// as PHP-FPM's ping.path) on a connection of its own; it passes when the
+// response head is valid and its status (200 without a Status field) is
+// Health.Expect, or any 2xx.
+func (cl *Client) check(u *host) bool {
+	hc := cl.set.Health
+	deadline := time.Now().Add(hc.Timeout)
+	d := net.Dialer{Deadline: deadline}
+	nc, err := d.Dial(u.Network, u.Addr)
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	nc.SetDeadline(deadline)
+	var p []byte
+	for _, kv := range [][2]string{
+		{"GATEWAY_INTERFACE", "CGI/1.1"}, {"SERVER_SOFTWARE", "sluice"}, {"REQUEST_METHOD", "GET"},
+		{"SCRIPT_NAME", hc.Path}, {"SCRIPT_FILENAME", filepath.Join(cl.rootPath, filepath.FromSlash(hc.Path))},
+		{"REQUEST_URI", hc.Path}, {"QUERY_STRING", ""}, {"DOCUMENT_ROOT", cl.rootPath},
+		{"SERVER_PROTOCOL", "HTTP/1.1"}, {"HTTP_USER_AGENT", "sluice-health-check"},
+	} {
+		p = appendPairString(p, kv[0], kv[1])
+	}
+	req := appendBeginRequest(nil)
+	req = appendStream(req, typeParams, p)
+	req = appendHeader(req, typeParams, 0)
+	req = appendHeader(req, typeStdin, 0)
+	if _, err := nc.Write(req); err != nil {
+		return false
+	}
+	var rr recordReader
+	var head []byte
+	buf := make([]byte, 4<<10)
+	for !rr.done {
+		n, err := nc.Read(buf)
+		for b := buf[:n]; len(b) > 0 && !rr.done; {
+			k, ev, data, perr := rr.next(b)
+			if perr != nil {
+				return false
+			}
+			if ev == evStdout && len(head) < 8<<10 {
+				head = append(head, data...)
+			}
+			b = b[k:]
+		}
+		if err != nil && !rr.done {
+			return false
+		}
+	}
+	end, _ := cgi.HeadEnd(head, 0)
+	if end < 0 || rr.protocolStatus != statusRequestComplete {
+		return false
+	}
+	status := 200
+	for line := range splitLines(head[:end]) {
+		if len(line) > 7 && (line[:7] == "Status:" || line[:7] == "status:") {
+			v := line[7:]
+			for len(v) > 0 && v[0] == ' ' {
+				v = v[1:]
+			}
+			if len(v) < 3 {
+				return false
+			}
+			if status, err = strconv.Atoi(v[:3]); err != nil {
+				return false
+			}
+		}
+	}
+	if hc.Expect != 0 {
+		return status == hc.Expect
+	}
+	return status >= 200 && status < 300
+}
+
+// splitLines yields the lines of a CGI head, without their line ends.
+func splitLines(b []byte) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for len(b) > 0 {
+			i := 0
+			for i < len(b) && b[i] != '\n' {
+				i++
+			}
+			line := string(b[:i])
+			if len(line) > 0 && line[len(line)-1] == '\r' {
+				line = line[:len(line)-1]
+			}
+			if !yield(line) {
+				return
+			}
+			if i == len(b) {
+				return
+			}
+			b = b[i+1:]
+		}
+	}
+}
 
 // reportCheck logs a change of u's health the active checks found.
 func (cl *Client) reportCheck(u *host, change int) {

@@ -58,8 +58,11 @@ type Options struct {
 type FPM struct {
 	addr string // "unix:/path" or "127.0.0.1:port"
 	dir  string
-	cmd  *exec.Cmd
+	bin  string
+	args []string
 
+	mu       sync.Mutex // guards the fields below against Restart
+	cmd      *exec.Cmd
 	exited   chan struct{}
 	waitErr  error
 	stopOnce sync.Once
@@ -116,34 +119,59 @@ func Start(t testing.TB, opts Options) *FPM {
 	for _, k := range sortedKeys(opts.INI) {
 		args = append(args, "-d", k+"="+opts.INI[k])
 	}
-	f.cmd = exec.Command(bin, args...)
-	out, err := os.Create(filepath.Join(dir, "stderr.log"))
+	f.bin, f.args = bin, args
+	t.Cleanup(f.Kill)
+	f.start(t)
+	return f
+}
+
+// Restart starts PHP-FPM again, at the same address with the same
+// configuration, after Kill or Stop (it kills it first if it runs), and
+// returns once it accepts connections.
+func (f *FPM) Restart(t testing.TB) {
+	t.Helper()
+	f.Kill()
+	f.mu.Lock()
+	f.stopOnce = sync.Once{}
+	f.exited = make(chan struct{})
+	f.mu.Unlock()
+	f.start(t)
+}
+
+// start runs PHP-FPM and waits until it accepts connections.
+func (f *FPM) start(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(f.bin, f.args...)
+	out, err := os.OpenFile(filepath.Join(f.dir, "stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.cmd.Stdout, f.cmd.Stderr = out, out
-	f.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	f.cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
-	err = f.cmd.Start()
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
+	err = cmd.Start()
 	out.Close()
 	if err != nil {
 		t.Fatalf("php-fpm: %v", err)
 	}
-	go func() { f.waitErr = f.cmd.Wait(); close(f.exited) }()
-	t.Cleanup(f.Kill)
+	f.mu.Lock()
+	f.cmd = cmd
+	exited := f.exited
+	f.mu.Unlock()
+	go func() { f.waitErr = cmd.Wait(); close(exited) }()
 
-	network, address := "unix", strings.TrimPrefix(f.addr, "unix:")
-	if opts.TCP {
-		network = "tcp"
+	network, address := "tcp", f.addr
+	if a, ok := strings.CutPrefix(f.addr, "unix:"); ok {
+		network, address = "unix", a
 	}
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		if c, err := net.DialTimeout(network, address, time.Second); err == nil {
 			c.Close()
-			return f
+			return
 		}
 		select {
-		case <-f.exited:
+		case <-exited:
 			t.Fatalf("php-fpm exited: %v\n%s", f.waitErr, f.Log())
 		case <-time.After(10 * time.Millisecond):
 		}
@@ -174,6 +202,8 @@ func (f *FPM) Log() string {
 // to exit and the listening socket to refuse connections (the workers
 // hold it too). It may be called more than once.
 func (f *FPM) Kill() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.stopOnce.Do(func() {
 		syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
 		<-f.exited
@@ -203,6 +233,8 @@ func (f *FPM) waitClosed() {
 // Stop asks PHP-FPM to stop (SIGQUIT: workers finish their requests),
 // waits for it, and kills what is left after StartTimeout.
 func (f *FPM) Stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.stopOnce.Do(func() {
 		f.cmd.Process.Signal(syscall.SIGQUIT)
 		select {
