@@ -267,23 +267,46 @@ func (x *run) setHeader(hdr []byte) error {
 }
 
 // ApplyHead applies a CGI response head (RFC 3875 §6.3, without its
-// blank line; see HeadEnd) to c's response, as strictly as the engine
-// reads a request: every line must be a field (a token, a colon, a
-// value), and one of Content-Type, Location or Status must be there.
-// Status sets the status (200 to 599); a Location without one is a 302
-// (RFC 3875's local redirect is answered as a client redirect);
-// hop-by-hop fields and Trailer are dropped; two Content-Length fields
-// that differ are an error; bytes a field value may not hold become
-// spaces. The names of the fields added are appended to *added unless
-// added is nil, so that a caller failing later can remove them. The
-// error says what is wrong, the application's bytes quoted and clipped:
-// the caller answers 502. head is not retained.
+// blank line; see HeadEnd) to c's response: the fields and the status
+// ParseHead finds. The names of the fields added are appended to *added
+// unless added is nil, so that a caller failing later (or on an error,
+// which may come after some fields were added) can remove them. The
+// error is ParseHead's: the caller answers 502. head is not retained.
 func ApplyHead(c *pipe.Conn, head []byte, added *[]string) error {
 	h := c.Header()
+	status, err := ParseHead(head, func(name, value string) {
+		h.Add(name, value)
+		if added != nil {
+			*added = append(*added, name)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if status != 0 {
+		c.SetStatus(status)
+	}
+	return nil
+}
+
+// ParseHead reads a CGI response head (RFC 3875 §6.3, without its blank
+// line; see HeadEnd) as strictly as the engine reads a request: every
+// line must be a field (a token, a colon, a value), and one of
+// Content-Type, Location or Status must be there. It calls field for
+// each field to pass on, in order, and returns the status: the Status
+// field's (200 to 599), 302 for a Location without one (RFC 3875's local
+// redirect is answered as a client redirect), or 0. Status itself,
+// hop-by-hop fields and Trailer are not passed on; two Content-Length
+// fields that differ are an error, the same one twice is passed once;
+// bytes a field value may not hold become spaces. The error says what is
+// wrong, the application's bytes quoted and clipped: the caller answers
+// 502. Fields already passed to field stand when an error follows. head
+// is not retained; the strings given to field are the caller's.
+func ParseHead(head []byte, field func(name, value string)) (status int, err error) {
 	hdr := head
-	status := 0
 	location := false
 	cgiField := false
+	var length []byte
 	for len(hdr) > 0 {
 		line := hdr
 		if i := bytes.IndexByte(hdr, '\n'); i >= 0 {
@@ -294,7 +317,7 @@ func ApplyHead(c *pipe.Conn, head []byte, added *[]string) error {
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 || !httpgrammar.IsToken(line[:colon]) {
-			return fmt.Errorf("malformed header line %q", clip(line))
+			return 0, fmt.Errorf("malformed header line %q", clip(line))
 		}
 		nameB := line[:colon]
 		valueB := bytes.Trim(line[colon+1:], " \t")
@@ -302,13 +325,13 @@ func ApplyHead(c *pipe.Conn, head []byte, added *[]string) error {
 		case httpgrammar.EqualFold(nameB, "Status"):
 			code, err := strconv.Atoi(string(bytes.TrimSpace(bytes.SplitN(valueB, []byte(" "), 2)[0])))
 			if err != nil || code < 200 || code > 599 {
-				return fmt.Errorf("invalid Status %q", clip(valueB))
+				return 0, fmt.Errorf("invalid Status %q", clip(valueB))
 			}
 			status, cgiField = code, true
 			continue
 		case httpgrammar.EqualFold(nameB, "Location"):
 			if len(valueB) == 0 {
-				return errors.New("empty Location")
+				return 0, errors.New("empty Location")
 			}
 			location, cgiField = true, true
 		case httpgrammar.EqualFold(nameB, "Content-Type"):
@@ -316,32 +339,26 @@ func ApplyHead(c *pipe.Conn, head []byte, added *[]string) error {
 		case httpgrammar.EqualFold(nameB, "Content-Length"):
 			// Two different lengths leave the body's end unknown (RFC
 			// 9112 §6.3); the same one twice is sent once.
-			if prev := h.Get("Content-Length"); prev != "" {
-				if prev != string(valueB) {
-					return fmt.Errorf("conflicting Content-Length %q and %q", clip([]byte(prev)), clip(valueB))
+			if length != nil {
+				if !bytes.Equal(length, valueB) {
+					return 0, fmt.Errorf("conflicting Content-Length %q and %q", clip(length), clip(valueB))
 				}
 				continue
 			}
+			length = valueB
 		}
 		if isHopByHopBytes(nameB) {
 			continue
 		}
-		name := fieldName(nameB)
-		h.Add(name, fieldValue(valueB))
-		if added != nil {
-			*added = append(*added, name)
-		}
+		field(fieldName(nameB), fieldValue(valueB))
 	}
 	if !cgiField {
-		return errors.New("no Content-Type, Location or Status field")
+		return 0, errors.New("no Content-Type, Location or Status field")
 	}
 	if status == 0 && location {
 		status = http.StatusFound
 	}
-	if status != 0 {
-		c.SetStatus(status)
-	}
-	return nil
+	return status, nil
 }
 
 // commonFields are the usual response field names, so that they cost no

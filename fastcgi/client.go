@@ -47,7 +47,8 @@ type Client struct {
 	maxHead                  int
 	maxBody                  int64
 
-	rate stderrRate // stderr lines logged this second
+	rate     stderrRate   // stderr lines logged this second
+	resolved resolveCache // Resolve's results
 }
 
 // envVar is one of Options.Env.
@@ -194,7 +195,10 @@ func (cl *Client) Handle(c *pipe.Conn) bool {
 	if cl.script.Filename != "" {
 		return cl.Run(c, Script{Filename: cl.script.Filename, Name: cl.script.Name})
 	}
-	s, err := cl.Resolve(string(c.Request.Path))
+	s, err, ok := cl.cachedBytes(c.Request.Path)
+	if !ok {
+		s, err = cl.Resolve(string(c.Request.Path))
+	}
 	if err != nil {
 		if errors.Is(err, ErrForbidden) {
 			return c.Error(http.StatusForbidden, "forbidden")
@@ -212,9 +216,9 @@ func (cl *Client) Handle(c *pipe.Conn) bool {
 // that pick the script themselves (package php); it always returns
 // true.
 func (cl *Client) Run(c *pipe.Conn, s Script) bool {
-	c.SetContent(func(w pipe.Writer) error {
-		return cl.serve(c, w, &s)
-	})
+	x := getExchange()
+	x.cl, x.c, x.script = cl, c, s
+	c.SetContent(x.content)
 	return true
 }
 

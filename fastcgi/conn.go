@@ -1,10 +1,13 @@
 package fastcgi
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/sluice-server/sluice/cgi"
+	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/upstream"
 )
 
@@ -15,6 +18,59 @@ type conn struct {
 	up     *host
 	reused bool // taken from the pool rather than dialled for this request
 	raw    rawConn
+	last   lastHead // the last response head read on it
+}
+
+// maxLastHead bounds the response head a connection remembers.
+const maxLastHead = 2 << 10
+
+// lastHead is the last response head a connection read, parsed: an
+// application answers most requests with the same head (PHP's
+// X-Powered-By and Content-type), which is then applied again without
+// parsing it or allocating its strings.
+type lastHead struct {
+	raw    []byte
+	fields []headField
+	status int
+}
+
+type headField struct{ name, value string }
+
+// apply applies head to c's response: from the cache when it is the
+// same bytes, else parsed by cgi.ParseHead and remembered. On error
+// nothing is applied.
+func (l *lastHead) apply(c *pipe.Conn, head []byte) error {
+	h := c.Header()
+	if l.raw != nil && bytes.Equal(head, l.raw) {
+		for _, f := range l.fields {
+			h.Add(f.name, f.value)
+		}
+		if l.status != 0 {
+			c.SetStatus(l.status)
+		}
+		return nil
+	}
+	l.raw, l.fields = l.raw[:0], l.fields[:0]
+	status, err := cgi.ParseHead(head, func(name, value string) {
+		l.fields = append(l.fields, headField{name, value})
+	})
+	if err != nil {
+		l.raw = nil
+		return err
+	}
+	for _, f := range l.fields {
+		h.Add(f.name, f.value)
+	}
+	if status != 0 {
+		c.SetStatus(status)
+	}
+	l.status = status
+	if len(head) <= maxLastHead {
+		l.raw = append(l.raw, head...)
+	} else {
+		l.raw = nil
+	}
+	return nil
 }
 
 // getConn returns an idle connection to u, or dials a new one within
@@ -90,13 +146,25 @@ func (c *conn) Close() error { return c.nc.Close() }
 // exchange is a request's working memory, pooled: the request's records
 // and the read buffer.
 type exchange struct {
-	out     []byte   // BEGIN_REQUEST, PARAMS, STDIN records
-	params  []byte   // the PARAMS stream before framing
-	scratch []byte   // cgi.Vars's
-	rbuf    []byte   // the response, as read
-	head    []byte   // the response head, gathered across records
-	added   []string // the fields cgi.ApplyHead set
+	out     []byte // BEGIN_REQUEST, PARAMS, STDIN records
+	params  []byte // the PARAMS stream before framing
+	scratch []byte // cgi.Vars's
+	rbuf    []byte // the response, as read
+	head    []byte // the response head, gathered across records
 	rr      recordReader
+
+	cl      *Client
+	c       *pipe.Conn
+	script  Script
+	content pipe.Content // x.serve, bound once
+}
+
+// serve is the request's content phase; x goes back to the pool after
+// it (one whose content never runs, because a later component ended the
+// pipeline, is left to the collector).
+func (x *exchange) serve(w pipe.Writer) error {
+	defer putExchange(x)
+	return x.cl.serve(x.c, w, x)
 }
 
 const (
@@ -104,9 +172,17 @@ const (
 	bodyChunk   = 32 << 10 // request body bytes per STDIN record
 )
 
-var exchanges = sync.Pool{New: func() any {
-	return &exchange{out: make([]byte, 0, 4<<10), params: make([]byte, 0, 2<<10), rbuf: make([]byte, readBufSize)}
-}}
+// exchanges holds exchanges between requests (New is set by init: an
+// exchange's content puts it back).
+var exchanges sync.Pool
+
+func init() {
+	exchanges.New = func() any {
+		x := &exchange{out: make([]byte, 0, 4<<10), params: make([]byte, 0, 2<<10), rbuf: make([]byte, readBufSize)}
+		x.content = x.serve
+		return x
+	}
+}
 
 func getExchange() *exchange { return exchanges.Get().(*exchange) }
 
@@ -117,5 +193,6 @@ func putExchange(x *exchange) {
 	}
 	x.out, x.params, x.head = x.out[:0], x.params[:0], x.head[:0]
 	x.rr = recordReader{}
+	x.cl, x.c, x.script = nil, nil, Script{}
 	exchanges.Put(x)
 }

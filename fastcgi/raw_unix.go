@@ -20,7 +20,8 @@ type rawConn struct {
 	err   error
 	flags int
 
-	fn func(fd uintptr) bool // bound once, so that calls allocate nothing
+	fn      func(fd uintptr) bool // bound once, so that calls allocate nothing
+	peekBuf [1]byte
 }
 
 func (r *rawConn) bind(nc net.Conn) {
@@ -51,8 +52,7 @@ func (r *rawConn) peekClean() bool {
 	if r.rc == nil {
 		return true
 	}
-	var b [1]byte
-	r.p, r.flags = b[:], syscall.MSG_PEEK
+	r.p, r.flags = r.peekBuf[:], syscall.MSG_PEEK
 	err := r.rc.Read(r.fn)
 	r.p = nil
 	return err == nil && r.err == syscall.EAGAIN

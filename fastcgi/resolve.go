@@ -5,6 +5,10 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // ErrNotFound is wrapped by Resolve's errors for a path that names no
@@ -37,8 +41,72 @@ type Script struct {
 // prefix. A path holding a control byte (a newline in PATH_INFO:
 // CVE-2019-11043) never resolves. The error wraps ErrNotFound (no such
 // script; a path naming no script at all) or ErrForbidden (a script that
-// may not run). Resolve is safe for concurrent use.
+// may not run). Results are kept for a second (up to 4096 paths), so that
+// a busy script costs no stat per request: a script created or removed
+// is seen at most a second later (PHP-FPM answers 404 for one removed
+// meanwhile). Resolve is safe for concurrent use.
 func (cl *Client) Resolve(path string) (Script, error) {
+	if s, err, ok := cl.cached(path); ok {
+		return s, err
+	}
+	s, err := cl.resolve(path)
+	cl.remember(path, s, err)
+	return s, err
+}
+
+// resolveTTL is how long a Resolve result is kept; maxResolved bounds
+// the paths kept (all are dropped when it is reached).
+const (
+	resolveTTL  = time.Second
+	maxResolved = 4096
+)
+
+// resolveCache keeps Resolve's results.
+type resolveCache struct {
+	mu sync.RWMutex
+	m  map[string]resolved
+}
+
+type resolved struct {
+	s   Script
+	err error
+	at  upstream.Instant
+}
+
+// cached returns the result kept for path, if fresh. path may be a
+// conversion of the request's bytes: the lookup does not keep it.
+func (cl *Client) cached(path string) (Script, error, bool) {
+	cl.resolved.mu.RLock()
+	e, ok := cl.resolved.m[path]
+	cl.resolved.mu.RUnlock()
+	if !ok || upstream.Now().Sub(e.at) >= resolveTTL {
+		return Script{}, nil, false
+	}
+	return e.s, e.err, true
+}
+
+// cachedBytes is cached for the request's path, without converting it.
+func (cl *Client) cachedBytes(path []byte) (Script, error, bool) {
+	cl.resolved.mu.RLock()
+	e, ok := cl.resolved.m[string(path)]
+	cl.resolved.mu.RUnlock()
+	if !ok || upstream.Now().Sub(e.at) >= resolveTTL {
+		return Script{}, nil, false
+	}
+	return e.s, e.err, true
+}
+
+func (cl *Client) remember(path string, s Script, err error) {
+	cl.resolved.mu.Lock()
+	if cl.resolved.m == nil || len(cl.resolved.m) >= maxResolved {
+		cl.resolved.m = make(map[string]resolved)
+	}
+	cl.resolved.m[path] = resolved{s, err, upstream.Now()}
+	cl.resolved.mu.Unlock()
+}
+
+// resolve is Resolve without the cache.
+func (cl *Client) resolve(path string) (Script, error) {
 	if path == "" || path[0] != '/' {
 		return Script{}, notFound("not an absolute path")
 	}

@@ -30,10 +30,9 @@ type failure struct {
 
 // serve is the content phase: the request to an upstream and its
 // response to the client.
-func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, s *Script) error {
+func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	r := c.Request
-	x := getExchange()
-	defer putExchange(x)
+	s := &x.script
 
 	length := r.ContentLength
 	var body io.Reader
@@ -293,7 +292,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 				if !headDone {
 					var rest []byte
 					var f *failure
-					if headDone, rest, f = cl.gatherHead(c, x, data); f != nil {
+					if headDone, rest, f = cl.gatherHead(c, x, uc, data); f != nil {
 						return f, false
 					}
 					if !headDone {
@@ -340,9 +339,9 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 }
 
 // gatherHead adds STDOUT content to the response head; once the head is
-// whole it is applied to c (cgi.ApplyHead), and rest is the start of the
+// whole it is applied to c (cgi.ParseHead, through uc's last head), and rest is the start of the
 // body. Usually the head comes in one record and is read in place.
-func (cl *Client) gatherHead(c *pipe.Conn, x *exchange, data []byte) (done bool, rest []byte, f *failure) {
+func (cl *Client) gatherHead(c *pipe.Conn, x *exchange, uc *conn, data []byte) (done bool, rest []byte, f *failure) {
 	head := data
 	scan := 0
 	if len(x.head) > 0 {
@@ -363,12 +362,7 @@ func (cl *Client) gatherHead(c *pipe.Conn, x *exchange, data []byte) (done bool,
 	if end > cl.maxHead {
 		return false, nil, &failure{status: http.StatusBadGateway, msg: "upstream's response head too large", err: errors.New("response head over max_header_bytes"), fault: true}
 	}
-	x.added = x.added[:0]
-	if err := cgi.ApplyHead(c, head[:end], &x.added); err != nil {
-		for _, name := range x.added {
-			c.Header().Del(name)
-		}
-		c.SetStatus(0)
+	if err := uc.last.apply(c, head[:end]); err != nil {
 		return false, nil, &failure{status: http.StatusBadGateway, msg: "upstream sent an invalid response head", err: err, fault: true}
 	}
 	return true, head[bodyAt:], nil
