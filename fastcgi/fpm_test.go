@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -302,16 +303,47 @@ func TestMaxChildren(t *testing.T) {
 // grow with it.
 func TestBigResponse(t *testing.T) {
 	s := newSite(t, fpmtest.Options{}, fastcgi.Options{})
+	want := md5.Sum(bytes.Repeat([]byte("0123456789abcdef"), 4096*160))
+	h := md5.New()
+	buf := make([]byte, 32<<10)
+	sluicetest.Get(t, s.srv.URL+"/hello.php") // a connection to reuse
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
 	resp, err := sluicetest.Client.Get(s.srv.URL + "/big.php")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := md5.New()
-	n, err := io.CopyBuffer(h, resp.Body, make([]byte, 32<<10))
+	n, err := io.CopyBuffer(h, resp.Body, buf)
 	resp.Body.Close()
-	want := md5.Sum(bytes.Repeat([]byte("0123456789abcdef"), 4096*160))
+	runtime.ReadMemStats(&after)
 	if err != nil || n != 10<<20 || !bytes.Equal(h.Sum(nil), want[:]) {
 		t.Fatalf("got %d bytes, %v", n, err)
+	}
+	// Client and server together: far less than the response.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2<<20 {
+		t.Errorf("a 10 MB response allocated %d bytes", alloc)
+	}
+}
+
+// TestHealthCheck checks PHP-FPM by its ping.path: down when it is
+// killed, up again when it is back.
+func TestHealthCheck(t *testing.T) {
+	s := newSite(t, fpmtest.Options{}, fastcgi.Options{Options: upstream.Options{MaxConns: 4,
+		Health: upstream.Health{Path: fpmtest.PingPath, Interval: 20 * time.Millisecond, Timeout: time.Second, Rise: 1, Fall: 1}}})
+	s.fpm.Kill()
+	sluicetest.WaitFor(t, "the upstream marked down", func() bool {
+		return strings.Contains(s.log.String(), "upstream down: health check failed")
+	})
+	if resp, body := sluicetest.Get(t, s.srv.URL+"/hello.php"); resp.StatusCode != 503 {
+		t.Errorf("upstream down: got %d %q", resp.StatusCode, body)
+	}
+	s.fpm.Restart(t)
+	sluicetest.WaitFor(t, "the upstream up again", func() bool {
+		return strings.Contains(s.log.String(), "upstream up again")
+	})
+	if resp, body := sluicetest.Get(t, s.srv.URL+"/hello.php"); resp.StatusCode != 200 || body != "hello" {
+		t.Errorf("upstream up: got %d %q", resp.StatusCode, body)
 	}
 }
 
