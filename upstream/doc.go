@@ -3,8 +3,8 @@
 // balancing policies, passive and active health, the queue of requests
 // waiting at max_conns, and the monotonic clock their deadlines and ages
 // are reckoned in. It knows no wire protocol: a transport (the reverse
-// proxy's HTTP/1.1 client today; FastCGI and HTTP/2 to upstreams
-// tomorrow) brings its own connection type and plugs in, as h2o keeps
+// proxy's HTTP/1.1 client, package fastcgi's FastCGI client) brings its
+// own connection type and plugs in, as h2o keeps
 // its http1client and http2client over one socketpool and balancer, and
 // Caddy's reverse proxy puts its FastCGI transport under the same
 // balancing, health checks and retries.
@@ -82,8 +82,8 @@
 // the proxy's hot path (a zero-allocation keep-alive GET), and exporting
 // them as an API is a change of its own. It plugs into this package as
 // the first transport (proxy/pool.go gets its connections from a Host,
-// proxy/retry.go drives a request's Attempts); a FastCGI or HTTP/2
-// transport plugs in beside it the same way, with its own connection
-// type, and so gets the pools, balancing, health, queue and retries the
-// proxy has.
+// proxy/retry.go drives a request's Attempts); package fastcgi's client
+// plugs in beside it the same way (fastcgi/conn.go, fastcgi/serve.go),
+// with its own connection type, and so gets the pools, balancing,
+// health, queue and retries the proxy has.
 package upstream
