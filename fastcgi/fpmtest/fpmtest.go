@@ -1,9 +1,5 @@
 //go:build unix
 
-// Package fpmtest starts private PHP-FPM servers for tests: each with its
-// own configuration in a temporary directory, listening on a Unix socket
-// (or 127.0.0.1), reading no php.ini or pool file of the system, and
-// killed with its workers when the test ends.
 package fpmtest
 
 import (
@@ -147,7 +143,7 @@ func (f *FPM) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
 	err = cmd.Start()
 	out.Close()
