@@ -2,6 +2,7 @@ package fastcgi_test
 
 import (
 	"log"
+
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/fastcgi"
 	"github.com/sluice-server/sluice/pipe"

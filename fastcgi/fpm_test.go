@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -406,4 +407,23 @@ func upstreamOpts(maxConns int) upstream.Options { return upstream.Options{MaxCo
 
 func upstreamAddrs(addrs ...string) upstream.Options {
 	return upstream.Options{Upstreams: addrs, MaxConns: 4}
+}
+
+// TestClientGone checks that a client that goes while its script runs
+// frees the connection to PHP-FPM, rather than hold it until the
+// header timeout.
+func TestClientGone(t *testing.T) {
+	s := newSite(t, fpmtest.Options{}, fastcgi.Options{})
+	marker := filepath.Join(t.TempDir(), "go-on")
+	defer write(t, marker, "")
+	c, err := net.Dial("tcp", s.srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET /wait.php?wait=%s HTTP/1.1\r\nHost: x\r\n\r\n", marker)
+	waitStarted(t, marker)
+	c.Close()
+	sluicetest.WaitFor(t, "the request given up", func() bool {
+		return strings.Contains(s.log.String(), "client went away while the script was running")
+	})
 }

@@ -102,6 +102,11 @@ func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			a.Done()
 			return nil
 		}
+		if f.err == errClientGone {
+			a.Failed(false, false)
+			cl.log.Info("fastcgi: client went away while the script was running", "upstream", up.Name, "script", escape([]byte(s.Name)))
+			return f.err
+		}
 		if f.committed {
 			a.Failed(f.fault, false)
 			if f.fault {
@@ -240,7 +245,19 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 		logs      stderrCount
 	)
 	defer cl.stderrDropped(&logs, c)
-	uc.nc.SetReadDeadline(time.Now().Add(cl.headerTO))
+	// The head is waited for until due; past goneAfter, with a watch of
+	// the client, so that a slow script's connection (a place under
+	// max_conns, and a PHP-FPM worker) is given up when nobody waits for
+	// its answer any more. Quick answers never start the watch.
+	now := time.Now()
+	due := now.Add(cl.headerTO)
+	uc.nc.SetReadDeadline(minTime(due, now.Add(goneAfter)))
+	var watch *goneWatch
+	defer func() {
+		if watch.stop() && f != nil && !f.committed {
+			f = &failure{committed: true, err: errClientGone}
+		}
+	}()
 	for !x.rr.done {
 		n, ok, err := 0, false, error(nil)
 		if headDone && unflushed {
@@ -264,6 +281,11 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 			}
 			var ne net.Error
 			timeout := errors.As(err, &ne) && ne.Timeout()
+			if timeout && !headDone && watch == nil && time.Now().Before(due) {
+				uc.nc.SetReadDeadline(due)
+				watch = watchGone(c.Gone(), uc)
+				continue
+			}
 			switch {
 			case headDone:
 				return &failure{committed: true, fault: true, err: err}, false
@@ -297,6 +319,9 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 					}
 					if !headDone {
 						continue
+					}
+					if watch.stop() {
+						return &failure{committed: true, err: errClientGone}, false
 					}
 					s := c.Status()
 					bodyless = s == http.StatusNoContent || s == http.StatusNotModified
@@ -366,6 +391,63 @@ func (cl *Client) gatherHead(c *pipe.Conn, x *exchange, uc *conn, data []byte) (
 		return false, nil, &failure{status: http.StatusBadGateway, msg: "upstream sent an invalid response head", err: err, fault: true}
 	}
 	return true, head[bodyAt:], nil
+}
+
+// goneAfter is how long a response head is waited for before the client
+// is watched (as the proxy does): the watch costs a goroutine and the
+// client's gone notice, which quick answers never pay.
+const goneAfter = 500 * time.Millisecond
+
+// errClientGone ends a request whose client went away while the script
+// was running.
+var errClientGone = errors.New("fastcgi: the client went away while the script was running")
+
+// goneWatch ends the wait for a response head when the client goes, by
+// putting the upstream connection's read deadline in the past.
+type goneWatch struct {
+	quit, exited chan struct{}
+	fired        bool
+}
+
+// watchGone starts a goneWatch over uc for a request's gone channel; nil
+// when the server cannot tell (gone is nil).
+func watchGone(gone <-chan struct{}, uc *conn) *goneWatch {
+	if gone == nil {
+		return nil
+	}
+	w := &goneWatch{quit: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(w.exited)
+		select {
+		case <-gone:
+			w.fired = true
+			uc.nc.SetReadDeadline(time.Unix(1, 0))
+		case <-w.quit:
+		}
+	}()
+	return w
+}
+
+// stop ends the watch, once, and reports whether the client went (the
+// connection then has a deadline in the past and is not reused).
+func (w *goneWatch) stop() bool {
+	if w == nil {
+		return false
+	}
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.exited
+	return w.fired
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // answer writes a plain-text error response.
