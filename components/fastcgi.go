@@ -7,14 +7,15 @@ import (
 
 func init() {
 	Register(Registration{
-		Name: "fastcgi", Kind: KindSource, Paths: []string{"root", "script"},
+		Name: "fastcgi", Kind: KindSource, Paths: []string{"root"},
 		Example: `fastcgi: {upstreams: ["unix:/run/php/php8.2-fpm.sock"], root: ./public, max_conns: 8}`,
 	}, func(o FastCGIOptions, _ Context) (pipe.Component, error) { return NewFastCGI(o) })
 }
 
 // FastCGIOptions configures the fastcgi source: the options of package
 // fastcgi, which a config file sets by their yaml keys (the upstream
-// ones, upstreams, policy, max_conns…, inline as the proxy's).
+// ones, upstreams, policy, max_conns…, inline as the proxy's). root is
+// relative to the config file's directory; script to root.
 type FastCGIOptions struct {
 	fastcgi.Options `yaml:",inline"`
 }

@@ -121,8 +121,14 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("fastcgi: root: %v", err)
 	}
 	if opts.Script != "" {
-		rel := filepath.ToSlash(filepath.Clean(opts.Script))
-		rel = strings.TrimPrefix(rel, "/")
+		rel := filepath.Clean(opts.Script)
+		if filepath.IsAbs(rel) {
+			if rel, err = filepath.Rel(cl.rootPath, rel); err != nil || !filepath.IsLocal(rel) {
+				cl.root.Close()
+				return nil, fmt.Errorf("fastcgi: script %q is not under root %q", opts.Script, cl.rootPath)
+			}
+		}
+		rel = filepath.ToSlash(rel)
 		fi, err := cl.root.Stat(rel)
 		if err != nil {
 			cl.root.Close()

@@ -427,3 +427,15 @@ func TestClientGone(t *testing.T) {
 		return strings.Contains(s.log.String(), "client went away while the script was running")
 	})
 }
+
+// TestFrontController runs one script for every path.
+func TestFrontController(t *testing.T) {
+	s := newSite(t, fpmtest.Options{}, fastcgi.Options{Script: "params.php"})
+	resp, body := sluicetest.Get(t, s.srv.URL+"/blog/2024/post?x=1")
+	for _, want := range []string{"SCRIPT_NAME=/params.php\n", "PATH_INFO=(unset)\n", "REQUEST_URI=/blog/2024/post?x=1\n",
+		"SCRIPT_FILENAME=" + filepath.Join(s.root, "params.php") + "\n"} {
+		if resp.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Errorf("no %q in %d\n%s", want, resp.StatusCode, body)
+		}
+	}
+}

@@ -44,7 +44,9 @@ type Options struct {
 
 	// Script, when set, is run for every request instead of the script
 	// the path names: a front controller, such as index.php. A path
-	// relative to Root; it must be a regular file under it.
+	// relative to Root (or an absolute one under it); it must be a
+	// regular file under Root, reached through os.Root. Its SCRIPT_NAME
+	// is its path under Root ("/index.php"), with no PATH_INFO.
 	Script string `yaml:"script"`
 
 	// SplitPath lists the extensions that end a script's name (default

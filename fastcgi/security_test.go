@@ -185,3 +185,33 @@ func TestNewRefuses(t *testing.T) {
 		cl.Close()
 	}
 }
+
+func TestScriptOption(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "public/index.php"), "<?php")
+	for _, tc := range []struct {
+		script string
+		ok     bool
+	}{
+		{"public/index.php", true},
+		{filepath.Join(root, "public/index.php"), true},
+		{"./public/../public/index.php", true},
+		{"../index.php", false},
+		{"/etc/passwd", false},
+		{"public", false},
+	} {
+		cl, err := fastcgi.New(fastcgi.Options{Options: upstreamAddrs("127.0.0.1:9000"), Root: root, Script: tc.script})
+		if !tc.ok {
+			if err == nil {
+				cl.Close()
+				t.Errorf("script %q: no error", tc.script)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("script %q: %v", tc.script, err)
+			continue
+		}
+		cl.Close()
+	}
+}
