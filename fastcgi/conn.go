@@ -19,6 +19,41 @@ type conn struct {
 	reused bool // taken from the pool rather than dialled for this request
 	raw    rawConn
 	last   lastHead // the last response head read on it
+
+	readDL, writeDL time.Time // the deadlines set on nc
+}
+
+// armRead sets the read deadline to timeout from now, or keeps the one
+// set if it falls no more than deadlineSlack(timeout) later: a
+// connection busy with one request after another then moves its
+// runtime timer about once a slack rather than once a request. The
+// deadline is never earlier than asked.
+func (c *conn) armRead(now time.Time, timeout time.Duration) {
+	want := now.Add(timeout)
+	if c.readDL.Before(want) || c.readDL.After(want.Add(deadlineSlack(timeout))) {
+		c.setRead(want.Add(deadlineSlack(timeout)))
+	}
+}
+
+// setRead sets the read deadline to t.
+func (c *conn) setRead(t time.Time) {
+	c.readDL = t
+	c.nc.SetReadDeadline(t)
+}
+
+// armWrite is armRead for the write deadline.
+func (c *conn) armWrite(now time.Time, timeout time.Duration) {
+	want := now.Add(timeout)
+	if c.writeDL.Before(want) || c.writeDL.After(want.Add(deadlineSlack(timeout))) {
+		c.writeDL = want.Add(deadlineSlack(timeout))
+		c.nc.SetWriteDeadline(c.writeDL)
+	}
+}
+
+// deadlineSlack bounds how much later than asked a timeout may expire
+// (see armRead): an eighth of it, at most a second.
+func deadlineSlack(timeout time.Duration) time.Duration {
+	return min(timeout/8, time.Second)
 }
 
 // maxLastHead bounds the response head a connection remembers.

@@ -70,7 +70,9 @@ type Options struct {
 	Env map[string]string `yaml:"env"`
 
 	// ResponseHeaderTimeout bounds the wait for the response head once
-	// the request is sent (default 60s); expiry answers 504.
+	// the request is sent (default 60s); expiry answers 504. Like the
+	// two below, it may expire up to an eighth of it (at most 1s) late:
+	// a connection keeps its timer between requests.
 	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
 
 	// ReadTimeout bounds the wait between two reads of the response
@@ -78,7 +80,7 @@ type Options struct {
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 
 	// SendTimeout bounds each write of the request to the upstream
-	// (default 60s).
+	// (default 60s); expiry answers 502.
 	SendTimeout time.Duration `yaml:"send_timeout"`
 
 	// MaxHeaderBytes bounds the response head the application writes

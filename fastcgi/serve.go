@@ -197,7 +197,7 @@ func (cl *Client) roundTrip(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, 
 
 // send writes the request's records, and the body as STDIN records.
 func (cl *Client) send(x *exchange, uc *conn, body io.Reader) *failure {
-	uc.nc.SetWriteDeadline(time.Now().Add(cl.sendTO))
+	uc.armWrite(time.Now(), cl.sendTO)
 	if _, err := uc.nc.Write(x.out); err != nil {
 		if uc.reused && body == nil {
 			return &failure{stale: true, err: err}
@@ -212,7 +212,7 @@ func (cl *Client) send(x *exchange, uc *conn, body io.Reader) *failure {
 		n, rerr := body.Read(buf[headerLen:])
 		if n > 0 {
 			appendHeader(buf[:0], typeStdin, n)
-			uc.nc.SetWriteDeadline(time.Now().Add(cl.sendTO))
+			uc.armWrite(time.Now(), cl.sendTO)
 			if _, err := uc.nc.Write(buf[:headerLen+n]); err != nil {
 				return &failure{status: http.StatusBadGateway, msg: "cannot send the request body upstream", err: err, fault: true}
 			}
@@ -251,7 +251,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 	// its answer any more. Quick answers never start the watch.
 	now := time.Now()
 	due := now.Add(cl.headerTO)
-	uc.nc.SetReadDeadline(minTime(due, now.Add(goneAfter)))
+	uc.armRead(now, min(cl.headerTO, goneAfter))
 	var watch *goneWatch
 	defer func() {
 		if watch.stop() && f != nil && !f.committed {
@@ -271,7 +271,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 		}
 		if !ok {
 			if headDone {
-				uc.nc.SetReadDeadline(time.Now().Add(cl.readTO))
+				uc.armRead(time.Now(), cl.readTO)
 			}
 			n, err = uc.nc.Read(x.rbuf)
 		}
@@ -282,7 +282,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 			var ne net.Error
 			timeout := errors.As(err, &ne) && ne.Timeout()
 			if timeout && !headDone && watch == nil && time.Now().Before(due) {
-				uc.nc.SetReadDeadline(due)
+				uc.setRead(due)
 				watch = watchGone(c.Gone(), uc)
 				continue
 			}
@@ -441,13 +441,6 @@ func (w *goneWatch) stop() bool {
 	}
 	<-w.exited
 	return w.fired
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 // answer writes a plain-text error response.
