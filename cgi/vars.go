@@ -25,6 +25,14 @@ type Meta struct {
 	User string
 	// ContentLength is the body's length, 0 for none: CONTENT_LENGTH.
 	ContentLength int64
+	// Authorization passes the client's Authorization field on as
+	// HTTP_AUTHORIZATION, which RFC 3875 leaves out and CGI programs do
+	// not get: an application that checks its own credentials (PHP's
+	// PHP_AUTH_USER, a bearer token) reads it there. A gateway sets it
+	// only when no authentication component admitted the request (User
+	// is ""), whose credentials were the server's, not the
+	// application's.
+	Authorization bool
 }
 
 // Vars calls add for each meta-variable of r, m completing it: those of
@@ -37,7 +45,7 @@ type Meta struct {
 // Fields whose name holds a byte other than a letter, digit or '-' get
 // none (X_Forwarded_For would pass for X-Forwarded-For), nor do Proxy
 // (httpoxy: HTTP_PROXY is read by programs as their proxy),
-// Authorization, Proxy-Authorization, Content-Type, Content-Length and
+// Authorization (but see Meta.Authorization), Proxy-Authorization, Content-Type, Content-Length and
 // Transfer-Encoding. Values are passed as they are in the request: the
 // engine has refused control bytes in field values but HTAB.
 //
@@ -123,7 +131,10 @@ fields:
 		f := &r.Fields[i]
 		k, ok := headerVar(f.Name)
 		if !ok {
-			continue
+			if !m.Authorization || m.User != "" || !httpgrammar.EqualFold(f.Name, "Authorization") {
+				continue
+			}
+			k = "HTTP_AUTHORIZATION"
 		}
 		for j := range i {
 			if httpgrammar.EqualFold(r.Fields[j].Name, string(f.Name)) {

@@ -33,7 +33,7 @@ var scripts = map[string]string{
 foreach (['SCRIPT_FILENAME', 'SCRIPT_NAME', 'PATH_INFO', 'PATH_TRANSLATED', 'DOCUMENT_ROOT',
 	'REQUEST_URI', 'QUERY_STRING', 'REQUEST_METHOD', 'SERVER_NAME', 'SERVER_PORT', 'SERVER_PROTOCOL',
 	'REMOTE_ADDR', 'HTTPS', 'HTTP_X_CUSTOM', 'HTTP_PROXY', 'HTTP_COOKIE', 'APP_ENV', 'CONTENT_LENGTH',
-	'CONTENT_TYPE', 'GATEWAY_INTERFACE', 'REMOTE_USER'] as $k) {
+	'CONTENT_TYPE', 'GATEWAY_INTERFACE', 'REMOTE_USER', 'HTTP_AUTHORIZATION', 'PHP_AUTH_USER'] as $k) {
 	echo $k, '=', $_SERVER[$k] ?? '(unset)', "\n";
 }
 echo 'getenv=', var_export(getenv('HTTP_PROXY'), true), "\n";`,
@@ -436,6 +436,54 @@ func TestFrontController(t *testing.T) {
 		"SCRIPT_FILENAME=" + filepath.Join(s.root, "params.php") + "\n"} {
 		if resp.StatusCode != 200 || !strings.Contains(body, want) {
 			t.Errorf("no %q in %d\n%s", want, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestTCP reaches PHP-FPM on 127.0.0.1, spelt host:port and tcp://.
+func TestTCP(t *testing.T) {
+	f := fpmtest.Start(t, fpmtest.Options{TCP: true})
+	root := t.TempDir()
+	write(t, filepath.Join(root, "hello.php"), scripts["hello.php"])
+	for _, addr := range []string{f.Addr(), "tcp://" + f.Addr()} {
+		logger, _ := sluicetest.Logger()
+		cl, err := fastcgi.New(fastcgi.Options{Options: upstreamAddrs(addr), Root: root, Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := sluicetest.NewServer(t, pipe.Handler(cl))
+		if resp, body := sluicetest.Get(t, srv.URL+"/hello.php"); resp.StatusCode != 200 || body != "hello" {
+			t.Errorf("%s: got %d %q", addr, resp.StatusCode, body)
+		}
+		cl.Close()
+	}
+}
+
+// TestRemoteUser checks that REMOTE_USER comes only from a user an
+// authentication component admitted, never from the client's
+// Authorization field alone, and that Authorization reaches the
+// application only when no such component took it.
+func TestRemoteUser(t *testing.T) {
+	s := newSite(t, fpmtest.Options{}, fastcgi.Options{})
+	admit := pipe.Pipe(func(c *pipe.Conn) bool {
+		c.SetValue("user", "alice")
+		return true
+	})
+	authed := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{admit, s.cl}))
+	auth := "Basic YWxpY2U6c2VjcmV0" // alice:secret
+	// Without an authentication component, the credentials are the
+	// application's own: PHP reads them.
+	_, body := sluicetest.Get(t, s.srv.URL+"/params.php", "Authorization", auth)
+	for _, want := range []string{"REMOTE_USER=(unset)\n", "HTTP_AUTHORIZATION=" + auth + "\n", "PHP_AUTH_USER=alice\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("without an authentication component, no %q in\n%s", want, body)
+		}
+	}
+	// With one, they were Sluice's: they go no further.
+	_, body = sluicetest.Get(t, authed.URL+"/params.php", "Authorization", auth)
+	for _, want := range []string{"REMOTE_USER=alice\n", "HTTP_AUTHORIZATION=(unset)\n", "PHP_AUTH_USER=(unset)\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("with a user admitted, no %q in\n%s", want, body)
 		}
 	}
 }

@@ -161,6 +161,7 @@ func (cl *Client) buildRequest(x *exchange, c *pipe.Conn, s *Script, length int6
 		ServerName:     cl.host,
 		User:           c.Value("user"),
 		ContentLength:  length,
+		Authorization:  true,
 	}
 	if s.PathInfo != "" {
 		m.PathTranslated = filepath.Join(cl.rootPath, filepath.FromSlash(s.PathInfo))
