@@ -53,6 +53,7 @@ $m = $_GET['wait']; for ($i = 0; $i < 3000 && !file_exists($m); $i++) usleep(100
 	"slow.php":     `<?php usleep(20000); echo "slow";`,
 	"ok.php":       `<?php touch(__DIR__ . '/ok-ran'); echo "ok";`,
 	"index.php":    `<?php echo "index ", $_SERVER['SCRIPT_NAME'];`,
+	"ext.php":      `<?php echo extension_loaded('mysqli') ? 'mysqli' : 'no mysqli', ' ', php_ini_loaded_file() ?: 'no php.ini';`,
 }
 
 type site struct {
@@ -119,6 +120,10 @@ func TestGet(t *testing.T) {
 	}
 	if resp, _ := sluicetest.Get(t, s.srv.URL+"/missing.php"); resp.StatusCode != 404 {
 		t.Errorf("missing.php: got %d", resp.StatusCode)
+	}
+	// fpmtest's PHP-FPM reads no php.ini and has mysqli, for WordPress.
+	if resp, body := sluicetest.Get(t, s.srv.URL+"/ext.php"); resp.StatusCode != 200 || body != "mysqli no php.ini" {
+		t.Errorf("ext.php: got %d %q", resp.StatusCode, body)
 	}
 	if resp, _ := sluicetest.Send(t, "HEAD", s.srv.URL+"/hello.php"); resp.StatusCode != 200 {
 		t.Errorf("HEAD: got %d", resp.StatusCode)
