@@ -4,12 +4,22 @@ package fastcgi
 
 import "net"
 
-// rawConn is the portable stand-in for the Unix one: no peek (an idle
-// connection is taken as clean) and no non-blocking read (every read of
-// the response flushes the client first).
-type rawConn struct{}
+// rawConn is the portable stand-in for the Unix one: plain writes and
+// reads, no peek (an idle connection is taken as clean) and no
+// non-blocking read (every read of the response flushes the client
+// first).
+type rawConn struct{ nc net.Conn }
 
-func (r *rawConn) bind(net.Conn) {}
+func (r *rawConn) bind(nc net.Conn) { r.nc = nc }
+
+func (r *rawConn) writeThenRead(b, p []byte) (int, error) {
+	if _, err := r.nc.Write(b); err != nil {
+		return 0, err
+	}
+	return r.nc.Read(p)
+}
+
+func (r *rawConn) read(p []byte) (int, error) { return r.nc.Read(p) }
 
 func (r *rawConn) peekClean() bool { return true }
 

@@ -3,28 +3,41 @@
 package fastcgi
 
 import (
+	"io"
 	"net"
 	"syscall"
+
+	"github.com/sluice-server/sluice/sock"
 )
 
-// rawConn makes the non-blocking reads a connection needs beside the
-// runtime's blocking ones: a peek at an idle connection, and a try at
-// reading that tells the caller the server has paused (so that what was
-// written to the client is flushed before waiting).
+// rawConn makes a connection's reads with sock's raw system calls, as
+// the proxy's connection does: a request without a body is written at
+// the start of the read that waits for its response (so that the wait
+// goes to the poller at once, with no read tried before the response
+// can have come), a try at reading tells the caller the server has
+// paused (so that what was written to the client is flushed before
+// waiting), and a peek checks an idle connection.
 type rawConn struct {
+	nc net.Conn
 	rc syscall.RawConn
 
-	// the call in progress: its buffer and result
-	p     []byte
-	n     int
-	err   error
-	flags int
+	// pending is written by the next read before it waits.
+	pending []byte
 
-	fn      func(fd uintptr) bool // bound once, so that calls allocate nothing
+	// the read in progress: its buffer and result
+	p   []byte
+	n   int
+	err error
+	try bool // return at EAGAIN rather than wait
+
+	readFn  func(fd uintptr) bool // bound once, so that calls allocate nothing
+	peekFn  func(fd uintptr)
 	peekBuf [1]byte
+	clean   bool
 }
 
 func (r *rawConn) bind(nc net.Conn) {
+	r.nc = nc
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return
@@ -34,28 +47,116 @@ func (r *rawConn) bind(nc net.Conn) {
 		return
 	}
 	r.rc = rc
-	r.fn = r.recv
+	r.readFn = r.readFd
+	r.peekFn = r.peekFd
 }
 
-func (r *rawConn) recv(fd uintptr) bool {
-	for {
-		r.n, _, r.err = syscall.Recvfrom(int(fd), r.p, r.flags|syscall.MSG_DONTWAIT)
-		if r.err != syscall.EINTR {
-			return true // never wait: the caller does, through the runtime
+// writeThenRead writes b and reads the response into p (see read).
+func (r *rawConn) writeThenRead(b, p []byte) (int, error) {
+	if r.rc == nil {
+		if _, err := r.nc.Write(b); err != nil {
+			return 0, err
 		}
+		return r.nc.Read(p)
+	}
+	r.pending = b
+	return r.read(p)
+}
+
+// read reads into p as nc.Read does (the poller waits, deadlines apply),
+// writing pending first if there is one.
+func (r *rawConn) read(p []byte) (int, error) {
+	if r.rc == nil {
+		return r.nc.Read(p)
+	}
+	r.p, r.n, r.err, r.try = p, 0, nil, false
+	err := r.rc.Read(r.readFn)
+	r.p = nil
+	if err == nil && r.err == nil && r.pending != nil {
+		// The socket took only part of pending: the rest is written
+		// as usual, then the response read.
+		b := r.pending
+		r.pending = nil
+		if _, err := r.nc.Write(b); err != nil {
+			return 0, err
+		}
+		return r.read(p)
+	}
+	r.pending = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case r.err != nil:
+		return 0, r.err
+	case r.n == 0:
+		return 0, io.EOF
+	}
+	return r.n, nil
+}
+
+func (r *rawConn) readFd(fd uintptr) bool {
+	for len(r.pending) > 0 {
+		n, err := sock.Send(int(fd), r.pending, nil, 0, true)
+		switch err {
+		case nil:
+			r.pending = r.pending[n:]
+			if len(r.pending) == 0 {
+				r.pending = nil
+				return false // sent: wait for the response
+			}
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return true // read finishes the write
+		default:
+			r.pending = nil
+			r.err = err
+			return true
+		}
+	}
+	for {
+		n, err := sock.Recv(int(fd), r.p, true)
+		switch err {
+		case nil:
+			r.n = n
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			if r.try {
+				r.err = err
+				return true
+			}
+			return false // the poller waits for more
+		}
+		r.err = err
+		return true
 	}
 }
 
-// peekClean reports whether nothing is to be read on the connection: no
-// byte and no end of file.
+// peekClean reports whether nothing is to be read on an idle
+// connection: no byte and no end of file. It is one non-blocking
+// recv with MSG_PEEK, through Control, so that no deadline (a past one
+// included) and no poller state is involved.
 func (r *rawConn) peekClean() bool {
 	if r.rc == nil {
 		return true
 	}
-	r.p, r.flags = r.peekBuf[:], syscall.MSG_PEEK
-	err := r.rc.Read(r.fn)
-	r.p = nil
-	return err == nil && r.err == syscall.EAGAIN
+	r.clean = false
+	if err := r.rc.Control(r.peekFn); err != nil {
+		return false
+	}
+	return r.clean
+}
+
+func (r *rawConn) peekFd(fd uintptr) {
+	for {
+		_, err := sock.Peek(int(fd), r.peekBuf[:])
+		if err == syscall.EINTR {
+			continue
+		}
+		r.clean = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		return
+	}
 }
 
 // tryRead reads what is there into p without waiting: n > 0 bytes read,
@@ -65,9 +166,9 @@ func (r *rawConn) tryRead(p []byte) (n int, ok bool, err error) {
 	if r.rc == nil {
 		return 0, false, nil
 	}
-	r.p, r.flags = p, 0
-	err = r.rc.Read(r.fn)
-	r.p = nil
+	r.p, r.n, r.err, r.try = p, 0, nil, true
+	err = r.rc.Read(r.readFn)
+	r.p, r.try = nil, false
 	switch {
 	case err != nil:
 		return 0, true, err

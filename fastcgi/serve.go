@@ -196,9 +196,14 @@ func (cl *Client) roundTrip(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, 
 	return f
 }
 
-// send writes the request's records, and the body as STDIN records.
+// send writes the request's records, and the body as STDIN records. A
+// request without a body is left to receive, whose first read writes it
+// (rawConn.writeThenRead).
 func (cl *Client) send(x *exchange, uc *conn, body io.Reader) *failure {
 	uc.armWrite(time.Now(), cl.sendTO)
+	if body == nil {
+		return nil
+	}
 	if _, err := uc.nc.Write(x.out); err != nil {
 		if uc.reused && body == nil {
 			return &failure{stale: true, err: err}
@@ -237,12 +242,16 @@ func (cl *Client) send(x *exchange, uc *conn, body io.Reader) *failure {
 
 // receive reads the response records and passes the response on. keep
 // says the exchange ended cleanly, so that uc may serve another request.
-func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, safe bool) (f *failure, keep bool) {
+// noBody says the request has none: its first read writes x.out, and a
+// kept-alive connection found closed before any response byte may be
+// tried again (f.stale).
+func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, noBody bool) (f *failure, keep bool) {
 	var (
 		headDone  bool
-		bodyless  bool // 204 or 304: the body is dropped
-		unflushed bool // written to w since the last flush
-		got       bool // any byte from the server
+		bodyless  bool     // 204 or 304: the body is dropped
+		unflushed bool     // written to w since the last flush
+		got       bool     // any byte from the server
+		unsent    = noBody // x.out, for the first read to write
 		logs      stderrCount
 	)
 	defer cl.stderrDropped(&logs, c)
@@ -271,10 +280,16 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 			}
 		}
 		if !ok {
-			if headDone {
+			switch {
+			case headDone:
 				uc.armRead(time.Now(), cl.readTO)
+				n, err = uc.raw.read(x.rbuf)
+			case unsent:
+				unsent = false
+				n, err = uc.raw.writeThenRead(x.out, x.rbuf)
+			default:
+				n, err = uc.raw.read(x.rbuf)
 			}
-			n, err = uc.nc.Read(x.rbuf)
 		}
 		if n == 0 {
 			if err == nil {
@@ -292,7 +307,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, sa
 				return &failure{committed: true, fault: true, err: err}, false
 			case timeout:
 				return &failure{status: http.StatusGatewayTimeout, msg: "upstream timed out", err: err, fault: true}, false
-			case !got && uc.reused && safe:
+			case !got && uc.reused && noBody:
 				return &failure{stale: true, err: err}, false
 			}
 			if err == io.EOF {
