@@ -492,3 +492,30 @@ func TestRemoteUser(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryUnreachable balances over a socket nobody listens on and
+// PHP-FPM: a refused connection sent nothing, so the request goes to
+// the other, and the dead one is left out after failures (passive
+// checks).
+func TestRetryUnreachable(t *testing.T) {
+	f := fpmtest.Start(t, fpmtest.Options{})
+	root := t.TempDir()
+	write(t, filepath.Join(root, "hello.php"), scripts["hello.php"])
+	logger, log := sluicetest.Logger()
+	dead := "unix:" + filepath.Join(t.TempDir(), "nobody.sock")
+	cl, err := fastcgi.New(fastcgi.Options{Options: upstream.Options{Upstreams: []string{dead, f.Addr()}, MaxConns: 4},
+		Root: root, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	srv := sluicetest.NewServer(t, pipe.Handler(cl))
+	for range 6 {
+		if resp, body := sluicetest.Get(t, srv.URL+"/hello.php"); resp.StatusCode != 200 || body != "hello" {
+			t.Fatalf("got %d %q", resp.StatusCode, body)
+		}
+	}
+	if l := log.String(); !strings.Contains(l, "cannot connect to upstream") || !strings.Contains(l, "upstream down after failed requests") {
+		t.Errorf("log:\n%s", l)
+	}
+}
