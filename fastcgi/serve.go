@@ -254,7 +254,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 		unsent    = noBody // x.out, for the first read to write
 		logs      stderrCount
 	)
-	defer cl.stderrDropped(&logs, c)
+	defer cl.stderrDropped(&logs, c.Request.Path)
 	// The head is waited for until due; past goneAfter, with a watch of
 	// the client, so that a slow script's connection (a place under
 	// max_conns, and a PHP-FPM worker) is given up when nobody waits for
@@ -350,7 +350,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 					unflushed = true
 				}
 			case evStderr:
-				cl.logStderr(&logs, c, data)
+				cl.logStderr(&logs, c.Request.Path, data)
 			case evEnd:
 				if len(p) > 0 {
 					// Bytes after END_REQUEST: the connection is not clean.

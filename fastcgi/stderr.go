@@ -5,17 +5,16 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/sluice-server/sluice/pipe"
 )
 
-// Bounds of the logging of FCGI_STDERR: lines (and bytes) logged per
-// request, and lines per second across the Client; longer lines are
+// Bounds of the logging of FCGI_STDERR: lines and bytes logged per
+// request, and per second across the Client; longer lines are
 // truncated. What is over them is counted and said once per request.
 const (
 	stderrLinesPerRequest = 20
 	stderrBytesPerRequest = 8 << 10
 	stderrLinesPerSecond  = 100
+	stderrBytesPerSecond  = 64 << 10
 	stderrMaxLine         = 1 << 10
 )
 
@@ -24,25 +23,28 @@ type stderrCount struct {
 	lines, bytes, dropped int
 }
 
-// stderrRate counts the lines logged in the current second.
+// stderrRate counts the lines and bytes logged in the current second.
 type stderrRate struct {
 	second atomic.Int64
 	lines  atomic.Int64
+	bytes  atomic.Int64
 }
 
-// allow reports whether one more line may be logged this second.
-func (r *stderrRate) allow() bool {
+// allow reports whether one more line of n bytes may be logged this
+// second.
+func (r *stderrRate) allow(n int) bool {
 	now := time.Now().Unix()
 	if s := r.second.Load(); s != now && r.second.CompareAndSwap(s, now) {
 		r.lines.Store(0)
+		r.bytes.Store(0)
 	}
-	return r.lines.Add(1) <= stderrLinesPerSecond
+	return r.lines.Add(1) <= stderrLinesPerSecond && r.bytes.Add(int64(n)) <= stderrBytesPerSecond
 }
 
 // logStderr logs the lines of a STDERR record's content (a line may not
 // span records: PHP-FPM writes a message per record), escaped, within
 // the bounds.
-func (cl *Client) logStderr(n *stderrCount, c *pipe.Conn, data []byte) {
+func (cl *Client) logStderr(n *stderrCount, path, data []byte) {
 	for len(data) > 0 {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -54,24 +56,24 @@ func (cl *Client) logStderr(n *stderrCount, c *pipe.Conn, data []byte) {
 		if len(line) == 0 {
 			continue
 		}
-		if n.lines >= stderrLinesPerRequest || n.bytes >= stderrBytesPerRequest || !cl.rate.allow() {
+		truncated := len(line) > stderrMaxLine
+		if truncated {
+			line = line[:stderrMaxLine]
+		}
+		if n.lines >= stderrLinesPerRequest || n.bytes+len(line) > stderrBytesPerRequest || !cl.rate.allow(len(line)) {
 			n.dropped++
 			continue
 		}
 		n.lines++
 		n.bytes += len(line)
-		truncated := len(line) > stderrMaxLine
-		if truncated {
-			line = line[:stderrMaxLine]
-		}
-		cl.log.Warn("fastcgi: stderr", "path", escape(c.Request.Path), "line", escape(line), "truncated", truncated)
+		cl.log.Warn("fastcgi: stderr", "path", escape(path), "line", escape(line), "truncated", truncated)
 	}
 }
 
 // stderrDropped logs how many stderr lines of the request were not.
-func (cl *Client) stderrDropped(n *stderrCount, c *pipe.Conn) {
+func (cl *Client) stderrDropped(n *stderrCount, path []byte) {
 	if n.dropped > 0 {
-		cl.log.Warn("fastcgi: stderr lines not logged", "path", escape(c.Request.Path), "count", n.dropped)
+		cl.log.Warn("fastcgi: stderr lines not logged", "path", escape(path), "count", n.dropped)
 	}
 }
 
