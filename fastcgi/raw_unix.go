@@ -176,6 +176,8 @@ func (r *rawConn) tryRead(p []byte) (n int, ok bool, err error) {
 		return 0, false, nil
 	case r.err != nil:
 		return 0, true, r.err
+	case r.n == 0:
+		return 0, true, io.EOF
 	}
 	return r.n, true, nil
 }

@@ -3,6 +3,7 @@ package fastcgi
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
 )
 
@@ -144,3 +145,5 @@ func FuzzRecordReader(f *testing.F) {
 		}
 	})
 }
+
+func writeBytes(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }

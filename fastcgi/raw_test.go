@@ -1,0 +1,147 @@
+package fastcgi
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
+	"github.com/sluice-server/sluice/upstream"
+)
+
+// rawServer is a FastCGI server that reads a request's records up to
+// the empty STDIN record, answers with fixed bytes and waits for the
+// next request on the connection (or, closing, closes it). It counts
+// the connections it accepted.
+type rawServer struct {
+	addr  string
+	conns atomic.Int64
+}
+
+func newRawServer(t *testing.T, answer string, closing bool) *rawServer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "raw.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	s := &rawServer{addr: "unix:" + path}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			go func() {
+				defer c.Close()
+				for readRequest(c) {
+					if _, err := io.WriteString(c, answer); err != nil || closing {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return s
+}
+
+// readRequest reads records until the empty STDIN record.
+func readRequest(c net.Conn) bool {
+	var h [headerLen]byte
+	for {
+		if _, err := io.ReadFull(c, h[:]); err != nil {
+			return false
+		}
+		n := int(h[4])<<8 | int(h[5]) + int(h[6])
+		if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+			return false
+		}
+		if h[1] == typeStdin && n == 0 {
+			return true
+		}
+	}
+}
+
+// TestRawResponses sends requests to a server answering fixed bytes:
+// what the client gets, and whether the connection is kept.
+func TestRawResponses(t *testing.T) {
+	ok := rec(6, 1, "Content-Type: text/plain\r\n\r\nhi", 0) + end(0, 0)
+	for _, tc := range []struct {
+		name    string
+		answer  string
+		status  int    // 0: the response is cut short (or, if nothing reached the client yet, replaced by a 500)
+		body    string // when status != 0
+		reuse   bool   // the connection served the next request
+		closing bool   // the server closes the connection after answering
+	}{
+		{"ok", ok, 200, "hi", true, false},
+		{"padding and stderr", rec(7, 1, "warn\n", 3) + rec(6, 1, "Status: 201 Created\nContent-Type: a/b\n\nx", 6) + rec(6, 1, "", 0) + rec(3, 1, "\x00\x00\x00\x00\x00\x00\x00\x00", 4), 201, "x", true, false},
+		{"head over records", rec(6, 1, "Content-Ty", 0) + rec(6, 1, "pe: a/b\r", 0) + rec(6, 1, "\n\r\nbody", 0) + end(0, 0), 200, "body", true, false},
+		{"management record first", rec(11, 0, "\x09\x00\x00\x00\x00\x00\x00\x00", 0) + ok, 200, "hi", true, false},
+		{"bytes after END_REQUEST", ok + "junk", 200, "hi", false, false},
+		{"closed without END_REQUEST", rec(6, 1, "Content-Type: text/plain\r\n\r\npart", 0), 0, "", false, true},
+		{"closed before the head", rec(6, 1, "Content-Type: te", 0), 502, "", false, true},
+		{"closed at once", "", 502, "", false, true},
+		{"head, then silence", rec(6, 1, "Content-Type: text/plain\r\n\r\npart", 0), 0, "", false, false},
+		{"silence", "", 504, "", false, false},
+		{"no head at all", end(0, 0), 502, "", true, false},
+		{"bad head", rec(6, 1, "Content-Type: a\r\nBad Line\r\n\r\n", 0) + end(0, 0), 502, "", false, false},
+		{"version 2", "\x02" + ok[1:], 502, "", false, false},
+		{"wrong request id", rec(6, 2, "Content-Type: a\r\n\r\n", 0), 502, "", false, false},
+		{"overloaded", end(0, statusOverloaded), 503, "", false, false},
+		{"unknown role", end(0, statusUnknownRole), 502, "", false, false},
+		{"error after the head", rec(6, 1, "Content-Type: a\r\n\r\nx", 0) + rec(4, 1, "", 0), 0, "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newRawServer(t, tc.answer, tc.closing)
+			root := t.TempDir()
+			writeFile(t, filepath.Join(root, "a.php"))
+			logger, _ := sluicetest.Logger()
+			cl, err := New(Options{Options: upstream.Options{Upstreams: []string{srv.addr}, MaxConns: 1, Retries: -1, Passive: upstream.PassiveHealth{Failures: -1}},
+				Root: root, Logger: logger, ResponseHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			front := sluicetest.NewServer(t, pipe.Handler(cl))
+			for i := range 2 {
+				resp, err := sluicetest.Client.Get(front.URL + "/a.php")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				switch {
+				case tc.status == 0:
+					if err == nil && resp.StatusCode < 500 {
+						t.Errorf("request %d: response not cut short: %d %q", i, resp.StatusCode, b)
+					}
+				case resp.StatusCode != tc.status || err != nil:
+					t.Errorf("request %d: got %d %q %v, want %d", i, resp.StatusCode, b, err, tc.status)
+				case tc.body != "" && string(b) != tc.body:
+					t.Errorf("request %d: body %q, want %q", i, b, tc.body)
+				case tc.status >= 500 && !strings.Contains(string(b), http.StatusText(tc.status)):
+					t.Errorf("request %d: body %q", i, b)
+				}
+			}
+			if want := map[bool]int64{true: 1, false: 2}[tc.reuse]; srv.conns.Load() != want {
+				t.Errorf("%d connections for 2 requests, want %d", srv.conns.Load(), want)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, path string) {
+	t.Helper()
+	if err := writeBytes(path, "<?php"); err != nil {
+		t.Fatal(err)
+	}
+}
