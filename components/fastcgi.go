@@ -23,8 +23,16 @@ type FastCGIOptions struct {
 // NewFastCGI returns the fastcgi source, a *fastcgi.Client: a Source that
 // runs, for each request, the script under root that the path names (or
 // the one script option) on a FastCGI server such as PHP-FPM, and
-// streams its response back. See package fastcgi for the client in full:
-// the script rules, the parameters, the limits. It fails for options
+// streams its response back. Only a regular file under root whose name
+// ends in a split_path extension runs: not one reached by a symbolic
+// link out of root, under a no_exec prefix, or named with a control
+// byte or a dot-file segment. Set max_conns to PHP-FPM's
+// pm.max_children: PHP-FPM holds a worker for each open connection,
+// idle or not, and requests beyond it then wait in Sluice's queue.
+// Authorization reaches the application unless an authentication
+// component took it; Proxy never becomes HTTP_PROXY. See package
+// fastcgi and docs/fastcgi.md for the client in full: the script rules,
+// the parameters, PHP-FPM's settings, the limits. It fails for options
 // fastcgi.New refuses.
 func NewFastCGI(opts FastCGIOptions) (pipe.Component, error) {
 	cl, err := fastcgi.New(opts.Options)
