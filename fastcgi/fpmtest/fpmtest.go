@@ -130,6 +130,7 @@ func (f *FPM) Restart(t testing.TB) {
 	f.mu.Lock()
 	f.stopOnce = sync.Once{}
 	f.exited = make(chan struct{})
+	f.cmd = nil // until started
 	f.mu.Unlock()
 	f.start(t)
 }
@@ -200,6 +201,9 @@ func (f *FPM) Log() string {
 func (f *FPM) Kill() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.cmd == nil {
+		return // never started
+	}
 	f.stopOnce.Do(func() {
 		syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
 		<-f.exited
@@ -231,6 +235,9 @@ func (f *FPM) waitClosed() {
 func (f *FPM) Stop() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.cmd == nil {
+		return // never started
+	}
 	f.stopOnce.Do(func() {
 		f.cmd.Process.Signal(syscall.SIGQUIT)
 		select {
