@@ -157,7 +157,13 @@ func take(u *host, c *conn, timeout time.Duration) (*conn, error) {
 // clean reports whether an idle connection may be used: the server has
 // neither closed it nor sent anything on it since its last request (a
 // peek, where the platform has one).
-func (c *conn) clean() bool { return c.raw.peekClean() }
+func (c *conn) clean() bool { return noPeek || c.raw.peekClean() }
+
+// noPeek skips the peek at idle connections, for the tests, which set it
+// to reach what a connection the server closes just after the peek
+// leads to: the request sent on it fails before any response byte, and
+// is sent again on a new connection (failure.stale).
+var noPeek bool
 
 // put returns a connection whose exchange ended cleanly to its pool, or
 // to a request waiting for one.

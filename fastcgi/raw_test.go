@@ -20,8 +20,9 @@ import (
 // next request on the connection (or, closing, closes it). It counts
 // the connections it accepted.
 type rawServer struct {
-	addr  string
-	conns atomic.Int64
+	addr   string
+	conns  atomic.Int64
+	closed atomic.Int64 // connections the server closed
 }
 
 func newRawServer(t *testing.T, answer string, closing bool) *rawServer {
@@ -41,6 +42,7 @@ func newRawServer(t *testing.T, answer string, closing bool) *rawServer {
 			}
 			s.conns.Add(1)
 			go func() {
+				defer s.closed.Add(1)
 				defer c.Close()
 				for readRequest(c) {
 					if _, err := io.WriteString(c, answer); err != nil || closing {
@@ -143,5 +145,42 @@ func writeFile(t *testing.T, path string) {
 	t.Helper()
 	if err := writeBytes(path, "<?php"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStaleConnection sends a request without a body on a kept-alive
+// connection the server has closed, as when it closes one just after
+// the peek: it is sent again on a new connection, and answered.
+func TestStaleConnection(t *testing.T) {
+	noPeek = true
+	defer func() { noPeek = false }()
+	ok := rec(6, 1, "Content-Type: text/plain\r\n\r\nhi", 0) + end(0, 0)
+	srv := newRawServer(t, ok, true) // closes after each answer
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.php"))
+	logger, log := sluicetest.Logger()
+	cl, err := New(Options{Options: upstream.Options{Upstreams: []string{srv.addr}, MaxConns: 1, Retries: -1}, Root: root, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	front := sluicetest.NewServer(t, pipe.Handler(cl))
+	for i := range 3 {
+		sluicetest.WaitFor(t, "the server's close", func() bool { return srv.closed.Load() == srv.conns.Load() })
+		if resp, body := sluicetest.Get(t, front.URL+"/a.php"); resp.StatusCode != 200 || body != "hi" {
+			t.Fatalf("request %d: got %d %q", i, resp.StatusCode, body)
+		}
+	}
+	// Each request after the first found its pooled connection closed
+	// (with Retries -1, only the stale connection's retry can have saved
+	// it) and dialled one.
+	if srv.conns.Load() != 3 {
+		t.Errorf("%d connections, want 3", srv.conns.Load())
+	}
+	// A POST is not sent again: its body may have been read.
+	sluicetest.WaitFor(t, "the server's close", func() bool { return srv.closed.Load() == srv.conns.Load() })
+	resp, _ := sluicetest.RoundTrip(t, front.Addr, "POST /a.php HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
+	if resp.StatusCode != 502 || !strings.Contains(log.String(), "cannot send the request") {
+		t.Errorf("POST on a closed connection: got %d, want 502; log:\n%s", resp.StatusCode, log)
 	}
 }
