@@ -99,6 +99,10 @@ var strategyCases = []strategyCase{
 		{"POST /x.php HTTP/1.1\r\nContent-Length: 4\r\n\r\nping", 201},
 		{strategyGet("/missing.php"), 404},
 	}},
+	{name: "accel_redirect", pipeline: `[text: app, headers: {set: {X-Accel-Redirect: /protected/a.txt}}, accel_redirect: {locations: {/protected/: "{site}/public"}}]`, requests: []strategyRequest{
+		{strategyGet("/download"), 200},
+		{strategyGet("/download", "Range: bytes=1-2\r\n"), 206},
+	}},
 	{name: "ratelimit", pipeline: `[ratelimit: {rate: 0.01, burst: 2}, text: hi]`, ignore: []string{"Retry-After"}, requests: []strategyRequest{
 		{strategyGet("/"), 200},
 		{strategyGet("/"), 200},
