@@ -1,0 +1,420 @@
+//go:build unix
+
+package php_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/fastcgi"
+	"github.com/sluice-server/sluice/fastcgi/fpmtest"
+	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/php"
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// show is a script that records that it ran (a file named after it in
+// the marker directory) and answers with what it was run as.
+const show = `<?php
+file_put_contents(getenv('MARKERS') . '/' . basename(__FILE__), '1', FILE_APPEND);
+header('Content-Type: application/json');
+echo json_encode([
+	'script' => $_SERVER['SCRIPT_NAME'],
+	'filename' => $_SERVER['SCRIPT_FILENAME'],
+	'uri' => $_SERVER['REQUEST_URI'],
+	'query' => $_SERVER['QUERY_STRING'],
+	'path_info' => $_SERVER['PATH_INFO'] ?? '',
+	'method' => $_SERVER['REQUEST_METHOD'],
+	'get' => (object)$_GET,
+]);
+`
+
+// ran is what show answers.
+type ran struct {
+	Script   string            `json:"script"`
+	Filename string            `json:"filename"`
+	URI      string            `json:"uri"`
+	Query    string            `json:"query"`
+	PathInfo string            `json:"path_info"`
+	Method   string            `json:"method"`
+	Get      map[string]string `json:"get"`
+}
+
+// site is a test site: its root, the marker directory its scripts
+// write to, and the server.
+type site struct {
+	root, markers, outside string
+	url, addr              string
+	big                    []byte
+}
+
+// writeTree writes files (name → content) under dir.
+func writeTree(t *testing.T, dir string, tree map[string]string) {
+	t.Helper()
+	for name, content := range tree {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// newSite writes the test site, starts a private PHP-FPM and serves the
+// php shortcut over it (with opts' root, upstreams and no_exec filled
+// in), behind the components after it.
+func newSite(t *testing.T, opts php.Options, after ...pipe.Component) *site {
+	t.Helper()
+	base := t.TempDir()
+	s := &site{root: filepath.Join(base, "www"), markers: filepath.Join(base, "markers"), outside: filepath.Join(base, "outside")}
+	s.big = bytes.Repeat([]byte("0123456789abcdef"), 10000) // 160 KB: sendfile
+	writeTree(t, s.root, map[string]string{
+		"index.php":                show,
+		"info.php":                 show,
+		"blog/index.php":           show,
+		"docs/index.html":          "<p>docs</p>\n",
+		"empty/keep.txt":           "kept\n",
+		"static.txt":               "static text\n",
+		"big.bin":                  string(s.big),
+		".htaccess":                "Deny from all\n",
+		".env":                     "DB_PASSWORD=secret\n",
+		".git/config":              "[core]\n",
+		".hidden/x.php":            show,
+		"uploads/.htaccess":        "php_flag engine off\n",
+		"uploads/evil.jpg":         show, // an image upload carrying PHP
+		"uploads/shell.php":        show,
+		"uploads/pic.png":          "\x89PNG\r\n",
+		"SOURCE.PHP":               show,
+		"page.phtml":               show,
+		"lib/config.inc":           show,
+		"uploads/evil.jpg.d/x.txt": "x\n",
+	})
+	writeTree(t, s.outside, map[string]string{"out.php": show, "secret.txt": "outside secret\n"})
+	if err := os.Mkdir(s.markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"link.php": "out.php", "secret.txt": "secret.txt", "outdir": ""} {
+		if err := os.Symlink(filepath.Join(s.outside, target), filepath.Join(s.root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sluicetest.Backdate(t, s.root, time.Hour)
+	fpm := fpmtest.Start(t, fpmtest.Options{Children: 2, Pool: map[string]string{"env[MARKERS]": s.markers}})
+	opts.Root, opts.Upstreams, opts.MaxConns = s.root, []string{fpm.Addr()}, 2
+	if opts.NoExec == nil {
+		opts.NoExec = []string{"/uploads/"}
+	}
+	site, err := php.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { site.Close() })
+	srv := sluicetest.NewServer(t, pipe.Handler(append(pipe.Chain{site}, after...)))
+	s.url, s.addr = srv.URL, srv.URL
+	return s
+}
+
+// ran returns the scripts that ran so far, by marker name.
+func (s *site) ran(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir(s.markers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+		os.Remove(filepath.Join(s.markers, e.Name()))
+	}
+	return names
+}
+
+// get sends a raw request for target with method and returns the
+// response and body.
+func (s *site) do(t *testing.T, method, target string, fields ...string) (*http.Response, string) {
+	t.Helper()
+	raw := method + " " + target + " HTTP/1.1\r\nHost: example.com\r\n" + strings.Join(fields, "")
+	if method == "POST" || method == "PUT" {
+		raw += "Content-Length: 3\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\na=1"
+	} else {
+		raw += "\r\n"
+	}
+	return sluicetest.RoundTrip(t, s.addr, raw)
+}
+
+func decodeRan(t *testing.T, what, body string) ran {
+	t.Helper()
+	var r ran
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("%s: not a script's answer: %v\n%s", what, err, body)
+	}
+	return r
+}
+
+// The three steps of the front-controller pattern, the split of
+// PATH_INFO, the query kept.
+func TestTrySteps(t *testing.T) {
+	s := newSite(t, php.Options{})
+	scripts := []struct {
+		method, target string
+		want           ran
+	}{
+		// $path: a script.
+		{"GET", "/info.php?x=1", ran{Script: "/info.php", URI: "/info.php?x=1", Query: "x=1", Method: "GET", Get: map[string]string{"x": "1"}}},
+		// A script with PATH_INFO.
+		{"GET", "/info.php/a/b%20c?y=2", ran{Script: "/info.php", URI: "/info.php/a/b%20c?y=2", Query: "y=2", PathInfo: "/a/b c", Method: "GET", Get: map[string]string{"y": "2"}}},
+		// $path/: a directory's index script.
+		{"GET", "/blog/", ran{Script: "/blog/index.php", URI: "/blog/", Method: "GET"}},
+		{"GET", "/", ran{Script: "/index.php", URI: "/", Method: "GET"}},
+		// /index.php: the front controller, the URI and query kept.
+		{"GET", "/2024/05/hello-world/?replytocom=7", ran{Script: "/index.php", URI: "/2024/05/hello-world/?replytocom=7", Query: "replytocom=7", Method: "GET", Get: map[string]string{"replytocom": "7"}}},
+		{"GET", "/pretty/permalink", ran{Script: "/index.php", URI: "/pretty/permalink", Method: "GET"}},
+		{"POST", "/api/items?z=3", ran{Script: "/index.php", URI: "/api/items?z=3", Query: "z=3", Method: "POST", Get: map[string]string{"z": "3"}}},
+		{"OPTIONS", "/api/items", ran{Script: "/index.php", URI: "/api/items", Method: "OPTIONS"}},
+		// A missing file in the uploads goes to the front controller
+		// (WordPress answers its own 404 page).
+		{"GET", "/uploads/missing.jpg", ran{Script: "/index.php", URI: "/uploads/missing.jpg", Method: "GET"}},
+		// A directory without an index: the front controller.
+		{"GET", "/empty/", ran{Script: "/index.php", URI: "/empty/", Method: "GET"}},
+		{"GET", "/empty", ran{Script: "/index.php", URI: "/empty", Method: "GET"}},
+	}
+	for _, tc := range scripts {
+		resp, body := s.do(t, tc.method, tc.target)
+		if resp.StatusCode != 200 {
+			t.Errorf("%s %s: %d %q", tc.method, tc.target, resp.StatusCode, body)
+			continue
+		}
+		got := decodeRan(t, tc.target, body)
+		tc.want.Filename = filepath.Join(s.root, tc.want.Script)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s %s:\n got %+v\nwant %+v", tc.method, tc.target, got, tc.want)
+		}
+	}
+	s.ran(t)
+
+	// Static files and directories, and what is not found: no script runs.
+	for _, tc := range []struct {
+		method, target string
+		status         int
+		body, location string
+	}{
+		{"GET", "/static.txt", 200, "static text\n", ""},
+		{"HEAD", "/static.txt", 200, "", ""},
+		{"POST", "/static.txt", 405, "", ""},
+		{"GET", "/docs/", 200, "<p>docs</p>\n", ""},
+		{"GET", "/docs", 301, "", "/docs/"},
+		{"GET", "/blog", 301, "", "/blog/"},
+		{"GET", "/blog?p=1", 301, "", "/blog/?p=1"},
+		{"HEAD", "/blog", 301, "", "/blog/"},
+		{"POST", "/blog", 308, "", "/blog/"},
+		{"GET", "/missing.php", 404, "", ""},
+		{"GET", "/missing.php/x", 404, "", ""},
+		{"GET", "/blog/missing.php", 404, "", ""},
+		{"POST", "/missing.php", 404, "", ""},
+	} {
+		resp, body := s.do(t, tc.method, tc.target)
+		if resp.StatusCode != tc.status || tc.body != "" && body != tc.body || resp.Header.Get("Location") != tc.location {
+			t.Errorf("%s %s: %d %q Location %q; want %d %q %q", tc.method, tc.target, resp.StatusCode, body, resp.Header.Get("Location"), tc.status, tc.body, tc.location)
+		}
+	}
+	if r := s.ran(t); len(r) != 0 {
+		t.Errorf("scripts ran for static files and missing scripts: %v", r)
+	}
+}
+
+// Without a front controller, a missing path is 404.
+func TestTryWithoutFrontController(t *testing.T) {
+	s := newSite(t, php.Options{Try: []string{"$path", "$path/"}})
+	if resp, body := s.do(t, "GET", "/pretty/permalink"); resp.StatusCode != 404 {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+	if resp, body := s.do(t, "GET", "/blog/"); resp.StatusCode != 200 || decodeRan(t, "/blog/", body).Script != "/blog/index.php" {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+	if r := s.ran(t); len(r) != 1 {
+		t.Errorf("ran %v, want index.php once", r)
+	}
+}
+
+// Static files are files': validators, ranges, conditional requests.
+func TestStaticFile(t *testing.T) {
+	s := newSite(t, php.Options{})
+	resp, body := s.do(t, "GET", "/big.bin")
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || body != string(s.big) || etag == "" || resp.Header.Get("Last-Modified") == "" || resp.Header.Get("Accept-Ranges") != "bytes" {
+		t.Fatalf("%d, %d bytes, %v", resp.StatusCode, len(body), resp.Header)
+	}
+	resp, body = s.do(t, "GET", "/big.bin", "Range: bytes=10-19\r\n")
+	if resp.StatusCode != 206 || body != string(s.big[10:20]) || resp.Header.Get("Content-Range") != "bytes 10-19/160000" {
+		t.Errorf("range: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Range"), body)
+	}
+	resp, body = s.do(t, "GET", "/big.bin", "If-None-Match: "+etag+"\r\n")
+	if resp.StatusCode != 304 || body != "" {
+		t.Errorf("If-None-Match: %d %q", resp.StatusCode, body)
+	}
+	// A file in the uploads is served, not run.
+	resp, body = s.do(t, "GET", "/uploads/pic.png")
+	if resp.StatusCode != 200 || body != "\x89PNG\r\n" || resp.Header.Get("Content-Type") != "image/png" {
+		t.Errorf("upload: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if r := s.ran(t); len(r) != 0 {
+		t.Errorf("scripts ran: %v", r)
+	}
+}
+
+// Dotfiles are refused, 404 by default and 403 with dotfiles: deny;
+// .well-known is not a dotfile.
+func TestDotfiles(t *testing.T) {
+	paths := []string{"/.htaccess", "/.env", "/.git/config", "/.git/", "/.git", "/uploads/.htaccess", "/.hidden/x.php", "/.hidden/x.php/y", "/.missing", "/blog/.missing.php"}
+	for _, deny := range []bool{false, true} {
+		opts, want := php.Options{}, 404
+		if deny {
+			opts.Dotfiles, want = "deny", 403
+		}
+		s := newSite(t, opts)
+		writeTree(t, s.root, map[string]string{".well-known/acme-challenge/tok": "token\n"})
+		for _, p := range paths {
+			for _, method := range []string{"GET", "POST"} {
+				resp, body := s.do(t, method, p)
+				if resp.StatusCode != want || strings.Contains(body, "secret") || strings.Contains(body, "Deny") || strings.Contains(body, "<?php") {
+					t.Errorf("dotfiles deny=%v: %s %s: %d %q, want %d", deny, method, p, resp.StatusCode, body, want)
+				}
+			}
+		}
+		if resp, body := s.do(t, "GET", "/.well-known/acme-challenge/tok"); resp.StatusCode != 200 || body != "token\n" {
+			t.Errorf(".well-known: %d %q", resp.StatusCode, body)
+		}
+		if r := s.ran(t); len(r) != 0 {
+			t.Errorf("scripts ran: %v", r)
+		}
+	}
+}
+
+// A PHP file is never sent as text, and the uploads never run a script.
+func TestSourceNeverServed(t *testing.T) {
+	s := newSite(t, php.Options{})
+	for _, tc := range []struct {
+		target string
+		status int
+	}{
+		{"/SOURCE.PHP", 404}, // not a .php script name, and PHP source
+		{"/page.phtml", 404},
+		{"/lib/config.inc", 404},
+		{"/uploads/shell.php", 403},
+		{"/uploads/shell.php/x", 403},
+		{"/uploads/sub/../shell.php", 403},
+	} {
+		for _, method := range []string{"GET", "HEAD", "POST"} {
+			resp, body := s.do(t, method, tc.target)
+			if resp.StatusCode != tc.status || strings.Contains(body, "<?php") {
+				t.Errorf("%s %s: %d %q, want %d", method, tc.target, resp.StatusCode, body, tc.status)
+			}
+		}
+	}
+	if r := s.ran(t); len(r) != 0 {
+		t.Errorf("scripts ran: %v", r)
+	}
+}
+
+// Every spelling of a path that should run nothing runs nothing: an
+// image with a .php path after it, encoded newlines and NULs, PATH_INFO
+// with a newline (CVE-2019-11043), climbing out of the root, symbolic
+// links out of it.
+func TestNothingRuns(t *testing.T) {
+	s := newSite(t, php.Options{})
+	for _, target := range []string{
+		"/uploads/evil.jpg/x.php",
+		"/uploads/evil.jpg/.php",
+		"/uploads/evil.jpg/index.php",
+		"/uploads/evil.jpg%0a.php",
+		"/uploads/evil.jpg%0A.php",
+		"/uploads/evil.jpg%0d.php",
+		"/uploads/evil.jpg%20.php",
+		"/uploads/evil.jpg%00.php",
+		"/uploads/evil.jpg%5c.php",
+		"/uploads/evil.jpg;.php",
+		"/uploads/evil.jpg.php",
+		"/uploads/evil.jpg.d/x.php",
+		"/x.php%00.jpg",
+		"/info.php%00.jpg",
+		"/info.php%0a",
+		"/index.php/%0a",
+		"/index.php/a%0ab",
+		"/index.php/a%0d%0aX-Injected:%201",
+		"/index.php%0a/x",
+		"/blog/index.php/%0a?a=%0a",
+		"/uploads/shell.php",
+		"/uploads/shell.php/x.php",
+		"/uploads//shell.php",
+		"/uploads/./shell.php",
+		"/x/../uploads/shell.php",
+		"/%2e%2e/outside/out.php",
+		"/..%2f..%2foutside/out.php",
+		"/uploads%2fshell.php",
+		"/uploads/%2e%2e/%2e%2e/outside/out.php",
+		"/link.php",
+		"/link.php/x",
+		"/outdir/out.php",
+		"/SOURCE.PHP",
+		"/page.phtml",
+		"/.hidden/x.php",
+	} {
+		for _, method := range []string{"GET", "POST"} {
+			resp, body := s.do(t, method, target)
+			if resp.StatusCode < 400 || strings.Contains(body, "<?php") {
+				t.Errorf("%s %s: %d %q", method, target, resp.StatusCode, body)
+			}
+		}
+	}
+	if r := s.ran(t); len(r) != 0 {
+		t.Errorf("scripts ran: %v", r)
+	}
+	// The static symbolic link out of the root is not followed either.
+	if resp, body := s.do(t, "GET", "/secret.txt"); resp.StatusCode == 200 || strings.Contains(body, "outside secret") {
+		t.Errorf("/secret.txt: %d %q", resp.StatusCode, body)
+	}
+	// The markers work: the test could fail.
+	if resp, body := s.do(t, "GET", "/info.php"); resp.StatusCode != 200 {
+		t.Fatalf("/info.php: %d %q", resp.StatusCode, body)
+	}
+	if r := s.ran(t); len(r) != 1 || r[0] != "info.php" {
+		t.Errorf("after /info.php, ran %v", r)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		opts php.Options
+		want string
+	}{
+		{php.Options{Dotfiles: "allow"}, `dotfiles "allow"`},
+		{php.Options{Try: []string{}}, "empty list"},
+		{php.Options{Try: []string{"$path", "/index.html"}}, `try "/index.html"`},
+		{php.Options{Try: []string{"$uri"}}, `try "$uri"`},
+		{php.Options{Try: []string{"/../index.php"}}, `try "/../index.php"`},
+		{php.Options{Try: []string{"/index.php?q=$path"}}, "try"},
+		{php.Options{Options: fastcgi.Options{Script: "index.php"}}, "script"},
+		{php.Options{Static: files.Options{Browse: true}}, "browse"},
+		{php.Options{Static: files.Options{Index: []string{"index.PHP"}}}, "PHP source"},
+		{php.Options{Static: files.Options{Try: []string{"$path"}}}, "try"},
+		{php.Options{Static: files.Options{Dotfiles: "allow"}}, "dotfiles"},
+		{php.Options{Static: files.Options{FollowSymlinks: true}}, "follow_symlinks"},
+	} {
+		tc.opts.Root, tc.opts.Upstreams = root, []string{"unix:/nonexistent.sock"}
+		_, err := php.New(tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+}
