@@ -99,6 +99,12 @@ var strategyCases = []strategyCase{
 		{"POST /x.php HTTP/1.1\r\nContent-Length: 4\r\n\r\nping", 201},
 		{strategyGet("/missing.php"), 404},
 	}},
+	{name: "php", pipeline: `[php: {upstreams: ["unix:{site}/fcgi.sock"], root: "{site}/public", max_conns: 4}]`, requests: []strategyRequest{
+		{strategyGet("/a.txt"), 200},
+		{strategyGet("/a.txt", "Range: bytes=1-2\r\n"), 206},
+		{strategyGet("/missing.php"), 404},
+		{strategyGet("/.htaccess"), 404},
+	}},
 	{name: "accel_redirect", pipeline: `[text: app, headers: {set: {X-Accel-Redirect: /protected/a.txt}}, accel_redirect: {locations: {/protected/: "{site}/public"}}]`, requests: []strategyRequest{
 		{strategyGet("/download"), 200},
 		{strategyGet("/download", "Range: bytes=1-2\r\n"), 206},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/fastcgi"
@@ -38,13 +39,55 @@ type Options struct {
 	// not a dotfile.
 	Dotfiles string `yaml:"dotfiles"`
 
-	// Static are the options of the files server that serves the static
-	// files (max_age, immutable, no_cache, nosniff, types,
-	// precompressed, index for static index files: default
-	// [index.html]…). Its root is Root; try, strip_prefix, browse,
-	// follow_symlinks and dotfiles are the shortcut's to decide and may
-	// not be set.
-	Static files.Options `yaml:"static"`
+	// Static tunes the files server that serves the static files; its
+	// root is Root.
+	Static StaticOptions `yaml:"static"`
+}
+
+// StaticOptions are the options of package files (files.Options) that
+// the php shortcut lets a site set for its static files; the others
+// (try, strip_prefix, browse, follow_symlinks, dotfiles) are the
+// shortcut's to decide. The zero value is files' defaults.
+type StaticOptions struct {
+	// Index lists the static index files tried for a directory after the
+	// index script (default [index.html]; an empty list means none). A
+	// name of PHP source is refused.
+	Index []string `yaml:"index"`
+
+	// MaxAge, when positive, sends "Cache-Control: max-age=N" and an
+	// Expires field with static files (whole seconds: 1h, 720h).
+	MaxAge time.Duration `yaml:"max_age"`
+
+	// Immutable adds "immutable" to Cache-Control, for fingerprinted
+	// assets; it needs MaxAge.
+	Immutable bool `yaml:"immutable"`
+
+	// NoCache sends "Cache-Control: no-cache"; it excludes MaxAge.
+	NoCache bool `yaml:"no_cache"`
+
+	// NoSniff adds "X-Content-Type-Options: nosniff".
+	NoSniff bool `yaml:"nosniff"`
+
+	// Types maps extensions to media types ({".md": "text/markdown"}),
+	// before the built-in table.
+	Types map[string]string `yaml:"types"`
+
+	// Precompressed lists the codings of precompressed files served
+	// ("a.css.br" beside "a.css"): default [br, zstd, gzip]; an empty
+	// list turns them off.
+	Precompressed []string `yaml:"precompressed"`
+
+	// Expiry is how long what the server learned about a path is trusted
+	// (default 1s; negative: every request asks the file system).
+	Expiry time.Duration `yaml:"expiry"`
+}
+
+// filesOptions returns o as files.Options.
+func (o StaticOptions) filesOptions() files.Options {
+	return files.Options{
+		Index: o.Index, MaxAge: o.MaxAge, Immutable: o.Immutable, NoCache: o.NoCache, NoSniff: o.NoSniff,
+		Types: o.Types, Precompressed: o.Precompressed, Expiry: o.Expiry, Dotfiles: files.DotfilesHide,
+	}
 }
 
 // DefaultTry is Options.Try when it is nil.
@@ -119,25 +162,12 @@ func New(opts Options) (*Site, error) {
 		}
 		s.try = append(s.try, c)
 	}
-	st := opts.Static
-	switch {
-	case st.Try != nil:
-		return nil, errors.New("php: static: try is the shortcut's own option (try:)")
-	case st.StripPrefix != "":
-		return nil, errors.New("php: static: strip_prefix: the static files are served under the root as the scripts are")
-	case st.Browse:
-		return nil, errors.New("php: static: browse: a directory without an index goes to the front controller")
-	case st.FollowSymlinks:
-		return nil, errors.New("php: static: follow_symlinks: files are served only from inside the root")
-	case st.Dotfiles != "":
-		return nil, errors.New("php: static: dotfiles is the shortcut's own option (dotfiles:)")
-	}
+	st := opts.Static.filesOptions()
 	for _, name := range st.Index {
 		if s.sourceName(name) {
 			return nil, fmt.Errorf("php: static: index %q is PHP source, never served as a static file", name)
 		}
 	}
-	st.Dotfiles = files.DotfilesHide
 	if err := st.Validate(); err != nil {
 		return nil, fmt.Errorf("php: static: %w", err)
 	}

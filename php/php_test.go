@@ -15,7 +15,6 @@ import (
 
 	"github.com/sluice-server/sluice/fastcgi"
 	"github.com/sluice-server/sluice/fastcgi/fpmtest"
-	"github.com/sluice-server/sluice/files"
 	"github.com/sluice-server/sluice/php"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -405,11 +404,8 @@ func TestOptions(t *testing.T) {
 		{php.Options{Try: []string{"/../index.php"}}, `try "/../index.php"`},
 		{php.Options{Try: []string{"/index.php?q=$path"}}, "try"},
 		{php.Options{Options: fastcgi.Options{Script: "index.php"}}, "script"},
-		{php.Options{Static: files.Options{Browse: true}}, "browse"},
-		{php.Options{Static: files.Options{Index: []string{"index.PHP"}}}, "PHP source"},
-		{php.Options{Static: files.Options{Try: []string{"$path"}}}, "try"},
-		{php.Options{Static: files.Options{Dotfiles: "allow"}}, "dotfiles"},
-		{php.Options{Static: files.Options{FollowSymlinks: true}}, "follow_symlinks"},
+		{php.Options{Static: php.StaticOptions{Index: []string{"index.PHP"}}}, "PHP source"},
+		{php.Options{Static: php.StaticOptions{Immutable: true}}, "immutable needs max_age"},
 	} {
 		tc.opts.Root, tc.opts.Upstreams = root, []string{"unix:/nonexistent.sock"}
 		_, err := php.New(tc.opts)
