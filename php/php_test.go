@@ -6,13 +6,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/fastcgi"
 	"github.com/sluice-server/sluice/fastcgi/fpmtest"
 	"github.com/sluice-server/sluice/php"
@@ -36,6 +40,17 @@ echo json_encode([
 ]);
 `
 
+// download authorises a download and hands the file over to the server
+// with the X-Accel-Redirect or X-Sendfile field its query names.
+const download = `<?php
+header('Content-Type: text/html');
+header('Content-Disposition: attachment; filename="report.zip"');
+header('Cache-Control: private, max-age=60');
+if (isset($_GET['accel'])) header('X-Accel-Redirect: ' . $_GET['accel']);
+if (isset($_GET['sendfile'])) header('X-Sendfile: ' . $_GET['sendfile']);
+echo "the script's own body\n";
+`
+
 // ran is what show answers.
 type ran struct {
 	Script   string            `json:"script"`
@@ -50,9 +65,10 @@ type ran struct {
 // site is a test site: its root, the marker directory its scripts
 // write to, and the server.
 type site struct {
-	root, markers, outside string
-	url, addr              string
-	big                    []byte
+	root, markers, outside, private string
+	url, addr                       string
+	big                             []byte
+	log                             *sluicetest.Buffer // accel_redirect's
 }
 
 // writeTree writes files (name → content) under dir.
@@ -71,11 +87,13 @@ func writeTree(t *testing.T, dir string, tree map[string]string) {
 
 // newSite writes the test site, starts a private PHP-FPM and serves the
 // php shortcut over it (with opts' root, upstreams and no_exec filled
-// in), behind the components after it.
-func newSite(t *testing.T, opts php.Options, after ...pipe.Component) *site {
+// in), followed by accel_redirect with the private directory as
+// /protected/ and a sendfile directory when accel is set.
+func newSite(t *testing.T, opts php.Options, accel bool) *site {
 	t.Helper()
 	base := t.TempDir()
-	s := &site{root: filepath.Join(base, "www"), markers: filepath.Join(base, "markers"), outside: filepath.Join(base, "outside")}
+	s := &site{root: filepath.Join(base, "www"), markers: filepath.Join(base, "markers"), outside: filepath.Join(base, "outside"),
+		private: filepath.Join(base, "private")}
 	s.big = bytes.Repeat([]byte("0123456789abcdef"), 10000) // 160 KB: sendfile
 	writeTree(t, s.root, map[string]string{
 		"index.php":                show,
@@ -93,12 +111,15 @@ func newSite(t *testing.T, opts php.Options, after ...pipe.Component) *site {
 		"uploads/evil.jpg":         show, // an image upload carrying PHP
 		"uploads/shell.php":        show,
 		"uploads/pic.png":          "\x89PNG\r\n",
+		"download.php":             download,
 		"SOURCE.PHP":               show,
 		"page.phtml":               show,
 		"lib/config.inc":           show,
 		"uploads/evil.jpg.d/x.txt": "x\n",
 	})
 	writeTree(t, s.outside, map[string]string{"out.php": show, "secret.txt": "outside secret\n"})
+	writeTree(t, s.private, map[string]string{"file.zip": string(s.big), "exports/e.csv": "a,b\n"})
+	sluicetest.Backdate(t, s.private, time.Hour)
 	if err := os.Mkdir(s.markers, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +139,22 @@ func newSite(t *testing.T, opts php.Options, after ...pipe.Component) *site {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { site.Close() })
-	srv := sluicetest.NewServer(t, pipe.Handler(append(pipe.Chain{site}, after...)))
+	chain := pipe.Chain{site}
+	if accel {
+		var logger *slog.Logger
+		logger, s.log = sluicetest.Logger()
+		a, err := components.NewAccelRedirect(components.AccelRedirectOptions{
+			Locations: map[string]string{"/protected/": s.private},
+			Sendfile:  []string{filepath.Join(s.private, "exports")},
+			Logger:    logger,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.(io.Closer).Close() })
+		chain = append(chain, a)
+	}
+	srv := sluicetest.NewServer(t, pipe.Handler(chain))
 	s.url, s.addr = srv.URL, srv.URL
 	return s
 }
@@ -163,7 +199,7 @@ func decodeRan(t *testing.T, what, body string) ran {
 // The three steps of the front-controller pattern, the split of
 // PATH_INFO, the query kept.
 func TestTrySteps(t *testing.T) {
-	s := newSite(t, php.Options{})
+	s := newSite(t, php.Options{}, false)
 	scripts := []struct {
 		method, target string
 		want           ran
@@ -233,7 +269,7 @@ func TestTrySteps(t *testing.T) {
 
 // Without a front controller, a missing path is 404.
 func TestTryWithoutFrontController(t *testing.T) {
-	s := newSite(t, php.Options{Try: []string{"$path", "$path/"}})
+	s := newSite(t, php.Options{Try: []string{"$path", "$path/"}}, false)
 	if resp, body := s.do(t, "GET", "/pretty/permalink"); resp.StatusCode != 404 {
 		t.Errorf("%d %q", resp.StatusCode, body)
 	}
@@ -247,7 +283,7 @@ func TestTryWithoutFrontController(t *testing.T) {
 
 // Static files are files': validators, ranges, conditional requests.
 func TestStaticFile(t *testing.T) {
-	s := newSite(t, php.Options{})
+	s := newSite(t, php.Options{}, false)
 	resp, body := s.do(t, "GET", "/big.bin")
 	etag := resp.Header.Get("ETag")
 	if resp.StatusCode != 200 || body != string(s.big) || etag == "" || resp.Header.Get("Last-Modified") == "" || resp.Header.Get("Accept-Ranges") != "bytes" {
@@ -280,7 +316,7 @@ func TestDotfiles(t *testing.T) {
 		if deny {
 			opts.Dotfiles, want = "deny", 403
 		}
-		s := newSite(t, opts)
+		s := newSite(t, opts, false)
 		writeTree(t, s.root, map[string]string{".well-known/acme-challenge/tok": "token\n"})
 		for _, p := range paths {
 			for _, method := range []string{"GET", "POST"} {
@@ -301,7 +337,7 @@ func TestDotfiles(t *testing.T) {
 
 // A PHP file is never sent as text, and the uploads never run a script.
 func TestSourceNeverServed(t *testing.T) {
-	s := newSite(t, php.Options{})
+	s := newSite(t, php.Options{}, false)
 	for _, tc := range []struct {
 		target string
 		status int
@@ -330,7 +366,7 @@ func TestSourceNeverServed(t *testing.T) {
 // with a newline (CVE-2019-11043), climbing out of the root, symbolic
 // links out of it.
 func TestNothingRuns(t *testing.T) {
-	s := newSite(t, php.Options{})
+	s := newSite(t, php.Options{}, false)
 	for _, target := range []string{
 		"/uploads/evil.jpg/x.php",
 		"/uploads/evil.jpg/.php",
@@ -412,5 +448,75 @@ func TestOptions(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
 		}
+	}
+}
+
+// A script hands a download over with X-Accel-Redirect or X-Sendfile:
+// the file is served with its validators, ranges and the client's
+// conditionals; anything outside the roots is refused and logged.
+func TestAccelRedirect(t *testing.T) {
+	s := newSite(t, php.Options{}, true)
+	q := func(field, v string) string { return "/download.php?" + field + "=" + url.QueryEscape(v) }
+	resp, body := s.do(t, "GET", q("accel", "/protected/file.zip"))
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || body != string(s.big) || etag == "" {
+		t.Fatalf("%d, %d bytes, %v", resp.StatusCode, len(body), resp.Header)
+	}
+	for name, want := range map[string]string{
+		"Content-Type":        "application/zip",
+		"Content-Disposition": `attachment; filename="report.zip"`,
+		"Cache-Control":       "private, max-age=60",
+		"X-Accel-Redirect":    "",
+		"X-Sendfile":          "",
+	} {
+		if got := resp.Header.Get(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	resp, body = s.do(t, "GET", q("accel", "/protected/file.zip"), "Range: bytes=1000-1009\r\n")
+	if resp.StatusCode != 206 || body != string(s.big[1000:1010]) || resp.Header.Get("Content-Range") != "bytes 1000-1009/160000" {
+		t.Errorf("range: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Range"), body)
+	}
+	resp, body = s.do(t, "GET", q("accel", "/protected/file.zip"), "If-None-Match: "+etag+"\r\n")
+	if resp.StatusCode != 304 || body != "" {
+		t.Errorf("If-None-Match: %d %q", resp.StatusCode, body)
+	}
+	resp, body = s.do(t, "GET", q("sendfile", filepath.Join(s.private, "exports", "e.csv")))
+	if resp.StatusCode != 200 || body != "a,b\n" {
+		t.Errorf("X-Sendfile: %d %q", resp.StatusCode, body)
+	}
+	if s.log.String() != "" {
+		t.Errorf("logged: %s", s.log)
+	}
+
+	refused := []struct{ field, value string }{
+		{"accel", "/elsewhere/file.zip"},
+		{"accel", "/protected/../www/index.php"},
+		{"accel", "/protected/%2e%2e/www/index.php"},
+		{"accel", "/protected/..%2fwww%2findex.php"},
+		{"accel", "/protected/exports/../../outside/secret.txt"},
+		{"accel", "/protected//file.zip"},
+		{"accel", "/protected/./file.zip"},
+		{"accel", "/protected/file.zip%00"},
+		{"accel", "/protected/"},
+		{"sendfile", filepath.Join(s.outside, "secret.txt")},
+		{"sendfile", filepath.Join(s.private, "file.zip")}, // not under the sendfile directory
+		{"sendfile", s.private + "/exports/../file.zip"},
+		{"sendfile", "/etc/passwd"},
+	}
+	for _, tc := range refused {
+		resp, body := s.do(t, "GET", q(tc.field, tc.value))
+		if resp.StatusCode != 404 || strings.Contains(body, "secret") || strings.Contains(body, "script's own") || strings.Contains(body, "<?php") ||
+			resp.Header.Get("X-Accel-Redirect") != "" || resp.Header.Get("X-Sendfile") != "" {
+			t.Errorf("%s %q: %d %q %v", tc.field, tc.value, resp.StatusCode, body, resp.Header)
+		}
+	}
+	if n := strings.Count(s.log.String(), "accel_redirect: refused"); n != len(refused) {
+		t.Errorf("%d refusals logged, want %d:\n%s", n, len(refused), s.log)
+	}
+	// Without the field the script's answer is its own.
+	resp, body = s.do(t, "GET", "/download.php")
+	if resp.StatusCode != 200 || body != "the script's own body\n" {
+		t.Errorf("no field: %d %q", resp.StatusCode, body)
 	}
 }
