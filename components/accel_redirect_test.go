@@ -196,3 +196,35 @@ func TestAccelRedirectOptions(t *testing.T) {
 		}
 	}
 }
+
+// Whatever an application puts in the fields, the path looked up is a
+// canonical path beneath one root: no "..", ".", empty segment, NUL,
+// backslash or control byte.
+func FuzzAccelRedirectValue(f *testing.F) {
+	for _, s := range []string{"/protected/a.zip", "/protected/%2e%2e/x", "/protected/a%2fb", "/protected/a%00", "/srv/x/../y", "/protected/a?b=1", "/protected/%", "/srv/exports/e.csv"} {
+		f.Add(s)
+	}
+	a := &AccelRedirect{
+		locs:     []accelRoot{{prefix: "/protected/deep/"}, {prefix: "/protected/"}},
+		sendfile: []accelRoot{{prefix: "/srv/exports/"}},
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		for _, m := range []func(string) (*accelRoot, string, string){a.mapAccel, a.mapSendfile} {
+			root, p, why := m(v)
+			if root == nil {
+				if why == "" {
+					t.Fatalf("%q refused without a reason", v)
+				}
+				continue
+			}
+			if !accelCanonical(p) {
+				t.Fatalf("%q maps to %q under %q: not canonical", v, p, root.prefix)
+			}
+			for _, c := range []byte(p) {
+				if c < 0x20 || c == 0x7f {
+					t.Fatalf("%q maps to %q: a control byte", v, p)
+				}
+			}
+		}
+	})
+}
