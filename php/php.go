@@ -1,6 +1,7 @@
 package php
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -194,7 +195,7 @@ func (s *Site) parseTry(t string) (candidate, error) {
 	case "$path/":
 		return candidate{kind: tryDir}, nil
 	}
-	if t == "" || t[0] != '/' || !canonical(t) || s.scriptEnd(t) != len(t) {
+	if t == "" || t[0] != '/' || !canonical(t) || s.scriptEnd([]byte(t)) != len(t) {
 		return candidate{}, fmt.Errorf("php: try %q: want $path, $path/ or the path of a script such as /index.php", t)
 	}
 	return candidate{kind: tryScript, script: t}, nil
@@ -251,7 +252,7 @@ func (s *Site) Handle(c *pipe.Conn) bool {
 		}
 		return c.Error(http.StatusNotFound, "not found")
 	}
-	if s.scriptEnd(string(p)) >= 0 {
+	if s.scriptEnd(p) >= 0 {
 		return s.runPath(c, string(p))
 	}
 	isDir := false // a static lookup found a directory at p
@@ -329,9 +330,9 @@ func (s *Site) runScript(c *pipe.Conn, p string) (ok, done bool) {
 // segment ending in a split_path extension (and longer than it), or -1.
 // It is fastcgi.Client.Resolve's split, so that what the shortcut takes
 // for a script is what Resolve looks for.
-func (s *Site) scriptEnd(p string) int {
+func (s *Site) scriptEnd(p []byte) int {
 	for i := 1; i <= len(p); {
-		end := strings.IndexByte(p[i:], '/')
+		end := bytes.IndexByte(p[i:], '/')
 		if end < 0 {
 			end = len(p)
 		} else {
@@ -339,7 +340,7 @@ func (s *Site) scriptEnd(p string) int {
 		}
 		seg := p[i:end]
 		for _, ext := range s.split {
-			if len(seg) > len(ext) && strings.HasSuffix(seg, ext) {
+			if len(seg) > len(ext) && string(seg[len(seg)-len(ext):]) == ext {
 				return end
 			}
 		}
