@@ -366,8 +366,9 @@ func TestSourceNeverServed(t *testing.T) {
 // with a newline (CVE-2019-11043), climbing out of the root, symbolic
 // links out of it.
 func TestNothingRuns(t *testing.T) {
-	s := newSite(t, php.Options{}, false)
-	for _, target := range []string{
+	// Each spelling runs nothing whether or not the uploads are no_exec:
+	// the script checks alone refuse them.
+	spellings := []string{
 		"/uploads/evil.jpg/x.php",
 		"/uploads/evil.jpg/.php",
 		"/uploads/evil.jpg/index.php",
@@ -388,14 +389,8 @@ func TestNothingRuns(t *testing.T) {
 		"/index.php/a%0d%0aX-Injected:%201",
 		"/index.php%0a/x",
 		"/blog/index.php/%0a?a=%0a",
-		"/uploads/shell.php",
-		"/uploads/shell.php/x.php",
-		"/uploads//shell.php",
-		"/uploads/./shell.php",
-		"/x/../uploads/shell.php",
 		"/%2e%2e/outside/out.php",
 		"/..%2f..%2foutside/out.php",
-		"/uploads%2fshell.php",
 		"/uploads/%2e%2e/%2e%2e/outside/out.php",
 		"/link.php",
 		"/link.php/x",
@@ -403,21 +398,52 @@ func TestNothingRuns(t *testing.T) {
 		"/SOURCE.PHP",
 		"/page.phtml",
 		"/.hidden/x.php",
-	} {
-		for _, method := range []string{"GET", "POST"} {
-			resp, body := s.do(t, method, target)
-			if resp.StatusCode < 400 || strings.Contains(body, "<?php") {
-				t.Errorf("%s %s: %d %q", method, target, resp.StatusCode, body)
+	}
+	// These name a real script that no_exec forbids.
+	noExec := []string{
+		"/uploads/shell.php",
+		"/uploads/shell.php/x.php",
+		"/uploads//shell.php",
+		"/uploads/./shell.php",
+		"/x/../uploads/shell.php",
+		"/uploads%2fshell.php",
+	}
+	for _, uploadsNoExec := range []bool{true, false} {
+		opts, targets := php.Options{Options: fastcgi.Options{NoExec: []string{}}}, spellings
+		if uploadsNoExec {
+			opts.NoExec, targets = []string{"/uploads/"}, append(noExec, spellings...)
+		}
+		s := newSite(t, opts, false)
+		for _, target := range targets {
+			for _, method := range []string{"GET", "POST"} {
+				resp, body := s.do(t, method, target)
+				if resp.StatusCode < 400 || strings.Contains(body, "<?php") {
+					t.Errorf("no_exec %v: %s %s: %d %q", uploadsNoExec, method, target, resp.StatusCode, body)
+				}
 			}
 		}
+		if r := s.ran(t); len(r) != 0 {
+			t.Errorf("no_exec %v: scripts ran: %v", uploadsNoExec, r)
+		}
+		if uploadsNoExec {
+			continue
+		}
+		// Without no_exec the real script in the uploads runs: the test
+		// could fail.
+		if resp, body := s.do(t, "GET", "/uploads/shell.php"); resp.StatusCode != 200 {
+			t.Fatalf("/uploads/shell.php without no_exec: %d %q", resp.StatusCode, body)
+		}
+		if r := s.ran(t); len(r) != 1 || r[0] != "shell.php" {
+			t.Errorf("without no_exec, /uploads/shell.php ran %v", r)
+		}
 	}
-	if r := s.ran(t); len(r) != 0 {
-		t.Errorf("scripts ran: %v", r)
-	}
-	// The static symbolic link out of the root is not followed either.
-	if resp, body := s.do(t, "GET", "/secret.txt"); resp.StatusCode == 200 || strings.Contains(body, "outside secret") {
+	s := newSite(t, php.Options{}, false)
+	// The static symbolic link out of the root is not followed either:
+	// the path is missing, so the front controller answers it.
+	if resp, body := s.do(t, "GET", "/secret.txt"); strings.Contains(body, "outside secret") || decodeRan(t, "/secret.txt", body).Script != "/index.php" {
 		t.Errorf("/secret.txt: %d %q", resp.StatusCode, body)
 	}
+	s.ran(t)
 	// The markers work: the test could fail.
 	if resp, body := s.do(t, "GET", "/info.php"); resp.StatusCode != 200 {
 		t.Fatalf("/info.php: %d %q", resp.StatusCode, body)
