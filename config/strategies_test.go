@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -147,6 +148,10 @@ func strategySite(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// A deployed site: its files' Last-Modified does not appear between
+	// one strategy's request and the other's as the second of writing
+	// ends.
+	sluicetest.Backdate(t, dir, time.Hour)
 	// The proxy's upstream, on a Unix socket in the site.
 	ln, err := net.Listen("unix", filepath.Join(dir, "app.sock"))
 	if err != nil {
