@@ -9,7 +9,10 @@ func init() {
 	Register(Registration{
 		Name: "php", Kind: KindSource, Paths: []string{"root"},
 		Example: `php: {root: /var/www/site, upstreams: ["unix:/run/php/php8.2-fpm.sock"], max_conns: 8, no_exec: [/uploads/]}`,
-	}, func(o PHPOptions, _ Context) (pipe.Component, error) { return NewPHP(o) })
+	}, func(o PHPOptions, x Context) (pipe.Component, error) {
+		o.Processes = x.Processes
+		return NewPHP(o)
+	})
 }
 
 // PHPOptions configures the php source: the options of package php,

@@ -43,6 +43,12 @@ type Options struct {
 	// Static tunes the files server that serves the static files; its
 	// root is Root.
 	Static StaticOptions `yaml:"static"`
+
+	// Processes is how many processes serve the site side by side (a
+	// master's workers): the static files' cache budgets are divided by
+	// it (files.Options.SharedBy). Go code and the config set it; 0 or
+	// 1 is this process alone.
+	Processes int `yaml:"-"`
 }
 
 // StaticOptions are the options of package files (files.Options) that
@@ -163,7 +169,7 @@ func New(opts Options) (*Site, error) {
 		}
 		s.try = append(s.try, c)
 	}
-	st := opts.Static.filesOptions()
+	st := opts.Static.filesOptions().SharedBy(opts.Processes)
 	for _, name := range st.Index {
 		if s.sourceName(name) {
 			return nil, fmt.Errorf("php: static: index %q is PHP source, never served as a static file", name)
