@@ -62,7 +62,8 @@ type AccelRedirectOptions struct {
 // 416); the fields that describe the application's body (Content-Type,
 // Content-Length, Content-Encoding, Content-Range, ETag, Last-Modified,
 // Accept-Ranges) are replaced, and the others it set (Set-Cookie,
-// Content-Disposition, Cache-Control) kept. The X-Accel-Redirect and
+// Content-Disposition, Cache-Control) kept; an error (404, 412, 416)
+// drops Content-Disposition. The X-Accel-Redirect and
 // X-Sendfile fields themselves are never sent to the client.
 //
 // A field is refused, answered 404 and logged, when it names no
@@ -203,7 +204,11 @@ func (a *AccelRedirect) filter(c *pipe.Conn) pipe.Wrap {
 		return a.refuse(c, b, field, value, "a directory")
 	}
 	b.rp.SetHeader(h)
-	c.SetStatus(b.rp.Status())
+	st := b.rp.Status()
+	c.SetStatus(st)
+	if st != http.StatusOK && st != http.StatusPartialContent && st != http.StatusNotModified {
+		h.Del("Content-Disposition") // an error is no attachment
+	}
 	return b.wrap
 }
 
@@ -212,6 +217,7 @@ func (a *AccelRedirect) filter(c *pipe.Conn) pipe.Wrap {
 func (a *AccelRedirect) refuse(c *pipe.Conn, b *accelBody, field, value, why string) pipe.Wrap {
 	a.log.Warn("accel_redirect: refused", "field", field, "value", accelQuote(value), "reason", why)
 	h := c.Header()
+	h.Del("Content-Disposition") // an error is no attachment
 	c.SetStatus(http.StatusNotFound)
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")

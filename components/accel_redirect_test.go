@@ -168,7 +168,8 @@ func TestAccelRedirectRefuses(t *testing.T) {
 	} {
 		resp, body := builtinDo(t, "GET", url+"/download", nil, tc.field, tc.value)
 		if resp.StatusCode != 404 || strings.Contains(string(body), "outside") || strings.Contains(string(body), "dotfile") ||
-			strings.Contains(string(body), "application's") || resp.Header.Get("X-Accel-Redirect") != "" || resp.Header.Get("X-Sendfile") != "" {
+			strings.Contains(string(body), "application's") || resp.Header.Get("X-Accel-Redirect") != "" || resp.Header.Get("X-Sendfile") != "" ||
+			resp.Header.Get("Content-Disposition") != "" || resp.Header.Get("Set-Cookie") != "seen=1" {
 			t.Errorf("%s: %s: %d %q %v", tc.field, tc.value, resp.StatusCode, body, resp.Header)
 		}
 	}
