@@ -403,7 +403,7 @@ func lastSegment(p []byte) []byte {
 func hasDotSegment(p []byte) bool {
 	for i := 0; i+1 < len(p); i++ {
 		if p[i] == '/' && p[i+1] == '.' {
-			if i == 0 && (string(p[1:]) == ".well-known" || strings.HasPrefix(string(p[1:]), ".well-known/")) {
+			if i == 0 && (string(p[1:]) == ".well-known" || bytes.HasPrefix(p[1:], wellKnown)) {
 				continue
 			}
 			return true
@@ -411,6 +411,8 @@ func hasDotSegment(p []byte) bool {
 	}
 	return false
 }
+
+var wellKnown = []byte(".well-known/")
 
 // Results of serveStatic.
 const (
