@@ -23,4 +23,8 @@
 // TLS returns the servers of the tls scenario (Sluice, nginx, h2o and
 // Caddy), each serving Env.Root over TLS with Env.Cert and Env.Key;
 // Start probes them over TLS.
+//
+// PHP returns the servers of the php scenario (Sluice's php source,
+// nginx's fastcgi_pass, Caddy's php_fastcgi), each serving Env.Root
+// through the php-fpm pool at Env.FPM; Start probes them at PHPProbe.
 package peers

@@ -49,6 +49,12 @@ type Env struct {
 	// The tls scenario (see TLS): the PEM certificate and key files every
 	// TLS peer serves.
 	Cert, Key string
+
+	// The php scenario (see PHP): FPM is the Unix socket of the php-fpm
+	// pool every PHP peer passes PHP requests to, and Root the PHP site
+	// (WordPress and hello.php). Each PHP peer keeps at most IdleConns
+	// idle connections to the pool, where it keeps any.
+	FPM string
 }
 
 // NginxBody is Body as the contents of an nginx quoted string, for the
@@ -109,6 +115,18 @@ type Peer struct {
 	// ready, if set, reports whether a server that answers GET / has
 	// finished starting (every worker up); Start waits for it.
 	ready func(s *Server) bool
+
+	// probe is the path Start requests to know the server is up; ""
+	// is "/".
+	probe string
+}
+
+// probePath is the path Start requests to know p is up.
+func (p Peer) probePath() string {
+	if p.probe == "" {
+		return "/"
+	}
+	return p.probe
 }
 
 // All returns every peer, in the order the report lists them.
@@ -357,6 +375,58 @@ func TLS() []Peer {
 		},
 	}
 }
+
+// PHPProbe is the script every PHP peer's Env.Root holds and Start
+// requests to know the server is up: a few bytes from PHP, which need
+// no database.
+const PHPProbe = "/hello.php"
+
+// PHP returns the servers of the php scenario, each serving the PHP site
+// at Env.Root through the one php-fpm pool at Env.FPM (a Unix socket):
+// static files themselves, a request for a .php script, and any other
+// path that names no file, by the pool (WordPress's front controller,
+// /index.php, with the query kept), one worker or thread, keep-alive
+// client connections kept for the whole run, no access log. sluice-php,
+// nginx-php and caddy-php are the peers sluice, nginx and caddy with
+// their usual PHP configuration; they are not in All.
+func PHP() []Peer {
+	return []Peer{
+		{
+			Name: "sluice-php", About: "`sluice serve -c sluice-php.yaml`: one route, the `php` source (the front controller over `files` and `fastcgi`) to the pool's socket (GOMAXPROCS 1 from the affinity mask)",
+			conf: "sluice-php.yaml", probe: PHPProbe,
+			version: func(env Env) (string, error) {
+				if env.Sluice == "" {
+					return "", errors.New("no sluice binary")
+				}
+				return firstLine(env.Sluice, "version")
+			},
+			argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
+		},
+		{
+			Name: "nginx-php", About: "Debian nginx, one worker, `fastcgi_pass` to an `upstream` block with `keepalive`, `fastcgi_keep_conn on`, WordPress's `try_files $uri $uri/ /index.php?$args`, no access log",
+			conf: "nginx-php.conf", probe: PHPProbe,
+			version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+			argv: func(env Env, conf string) []string {
+				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
+			},
+		},
+		{
+			Name: "caddy-php", About: "Debian Caddy, `php_fastcgi` to the pool's socket and `file_server`, no admin endpoint, no automatic HTTPS (GOMAXPROCS 1 from the affinity mask)",
+			conf: "Caddyfile-php", probe: PHPProbe,
+			version: func(Env) (string, error) { return firstLine("caddy", "version") },
+			argv: func(env Env, conf string) []string {
+				return []string{"caddy", "run", "--config", conf, "--adapter", "caddyfile"}
+			},
+			environ: func(env Env) []string {
+				return []string{"HOME=" + env.Dir, "XDG_DATA_HOME=" + env.Dir, "XDG_CONFIG_HOME=" + env.Dir}
+			},
+		},
+	}
+}
+
+// PHPBase returns the --servers name a PHP peer stands for: sluice for
+// sluice-php.
+func PHPBase(name string) string { return strings.TrimSuffix(name, "-php") }
 
 // TLSBase returns the --servers name a TLS peer stands for: sluice for
 // sluice-tls.

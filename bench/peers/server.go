@@ -30,7 +30,8 @@ type Server struct {
 }
 
 // Start writes p's configuration into env.Dir, starts p under
-// "taskset -c cpus", and waits (at most 15 s) until GET / answers 200,
+// "taskset -c cpus", and waits (at most 15 s) until GET / (the peer's
+// probe path, if it names one) answers 200,
 // then, for a peer with workers (Env.Workers), until every worker is up
 // (at most 60 s more). The server runs in a process group of its own, so
 // Stop can end its children too.
@@ -76,7 +77,7 @@ func Start(p Peer, env Env, cpus string) (*Server, error) {
 
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		err := probe(env.Addr(), p.tls)
+		err := probe(env.Addr(), p.probePath(), p.tls)
 		if err == nil {
 			if err := s.waitReady(60 * time.Second); err != nil {
 				return nil, err
@@ -90,15 +91,15 @@ func Start(p Peer, env Env, cpus string) (*Server, error) {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("%s did not answer GET / within 15 s (%v): %s", p.Name, err, s.logTail())
+			return nil, fmt.Errorf("%s did not answer GET %s within 15 s (%v): %s", p.Name, p.probePath(), err, s.logTail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// probe makes one GET / on a new connection, over TLS (not verifying the
-// certificate) if secure, and wants 200.
-func probe(addr string, secure bool) error {
+// probe makes one GET path on a new connection, over TLS (not verifying
+// the certificate) if secure, and wants 200.
+func probe(addr, path string, secure bool) error {
 	var c net.Conn
 	var err error
 	if secure {
@@ -112,7 +113,7 @@ func probe(addr string, secure bool) error {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+addr+"\r\nConnection: close\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: "+addr+"\r\nConnection: close\r\n\r\n"); err != nil {
 		return err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
@@ -120,7 +121,7 @@ func probe(addr string, secure bool) error {
 		return err
 	}
 	if !strings.HasPrefix(line, "HTTP/1.1 200") && !strings.HasPrefix(line, "HTTP/1.0 200") {
-		return fmt.Errorf("GET / answered %q", strings.TrimSpace(line))
+		return fmt.Errorf("GET %s answered %q", path, strings.TrimSpace(line))
 	}
 	return nil
 }
@@ -206,9 +207,14 @@ type Usage struct {
 const clockTick = 10 * time.Millisecond
 
 // Usage reads the resources of the server and its descendants from /proc.
-func (s *Server) Usage() (Usage, error) {
+func (s *Server) Usage() (Usage, error) { return TreeUsage(s.Pid) }
+
+// TreeUsage reads the resources of process pid and its descendants from
+// /proc: a daemon the harness started that is not a Server (the php
+// scenario's php-fpm).
+func TreeUsage(pid int) (Usage, error) {
 	var u Usage
-	pids, err := tree(s.Pid)
+	pids, err := tree(pid)
 	if err != nil {
 		return u, err
 	}
@@ -372,4 +378,56 @@ func tree(root int) ([]int, error) {
 		out = append(out, children[out[i]]...)
 	}
 	return out, nil
+}
+
+// TreeRuntime returns the time every thread of process pid and of its
+// descendants has run on a CPU, from /proc/PID/task/TID/schedstat: the
+// nanosecond count the kernel keeps, of which utime+stime (in 10 ms
+// ticks) are a rounding. It leaves out threads that have exited, so it is
+// for processes whose threads last (nginx's, php-fpm's static children,
+// a Go runtime's), measured over a run too short for ticks: one that
+// spends a few hundred milliseconds of CPU in all.
+func TreeRuntime(pid int) (time.Duration, error) {
+	pids, err := tree(pid)
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	found := false
+	for _, p := range pids {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		for _, t := range tasks {
+			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", p, t.Name()))
+			if err != nil {
+				continue
+			}
+			ns, err := parseSchedstat(data)
+			if err != nil {
+				return 0, err
+			}
+			sum += ns
+			found = true
+		}
+	}
+	if !found {
+		return 0, errors.New("no thread of the process tree could be read")
+	}
+	return sum, nil
+}
+
+// parseSchedstat returns the first field of a schedstat line: the
+// thread's time on a CPU, in nanoseconds.
+func parseSchedstat(data []byte) (time.Duration, error) {
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return 0, fmt.Errorf("schedstat: %q: want three fields", data)
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("schedstat: %q: not a count of nanoseconds", data)
+	}
+	return time.Duration(ns), nil
 }

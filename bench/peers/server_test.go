@@ -92,3 +92,44 @@ func TestTreeUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSchedstat(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"1234567 890 12\n", 1234567, true},
+		{"0 0 0", 0, true},
+		{"1234567 890\n", 0, false},
+		{"-5 1 2\n", 0, false},
+		{"x 1 2\n", 0, false},
+		{"", 0, false},
+	} {
+		got, err := parseSchedstat([]byte(c.in))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseSchedstat(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// TreeRuntime counts this process's threads, and grows once they have
+// run: the loop below runs on a CPU for as long as it takes.
+func TestTreeRuntime(t *testing.T) {
+	pid := syscall.Getpid()
+	a, err := TreeRuntime(pid)
+	if err != nil || a <= 0 {
+		t.Fatalf("TreeRuntime = %v, %v; want a positive time", a, err)
+	}
+	x := 0
+	for i := range 50_000_000 {
+		x ^= i
+	}
+	b, err := TreeRuntime(pid)
+	if err != nil || b <= a {
+		t.Errorf("TreeRuntime after a loop (%d) = %v, %v; want more than %v", x, b, err, a)
+	}
+	if _, err := TreeRuntime(1 << 30); err == nil {
+		t.Error("TreeRuntime of a process that does not exist: no error")
+	}
+}
