@@ -61,6 +61,15 @@ const (
 	TLSFull    = "tls-handshake"
 	TLSResumed = "tls-resumed"
 
+	// PHP is the php scenario: Sluice, nginx and Caddy in turn in front
+	// of one php-fpm pool (sluice-php, nginx-php, caddy-php). It names the
+	// scenario on the command line; its samples are wrk's at 50
+	// keep-alive connections (X: the connections) of PHPHello, a
+	// few-byte hello.php, and PHPWordPress, WordPress's front page.
+	PHP          = "php"
+	PHPHello     = "php-hello"
+	PHPWordPress = "php-wordpress"
+
 	// Workers is the master–worker scenario: Sluice at 0, 1, 2, 10 and
 	// 100 workers, nginx at 1 and 2, Apache as Debian ships it. Its
 	// samples are of three kinds, each its own Sample.Scenario, with X
@@ -116,6 +125,10 @@ type Sample struct {
 	// client core near 100 % set the pace of the run.
 	ClientCore float64 `json:"client_core,omitempty"`
 	ServerCore float64 `json:"server_core,omitempty"`
+
+	// PHP scenarios: the php-fpm pool's CPU-µs per successful request
+	// over the run (its master and children), beside the server's.
+	FPMCPUus float64 `json:"fpm_cpu_us_per_req,omitempty"`
 
 	// TLS handshake scenarios (TLSFull, TLSResumed): the connections
 	// whose handshake resumed a session (none for TLSFull; for
@@ -192,6 +205,11 @@ type Report struct {
 	ProxyIdleConns int `json:"proxy_idle_conns,omitempty"` // proxy: the idle keep-alive connections each proxy may keep to the upstream
 
 	C10KWrkConns int `json:"c10k_wrk_conns,omitempty"` // c10k-wrk: wrk's connections
+
+	PHPChildren int    `json:"php_children,omitempty"` // php: the php-fpm pool's static children
+	PHPOpcache  string `json:"php_opcache,omitempty"`  // php: "on" or "off", as the pool reported OPcache
+
+	PHPWordPressRun time.Duration `json:"php_wordpress_run,omitempty"` // php: the length of a run on WordPress's front page (longer than Duration)
 
 	ClientCPU  string `json:"client_cpu,omitempty"`  // CPU list of the client (taskset)
 	WorkersCPU string `json:"workers_cpu,omitempty"` // CPU list of the servers in the workers scenario
