@@ -354,7 +354,8 @@ func (h *harness) build() error {
 		// haproxy, in the proxy scenario, is no peer of All.
 		vs, _ := h.proxyVariants()
 		ts, _ := h.tlsPeers()
-		if (!h.has(report.Proxy) || len(vs) == 0) && (!h.has(report.TLS) || len(ts) == 0) {
+		ps, _ := h.phpPeers()
+		if (!h.has(report.Proxy) || len(vs) == 0) && (!h.has(report.TLS) || len(ts) == 0) && (!h.has(report.PHP) || len(ps) == 0) {
 			return fmt.Errorf("no server to measure")
 		}
 	}
@@ -407,6 +408,7 @@ func (h *harness) recordConfig(srv *peers.Server) {
 		}
 		clean := func(s string) string {
 			s = strings.ReplaceAll(s, srv.Env.Dir, "$RUN")
+			s = strings.ReplaceAll(s, filepath.Join(h.tmp, "php"), "$PHP") // the php scenario's site and pool
 			s = strings.ReplaceAll(s, h.env.Root, "$ROOT")
 			s = strings.ReplaceAll(s, h.env.Bin, "$BIN")
 			if rel, ok := inRepo(h.repo, h.env.Sluice); ok {

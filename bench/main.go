@@ -30,15 +30,15 @@ const (
 var allScenarios = []string{
 	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
 	report.C10K, report.C10KWrk, report.Sizes, report.Idle, report.Workers, report.Pipe,
-	report.Mix, report.MixSlowDB, report.Proxy, report.TLS,
+	report.Mix, report.MixSlowDB, report.Proxy, report.TLS, report.PHP,
 }
 
 // defaultScenarios are those run without --scenarios: all but workers,
-// the mix scenarios, proxy and tls, which have reports of their own
+// the mix scenarios, proxy, tls and php, which have reports of their own
 // (docs/benchmarks/workers, docs/benchmarks/mix, docs/benchmarks/proxy,
-// docs/benchmarks/tls).
+// docs/benchmarks/tls, docs/benchmarks/php).
 var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool {
-	return s == report.Workers || s == report.Mix || s == report.MixSlowDB || s == report.Proxy || s == report.TLS
+	return s == report.Workers || s == report.Mix || s == report.MixSlowDB || s == report.Proxy || s == report.TLS || s == report.PHP
 })
 
 // options is the parsed command line.
@@ -145,7 +145,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	}
 	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default: the scratch directory "+defaultOut())
 	servers := fs.String("servers", strings.Join(serverNames(), ","), "comma-separated servers to measure (haproxy: in the proxy scenario only)")
-	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix, mix-slowdb, proxy and tls are not run unless named)")
+	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix, mix-slowdb, proxy, tls and php are not run unless named)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
 	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")
