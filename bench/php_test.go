@@ -47,7 +47,7 @@ func TestParsePHP(t *testing.T) {
 func TestPHPConfigs(t *testing.T) {
 	env := peers.Env{Dir: "/run/x", Root: "/srv/site", Host: "127.0.0.1", Port: 8080, NoFile: 4096, FPM: "/run/php/fpm.sock", IdleConns: 7}
 	want := map[string][]string{
-		"sluice-php": {"php:", `root: "/srv/site"`, `"unix:/run/php/fpm.sock"`},
+		"sluice-php": {"php:", `root: "/srv/site"`, `"unix:/run/php/fpm.sock"`, "max_conns: 7"},
 		"nginx-php":  {"server unix:/run/php/fpm.sock;", "keepalive 7;", "fastcgi_keep_conn on;", "fastcgi_pass php;", "try_files $uri $uri/ /index.php?$args;", "root /srv/site;"},
 		"caddy-php":  {"php_fastcgi unix//run/php/fpm.sock", "root * /srv/site", "file_server"},
 	}
