@@ -73,6 +73,21 @@
 // the server resumed are counted); the report gives the server's CPU
 // per request or per handshake, and the targets against nginx.
 //
+// The php scenario, run only when named (--scenarios php), puts
+// Sluice's php source, nginx (fastcgi_pass to an upstream block with
+// keepalive, fastcgi_keep_conn on, WordPress's try_files) and Caddy
+// (php_fastcgi) in turn in front of one php-fpm pool: pm = static with 4
+// children on a Unix socket, OPcache on, started once with WordPress's
+// private MariaDB and pinned with them to the client's CPU, so that the
+// server core is the web server's alone and every server meets the same
+// PHP capacity. The site is Debian's WordPress, copied with its own
+// wp-config.php, installed by POSTing the installer's form through the
+// first server that starts, then given posts. wrk loads each server at
+// 50 keep-alive connections (10 with --quick) on hello.php and on the
+// front page (runs four times --duration); the report gives the web
+// server's CPU per request (its threads' schedstat, php-fpm not
+// counted), php-fpm's beside it, requests/s, p50/p99 and errors.
+//
 // # Entry points
 //
 // Main is the whole harness behind a command line; command sluicebench
