@@ -2,7 +2,7 @@
 # builds.sh - compare server CPU per request of several sluice builds (and
 # optionally nginx) on one file, in interleaved short runs.
 #
-# Usage: bench/builds.sh [--close] [--proxy] [--conns 100] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx] [nginx-deferred]
+# Usage: bench/builds.sh [--close] [--proxy | --php] [--conns 100] [--runs 9] [--secs 2] [--size 4096] BIN... [nginx] [nginx-deferred]
 #
 # Each BIN is a sluice binary, started as `BIN serve --root DIR`; "nginx"
 # adds nginx tuned as in bench/files.sh, "nginx-deferred" the same with
@@ -24,14 +24,23 @@
 # serving the file, on core 1 beside the servers measured) and each BIN
 # started as `BIN serve -c` a config whose one route is `proxy:` to it;
 # the CPU counted is the proxy's own. nginx is then `proxy_pass` with
-# keep-alive upstream connections (`keepalive 32`). KEEP=1 in the
-# environment keeps the work folder (configs, nginx's error log).
+# keep-alive upstream connections (`keepalive 32`).
+# --php measures PHP through FastCGI instead: one php-fpm (pm = static,
+# 4 children, OPcache on, a Unix socket; on core 0 with wrk, so that core
+# 1 is the server's alone, as in the harness's php scenario) and each BIN
+# started with a config whose one route is `php:` to it (max_conns 4),
+# loaded on hello.php; the CPU counted is the server's own. nginx is then
+# `fastcgi_pass` to an upstream with `keepalive 4` and `fastcgi_keep_conn
+# on`. KEEP=1 in the environment keeps the work folder (configs, nginx's
+# error log).
 #
-# Needs: wrk taskset nginx (if asked for) awk ss.
+# Needs: wrk taskset nginx (if asked for) awk ss; php-fpm for --php.
 set -euo pipefail
 
 CLOSE=""
 PROXY=""
+PHP=""
+CHILDREN=4
 CONNS=100
 RUNS=9
 SECS=2
@@ -41,16 +50,18 @@ while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--close) CLOSE=1; shift ;;
 	--proxy) PROXY=1; shift ;;
+	--php) PHP=1; shift ;;
 	--conns) CONNS="$2"; shift 2 ;;
 	--runs) RUNS="$2"; shift 2 ;;
 	--secs) SECS="$2"; shift 2 ;;
 	--size) SIZE="$2"; shift 2 ;;
-	-h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "builds.sh: unknown option $1" >&2; exit 2 ;;
 	*) BINS+=("$1"); shift ;;
 	esac
 done
 [[ ${#BINS[@]} -gt 0 ]] || { echo "builds.sh: name at least one build" >&2; exit 2; }
+[[ -z $PROXY || -z $PHP ]] || { echo "builds.sh: --proxy or --php, not both" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/sluice-builds.XXXXXX)
 chmod 755 "$WORK"
@@ -63,6 +74,34 @@ cleanup() {
 	[[ -n ${KEEP:-} ]] || rm -rf "$WORK"
 }
 trap cleanup EXIT
+
+URLPATH=/f.html
+if [[ -n $PHP ]]; then
+	FPM=$(command -v php-fpm || ls /usr/sbin/php-fpm[0-9]* 2>/dev/null | sort -V | tail -n1 || true)
+	[[ -n $FPM ]] || { echo "builds.sh: --php needs php-fpm (Debian package php-fpm)" >&2; exit 2; }
+	printf '<?php\necho "Hello, world\\n";\n' >"$WORK/root/hello.php"
+	chmod 644 "$WORK/root/hello.php"
+	cat >"$WORK/php-fpm.conf" <<CONF
+[global]
+pid = $WORK/php-fpm.pid
+error_log = $WORK/php-fpm.log
+daemonize = no
+[bench]
+listen = $WORK/php-fpm.sock
+listen.mode = 0666
+listen.backlog = 4096
+pm = static
+pm.max_children = $CHILDREN
+pm.max_requests = 0
+CONF
+	as_root=()
+	[[ $(id -u) -ne 0 ]] || as_root=(--allow-to-run-as-root)
+	taskset -c 0 "$FPM" --nodaemonize --fpm-config "$WORK/php-fpm.conf" -d opcache.enable=1 "${as_root[@]}" >/dev/null 2>&1 &
+	PID[php-fpm]=$!
+	for _ in $(seq 100); do [[ -S $WORK/php-fpm.sock ]] && break; sleep 0.1; done
+	[[ -S $WORK/php-fpm.sock ]] || { echo "builds.sh: php-fpm did not start: $(tail -n3 "$WORK/php-fpm.log" 2>/dev/null)" >&2; exit 1; }
+	URLPATH=/hello.php
+fi
 
 port=$((21000 + RANDOM % 9000))
 if [[ -n $PROXY ]]; then
@@ -78,6 +117,11 @@ for b in "${BINS[@]}"; do
 		[[ $b == nginx-deferred ]] && opts=" deferred"
 		nginx_proxy=""
 		[[ -n $PROXY ]] && nginx_proxy='proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection "";'
+		nginx_php_up="" nginx_php_loc=""
+		if [[ -n $PHP ]]; then
+			nginx_php_up="upstream php { server unix:$WORK/php-fpm.sock; keepalive $CHILDREN; }"
+			nginx_php_loc='location ~ \.php$ { include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass php; fastcgi_keep_conn on; }'
+		fi
 		mkdir -p "$WORK/$b"
 		cat >"$WORK/$b/nginx.conf" <<CONF
 daemon off; master_process off; worker_processes 1; pid $WORK/$b/nginx.pid; error_log $WORK/$b/error.log warn;
@@ -85,11 +129,16 @@ events { worker_connections 20000; use epoll; multi_accept on; }
 http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_timeout 120s; keepalive_requests 1000000;
   open_file_cache max=1000 inactive=20s; open_file_cache_valid 60s; server_tokens off; types { text/html html; }
   client_body_temp_path $WORK/$b/cb; proxy_temp_path $WORK/$b/p; fastcgi_temp_path $WORK/$b/f; uwsgi_temp_path $WORK/$b/u; scgi_temp_path $WORK/$b/s;
-  upstream up { server 127.0.0.1:${UPPORT:-1}; keepalive 32; }
+  upstream up { server 127.0.0.1:${UPPORT:-1}; keepalive 32; } $nginx_php_up
   server { listen 127.0.0.1:$port backlog=4096$opts; root $WORK/root;
-    location / { $nginx_proxy } } }
+    location / { $nginx_proxy } $nginx_php_loc } }
 CONF
 		taskset -c 1 nginx -c "$WORK/$b/nginx.conf" >/dev/null 2>&1 &
+	elif [[ -n $PHP ]]; then
+		mkdir -p "$WORK/$b"
+		printf 'listen: 127.0.0.1:%s\nroutes:\n  - match: /\n    pipeline:\n      - php: {root: "%s", upstreams: ["unix:%s"], max_conns: %s}\n' \
+			"$port" "$WORK/root" "$WORK/php-fpm.sock" "$CHILDREN" >"$WORK/$b/sluice.yaml"
+		taskset -c 1 "$b" serve -c "$WORK/$b/sluice.yaml" >/dev/null 2>&1 &
 	elif [[ -n $PROXY ]]; then
 		mkdir -p "$WORK/$b"
 		printf 'listen: 127.0.0.1:%s\nroutes:\n  - match: /\n    pipeline:\n      - proxy: http://127.0.0.1:%s\n' "$port" "$UPPORT" >"$WORK/$b/sluice.yaml"
@@ -105,7 +154,7 @@ ticks() { local s; s=$(cat "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $((${1
 wrk_args=(-t1 "-c$CONNS" --latency)
 [[ -n $CLOSE ]] && wrk_args+=(-H "Connection: close")
 CLK=$(getconf CLK_TCK)
-for b in "${BINS[@]}"; do taskset -c 0 wrk "${wrk_args[@]}" -d1s "http://127.0.0.1:${PORT[$b]}/f.html" >/dev/null; done
+for b in "${BINS[@]}"; do taskset -c 0 wrk "${wrk_args[@]}" -d1s "http://127.0.0.1:${PORT[$b]}$URLPATH" >/dev/null; done
 : >"$WORK/runs"
 nb=${#BINS[@]}
 for round in $(seq 0 $((RUNS - 1))); do
@@ -115,7 +164,7 @@ for round in $(seq 0 $((RUNS - 1))); do
 	for k in $(seq 0 $((nb - 1))); do
 		b=${BINS[$(((round + k) % nb))]}
 		t0=$(ticks "${PID[$b]}")
-		out=$(taskset -c 0 wrk "${wrk_args[@]}" -d"${SECS}s" "http://127.0.0.1:${PORT[$b]}/f.html")
+		out=$(taskset -c 0 wrk "${wrk_args[@]}" -d"${SECS}s" "http://127.0.0.1:${PORT[$b]}$URLPATH")
 		t1=$(ticks "${PID[$b]}")
 		echo "$out" | awk -v b="$b" -v dt=$((t1 - t0)) -v hz="$CLK" '
 			function ms(v) {
