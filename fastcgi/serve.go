@@ -271,7 +271,12 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 	for !x.rr.done {
 		n, ok, err := 0, false, error(nil)
 		if headDone && unflushed {
-			// Flush what was written once the server pauses.
+			// Flush what was written once the server pauses. The
+			// body's deadline is armed first: a try at reading fails
+			// once the deadline has passed, even with bytes waiting,
+			// and the one armed for the head may be far shorter
+			// (goneAfter) than a body streamed without a pause lasts.
+			uc.armRead(time.Now(), cl.readTO)
 			if n, ok, err = uc.raw.tryRead(x.rbuf); !ok {
 				if err := w.Flush(); err != nil {
 					return &failure{committed: true, err: err}, false
