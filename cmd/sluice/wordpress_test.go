@@ -27,9 +27,10 @@ package main_test
 //     the API saves through the same requests;
 //   - the front controller keeps the query (a REST search finds the
 //     post, or nothing); the plain (?p=ID) and the old PATH_INFO
-//     permalinks redirect to the pretty one; an unknown slug is
-//     WordPress's 404 page; wp-config.php runs and its source is never
-//     sent;
+//     permalinks redirect to the pretty one; /wp-admin redirects to
+//     /wp-admin/, whose index.php runs; xmlrpc.php runs; an unknown slug
+//     is WordPress's 404 page; wp-config.php runs and its source is
+//     never sent;
 //   - an image is uploaded through the media library's uploader
 //     (media-new.php, a multipart POST of several FastCGI records to
 //     async-upload.php), and fetched back as a static file byte for byte
@@ -630,6 +631,26 @@ func checkFrontController(t *testing.T, base string, post *wpPost, pathInfoLink 
 		if r.StatusCode != 301 || r.Header.Get("Location") != post.link {
 			t.Errorf("GET %s = %d Location %q, want 301 to %s", u, r.StatusCode, r.Header.Get("Location"), post.link)
 		}
+	}
+	// /wp-admin, a folder, redirects to /wp-admin/, which runs its
+	// index.php (and, not logged in, redirects to the login page).
+	for u, want := range map[string]string{
+		base + "/wp-admin":  base + "/wp-admin/",
+		base + "/wp-admin/": base + "/wp-login.php?redirect_to=" + url.QueryEscape(base+"/wp-admin/") + "&reauth=1",
+	} {
+		r, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		// sluice's Location is relative, WordPress's absolute.
+		if loc, err := r.Location(); r.StatusCode/100 != 3 || err != nil || loc.String() != want {
+			t.Errorf("GET %s = %d Location %q, want a redirect to %s", u, r.StatusCode, r.Header.Get("Location"), want)
+		}
+	}
+	// xmlrpc.php runs as the script it is, and answers a GET with 405.
+	if resp, body := sluicetest.Get(t, base+"/xmlrpc.php"); resp.StatusCode != 405 || !strings.Contains(body, "XML-RPC server accepts POST requests only.") {
+		t.Errorf("GET /xmlrpc.php = %d %q, want 405 from WordPress", resp.StatusCode, wpTail([]byte(body), 200))
 	}
 	// A slug no post has is WordPress's 404 page.
 	resp, body := sluicetest.Get(t, base+"/no-such-post-at-all/")
