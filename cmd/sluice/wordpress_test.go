@@ -42,7 +42,9 @@ package main_test
 //     back, "awaiting moderation"), the admin approves it, and the
 //     visitor sees it;
 //   - the pages a visitor sees load every script, stylesheet and image
-//     without a console error; sluice exits 0 on SIGTERM.
+//     without a console error, the page (PHP's) and its scripts and
+//     stylesheets (files') compressed by compress; sluice exits 0 on
+//     SIGTERM.
 //
 // The steps log the time they end at; the whole test takes 10 to 20 s.
 // Every process (MariaDB, PHP-FPM, sluice, Chromium) is gone when the
@@ -68,6 +70,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -364,6 +367,7 @@ routes:
           max_conns: 4
           no_exec: [/wp-content/uploads/]
           static: {max_age: 24h}
+      - compress
 `, accessLog, wp.root, fpm.Addr()))
 	s := start(t, "serve", "-c", file)
 	t.Cleanup(func() {
@@ -817,7 +821,8 @@ func commentAndApprove(t *testing.T, browser, admin context.Context, base string
 
 // checkPages loads pages a visitor sees, in a tab with no cookie, and
 // checks each as the demo's browser test does: every script,
-// stylesheet and image loads, no console error.
+// stylesheet and image loads, no console error; the page and some of
+// what it loads came compressed.
 func checkPages(t *testing.T, browser context.Context, base string, post *wpPost) {
 	t.Helper()
 	visitor, closeVisitor := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
@@ -827,6 +832,11 @@ func checkPages(t *testing.T, browser context.Context, base string, post *wpPost
 		r := c.check(u, nil, 200)
 		for _, p := range r.problems {
 			t.Errorf("%s: %s", u, p)
+		}
+		// The pages, from PHP, and their scripts and stylesheets, from
+		// files, came compressed, and decoded.
+		if !slices.ContainsFunc(r.encoded, func(e string) bool { return strings.HasSuffix(e, " "+u) }) || len(r.encoded) < 2 {
+			t.Errorf("%s: decoded from a Content-Encoding: %q; want the page and more", u, r.encoded)
 		}
 	}
 }
