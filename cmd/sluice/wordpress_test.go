@@ -26,11 +26,15 @@ package main_test
 //     panels: the clicks would test Gutenberg's markup of the day, and
 //     the API saves through the same requests;
 //   - the front controller keeps the query (a REST search finds the
-//     post, or nothing); the plain (?p=ID) and the old PATH_INFO
-//     permalinks redirect to the pretty one; /wp-admin redirects to
-//     /wp-admin/, whose index.php runs; xmlrpc.php runs; an unknown slug
-//     is WordPress's 404 page; wp-config.php runs and its source is
-//     never sent;
+//     post, or nothing) and the request's URI as sent (a post published
+//     over the REST API with a Cyrillic title has a percent-encoded slug,
+//     found in lowercase and uppercase hex); the plain (?p=ID) and the
+//     old PATH_INFO permalinks redirect to the pretty one; HEAD of a page
+//     has no body and the connection goes on; the feed's ETag brings
+//     WordPress's 304 (a CGI Status: 304) with no body; /wp-admin
+//     redirects to /wp-admin/, whose index.php runs; xmlrpc.php runs; an
+//     unknown slug is WordPress's 404 page; wp-config.php runs and its
+//     source is never sent;
 //   - an image is uploaded through the media library's uploader
 //     (media-new.php, a multipart POST of several FastCGI records to
 //     async-upload.php), and fetched back as a static file byte for byte
@@ -147,6 +151,8 @@ func TestWordPress(t *testing.T) {
 	lap("permalinks set to Post name, /index.php/%postname%/")
 	post := publishPost(t, admin, base, wp)
 	lap("post published in the block editor")
+	unicode := publishUnicodePost(t, admin)
+	lap("post with a Cyrillic slug published over the REST API")
 	if want := base + "/index.php/hello-from-sluice/"; post.link != want {
 		t.Fatalf("the post's permalink is %q, want %q", post.link, want)
 	}
@@ -161,6 +167,7 @@ func TestWordPress(t *testing.T) {
 	visitPost(t, admin, post)
 	lap("post visited at " + post.link)
 	checkFrontController(t, base, post, pathInfoLink, wp)
+	checkUnicodePost(t, base, unicode)
 	lap("front controller checked")
 	uploadImage(t, admin, base, wp)
 	lap("image uploaded and fetched back")
@@ -414,11 +421,14 @@ func wpLoad(t *testing.T, tab context.Context, u string, want int) {
 	}
 }
 
-// wpSubmit clicks the element sel (a form's button), waits for the page it
-// leads to and fails the test unless it answers 200; it returns the
-// page's URL.
+// wpSubmit clicks the element sel (a form's button) once it is enabled,
+// waits for the page it leads to and fails the test unless it answers
+// 200; it returns the page's URL.
 func wpSubmit(t *testing.T, tab context.Context, sel chromedp.CSS) string {
 	t.Helper()
+	if err := chromedp.Do(wpStep(t, tab), chromedp.WaitEnabled(sel)); err != nil {
+		t.Fatalf("waiting for %s on %s to be enabled: %v", sel, wpLocation(tab), err)
+	}
 	resp, err := chromedp.RunResponse(wpStep(t, tab), chromedp.Click(sel, chromedp.NodeVisible))
 	if err != nil {
 		t.Fatalf("clicking %s on %s: %v", sel, wpLocation(tab), err)
@@ -427,6 +437,15 @@ func wpSubmit(t *testing.T, tab context.Context, sel chromedp.CSS) string {
 		t.Fatalf("clicking %s: %s answered %d\n%s", sel, resp.URL, resp.Status, wpPageText(t, tab))
 	}
 	return resp.URL
+}
+
+// wpPoll waits until the JavaScript expression cond is true in the page
+// in tab, or fails the test, naming what.
+func wpPoll(t *testing.T, tab context.Context, what, cond string) {
+	t.Helper()
+	if _, err := chromedp.Run(wpStep(t, tab), chromedp.Poll[bool](cond, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		t.Fatalf("waiting for %s on %s: %v\n%s", what, wpLocation(tab), err, wpPageText(t, tab))
+	}
 }
 
 // wpFill sets the form fields of the page in tab, by CSS selector.
@@ -495,12 +514,17 @@ func installWordPress(t *testing.T, tab context.Context, base string, wp *wordpr
 	if u := wpLocation(tab); !strings.HasSuffix(u, "/wp-admin/install.php") {
 		t.Fatalf("the front page of a new site led to %s, want the installer", u)
 	}
+	// The form's button is disabled while the password is judged weak,
+	// which it is until the strength meter's script (zxcvbn, loaded after
+	// the page) judges it: the password is typed once it is there.
+	wpPoll(t, tab, "the password strength meter", `typeof zxcvbn === 'function'`)
 	wpFill(t, tab, map[chromedp.CSS]string{
 		"#weblog_title": wpTitle,
 		"#user_login":   wpUser,
 		"#pass1":        wpPassword, // its script copies it to #pass2
 		"#admin_email":  wpEmail,
 	})
+	wpPoll(t, tab, "the password to be judged strong", `document.querySelector('#pass-strength-result').classList.contains('strong')`)
 	wpSubmit(t, tab, "#submit")
 	wpWantText(t, tab, "Success!", wpUser)
 	if got := wp.query(t, "SELECT option_value FROM wordpress.wp_options WHERE option_name = 'blogname'"); got != wpTitle {
@@ -564,9 +588,7 @@ func publishPost(t *testing.T, tab context.Context, base string, wp *wordpress) 
 	t.Helper()
 	wpLoad(t, tab, base+"/wp-admin/post-new.php", 200)
 	ready := `!!(window.wp && wp.data && wp.data.select('core/editor') && wp.data.select('core/editor').getCurrentPostId() > 0)`
-	if _, err := chromedp.Run(wpStep(t, tab), chromedp.Poll[bool](ready, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		t.Fatalf("the block editor did not load: %v\n%s", err, wpPageText(t, tab))
-	}
+	wpPoll(t, tab, "the block editor", ready)
 	post := &wpPost{Title: "Hello from Sluice", Body: "Served by PHP-FPM behind Sluice, " + wpRandomHex(t, 4) + "."}
 	type saved struct {
 		ID        int      `json:"id"`
@@ -602,6 +624,53 @@ func publishPost(t *testing.T, tab context.Context, base string, wp *wordpress) 
 	return post
 }
 
+// unicodeTitle is a title whose slug is percent-encoded UTF-8.
+const unicodeTitle = "Привет из Sluice"
+
+// publishUnicodePost publishes a post titled unicodeTitle through the REST
+// API (wp.apiFetch, in the block editor's page in tab, with its nonce)
+// and returns it with its slug in link.
+func publishUnicodePost(t *testing.T, tab context.Context) *wpPost {
+	t.Helper()
+	type created struct {
+		ID   int    `json:"id"`
+		Slug string `json:"slug"`
+	}
+	post := &wpPost{Title: unicodeTitle, Body: "Кириллица, " + wpRandomHex(t, 4) + "."}
+	js := fmt.Sprintf(`wp.apiFetch({path: '/wp/v2/posts', method: 'POST', data: {title: %q, content: %q, status: 'publish'}})
+		.then(p => ({id: p.id, slug: p.slug}))`, post.Title, post.Body)
+	r, err := chromedp.Run(wpStep(t, tab), chromedp.Evaluate[created](js, chromedp.EvalAwaitPromise))
+	if err != nil || r.ID == 0 {
+		t.Fatalf("publishing %q over the REST API: %+v %v", post.Title, r, err)
+	}
+	// WordPress makes the slug of the title's UTF-8, percent-encoded
+	// (lowercased too, with PHP's mbstring).
+	if slug, err := url.PathUnescape(r.Slug); err != nil || !strings.EqualFold(slug, "привет-из-sluice") || r.Slug == slug {
+		t.Errorf("the slug of %q = %q, want привет-из-sluice percent-encoded", post.Title, r.Slug)
+	}
+	post.ID, post.link = r.ID, r.Slug
+	return post
+}
+
+// checkUnicodePost fetches the post of publishUnicodePost at its pretty
+// permalink, spelled as WordPress spells it (lowercase hex) and as
+// browsers may (uppercase hex): Sluice passes REQUEST_URI as received,
+// and WordPress finds the post either way.
+func checkUnicodePost(t *testing.T, base string, post *wpPost) {
+	t.Helper()
+	upper := regexp.MustCompile(`%[0-9a-f]{2}`).ReplaceAllStringFunc(post.link, strings.ToUpper)
+	if upper == post.link {
+		t.Fatalf("the slug %q has no lowercase hex digit", post.link)
+	}
+	for _, slug := range []string{post.link, upper} {
+		u := base + "/" + slug + "/"
+		resp, body := sluicetest.Get(t, u)
+		if resp.StatusCode != 200 || !strings.Contains(body, post.Title) || !strings.Contains(body, post.Body) {
+			t.Errorf("GET %s = %d, want 200 and the post %q", u, resp.StatusCode, post.Title)
+		}
+	}
+}
+
 // visitPost loads the post by its permalink in tab.
 func visitPost(t *testing.T, tab context.Context, post *wpPost) {
 	t.Helper()
@@ -620,8 +689,8 @@ func checkFrontController(t *testing.T, base string, post *wpPost, pathInfoLink 
 	// The REST API's pretty URL with a query: the front controller
 	// answers, the query kept (the search finds the post, or nothing).
 	for q, want := range map[string]string{
-		"search=from+Sluice&_fields=id,link": fmt.Sprintf(`[{"id":%d,"link":%q}]`, post.ID, post.link),
-		"search=nothing+like+it&_fields=id":  `[]`,
+		"search=hello+sluice&_fields=id,link": fmt.Sprintf(`[{"id":%d,"link":%q}]`, post.ID, post.link),
+		"search=nothing+like+it&_fields=id":   `[]`,
 	} {
 		resp, body := sluicetest.Get(t, base+"/wp-json/wp/v2/posts?"+q)
 		if resp.StatusCode != 200 || strings.ReplaceAll(body, `\/`, "/") != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -657,12 +726,33 @@ func checkFrontController(t *testing.T, base string, post *wpPost, pathInfoLink 
 			t.Errorf("GET %s = %d Location %q, want a redirect to %s", u, r.StatusCode, r.Header.Get("Location"), want)
 		}
 	}
+	// HEAD of a PHP page: its head and no body, and the connection goes
+	// on to the next request.
+	host := strings.TrimPrefix(base, "http://")
+	path := strings.TrimPrefix(post.link, base)
+	conn := sluicetest.Dial(t, host)
+	for _, method := range []string{"HEAD", "GET"} {
+		resp, body := conn.RoundTrip(t, method+" "+path+" HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || (body == "") != (method == "HEAD") {
+			t.Errorf("%s %s = %d %s, %d bytes", method, path, resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+		}
+	}
+	// The feed, from the front controller: WordPress's ETag, and its 304
+	// (a CGI Status: 304) to a request that has it.
+	resp, body := sluicetest.Get(t, base+"/feed/")
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/rss+xml") || etag == "" || !strings.Contains(body, post.Title) {
+		t.Errorf("GET /feed/ = %d %s ETag %q, want 200, the feed with the post", resp.StatusCode, resp.Header.Get("Content-Type"), etag)
+	}
+	if resp, body := sluicetest.Get(t, base+"/feed/", "If-None-Match", etag); resp.StatusCode != 304 || body != "" {
+		t.Errorf("GET /feed/ with If-None-Match: %s = %d, %d bytes; want 304 and no body", etag, resp.StatusCode, len(body))
+	}
 	// xmlrpc.php runs as the script it is, and answers a GET with 405.
 	if resp, body := sluicetest.Get(t, base+"/xmlrpc.php"); resp.StatusCode != 405 || !strings.Contains(body, "XML-RPC server accepts POST requests only.") {
 		t.Errorf("GET /xmlrpc.php = %d %q, want 405 from WordPress", resp.StatusCode, wpTail([]byte(body), 200))
 	}
 	// A slug no post has is WordPress's 404 page.
-	resp, body := sluicetest.Get(t, base+"/no-such-post-at-all/")
+	resp, body = sluicetest.Get(t, base+"/no-such-post-at-all/")
 	if resp.StatusCode != 404 || !strings.Contains(body, wpTitle) {
 		t.Errorf("GET /no-such-post-at-all/ = %d, want WordPress's 404 page", resp.StatusCode)
 	}
@@ -707,6 +797,8 @@ func uploadImage(t *testing.T, tab context.Context, base string, wp *wordpress) 
 		t.Fatal(err)
 	}
 	wpLoad(t, tab, base+"/wp-admin/media-new.php", 200)
+	// The uploader (plupload) takes the file once it has started.
+	wpPoll(t, tab, "the uploader", `typeof uploader === 'object' && uploader !== null && uploader.runtime === 'html5'`)
 	if err := chromedp.Do(wpStep(t, tab), chromedp.SetUploadFiles(chromedp.CSS("#plupload-upload-ui input[type=file]"), []string{file})); err != nil {
 		t.Fatalf("choosing the file to upload: %v\n%s", err, wpPageText(t, tab))
 	}
