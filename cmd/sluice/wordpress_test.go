@@ -46,14 +46,15 @@ package main_test
 //     back, "awaiting moderation"), the admin approves it, and the
 //     visitor sees it;
 //   - the pages a visitor sees load every script, stylesheet and image
-//     without a console error, the page (PHP's) and its scripts and
-//     stylesheets (files') compressed by compress; sluice exits 0 on
-//     SIGTERM;
+//     without a console error, the page (PHP's output) and some of what
+//     it loads (files') decoded from compress's Content-Encoding;
 //   - WP-Cron runs: a page load has PHP post to /wp-cron.php on the site
 //     and hang up after 10 ms; wp-cron.php (ignore_user_abort,
-//     fastcgi_finish_request) runs its task all the same.
+//     fastcgi_finish_request) runs its task all the same;
+//   - sluice exits 0 on SIGTERM.
 //
-// The steps log the time they end at; the whole test takes 10 to 20 s.
+// The steps log the time they end at; the whole test takes 10 s with
+// -race on two idle cores, up to 25 s on busy ones.
 // Every process (MariaDB, PHP-FPM, sluice, Chromium) is gone when the
 // test ends, also when it fails. The programs are Debian's
 // mariadb-server, php-fpm, php-mysql, php-gd, wordpress,
