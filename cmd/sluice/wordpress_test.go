@@ -51,7 +51,7 @@ package main_test
 //   - WP-Cron runs: a page load has PHP post to /wp-cron.php on the site
 //     and hang up after 10 ms; wp-cron.php (ignore_user_abort,
 //     fastcgi_finish_request) runs its task all the same;
-//   - sluice exits 0 on SIGTERM.
+//   - sluice logged no warning or error, and exits 0 on SIGTERM.
 //
 // The steps log the time they end at; the whole test takes 10 s with
 // -race on two idle cores, up to 25 s on busy ones.
@@ -395,6 +395,13 @@ routes:
 		t.Helper()
 		if code := s.stop(t, syscall.SIGTERM); code != 0 {
 			t.Errorf("sluice's exit status after SIGTERM = %d, want 0", code)
+		}
+		// A WordPress session logs no warning or error: no bad response
+		// head, no upstream trouble, nothing on PHP's stderr.
+		for line := range strings.Lines(s.stderr()) {
+			if !strings.Contains(line, "level=INFO") {
+				t.Errorf("sluice logged: %s", line)
+			}
 		}
 	}
 	return "http://" + s.addr, stop
