@@ -892,7 +892,8 @@ func commentAndApprove(t *testing.T, browser, admin context.Context, base string
 	visitor, closeVisitor := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	defer closeVisitor()
 	wpLoad(t, visitor, post.link, 200)
-	comment := "A comment from a visitor, " + wpRandomHex(t, 4) + "."
+	// Characters a form body percent-encodes, and UTF-8.
+	comment := "A comment from a visitor: a+b=c & 100% sure; Grüße, " + wpRandomHex(t, 4) + "."
 	wpFill(t, visitor, map[chromedp.CSS]string{
 		"#comment": comment,
 		"#author":  "Visitor",
@@ -903,7 +904,9 @@ func commentAndApprove(t *testing.T, browser, admin context.Context, base string
 		t.Errorf("commenting led to %s, want the post with ?unapproved=ID", u)
 	}
 	wpWantText(t, visitor, "Your comment is awaiting moderation.", comment)
-	id := wp.query(t, "SELECT comment_ID FROM wordpress.wp_comments WHERE comment_content = ? AND comment_approved = '0' AND comment_post_ID = ?", comment, post.ID)
+	// WordPress stores the "&" as "&amp;".
+	id := wp.query(t, "SELECT comment_ID FROM wordpress.wp_comments WHERE comment_content = ? AND comment_approved = '0' AND comment_post_ID = ?",
+		strings.ReplaceAll(comment, "&", "&amp;"), post.ID)
 
 	// The admin approves it from the list of comments awaiting it.
 	wpLoad(t, admin, base+"/wp-admin/edit-comments.php?comment_status=moderated", 200)
