@@ -125,6 +125,9 @@ func TestWordPress(t *testing.T) {
 			t.Skipf("%s (Debian package %s) is not installed", file, pkg)
 		}
 	}
+	// The other programs are looked for as they start (sqltest, fpmtest,
+	// newBrowser); the browser, last to start, is looked for first.
+	sluicetest.NeedTool(t, "chromium", "chromium")
 	wp := newWordPress(t)
 	lap("MariaDB started, WordPress copied")
 	base, stop := serveWordPress(t, wp)
