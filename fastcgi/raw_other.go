@@ -8,16 +8,22 @@ import "net"
 // reads, no peek (an idle connection is taken as clean) and no
 // non-blocking read (every read of the response flushes the client
 // first).
-type rawConn struct{ nc net.Conn }
+type rawConn struct {
+	nc   net.Conn
+	sent int
+}
 
 func (r *rawConn) bind(nc net.Conn) { r.nc = nc }
 
 func (r *rawConn) writeThenRead(b, p []byte) (int, error) {
-	if _, err := r.nc.Write(b); err != nil {
+	n, err := r.nc.Write(b)
+	if r.sent = n; err != nil {
 		return 0, err
 	}
 	return r.nc.Read(p)
 }
+
+func (r *rawConn) nothingSent() bool { return r.sent == 0 }
 
 func (r *rawConn) read(p []byte) (int, error) { return r.nc.Read(p) }
 

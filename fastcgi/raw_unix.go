@@ -12,17 +12,18 @@ import (
 
 // rawConn makes a connection's reads with sock's raw system calls, as
 // the proxy's connection does: a request without a body is written at
-// the start of the read that waits for its response (so that the wait
-// goes to the poller at once, with no read tried before the response
-// can have come), a try at reading tells the caller the server has
-// paused (so that what was written to the client is flushed before
+// the start of the read that waits for its response (one trip into the
+// poller's read for both), a try at reading tells the caller the server
+// has paused (so that what was written to the client is flushed before
 // waiting), and a peek checks an idle connection.
 type rawConn struct {
 	nc net.Conn
 	rc syscall.RawConn
 
-	// pending is written by the next read before it waits.
+	// pending is written by the next read before it waits; sent counts
+	// the bytes of the last writeThenRead's that the socket took.
 	pending []byte
+	sent    int
 
 	// the read in progress: its buffer and result
 	p   []byte
@@ -54,14 +55,19 @@ func (r *rawConn) bind(nc net.Conn) {
 // writeThenRead writes b and reads the response into p (see read).
 func (r *rawConn) writeThenRead(b, p []byte) (int, error) {
 	if r.rc == nil {
-		if _, err := r.nc.Write(b); err != nil {
+		n, err := r.nc.Write(b)
+		if r.sent = n; err != nil {
 			return 0, err
 		}
 		return r.nc.Read(p)
 	}
-	r.pending = b
+	r.pending, r.sent = b, 0
 	return r.read(p)
 }
+
+// nothingSent reports whether the socket took no byte of the last
+// writeThenRead's: the request cannot have reached the server.
+func (r *rawConn) nothingSent() bool { return r.sent == 0 }
 
 // read reads into p as nc.Read does (the poller waits, deadlines apply),
 // writing pending first if there is one.
@@ -77,7 +83,8 @@ func (r *rawConn) read(p []byte) (int, error) {
 		// as usual, then the response read.
 		b := r.pending
 		r.pending = nil
-		if _, err := r.nc.Write(b); err != nil {
+		n, err := r.nc.Write(b)
+		if r.sent += n; err != nil {
 			return 0, err
 		}
 		return r.read(p)
@@ -99,10 +106,18 @@ func (r *rawConn) readFd(fd uintptr) bool {
 		n, err := sock.Send(int(fd), r.pending, nil, 0, true)
 		switch err {
 		case nil:
+			r.sent += n
 			r.pending = r.pending[n:]
 			if len(r.pending) == 0 {
+				// Sent. The recv below is tried before any wait, although
+				// the response cannot be there yet: RawConn.Read forgets
+				// the readiness the poller saw before it was called, so
+				// that an end of file that came earlier (a PHP-FPM worker
+				// recycled by pm.max_requests shuts its side down just
+				// after the peek) would never wake the wait, and the
+				// worker, draining what was sent until it is closed, never
+				// exits. (The loop ends: pending is nil.)
 				r.pending = nil
-				return false // sent: wait for the response
 			}
 		case syscall.EINTR:
 		case syscall.EAGAIN:

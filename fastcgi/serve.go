@@ -63,12 +63,17 @@ func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			client = a.AddrPort().Addr().AppendTo(clientBuf[:0])
 		}
 	}
-	// The request is sent again only when it never reached a server
-	// (connect failed), or when a kept-alive connection proved closed
-	// before anything came back and the request has no body to read
-	// twice: a script may not run twice.
+	// The request is sent again only when it cannot have reached a
+	// script: the connection was refused, or a kept-alive connection
+	// proved closed when the request was written on it (the socket took
+	// none of it). A GET, HEAD or OPTIONS without a body is also sent
+	// again when its kept-alive connection closed before any response
+	// byte (safe methods, as nginx and Go's net/http resend them); any
+	// other request may have run its script and is never sent twice.
+	replay := body == nil && (r.IsMethod("GET") || r.IsMethod("HEAD") || r.IsMethod("OPTIONS"))
 	var last *failure
 	a := cl.grp.Begin(false, cl.set.Retries)
+attempts:
 	for a.Next(r, client, c) {
 		up := a.Host()
 		var uc *conn
@@ -80,23 +85,26 @@ func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			continue
 		}
 		a.Start()
-		if err != nil {
-			cl.log.Warn("fastcgi: cannot connect to upstream", "upstream", up.Name, "err", err)
-			last = &failure{status: http.StatusBadGateway, msg: "upstream unreachable"}
-			a.Failed(true, true)
-			cl.logDown(&a)
-			continue
-		}
-		f := cl.roundTrip(c, w, x, uc, body)
-		if f != nil && f.stale {
-			// A kept-alive connection the server had closed, found out
-			// only by sending on it: not its fault; again on a new one.
-			x.rr = recordReader{}
-			if uc, err = getConn(up, a.Now(), cl.set.ConnectTimeout, true); err != nil {
-				f = &failure{status: http.StatusBadGateway, msg: "upstream unreachable", err: err, fault: true}
-			} else {
-				f = cl.roundTrip(c, w, x, uc, body)
+		f := (*failure)(nil)
+		for {
+			if err != nil {
+				cl.log.Warn("fastcgi: cannot connect to upstream", "upstream", up.Name, "err", err)
+				last = &failure{status: http.StatusBadGateway, msg: "upstream unreachable"}
+				a.Failed(true, true)
+				cl.logDown(&a)
+				continue attempts
 			}
+			if f = cl.roundTrip(c, w, x, uc, body, replay); f == nil || !f.stale {
+				break
+			}
+			// A kept-alive connection the server had closed (a worker
+			// recycled by pm.max_requests): not its fault. roundTrip
+			// closed it but kept its place under max_conns, on which a
+			// new connection is dialled (which is never stale): giving
+			// the place back could hand it to a waiting request and
+			// leave this one without.
+			x.rr = recordReader{}
+			uc, err = dial(up, cl.set.ConnectTimeout)
 		}
 		if f == nil {
 			a.Done()
@@ -182,15 +190,21 @@ func (cl *Client) buildRequest(x *exchange, c *pipe.Conn, s *Script, length int6
 // roundTrip sends x's request on uc, with body, and passes the response
 // to the client; nil when all went well (uc is then back in its pool).
 // On failure uc is closed.
-func (cl *Client) roundTrip(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, body io.Reader) *failure {
-	if f := cl.send(x, uc, body); f != nil {
-		uc.discard()
-		return f
+//
+// A stale failure (the connection proved closed before the request can
+// have reached a script: see replay in serve) closes uc but keeps its
+// place among the host's open connections, for the caller to dial on.
+func (cl *Client) roundTrip(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, body io.Reader, replay bool) *failure {
+	f, keep := cl.send(x, uc, body), false
+	if f == nil {
+		f, keep = cl.receive(c, w, x, uc, body == nil, replay)
 	}
-	f, keep := cl.receive(c, w, x, uc, body == nil)
-	if keep {
+	switch {
+	case keep:
 		uc.put()
-	} else {
+	case f != nil && f.stale:
+		uc.nc.Close()
+	default:
 		uc.discard()
 	}
 	return f
@@ -204,14 +218,11 @@ func (cl *Client) send(x *exchange, uc *conn, body io.Reader) *failure {
 	if body == nil {
 		return nil
 	}
-	if _, err := uc.nc.Write(x.out); err != nil {
-		if uc.reused && body == nil {
-			return &failure{stale: true, err: err}
+	if n, err := uc.nc.Write(x.out); err != nil {
+		if uc.reused && n == 0 {
+			return &failure{stale: true, err: err} // nothing sent, the body still unread
 		}
 		return &failure{status: http.StatusBadGateway, msg: "cannot send the request upstream", err: err, fault: true}
-	}
-	if body == nil {
-		return nil
 	}
 	buf := x.rbuf[:headerLen+min(bodyChunk, len(x.rbuf)-headerLen)]
 	for {
@@ -242,10 +253,11 @@ func (cl *Client) send(x *exchange, uc *conn, body io.Reader) *failure {
 
 // receive reads the response records and passes the response on. keep
 // says the exchange ended cleanly, so that uc may serve another request.
-// noBody says the request has none: its first read writes x.out, and a
-// kept-alive connection found closed before any response byte may be
-// tried again (f.stale).
-func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, noBody bool) (f *failure, keep bool) {
+// noBody says the request has none: its first read writes x.out. A
+// kept-alive connection found closed before any response byte is stale
+// (f.stale: to be tried again) when that write failed with nothing sent,
+// or, replay, for a request that may be sent twice.
+func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, noBody, replay bool) (f *failure, keep bool) {
 	var (
 		headDone  bool
 		bodyless  bool     // 204 or 304: the body is dropped
@@ -312,7 +324,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 				return &failure{committed: true, fault: true, err: err}, false
 			case timeout:
 				return &failure{status: http.StatusGatewayTimeout, msg: "upstream timed out", err: err, fault: true}, false
-			case !got && uc.reused && noBody:
+			case !got && uc.reused && noBody && (replay || uc.raw.nothingSent()):
 				return &failure{stale: true, err: err}, false
 			}
 			if err == io.EOF {
