@@ -9,7 +9,9 @@ import (
 
 // Bounds of the logging of FCGI_STDERR: lines and bytes logged per
 // request, and per second across the Client; longer lines are
-// truncated. What is over them is counted and said once per request.
+// truncated. What is over them is counted, and the count logged at most
+// once a second across the Client (with the path of the request that
+// logs it).
 const (
 	stderrLinesPerRequest = 20
 	stderrBytesPerRequest = 8 << 10
@@ -23,11 +25,14 @@ type stderrCount struct {
 	lines, bytes, dropped int
 }
 
-// stderrRate counts the lines and bytes logged in the current second.
+// stderrRate counts the lines and bytes logged in the current second,
+// and the lines left out since the last notice of them.
 type stderrRate struct {
-	second atomic.Int64
-	lines  atomic.Int64
-	bytes  atomic.Int64
+	second  atomic.Int64
+	lines   atomic.Int64
+	bytes   atomic.Int64
+	dropped atomic.Int64
+	notice  atomic.Int64 // the second of the last notice
 }
 
 // allow reports whether one more line of n bytes may be logged this
@@ -70,10 +75,20 @@ func (cl *Client) logStderr(n *stderrCount, path, data []byte) {
 	}
 }
 
-// stderrDropped logs how many stderr lines of the request were not.
+// stderrDropped counts the stderr lines of the request that were not
+// logged, and logs the count of those left out since the last such
+// notice, at most once a second.
 func (cl *Client) stderrDropped(n *stderrCount, path []byte) {
-	if n.dropped > 0 {
-		cl.log.Warn("fastcgi: stderr lines not logged", "path", escape(path), "count", n.dropped)
+	if n.dropped == 0 {
+		return
+	}
+	cl.rate.dropped.Add(int64(n.dropped))
+	now := time.Now().Unix()
+	if s := cl.rate.notice.Load(); s == now || !cl.rate.notice.CompareAndSwap(s, now) {
+		return
+	}
+	if count := cl.rate.dropped.Swap(0); count > 0 {
+		cl.log.Warn("fastcgi: stderr lines not logged", "path", escape(path), "count", count)
 	}
 }
 

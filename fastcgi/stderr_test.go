@@ -42,3 +42,23 @@ func TestStderrLimits(t *testing.T) {
 		t.Errorf("a 5000-byte line: %+v", n)
 	}
 }
+
+// TestStderrDropNoticeBounded: the notice of lines left out is itself
+// bounded (one a second across the Client), so that a script writing to
+// stderr on every request cannot flood the log through it. 1000
+// requests with a line each log at most the second's 100 lines and a
+// notice or two (the test may straddle a second).
+func TestStderrDropNoticeBounded(t *testing.T) {
+	logger, log := sluicetest.Logger()
+	cl := &Client{log: logger}
+	line := []byte(strings.Repeat("x", 100) + "\n")
+	for range 1000 {
+		var n stderrCount
+		cl.logStderr(&n, []byte("/a.php"), line)
+		cl.stderrDropped(&n, []byte("/a.php"))
+	}
+	notices := strings.Count(log.String(), "stderr lines not logged")
+	if c := strings.Count(log.String(), "\n"); c > 2*stderrLinesPerSecond+2 || notices == 0 || notices > 2 {
+		t.Errorf("%d log lines, %d notices, for 1000 requests' stderr in a second or two; bound %d lines/s and 1 notice/s", c, notices, stderrLinesPerSecond)
+	}
+}
