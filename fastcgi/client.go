@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,10 +38,11 @@ type Client struct {
 
 	root      *os.Root
 	rootPath  string // absolute
+	realRoot  string // rootPath with its symbolic links resolved
 	script    Script // Options.Script resolved; Filename "" without one
 	splitPath []string
 	index     string
-	noExecs   []string
+	noExecs   []string // Options.NoExec, cleaned: "/uploads", no trailing "/"
 	env       []envVar // Options.Env, sorted
 
 	headerTO, readTO, sendTO time.Duration
@@ -98,10 +100,11 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("fastcgi: index %q: want a file name such as index.php", cl.index)
 	}
 	for _, p := range opts.NoExec {
-		if p == "" || p[0] != '/' || !printable(p) {
-			return nil, fmt.Errorf("fastcgi: no_exec %q: want a URL path prefix such as /uploads/", p)
+		q, err := noExecPrefix(p)
+		if err != nil {
+			return nil, err
 		}
-		cl.noExecs = append(cl.noExecs, p)
+		cl.noExecs = append(cl.noExecs, q)
 	}
 	for k, v := range opts.Env {
 		if k == "" || !printable(k) || strings.ContainsRune(k, '=') || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
@@ -118,6 +121,10 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("fastcgi: root %q: %v", opts.Root, err)
 	}
 	if cl.root, err = os.OpenRoot(cl.rootPath); err != nil {
+		return nil, fmt.Errorf("fastcgi: root: %v", err)
+	}
+	if cl.realRoot, err = filepath.EvalSymlinks(cl.rootPath); err != nil {
+		cl.root.Close()
 		return nil, fmt.Errorf("fastcgi: root: %v", err)
 	}
 	if opts.Script != "" {
@@ -183,6 +190,28 @@ func ParseAddr(s string) (network, addr, authority string, err error) {
 		}
 	}
 	return "tcp", hp, hp, nil
+}
+
+// noExecPrefix checks and cleans a NoExec prefix: an absolute URL path
+// of printable ASCII whose "//" and "." segments are dropped, and its
+// trailing "/" ("/uploads//" and "/uploads/./" are "/uploads"); one
+// holding ".." is refused.
+func noExecPrefix(p string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("fastcgi: no_exec %q: %s; want a URL path prefix such as /uploads/", p, why)
+	}
+	if p == "" || p[0] != '/' {
+		return bad("not an absolute path")
+	}
+	if !printable(p) || strings.ContainsRune(p, '\\') {
+		return bad("a space, control byte, backslash or non-ASCII byte")
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == ".." {
+			return bad(`".." segment`)
+		}
+	}
+	return path.Clean(p), nil
 }
 
 // printable reports whether s is all printable ASCII.

@@ -58,10 +58,14 @@ type Options struct {
 	// "index.php").
 	Index string `yaml:"index"`
 
-	// NoExec lists URL path prefixes under which no script ever runs
-	// ("/wp-content/uploads/"), answered 403. A prefix ending in "/"
-	// matches paths starting with it; one without matches itself and
-	// the paths below it.
+	// NoExec lists directories, as URL path prefixes, in which no script
+	// ever runs ("/wp-content/uploads/"), answered 403. A prefix matches
+	// itself and the paths below it, in any ASCII case; "//", "." and a
+	// trailing "/" are dropped at New, and one with ".." is refused. A
+	// script is refused too when the file, its symbolic links inside
+	// Root resolved, is in such a directory (compared by device and
+	// inode, so that a link, a bind mount or another case on a
+	// case-insensitive file system names it as well).
 	NoExec []string `yaml:"no_exec"`
 
 	// Env adds parameters to every request (APP_ENV: production). They

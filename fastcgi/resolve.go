@@ -3,6 +3,8 @@ package fastcgi
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -129,7 +131,7 @@ func (cl *Client) resolve(path string) (Script, error) {
 			return Script{}, forbidden("dot or empty segment")
 		}
 	}
-	if cl.noExec(name) {
+	if cl.noExecName(name) {
 		return Script{}, forbidden("under a no_exec prefix")
 	}
 	rel := name[1:]
@@ -146,7 +148,69 @@ func (cl *Client) resolve(path string) (Script, error) {
 	case !fi.Mode().IsRegular():
 		return Script{}, notFound("not a regular file")
 	}
+	// Where the file is: its name may reach it through a symbolic link
+	// (or a bind mount) inside the root, or spell a directory in another
+	// case on a case-insensitive file system.
+	real, err := cl.realPath(rel)
+	if err != nil {
+		return Script{}, notFound(err.Error())
+	}
+	if cl.split("/"+real[strings.LastIndexByte(real, '/')+1:]) < 0 {
+		// x.php, a symbolic link to an upload's a.jpg.
+		return Script{}, forbidden("a symbolic link to a file not named as a script")
+	}
+	if cl.noExecDir(real) {
+		return Script{}, forbidden("in a no_exec directory")
+	}
 	return Script{Filename: filepath.Join(cl.rootPath, filepath.FromSlash(rel)), Name: name, PathInfo: info}, nil
+}
+
+// realPath returns the path under the root of the file rel names, its
+// symbolic links resolved; an error if it leads out of the root (which
+// os.Root found it did not, a moment before).
+func (cl *Client) realPath(rel string) (string, error) {
+	full, err := filepath.EvalSymlinks(filepath.Join(cl.rootPath, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", err
+	}
+	r, err := filepath.Rel(cl.realRoot, full)
+	if err != nil || !filepath.IsLocal(r) {
+		return "", errors.New("out of the root")
+	}
+	return filepath.ToSlash(r), nil
+}
+
+// noExecDir reports whether real, a file's path under the root with its
+// links resolved, lies in a NoExec directory: by its name (ASCII case
+// folded), and by device and inode of each directory above it (a bind
+// mount, or a case-insensitive file system's other spelling, names the
+// same directory).
+func (cl *Client) noExecDir(real string) bool {
+	if len(cl.noExecs) == 0 {
+		return false
+	}
+	if cl.noExecName("/" + real) {
+		return true
+	}
+	var dirs []fs.FileInfo
+	for _, p := range cl.noExecs {
+		if fi, err := cl.root.Stat("." + p); err == nil {
+			dirs = append(dirs, fi)
+		}
+	}
+	for d := path.Dir(real); len(dirs) > 0; d = path.Dir(d) {
+		if fi, err := cl.root.Stat(d); err == nil {
+			for _, nd := range dirs {
+				if os.SameFile(fi, nd) {
+					return true
+				}
+			}
+		}
+		if d == "." {
+			break
+		}
+	}
+	return false
 }
 
 // split returns where the script's name ends in path: after the first
@@ -170,14 +234,12 @@ func (cl *Client) split(path string) int {
 	return -1
 }
 
-// noExec reports whether the script name is under a NoExec prefix.
-func (cl *Client) noExec(name string) bool {
+// noExecName reports whether the script name is a NoExec prefix or
+// under one, with ASCII case folded (so that "/Uploads/x.php" is refused
+// wherever "/uploads" could name the same directory).
+func (cl *Client) noExecName(name string) bool {
 	for _, p := range cl.noExecs {
-		if strings.HasSuffix(p, "/") {
-			if strings.HasPrefix(name, p) {
-				return true
-			}
-		} else if name == p || strings.HasPrefix(name, p+"/") {
+		if p == "/" || len(name) >= len(p) && strings.EqualFold(name[:len(p)], p) && (len(name) == len(p) || name[len(p)] == '/') {
 			return true
 		}
 	}

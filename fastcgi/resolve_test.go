@@ -1,6 +1,7 @@
 package fastcgi
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,4 +69,50 @@ func FuzzResolve(f *testing.F) {
 			t.Fatalf("%q: %q is not a regular file", path, real)
 		}
 	})
+}
+
+// TestNoExecResolved: no_exec holds for where the script is, not only
+// for how the URL spells it: a symbolic link or another case to the
+// uploads directory, and a script that is a link into it; prefixes are
+// cleaned at New. An in-root x.php linking to a .jpg runs nothing.
+func TestNoExecResolved(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"uploads/evil.php", "uploads/a.jpg", "ok/run.php"} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("<?php"), 0o644)
+	}
+	os.Symlink("uploads", filepath.Join(root, "u"))
+	os.Symlink("uploads/evil.php", filepath.Join(root, "e.php"))
+	os.Symlink("uploads/a.jpg", filepath.Join(root, "x.php"))
+	os.Symlink("run.php", filepath.Join(root, "ok/link.php"))
+	for _, prefix := range []string{"/uploads/", "/uploads", "/uploads//", "/uploads/./"} {
+		cl, err := New(Options{Options: upstream.Options{Upstreams: []string{"unix:/nonexistent"}, MaxConns: 1},
+			Root: root, NoExec: []string{prefix}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range map[string]error{
+			"/uploads/evil.php": ErrForbidden,
+			"/u/evil.php":       ErrForbidden, // a link to the directory
+			"/e.php":            ErrForbidden, // a link to the script
+			"/UPLOADS/evil.php": ErrForbidden, // another case
+			"/Uploads/x.php":    ErrForbidden,
+			"/x.php":            ErrForbidden, // a link to a.jpg
+			"/ok/run.php":       nil,
+			"/ok/link.php":      nil, // a link to a script outside no_exec
+		} {
+			_, err := cl.resolve(path)
+			if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+				t.Errorf("no_exec %q: %s: got %v, want %v", prefix, path, err, want)
+			}
+		}
+		cl.Close()
+	}
+	for _, bad := range []string{"uploads/", "/a/../uploads/", "/up loads/", `/up\loads`} {
+		if _, err := New(Options{Options: upstream.Options{Upstreams: []string{"unix:/nonexistent"}, MaxConns: 1},
+			Root: root, NoExec: []string{bad}}); err == nil || !strings.Contains(err.Error(), "no_exec") {
+			t.Errorf("no_exec %q: got %v, want an error naming no_exec", bad, err)
+		}
+	}
 }
