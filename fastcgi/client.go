@@ -110,6 +110,10 @@ func New(opts Options) (*Client, error) {
 		if k == "" || !printable(k) || strings.ContainsRune(k, '=') || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
 			return nil, fmt.Errorf("fastcgi: env: invalid variable %q", k)
 		}
+		switch k {
+		case "SCRIPT_FILENAME", "SCRIPT_NAME", "PATH_INFO", "PATH_TRANSLATED", "DOCUMENT_ROOT":
+			return nil, fmt.Errorf("fastcgi: env: %s is set from the script Sluice checked and may not be configured", k)
+		}
 		cl.env = append(cl.env, envVar{k, v})
 	}
 	slices.SortFunc(cl.env, func(a, b envVar) int { return strings.Compare(a.name, b.name) })

@@ -519,3 +519,17 @@ func TestRetryUnreachable(t *testing.T) {
 		t.Errorf("log:\n%s", l)
 	}
 }
+
+// TestEnvWins: a configured env variable wins over the one the request
+// would set (an HTTP_ field, SERVER_NAME), whatever the order PHP-FPM
+// keeps duplicates in: the request's is not sent at all.
+func TestEnvWins(t *testing.T) {
+	s := newSite(t, fpmtest.Options{}, fastcgi.Options{Env: map[string]string{
+		"HTTP_X_CUSTOM": "configured", "SERVER_NAME": "www.example", "APP_ENV": "test"}})
+	resp, body := sluicetest.Get(t, s.srv.URL+"/params.php", "X-Custom", "from-client")
+	for _, want := range []string{"HTTP_X_CUSTOM=configured\n", "SERVER_NAME=www.example\n", "APP_ENV=test\n"} {
+		if resp.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Errorf("want %q; got %d:\n%s", want, resp.StatusCode, body)
+		}
+	}
+}

@@ -68,9 +68,11 @@ type Options struct {
 	// case-insensitive file system names it as well).
 	NoExec []string `yaml:"no_exec"`
 
-	// Env adds parameters to every request (APP_ENV: production). They
-	// cannot replace the request's own parameters, which are sent after
-	// them.
+	// Env adds parameters to every request (APP_ENV: production). One
+	// with the name of a parameter the request sets (HTTPS, SERVER_NAME,
+	// HTTP_X_FORWARDED_PROTO…) replaces it: the request's is not sent.
+	// SCRIPT_FILENAME, SCRIPT_NAME, PATH_INFO, PATH_TRANSLATED and
+	// DOCUMENT_ROOT, which name the script Sluice checked, are refused.
 	Env map[string]string `yaml:"env"`
 
 	// ResponseHeaderTimeout bounds the wait for the response head once

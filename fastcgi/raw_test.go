@@ -227,3 +227,48 @@ func TestStaleConnectionQueued(t *testing.T) {
 		t.Errorf("%d of 160 requests failed; log:\n%s", bad.Load(), log)
 	}
 }
+
+// TestParamsNoDuplicate: buildRequest sends each name once, a configured
+// env variable instead of the request's of the same name.
+func TestParamsNoDuplicate(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.php"))
+	cl, err := New(Options{Options: upstream.Options{Upstreams: []string{"unix:/nonexistent"}, MaxConns: 1}, Root: root,
+		Env: map[string]string{"HTTP_X_A": "conf", "REQUEST_METHOD": "POST", "REDIRECT_STATUS": "201"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var params []byte
+	front := sluicetest.NewServer(t, pipe.Handler(pipe.Pipe(func(c *pipe.Conn) bool {
+		x := getExchange()
+		cl.buildRequest(x, c, &Script{Filename: filepath.Join(root, "a.php"), Name: "/a.php"}, 0, true)
+		params = append([]byte(nil), x.params...)
+		putExchange(x)
+		return c.Error(http.StatusNoContent, "")
+	})))
+	sluicetest.Get(t, front.URL+"/a.php", "X-A", "client")
+	seen := map[string]string{}
+	for p := params; len(p) > 0; {
+		nl, k := pairLen(p)
+		vl, k2 := pairLen(p[k:])
+		p = p[k+k2:]
+		name, value := string(p[:nl]), string(p[nl:nl+vl])
+		p = p[nl+vl:]
+		if _, dup := seen[name]; dup {
+			t.Errorf("%s sent twice", name)
+		}
+		seen[name] = value
+	}
+	if seen["HTTP_X_A"] != "conf" || seen["REQUEST_METHOD"] != "POST" || seen["REDIRECT_STATUS"] != "201" {
+		t.Errorf("params: %v", seen)
+	}
+}
+
+// pairLen reads a name-value pair's length (1 or 4 bytes).
+func pairLen(p []byte) (n, k int) {
+	if p[0]&0x80 == 0 {
+		return int(p[0]), 1
+	}
+	return int(p[0]&0x7f)<<24 | int(p[1])<<16 | int(p[2])<<8 | int(p[3]), 4
+}

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluice-server/sluice/cgi"
@@ -158,9 +160,6 @@ func (cl *Client) logDown(a *upstream.Attempts[*conn]) {
 // write.
 func (cl *Client) buildRequest(x *exchange, c *pipe.Conn, s *Script, length int64, bodyless bool) {
 	p := x.params[:0]
-	for _, e := range cl.env {
-		p = appendPairString(p, e.name, e.value)
-	}
 	m := cgi.Meta{
 		ScriptName:     s.Name,
 		ScriptFilename: s.Filename,
@@ -174,10 +173,20 @@ func (cl *Client) buildRequest(x *exchange, c *pipe.Conn, s *Script, length int6
 	if s.PathInfo != "" {
 		m.PathTranslated = filepath.Join(cl.rootPath, filepath.FromSlash(s.PathInfo))
 	}
+	// Configured env wins: the request's variable of the same name is
+	// not sent, so that PHP-FPM's handling of duplicates never matters.
+	env := cl.env
 	x.scratch = cgi.Vars(c.Request, &m, x.scratch, func(name string, v []byte) {
-		p = appendPair(p, name, v)
+		if len(env) == 0 || !cl.hasEnv(name) {
+			p = appendPair(p, name, v)
+		}
 	})
-	p = appendPairString(p, "REDIRECT_STATUS", "200") // php-cgi's force_cgi_redirect; harmless to PHP-FPM
+	if len(env) == 0 || !cl.hasEnv("REDIRECT_STATUS") {
+		p = appendPairString(p, "REDIRECT_STATUS", "200") // php-cgi's force_cgi_redirect; harmless to PHP-FPM
+	}
+	for _, e := range env {
+		p = appendPairString(p, e.name, e.value)
+	}
 	out := appendBeginRequest(x.out[:0])
 	out = appendStream(out, typeParams, p)
 	out = appendHeader(out, typeParams, 0)
@@ -185,6 +194,12 @@ func (cl *Client) buildRequest(x *exchange, c *pipe.Conn, s *Script, length int6
 		out = appendHeader(out, typeStdin, 0)
 	}
 	x.out, x.params = out, p
+}
+
+// hasEnv reports whether Options.Env sets name.
+func (cl *Client) hasEnv(name string) bool {
+	_, found := slices.BinarySearchFunc(cl.env, name, func(e envVar, n string) int { return strings.Compare(e.name, n) })
+	return found
 }
 
 // roundTrip sends x's request on uc, with body, and passes the response
