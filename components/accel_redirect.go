@@ -43,7 +43,11 @@ type AccelRedirectOptions struct {
 
 	// Sendfile lists the absolute directories an X-Sendfile field (an
 	// absolute file name, as Apache's mod_xsendfile and lighttpd take it)
-	// may name files under.
+	// may name files under. Neither a Locations directory nor a Sendfile
+	// one may be (or link to) the file system's root or a system
+	// directory (/etc, /var, /home, /usr…): New refuses them. Keep them
+	// out of the PHP root too, whose scripts hold the site's secrets
+	// (wp-config.php); that is not checked.
 	Sendfile []string `yaml:"sendfile"`
 
 	// Logger receives a line for every field refused. Nil means
@@ -134,11 +138,23 @@ func NewAccelRedirect(opts AccelRedirectOptions) (pipe.Component, error) {
 	return a, nil
 }
 
+// systemDirs are the roots accel_redirect refuses to serve from: the
+// file system's root and the directories of the system's own files.
+var systemDirs = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc",
+	"/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var"}
+
 // accelServer opens the files server of one root: no index files, no
 // listings, dotfiles hidden.
 func accelServer(dir string) (*files.Server, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("directory %q is not absolute", dir)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("directory %s: %w", dir, err)
+	}
+	if real = filepath.Clean(real); slices.Contains(systemDirs, real) {
+		return nil, fmt.Errorf("directory %s is %s, a system directory: an application could hand out any file under it; name the directory of the files it may send", dir, real)
 	}
 	srv, err := files.New(dir, files.Options{Index: []string{}})
 	if err != nil {

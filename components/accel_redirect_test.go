@@ -180,6 +180,9 @@ func TestAccelRedirectRefuses(t *testing.T) {
 
 func TestAccelRedirectOptions(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.Symlink("/", filepath.Join(dir, "root-link")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		opts AccelRedirectOptions
 		want string
@@ -190,6 +193,11 @@ func TestAccelRedirectOptions(t *testing.T) {
 		{AccelRedirectOptions{Locations: map[string]string{"/a/../": dir}}, "must be a canonical path"},
 		{AccelRedirectOptions{Locations: map[string]string{"/p/": "relative"}}, "not absolute"},
 		{AccelRedirectOptions{Sendfile: []string{dir + "/missing"}}, "missing"},
+		{AccelRedirectOptions{Sendfile: []string{"/"}}, "system directory"},
+		{AccelRedirectOptions{Sendfile: []string{"/etc/"}}, "system directory"},
+		{AccelRedirectOptions{Sendfile: []string{"/var/./"}}, "system directory"},
+		{AccelRedirectOptions{Locations: map[string]string{"/p/": "/"}}, "system directory"},
+		{AccelRedirectOptions{Sendfile: []string{dir + "/root-link"}}, "system directory"},
 	} {
 		_, err := NewAccelRedirect(tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
