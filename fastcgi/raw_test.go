@@ -272,3 +272,32 @@ func pairLen(p []byte) (n, k int) {
 	}
 	return int(p[0]&0x7f)<<24 | int(p[1])<<16 | int(p[2])<<8 | int(p[3]), 4
 }
+
+// TestHealthCheckHead: the active check reads the response head as the
+// data path does (cgi.ParseHead): a Status field in any case counts,
+// and a malformed head fails.
+func TestHealthCheckHead(t *testing.T) {
+	for _, tc := range []struct {
+		head string
+		want bool
+	}{
+		{"Content-Type: text/plain\r\n\r\npong", true},
+		{"Status: 204\r\n\r\n", true},
+		{"STATUS: 500\r\nContent-Type: text/plain\r\n\r\n", false},
+		{"status: 503 Unavailable\r\nContent-Type: text/plain\r\n\r\n", false},
+		{"Content-Type: text/plain\r\nBad Field\r\n\r\n", false},
+		{"Content-Type: text/plain\r\n", false}, // no end of head
+	} {
+		srv := newRawServer(t, rec(6, 1, tc.head, 0)+end(0, 0), true)
+		root := t.TempDir()
+		cl, err := New(Options{Options: upstream.Options{Upstreams: []string{srv.addr}, MaxConns: 1,
+			Health: upstream.Health{Path: "/ping", Interval: time.Hour}}, Root: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cl.check(cl.grp.Hosts[0]); got != tc.want {
+			t.Errorf("%q: check %v, want %v", tc.head, got, tc.want)
+		}
+		cl.Close()
+	}
+}

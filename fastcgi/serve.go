@@ -187,13 +187,20 @@ func (cl *Client) buildRequest(x *exchange, c *pipe.Conn, s *Script, length int6
 	for _, e := range env {
 		p = appendPairString(p, e.name, e.value)
 	}
-	out := appendBeginRequest(x.out[:0])
-	out = appendStream(out, typeParams, p)
+	x.out, x.params = appendRequest(x.out[:0], p, bodyless), p
+}
+
+// appendRequest appends a request's records to out: BEGIN_REQUEST, the
+// PARAMS stream params and its end, and for a request without a body
+// the empty STDIN record that ends it.
+func appendRequest(out, params []byte, bodyless bool) []byte {
+	out = appendBeginRequest(out)
+	out = appendStream(out, typeParams, params)
 	out = appendHeader(out, typeParams, 0)
 	if bodyless {
 		out = appendHeader(out, typeStdin, 0)
 	}
-	x.out, x.params = out, p
+	return out
 }
 
 // hasEnv reports whether Options.Env sets name.
@@ -504,8 +511,8 @@ func answer(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
 
 // check sends one active health check to u: a GET of Health.Path (such
 // as PHP-FPM's ping.path) on a connection of its own; it passes when the
-// response head is valid and its status (200 without a Status field) is
-// Health.Expect, or any 2xx.
+// response head is valid (cgi.ParseHead, as for a request) and its
+// status (200 without a Status field) is Health.Expect, or any 2xx.
 func (cl *Client) check(u *host) bool {
 	hc := cl.set.Health
 	deadline := time.Now().Add(hc.Timeout)
@@ -525,11 +532,7 @@ func (cl *Client) check(u *host) bool {
 	} {
 		p = appendPairString(p, kv[0], kv[1])
 	}
-	req := appendBeginRequest(nil)
-	req = appendStream(req, typeParams, p)
-	req = appendHeader(req, typeParams, 0)
-	req = appendHeader(req, typeStdin, 0)
-	if _, err := nc.Write(req); err != nil {
+	if _, err := nc.Write(appendRequest(nil, p, true)); err != nil {
 		return false
 	}
 	var rr recordReader
@@ -555,48 +558,17 @@ func (cl *Client) check(u *host) bool {
 	if end < 0 || rr.protocolStatus != statusRequestComplete {
 		return false
 	}
-	status := 200
-	for line := range splitLines(head[:end]) {
-		if len(line) > 7 && (line[:7] == "Status:" || line[:7] == "status:") {
-			v := line[7:]
-			for len(v) > 0 && v[0] == ' ' {
-				v = v[1:]
-			}
-			if len(v) < 3 {
-				return false
-			}
-			if status, err = strconv.Atoi(v[:3]); err != nil {
-				return false
-			}
-		}
+	status, err := cgi.ParseHead(head[:end], func(string, string) {})
+	switch {
+	case err != nil:
+		return false
+	case status == 0:
+		status = http.StatusOK
 	}
 	if hc.Expect != 0 {
 		return status == hc.Expect
 	}
 	return status >= 200 && status < 300
-}
-
-// splitLines yields the lines of a CGI head, without their line ends.
-func splitLines(b []byte) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for len(b) > 0 {
-			i := 0
-			for i < len(b) && b[i] != '\n' {
-				i++
-			}
-			line := string(b[:i])
-			if len(line) > 0 && line[len(line)-1] == '\r' {
-				line = line[:len(line)-1]
-			}
-			if !yield(line) {
-				return
-			}
-			if i == len(b) {
-				return
-			}
-			b = b[i+1:]
-		}
-	}
 }
 
 // reportCheck logs a change of u's health the active checks found.
