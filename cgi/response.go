@@ -432,7 +432,7 @@ func (x *run) fail(w pipe.Writer, status int, msg string) error {
 		x.c.Header().Set("Connection", "close")
 	}
 	x.g.log.Warn("cgi: "+msg, "script", x.scriptName, "status", status)
-	return answer(x.c, w, status, msg)
+	return Answer(x.c, w, status, msg)
 }
 
 // failBody answers a request whose body could not be read: 413 for one
@@ -449,8 +449,11 @@ func (x *run) failBody(w pipe.Writer) error {
 	return x.bodyErr
 }
 
-// answer writes a plain-text error response from a Content.
-func answer(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
+// Answer writes a plain-text error response of status with msg (a
+// fixed text: nothing from the request), as the gateways (cgi, fastcgi)
+// answer what went wrong before any of the response was sent. It
+// returns w's error.
+func Answer(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
 	h := c.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")

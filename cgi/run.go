@@ -67,7 +67,7 @@ func (g *Gateway) serve(c *pipe.Conn, w pipe.Writer, t target) error {
 		spool, err := SpoolBody(r.Body, g.maxBody)
 		switch {
 		case BodyTooLarge(err):
-			return answer(c, w, http.StatusRequestEntityTooLarge, "request body too large for CGI")
+			return Answer(c, w, http.StatusRequestEntityTooLarge, "request body too large for CGI")
 		case err != nil:
 			return err // the client went away or was too slow
 		}
@@ -79,13 +79,13 @@ func (g *Gateway) serve(c *pipe.Conn, w pipe.Writer, t target) error {
 
 	if status, msg := g.admit(); status != 0 {
 		c.Header().Set("Retry-After", "1")
-		return answer(c, w, status, msg)
+		return Answer(c, w, status, msg)
 	}
 	x := &run{g: g, c: c, scriptName: t.scriptName}
 	if err := x.start(t.script, g.environ(r, c.Value("user"), t, length), in); err != nil {
 		g.done(x)
 		g.log.Error("cgi: cannot run program", "script", t.scriptName, "err", err)
-		return answer(c, w, http.StatusInternalServerError, "cannot run CGI program")
+		return Answer(c, w, http.StatusInternalServerError, "cannot run CGI program")
 	}
 	err := x.respond(w)
 	x.end()

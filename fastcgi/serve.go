@@ -45,7 +45,7 @@ func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		sp, err := cgi.SpoolBody(r.Body, cl.maxBody)
 		switch {
 		case cgi.BodyTooLarge(err):
-			return answer(c, w, http.StatusRequestEntityTooLarge, "request body too large")
+			return cgi.Answer(c, w, http.StatusRequestEntityTooLarge, "request body too large")
 		case err != nil:
 			return err // the client went away or was too slow
 		}
@@ -134,14 +134,14 @@ attempts:
 	}
 	switch err := a.Err(); {
 	case err == upstream.ErrNoUpstream:
-		return answer(c, w, http.StatusServiceUnavailable, "no upstream available")
+		return cgi.Answer(c, w, http.StatusServiceUnavailable, "no upstream available")
 	case err != nil:
 		c.Header().Set("Retry-After", "1")
-		return answer(c, w, http.StatusServiceUnavailable, "upstreams busy")
+		return cgi.Answer(c, w, http.StatusServiceUnavailable, "upstreams busy")
 	case last == nil:
-		return answer(c, w, http.StatusBadGateway, "no upstream")
+		return cgi.Answer(c, w, http.StatusBadGateway, "no upstream")
 	}
-	return answer(c, w, last.status, last.msg)
+	return cgi.Answer(c, w, last.status, last.msg)
 }
 
 // logDown logs an upstream that a's last failure marked down under the
@@ -496,17 +496,6 @@ func (w *goneWatch) stop() bool {
 	}
 	<-w.exited
 	return w.fired
-}
-
-// answer writes a plain-text error response.
-func answer(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
-	h := c.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.SetContentLength(-1)
-	c.SetStatus(status)
-	_, err := io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+msg+"\n")
-	return err
 }
 
 // check sends one active health check to u: a GET of Health.Path (such
