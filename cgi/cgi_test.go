@@ -340,7 +340,8 @@ func TestResponseHeader(t *testing.T) {
 		{"no blank line", `Content-Type: text/plain\n`, 502, nil, ""},
 		{"no CGI field", `X-Only: 1\n\nbody`, 502, map[string]string{"X-Only": ""}, ""},
 		{"bad status", `Status: abc\nContent-Type: text/plain\n\n`, 502, nil, ""},
-		{"interim status", `Status: 100 Continue\n\n`, 502, nil, ""},
+		{"interim status, ignored", `Status: 103 Early Hints\nLink: </a.css>; rel=preload\nContent-Type: text/plain\n\nbody`,
+			200, map[string]string{"Link": "</a.css>; rel=preload"}, "body"},
 		{"space before colon", `Content-Type : text/plain\n\n`, 502, nil, ""},
 		{"folded line", `Content-Type: text/plain\n folded\n\n`, 502, nil, ""},
 	}

@@ -46,7 +46,7 @@
 // # Responses
 //
 // Response header handling (RFC 3875 §6): "Status: 404 Not Found" sets
-// the status; a Location without a Status answers 302 with that Location
+// the status (a 1xx is not a final status and is ignored); a Location without a Status answers 302 with that Location
 // — for a local path too (§6.2.2 allows a server to answer a local
 // redirect as a client redirect: a component cannot re-run the request
 // through the server's other routes); hop-by-hop fields are dropped, the

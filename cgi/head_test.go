@@ -38,11 +38,15 @@ func TestParseHead(t *testing.T) {
 		{"Content-Type: a\r\nX\x01Y: b\r\n", ""},                              //
 		{"Content-Type: a\r\n: b\r\n", ""},                                    // no name
 		{"Content-Type: a\r\nno colon\r\n", ""},                               //
-		{"Status: 99\r\n", ""},                                                // out of range
-		{"Status: 600\r\n", ""},                                               //
-		{"Status: abc\r\n", ""},                                               //
-		{"Location:\r\n", ""},                                                 // empty Location
-		{" Content-Type: a\r\n", ""},                                          // obsolete line folding
+		{"Status: 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nContent-Type: text/html\r\n", "0|Link: </a.css>; rel=preload|Content-Type: text/html"}, // 1xx: not a final status, ignored
+		{"Status: 100 Continue\r\nContent-Type: a\r\n", "0|Content-Type: a"},
+		{"Status: 101\r\nContent-Type: a\r\n", "0|Content-Type: a"},
+		{"Status: 103\r\nLocation: /x\r\n", "302|Location: /x"},
+		{"Status: 99\r\n", ""},       // out of range
+		{"Status: 600\r\n", ""},      //
+		{"Status: abc\r\n", ""},      //
+		{"Location:\r\n", ""},        // empty Location
+		{" Content-Type: a\r\n", ""}, // obsolete line folding
 	} {
 		got, err := parseHead(tc.head)
 		if tc.want == "" {

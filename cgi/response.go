@@ -294,8 +294,8 @@ func ApplyHead(c *pipe.Conn, head []byte, added *[]string) error {
 // line must be a field (a token, a colon, a value), and one of
 // Content-Type, Location or Status must be there. It calls field for
 // each field to pass on, in order, and returns the status: the Status
-// field's (200 to 599), 302 for a Location without one (RFC 3875's local
-// redirect is answered as a client redirect), or 0. Status itself,
+// field's (200 to 599; a 1xx, such as PHP's 103, is not a final status
+// and is ignored), 302 for a Location without one, or 0. Status itself,
 // hop-by-hop fields and Trailer are not passed on; two Content-Length
 // fields that differ are an error, the same one twice is passed once;
 // bytes a field value may not hold become spaces. The error says what is
@@ -324,10 +324,15 @@ func ParseHead(head []byte, field func(name, value string)) (status int, err err
 		switch {
 		case httpgrammar.EqualFold(nameB, "Status"):
 			code, err := strconv.Atoi(string(bytes.TrimSpace(bytes.SplitN(valueB, []byte(" "), 2)[0])))
-			if err != nil || code < 200 || code > 599 {
+			if err != nil || code < 100 || code > 599 {
 				return 0, fmt.Errorf("invalid Status %q", clip(valueB))
 			}
-			status, cgiField = code, true
+			if cgiField = true; code >= 200 {
+				status = code
+			}
+			// A 1xx is not a final status, and a CGI response has one
+			// head: it is ignored (103's Link fields pass on with the
+			// response, as the final status's).
 			continue
 		case httpgrammar.EqualFold(nameB, "Location"):
 			if len(valueB) == 0 {

@@ -533,3 +533,14 @@ func TestEnvWins(t *testing.T) {
 		}
 	}
 }
+
+// TestInterimStatus: a script that sets a 1xx status (103 Early Hints)
+// gets its response through as 200, Link field and body, not a 502.
+func TestInterimStatus(t *testing.T) {
+	s := newSite(t, fpmtest.Options{}, fastcgi.Options{})
+	write(t, filepath.Join(s.root, "hints.php"), `<?php http_response_code(103); header('Link: </a.css>; rel=preload'); echo "hinted";`)
+	resp, body := sluicetest.Get(t, s.srv.URL+"/hints.php")
+	if resp.StatusCode != 200 || body != "hinted" || resp.Header.Get("Link") != "</a.css>; rel=preload" {
+		t.Errorf("got %d %q %v; log:\n%s", resp.StatusCode, body, resp.Header, s.log)
+	}
+}
