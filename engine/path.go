@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 
 	"github.com/sluice-server/sluice/httpgrammar"
 )
@@ -123,4 +124,18 @@ func appendDecoded(dst, s []byte) ([]byte, error) {
 		dst = append(dst, c)
 	}
 	return dst, nil
+}
+
+// CanonicalPath returns the canonical form of raw, a percent-encoded
+// absolute path (no query), by the rules Request.Path follows: decoded,
+// "//" merged, "." and ".." removed; an encoded '/', a decoded NUL or a
+// ".." above the root is an error. It is for a path that did not come
+// from the request line, such as a CGI program's local redirect
+// (RFC 3875 §6.2.2), that must be held to the same rules. The result is
+// a new slice.
+func CanonicalPath(raw []byte) ([]byte, error) {
+	if len(raw) == 0 || raw[0] != '/' {
+		return nil, errors.New("not an absolute path")
+	}
+	return canonicalPath(nil, raw)
 }

@@ -209,3 +209,23 @@ func BenchmarkCanonicalPath(b *testing.B) {
 		})
 	}
 }
+
+// TestCanonicalPathExported: CanonicalPath holds a path from elsewhere
+// (a CGI local redirect) to the request line's rules.
+func TestCanonicalPathExported(t *testing.T) {
+	for raw, want := range map[string]string{
+		"/a/../b":   "/b",
+		"/a//b/./c": "/a/b/c",
+		"/a%20b/":   "/a b/",
+		"/%2e%2e/x": "", // above the root
+		"/a%2Fb":    "", // an encoded slash
+		"/a%00":     "", // NUL
+		"a/b":       "", // not absolute
+		"":          "",
+	} {
+		got, err := CanonicalPath([]byte(raw))
+		if want == "" && err == nil || want != "" && (err != nil || string(got) != want) {
+			t.Errorf("%q: got %q, %v; want %q", raw, got, err, want)
+		}
+	}
+}

@@ -49,6 +49,8 @@ type Client struct {
 	maxHead                  int
 	maxBody                  int64
 
+	redirect func(*pipe.Conn) bool // Options.LocalRedirect, or Handle
+
 	rate     stderrRate   // stderr lines logged this second
 	resolved resolveCache // Resolve's results
 }
@@ -83,6 +85,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if cl.log == nil {
 		cl.log = slog.Default()
+	}
+	if cl.redirect = opts.LocalRedirect; cl.redirect == nil {
+		cl.redirect = cl.Handle
 	}
 	if len(cl.splitPath) == 0 {
 		cl.splitPath = DefaultSplitPath

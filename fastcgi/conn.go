@@ -3,6 +3,7 @@ package fastcgi
 import (
 	"bytes"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +68,7 @@ type lastHead struct {
 	raw    []byte
 	fields []headField
 	status int
+	local  string // the Location of a local redirect (RFC 3875 §6.2.2), or ""
 }
 
 type headField struct{ name, value string }
@@ -85,13 +87,23 @@ func (l *lastHead) apply(c *pipe.Conn, head []byte) error {
 		}
 		return nil
 	}
-	l.raw, l.fields = l.raw[:0], l.fields[:0]
+	l.raw, l.fields, l.local = l.raw[:0], l.fields[:0], ""
 	status, err := cgi.ParseHead(head, func(name, value string) {
 		l.fields = append(l.fields, headField{name, value})
 	})
 	if err != nil {
 		l.raw = nil
 		return err
+	}
+	if status == 302 && !hasStatusField(head) {
+		for _, f := range l.fields {
+			if f.name == "Location" || strings.EqualFold(f.name, "Location") {
+				if len(f.value) > 0 && f.value[0] == '/' && !strings.HasPrefix(f.value, "//") && !strings.HasPrefix(f.value, "/\\") {
+					l.local = f.value
+				}
+				break
+			}
+		}
 	}
 	for _, f := range l.fields {
 		h.Add(f.name, f.value)
@@ -106,6 +118,22 @@ func (l *lastHead) apply(c *pipe.Conn, head []byte) error {
 		l.raw = nil
 	}
 	return nil
+}
+
+// hasStatusField reports whether a response head has a Status line.
+func hasStatusField(head []byte) bool {
+	for len(head) > 0 {
+		line := head
+		if i := bytes.IndexByte(head, '\n'); i >= 0 {
+			line, head = head[:i], head[i+1:]
+		} else {
+			head = nil
+		}
+		if len(line) >= 7 && strings.EqualFold(string(line[:7]), "Status:") {
+			return true
+		}
+	}
+	return false
 }
 
 // getConn returns an idle connection to u, or dials a new one within
@@ -193,6 +221,7 @@ type exchange struct {
 	rbuf    []byte // the response, as read
 	head    []byte // the response head, gathered across records
 	rr      recordReader
+	local   string // the Location of a local redirect the response was
 
 	cl      *Client
 	c       *pipe.Conn
@@ -234,6 +263,6 @@ func putExchange(x *exchange) {
 	}
 	x.out, x.params, x.head = x.out[:0], x.params[:0], x.head[:0]
 	x.rr = recordReader{}
-	x.cl, x.c, x.script = nil, nil, Script{}
+	x.cl, x.c, x.script, x.local = nil, nil, Script{}, ""
 	exchanges.Put(x)
 }

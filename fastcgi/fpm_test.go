@@ -544,3 +544,49 @@ func TestInterimStatus(t *testing.T) {
 		t.Errorf("got %d %q %v; log:\n%s", resp.StatusCode, body, resp.Header, s.log)
 	}
 }
+
+// TestLocalRedirect: a Location that is a path, without Status (RFC 3875
+// §6.2.2; PHP sends none with header('Location: /x', true, 200)), runs
+// the path's script as a GET without a body, within the request; a
+// Status with it stays a client redirect; a loop ends in 500 after 10
+// hops; a Location that leaves the root or holds a control byte is 502.
+func TestLocalRedirect(t *testing.T) {
+	s := newSite(t, fpmtest.Options{}, fastcgi.Options{})
+	for name, body := range map[string]string{
+		"local.php":  `<?php file_put_contents(__DIR__ . '/local-ran', 'x', FILE_APPEND); header('Location: /params.php/p?q=1', true, 200); echo "dropped";`,
+		"loop.php":   `<?php header('Location: /loop.php', true, 200);`,
+		"above.php":  `<?php header('Location: /%2e%2e/etc/passwd', true, 200);`,
+		"ctl.php":    `<?php header('Location: /a%0a.php', true, 200);`,
+		"twice.php":  `<?php header('Location: /local.php', true, 200);`,
+		"client.php": `<?php header('Location: /hello.php');`, // PHP adds Status: 302
+	} {
+		write(t, filepath.Join(s.root, name), body)
+	}
+	resp, body := sluicetest.RoundTrip(t, s.srv.Addr, "POST /local.php HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody")
+	for _, want := range []string{"SCRIPT_NAME=/params.php\n", "PATH_INFO=/p\n", "REQUEST_URI=/params.php/p?q=1\n", "QUERY_STRING=q=1\n",
+		"REQUEST_METHOD=GET\n", "CONTENT_LENGTH=(unset)\n", "CONTENT_TYPE=(unset)\n"} {
+		if resp.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Errorf("local redirect: want %q; got %d %v:\n%s", want, resp.StatusCode, resp.Header, body)
+		}
+	}
+	if strings.Contains(body, "dropped") || resp.Header.Get("Location") != "" {
+		t.Errorf("the redirecting response leaked: %v %q", resp.Header, body)
+	}
+	if resp, body := sluicetest.Get(t, s.srv.URL+"/twice.php"); resp.StatusCode != 200 || !strings.Contains(body, "SCRIPT_NAME=/params.php") {
+		t.Errorf("two hops: got %d %q", resp.StatusCode, body)
+	}
+	if resp, _ := sluicetest.Get(t, s.srv.URL+"/client.php"); resp.StatusCode != 302 || resp.Header.Get("Location") != "/hello.php" {
+		t.Errorf("with Status: got %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, _ := sluicetest.Get(t, s.srv.URL+"/loop.php"); resp.StatusCode != 500 || !strings.Contains(s.log.String(), "too many local redirects") {
+		t.Errorf("loop: got %d; log:\n%s", resp.StatusCode, s.log)
+	}
+	for _, p := range []string{"/above.php", "/ctl.php"} {
+		if resp, _ := sluicetest.Get(t, s.srv.URL+p); resp.StatusCode != 502 || !strings.Contains(s.log.String(), "invalid local redirect") {
+			t.Errorf("%s: got %d; log:\n%s", p, resp.StatusCode, s.log)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.root, "local-ran")); len(b) != 2 {
+		t.Errorf("local.php ran %d times, want 2", len(b))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/upstream"
 )
 
@@ -100,6 +101,18 @@ type Options struct {
 	// whatever their size (the server's body limit applies). Default 8
 	// MiB.
 	MaxBody int64 `yaml:"max_body"`
+
+	// LocalRedirect handles a request again for a local redirect (RFC
+	// 3875 §6.2.2: a response whose Location is a path on this server,
+	// "/login?next=x", without a Status field): the request, its path,
+	// query and target replaced by the Location's and made a GET (HEAD
+	// stays HEAD) without a body, is passed to it within the content
+	// phase, and the Content it sets up (pipe.Conn.SetContent, or Error)
+	// is written as the response. nil is the Client's own Handle. A
+	// component built on the Client that picks scripts itself sets its
+	// own Handle (package php does). At most 10 hops are followed; then
+	// 500.
+	LocalRedirect func(c *pipe.Conn) bool `yaml:"-"`
 
 	// Logger receives upstream failures and the application's stderr
 	// (FCGI_STDERR, rate-limited); nil is slog.Default().

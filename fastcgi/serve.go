@@ -1,6 +1,7 @@
 package fastcgi
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/cgi"
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/upstream"
 )
@@ -110,6 +113,9 @@ attempts:
 		}
 		if f == nil {
 			a.Done()
+			if x.local != "" {
+				return cl.localRedirect(c, w, x.local)
+			}
 			return nil
 		}
 		if f.err == errClientGone {
@@ -142,6 +148,57 @@ attempts:
 		return cgi.Answer(c, w, http.StatusBadGateway, "no upstream")
 	}
 	return cgi.Answer(c, w, last.status, last.msg)
+}
+
+// maxLocalRedirects bounds the local redirects one request follows.
+const maxLocalRedirects = 10
+
+// redirectsKey is the pipe.Conn value counting a request's local
+// redirects.
+const redirectsKey = "fastcgi.local_redirects"
+
+// localRedirect answers a local redirect (RFC 3875 §6.2.2: a Location
+// that is a path, without Status): the request is handled again for
+// that path, as a GET (HEAD stays HEAD) without a body, by
+// Options.LocalRedirect (the Client's own Handle by default), and what
+// that sets up is written to w. The path is held to the request line's
+// rules (engine.CanonicalPath, no control byte); after
+// maxLocalRedirects hops the answer is 500. The request is as it came
+// once the response is written.
+func (cl *Client) localRedirect(c *pipe.Conn, w pipe.Writer, loc string) error {
+	r := c.Request
+	hops, _ := strconv.Atoi(c.Value(redirectsKey))
+	if hops >= maxLocalRedirects {
+		cl.log.Error("fastcgi: too many local redirects", "path", escape(r.Path), "location", escape([]byte(loc)), "hops", hops)
+		return cgi.Answer(c, w, http.StatusInternalServerError, "too many local redirects")
+	}
+	raw, query, _ := strings.Cut(loc, "?")
+	p, err := engine.CanonicalPath([]byte(raw))
+	if err == nil && bytes.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		err = errors.New("control byte in the path")
+	}
+	if err != nil {
+		cl.log.Warn("fastcgi: invalid local redirect", "path", escape(r.Path), "location", escape([]byte(loc)), "err", err)
+		return cgi.Answer(c, w, http.StatusBadGateway, "invalid local redirect")
+	}
+	c.SetValue(redirectsKey, strconv.Itoa(hops+1))
+	saved := *r
+	defer func() { *r = saved }()
+	if !r.IsMethod("HEAD") {
+		r.Method = []byte("GET")
+	}
+	r.Target, r.RawPath, r.Path, r.Query = []byte(loc), []byte(raw), p, []byte(query)
+	r.ContentLength = 0
+	r.Fields = slices.DeleteFunc(slices.Clone(r.Fields), func(f engine.Field) bool {
+		return httpgrammar.EqualFold(f.Name, "Content-Type") || httpgrammar.EqualFold(f.Name, "Content-Length") ||
+			httpgrammar.EqualFold(f.Name, "Transfer-Encoding")
+	})
+	c.SetContent(nil)
+	cl.redirect(c)
+	if content := c.Content(); content != nil {
+		return content(w)
+	}
+	return nil
 }
 
 // logDown logs an upstream that a's last failure marked down under the
@@ -380,6 +437,15 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 					}
 					s := c.Status()
 					bodyless = s == http.StatusNoContent || s == http.StatusNotModified
+					if uc.last.local != "" {
+						// A local redirect: nothing of it goes to the client;
+						// serve runs the new path once the exchange ends.
+						x.local, bodyless = uc.last.local, true
+						for _, f := range uc.last.fields {
+							c.Header().Del(f.name)
+						}
+						c.SetStatus(0)
+					}
 					data = rest
 				}
 				if len(data) > 0 && !bodyless {

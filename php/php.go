@@ -179,6 +179,10 @@ func New(opts Options) (*Site, error) {
 		return nil, fmt.Errorf("php: static: %w", err)
 	}
 	var err error
+	// A local redirect from a script runs this Site's try logic again for
+	// its path: a static file, a directory's index or the front
+	// controller, as a request for it would.
+	opts.Options.LocalRedirect = s.Handle
 	if s.cl, err = fastcgi.New(opts.Options); err != nil {
 		return nil, err
 	}

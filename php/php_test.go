@@ -546,3 +546,23 @@ func TestAccelRedirect(t *testing.T) {
 		t.Errorf("no field: %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestLocalRedirect: a script's local redirect (a Location path without
+// Status) runs the php shortcut's try logic again for the new path: a
+// static file is served, a pretty permalink goes to the front
+// controller, a dotfile stays refused.
+func TestLocalRedirect(t *testing.T) {
+	s := newSite(t, php.Options{}, false)
+	writeTree(t, s.root, map[string]string{"go.php": `<?php header('Location: ' . $_GET['to'], true, 200); echo "dropped";`})
+	if resp, body := sluicetest.Get(t, s.url+"/go.php?to=/static.txt"); resp.StatusCode != 200 || body != "static text\n" {
+		t.Errorf("to a static file: got %d %q", resp.StatusCode, body)
+	}
+	resp, body := sluicetest.Get(t, s.url+"/go.php?to=/pretty/permalink%3Fp=1")
+	var got ran
+	if err := json.Unmarshal([]byte(body), &got); resp.StatusCode != 200 || err != nil || got.Script != "/index.php" || got.URI != "/pretty/permalink?p=1" || got.Get["p"] != "1" {
+		t.Errorf("to a permalink: got %d %q", resp.StatusCode, body)
+	}
+	if resp, body := sluicetest.Get(t, s.url+"/go.php?to=/.env"); resp.StatusCode != 404 || strings.Contains(body, "secret") {
+		t.Errorf("to a dotfile: got %d %q", resp.StatusCode, body)
+	}
+}

@@ -302,3 +302,8 @@ type noCopy struct{}
 
 func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
+
+// Content returns the Content set by SetContent (or by Error), nil if
+// none: for a source that re-runs a component's Handle within its own
+// content phase (a FastCGI local redirect) and writes what it set.
+func (c *Conn) Content() Content { return c.content }
