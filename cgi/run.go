@@ -59,22 +59,17 @@ type run struct {
 func (g *Gateway) serve(c *pipe.Conn, w pipe.Writer, t target) error {
 	r := c.Request
 	var in input
-	length := r.ContentLength
+	body, length, spool, err := ReadBody(r, g.maxBody)
 	switch {
-	case length > 0:
-		in.stream = io.LimitReader(r.Body, length)
-	case length < 0: // chunked: RFC 3875 needs CONTENT_LENGTH, so read it all
-		spool, err := SpoolBody(r.Body, g.maxBody)
-		switch {
-		case BodyTooLarge(err):
-			return Answer(c, w, http.StatusRequestEntityTooLarge, "request body too large for CGI")
-		case err != nil:
-			return err // the client went away or was too slow
-		}
+	case BodyTooLarge(err):
+		return Answer(c, w, http.StatusRequestEntityTooLarge, "request body too large for CGI")
+	case err != nil:
+		return err // the client went away or was too slow
+	case spool != nil: // chunked: RFC 3875 needs CONTENT_LENGTH, so it was read whole
 		defer spool.Close()
-		if length = spool.n; length > 0 {
-			in.spool = spool
-		}
+		in.spool = spool
+	case body != nil:
+		in.stream = io.LimitReader(body, length)
 	}
 
 	if status, msg := g.admit(); status != 0 {
@@ -87,7 +82,7 @@ func (g *Gateway) serve(c *pipe.Conn, w pipe.Writer, t target) error {
 		g.log.Error("cgi: cannot run program", "script", t.scriptName, "err", err)
 		return Answer(c, w, http.StatusInternalServerError, "cannot run CGI program")
 	}
-	err := x.respond(w)
+	err = x.respond(w)
 	x.end()
 	return err
 }

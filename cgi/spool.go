@@ -1,6 +1,8 @@
 package cgi
 
 import (
+	"github.com/sluice-server/sluice/engine"
+
 	"bytes"
 	"errors"
 	"io"
@@ -141,4 +143,29 @@ func (s *Spool) Close() {
 		spoolStats.disk.Add(-s.disk)
 		s.file = nil
 	}
+}
+
+// ReadBody readies r's body for a gateway that must send its length
+// (CONTENT_LENGTH): one with a Content-Length is r.Body as it is, read
+// by the caller up to length; a chunked one is read whole into a Spool
+// of at most limit bytes (SpoolBody). It returns the body (nil when
+// there is none), its length, and the Spool, which the caller closes
+// (nil unless the body was chunked and not empty; the body then reads
+// it). Its errors are SpoolBody's: BodyTooLarge (answer 413), or the
+// client's, which went away or was too slow.
+func ReadBody(r *engine.Request, limit int64) (body io.Reader, length int64, spool *Spool, err error) {
+	switch length = r.ContentLength; {
+	case length > 0:
+		return r.Body, length, nil, nil
+	case length == 0:
+		return nil, 0, nil, nil
+	}
+	if spool, err = SpoolBody(r.Body, limit); err != nil {
+		return nil, 0, nil, err
+	}
+	if spool.Len() == 0 {
+		spool.Close()
+		return nil, 0, nil, nil
+	}
+	return spool.Reader(), spool.Len(), spool, nil
 }

@@ -4,6 +4,7 @@ package cgi
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -100,5 +102,45 @@ func TestChunkedBodySpooled(t *testing.T) {
 	}) {
 		t.Errorf("after the clients left: %d spool files, %d bytes on disk, %d in memory",
 			spoolFiles(t), spoolStats.disk.Load(), spoolStats.mem.Load())
+	}
+}
+
+// TestReadBody: the body a gateway sends, by how the request framed it.
+func TestReadBody(t *testing.T) {
+	for _, tc := range []struct {
+		length int64
+		body   string
+		limit  int64
+		want   string
+		spool  bool
+		tooBig bool
+	}{
+		{0, "", 100, "", false, false},
+		{5, "hello", 100, "hello", false, false},
+		{-1, "chunked body", 100, "chunked body", true, false},
+		{-1, "", 100, "", false, false},
+		{-1, "too large", 4, "", false, true},
+	} {
+		r := &engine.Request{ContentLength: tc.length, Body: strings.NewReader(tc.body)}
+		body, n, spool, err := ReadBody(r, tc.limit)
+		if tc.tooBig {
+			if !BodyTooLarge(err) {
+				t.Errorf("%+v: err %v, want too large", tc, err)
+			}
+			continue
+		}
+		if err != nil || (spool != nil) != tc.spool || n != int64(len(tc.want)) || (body == nil) != (tc.want == "") {
+			t.Errorf("%+v: got %v %d %v %v", tc, body, n, spool, err)
+			continue
+		}
+		if body != nil {
+			b, _ := io.ReadAll(io.LimitReader(body, n))
+			if string(b) != tc.want {
+				t.Errorf("%+v: read %q", tc, b)
+			}
+		}
+		if spool != nil {
+			spool.Close()
+		}
 	}
 }

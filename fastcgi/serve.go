@@ -39,25 +39,16 @@ func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	r := c.Request
 	s := &x.script
 
-	length := r.ContentLength
-	var body io.Reader
-	switch {
-	case length > 0:
-		body = r.Body
-	case length < 0: // chunked: FastCGI needs CONTENT_LENGTH, so read it all
-		sp, err := cgi.SpoolBody(r.Body, cl.maxBody)
-		switch {
-		case cgi.BodyTooLarge(err):
+	// Chunked: FastCGI needs CONTENT_LENGTH, so it is read whole.
+	body, length, spool, err := cgi.ReadBody(r, cl.maxBody)
+	if err != nil {
+		if cgi.BodyTooLarge(err) {
 			return cgi.Answer(c, w, http.StatusRequestEntityTooLarge, "request body too large")
-		case err != nil:
-			return err // the client went away or was too slow
 		}
-		defer sp.Close()
-		if length = sp.Len(); length > 0 {
-			body = sp.Reader()
-		} else {
-			length = 0
-		}
+		return err // the client went away or was too slow
+	}
+	if spool != nil {
+		defer spool.Close()
 	}
 	cl.buildRequest(x, c, s, length, body == nil)
 
