@@ -344,9 +344,9 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 	now := time.Now()
 	due := now.Add(cl.headerTO)
 	uc.armRead(now, min(cl.headerTO, goneAfter))
-	var watch *goneWatch
+	var watch *upstream.GoneWatch
 	defer func() {
-		if watch.stop() && f != nil && !f.committed {
+		if watch.Stop() && f != nil && !f.committed {
 			f = &failure{committed: true, err: errClientGone}
 		}
 	}()
@@ -386,7 +386,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 			timeout := errors.As(err, &ne) && ne.Timeout()
 			if timeout && !headDone && watch == nil && time.Now().Before(due) {
 				uc.setRead(due)
-				watch = watchGone(c.Gone(), uc)
+				watch = upstream.WatchGone(c.Gone(), uc.nc)
 				continue
 			}
 			switch {
@@ -423,7 +423,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 					if !headDone {
 						continue
 					}
-					if watch.stop() {
+					if watch.Stop() {
 						return &failure{committed: true, err: errClientGone}, false
 					}
 					s := c.Status()
@@ -513,47 +513,6 @@ const goneAfter = 500 * time.Millisecond
 // errClientGone ends a request whose client went away while the script
 // was running.
 var errClientGone = errors.New("fastcgi: the client went away while the script was running")
-
-// goneWatch ends the wait for a response head when the client goes, by
-// putting the upstream connection's read deadline in the past.
-type goneWatch struct {
-	quit, exited chan struct{}
-	fired        bool
-}
-
-// watchGone starts a goneWatch over uc for a request's gone channel; nil
-// when the server cannot tell (gone is nil).
-func watchGone(gone <-chan struct{}, uc *conn) *goneWatch {
-	if gone == nil {
-		return nil
-	}
-	w := &goneWatch{quit: make(chan struct{}), exited: make(chan struct{})}
-	go func() {
-		defer close(w.exited)
-		select {
-		case <-gone:
-			w.fired = true
-			uc.nc.SetReadDeadline(time.Unix(1, 0))
-		case <-w.quit:
-		}
-	}()
-	return w
-}
-
-// stop ends the watch, once, and reports whether the client went (the
-// connection then has a deadline in the past and is not reused).
-func (w *goneWatch) stop() bool {
-	if w == nil {
-		return false
-	}
-	select {
-	case <-w.quit:
-	default:
-		close(w.quit)
-	}
-	<-w.exited
-	return w.fired
-}
 
 // check sends one active health check to u: a GET of Health.Path (such
 // as PHP-FPM's ping.path) on a connection of its own; it passes when the

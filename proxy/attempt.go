@@ -220,9 +220,9 @@ func (p *Proxy) awaitHead(c *pipe.Conn, uc *upConn, h *responseHead, due upstrea
 		uc.readDeadline = due
 		uc.nc.SetReadDeadline(due.Time())
 	}
-	w := watchGone(c.Gone(), uc)
+	w := upstream.WatchGone(c.Gone(), uc.nc)
 	err := uc.readHead(h, p.maxHead, p.maxFields)
-	if w.stop() {
+	if w.Stop() {
 		return errClientGone
 	}
 	return err

@@ -4,11 +4,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // respond passes the upstream response in x on to the client through w:
@@ -63,14 +63,14 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 	status, reusable := h.status, !h.close
 	hdr := c.Header()
 	var err error
-	var watch *goneWatch
+	var watch *upstream.GoneWatch
 	buf := x.scratch
 	for first := true; ; first = false {
 		if !first && watch == nil {
 			// The body is still coming: a client that goes away now must
 			// not leave this request waiting on a silent upstream (an
 			// event stream), so its going ends the wait.
-			watch = watchGone(c.Gone(), uc)
+			watch = upstream.WatchGone(c.Gone(), uc.nc)
 		}
 		// Read what is at hand, up to a buffer's worth. A whole body
 		// that came with the head is written from the connection's
@@ -132,7 +132,7 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			break
 		}
 	}
-	if watch.stop() {
+	if watch.Stop() {
 		reusable = false
 	}
 	// Nothing refers to the read buffer any more (the fields and trailer
@@ -182,42 +182,6 @@ func isFramingField(name []byte) bool {
 		}
 	}
 	return false
-}
-
-// goneWatch ends the wait for an upstream's body when the client goes.
-type goneWatch struct {
-	quit, exited chan struct{}
-	fired        bool
-}
-
-// watchGone starts a goneWatch over uc for the gone channel of a
-// request; nil when the server cannot tell (gone is nil).
-func watchGone(gone <-chan struct{}, uc *upConn) *goneWatch {
-	if gone == nil {
-		return nil
-	}
-	w := &goneWatch{quit: make(chan struct{}), exited: make(chan struct{})}
-	go func() {
-		defer close(w.exited)
-		select {
-		case <-gone:
-			w.fired = true
-			uc.nc.SetReadDeadline(time.Unix(1, 0))
-		case <-w.quit:
-		}
-	}()
-	return w
-}
-
-// stop ends the watch and reports whether the client went (the
-// connection then has a deadline in the past and is not reused).
-func (w *goneWatch) stop() bool {
-	if w == nil {
-		return false
-	}
-	close(w.quit)
-	<-w.exited
-	return w.fired
 }
 
 // writeError answers the client with status and a short message, before
