@@ -25,8 +25,10 @@
 # started as `BIN serve -c` a config whose one route is `proxy:` to it;
 # the CPU counted is the proxy's own. nginx is then `proxy_pass` with
 # keep-alive upstream connections (`keepalive 32`).
-# --php measures PHP through FastCGI instead: one php-fpm (pm = static,
-# 4 children, OPcache on, a Unix socket; on core 0 with wrk, so that core
+# --php measures PHP through FastCGI instead: a php-fpm per server (pm =
+# static, 4 children, OPcache on, a Unix socket; a pool of its own, since
+# a child waits on a kept-alive connection for its next request and would
+# be held by another server's; all on core 0 with wrk, so that core
 # 1 is the server's alone, as in the harness's php scenario) and each BIN
 # started with a config whose one route is `php:` to it (max_conns 4),
 # loaded on hello.php; the CPU counted is the server's own. nginx is then
@@ -81,25 +83,33 @@ if [[ -n $PHP ]]; then
 	[[ -n $FPM ]] || { echo "builds.sh: --php needs php-fpm (Debian package php-fpm)" >&2; exit 2; }
 	printf '<?php\necho "Hello, world\\n";\n' >"$WORK/root/hello.php"
 	chmod 644 "$WORK/root/hello.php"
-	cat >"$WORK/php-fpm.conf" <<CONF
+	as_root=()
+	[[ $(id -u) -ne 0 ]] || as_root=(--allow-to-run-as-root)
+	# start_fpm DIR starts a php-fpm pool of its own in DIR (socket
+	# DIR/php-fpm.sock): each server gets one, because a php-fpm child
+	# waits on a kept-alive connection for its next request, so servers
+	# sharing a pool would hold its children for each other.
+	start_fpm() {
+		local dir=$1
+		mkdir -p "$dir"
+		cat >"$dir/php-fpm.conf" <<CONF
 [global]
-pid = $WORK/php-fpm.pid
-error_log = $WORK/php-fpm.log
+pid = $dir/php-fpm.pid
+error_log = $dir/php-fpm.log
 daemonize = no
 [bench]
-listen = $WORK/php-fpm.sock
+listen = $dir/php-fpm.sock
 listen.mode = 0666
 listen.backlog = 4096
 pm = static
 pm.max_children = $CHILDREN
 pm.max_requests = 0
 CONF
-	as_root=()
-	[[ $(id -u) -ne 0 ]] || as_root=(--allow-to-run-as-root)
-	taskset -c 0 "$FPM" --nodaemonize --fpm-config "$WORK/php-fpm.conf" -d opcache.enable=1 "${as_root[@]}" >/dev/null 2>&1 &
-	PID[php-fpm]=$!
-	for _ in $(seq 100); do [[ -S $WORK/php-fpm.sock ]] && break; sleep 0.1; done
-	[[ -S $WORK/php-fpm.sock ]] || { echo "builds.sh: php-fpm did not start: $(tail -n3 "$WORK/php-fpm.log" 2>/dev/null)" >&2; exit 1; }
+		taskset -c 0 "$FPM" --nodaemonize --fpm-config "$dir/php-fpm.conf" -d opcache.enable=1 "${as_root[@]}" >/dev/null 2>&1 &
+		PID[php-fpm-$dir]=$!
+		for _ in $(seq 100); do [[ -S $dir/php-fpm.sock ]] && break; sleep 0.1; done
+		[[ -S $dir/php-fpm.sock ]] || { echo "builds.sh: php-fpm did not start: $(tail -n3 "$dir/php-fpm.log" 2>/dev/null)" >&2; exit 1; }
+	}
 	URLPATH=/hello.php
 fi
 
@@ -109,9 +119,15 @@ if [[ -n $PROXY ]]; then
 	taskset -c 1 "${BINS[0]}" serve --root "$WORK/root" --listen "127.0.0.1:$UPPORT" >/dev/null 2>&1 &
 	PID[upstream]=$!
 fi
+nfpm=0
 for b in "${BINS[@]}"; do
 	port=$((port + 1))
 	PORT[$b]=$port
+	if [[ -n $PHP ]]; then
+		nfpm=$((nfpm + 1))
+		FPMDIR=$WORK/fpm$nfpm
+		start_fpm "$FPMDIR"
+	fi
 	if [[ $b == nginx || $b == nginx-deferred ]]; then
 		opts=""
 		[[ $b == nginx-deferred ]] && opts=" deferred"
@@ -119,7 +135,7 @@ for b in "${BINS[@]}"; do
 		[[ -n $PROXY ]] && nginx_proxy='proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection "";'
 		nginx_php_up="" nginx_php_loc=""
 		if [[ -n $PHP ]]; then
-			nginx_php_up="upstream php { server unix:$WORK/php-fpm.sock; keepalive $CHILDREN; }"
+			nginx_php_up="upstream php { server unix:$FPMDIR/php-fpm.sock; keepalive $CHILDREN; }"
 			nginx_php_loc='location ~ \.php$ { include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass php; fastcgi_keep_conn on; }'
 		fi
 		mkdir -p "$WORK/$b"
@@ -137,7 +153,7 @@ CONF
 	elif [[ -n $PHP ]]; then
 		mkdir -p "$WORK/$b"
 		printf 'listen: 127.0.0.1:%s\nroutes:\n  - match: /\n    pipeline:\n      - php: {root: "%s", upstreams: ["unix:%s"], max_conns: %s}\n' \
-			"$port" "$WORK/root" "$WORK/php-fpm.sock" "$CHILDREN" >"$WORK/$b/sluice.yaml"
+			"$port" "$WORK/root" "$FPMDIR/php-fpm.sock" "$CHILDREN" >"$WORK/$b/sluice.yaml"
 		taskset -c 1 "$b" serve -c "$WORK/$b/sluice.yaml" >/dev/null 2>&1 &
 	elif [[ -n $PROXY ]]; then
 		mkdir -p "$WORK/$b"
