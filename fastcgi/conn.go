@@ -138,8 +138,11 @@ func hasStatusField(head []byte) bool {
 
 // getConn returns an idle connection to u, or dials a new one within
 // timeout unless max_conns are open (upstream.ErrFull). fresh skips the
-// idle ones.
-func getConn(u *host, now upstream.Instant, timeout time.Duration, fresh bool) (*conn, error) {
+// idle ones. atSend says the request goes in one write at the start of
+// the read of its response (rawConn.writeThenRead), which peeks at the
+// connection itself just before writing: an idle one is then not
+// peeked at here.
+func getConn(u *host, now upstream.Instant, timeout time.Duration, fresh, atSend bool) (*conn, error) {
 	for {
 		c, _, err := u.Get(now, fresh)
 		switch {
@@ -147,7 +150,7 @@ func getConn(u *host, now upstream.Instant, timeout time.Duration, fresh bool) (
 			return nil, err
 		case c == nil:
 			return dial(u, timeout)
-		case c.clean():
+		case atSend && c.raw.peeksAtSend(), c.clean():
 			c.reused = true
 			return c, nil
 		}
@@ -169,12 +172,12 @@ func dial(u *host, timeout time.Duration) (*conn, error) {
 
 // take readies the connection a waiting request was handed by the
 // queue: c, just put back by another request, or, c nil, a new one
-// dialled on the place granted.
-func take(u *host, c *conn, timeout time.Duration) (*conn, error) {
+// dialled on the place granted. atSend is getConn's.
+func take(u *host, c *conn, timeout time.Duration, atSend bool) (*conn, error) {
 	if c == nil {
 		return dial(u, timeout)
 	}
-	if !c.clean() {
+	if !(atSend && c.raw.peeksAtSend()) && !c.clean() {
 		c.nc.Close()
 		return dial(u, timeout)
 	}

@@ -29,4 +29,6 @@ func (r *rawConn) read(p []byte) (int, error) { return r.nc.Read(p) }
 
 func (r *rawConn) peekClean() bool { return true }
 
+func (r *rawConn) peeksAtSend() bool { return false }
+
 func (r *rawConn) tryRead([]byte) (int, bool, error) { return 0, false, nil }

@@ -3,6 +3,7 @@
 package fastcgi
 
 import (
+	"errors"
 	"io"
 	"net"
 	"syscall"
@@ -19,6 +20,10 @@ import (
 type rawConn struct {
 	nc net.Conn
 	rc syscall.RawConn
+
+	// peek makes the next read peek at the connection before it writes
+	// pending (see readFd).
+	peek bool
 
 	// pending is written by the next read before it waits; sent counts
 	// the bytes of the last writeThenRead's that the socket took.
@@ -61,9 +66,18 @@ func (r *rawConn) writeThenRead(b, p []byte) (int, error) {
 		}
 		return r.nc.Read(p)
 	}
-	r.pending, r.sent = b, 0
+	r.pending, r.sent, r.peek = b, 0, !noPeek
 	return r.read(p)
 }
+
+// peeksAtSend reports whether writeThenRead peeks at the connection
+// before it writes (so that getConn need not).
+func (r *rawConn) peeksAtSend() bool { return r.rc != nil }
+
+// errNotClean is the failure of a writeThenRead whose peek found the
+// kept-alive connection closed, or holding bytes nobody asked for:
+// nothing was written.
+var errNotClean = errors.New("kept-alive connection closed or not clean")
 
 // nothingSent reports whether the socket took no byte of the last
 // writeThenRead's: the request cannot have reached the server.
@@ -102,6 +116,30 @@ func (r *rawConn) read(p []byte) (int, error) {
 }
 
 func (r *rawConn) readFd(fd uintptr) bool {
+	if r.peek {
+		// The peek at a kept-alive connection, here rather than before
+		// the call: RawConn.Read forgets the readiness the poller saw
+		// before it was called, so a peer's close that came between an
+		// earlier peek and this call would never wake the wait below,
+		// and a PHP-FPM worker recycled by pm.max_requests, which shuts
+		// its side down and drains what is sent until it is closed,
+		// would hold the request until its timeout. Peeked after the
+		// call began, a close either shows here (nothing is written:
+		// the request is sent again on a new connection) or comes
+		// later and wakes the wait.
+		r.peek = false
+		for {
+			_, err := sock.Peek(int(fd), r.peekBuf[:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != syscall.EAGAIN && err != syscall.EWOULDBLOCK {
+				r.pending, r.err = nil, errNotClean
+				return true
+			}
+			break
+		}
+	}
 	for len(r.pending) > 0 {
 		n, err := sock.Send(int(fd), r.pending, nil, 0, true)
 		switch err {
@@ -109,15 +147,11 @@ func (r *rawConn) readFd(fd uintptr) bool {
 			r.sent += n
 			r.pending = r.pending[n:]
 			if len(r.pending) == 0 {
-				// Sent. The recv below is tried before any wait, although
-				// the response cannot be there yet: RawConn.Read forgets
-				// the readiness the poller saw before it was called, so
-				// that an end of file that came earlier (a PHP-FPM worker
-				// recycled by pm.max_requests shuts its side down just
-				// after the peek) would never wake the wait, and the
-				// worker, draining what was sent until it is closed, never
-				// exits. (The loop ends: pending is nil.)
+				// Sent: the response is a round trip away, so the wait
+				// begins without a read tried first (the peek above saw
+				// the connection clean after this call began).
 				r.pending = nil
+				return false
 			}
 		case syscall.EINTR:
 		case syscall.EAGAIN:

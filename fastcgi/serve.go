@@ -75,8 +75,8 @@ attempts:
 		var uc *conn
 		var err error
 		if g, ok := a.Granted(); ok {
-			uc, err = take(up, g, cl.set.ConnectTimeout)
-		} else if uc, err = getConn(up, a.Now(), cl.set.ConnectTimeout, false); err == upstream.ErrFull {
+			uc, err = take(up, g, cl.set.ConnectTimeout, body == nil)
+		} else if uc, err = getConn(up, a.Now(), cl.set.ConnectTimeout, false, body == nil); err == upstream.ErrFull {
 			a.Full()
 			continue
 		}
