@@ -17,11 +17,20 @@ func NeedTool(t testing.TB, name, pkg string) string {
 	if err == nil {
 		return path
 	}
+	MissingTool(t, name, pkg)
+	return ""
+}
+
+// MissingTool ends a test that needs name, from the Debian package pkg,
+// which is not installed: a skip, or, with CI set, a failure (see
+// NeedTool). For what NeedTool cannot look up on the PATH: a program
+// found elsewhere, a module of another program (a PHP extension).
+func MissingTool(t testing.TB, name, pkg string) {
+	t.Helper()
 	if os.Getenv("CI") != "" {
 		t.Fatalf("%s (%s) is not installed; CI must install it (.ci/run)", name, pkg)
 	}
 	t.Skipf("%s (%s) is not installed", name, pkg)
-	return ""
 }
 
 // HaveTool is NeedTool for a program that only some cases of a test use:

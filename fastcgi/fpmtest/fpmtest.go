@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // StartTimeout bounds PHP-FPM's start: a bound on a hung test, not a
@@ -84,7 +86,7 @@ func Start(t testing.TB, opts Options) *FPM {
 	listen := filepath.Join(dir, "php-fpm.sock")
 	f.addr = "unix:" + listen
 	if opts.TCP {
-		port := freePort(t)
+		port := sluicetest.FreePort(t)
 		listen = "127.0.0.1:" + strconv.Itoa(port)
 		f.addr = listen
 	}
@@ -108,7 +110,7 @@ func Start(t testing.TB, opts Options) *FPM {
 	extDir := extensionDir(bin)
 	for _, e := range append([]string{"mysqlnd", "mysqli"}, opts.Extensions...) {
 		if _, err := os.Stat(filepath.Join(extDir, e+".so")); err != nil {
-			missing(t, "PHP extension "+e, "php-"+e)
+			sluicetest.MissingTool(t, "PHP extension "+e, extensionPackage(e))
 		}
 		args = append(args, "-d", "extension="+e)
 	}
@@ -269,7 +271,7 @@ func Binary(t testing.TB) string {
 			return m[0]
 		}
 	}
-	missing(t, "php-fpm", "php-fpm")
+	sluicetest.MissingTool(t, "php-fpm", "php-fpm")
 	return ""
 }
 
@@ -291,24 +293,6 @@ func extensionDir(bin string) string {
 	return ""
 }
 
-func missing(t testing.TB, name, pkg string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s (Debian package %s) is not installed; CI must install it (.ci/run)", name, pkg)
-	}
-	t.Skipf("%s (Debian package %s) is not installed", name, pkg)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -316,4 +300,15 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// extensionPackage is the Debian package that holds the PHP extension
+// e: mysqlnd and mysqli come with php-mysql, the others are php-NAME
+// (php-gd).
+func extensionPackage(e string) string {
+	switch e {
+	case "mysqlnd", "mysqli", "pdo_mysql":
+		return "php-mysql"
+	}
+	return "php-" + e
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // StartTimeout bounds a server's start (MariaDB's system tables are
@@ -75,7 +77,7 @@ func postgresBin(t testing.TB) string {
 			return d
 		}
 	}
-	missing(t, "postgres", "postgresql")
+	sluicetest.MissingTool(t, "postgres", "postgresql")
 	return ""
 }
 
@@ -93,16 +95,8 @@ func need(t testing.TB, name, pkg, fallback string) string {
 	if _, err := os.Stat(fallback); err == nil {
 		return fallback
 	}
-	missing(t, name, pkg)
+	sluicetest.MissingTool(t, name, pkg)
 	return ""
-}
-
-func missing(t testing.TB, name, pkg string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s (Debian package %s) is not installed; CI must install it (.ci/run)", name, pkg)
-	}
-	t.Skipf("%s (Debian package %s) is not installed", name, pkg)
 }
 
 // cred is the unprivileged user the servers run as when the test runs
