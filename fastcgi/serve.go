@@ -520,14 +520,11 @@ var errClientGone = errors.New("fastcgi: the client went away while the script w
 // status (200 without a Status field) is Health.Expect, or any 2xx.
 func (cl *Client) check(u *host) bool {
 	hc := cl.set.Health
-	deadline := time.Now().Add(hc.Timeout)
-	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial(u.Network, u.Addr)
+	nc, err := hc.DialCheck(u.Network, u.Addr)
 	if err != nil {
 		return false
 	}
 	defer nc.Close()
-	nc.SetDeadline(deadline)
 	var p []byte
 	for _, kv := range [][2]string{
 		{"GATEWAY_INTERFACE", "CGI/1.1"}, {"SERVER_SOFTWARE", "sluice"}, {"REQUEST_METHOD", "GET"},
@@ -570,10 +567,7 @@ func (cl *Client) check(u *host) bool {
 	case status == 0:
 		status = http.StatusOK
 	}
-	if hc.Expect != 0 {
-		return status == hc.Expect
-	}
-	return status >= 200 && status < 300
+	return hc.Passes(status)
 }
 
 // reportCheck logs a change of u's health the active checks found.

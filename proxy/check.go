@@ -1,22 +1,14 @@
 package proxy
 
-import (
-	"net"
-	"time"
-)
-
 // check sends one active health check to u and reports whether it
 // passed: "GET Health.Path" on a connection of its own, its response
 // head read by the proxy's own parser, as strictly as any.
 func (p *Proxy) check(u *host) bool {
-	deadline := time.Now().Add(p.health.Timeout)
-	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial(u.Network, u.Addr)
+	nc, err := p.health.DialCheck(u.Network, u.Addr)
 	if err != nil {
 		return false
 	}
 	defer nc.Close()
-	nc.SetDeadline(deadline)
 	req := "GET " + p.health.Path + " HTTP/1.1\r\nHost: " + u.Authority + "\r\nUser-Agent: sluice-health-check\r\nConnection: close\r\n\r\n"
 	if _, err := nc.Write([]byte(req)); err != nil {
 		return false
@@ -31,10 +23,7 @@ func (p *Proxy) check(u *host) bool {
 			break
 		}
 	}
-	if p.health.Expect != 0 {
-		return h.status == p.health.Expect
-	}
-	return h.status >= 200 && h.status < 300
+	return p.health.Passes(h.status)
 }
 
 // reportCheck logs a change of u's health the active checks found: -1

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,30 @@ type Health struct {
 	// Fall is how many failed checks in a row mark an upstream down
 	// (default 3).
 	Fall int `yaml:"fall"`
+}
+
+// Passes reports whether status is what a healthy upstream answers a
+// check with: Expect, or any 2xx when Expect is 0.
+func (h Health) Passes(status int) bool {
+	if h.Expect != 0 {
+		return status == h.Expect
+	}
+	return status >= 200 && status < 300
+}
+
+// DialCheck connects to an upstream for one active check, on a
+// connection of its own (outside the pool and max_conns), with the
+// connection's deadline set to Timeout from now: the whole check,
+// connecting included, is bounded by it. The caller closes it.
+func (h Health) DialCheck(network, addr string) (net.Conn, error) {
+	deadline := time.Now().Add(h.Timeout)
+	d := net.Dialer{Deadline: deadline}
+	nc, err := d.Dial(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	nc.SetDeadline(deadline)
+	return nc, nil
 }
 
 // health is an upstream's health, shared by every Group that names the
