@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -166,8 +165,8 @@ func (h *harness) startPHPBackend(installers []peers.Peer) (*phpBackend, error) 
 			h.rep.PHPWordPressRun = h.o.duration * time.Duration(pg.factor)
 		}
 	}
-	fpmVersion, _ := firstLineOf(fpmBin, "-v")
-	dbVersion, _ := firstLineOf(db.prog, "--version")
+	fpmVersion, _ := peers.FirstLine(fpmBin, "-v")
+	dbVersion, _ := peers.FirstLine(db.prog, "--version")
 	h.rep.Peers = append(h.rep.Peers,
 		report.PeerInfo{Name: "php-fpm", Version: fpmVersion,
 			About:   fmt.Sprintf("Debian php-fpm, one pool, `pm = static` with %d children, on a Unix socket, OPcache on; started once, on the client's CPU, behind every server", phpChildren),
@@ -220,13 +219,6 @@ func wordPressVersion() string {
 		}
 	}
 	return "?"
-}
-
-// firstLineOf runs name with args and returns the first line it prints.
-func firstLineOf(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line, err
 }
 
 // startPHP starts PHP peer p on the server CPU in front of b's pool,

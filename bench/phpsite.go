@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -238,21 +237,6 @@ func startFPM(bin, dir, cpus string, children int) (*fpmPool, error) {
 	return &fpmPool{daemon: d, Sock: sock, Conf: text, Argv: argv}, nil
 }
 
-// nobody is the user MariaDB runs as when the harness runs as root (it
-// refuses root), or nil.
-func nobody() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("nobody")
-	if err != nil {
-		return nil, fmt.Errorf("running as root and there is no user nobody to run MariaDB as: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
-}
-
 // lookProgram returns the path of name on the PATH or at fallback.
 func lookProgram(name, fallback string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
@@ -277,7 +261,7 @@ func startMariaDB(dir, cpus string) (*daemon, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	cred, err := nobody()
+	cred, err := unprivileged("MariaDB")
 	if err != nil {
 		return nil, "", err
 	}

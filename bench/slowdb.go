@@ -44,7 +44,7 @@ func startPostgres(ctx context.Context, dir, cpus string) (*postgres, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	cred, err := unprivileged()
+	cred, err := unprivileged("PostgreSQL")
 	if err != nil {
 		return nil, err
 	}
@@ -176,14 +176,16 @@ func postgresBin() (string, error) {
 }
 
 // unprivileged returns the credential of user nobody when running as
-// root, else nil (run as oneself).
-func unprivileged() (*syscall.Credential, error) {
+// root, else nil (run as oneself): what the database servers the
+// scenarios start (what names one, in errors) run as, since they refuse
+// root.
+func unprivileged(what string) (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
 	u, err := user.Lookup("nobody")
 	if err != nil {
-		return nil, fmt.Errorf("running as root and no user nobody to run PostgreSQL as: %w", err)
+		return nil, fmt.Errorf("running as root and no user nobody to run %s as: %w", what, err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)

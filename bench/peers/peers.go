@@ -138,7 +138,7 @@ func All() []Peer {
 				if env.Sluice == "" {
 					return "", errors.New("no sluice binary")
 				}
-				return firstLine(env.Sluice, "version")
+				return FirstLine(env.Sluice, "version")
 			},
 			argv: func(env Env, _ string) []string {
 				argv := []string{env.Sluice, "serve", "--root", env.Root, "--listen", env.Addr()}
@@ -156,7 +156,7 @@ func All() []Peer {
 		},
 		{
 			Name: "nginx", About: "Debian nginx, one worker, sendfile, tcp_nopush, open_file_cache, no access log", conf: "nginx.conf",
-			version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+			version: func(Env) (string, error) { return FirstLine("nginx", "-v") },
 			argv: func(env Env, conf string) []string {
 				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
 			},
@@ -176,14 +176,14 @@ func All() []Peer {
 		},
 		{
 			Name: "lighttpd", About: "Debian lighttpd, one process, sendfile, stat cache, no access log", conf: "lighttpd.conf",
-			version: func(Env) (string, error) { return firstLine("lighttpd", "-v") },
+			version: func(Env) (string, error) { return FirstLine("lighttpd", "-v") },
 			argv: func(env Env, conf string) []string {
 				return []string{"lighttpd", "-D", "-f", conf}
 			},
 		},
 		{
 			Name: "caddy", About: "Debian Caddy, file_server, no admin endpoint, no automatic HTTPS", conf: "Caddyfile",
-			version: func(Env) (string, error) { return firstLine("caddy", "version") },
+			version: func(Env) (string, error) { return FirstLine("caddy", "version") },
 			argv: func(env Env, conf string) []string {
 				return []string{"caddy", "run", "--config", conf, "--adapter", "caddyfile"}
 			},
@@ -193,7 +193,7 @@ func All() []Peer {
 		},
 		{
 			Name: "h2o", About: "Debian h2o, one thread, file.dir, no access log", conf: "h2o.conf",
-			version: func(Env) (string, error) { return firstLine("h2o", "--version") },
+			version: func(Env) (string, error) { return FirstLine("h2o", "--version") },
 			argv: func(env Env, conf string) []string {
 				return []string{"h2o", "-m", "master", "-c", conf}
 			},
@@ -234,7 +234,7 @@ func Mix() []Peer {
 				if env.Sluice == "" {
 					return "", errors.New("no sluice binary")
 				}
-				return firstLine(env.Sluice, "version")
+				return FirstLine(env.Sluice, "version")
 			},
 			argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
 		},
@@ -261,7 +261,7 @@ func Upstream() Peer {
 	return Peer{
 		Name: "upstream", About: "Debian nginx, one worker, `return 200` with the 151-byte page from its configuration, keep-alive connections kept as long as the run, no access log",
 		conf:    "upstream-nginx.conf",
-		version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+		version: func(Env) (string, error) { return FirstLine("nginx", "-v") },
 		argv: func(env Env, conf string) []string {
 			return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
 		},
@@ -289,14 +289,14 @@ func Proxies() []Peer {
 				if env.Sluice == "" {
 					return "", errors.New("no sluice binary")
 				}
-				return firstLine(env.Sluice, "version")
+				return FirstLine(env.Sluice, "version")
 			},
 			argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
 		},
 		{
 			Name: "nginx-proxy", About: "Debian nginx, one worker, `proxy_pass` to an `upstream` block with `keepalive`, HTTP/1.1 upstream, no access log",
 			conf:    "nginx-proxy.conf",
-			version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+			version: func(Env) (string, error) { return FirstLine("nginx", "-v") },
 			argv: func(env Env, conf string) []string {
 				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
 			},
@@ -304,7 +304,7 @@ func Proxies() []Peer {
 		{
 			Name: "caddy-proxy", About: "Debian Caddy, `reverse_proxy` with its HTTP transport's idle pool set, no admin endpoint, no automatic HTTPS (GOMAXPROCS 1 from the affinity mask)",
 			conf:    "Caddyfile-proxy",
-			version: func(Env) (string, error) { return firstLine("caddy", "version") },
+			version: func(Env) (string, error) { return FirstLine("caddy", "version") },
 			argv: func(env Env, conf string) []string {
 				return []string{"caddy", "run", "--config", conf, "--adapter", "caddyfile"}
 			},
@@ -315,7 +315,7 @@ func Proxies() []Peer {
 		{
 			Name: "haproxy", About: "Debian HAProxy, `mode http`, one thread, `http-reuse always`, no logging",
 			conf:    "haproxy.cfg",
-			version: func(Env) (string, error) { return firstLine("haproxy", "-v") },
+			version: func(Env) (string, error) { return FirstLine("haproxy", "-v") },
 			argv: func(env Env, conf string) []string {
 				// -db: in the foreground, not as a daemon.
 				return []string{"haproxy", "-db", "-f", conf}
@@ -340,7 +340,7 @@ func TLS() []Peer {
 				if env.Sluice == "" {
 					return "", errors.New("no sluice binary")
 				}
-				return firstLine(env.Sluice, "version")
+				return FirstLine(env.Sluice, "version")
 			},
 			argv: func(env Env, _ string) []string {
 				return []string{env.Sluice, "serve", "--root", env.Root, "--listen", env.Addr(), "--tls-cert", env.Cert, "--tls-key", env.Key}
@@ -349,7 +349,7 @@ func TLS() []Peer {
 		{
 			Name: "nginx-tls", About: "Debian nginx, one worker, `listen … ssl http2`, `keepalive_requests` above any run's requests, no access log",
 			conf: "nginx-tls.conf", tls: true,
-			version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+			version: func(Env) (string, error) { return FirstLine("nginx", "-v") },
 			argv: func(env Env, conf string) []string {
 				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
 			},
@@ -357,7 +357,7 @@ func TLS() []Peer {
 		{
 			Name: "h2o-tls", About: "Debian h2o, one thread, `ssl` listener (HTTP/2 by ALPN), file.dir, no access log",
 			conf: "h2o-tls.conf", tls: true,
-			version: func(Env) (string, error) { return firstLine("h2o", "--version") },
+			version: func(Env) (string, error) { return FirstLine("h2o", "--version") },
 			argv: func(env Env, conf string) []string {
 				return []string{"h2o", "-m", "master", "-c", conf}
 			},
@@ -365,7 +365,7 @@ func TLS() []Peer {
 		{
 			Name: "caddy-tls", About: "Debian Caddy, file_server, `tls CERT KEY`, HTTP/1.1 and HTTP/2 only, no admin endpoint, no automatic HTTPS (GOMAXPROCS 1 from the affinity mask)",
 			conf: "Caddyfile-tls", tls: true,
-			version: func(Env) (string, error) { return firstLine("caddy", "version") },
+			version: func(Env) (string, error) { return FirstLine("caddy", "version") },
 			argv: func(env Env, conf string) []string {
 				return []string{"caddy", "run", "--config", conf, "--adapter", "caddyfile"}
 			},
@@ -398,14 +398,14 @@ func PHP() []Peer {
 				if env.Sluice == "" {
 					return "", errors.New("no sluice binary")
 				}
-				return firstLine(env.Sluice, "version")
+				return FirstLine(env.Sluice, "version")
 			},
 			argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
 		},
 		{
 			Name: "nginx-php", About: "Debian nginx, one worker, `fastcgi_pass` to an `upstream` block with `keepalive`, `fastcgi_keep_conn on`, WordPress's `try_files $uri $uri/ /index.php?$args`, no access log",
 			conf: "nginx-php.conf", probe: PHPProbe,
-			version: func(Env) (string, error) { return firstLine("nginx", "-v") },
+			version: func(Env) (string, error) { return FirstLine("nginx", "-v") },
 			argv: func(env Env, conf string) []string {
 				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
 			},
@@ -413,7 +413,7 @@ func PHP() []Peer {
 		{
 			Name: "caddy-php", About: "Debian Caddy, `php_fastcgi` to the pool's socket and `file_server`, no admin endpoint, no automatic HTTPS (GOMAXPROCS 1 from the affinity mask)",
 			conf: "Caddyfile-php", probe: PHPProbe,
-			version: func(Env) (string, error) { return firstLine("caddy", "version") },
+			version: func(Env) (string, error) { return FirstLine("caddy", "version") },
 			argv: func(env Env, conf string) []string {
 				return []string{"caddy", "run", "--config", conf, "--adapter", "caddyfile"}
 			},
@@ -485,7 +485,7 @@ func (p Peer) Workers() (least int, ok bool) { return p.minWorkers, p.takesWorke
 // conf.
 func (p Peer) CommandLine(env Env, conf string) []string { return p.argv(env, conf) }
 
-func apacheVersion(Env) (string, error) { return firstLine("apache2", "-v") }
+func apacheVersion(Env) (string, error) { return FirstLine("apache2", "-v") }
 
 func apacheArgv(env Env, conf string) []string {
 	return []string{"apache2", "-d", "/etc/apache2", "-f", conf, "-DFOREGROUND"}
@@ -499,9 +499,9 @@ func apacheEnviron(env Env) []string {
 	}
 }
 
-// firstLine runs name with args and returns the first line of its output
+// FirstLine runs name with args and returns the first line of its output
 // (stdout and stderr: nginx -v writes to stderr).
-func firstLine(name string, args ...string) (string, error) {
+func FirstLine(name string, args ...string) (string, error) {
 	if _, err := exec.LookPath(name); err != nil {
 		return "", fmt.Errorf("%s is not installed", name)
 	}
