@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -334,11 +335,12 @@ func accelUnescape(s string) (string, bool) {
 			if i+2 >= len(s) {
 				return "", false
 			}
-			hi, lo := unhex(s[i+1]), unhex(s[i+2])
-			if hi < 0 || lo < 0 {
+			hi, ok1 := httpgrammar.Unhex(s[i+1])
+			lo, ok2 := httpgrammar.Unhex(s[i+2])
+			if !ok1 || !ok2 {
 				return "", false
 			}
-			c = byte(hi<<4 | lo)
+			c = hi<<4 | lo
 			if c == '/' {
 				return "", false
 			}
@@ -350,18 +352,6 @@ func accelUnescape(s string) (string, bool) {
 		b = append(b, c)
 	}
 	return string(b), true
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return int(c - 'A' + 10)
-	}
-	return -1
 }
 
 // accelBody is the content writer of a redirected response: it drops

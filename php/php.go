@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/fastcgi"
 	"github.com/sluice-server/sluice/files"
+	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -365,31 +366,11 @@ func (s *Site) sourceName(name string) bool { return s.sourceBytes([]byte(name))
 
 func (s *Site) sourceBytes(name []byte) bool {
 	for _, ext := range s.source {
-		if len(name) > len(ext) && equalFold(name[len(name)-len(ext):], ext) {
+		if len(name) > len(ext) && httpgrammar.EqualFold(name[len(name)-len(ext):], ext) {
 			return true
 		}
 	}
 	return false
-}
-
-// equalFold reports whether b is s in ASCII case-insensitive comparison.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // lastSegment returns what follows the last slash of p.
