@@ -71,6 +71,22 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Zero takes the default; a negative value would otherwise become
+	// zero, and every request would time out or be refused.
+	for _, o := range []struct {
+		key string
+		neg bool
+	}{
+		{"response_header_timeout", opts.ResponseHeaderTimeout < 0},
+		{"read_timeout", opts.ReadTimeout < 0},
+		{"send_timeout", opts.SendTimeout < 0},
+		{"max_header_bytes", opts.MaxHeaderBytes < 0},
+		{"max_body", opts.MaxBody < 0},
+	} {
+		if o.neg {
+			return nil, fmt.Errorf("fastcgi: %s must not be negative (leave it out for the default)", o.key)
+		}
+	}
 	cl := &Client{
 		set:       set,
 		bal:       set.Balancer,

@@ -165,6 +165,8 @@ func TestNewRefuses(t *testing.T) {
 		{fastcgi.Options{Options: upstreamAddrs("127.0.0.1:9000"), Root: root, Index: "../x.php"}, "fastcgi: index"},
 		{fastcgi.Options{Options: upstreamAddrs("127.0.0.1:9000"), Root: root, NoExec: []string{"up"}}, "fastcgi: no_exec"},
 		{fastcgi.Options{Options: upstreamAddrs("127.0.0.1:9000"), Root: root, Env: map[string]string{"A": "x\ny"}}, "fastcgi: env"},
+		{fastcgi.Options{Options: upstreamAddrs("127.0.0.1:9000"), Root: root, ReadTimeout: -1}, "fastcgi: read_timeout must not be negative"},
+		{fastcgi.Options{Options: upstreamAddrs("127.0.0.1:9000"), Root: root, MaxBody: -1}, "fastcgi: max_body must not be negative"},
 	} {
 		cl, err := fastcgi.New(tc.opts)
 		if err == nil {
