@@ -47,7 +47,9 @@ type Options struct {
 	// the path names: a front controller, such as index.php. A path
 	// relative to Root (or an absolute one under it); it must be a
 	// regular file under Root, reached through os.Root. Its SCRIPT_NAME
-	// is its path under Root ("/index.php"), with no PATH_INFO.
+	// is its path under Root ("/index.php"), with no PATH_INFO. The php
+	// source refuses it: it picks the script itself (its try list ends
+	// in the front controller).
 	Script string `yaml:"script"`
 
 	// SplitPath lists the extensions that end a script's name (default
