@@ -64,7 +64,7 @@ func appendLength(b []byte, n int) []byte {
 }
 
 // appendPair appends a name-value pair of a PARAMS stream.
-func appendPair(b []byte, name string, value []byte) []byte {
+func appendPair[V string | []byte](b []byte, name string, value V) []byte {
 	b = appendLength(b, len(name))
 	b = appendLength(b, len(value))
 	b = append(b, name...)
@@ -217,12 +217,4 @@ func (rr *recordReader) header() error {
 		return nil
 	}
 	return fmt.Errorf("%w: record type %d from the server", errProtocol, typ)
-}
-
-// appendPairString is appendPair of a string value.
-func appendPairString(b []byte, name, value string) []byte {
-	b = appendLength(b, len(name))
-	b = appendLength(b, len(value))
-	b = append(b, name...)
-	return append(b, value...)
 }

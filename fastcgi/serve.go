@@ -230,10 +230,10 @@ func (cl *Client) buildRequest(x *exchange, c *pipe.Conn, s *Script, length int6
 		}
 	})
 	if len(env) == 0 || !cl.hasEnv("REDIRECT_STATUS") {
-		p = appendPairString(p, "REDIRECT_STATUS", "200") // php-cgi's force_cgi_redirect; harmless to PHP-FPM
+		p = appendPair(p, "REDIRECT_STATUS", "200") // php-cgi's force_cgi_redirect; harmless to PHP-FPM
 	}
 	for _, e := range env {
-		p = appendPairString(p, e.name, e.value)
+		p = appendPair(p, e.name, e.value)
 	}
 	x.out, x.params = appendRequest(x.out[:0], p, bodyless), p
 }
@@ -532,7 +532,7 @@ func (cl *Client) check(u *host) bool {
 		{"REQUEST_URI", hc.Path}, {"QUERY_STRING", ""}, {"DOCUMENT_ROOT", cl.rootPath},
 		{"SERVER_PROTOCOL", "HTTP/1.1"}, {"HTTP_USER_AGENT", "sluice-health-check"},
 	} {
-		p = appendPairString(p, kv[0], kv[1])
+		p = appendPair(p, kv[0], kv[1])
 	}
 	if _, err := nc.Write(appendRequest(nil, p, true)); err != nil {
 		return false
