@@ -118,11 +118,7 @@ func (a *Attempts[C]) Next(r *engine.Request, client []byte, gone engine.GoneNot
 		if a.deadline.IsZero() {
 			a.deadline = time.Now().Add(q.Timeout())
 		}
-		var ch <-chan struct{}
-		if gone != nil {
-			ch = gone.Gone()
-		}
-		g, err := q.Wait(a.full, a.gen, a.deadline, ch)
+		g, err := q.Wait(a.full, a.gen, a.deadline, gone)
 		if err != nil {
 			a.err, a.stop = err, true
 			return false

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -130,5 +131,54 @@ func TestNewGroupRefuses(t *testing.T) {
 		if _, err := NewGroup(names, bal, Config{}, func(*fakeConn) {}); err == nil {
 			t.Errorf("NewGroup(%.40q) = nil error, want one", names)
 		}
+	}
+}
+
+// goneAsked is a client that has gone, and counts the times it is asked.
+type goneAsked struct{ asked atomic.Int32 }
+
+func (g *goneAsked) Gone() <-chan struct{} {
+	g.asked.Add(1)
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// A request granted a connection quickly never watches its client; one
+// that waits longer does, and leaves the queue when its client has gone.
+func TestQueueWatchesClientLate(t *testing.T) {
+	g := newGroup(t, []string{"http://127.0.0.1:1"}, Config{MaxConns: 1, Queue: 2, QueueTimeout: time.Minute})
+	h := g.Hosts[0]
+	if _, _, err := h.Get(Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	q := g.Queue()
+	quick := new(goneAsked)
+	got := make(chan error)
+	go func() {
+		_, err := q.Wait(1, q.Generation(), time.Now().Add(time.Minute), quick)
+		got <- err
+	}()
+	for q.Len() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if !h.HandOff(&fakeConn{}) {
+		t.Fatal("HandOff found no request waiting")
+	}
+	if err := <-got; err != nil || quick.asked.Load() != 0 {
+		t.Fatalf("a quick grant: err %v, client asked %d times; want nil, 0", err, quick.asked.Load())
+	}
+
+	slow := new(goneAsked)
+	start := time.Now()
+	_, err := q.Wait(1, q.Generation(), time.Now().Add(time.Minute), slow)
+	if err != ErrClientGone || slow.asked.Load() != 1 {
+		t.Fatalf("a long wait: err %v, client asked %d times; want ErrClientGone, 1", err, slow.asked.Load())
+	}
+	if waited := time.Since(start); waited < watchAfter {
+		t.Fatalf("left the queue after %v, before the client was watched (%v)", waited, watchAfter)
+	}
+	if q.Len() != 0 {
+		t.Fatalf("%d requests still queued, want 0", q.Len())
 	}
 }

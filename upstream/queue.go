@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-server/sluice/engine"
 )
 
 // The ends of a wait in the queue other than a connection.
@@ -142,13 +144,18 @@ func (q *Queue[C]) remove(w *waiter[C]) bool {
 
 // Wait queues a request for a connection to one of the hosts in want
 // (bits by Host.Index), found busy after Generation returned gen, and
-// waits until deadline, or until gone is closed (the client went). It
-// returns what it was granted, or ErrQueueFull at once when q's bound
-// of requests wait already, ErrQueueTimeout, or ErrClientGone. A grant
-// without a connection or a place (a connection freed as the request
-// came to the queue) says: try again. A connection granted is the
-// caller's to check (a peek) and use; a place, to dial on (Host.Dial).
-func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone <-chan struct{}) (Grant[C], error) {
+// waits until deadline, or until the client goes (gone's Gone channel
+// closes; gone may be nil). It returns what it was granted, or
+// ErrQueueFull at once when q's bound of requests wait already,
+// ErrQueueTimeout, or ErrClientGone. A grant without a connection or a
+// place (a connection freed as the request came to the queue) says: try
+// again. A connection granted is the caller's to check (a peek) and use;
+// a place, to dial on (Host.Dial).
+//
+// The client is watched only once the request has waited watchAfter: a
+// queue that moves quickly (a pool at pm.max_children serving short
+// scripts) then costs no watch of the client's socket per request.
+func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone engine.GoneNotifier) (Grant[C], error) {
 	w := &waiter[C]{want: want, grant: make(chan Grant[C], 1)}
 	q.mu.Lock()
 	if len(q.list) >= q.max {
@@ -166,16 +173,30 @@ func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone <-chan struct
 	}
 	q.mu.Unlock()
 
-	timer := time.NewTimer(time.Until(deadline))
+	wait := time.Until(deadline)
+	watching := gone == nil || wait <= watchAfter
+	if !watching {
+		wait = watchAfter
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	var goneCh <-chan struct{}
 	var err error
-	select {
-	case g := <-w.grant:
-		return g, nil
-	case <-timer.C:
-		err = ErrQueueTimeout
-	case <-gone:
-		err = ErrClientGone
+	for err == nil {
+		select {
+		case g := <-w.grant:
+			return g, nil
+		case <-timer.C:
+			if watching {
+				err = ErrQueueTimeout
+				break
+			}
+			watching = true
+			goneCh = gone.Gone()
+			timer.Reset(time.Until(deadline))
+		case <-goneCh:
+			err = ErrClientGone
+		}
 	}
 	q.mu.Lock()
 	removed := q.remove(w)
@@ -195,3 +216,7 @@ func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone <-chan struct
 	}
 	return Grant[C]{}, err
 }
+
+// watchAfter is how long a request waits in the queue before its client
+// is watched for going away.
+const watchAfter = 50 * time.Millisecond
