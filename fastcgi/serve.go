@@ -332,6 +332,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 		headDone  bool
 		bodyless  bool     // 204 or 304: the body is dropped
 		unflushed bool     // written to w since the last flush
+		drained   bool     // the last read took less than x.rbuf: nothing more was there
 		got       bool     // any byte from the server
 		unsent    = noBody // x.out, for the first read to write
 		logs      stderrCount
@@ -353,13 +354,20 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 	for !x.rr.done {
 		n, ok, err := 0, false, error(nil)
 		if headDone && unflushed {
-			// Flush what was written once the server pauses. The
-			// body's deadline is armed first: a try at reading fails
-			// once the deadline has passed, even with bytes waiting,
-			// and the one armed for the head may be far shorter
-			// (goneAfter) than a body streamed without a pause lasts.
+			// Flush what was written once the server pauses. A read
+			// that did not fill the buffer took all there was (a
+			// stream socket's read returns what it holds), so the
+			// server has paused without a try at reading, as nginx
+			// tells it. Otherwise the try tells; the body's deadline
+			// is armed first: a try at reading fails once the deadline
+			// has passed, even with bytes waiting, and the one armed
+			// for the head may be far shorter (goneAfter) than a body
+			// streamed without a pause lasts.
 			uc.armRead(time.Now(), cl.readTO)
-			if n, ok, err = uc.raw.tryRead(x.rbuf); !ok {
+			if !drained {
+				n, ok, err = uc.raw.tryRead(x.rbuf)
+			}
+			if !ok {
 				if err := w.Flush(); err != nil {
 					return &failure{committed: true, err: err}, false
 				}
@@ -402,7 +410,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 			}
 			return &failure{status: http.StatusBadGateway, msg: "upstream closed the connection", err: err, fault: true}, false
 		}
-		got = true
+		got, drained = true, n < len(x.rbuf)
 		for p := x.rbuf[:n]; len(p) > 0; {
 			k, ev, data, err := x.rr.next(p)
 			if err != nil {
