@@ -118,6 +118,42 @@ func BenchmarkServeSmallFile(b *testing.B) {
 	})
 }
 
+// BenchmarkServeConditional measures the handler alone on a revalidation
+// (If-None-Match matching: 304) and a single range (206), the paths of
+// package conditional.
+func BenchmarkServeConditional(b *testing.B) {
+	s, err := files.New(benchDir(b), files.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	w := &discardWriter{}
+	base := []engine.Field{{Name: []byte("Host"), Value: []byte("a")}}
+	r := &engine.Request{Method: []byte("GET"), Target: []byte("/"), RawPath: []byte("/"), Path: []byte("/"), ProtoMinor: 1, Fields: base}
+	s.Serve(w, r)
+	etag := w.h.Get("ETag")
+	for _, c := range []struct {
+		name   string
+		field  engine.Field
+		status int
+	}{
+		{"304", engine.Field{Name: []byte("If-None-Match"), Value: []byte(etag)}, 304},
+		{"206", engine.Field{Name: []byte("Range"), Value: []byte("bytes=10-19")}, 206},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r.Fields = append(base[:1:1], c.field)
+			b.ReportAllocs()
+			for b.Loop() {
+				w.reset()
+				s.Serve(w, r)
+			}
+			if w.status != c.status {
+				b.Fatalf("status %d, want %d", w.status, c.status)
+			}
+		})
+	}
+}
+
 // discardWriter is a minimal engine.ResponseWriter for measuring a
 // handler alone.
 type discardWriter struct {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/sluice-server/sluice/conditional"
 	"github.com/sluice-server/sluice/engine"
 )
 
@@ -20,10 +21,10 @@ import (
 // goroutine at a time. The zero Reply is not usable.
 type Reply struct {
 	s      *Server
-	v      *entry     // the file or variant sent, for file replies
-	f      *openFile  // a reference taken by open, dropped by release
-	multi  *multipart // bodyMulti
-	list   *listing   // bodyList
+	v      *entry                 // the file or variant sent, for file replies
+	f      *openFile              // a reference taken by open, dropped by release
+	multi  *conditional.Multipart // bodyMulti
+	list   *listing               // bodyList
 	status int
 	length int64  // the Content-Length to declare, or -1
 	off, n int64  // bodyFile: the region of v
@@ -137,8 +138,8 @@ func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
 	if len(e.variants) > 0 {
 		rp.flags |= replyVary
 	}
-	val := validators{etag: v.etag, lastMod: v.lastMod, modTime: v.modTime}
-	if st := precondition(r, &val); st == http.StatusNotModified {
+	val := conditional.Validators{ETag: v.etag, LastModified: v.lastMod, ModTime: v.modTime}
+	if st := conditional.Precondition(r, &val); st == http.StatusNotModified {
 		rp.status, rp.length = st, -1
 		return
 	} else if st != 0 {
@@ -146,7 +147,7 @@ func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
 		return
 	}
 	head := rp.flags&replyHead != 0
-	if rh := r.HeaderList("Range"); rh != nil && !head && rangeApplies(r, &val) && s.decideRange(rp, rh) {
+	if rh := r.HeaderList("Range"); rh != nil && !head && conditional.RangeApplies(r, &val) && s.decideRange(rp, rh) {
 		return
 	}
 	if !head {
@@ -158,20 +159,20 @@ func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
 // whether it did; false means serving the whole representation.
 func (s *Server) decideRange(rp *Reply, rh []byte) bool {
 	v := rp.v
-	ranges, what := parseRange(rh, v.size, s.opts.MaxRanges)
+	ranges, what := conditional.ParseRange(rh, v.size, s.opts.MaxRanges)
 	switch what {
-	case rangeUnsatisfiable:
+	case conditional.RangeUnsatisfiable:
 		rp.setError(http.StatusRequestedRangeNotSatisfiable)
-		rp.crange = unsatisfiedRange(v.size)
-	case rangeOK:
+		rp.crange = conditional.UnsatisfiedRange(v.size)
+	case conditional.RangeOK:
 		rp.status = http.StatusPartialContent
 		if len(ranges) == 1 {
-			rp.kind, rp.off, rp.n = bodyFile, ranges[0].off, ranges[0].n
-			rp.length, rp.crange = rp.n, contentRange(ranges[0], v.size)
+			rp.kind, rp.off, rp.n = bodyFile, ranges[0].Off, ranges[0].N
+			rp.length, rp.crange = rp.n, conditional.ContentRange(ranges[0], v.size)
 		} else {
 			rp.kind = bodyMulti
-			rp.multi = newMultipart(ranges, v.size, v.ctype)
-			rp.length = rp.multi.length
+			rp.multi = conditional.NewMultipart(ranges, v.size, v.ctype)
+			rp.length = rp.multi.Length
 		}
 	default:
 		return false
@@ -182,8 +183,8 @@ func (s *Server) decideRange(rp *Reply, rh []byte) bool {
 // list fills rp with a directory listing.
 func (s *Server) list(rp *Reply, r *engine.Request, e *entry) {
 	rp.flags |= replyListing // its Vary goes on a 304 too (§15.4.5)
-	val := validators{}
-	if st := precondition(r, &val); st != 0 {
+	var val conditional.Validators
+	if st := conditional.Precondition(r, &val); st != 0 {
 		rp.setError(st)
 		return
 	}
@@ -300,7 +301,7 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	}
 	switch {
 	case rp.multi != nil:
-		h.Set("Content-Type", rp.multi.ctype)
+		h.Set("Content-Type", rp.multi.ContentType)
 	case rp.ctype != "":
 		h.Set("Content-Type", rp.ctype)
 	case v != nil:
@@ -351,23 +352,10 @@ func (rp *Reply) Send(w BodyWriter) error {
 	if rp.kind == bodyFile {
 		return rp.sendRegion(w, rp.off, rp.n)
 	}
-	m := rp.multi
-	for i, r := range m.ranges {
-		if _, err := io.WriteString(writerOnly{w}, m.heads[i]); err != nil {
-			return err
-		}
-		if err := rp.sendRegion(w, r.off, r.n); err != nil {
-			return err
-		}
-		if _, err := w.Write(crlf); err != nil {
-			return err
-		}
-	}
-	_, err := io.WriteString(writerOnly{w}, m.tail)
-	return err
+	return rp.multi.Send(writerOnly{w}, func(r conditional.Range) error {
+		return rp.sendRegion(w, r.Off, r.N)
+	})
 }
-
-var crlf = []byte("\r\n")
 
 // writerOnly hides any WriteString of w, so io.WriteString copies.
 type writerOnly struct{ w BodyWriter }

@@ -1,4 +1,4 @@
-package files
+package conditional
 
 import "testing"
 
@@ -29,8 +29,8 @@ func TestMatchETag(t *testing.T) {
 		{`"x", bad, "abc"`, tag, true, false},
 	}
 	for _, tt := range tests {
-		if got := matchETag([]byte(tt.list), tt.etag, tt.weak); got != tt.match {
-			t.Errorf("matchETag(%q, %q, weak=%v) = %v, want %v", tt.list, tt.etag, tt.weak, got, tt.match)
+		if got := MatchETag([]byte(tt.list), tt.etag, tt.weak); got != tt.match {
+			t.Errorf("MatchETag(%q, %q, weak=%v) = %v, want %v", tt.list, tt.etag, tt.weak, got, tt.match)
 		}
 	}
 }
@@ -39,7 +39,7 @@ func FuzzMatchETag(f *testing.F) {
 	f.Add(`"x", W/"abc"`, `"abc"`)
 	f.Add(`W/`, `W/"a"`)
 	f.Fuzz(func(t *testing.T, list, etag string) {
-		if matchETag([]byte(list), etag, false) && !matchETag([]byte(list), etag, true) {
+		if MatchETag([]byte(list), etag, false) && !MatchETag([]byte(list), etag, true) {
 			t.Fatalf("%q matches %q strongly but not weakly", list, etag)
 		}
 	})
