@@ -1,5 +1,5 @@
-// Package evict is a concurrent map with a byte budget: the store under
-// Sluice's HTTP cache. Each entry is set with its size in bytes; when the
+// Package evict is a concurrent map with a byte budget, made for a memory
+// store of HTTP responses. Each entry is set with its size in bytes; when the
 // sizes add up to more than the budget, Set evicts entries until they fit
 // again, and hands each one it let go of to a callback, outside the lock,
 // so that the caller can release what the value holds (a body buffer, a
