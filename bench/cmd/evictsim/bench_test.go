@@ -39,6 +39,7 @@ func policies() []struct {
 		{"S3-FIFO", func() cache { return newS3(b) }},
 		{"LRU", func() cache { return newLRU(b) }},
 		{"otter", func() cache { return newOtter(b) }},
+		{"ristretto", func() cache { return newRistretto(b, false) }},
 		{"hashicorp-lru", func() cache { c, _ := lru2.New[string, int64](benchKeys / 2); return hlru{c} }},
 	}
 }
@@ -60,6 +61,9 @@ func BenchmarkGetHit(b *testing.B) {
 			c := p.mk()
 			for i := range 1024 {
 				c.Set(keys[i], 1, 1024)
+			}
+			if s, ok := c.(interface{ sync() }); ok {
+				s.sync()
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
