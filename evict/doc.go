@@ -26,9 +26,9 @@
 // a read lock and an atomic increment: reads do not move entries between
 // lists, as they would in an LRU, and run in parallel.
 //
-// The policy was chosen by measurement against a byte-budgeted LRU and
-// W-TinyLFU (github.com/maypok86/otter/v2); docs/cache-store.md has the
-// figures and the commands that give them.
+// The policy was chosen by measurement against a byte-budgeted LRU,
+// W-TinyLFU (github.com/maypok86/otter/v2) and ristretto's TinyLFU;
+// docs/cache-store.md has the figures and the commands that give them.
 //
 // # Limits
 //
