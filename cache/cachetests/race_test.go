@@ -1,0 +1,5 @@
+//go:build race
+
+package cachetests
+
+const raceEnabled = true
