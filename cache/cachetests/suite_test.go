@@ -101,8 +101,22 @@ func TestSuite(t *testing.T) {
 		t.Logf("failed, then passed when run again: %s", strings.Join(flaky, " "))
 	}
 	if lost = missing(baseline, c.PassedRequired); len(lost) > 0 {
-		t.Errorf("%d required tests that %s lists as passed failed, twice: %s\n(node testdata/run.mjs BASE ID... with the origin and a sluice running shows a test's results; see doc.go)",
-			len(lost), baselineFile, strings.Join(lost, " "))
+		t.Errorf("%d required tests that %s lists as passed failed, twice: %s", len(lost), baselineFile, strings.Join(lost, " "))
+		b, err := os.ReadFile(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var results map[string]json.RawMessage
+		if err := json.Unmarshal(b, &results); err != nil {
+			t.Fatalf("%s: %v", again, err)
+		}
+		for _, id := range lost {
+			if r := string(results[id]); r == "true" {
+				t.Logf("%s: passed, but a test it depends on failed", id)
+			} else {
+				t.Logf("%s: %s", id, r)
+			}
+		}
 	}
 }
 
@@ -179,7 +193,7 @@ func watch(t *testing.T, cmd *exec.Cmd, name string, line *regexp.Regexp, other 
 		cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
-			t.Logf("%s wrote:\n%s%s", name, log.String(), other.String())
+			t.Logf("%s wrote (the last %d lines):\n%s", name, tailLines, tail(log.String()+other.String()))
 		}
 	})
 	found := make(chan string, 1)
@@ -298,6 +312,15 @@ func missing(want, have []string) []string {
 		}
 	}
 	return out
+}
+
+// tailLines is how many lines of a server's log a failure shows.
+const tailLines = 40
+
+// tail returns the last tailLines lines of s.
+func tail(s string) string {
+	lines := strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-tailLines):], "") + "\n"
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
