@@ -24,4 +24,8 @@
 //	go test ./cache/cachetests -run TestSuite -v            # the figures, and the failed required tests
 //	go test ./cache/cachetests -run TestSuite -update       # rewrite baseline.txt from this run
 //	go test ./cache/cachetests -run TestSuite -v -nocache   # the proxy alone, no cache in the route
+//
+// compare.sh runs the suite against Sluice, nginx's proxy_cache and
+// Varnish, configured as the suite's own docker setup configures them,
+// in one run, and prints their figures in a table (docs/cache-suite.md).
 package cachetests
