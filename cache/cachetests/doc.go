@@ -7,8 +7,10 @@
 // (BSD-3-Clause, testdata/cache-tests/LICENSE): the npm package
 // http-cache-tests (0.4.5, its only release) carries an older test set
 // whose figures differ from the ones cache-tests.fyi publishes. Its one
-// npm dependency, undici, is pinned in testdata/package.json and
+// npm dependency, undici 7 (whose handler API its tests of interim
+// responses use), is pinned in testdata/package.json and
 // package-lock.json; `npm ci` in testdata installs it (.ci/run does).
+// undici 7 needs Node 20.18.1 or later.
 //
 // TestSuite starts the suite's origin server (testdata/origin.mjs) on a
 // loopback port and `sluice serve` with a route whose pipeline is
@@ -18,8 +20,8 @@
 // It fails when a required test that baseline.txt lists as passed no
 // longer passes (after running that test again once, with the tests it
 // depends on, to rule out a chance failure). It skips when the cache
-// component is not registered, and when node or the npm modules are
-// missing, unless CI is set: then it fails.
+// component is not registered, and when node (20.18.1 or later) or the
+// npm modules are missing, unless CI is set: then it fails.
 //
 //	go test ./cache/cachetests -run TestSuite -v            # the figures, and the failed required tests
 //	go test ./cache/cachetests -run TestSuite -update       # rewrite baseline.txt from this run

@@ -52,6 +52,9 @@ func TestSuite(t *testing.T) {
 		t.Skip("the cache component is not registered")
 	}
 	node := sluicetest.NeedTool(t, "node", "nodejs")
+	if v := nodeVersion(t, node); !v.atLeast(minNode) {
+		sluicetest.MissingTool(t, fmt.Sprintf("node %s or later (not %s)", minNode, v), "nodejs")
+	}
 	if _, err := os.Stat(filepath.Join("testdata", "node_modules", "undici", "package.json")); err != nil {
 		sluicetest.MissingTool(t, "undici (`npm ci` in cache/cachetests/testdata)", "npm")
 	}
@@ -118,6 +121,35 @@ func TestSuite(t *testing.T) {
 			}
 		}
 	}
+}
+
+// minNode is the oldest Node the suite runs on: undici 7, which it
+// needs for its tests of interim responses, needs it.
+var minNode = version{20, 18, 1}
+
+// version is a Node version: major, minor, patch.
+type version [3]int
+
+func (v version) atLeast(w version) bool {
+	return slices.Compare(v[:], w[:]) >= 0
+}
+
+func (v version) String() string {
+	return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])
+}
+
+// nodeVersion returns the version of the node program.
+func nodeVersion(t *testing.T, node string) version {
+	t.Helper()
+	out, err := exec.Command(node, "--version").Output()
+	if err != nil {
+		t.Fatalf("node --version: %v", err)
+	}
+	var v version
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "v%d.%d.%d", &v[0], &v[1], &v[2]); err != nil {
+		t.Fatalf("node --version printed %q: %v", out, err)
+	}
+	return v
 }
 
 // buildSluice builds the sluice command into dir, with the race
