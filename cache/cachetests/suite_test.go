@@ -71,7 +71,16 @@ func TestSuite(t *testing.T) {
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + startSluice(t, sluice, config)
+	addr, sluiceLog := startSluice(t, sluice, config)
+	base := "http://" + addr
+	// A sluice built with -race reports a data race on its stderr as it
+	// finds it, whatever the suite's results.
+	defer func() {
+		if log := sluiceLog.String(); strings.Contains(log, "WARNING: DATA RACE") {
+			i := strings.Index(log, "WARNING: DATA RACE")
+			t.Errorf("sluice serve found a data race:\n%s", log[i:min(len(log), i+8000)])
+		}
+	}()
 
 	first := filepath.Join(dir, "results.json")
 	runSuite(t, node, base, first)
@@ -183,14 +192,14 @@ func startOrigin(t *testing.T, node string) string {
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	line := regexp.MustCompile(`^listening (http://127\.0\.0\.1:\d+)/$`)
-	url := watch(t, cmd, "the suite's origin server", line, &stderr)
+	url, _ := watch(t, cmd, "the suite's origin server", line, &stderr)
 	return url
 }
 
 // startSluice runs `sluice serve -c config` and returns the address it
-// listens on. It is killed when the test ends; its log is shown if the
-// test fails.
-func startSluice(t *testing.T, bin, config string) string {
+// listens on and its log (stderr). It is killed when the test ends; the
+// end of its log is shown if the test fails.
+func startSluice(t *testing.T, bin, config string) (string, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "-c", config)
 	var stdout syncBuffer
@@ -201,12 +210,13 @@ func startSluice(t *testing.T, bin, config string) string {
 
 // watch starts cmd, reads lines from what it writes to the stream that
 // other does not take, and returns the first submatch of the first line
-// that matches line. The command is killed when the test ends, and all
-// it wrote is logged if the test failed.
-func watch(t *testing.T, cmd *exec.Cmd, name string, line *regexp.Regexp, other *syncBuffer) string {
+// that matches line, and a buffer that keeps receiving those lines. The
+// command is killed when the test ends, and the end of what it wrote is
+// logged if the test failed.
+func watch(t *testing.T, cmd *exec.Cmd, name string, line *regexp.Regexp, other *syncBuffer) (string, *syncBuffer) {
 	t.Helper()
 	r, w := io.Pipe()
-	var log syncBuffer
+	log := new(syncBuffer)
 	if cmd.Stdout == nil {
 		cmd.Stdout = w
 	} else {
@@ -249,11 +259,11 @@ func watch(t *testing.T, cmd *exec.Cmd, name string, line *regexp.Regexp, other 
 		if !ok {
 			t.Fatalf("%s exited before it listened: %v\n%s%s", name, cmd.ProcessState, log.String(), other.String())
 		}
-		return s
+		return s, log
 	case <-time.After(60 * time.Second):
 		t.Fatalf("%s did not say it listened within a minute:\n%s%s", name, log.String(), other.String())
 	}
-	return ""
+	return "", nil
 }
 
 // runSuite runs the suite (or the tests ids and their dependencies)
