@@ -19,9 +19,10 @@
 // own determineTestResult, as cache-tests.fyi does (testdata/count.mjs).
 // It fails when a required test that baseline.txt lists as passed no
 // longer passes (after running that test again once, with the tests it
-// depends on, to rule out a chance failure). It skips when the cache
-// component is not registered, and when node (20.18.1 or later) or the
-// npm modules are missing, unless CI is set: then it fails.
+// depends on, to rule out a chance failure), and when sluice, built with
+// the race detector when the test is, reports a data race. It skips when
+// the cache component is not registered, and when node (20.18.1 or later)
+// or the npm modules are missing, unless CI is set: then it fails.
 //
 //	go test ./cache/cachetests -run TestSuite -v            # the figures, and the failed required tests
 //	go test ./cache/cachetests -run TestSuite -update       # rewrite baseline.txt from this run
