@@ -6,12 +6,12 @@ package pipe
 type Chain []Component
 
 // Handle runs the chain's components on c. A component that wraps the rest
-// of the pipeline (net/http middleware, see Middleware) receives the
-// remaining components as one.
+// of the pipeline (a Wrapper: net/http middleware, a cache) receives the
+// remaining components as one, and Handle returns what it returns.
 func (ch Chain) Handle(c *Conn) bool {
 	for i, comp := range ch {
-		if w, ok := comp.(restWrapper); ok {
-			return w.handleRest(c, ch[i+1:])
+		if w, ok := comp.(Wrapper); ok {
+			return w.HandleRest(c, ch[i+1:])
 		}
 		if !comp.Handle(c) {
 			return false
@@ -20,10 +20,26 @@ func (ch Chain) Handle(c *Conn) bool {
 	return true
 }
 
-// restWrapper is a component that must run the rest of the pipeline inside
-// its own call.
-type restWrapper interface {
-	handleRest(c *Conn, rest Component) bool
+// Wrapper is a Component that runs the rest of the pipeline inside its own
+// call, so that it can decide whether the rest runs at all and see what
+// it produces: net/http middleware (Middleware), a cache that answers
+// from its store or stores what the rest produced. A Chain and a
+// ProcNetwork call HandleRest instead of Handle, with rest the
+// components after the Wrapper as one Component (an empty Chain when
+// there are none); Handle is called only where a Wrapper runs on its own,
+// outside any Chain or ProcNetwork, and should behave as HandleRest with
+// nothing after it.
+//
+// HandleRest runs in the setup phase on the request's goroutine. It may
+// call rest.Handle(c) at most once, on the Conn it was given (to place a
+// filter between the rest's filters and the earlier ones, see
+// Conn.NestFilters), or serve rest to a writer of its own on another
+// request (Handler(rest).Serve); its result is the pipeline's, as
+// Component.Handle's is. Like every Component, a Wrapper must be safe for
+// concurrent use.
+type Wrapper interface {
+	Component
+	HandleRest(c *Conn, rest Component) bool
 }
 
 // If runs then only for requests that satisfy cond (a conditional

@@ -98,6 +98,42 @@ func (c *Conn) SetContent(content Content) { c.content = content }
 // added before it.
 func (c *Conn) AddFilter(f Filter) { c.filters = append(c.filters, f) }
 
+// FilterMark returns a mark of the filters added so far, for NestFilters.
+func (c *Conn) FilterMark() int { return len(c.filters) }
+
+// NestFilters is for a Wrapper that ran the rest of the pipeline on c
+// after taking mark with FilterMark: it reorders the filters so that the
+// content passes first the filters added since mark (the rest's), then f,
+// then the filters added before mark (those of the components before the
+// Wrapper). f sees what the rest of the pipeline produced, its source and
+// filters together, and the earlier filters see the same bytes and header
+// whether the rest ran or the Wrapper answered alone (a cache's hit and
+// miss). f's Filter function is called at commit after the rest's and
+// before the earlier ones', so it sees the header as the rest left it.
+// A nil f only reorders. It allocates nothing when the filters fit their
+// slice, and has no effect once the content phase has begun.
+func (c *Conn) NestFilters(mark int, f Filter) {
+	if c.top.committed || mark < 0 || mark > len(c.filters) {
+		return
+	}
+	if f != nil {
+		c.filters = append(c.filters, f)
+	}
+	if mark == 0 {
+		return
+	}
+	// Rotate left by mark: [before, rest, f] becomes [rest, f, before].
+	reverseFilters(c.filters[:mark])
+	reverseFilters(c.filters[mark:])
+	reverseFilters(c.filters)
+}
+
+func reverseFilters(fs []Filter) {
+	for i, j := 0, len(fs)-1; i < j; i, j = i+1, j-1 {
+		fs[i], fs[j] = fs[j], fs[i]
+	}
+}
+
 // Gone returns a channel that is closed once the client has closed or
 // reset the connection, or the server has given up on it (see
 // engine.GoneNotifier), so that a component can stop work nobody will

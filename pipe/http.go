@@ -123,9 +123,10 @@ type middleware struct {
 }
 
 // Handle runs the middleware with nothing after it.
-func (m *middleware) Handle(c *Conn) bool { return m.handleRest(c, nil) }
+func (m *middleware) Handle(c *Conn) bool { return m.HandleRest(c, nil) }
 
-func (m *middleware) handleRest(c *Conn, rest Component) bool {
+// HandleRest runs the middleware with rest as its next handler.
+func (m *middleware) HandleRest(c *Conn, rest Component) bool {
 	hr, err := engine.NewHTTPRequest(c.Request)
 	if err != nil {
 		return c.Error(http.StatusBadRequest, "invalid request-target")

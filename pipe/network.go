@@ -17,11 +17,10 @@ import (
 // the benchmark in docs/pipe.md) in exchange for the isolation of a
 // network.
 //
-// net/http middleware (see Middleware) must run the rest of the pipeline,
-// and the content phase, inside its own call, so it is not a stage: the
-// components after it form a network of their own, and the middleware runs
-// on the goroutine that called Handle, with that network as its next
-// handler. A response a middleware writes therefore never holds up the
+// A Wrapper (net/http middleware, see Middleware) must run the rest of the
+// pipeline, and for middleware the content phase, inside its own call, so it is not a stage: the
+// components after it form a network of their own, and the Wrapper runs
+// on the goroutine that called Handle, with that network as its rest. A response a middleware writes therefore never holds up the
 // stages, which serve other requests meanwhile.
 //
 // A ProcNetwork is a Component, so it can serve a route (NetworkHandler)
@@ -35,7 +34,7 @@ type ProcNetwork struct {
 	// wrap is the first component that wraps the rest of the pipeline
 	// (net/http middleware), or nil; rest is the network of the
 	// components after it.
-	wrap restWrapper
+	wrap Wrapper
 	rest *ProcNetwork
 }
 
@@ -45,7 +44,7 @@ func NewProcNetwork(components ...Component) *ProcNetwork {
 	n := &ProcNetwork{in: make(chan *Conn)}
 	in := n.in
 	for i, comp := range components {
-		if w, ok := comp.(restWrapper); ok {
+		if w, ok := comp.(Wrapper); ok {
 			n.wrap, n.rest = w, NewProcNetwork(components[i+1:]...)
 			break
 		}
@@ -100,7 +99,7 @@ func (n *ProcNetwork) Handle(c *Conn) bool {
 		return false
 	}
 	if n.wrap != nil {
-		return n.wrap.handleRest(c, n.rest)
+		return n.wrap.HandleRest(c, n.rest)
 	}
 	return true
 }

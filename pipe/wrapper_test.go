@@ -1,0 +1,102 @@
+package pipe
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// nester is a test Wrapper: it runs the rest of the pipeline and nests a
+// recording filter between the rest's filters and the earlier ones, as a
+// cache does.
+type nester struct {
+	mu   sync.Mutex
+	seen bytes.Buffer
+	rest bool // whether HandleRest ran
+}
+
+func (n *nester) Handle(c *Conn) bool { return n.HandleRest(c, nil) }
+
+func (n *nester) HandleRest(c *Conn, rest Component) bool {
+	n.mu.Lock()
+	n.rest = true
+	n.mu.Unlock()
+	mark := c.FilterMark()
+	ok := true
+	if rest != nil {
+		ok = rest.Handle(c)
+	}
+	c.NestFilters(mark, func(c *Conn) Wrap {
+		c.Header().Add("X-Filters", "tap")
+		return func(next Writer) Writer { return &recorder{n: n, next: next} }
+	})
+	return ok
+}
+
+type recorder struct {
+	n    *nester
+	next Writer
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.n.mu.Lock()
+	r.n.seen.Write(p)
+	r.n.mu.Unlock()
+	return r.next.Write(p)
+}
+func (r *recorder) Flush() error { return r.next.Flush() }
+func (r *recorder) Close() error { return nil }
+
+// A Wrapper in a Chain or a ProcNetwork gets the rest of the pipeline, and
+// NestFilters puts its filter beneath the rest's filters and above the
+// earlier ones: the content passes shift (the rest's), tap, then upper
+// (added before the Wrapper).
+func TestWrapperNestsFilters(t *testing.T) {
+	for _, network := range []bool{false, true} {
+		n := &nester{}
+		var b Builder
+		b.Network = network
+		comp := b.Pipeline(upper, n, text("hal"), shift)
+		defer b.Stop()
+		url := sluicetest.NewServer(t, Handler(comp)).URL
+		resp, body := sluicetest.Get(t, url+"/")
+		if body != "HAL" {
+			t.Errorf("network=%v: body = %q, want HAL (shift on lower case does nothing, then upper)", network, body)
+		}
+		if got := strings.Join(resp.Header.Values("X-Filters"), ","); got != "shift,tap,upper" {
+			t.Errorf("network=%v: X-Filters = %q, want shift,tap,upper", network, got)
+		}
+		n.mu.Lock()
+		if !n.rest || n.seen.String() != "hal" {
+			t.Errorf("network=%v: HandleRest ran %v, tap saw %q, want hal", network, n.rest, n.seen.String())
+		}
+		n.mu.Unlock()
+	}
+}
+
+// With no filter before the Wrapper, NestFilters appends its filter after
+// the rest's; with a nil filter it only reorders.
+func TestNestFiltersEdges(t *testing.T) {
+	n := &nester{}
+	url := sluicetest.NewServer(t, Handler(Chain{n, text("hal"), upper})).URL
+	resp, body := sluicetest.Get(t, url+"/")
+	if body != "HAL" || strings.Join(resp.Header.Values("X-Filters"), ",") != "upper,tap" {
+		t.Errorf("body %q, X-Filters %v", body, resp.Header.Values("X-Filters"))
+	}
+	if n.seen.String() != "HAL" {
+		t.Errorf("tap saw %q, want HAL", n.seen.String())
+	}
+	reorder := Pipe(func(c *Conn) bool {
+		mark := c.FilterMark()
+		c.AddFilter(shift)
+		c.NestFilters(mark, nil)
+		return true
+	})
+	url = sluicetest.NewServer(t, Handler(Chain{upper, reorder, text("hal")})).URL
+	if _, body := sluicetest.Get(t, url+"/"); body != "HAL" {
+		t.Errorf("reordered body = %q, want HAL (shift before upper)", body)
+	}
+}
