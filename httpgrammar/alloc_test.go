@@ -16,6 +16,10 @@ func TestAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { Negotiate(list, codings) }); n != 0 {
 		t.Errorf("Negotiate allocates %v times", n)
 	}
+	cc := []byte(`public, max-age=60, no-cache="Set-Cookie", stale-if-error=5, x="a,b"`)
+	if n := testing.AllocsPerRun(100, func() { ParseCacheControl(cc) }); n != 0 {
+		t.Errorf("ParseCacheControl allocates %v times", n)
+	}
 }
 
 func TestNextFieldAllocs(t *testing.T) {

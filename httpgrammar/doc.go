@@ -64,6 +64,13 @@
 // answers with 400 or 501 and the proxy with 502: the same strictness on
 // both sides of a proxied exchange.
 //
+// # Cache-Control
+//
+// ParseCacheControl reads a Cache-Control value (RFC 9111 §5.2) of a
+// request or a response into flags and delta-seconds, quoted arguments
+// and the qualified no-cache="field" and private="field" forms included;
+// the cache and anything else that decides by the field read it there.
+//
 // # Dates
 //
 // ParseDate reads an HTTP-date (RFC 9110 §5.6.7) in its three formats,
