@@ -68,6 +68,16 @@ type Writer interface {
 	Close() error
 }
 
+// Aborter is implemented by a filter's Writer that must know when the
+// content failed after the response was under way (the source's upstream
+// broke off), such as a cache that must not keep a truncated body. The
+// content phase then calls Abort with the content's error, on the
+// content's goroutine, before it closes the filter writers and cuts the
+// connection; a content that succeeds never causes a call.
+type Aborter interface {
+	Abort(err error)
+}
+
 // Compile-time checks of the function kinds.
 var (
 	_ Component = Pipe(nil)

@@ -289,6 +289,13 @@ func (c *Conn) Finish() {
 		c.Finish()
 		return
 	}
+	if err != nil {
+		for _, w := range c.wraps {
+			if a, ok := w.(Aborter); ok {
+				a.Abort(err)
+			}
+		}
+	}
 	if cerr := c.top.Close(); err == nil {
 		err = cerr
 	}

@@ -2,6 +2,8 @@ package pipe
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -98,5 +100,54 @@ func TestNestFiltersEdges(t *testing.T) {
 	url = sluicetest.NewServer(t, Handler(Chain{upper, reorder, text("hal")})).URL
 	if _, body := sluicetest.Get(t, url+"/"); body != "HAL" {
 		t.Errorf("reordered body = %q, want HAL (shift before upper)", body)
+	}
+}
+
+type abortRecorder struct {
+	next    Writer
+	aborted chan error
+}
+
+func (a *abortRecorder) Write(p []byte) (int, error) { return a.next.Write(p) }
+func (a *abortRecorder) Flush() error                { return a.next.Flush() }
+func (a *abortRecorder) Close() error                { return nil }
+func (a *abortRecorder) Abort(err error)             { a.aborted <- err }
+
+// A content that fails after committing makes Finish call Abort on the
+// filter writers that implement Aborter; one that succeeds does not.
+func TestAborter(t *testing.T) {
+	aborted := make(chan error, 2)
+	filter := Filter(func(c *Conn) Wrap {
+		return func(next Writer) Writer { return &abortRecorder{next: next, aborted: aborted} }
+	})
+	failing := Source(func(c *Conn) Content {
+		if c.Request.IsMethod("POST") {
+			return func(w Writer) error { _, err := w.Write([]byte("fine")); return err }
+		}
+		return func(w Writer) error {
+			w.Write([]byte("part"))
+			w.Flush()
+			return errors.New("upstream broke off")
+		}
+	})
+	srv := sluicetest.NewServer(t, Handler(Chain{filter, failing}))
+	resp, err := sluicetest.Client.Get(srv.URL + "/")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Errorf("a response whose content failed came out whole")
+	}
+	if got := <-aborted; got == nil || got.Error() != "upstream broke off" {
+		t.Errorf("Abort got %v", got)
+	}
+	if _, body := sluicetest.Send(t, "POST", srv.URL+"/"); body != "fine" {
+		t.Errorf("POST body %q", body)
+	}
+	select {
+	case err := <-aborted:
+		t.Errorf("Abort called for a content that succeeded: %v", err)
+	default:
 	}
 }
