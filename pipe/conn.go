@@ -98,6 +98,11 @@ func (c *Conn) SetContent(content Content) { c.content = content }
 // added before it.
 func (c *Conn) AddFilter(f Filter) { c.filters = append(c.filters, f) }
 
+// Finished reports whether the content phase has run: a Wrapper whose
+// rest finished the response inside its own call (net/http middleware
+// does) can no longer nest a filter or change the response.
+func (c *Conn) Finished() bool { return c.finished }
+
 // FilterMark returns a mark of the filters added so far, for NestFilters.
 func (c *Conn) FilterMark() int { return len(c.filters) }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -150,4 +151,33 @@ func TestAborter(t *testing.T) {
 		t.Errorf("Abort called for a content that succeeded: %v", err)
 	default:
 	}
+}
+
+// Finished tells a Wrapper that its rest finished the response inside its
+// own call, as net/http middleware does, and not otherwise.
+func TestFinished(t *testing.T) {
+	seen := make(chan bool, 2)
+	probe := &finishProbe{seen: seen}
+	mw := Middleware(func(next http.Handler) http.Handler { return next })
+	url := sluicetest.NewServer(t, Handler(Chain{probe, mw, text("x")})).URL
+	if _, body := sluicetest.Get(t, url+"/"); body != "x" {
+		t.Errorf("body %q", body)
+	}
+	if !<-seen {
+		t.Errorf("Finished is false after middleware ran the content phase")
+	}
+	url = sluicetest.NewServer(t, Handler(Chain{probe, text("y")})).URL
+	sluicetest.Get(t, url+"/")
+	if <-seen {
+		t.Errorf("Finished is true before the content phase")
+	}
+}
+
+type finishProbe struct{ seen chan bool }
+
+func (p *finishProbe) Handle(c *Conn) bool { return true }
+func (p *finishProbe) HandleRest(c *Conn, rest Component) bool {
+	ok := rest.Handle(c)
+	p.seen <- c.Finished()
+	return ok
 }
