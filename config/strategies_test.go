@@ -72,6 +72,14 @@ var strategyCases = []strategyCase{
 		{strategyGet("/a.txt", "Accept-Encoding: gzip\r\n"), 200},
 		{strategyGet("/a.txt"), 200},
 	}},
+	// A cache may be built once for both strategies: the same request is
+	// then a miss in one and a hit in the other, with the same bytes.
+	{name: "cache", pipeline: `[cache: {size: 1MB}, headers: {set: {Cache-Control: max-age=60}}, text: cached]`,
+		ignore: []string{"Age", "Cache-Status"}, requests: []strategyRequest{
+			{strategyGet("/"), 200},
+			{strategyGet("/"), 200},
+			{"HEAD / HTTP/1.1\r\n", 200},
+		}},
 	{name: "rot13", pipeline: `[text: "Hello", rot13]`, requests: []strategyRequest{{strategyGet("/"), 200}}},
 	{name: "log", pipeline: `[log: "{site}/access.log", text: logged]`, requests: []strategyRequest{{strategyGet("/"), 200}}},
 	{name: "redirect", pipeline: `[redirect: {to: "https://example.com$path$query", status: 308}]`, requests: []strategyRequest{

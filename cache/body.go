@@ -1,0 +1,155 @@
+package cache
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// chunkSize is the size of the pieces a body of unknown length grows in:
+// a piece is never reallocated, so readers hold views of it without a
+// lock while the body grows.
+const chunkSize = 32 << 10
+
+// errBodyFailed is what a reader of a body whose fetch broke off gets.
+var errBodyFailed = errors.New("cache: the response being stored broke off")
+
+// body is an entry's content in memory. It grows while the response is
+// fetched; readers (the clients collapsed onto the fetch, and hits on it)
+// read what is there and wait for more, so nothing is buffered whole
+// before it is sent. Appending never moves bytes already in it. Safe for
+// one writer and any number of readers at a time.
+type body struct {
+	mu     sync.Mutex
+	chunks [][]byte
+	n      int64
+	done   bool // complete
+	failed bool // broke off: readers stop with errBodyFailed
+	wait   chan struct{}
+}
+
+// newBody returns an empty body; a known length sizes its one chunk.
+func newBody(length int64) *body {
+	b := &body{}
+	if length > 0 {
+		b.chunks = [][]byte{make([]byte, 0, length)}
+	}
+	return b
+}
+
+// append adds p (copied) and wakes the readers waiting for it.
+func (b *body) append(p []byte) {
+	b.mu.Lock()
+	for len(p) > 0 {
+		var last []byte
+		if k := len(b.chunks); k > 0 {
+			last = b.chunks[k-1]
+		}
+		if len(last) == cap(last) {
+			last = make([]byte, 0, chunkSize)
+			b.chunks = append(b.chunks, last)
+		}
+		n := min(cap(last)-len(last), len(p))
+		last = append(last, p[:n]...)
+		b.chunks[len(b.chunks)-1] = last
+		b.n += int64(n)
+		p = p[n:]
+	}
+	b.wake()
+	b.mu.Unlock()
+}
+
+// finish marks the body complete, or broken off, and wakes the readers.
+func (b *body) finish(failed bool) {
+	b.mu.Lock()
+	if !b.done && !b.failed {
+		b.done, b.failed = !failed, failed
+	}
+	b.wake()
+	b.mu.Unlock()
+}
+
+func (b *body) wake() {
+	if b.wait != nil {
+		close(b.wait)
+		b.wait = nil
+	}
+}
+
+// state returns the length so far and whether the body is complete.
+func (b *body) state() (int64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n, b.done
+}
+
+// capacity is what the body holds in memory.
+func (b *body) capacity() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var n int64
+	for _, c := range b.chunks {
+		n += int64(cap(c))
+	}
+	return n
+}
+
+// next returns the bytes from off on that are there now (from one chunk),
+// or, when none are, whether the body is complete or failed, and a
+// channel that is closed when that changes.
+func (b *body) next(off int64) (p []byte, done bool, wait <-chan struct{}, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if off < b.n {
+		for _, c := range b.chunks {
+			if off < int64(len(c)) {
+				return c[off:], false, nil, nil
+			}
+			off -= int64(len(c))
+		}
+	}
+	if b.failed {
+		return nil, false, nil, errBodyFailed
+	}
+	if b.done {
+		return nil, true, nil, nil
+	}
+	if b.wait == nil {
+		b.wait = make(chan struct{})
+	}
+	return nil, false, b.wait, nil
+}
+
+// writeTo writes the body's bytes [off, end) to w as they arrive (end -1:
+// to the end), flushing whenever it must wait for more. It stops with an
+// error when w fails, the body breaks off or gone is closed.
+func (b *body) writeTo(w pipe.Writer, off, end int64, gone <-chan struct{}) error {
+	for end < 0 || off < end {
+		p, done, wait, err := b.next(off)
+		switch {
+		case err != nil:
+			return err
+		case done:
+			return nil
+		case wait != nil:
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			select {
+			case <-wait:
+			case <-gone:
+				return errors.New("cache: client gone")
+			}
+			continue
+		}
+		if end >= 0 && int64(len(p)) > end-off {
+			p = p[:end-off]
+		}
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+		off += int64(len(p))
+	}
+	return nil
+}

@@ -1,0 +1,381 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-server/sluice/httpgrammar"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// Options configures a Cache. The zero value is a sound configuration: a
+// 64 MB store named "Sluice", objects up to 8 MB.
+type Options struct {
+	// Name is the cache's name in Cache-Status (RFC 9211), a token.
+	// Default "Sluice".
+	Name string
+
+	// Size is the memory budget in bytes: the stored header fields and
+	// bodies together, with a small charge per entry. Least recently
+	// used entries are evicted to stay under it. Default 64 MB.
+	Size int64
+
+	// MaxObjectSize is the largest body stored, in bytes; a longer one
+	// (known from Content-Length, or found while it streams) passes
+	// through unstored. Default 8 MB.
+	MaxObjectSize int64
+
+	// MaxHeaderSize is the largest stored header section, in bytes.
+	// Default 64 KB.
+	MaxHeaderSize int64
+
+	// MaxKeys bounds the number of stored entries: each is charged at
+	// least Size/MaxKeys bytes. 0: no bound but Size.
+	MaxKeys int
+
+	// HeuristicFraction is the fraction of the time since Last-Modified
+	// that a response without explicit freshness stays fresh, where RFC
+	// 9111 §4.2.2 allows a heuristic. Default 0.1; negative: no
+	// heuristic freshness.
+	HeuristicFraction float64
+
+	// HeuristicMax caps heuristic freshness. Default 24 h.
+	HeuristicMax time.Duration
+
+	// Key adds parts to every primary key: "header:NAME" (the request
+	// field's value) or "cookie:NAME" (one cookie's value). With cookie
+	// parts, the rest of the pipeline sees only the keyed cookies.
+	Key []string
+
+	// StoreSetCookie stores responses that carry Set-Cookie (and hands
+	// the cookie to everyone who gets the stored response). Default
+	// false: such responses pass through unstored.
+	StoreSetCookie bool
+
+	// LockTimeout bounds how long a request waits for another request's
+	// fetch of the same key (request collapsing) to bring a response
+	// header before it goes to the origin itself. Default 5 s.
+	LockTimeout time.Duration
+
+	// StaleIfError is a grace: how long past its freshness a stored
+	// response may still be served when the rest of the pipeline fails
+	// (a 5xx or no answer), for responses that do not forbid it
+	// (must-revalidate, proxy-revalidate, s-maxage). 0: only as a
+	// response's own stale-if-error allows.
+	StaleIfError time.Duration
+
+	// Logger receives the cache's errors (a revalidation that panicked).
+	// Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultSize          = 64 << 20
+	DefaultMaxObjectSize = 8 << 20
+	DefaultMaxHeaderSize = 64 << 10
+	DefaultLockTimeout   = 5 * time.Second
+	DefaultHeuristicMax  = 24 * time.Hour
+)
+
+// passTTL is how long a hit-for-pass marker stops collapsing on a key
+// whose response could not be stored.
+const passTTL = 10 * time.Second
+
+// entryOverhead is charged per entry besides its fields and body.
+const entryOverhead = 256
+
+// Cache is an HTTP cache (RFC 9111) in a pipeline: a pipe.Wrapper that
+// answers a request from its store or runs the rest of the pipeline and
+// stores what it produces. Make one with New; it is safe for concurrent
+// use by every request of its route.
+type Cache struct {
+	name              string
+	store             *lruMap[string, *entry]
+	mu                sync.Mutex
+	inflight          map[string]*entry
+	maxObject         int64
+	maxHeader         int64
+	minCharge         int64
+	heuristicFraction float64
+	heuristicMax      time.Duration
+	keyParts          []keyPart
+	cookieParts       int
+	poison            []string
+	storeSetCookie    bool
+	lockTimeout       time.Duration
+	staleIfError      time.Duration
+	logger            *slog.Logger
+	now               func() time.Time
+	gen               atomic.Uint64
+
+	statusMethod string // Cache-Status of a request whose method is not cached
+	unsafeFilter pipe.Filter
+	methodFilter pipe.Filter
+
+	stats Stats
+}
+
+// Stats counts what a Cache did; read it with Cache.Stats.
+type Stats struct {
+	Hits, Misses, Stale, Revalidated, Passes, Collapsed, Stored uint64
+}
+
+// New returns a Cache configured by opts, or an error naming the option
+// that is wrong.
+func New(opts Options) (*Cache, error) {
+	x := &Cache{
+		name: opts.Name, maxObject: opts.MaxObjectSize, maxHeader: opts.MaxHeaderSize,
+		heuristicFraction: opts.HeuristicFraction, heuristicMax: opts.HeuristicMax,
+		storeSetCookie: opts.StoreSetCookie, lockTimeout: opts.LockTimeout,
+		staleIfError: opts.StaleIfError, logger: opts.Logger, now: time.Now,
+		inflight: make(map[string]*entry),
+	}
+	if x.name == "" {
+		x.name = "Sluice"
+	}
+	if !httpgrammar.IsToken(x.name) {
+		return nil, fmt.Errorf("cache: name %q is not a token", x.name)
+	}
+	size := opts.Size
+	switch {
+	case size == 0:
+		size = DefaultSize
+	case size < 0:
+		return nil, errors.New("cache: size must not be negative")
+	}
+	switch {
+	case x.maxObject == 0:
+		x.maxObject = min(DefaultMaxObjectSize, size/2)
+	case x.maxObject < 0:
+		return nil, errors.New("cache: max_object_size must not be negative")
+	case x.maxObject > size:
+		return nil, fmt.Errorf("cache: max_object_size %d is over size %d", x.maxObject, size)
+	}
+	switch {
+	case x.maxHeader == 0:
+		x.maxHeader = DefaultMaxHeaderSize
+	case x.maxHeader < 0:
+		return nil, errors.New("cache: max_header_size must not be negative")
+	}
+	switch {
+	case opts.MaxKeys < 0:
+		return nil, errors.New("cache: max_keys must not be negative")
+	case opts.MaxKeys > 0:
+		x.minCharge = size / int64(opts.MaxKeys)
+	}
+	switch {
+	case x.heuristicFraction == 0:
+		x.heuristicFraction = 0.1
+	case x.heuristicFraction < 0:
+		x.heuristicFraction = 0
+	case x.heuristicFraction > 1:
+		return nil, errors.New("cache: heuristic_fraction must be at most 1")
+	}
+	switch {
+	case x.heuristicMax == 0:
+		x.heuristicMax = DefaultHeuristicMax
+	case x.heuristicMax < 0:
+		return nil, errors.New("cache: heuristic_max must not be negative")
+	}
+	switch {
+	case x.lockTimeout == 0:
+		x.lockTimeout = DefaultLockTimeout
+	case x.lockTimeout < 0:
+		return nil, errors.New("cache: lock_timeout must not be negative")
+	}
+	if x.staleIfError < 0 {
+		return nil, errors.New("cache: stale_if_error must not be negative")
+	}
+	if x.logger == nil {
+		x.logger = slog.Default()
+	}
+	for _, k := range opts.Key {
+		p, ok := parseKeyPart(k)
+		if !ok {
+			return nil, fmt.Errorf("cache: key %q is not header:NAME or cookie:NAME", k)
+		}
+		x.keyParts = append(x.keyParts, p)
+		if p.cookie {
+			x.cookieParts++
+		}
+	}
+	for _, f := range poisonFields {
+		keyed := false
+		for _, p := range x.keyParts {
+			keyed = keyed || !p.cookie && httpgrammar.EqualFold(p.name, f)
+		}
+		if !keyed {
+			x.poison = append(x.poison, f)
+		}
+	}
+	x.store = newLRU[string, *entry](size, nil)
+	x.statusMethod = x.name + "; fwd=method"
+	x.unsafeFilter = x.invalidateAfter
+	x.methodFilter = func(c *pipe.Conn) pipe.Wrap {
+		c.Header().Add("Cache-Status", x.statusMethod)
+		return nil
+	}
+	return x, nil
+}
+
+// Stats returns the counters so far.
+func (x *Cache) Stats() Stats {
+	return Stats{
+		Hits: atomic.LoadUint64(&x.stats.Hits), Misses: atomic.LoadUint64(&x.stats.Misses),
+		Stale: atomic.LoadUint64(&x.stats.Stale), Revalidated: atomic.LoadUint64(&x.stats.Revalidated),
+		Passes: atomic.LoadUint64(&x.stats.Passes), Collapsed: atomic.LoadUint64(&x.stats.Collapsed),
+		Stored: atomic.LoadUint64(&x.stats.Stored),
+	}
+}
+
+// Len returns the number of entries in the store (responses and the
+// markers of Vary and hit-for-pass).
+func (x *Cache) Len() int { return x.store.Len() }
+
+// Size returns the bytes charged to the store's budget.
+func (x *Cache) Size() int64 { return x.store.Size() }
+
+// Handle runs the cache with nothing after it: every request is answered
+// from the store or, on a miss, by the pipeline's response set up so far.
+func (x *Cache) Handle(c *pipe.Conn) bool { return x.HandleRest(c, pipe.Chain(nil)) }
+
+// HandleRest answers c from the store, or runs rest (the components after
+// the cache) and stores what they produce; see the package doc.
+func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
+	if rest == nil {
+		rest = pipe.Chain(nil)
+	}
+	r := c.Request
+	get := r.IsMethod("GET")
+	if !get && !r.IsMethod("HEAD") {
+		return x.passMethod(c, rest)
+	}
+	ri := readRequest(r)
+	ri.cookie = x.stripUnkeyed(r)
+	now := x.now()
+	ri.received = now
+	pk := x.primaryKey(r)
+	found, ck, fwd := x.lookup(pk, r)
+	if found != nil {
+		m := found.meta.Load()
+		switch x.judge(m, &ri, now) {
+		case useFresh:
+			atomic.AddUint64(&x.stats.Hits, 1)
+			return x.serve(c, found, m, &ri, now, x.hitStatus(m, now))
+		case useStale:
+			atomic.AddUint64(&x.stats.Stale, 1)
+			return x.serve(c, found, m, &ri, now, x.name+"; hit; fwd=stale; ttl="+ttl(m, now))
+		case useStaleRevalidate:
+			atomic.AddUint64(&x.stats.Stale, 1)
+			x.background(rest, c, found, m, pk, &ri)
+			return x.serve(c, found, m, &ri, now, x.name+"; hit; fwd=stale; ttl="+ttl(m, now)+"; detail=stale-while-revalidate")
+		}
+		fwd = "stale"
+		if ri.noCache || ri.cc.MaxAge >= 0 && m.currentAge(now) > time.Duration(ri.cc.MaxAge)*time.Second {
+			fwd = "request"
+		}
+		if ri.cc.Has(httpgrammar.CCOnlyIfCached) {
+			return x.onlyIfCached(c, fwd)
+		}
+		if m.hasValidator() && !ri.ranged {
+			return x.revalidate(c, rest, found, m, &ri, pk, fwd)
+		}
+	} else if ri.cc.Has(httpgrammar.CCOnlyIfCached) {
+		return x.onlyIfCached(c, fwd)
+	}
+	var leader *entry
+	if fwd != "pass" && !ri.ranged && !ri.noStore {
+		e, lead := x.join(ck)
+		if lead {
+			leader = e
+		} else if x.waitCollapsed(c, e, &ri, now) {
+			return true
+		}
+	}
+	if fwd == "pass" {
+		fwd = "miss"
+	}
+	atomic.AddUint64(&x.stats.Misses, 1)
+	return x.miss(c, rest, &ri, pk, ck, leader, fwd, now)
+}
+
+func (x *Cache) onlyIfCached(c *pipe.Conn, fwd string) bool {
+	c.Header().Set("Cache-Status", x.name+"; fwd="+fwd+"; detail=only-if-cached")
+	return c.Error(http.StatusGatewayTimeout, "not in the cache (only-if-cached)")
+}
+
+// passMethod runs rest for a method the cache does not answer; after an
+// unsafe one it invalidates what the response says changed (§4.4).
+func (x *Cache) passMethod(c *pipe.Conn, rest pipe.Component) bool {
+	atomic.AddUint64(&x.stats.Passes, 1)
+	mark := c.FilterMark()
+	ok := rest.Handle(c)
+	switch string(c.Request.Method) {
+	case "OPTIONS", "TRACE", "CONNECT", "PRI":
+		c.NestFilters(mark, x.methodFilter)
+	default:
+		c.NestFilters(mark, x.unsafeFilter)
+	}
+	return ok
+}
+
+// use is what judge decides a stored response is good for.
+type use uint8
+
+const (
+	useNone            use = iota // forward: validate or fetch
+	useFresh                      // fresh: serve
+	useStale                      // stale, but the request allows it (max-stale)
+	useStaleRevalidate            // stale within stale-while-revalidate: serve, revalidate behind
+)
+
+// judge decides whether m may answer the request at now (RFC 9111 §4,
+// §4.2.4, §5.2.1; RFC 5861 §3).
+func (x *Cache) judge(m *meta, ri *reqInfo, now time.Time) use {
+	if ri.noCache || m.mustValidate() {
+		return useNone
+	}
+	age := m.currentAge(now)
+	if ri.cc.MaxAge >= 0 && age > time.Duration(ri.cc.MaxAge)*time.Second {
+		return useNone
+	}
+	left := m.lifetime - age
+	if ri.cc.MinFresh >= 0 && left < time.Duration(ri.cc.MinFresh)*time.Second {
+		return useNone
+	}
+	if left > 0 {
+		return useFresh
+	}
+	if m.noStaleServing() {
+		return useNone
+	}
+	stale := -left
+	if ri.cc.MaxStale >= 0 && stale <= time.Duration(ri.cc.MaxStale)*time.Second {
+		return useStale
+	}
+	if m.cc.StaleWhileRevalidate >= 0 && stale <= time.Duration(m.cc.StaleWhileRevalidate)*time.Second {
+		return useStaleRevalidate
+	}
+	return useNone
+}
+
+// staleOnError reports whether m may answer at now although the rest of
+// the pipeline failed: the response's or the request's stale-if-error
+// (RFC 5861 §4), or the configured grace where the response allows
+// serving stale at all (§4.2.4).
+func (x *Cache) staleOnError(m *meta, ri *reqInfo, now time.Time) bool {
+	stale := m.currentAge(now) - m.lifetime
+	if m.cc.StaleIfError >= 0 && stale <= time.Duration(m.cc.StaleIfError)*time.Second {
+		return true
+	}
+	if ri.cc.StaleIfError >= 0 && stale <= time.Duration(ri.cc.StaleIfError)*time.Second {
+		return true
+	}
+	return x.staleIfError > 0 && !m.noStaleServing() && stale <= x.staleIfError
+}

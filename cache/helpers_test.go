@@ -1,0 +1,159 @@
+package cache
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/proxy"
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// clock is a settable time for the cache under test, so that freshness
+// runs out without the test sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// origin is a net/http server on loopback whose handler a test sets; it
+// counts the requests it gets and keeps the last one's header.
+type origin struct {
+	srv     *httptest.Server
+	n       atomic.Int64
+	mu      sync.Mutex
+	handler http.HandlerFunc
+	last    http.Header
+	lastURL string
+}
+
+func (o *origin) set(h http.HandlerFunc) {
+	o.mu.Lock()
+	o.handler = h
+	o.mu.Unlock()
+}
+
+func (o *origin) lastHeader() http.Header {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.last
+}
+
+// harness is Sluice serving [cache, proxy to origin] on loopback.
+type harness struct {
+	url   string
+	x     *Cache
+	o     *origin
+	clock *clock
+}
+
+func newHarness(t *testing.T, opts Options, h http.HandlerFunc, extra ...pipe.Component) *harness {
+	t.Helper()
+	o := &origin{handler: h}
+	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.n.Add(1)
+		o.mu.Lock()
+		o.last, o.lastURL = r.Header.Clone(), r.URL.String()
+		h := o.handler
+		o.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(o.srv.Close)
+	p, err := proxy.New(proxy.Options{Upstreams: []string{o.srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return newHarnessWith(t, opts, o, append(extra, p)...)
+}
+
+// newHarnessWith serves [cache, rest...]; o may be nil.
+func newHarnessWith(t *testing.T, opts Options, o *origin, rest ...pipe.Component) *harness {
+	t.Helper()
+	x, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &clock{t: time.Now()}
+	x.now = cl.now
+	chain := append(pipe.Chain{x}, rest...)
+	srv := sluicetest.NewServer(t, pipe.Handler(chain))
+	return &harness{url: srv.URL, x: x, o: o, clock: cl}
+}
+
+// get sends method path with fields ("Name: value") and returns the
+// response with its body read.
+func (h *harness) do(t *testing.T, method, path string, fields ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, h.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fields {
+		name, value, _ := strings.Cut(f, ":")
+		if strings.EqualFold(name, "Host") {
+			req.Host = strings.TrimSpace(value)
+			continue
+		}
+		req.Header.Add(name, strings.TrimSpace(value))
+	}
+	resp, err := sluicetest.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, path, err)
+	}
+	return resp, string(b)
+}
+
+func (h *harness) get(t *testing.T, path string, fields ...string) (*http.Response, string) {
+	t.Helper()
+	return h.do(t, "GET", path, fields...)
+}
+
+// respond returns an origin handler answering with status, the fields
+// ("Name: value") and body, the body suffixed with the request count so
+// that a test tells a stored answer from a new one. A request whose
+// If-None-Match holds the ETag among fields gets a 304 with the fields.
+func respond(o **origin, status int, body string, fields ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		etag := ""
+		for _, f := range fields {
+			name, value, _ := strings.Cut(f, ":")
+			w.Header().Add(name, strings.TrimSpace(value))
+			if strings.EqualFold(name, "ETag") {
+				etag = strings.TrimSpace(value)
+			}
+		}
+		if inm := r.Header.Get("If-None-Match"); etag != "" && inm == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.WriteHeader(status)
+		if r.Method != "HEAD" {
+			io.WriteString(w, body+strconv.FormatInt((*o).n.Load(), 10))
+		}
+	}
+}

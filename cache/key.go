@@ -1,0 +1,297 @@
+package cache
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
+)
+
+// keyPart is an extra part of the primary key (Options.Key): the value of
+// a request header field, or of one cookie.
+type keyPart struct {
+	cookie bool
+	name   string
+}
+
+// parseKeyPart reads "header:NAME" or "cookie:NAME".
+func parseKeyPart(s string) (keyPart, bool) {
+	kind, name, ok := strings.Cut(s, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return keyPart{}, false
+	}
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case "header":
+		return keyPart{name: name}, httpgrammar.IsToken(name)
+	case "cookie":
+		return keyPart{cookie: true, name: name}, httpgrammar.IsToken(name)
+	}
+	return keyPart{}, false
+}
+
+// primaryKey is the key of a request's stored responses (RFC 9111 §2):
+// the method class (GET and HEAD share GET's responses), the scheme, the
+// host in lower case without the scheme's default port, the canonical
+// path (the one routing used), the query as sent, and the configured
+// extra parts. Parts are separated by bytes no field value, path or
+// query holds unescaped in that position (NUL and 0x01).
+func (x *Cache) primaryKey(r *engine.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return x.keyFor(scheme, r.Host, r.Path, r.Query, r)
+}
+
+// keyFor builds the primary key of a URI; r, when not nil, gives the
+// extra key parts.
+func (x *Cache) keyFor(scheme string, host, path, query []byte, r *engine.Request) string {
+	n := 2 + len(scheme) + 3 + len(host) + len(path) + 1 + len(query)
+	b := make([]byte, 0, n+16*len(x.keyParts))
+	b = append(b, 'G', 0)
+	b = append(b, scheme...)
+	b = append(b, "://"...)
+	b = appendHost(b, host, scheme)
+	b = append(b, path...)
+	if len(query) > 0 {
+		b = append(b, '?')
+		b = append(b, query...)
+	}
+	if r != nil {
+		for _, p := range x.keyParts {
+			b = append(b, 0)
+			var v []byte
+			var ok bool
+			if p.cookie {
+				v, ok = cookieValue(r, p.name)
+			} else {
+				v, ok = r.HeaderList(p.name), r.Header(p.name) != nil
+			}
+			if ok {
+				b = append(b, '=')
+				b = append(b, v...)
+			}
+		}
+	}
+	return string(b)
+}
+
+// appendHost appends host in lower case, without a trailing dot and
+// without the scheme's default port.
+func appendHost(b, host []byte, scheme string) []byte {
+	h, port := host, []byte(nil)
+	if i := lastColon(host); i >= 0 {
+		h, port = host[:i], host[i:]
+	}
+	if p := string(port); p == ":" || scheme == "http" && p == ":80" || scheme == "https" && p == ":443" {
+		port = nil
+	}
+	for _, c := range trimDot(h) {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return append(b, port...)
+}
+
+// lastColon returns the index of a port's colon in host, or -1 (an IPv6
+// literal's colons are inside brackets).
+func lastColon(host []byte) int {
+	for i := len(host) - 1; i >= 0; i-- {
+		switch host[i] {
+		case ':':
+			return i
+		case ']':
+			return -1
+		}
+	}
+	return -1
+}
+
+func trimDot(h []byte) []byte {
+	if len(h) > 1 && h[len(h)-1] == '.' {
+		return h[:len(h)-1]
+	}
+	return h
+}
+
+// cookieValue returns the value of the cookie name in r's Cookie fields.
+func cookieValue(r *engine.Request, name string) ([]byte, bool) {
+	for _, f := range r.Fields {
+		if !httpgrammar.EqualFold(f.Name, "Cookie") {
+			continue
+		}
+		v := f.Value
+		for len(v) > 0 {
+			var pair []byte
+			if i := indexByte(v, ';'); i >= 0 {
+				pair, v = v[:i], v[i+1:]
+			} else {
+				pair, v = v, nil
+			}
+			pair = httpgrammar.TrimOWS(pair)
+			if i := indexByte(pair, '='); i >= 0 && string(pair[:i]) == name {
+				return pair[i+1:], true
+			}
+		}
+	}
+	return nil, false
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// codings are the content codings Accept-Encoding is normalised to in a
+// secondary key, in the order that breaks ties.
+var codings = []string{"zstd", "br", "gzip", "deflate", "identity"}
+
+// varyNames returns the field names a Vary value lists, in lower case,
+// sorted and without repeats, and whether it holds "*".
+func varyNames(v string) (names []string, star bool) {
+	for elem, rest := httpgrammar.NextElement(v); len(elem) > 0; elem, rest = httpgrammar.NextElement(rest) {
+		if elem == "*" {
+			return nil, true
+		}
+		names = append(names, strings.ToLower(elem))
+	}
+	slices.Sort(names)
+	return slices.Compact(names), false
+}
+
+// secondaryKey is the part of the key that a stored response's Vary
+// selects (RFC 9111 §4.1): the request's values of the fields it names,
+// each list normalised (elements trimmed, joined by ","), and
+// Accept-Encoding reduced to the coding it rates best among codings, so
+// that the spellings of one preference share a variant.
+func secondaryKey(r *engine.Request, names []string) string {
+	var b []byte
+	for _, name := range names {
+		b = append(b, 1)
+		v := r.HeaderList(name)
+		if v == nil {
+			b = append(b, '-')
+			continue
+		}
+		b = append(b, '=')
+		if name == "accept-encoding" {
+			if i := httpgrammar.Negotiate(v, codings); i >= 0 {
+				b = append(b, codings[i]...)
+			} else {
+				b = append(b, '!')
+			}
+			continue
+		}
+		first := true
+		for elem, rest := httpgrammar.NextElement(v); len(elem) > 0; elem, rest = httpgrammar.NextElement(rest) {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, elem...)
+		}
+	}
+	return string(b)
+}
+
+// acceptsCoding reports whether r accepts a response with the
+// Content-Encoding ce: a variant keyed by the best coding may have been
+// stored from a request that rated another as high.
+func acceptsCoding(r *engine.Request, ce string) bool {
+	if ce == "" {
+		ce = "identity"
+	}
+	return httpgrammar.Negotiate(r.HeaderList("Accept-Encoding"), []string{ce}) == 0
+}
+
+// poisonFields are request fields that origins read to build links and
+// routes although they are no part of the key: a cache that let them
+// through would store, for everyone, what one client's field made. They
+// are removed from a request the cache may store the answer to, unless
+// the key includes them.
+var poisonFields = []string{
+	"X-Forwarded-Host", "X-Host", "X-Forwarded-Server", "X-Original-URL",
+	"X-Rewrite-URL", "X-Original-Host", "X-HTTP-Method-Override",
+	"X-HTTP-Method", "X-Method-Override", "Forwarded",
+}
+
+// isPoisonField reports whether a request field must not reach the rest
+// of the pipeline on a cacheable request.
+func (x *Cache) isPoisonField(name []byte) bool {
+	for _, p := range x.poison {
+		if httpgrammar.EqualFold(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripUnkeyed removes the poison fields from r, and, when the key holds
+// cookies, every cookie but those from its Cookie fields, so that
+// nothing outside the key reaches the rest of the pipeline. It reports
+// whether r still has a Cookie field the key does not cover.
+func (x *Cache) stripUnkeyed(r *engine.Request) (unkeyedCookie bool) {
+	fields := r.Fields[:0]
+	changed := false
+	for _, f := range r.Fields {
+		if x.isPoisonField(f.Name) {
+			changed = true
+			continue
+		}
+		if httpgrammar.EqualFold(f.Name, "Cookie") {
+			if x.cookieParts == 0 {
+				unkeyedCookie = true
+			} else {
+				v := x.keyedCookies(f.Value)
+				if len(v) == 0 {
+					changed = true
+					continue
+				}
+				f.Value = v
+			}
+		}
+		fields = append(fields, f)
+	}
+	if changed {
+		clear(r.Fields[len(fields):])
+		r.Fields = fields
+	}
+	return unkeyedCookie
+}
+
+// keyedCookies returns the pairs of a Cookie value whose names are key
+// parts, joined by "; " (a new slice), or nil.
+func (x *Cache) keyedCookies(v []byte) []byte {
+	var out []byte
+	for len(v) > 0 {
+		var pair []byte
+		if i := indexByte(v, ';'); i >= 0 {
+			pair, v = v[:i], v[i+1:]
+		} else {
+			pair, v = v, nil
+		}
+		pair = httpgrammar.TrimOWS(pair)
+		i := indexByte(pair, '=')
+		if i < 0 {
+			continue
+		}
+		for _, p := range x.keyParts {
+			if p.cookie && p.name == string(pair[:i]) {
+				if len(out) > 0 {
+					out = append(out, "; "...)
+				}
+				out = append(out, pair...)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package cache
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// tap is one miss: the rest of the pipeline runs on the client's own
+// Conn, and the tap, a filter nested beneath the rest's filters (see
+// pipe.Conn.NestFilters), decides at commit whether the response is
+// stored and, if so, copies what passes into the entry.
+type tap struct {
+	x       *Cache
+	ri      reqInfo
+	req     *engine.Request
+	pk, ck  string
+	e       *entry // the collapse's entry, or nil when not collapsing
+	m       *meta
+	fwd     string
+	reqTime time.Time
+	skip    []field
+	next    pipe.Writer
+	downErr error // the client's write failed: storing goes on
+	over    bool  // the body outgrew MaxObjectSize: not stored
+	sk      string
+	ended   bool
+}
+
+// miss runs rest for the request and stores what it produces when it
+// may. leader is the collapse entry r leads, or nil.
+func (x *Cache) miss(c *pipe.Conn, rest pipe.Component, ri *reqInfo, pk, ck string, leader *entry, fwd string, now time.Time) (ok bool) {
+	t := &tap{x: x, ri: *ri, req: c.Request, pk: pk, ck: ck, e: leader, fwd: fwd, reqTime: now}
+	c.Header().Values(func(name, value string) bool {
+		t.skip = append(t.skip, field{name, value})
+		return true
+	})
+	if leader != nil {
+		defer func() {
+			if v := recover(); v != nil {
+				t.fail()
+				panic(v)
+			}
+		}()
+	}
+	mark := c.FilterMark()
+	ok = rest.Handle(c)
+	if c.Finished() {
+		// The rest answered inside its own call (net/http middleware
+		// after the cache): nothing of it passed the cache.
+		t.fail()
+		return ok
+	}
+	c.NestFilters(mark, t.filter)
+	return ok
+}
+
+// filter runs at commit, with the response's final status and header.
+func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
+	x := t.x
+	h := c.Header()
+	status := c.Status()
+	now := x.now()
+	m, why := x.newMeta(status, h, &t.ri, t.skip, t.reqTime, now)
+	if m == nil {
+		if t.e != nil {
+			x.leave(t.e)
+			t.e.abandon()
+			switch why {
+			case whyAuth, whyCookie, whyReqNoStore, whyMethod:
+			default:
+				x.markPass(t.pk)
+			}
+		}
+		h.Add("Cache-Status", x.name+"; fwd="+t.fwd+"; fwd-status="+strconv.Itoa(status)+"; detail="+why)
+		return nil
+	}
+	if m.vary != nil {
+		t.sk = secondaryKey(t.req, m.vary)
+	}
+	if t.e == nil {
+		t.e = newEntry()
+		t.e.key = t.ck
+	}
+	t.e.sk = t.sk
+	t.m = m
+	t.e.publish(m)
+	if h.Get("Date") == "" {
+		h.Set("Date", m.get("Date"))
+	}
+	h.Set("Age", ageString(m.currentAge(now)))
+	h.Add("Cache-Status", x.name+"; fwd="+t.fwd+"; fwd-status="+strconv.Itoa(status)+"; stored; ttl="+ttl(m, now))
+	return t.wrap
+}
+
+func (t *tap) wrap(next pipe.Writer) pipe.Writer {
+	t.next = next
+	return t
+}
+
+// Write stores p and sends it on. When the client's connection fails
+// the error is swallowed while the body is still worth storing (it fits,
+// or collapsed clients read it), so that one client's leaving does not
+// abort a store others wait on.
+func (t *tap) Write(p []byte) (int, error) {
+	if !t.over {
+		n, _ := t.e.body.state()
+		if n+int64(len(p)) > t.x.maxObject {
+			t.over = true
+			if t.x.leave(t.e) == 0 {
+				// Nobody reads along: stop keeping the bytes.
+				t.e.body.finish(true)
+			}
+		}
+	}
+	if !t.over || !t.bodyDropped() {
+		t.e.body.append(p)
+	}
+	if t.downErr != nil {
+		return len(p), t.keepGoing()
+	}
+	n, err := t.next.Write(p)
+	if err != nil {
+		t.downErr = err
+		return len(p), t.keepGoing()
+	}
+	return n, nil
+}
+
+func (t *tap) bodyDropped() bool {
+	t.e.body.mu.Lock()
+	defer t.e.body.mu.Unlock()
+	return t.e.body.failed
+}
+
+// keepGoing returns nil while the fetch is worth finishing for the store
+// or for collapsed readers, else the client's error.
+func (t *tap) keepGoing() error {
+	if !t.over || t.x.readersOf(t.e) > 0 {
+		return nil
+	}
+	return t.downErr
+}
+
+// Flush implements pipe.Writer.
+func (t *tap) Flush() error {
+	if t.downErr != nil {
+		return t.keepGoing()
+	}
+	if err := t.next.Flush(); err != nil {
+		t.downErr = err
+		return t.keepGoing()
+	}
+	return nil
+}
+
+// Abort implements pipe.Aborter: the content broke off, nothing is
+// stored and readers along are cut off too.
+func (t *tap) Abort(error) { t.fail() }
+
+func (t *tap) fail() {
+	if t.ended || t.e == nil {
+		return
+	}
+	t.ended = true
+	t.x.leave(t.e)
+	select {
+	case <-t.e.ready:
+		if t.e.body != nil {
+			t.e.body.finish(true)
+		}
+	default:
+		t.e.abandon()
+	}
+}
+
+// Close completes the body and stores it.
+func (t *tap) Close() error {
+	if t.ended {
+		return t.downErr
+	}
+	t.ended = true
+	x, e, m := t.x, t.e, t.m
+	n, _ := e.body.state()
+	if m.length >= 0 && n != m.length && !t.over {
+		// Fewer bytes than Content-Length: not a whole response.
+		x.leave(e)
+		e.body.finish(true)
+		return t.downErr
+	}
+	e.body.finish(false)
+	if !t.over && x.insert(t.pk, t.req, e, m, t.sk) {
+		atomic.AddUint64(&x.stats.Stored, 1)
+	}
+	x.leave(e)
+	return t.downErr
+}
+
+// waitCollapsed waits for the fetch e that another request leads and
+// serves its response as it streams in. It returns false when the
+// request must go on its own: the wait outlasted LockTimeout, the fetch
+// was abandoned (its response was not storable) or its response varies
+// on what this request sent otherwise.
+func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo, now time.Time) bool {
+	timer := time.NewTimer(x.lockTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.ready:
+	case <-timer.C:
+		// The leader may never bring a header (its content failed before
+		// committing): let the next request lead instead.
+		x.leave(e)
+		return false
+	}
+	if e.abandoned.Load() {
+		return false
+	}
+	m := e.meta.Load()
+	if m.vary != nil && secondaryKey(c.Request, m.vary) != e.sk {
+		return false
+	}
+	if m.encoding != "" && !acceptsCoding(c.Request, m.encoding) {
+		return false
+	}
+	atomic.AddUint64(&x.stats.Collapsed, 1)
+	return x.serve(c, e, m, ri, x.now(), x.name+"; fwd=miss; fwd-status="+strconv.Itoa(m.status)+"; collapsed; ttl="+ttl(m, x.now()))
+}

@@ -1,0 +1,437 @@
+package cache
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
+)
+
+// field is one stored header field.
+type field struct{ name, value string }
+
+// meta is what a stored response is apart from its body: status, header
+// fields and the times its freshness is computed from (RFC 9111 §4.2).
+// It is never changed once published; a 304 that freshens a response
+// (§4.3.4) publishes a new one.
+type meta struct {
+	status   int
+	fields   []field // as stored: no hop-by-hop field, no Age
+	length   int64   // the origin's Content-Length, -1 when unknown
+	cc       httpgrammar.CacheControl[string]
+	etag     string
+	lastMod  string
+	lastModT time.Time // zero when Last-Modified is absent or no date
+	encoding string    // Content-Encoding
+	vary     []string  // the Vary names, lower case, sorted; nil for none
+
+	date         time.Time // the Date field, or the response time
+	requestTime  time.Time
+	responseTime time.Time
+	ageValue     time.Duration // the Age field
+	lifetime     time.Duration // freshness lifetime (§4.2.1)
+	headerSize   int64
+}
+
+// get returns the first stored value of name.
+func (m *meta) get(name string) string {
+	for _, f := range m.fields {
+		if strings.EqualFold(f.name, name) {
+			return f.value
+		}
+	}
+	return ""
+}
+
+// currentAge is §4.2.3's current_age at now.
+func (m *meta) currentAge(now time.Time) time.Duration {
+	apparent := max(0, m.responseTime.Sub(m.date))
+	corrected := m.ageValue + m.responseTime.Sub(m.requestTime)
+	return max(apparent, corrected) + now.Sub(m.responseTime)
+}
+
+// noStaleServing reports whether the response forbids serving it stale
+// in a shared cache (§4.2.4, §5.2.2.2, §5.2.2.8, §5.2.2.10).
+func (m *meta) noStaleServing() bool {
+	return m.cc.Flags&(httpgrammar.CCMustRevalidate|httpgrammar.CCProxyRevalidate) != 0 || m.cc.SMaxage >= 0
+}
+
+// mustValidate reports whether every reuse needs validation: a bare
+// no-cache (a qualified one's fields are not stored at all).
+func (m *meta) mustValidate() bool {
+	return m.cc.Has(httpgrammar.CCNoCache) && m.cc.NoCacheFields == ""
+}
+
+// hasValidator reports whether a conditional request can revalidate m.
+func (m *meta) hasValidator() bool { return m.etag != "" || m.lastMod != "" }
+
+// heuristicStatus reports whether a status is heuristically cacheable
+// (RFC 9110 §15.1).
+func heuristicStatus(code int) bool {
+	switch code {
+	case 200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501:
+		return true
+	}
+	return false
+}
+
+// understoodStatus reports whether the cache understands a status's
+// caching requirements, for must-understand (§5.2.2.3).
+func understoodStatus(code int) bool {
+	switch code {
+	case 200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501:
+		return true
+	}
+	return false
+}
+
+// reqInfo is what the cache reads from a request once.
+type reqInfo struct {
+	cc       httpgrammar.CacheControl[[]byte]
+	noCache  bool // no-cache, or HTTP/1.0 Pragma: no-cache without Cache-Control
+	noStore  bool
+	auth     bool // Authorization
+	cookie   bool // a Cookie field the key does not cover
+	head     bool
+	ranged   bool
+	received time.Time
+}
+
+func readRequest(r *engine.Request) reqInfo {
+	ri := reqInfo{head: r.IsMethod("HEAD")}
+	if v := r.HeaderList("Cache-Control"); v != nil {
+		ri.cc = httpgrammar.ParseCacheControl(v)
+		ri.noCache = ri.cc.Has(httpgrammar.CCNoCache)
+		ri.noStore = ri.cc.Has(httpgrammar.CCNoStore)
+	} else {
+		ri.cc = httpgrammar.ParseCacheControl([]byte(nil))
+		if p := r.HeaderList("Pragma"); p != nil && httpgrammar.HasToken(p, "no-cache") {
+			ri.noCache = true
+		}
+	}
+	ri.auth = r.Header("Authorization") != nil
+	ri.ranged = r.Header("Range") != nil
+	return ri
+}
+
+// Why a response is not stored: Cache-Status detail values.
+const (
+	whyMethod      = "method"
+	whyStatus      = "status"
+	whyNoStore     = "no-store"
+	whyReqNoStore  = "request-no-store"
+	whyPrivate     = "private"
+	whyAuth        = "authorization"
+	whySetCookie   = "set-cookie"
+	whyCookie      = "cookie"
+	whyVaryStar    = "vary-star"
+	whyTooLarge    = "too-large"
+	whyHeaderSize  = "header-too-large"
+	whyNoFreshness = "no-freshness"
+	whyUnderstand  = "must-understand"
+	whyBrokeOff    = "broke-off"
+	whyPartial     = "partial"
+)
+
+// newMeta takes the response to store from status and h: the fields
+// that may be stored (§3.1: no hop-by-hop field, none the Connection
+// field names, no Age; §5.2.2.4 and §5.2.2.7: none no-cache or private
+// name; none of skip, the fields set before the cache ran), and the
+// times. It returns why the response must not be stored, or "".
+func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field, reqTime, respTime time.Time) (*meta, string) {
+	m := &meta{status: status, length: h.ContentLength(), requestTime: reqTime, responseTime: respTime}
+	if ri.head {
+		return nil, whyMethod
+	}
+	if status < 200 || status == http.StatusNotModified {
+		return nil, whyStatus
+	}
+	if status == http.StatusPartialContent {
+		return nil, whyPartial
+	}
+	m.cc = httpgrammar.ParseCacheControl(h.Get("Cache-Control"))
+	if all := joinedValues(h, "Cache-Control"); all != h.Get("Cache-Control") {
+		m.cc = httpgrammar.ParseCacheControl(all)
+	}
+	cc := &m.cc
+	if cc.Has(httpgrammar.CCMustUnderstand) {
+		if !understoodStatus(status) {
+			return nil, whyUnderstand
+		}
+	} else if cc.Has(httpgrammar.CCNoStore) {
+		return nil, whyNoStore
+	}
+	if ri.noStore {
+		return nil, whyReqNoStore
+	}
+	if cc.Has(httpgrammar.CCPrivate) && cc.PrivateFields == "" {
+		return nil, whyPrivate
+	}
+	explicit := cc.Flags&httpgrammar.CCPublic != 0 || cc.SMaxage >= 0
+	if ri.auth && !explicit && !cc.Has(httpgrammar.CCMustRevalidate) {
+		return nil, whyAuth
+	}
+	if ri.cookie && !explicit {
+		vary := joinedValues(h, "Vary")
+		if !httpgrammar.HasToken(vary, "cookie") {
+			return nil, whyCookie
+		}
+	}
+	if m.length > x.maxObject {
+		return nil, whyTooLarge
+	}
+	var connection string
+	if v := joinedValues(h, "Connection"); v != "" {
+		connection = v
+	}
+	var expires string
+	hasExpires := false
+	ok := true
+	h.Values(func(name, value string) bool {
+		switch {
+		case httpgrammar.IsHopByHop(name, connection) || strings.EqualFold(name, "Proxy-Connection"):
+			return true
+		case strings.EqualFold(name, "Age"):
+			if n, good := strconv.ParseInt(strings.TrimSpace(value), 10, 64); good == nil && n >= 0 && m.ageValue == 0 {
+				m.ageValue = time.Duration(min(n, httpgrammar.DeltaInfinity)) * time.Second
+			}
+			return true
+		case strings.EqualFold(name, "Set-Cookie"):
+			if !x.storeSetCookie {
+				ok = false
+				return false
+			}
+		case strings.EqualFold(name, "Cache-Status"):
+			// An upstream cache's status is kept; this cache adds its own.
+		case strings.EqualFold(name, "Date"):
+			if t, good := httpgrammar.ParseDate(value); good && m.date.IsZero() {
+				m.date = t
+			}
+		case strings.EqualFold(name, "Expires"):
+			if !hasExpires {
+				expires, hasExpires = value, true
+			}
+		case strings.EqualFold(name, "ETag"):
+			if m.etag == "" {
+				m.etag = value
+			}
+		case strings.EqualFold(name, "Last-Modified"):
+			if m.lastMod == "" {
+				m.lastMod = value
+				m.lastModT, _ = httpgrammar.ParseDate(value)
+			}
+		case strings.EqualFold(name, "Content-Encoding"):
+			m.encoding = value
+		case strings.EqualFold(name, "Vary"):
+			names, star := varyNames(value)
+			if star {
+				ok = false
+				return false
+			}
+			m.vary = append(m.vary, names...)
+		}
+		if listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name) {
+			return true
+		}
+		for _, s := range skip {
+			if s.name == name && s.value == value {
+				return true
+			}
+		}
+		m.fields = append(m.fields, field{name, value})
+		m.headerSize += int64(len(name) + len(value) + 4)
+		return true
+	})
+	if !ok {
+		if h.Get("Set-Cookie") != "" && !x.storeSetCookie {
+			return nil, whySetCookie
+		}
+		return nil, whyVaryStar
+	}
+	if len(m.vary) > 1 {
+		m.vary = compactSorted(m.vary)
+	}
+	if m.headerSize > x.maxHeader {
+		return nil, whyHeaderSize
+	}
+	if m.date.IsZero() {
+		m.date = respTime
+		d := respTime.UTC().Format(http.TimeFormat)
+		m.fields = append(m.fields, field{"Date", d})
+	}
+	// Freshness lifetime, §4.2.1, shared cache.
+	heuristic := false
+	switch {
+	case cc.SMaxage >= 0:
+		m.lifetime = time.Duration(cc.SMaxage) * time.Second
+	case cc.MaxAge >= 0:
+		m.lifetime = time.Duration(cc.MaxAge) * time.Second
+	case hasExpires:
+		if t, good := httpgrammar.ParseDate(expires); good {
+			m.lifetime = max(0, t.Sub(m.date))
+		}
+	case heuristicStatus(status) || cc.Has(httpgrammar.CCPublic):
+		heuristic = true
+		if !m.lastModT.IsZero() && m.date.After(m.lastModT) {
+			m.lifetime = min(time.Duration(float64(m.date.Sub(m.lastModT))*x.heuristicFraction), x.heuristicMax)
+		}
+	}
+	explicitFresh := cc.SMaxage >= 0 || cc.MaxAge >= 0 || hasExpires
+	if !explicitFresh && !heuristic {
+		return nil, whyNoFreshness
+	}
+	// A response stale on arrival that nothing can revalidate or serve
+	// stale is no use stored.
+	if m.lifetime <= m.currentAge(respTime) && !m.hasValidator() && cc.StaleWhileRevalidate <= 0 && cc.StaleIfError <= 0 && x.staleIfError <= 0 {
+		return nil, whyNoFreshness
+	}
+	return m, ""
+}
+
+// joinedValues returns every value of name in h joined by ", ".
+func joinedValues(h *engine.Header, name string) string {
+	var out string
+	n := 0
+	h.Values(func(k, v string) bool {
+		if strings.EqualFold(k, name) {
+			if n == 0 {
+				out = v
+			} else {
+				out += ", " + v
+			}
+			n++
+		}
+		return true
+	})
+	return out
+}
+
+// listed reports whether the field list names name.
+func listed(list, name string) bool {
+	return list != "" && httpgrammar.HasToken(list, strings.ToLower(name))
+}
+
+func compactSorted(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	out := s[:1]
+	for _, v := range s[1:] {
+		if v != out[len(out)-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// freshen returns the stored response m updated by a 304 (or a HEAD's
+// 200) per §3.2 and §4.3.4: each field of the new response replaces the
+// stored fields of its name, but Content-Length, the hop-by-hop fields
+// and those the stored body depends on (Content-Encoding,
+// Content-Range); the times are the new exchange's.
+func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) *meta {
+	n := *m
+	n.fields = nil
+	var repl []field
+	connection := joinedValues(h, "Connection")
+	h.Values(func(name, value string) bool {
+		switch {
+		case httpgrammar.IsHopByHop(name, connection), strings.EqualFold(name, "Content-Encoding"),
+			strings.EqualFold(name, "Content-Range"), strings.EqualFold(name, "Age"),
+			strings.EqualFold(name, "Cache-Status"):
+			return true
+		}
+		repl = append(repl, field{name, value})
+		return true
+	})
+	for _, f := range m.fields {
+		if !hasField(repl, f.name) {
+			n.fields = append(n.fields, f)
+		}
+	}
+	n.fields = append(n.fields, repl...)
+	n.etag, n.lastMod, n.date, n.ageValue = "", "", time.Time{}, 0
+	n.requestTime, n.responseTime = reqTime, respTime
+	if v := h.Get("Age"); v != "" {
+		if a, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && a >= 0 {
+			n.ageValue = time.Duration(min(a, httpgrammar.DeltaInfinity)) * time.Second
+		}
+	}
+	n.headerSize = 0
+	hasExpires := false
+	var expires string
+	ccs := ""
+	for _, f := range n.fields {
+		n.headerSize += int64(len(f.name) + len(f.value) + 4)
+		switch {
+		case strings.EqualFold(f.name, "Cache-Control"):
+			if ccs != "" {
+				ccs += ", "
+			}
+			ccs += f.value
+		case strings.EqualFold(f.name, "Date"):
+			if t, ok := httpgrammar.ParseDate(f.value); ok && n.date.IsZero() {
+				n.date = t
+			}
+		case strings.EqualFold(f.name, "Expires"):
+			if !hasExpires {
+				expires, hasExpires = f.value, true
+			}
+		case strings.EqualFold(f.name, "ETag"):
+			if n.etag == "" {
+				n.etag = f.value
+			}
+		case strings.EqualFold(f.name, "Last-Modified"):
+			if n.lastMod == "" {
+				n.lastMod = f.value
+				n.lastModT, _ = httpgrammar.ParseDate(f.value)
+			}
+		}
+	}
+	if n.date.IsZero() || h.Get("Date") == "" {
+		n.date = respTime
+		n.fields = replaceField(n.fields, "Date", respTime.UTC().Format(http.TimeFormat))
+	}
+	n.cc = httpgrammar.ParseCacheControl(ccs)
+	switch {
+	case n.cc.SMaxage >= 0:
+		n.lifetime = time.Duration(n.cc.SMaxage) * time.Second
+	case n.cc.MaxAge >= 0:
+		n.lifetime = time.Duration(n.cc.MaxAge) * time.Second
+	case hasExpires:
+		n.lifetime = 0
+		if t, ok := httpgrammar.ParseDate(expires); ok {
+			n.lifetime = max(0, t.Sub(n.date))
+		}
+	default:
+		n.lifetime = 0
+		if !n.lastModT.IsZero() && n.date.After(n.lastModT) && (heuristicStatus(n.status) || n.cc.Has(httpgrammar.CCPublic)) {
+			n.lifetime = min(time.Duration(float64(n.date.Sub(n.lastModT))*x.heuristicFraction), x.heuristicMax)
+		}
+	}
+	return &n
+}
+
+func hasField(fs []field, name string) bool {
+	for _, f := range fs {
+		if strings.EqualFold(f.name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func replaceField(fs []field, name, value string) []field {
+	out := fs[:0]
+	for _, f := range fs {
+		if !strings.EqualFold(f.name, name) {
+			out = append(out, f)
+		}
+	}
+	return append(out, field{name, value})
+}

@@ -1,0 +1,246 @@
+package cache
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+// Results of a revalidation.
+const (
+	resFull        = iota // a new response, to serve (stored if it may be)
+	resRevalidated        // a 304: the stored response is fresh again
+	resError              // a 5xx, or no response at all
+)
+
+// fetch runs the rest of the pipeline on a request of the cache's own (a
+// revalidation), as engine.ResponseWriter to it: the response's header
+// is judged in the fetch's goroutine, and its body grows in e, which
+// the waiting client reads as it streams in.
+type fetch struct {
+	x       *Cache
+	h       engine.Header
+	status  int
+	started bool
+	req     *engine.Request
+	ri      reqInfo
+	reqTime time.Time
+	pk      string
+	old     *entry // the stored response being revalidated
+	oldMeta *meta
+	e       *entry // the new response
+	m       *meta  // the new response's meta when it is stored
+	sk      string
+	result  int
+	fresh   *meta // resRevalidated: the stored response freshened
+	length  int64
+	onDone  func() // called last on the fetch's goroutine, if set
+}
+
+// Header implements engine.ResponseWriter.
+func (f *fetch) Header() *engine.Header { return &f.h }
+
+// WriteHeader implements engine.ResponseWriter; interim responses are
+// dropped.
+func (f *fetch) WriteHeader(code int) {
+	if f.started || code < 200 {
+		return
+	}
+	f.status = code
+	f.start()
+}
+
+// Write implements engine.ResponseWriter.
+func (f *fetch) Write(p []byte) (int, error) {
+	f.start()
+	f.e.body.append(p)
+	return len(p), nil
+}
+
+// WriteString implements engine.ResponseWriter.
+func (f *fetch) WriteString(s string) (int, error) { return f.Write([]byte(s)) }
+
+// Flush implements engine.ResponseWriter.
+func (f *fetch) Flush() error {
+	f.start()
+	return nil
+}
+
+// start judges the response once its header is final and publishes it.
+func (f *fetch) start() {
+	if f.started {
+		return
+	}
+	f.started = true
+	if f.status == 0 {
+		f.status = http.StatusOK
+	}
+	x := f.x
+	now := x.now()
+	switch {
+	case f.status == http.StatusNotModified && f.oldMeta != nil:
+		f.result = resRevalidated
+		f.fresh = x.freshen(f.oldMeta, &f.h, f.reqTime, now)
+		f.old.meta.Store(f.fresh)
+		atomic.AddUint64(&x.stats.Revalidated, 1)
+	case f.status >= 500:
+		f.result = resError
+	}
+	m, why := x.newMeta(f.status, &f.h, &f.ri, nil, f.reqTime, now)
+	if m != nil && f.result != resRevalidated {
+		f.m = m
+		if m.vary != nil {
+			f.sk = secondaryKey(f.req, m.vary)
+		}
+	} else if f.result == resFull {
+		switch why {
+		case whyAuth, whyCookie, whyReqNoStore, whyMethod, whyPartial:
+		default:
+			// The origin now says this must not be stored (§4.3.3).
+			x.invalidate(f.pk)
+		}
+	}
+	if m == nil {
+		m = passMeta(f.status, &f.h, now)
+	}
+	f.length = m.length
+	f.e.publish(m)
+}
+
+// passMeta is the meta of a response delivered without being stored.
+func passMeta(status int, h *engine.Header, now time.Time) *meta {
+	m := &meta{status: status, length: h.ContentLength(), date: now, requestTime: now, responseTime: now}
+	connection := joinedValues(h, "Connection")
+	h.Values(func(name, value string) bool {
+		if !httpgrammar.IsHopByHop(name, connection) {
+			m.fields = append(m.fields, field{name, value})
+		}
+		return true
+	})
+	return m
+}
+
+// run serves rest to the fetch and completes the body; it runs on the
+// fetch's own goroutine and never panics.
+func (f *fetch) run(rest pipe.Component) {
+	if f.onDone != nil {
+		defer f.onDone()
+	}
+	defer func() {
+		v := recover()
+		if v != nil && v != http.ErrAbortHandler {
+			f.x.logger.Error("cache: revalidation panicked", "panic", v)
+		}
+		if !f.started {
+			f.e.abandon()
+			return
+		}
+		n, _ := f.e.body.state()
+		if v != nil || f.length >= 0 && n != f.length && f.status != http.StatusNotModified && f.status != http.StatusNoContent {
+			f.e.body.finish(true)
+			return
+		}
+		f.e.body.finish(false)
+		if f.m != nil && n <= f.x.maxObject && f.x.insert(f.pk, f.req, f.e, f.m, f.sk) {
+			atomic.AddUint64(&f.x.stats.Stored, 1)
+		}
+	}()
+	pipe.Handler(rest).Serve(f, f.req)
+	f.start()
+}
+
+// startFetch sends a conditional request for the stored response old
+// (with meta m) down rest on a goroutine of its own; onDone, if not
+// nil, runs there when it is over.
+func (x *Cache) startFetch(rest pipe.Component, r *engine.Request, ri *reqInfo, pk string, old *entry, m *meta, onDone func()) *fetch {
+	now := x.now()
+	f := &fetch{x: x, req: conditionalRequest(r, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry(), onDone: onDone}
+	f.h.SetContentLength(-1)
+	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore}
+	go f.run(rest)
+	return f
+}
+
+// revalidate answers a request whose stored response m cannot be used
+// as it is: it asks the rest of the pipeline with the stored validators
+// and serves the stored response freshened by a 304, the stale one when
+// the rest fails and staleness is allowed on error, or the new response
+// as it streams in.
+func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string) bool {
+	f := x.startFetch(rest, c.Request, ri, pk, e, m, nil)
+	<-f.e.ready
+	now := x.now()
+	if f.e.abandoned.Load() {
+		if x.staleOnError(m, ri, now) {
+			atomic.AddUint64(&x.stats.Stale, 1)
+			return x.serve(c, e, m, ri, now, x.name+"; fwd="+fwd+"; detail=stale-if-error")
+		}
+		c.Header().Set("Cache-Status", x.name+"; fwd="+fwd+"; detail=no-response")
+		return c.Error(http.StatusBadGateway, "no response")
+	}
+	switch f.result {
+	case resRevalidated:
+		return x.serve(c, e, f.fresh, ri, now, x.name+"; fwd="+fwd+"; fwd-status=304; ttl="+ttl(f.fresh, now))
+	case resError:
+		if x.staleOnError(m, ri, now) {
+			atomic.AddUint64(&x.stats.Stale, 1)
+			return x.serve(c, e, m, ri, now, x.name+"; fwd="+fwd+"; fwd-status="+strconv.Itoa(f.status)+"; detail=stale-if-error")
+		}
+	}
+	nm := f.e.meta.Load()
+	status := x.name + "; fwd=" + fwd + "; fwd-status=" + strconv.Itoa(f.status)
+	if f.m != nil {
+		status += "; stored; ttl=" + ttl(nm, now)
+	}
+	return x.serve(c, f.e, nm, ri, now, status)
+}
+
+// background revalidates the stored response m behind a stale answer
+// (stale-while-revalidate), one revalidation per entry at a time.
+func (x *Cache) background(rest pipe.Component, c *pipe.Conn, e *entry, m *meta, pk string, ri *reqInfo) {
+	if !e.revalidating.CompareAndSwap(false, true) {
+		return
+	}
+	x.startFetch(rest, c.Request, ri, pk, e, m, func() { e.revalidating.Store(false) })
+}
+
+// conditionalRequest copies r (its slices outlive the client's request)
+// as a GET without a body, its own preconditions and Range replaced by
+// the stored response's validators (RFC 9111 §4.3.1).
+func conditionalRequest(r *engine.Request, m *meta) *engine.Request {
+	n := &engine.Request{
+		Method: []byte("GET"), Target: clone(r.Target), RawPath: clone(r.RawPath), Path: clone(r.Path),
+		Query: clone(r.Query), Host: clone(r.Host), ProtoMajor: r.ProtoMajor, ProtoMinor: r.ProtoMinor,
+		Body: strings.NewReader(""), RemoteAddr: r.RemoteAddr, LocalAddr: r.LocalAddr, TLS: r.TLS,
+	}
+	for _, f := range r.Fields {
+		switch {
+		case httpgrammar.EqualFold(f.Name, "If-None-Match"), httpgrammar.EqualFold(f.Name, "If-Modified-Since"),
+			httpgrammar.EqualFold(f.Name, "If-Match"), httpgrammar.EqualFold(f.Name, "If-Unmodified-Since"),
+			httpgrammar.EqualFold(f.Name, "If-Range"), httpgrammar.EqualFold(f.Name, "Range"),
+			httpgrammar.EqualFold(f.Name, "Content-Length"), httpgrammar.EqualFold(f.Name, "Transfer-Encoding"):
+			continue
+		}
+		n.Fields = append(n.Fields, engine.Field{Name: clone(f.Name), Value: clone(f.Value)})
+	}
+	if m != nil && m.etag != "" {
+		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-None-Match"), Value: []byte(m.etag)})
+	}
+	if m != nil && m.lastMod != "" {
+		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-Modified-Since"), Value: []byte(m.lastMod)})
+	}
+	return n
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

@@ -1,0 +1,188 @@
+package cache
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-server/sluice/engine"
+)
+
+// Kinds of store entry.
+const (
+	kindResponse = iota // a stored response
+	kindVary            // the Vary names of the responses stored under a primary key
+	kindPass            // hit-for-pass: the last response was not storable
+)
+
+// entry is one store entry. A response entry is made when a fetch
+// starts; its meta is published (and ready closed) when the response
+// header is known, or it is abandoned; its body grows until the fetch
+// ends, and it enters the store once the body is complete.
+type entry struct {
+	kind uint8
+
+	// kindVary: the names, and the generation in the variants' keys, so
+	// that a new set of names or an invalidation orphans every old one.
+	vary []string
+	gen  uint64
+
+	// kindPass.
+	passUntil time.Time
+
+	// kindResponse.
+	meta         atomic.Pointer[meta]
+	body         *body
+	ready        chan struct{}
+	abandoned    atomic.Bool // set before ready is closed, without a meta
+	revalidating atomic.Bool
+	readers      int // collapsed readers, under Cache.mu
+	sk           string
+	key          string // the store key
+	charge       int64
+}
+
+func newEntry() *entry { return &entry{ready: make(chan struct{})} }
+
+// publish makes m the entry's response and wakes the waiters.
+func (e *entry) publish(m *meta) {
+	if e.body == nil {
+		length := int64(-1)
+		if m.length >= 0 {
+			length = m.length
+		}
+		e.body = newBody(length)
+	}
+	e.meta.Store(m)
+	close(e.ready)
+}
+
+// abandon releases the waiters of an entry that will have no response.
+func (e *entry) abandon() {
+	e.abandoned.Store(true)
+	close(e.ready)
+}
+
+// variantKey is the store key of the variant sk of a primary key under
+// a Vary marker's generation.
+func variantKey(pk string, gen uint64, sk string) string {
+	return pk + "\x00" + strconv.FormatUint(gen, 36) + sk
+}
+
+// lookup finds the stored response for r under its primary key pk. It
+// returns the response entry (nil when none), the key that collapses
+// concurrent misses, and the Cache-Status fwd value of a miss:
+// "uri-miss", "vary-miss", or "pass" under a hit-for-pass marker.
+func (x *Cache) lookup(pk string, r *engine.Request) (*entry, string, string) {
+	e, ok := x.store.Get(pk)
+	if !ok {
+		return nil, pk, "uri-miss"
+	}
+	switch e.kind {
+	case kindPass:
+		if x.now().Before(e.passUntil) {
+			return nil, pk, "pass"
+		}
+		return nil, pk, "uri-miss"
+	case kindVary:
+		sk := secondaryKey(r, e.vary)
+		vk := variantKey(pk, e.gen, sk)
+		v, ok := x.store.Get(vk)
+		if !ok || v.kind != kindResponse {
+			return nil, vk, "vary-miss"
+		}
+		if m := v.meta.Load(); m.encoding != "" && !acceptsCoding(r, m.encoding) {
+			return nil, vk, "vary-miss"
+		}
+		return v, vk, ""
+	}
+	return e, pk, ""
+}
+
+// join finds the fetch in flight for ck or makes r its leader.
+func (x *Cache) join(ck string) (*entry, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e, ok := x.inflight[ck]; ok {
+		e.readers++
+		return e, false
+	}
+	e := newEntry()
+	e.key = ck
+	x.inflight[ck] = e
+	return e, true
+}
+
+// leave removes a fetch from the in-flight map (if it is still there)
+// and returns how many readers joined it.
+func (x *Cache) leave(e *entry) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.inflight[e.key] == e {
+		delete(x.inflight, e.key)
+	}
+	return e.readers
+}
+
+// readersOf returns how many readers joined e so far.
+func (x *Cache) readersOf(e *entry) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return e.readers
+}
+
+// insert stores the complete response entry e under its primary key pk,
+// with a Vary marker when the response varies. It reports whether the
+// budget took it.
+func (x *Cache) insert(pk string, r *engine.Request, e *entry, m *meta, sk string) bool {
+	n, _ := e.body.state()
+	charge := m.headerSize + e.body.capacity() + int64(2*len(pk)) + entryOverhead
+	charge = max(charge, x.minCharge)
+	if n > x.maxObject {
+		return false
+	}
+	e.charge = charge
+	if m.vary == nil {
+		e.key = pk
+		return x.store.Set(pk, e, charge)
+	}
+	mk, ok := x.store.Get(pk)
+	if !ok || mk.kind != kindVary || !equalNames(mk.vary, m.vary) {
+		mk = &entry{kind: kindVary, vary: m.vary, gen: x.gen.Add(1)}
+		if !x.store.Set(pk, mk, int64(len(pk))+entryOverhead) {
+			return false
+		}
+	}
+	e.sk = sk
+	e.key = variantKey(pk, mk.gen, sk)
+	return x.store.Set(e.key, e, charge)
+}
+
+func equalNames(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// markPass records that the response for pk could not be stored, so
+// that requests for it stop waiting on one another for a while; a
+// stored response or Vary marker is left alone.
+func (x *Cache) markPass(pk string) {
+	if _, ok := x.store.Get(pk); ok {
+		return
+	}
+	x.store.Set(pk, &entry{kind: kindPass, passUntil: x.now().Add(passTTL)}, int64(len(pk))+entryOverhead)
+}
+
+// invalidate removes what is stored under a primary key: its response,
+// or its Vary marker, which orphans every variant (they age out of the
+// budget unreachable).
+func (x *Cache) invalidate(pk string) {
+	x.store.Delete(pk)
+}
