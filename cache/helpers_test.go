@@ -157,3 +157,13 @@ func respond(o **origin, status int, body string, fields ...string) http.Handler
 		}
 	}
 }
+
+// waiting returns how many requests joined the fetch in flight for ck.
+func (x *Cache) waiting(ck string) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e, ok := x.inflight[ck]; ok {
+		return e.readers
+	}
+	return 0
+}

@@ -34,6 +34,7 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 			c.SetContent(nil)
 			return true
 		case http.StatusPreconditionFailed:
+			h.Set("Age", age)
 			h.Add("Cache-Status", status)
 			c.Error(http.StatusPreconditionFailed, "precondition failed")
 			return true

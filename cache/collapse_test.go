@@ -1,0 +1,153 @@
+package cache
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// 1,000 concurrent clients for one cold key make exactly one request to
+// the origin, and every one gets the whole body: 1,000 HTTP/1.1
+// connections from this process, whose first requests are all in the
+// cache before the origin answers (it holds its answer until 999 wait on
+// the fetch); each then asks again on its keep-alive connection and gets
+// a hit.
+func TestCollapsing(t *testing.T) {
+	const conns, perConn = 1000, 2
+	var o *origin
+	release := make(chan struct{})
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	body := strings.Repeat("collapsed body ", 5000) // 75 KB: several writes
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Cache-Control", "max-age=600")
+		// Stream in pieces with flushes, so that waiters read a growing body.
+		for i := 0; i < len(body); i += 10000 {
+			io.WriteString(w, body[i:min(i+10000, len(body))])
+			w.(http.Flusher).Flush()
+		}
+	})
+	addr := strings.TrimPrefix(h.url, "http://")
+	var wg sync.WaitGroup
+	errs := make(chan error, conns*perConn)
+	started := make(chan struct{}, conns)
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer nc.Close()
+			br := bufio.NewReader(nc)
+			for i := range perConn {
+				if _, err := fmt.Fprintf(nc, "GET /hot HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+					errs <- err
+					return
+				}
+				if i == 0 {
+					started <- struct{}{}
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || string(got) != body {
+					errs <- fmt.Errorf("request %d: %d bytes, %v", i, len(got), err)
+					return
+				}
+			}
+		}()
+	}
+	for range conns {
+		<-started
+	}
+	// Every connection's first request is sent; let the ones the cache has
+	// not yet taken in arrive before the origin answers.
+	waitFor(t, "the collapsed requests to wait", func() bool { return h.x.waiting("G\x00http://"+addr+"/hot") >= conns-1 })
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := o.n.Load(); got != 1 {
+		t.Errorf("origin saw %d requests for one key, want 1", got)
+	}
+	st := h.x.Stats()
+	if st.Collapsed != conns-1 {
+		t.Errorf("%d requests collapsed, want %d", st.Collapsed, conns-1)
+	}
+	if st.Hits != conns*perConn-conns {
+		t.Errorf("%d hits, want %d", st.Hits, conns*perConn-conns)
+	}
+}
+
+// A response that cannot be stored releases the collapsed requests to
+// fetch on their own, and leaves a hit-for-pass mark so later requests do
+// not wait.
+func TestCollapseReleasedWhenUncacheable(t *testing.T) {
+	var o *origin
+	release := make(chan struct{})
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		if o.n.Load() == 1 {
+			<-release
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, "private "+r.Header.Get("X-N"))
+	})
+	const n = 5
+	var wg sync.WaitGroup
+	bodies := make(chan string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, b := h.get(t, "/p", fmt.Sprintf("X-N: %d", i))
+			bodies <- b
+		}()
+		if i == 0 {
+			waitFor(t, "the first request at the origin", func() bool { return o.n.Load() == 1 })
+		}
+	}
+	waitFor(t, "the others to wait", func() bool { return h.x.waiting("G\x00"+strings.Replace(h.url, "http://", "http://", 1)+"/p") >= n-1 })
+	close(release)
+	wg.Wait()
+	close(bodies)
+	seen := map[string]bool{}
+	for b := range bodies {
+		seen[b] = true
+	}
+	if len(seen) != n || o.n.Load() != n {
+		t.Errorf("bodies %v, origin %d: each request must get its own answer", seen, o.n.Load())
+	}
+	resp, _ := h.get(t, "/p")
+	if cs := resp.Header.Get("Cache-Status"); !strings.HasPrefix(cs, "Sluice; fwd=miss") {
+		t.Errorf("after the pass mark: %q", cs)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
