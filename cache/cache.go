@@ -283,7 +283,9 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 		if ri.cc.Has(httpgrammar.CCOnlyIfCached) {
 			return x.onlyIfCached(c, fwd)
 		}
-		if m.hasValidator() && !ri.ranged {
+		if !ri.ranged {
+			// Revalidate with the stored validators, or fetch anew with
+			// the stale response at hand for stale-if-error.
 			return x.revalidate(c, rest, found, m, &ri, pk, fwd)
 		}
 	} else if ri.cc.Has(httpgrammar.CCOnlyIfCached) {

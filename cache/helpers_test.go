@@ -2,6 +2,7 @@ package cache
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -69,22 +70,31 @@ type harness struct {
 func newHarness(t *testing.T, opts Options, h http.HandlerFunc, extra ...pipe.Component) *harness {
 	t.Helper()
 	o := &origin{handler: h}
+	cl := &clock{t: time.Now()}
 	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o.n.Add(1)
 		o.mu.Lock()
 		o.last, o.lastURL = r.Header.Clone(), r.URL.String()
 		h := o.handler
 		o.mu.Unlock()
+		// The origin's clock is the cache's.
+		w.Header().Set("Date", cl.now().UTC().Format(http.TimeFormat))
 		h(w, r)
 	}))
 	t.Cleanup(o.srv.Close)
-	p, err := proxy.New(proxy.Options{Upstreams: []string{o.srv.URL}})
+	p, err := proxy.New(proxy.Options{Upstreams: []string{o.srv.URL}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return newHarnessWith(t, opts, o, append(extra, p)...)
+	hr := newHarnessWith(t, opts, o, append(extra, p)...)
+	hr.clock = cl
+	hr.x.now = cl.now
+	return hr
 }
+
+// quiet is a logger for components whose warnings a test provokes.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newHarnessWith serves [cache, rest...]; o may be nil.
 func newHarnessWith(t *testing.T, opts Options, o *origin, rest ...pipe.Component) *harness {
@@ -142,7 +152,11 @@ func respond(o **origin, status int, body string, fields ...string) http.Handler
 		etag := ""
 		for _, f := range fields {
 			name, value, _ := strings.Cut(f, ":")
-			w.Header().Add(name, strings.TrimSpace(value))
+			if strings.EqualFold(name, "Date") {
+				w.Header().Set(name, strings.TrimSpace(value))
+			} else {
+				w.Header().Add(name, strings.TrimSpace(value))
+			}
 			if strings.EqualFold(name, "ETag") {
 				etag = strings.TrimSpace(value)
 			}

@@ -155,14 +155,24 @@ func (f *fetch) run(rest pipe.Component) {
 	f.start()
 }
 
-// startFetch sends a conditional request for the stored response old
-// (with meta m) down rest on a goroutine of its own; onDone, if not
-// nil, runs there when it is over.
-func (x *Cache) startFetch(rest pipe.Component, r *engine.Request, ri *reqInfo, pk string, old *entry, m *meta, onDone func()) *fetch {
+// revalidation returns the revalidation of the stored response old (with
+// meta m) in flight, or sends a conditional request for it down rest on
+// a goroutine of its own: concurrent requests for a stale response share
+// one revalidation, as misses share one fetch.
+func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo, pk string, old *entry, m *meta) *fetch {
+	if f := old.pending.Load(); f != nil {
+		return f
+	}
 	now := x.now()
-	f := &fetch{x: x, req: conditionalRequest(r, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry(), onDone: onDone}
+	f := &fetch{x: x, req: conditionalRequest(r, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
 	f.h.SetContentLength(-1)
 	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore}
+	if !old.pending.CompareAndSwap(nil, f) {
+		if g := old.pending.Load(); g != nil {
+			return g
+		}
+	}
+	f.onDone = func() { old.pending.CompareAndSwap(f, nil) }
 	go f.run(rest)
 	return f
 }
@@ -173,7 +183,7 @@ func (x *Cache) startFetch(rest pipe.Component, r *engine.Request, ri *reqInfo, 
 // the rest fails and staleness is allowed on error, or the new response
 // as it streams in.
 func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string) bool {
-	f := x.startFetch(rest, c.Request, ri, pk, e, m, nil)
+	f := x.revalidation(rest, c.Request, ri, pk, e, m)
 	<-f.e.ready
 	now := x.now()
 	if f.e.abandoned.Load() {
@@ -204,10 +214,7 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 // background revalidates the stored response m behind a stale answer
 // (stale-while-revalidate), one revalidation per entry at a time.
 func (x *Cache) background(rest pipe.Component, c *pipe.Conn, e *entry, m *meta, pk string, ri *reqInfo) {
-	if !e.revalidating.CompareAndSwap(false, true) {
-		return
-	}
-	x.startFetch(rest, c.Request, ri, pk, e, m, func() { e.revalidating.Store(false) })
+	x.revalidation(rest, c.Request, ri, pk, e, m)
 }
 
 // conditionalRequest copies r (its slices outlive the client's request)

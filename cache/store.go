@@ -31,15 +31,15 @@ type entry struct {
 	passUntil time.Time
 
 	// kindResponse.
-	meta         atomic.Pointer[meta]
-	body         *body
-	ready        chan struct{}
-	abandoned    atomic.Bool // set before ready is closed, without a meta
-	revalidating atomic.Bool
-	readers      int // collapsed readers, under Cache.mu
-	sk           string
-	key          string // the store key
-	charge       int64
+	meta      atomic.Pointer[meta]
+	body      *body
+	ready     chan struct{}
+	abandoned atomic.Bool           // set before ready is closed, without a meta
+	pending   atomic.Pointer[fetch] // the revalidation in flight, shared
+	readers   int                   // collapsed readers, under Cache.mu
+	sk        string
+	key       string // the store key
+	charge    int64
 }
 
 func newEntry() *entry { return &entry{ready: make(chan struct{})} }

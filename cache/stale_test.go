@@ -1,0 +1,142 @@
+package cache
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// With the origin killed, a stale response is served where
+// stale-if-error (the response's or the request's) or the configured
+// grace allows it, and the error passed on where it does not.
+func TestStaleIfErrorOriginKilled(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    Options
+		resp    []string
+		req     []string
+		advance time.Duration
+		stale   bool
+	}{
+		{name: "response stale-if-error", resp: []string{"Cache-Control: max-age=10, stale-if-error=60"}, advance: 30 * time.Second, stale: true},
+		{name: "response stale-if-error with validator", resp: []string{"Cache-Control: max-age=10, stale-if-error=60", `ETag: "v"`}, advance: 30 * time.Second, stale: true},
+		{name: "response stale-if-error over", resp: []string{"Cache-Control: max-age=10, stale-if-error=60"}, advance: 100 * time.Second},
+		{name: "request stale-if-error", resp: []string{"Cache-Control: max-age=10"}, req: []string{"Cache-Control: stale-if-error=60"}, advance: 30 * time.Second, stale: true},
+		{name: "nothing allows", resp: []string{"Cache-Control: max-age=10"}, advance: 30 * time.Second},
+		{name: "grace", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: max-age=10"}, advance: 30 * time.Second, stale: true},
+		{name: "grace over", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: max-age=10"}, advance: 90 * time.Second},
+		{name: "grace and must-revalidate", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: max-age=10, must-revalidate"}, advance: 30 * time.Second},
+		{name: "grace and s-maxage", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: s-maxage=10"}, advance: 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o *origin
+			h := newHarness(t, tt.opts, nil)
+			o = h.o
+			o.set(respond(&o, 200, "kept", tt.resp...))
+			_, stored := h.get(t, "/s")
+			o.srv.Close() // the origin is gone: the proxy gets no connection
+			h.clock.advance(tt.advance)
+			resp, body := h.get(t, "/s", tt.req...)
+			cs := resp.Header.Get("Cache-Status")
+			if tt.stale {
+				if resp.StatusCode != 200 || body != stored || !strings.Contains(cs, "detail=stale-if-error") || resp.Header.Get("Age") == "" {
+					t.Errorf("got %d %q (%s), want the stale %q", resp.StatusCode, body, cs, stored)
+				}
+				return
+			}
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(cs, "fwd-status=502") {
+				t.Errorf("got %d %q (%s), want the 502", resp.StatusCode, body, cs)
+			}
+		})
+	}
+}
+
+// A 5xx from a live origin on revalidation is handled the same way.
+func TestStaleIfErrorStatus(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "good", "Cache-Control: max-age=10, stale-if-error=60"))
+	_, stored := h.get(t, "/e")
+	o.set(respond(&o, 503, "down", "Cache-Control: no-store"))
+	h.clock.advance(20 * time.Second)
+	resp, body := h.get(t, "/e")
+	if resp.StatusCode != 200 || body != stored || !strings.Contains(resp.Header.Get("Cache-Status"), "fwd-status=503") {
+		t.Errorf("got %d %q %q", resp.StatusCode, body, resp.Header.Get("Cache-Status"))
+	}
+	// The stale response is kept: a later success replaces it.
+	o.set(respond(&o, 200, "new", "Cache-Control: max-age=60"))
+	if _, body := h.get(t, "/e"); body != "new3" {
+		t.Errorf("after recovery: %q", body)
+	}
+	if _, body := h.get(t, "/e"); body != "new3" {
+		t.Errorf("the recovered response was not stored: %q", body)
+	}
+}
+
+// stale-while-revalidate answers at once from the store and revalidates
+// in the background, once for many requests; the next request gets the
+// new response.
+func TestStaleWhileRevalidate(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	release := make(chan struct{})
+	o.set(respond(&o, 200, "v", "Cache-Control: max-age=10, stale-while-revalidate=60"))
+	_, first := h.get(t, "/w")
+	slow := respond(&o, 200, "v", "Cache-Control: max-age=10, stale-while-revalidate=60")
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		slow(w, r)
+	})
+	h.clock.advance(20 * time.Second)
+	for range 5 {
+		resp, body := h.get(t, "/w")
+		if body != first || !strings.Contains(resp.Header.Get("Cache-Status"), "detail=stale-while-revalidate") {
+			t.Errorf("stale answer %q %q", body, resp.Header.Get("Cache-Status"))
+		}
+	}
+	close(release)
+	waitFor(t, "the revalidation to be stored", func() bool {
+		_, b := h.get(t, "/w", "Cache-Control: only-if-cached")
+		return b == "v2"
+	})
+	if got := o.n.Load(); got != 2 {
+		t.Errorf("origin saw %d requests, want 2 (one background revalidation)", got)
+	}
+}
+
+// Concurrent requests for one stale response share one revalidation.
+func TestRevalidationCollapsed(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "v", "Cache-Control: max-age=10", `ETag: "1"`))
+	h.get(t, "/rc")
+	release := make(chan struct{})
+	inner := respond(&o, 200, "v", "Cache-Control: max-age=10", `ETag: "1"`)
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		inner(w, r)
+	})
+	h.clock.advance(time.Minute)
+	done := make(chan string, 10)
+	for range 10 {
+		go func() {
+			resp, body := h.get(t, "/rc")
+			done <- body + " " + resp.Header.Get("Cache-Status")
+		}()
+	}
+	waitFor(t, "the revalidation at the origin", func() bool { return o.n.Load() == 2 })
+	close(release)
+	for range 10 {
+		if got := <-done; !strings.HasPrefix(got, "v1 Sluice; fwd=stale; fwd-status=304") && !strings.HasPrefix(got, "v1 Sluice; hit") {
+			t.Errorf("answer %q", got)
+		}
+	}
+	if got := o.n.Load(); got != 2 {
+		t.Errorf("origin saw %d requests, want 2", got)
+	}
+}
