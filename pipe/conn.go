@@ -44,6 +44,7 @@ type Conn struct {
 	pages    *ErrorPages // see ErrorPages.Handle
 	message  string      // Conn.Error's, for an error page
 	params   []keyValue  // the matched route's captures, in pattern order
+	noGone   bool        // DetachGone was called
 }
 
 type keyValue struct{ key, value string }
@@ -70,7 +71,7 @@ func releaseConn(c *Conn) {
 	c.Request, c.w, c.conn, c.content = nil, nil, nil, nil
 	c.filters, c.wraps, c.wrapFns = c.filters[:0], c.wraps[:0], c.wrapFns[:0]
 	c.status, c.finished = 0, false
-	c.pages, c.message = nil, ""
+	c.pages, c.message, c.noGone = nil, "", false
 	c.top.committed, c.wire.started = false, false
 	connPool.Put(c)
 }
@@ -139,6 +140,13 @@ func reverseFilters(fs []Filter) {
 	}
 }
 
+// DetachGone makes Gone return nil for the rest of the request, so that
+// the components that ask after it (a proxy) finish their work although
+// the client leaves: for a Wrapper whose rest produces a response others
+// wait for (a cache storing what a client asked for). Channels Gone
+// returned before still close.
+func (c *Conn) DetachGone() { c.noGone = true }
+
 // Gone returns a channel that is closed once the client has closed or
 // reset the connection, or the server has given up on it (see
 // engine.GoneNotifier), so that a component can stop work nobody will
@@ -148,6 +156,9 @@ func reverseFilters(fs []Filter) {
 // then is never closed. Gone may be called from any goroutine while the
 // request is served.
 func (c *Conn) Gone() <-chan struct{} {
+	if c.noGone {
+		return nil
+	}
 	if g, ok := c.conn.(engine.GoneNotifier); ok {
 		return g.Gone()
 	}

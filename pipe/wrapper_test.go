@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -180,4 +181,22 @@ func (p *finishProbe) HandleRest(c *Conn, rest Component) bool {
 	ok := rest.Handle(c)
 	p.seen <- c.Finished()
 	return ok
+}
+
+// After DetachGone, Gone is nil for the components that ask later.
+func TestDetachGone(t *testing.T) {
+	got := make(chan bool, 2)
+	probe := Pipe(func(c *Conn) bool { got <- c.Gone() == nil; return true })
+	detach := Pipe(func(c *Conn) bool { c.DetachGone(); return true })
+	url := sluicetest.NewServer(t, Handler(Chain{probe, detach, probe, text("x")})).URL
+	sluicetest.Get(t, url+"/")
+	if before, after := <-got, <-got; after != true || runtime.GOOS == "linux" && before {
+		t.Errorf("Gone nil before DetachGone: %v, after: %v", before, after)
+	}
+	// A pooled Conn forgets it.
+	url = sluicetest.NewServer(t, Handler(Chain{probe, text("y")})).URL
+	sluicetest.Get(t, url+"/")
+	if nilGone := <-got; runtime.GOOS == "linux" && nilGone {
+		t.Errorf("Gone is nil on a later request")
+	}
 }
