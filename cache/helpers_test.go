@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -110,13 +111,23 @@ func newHarnessWith(t *testing.T, opts Options, o *origin, rest ...pipe.Componen
 	return &harness{url: srv.URL, x: x, o: o, clock: cl}
 }
 
-// get sends method path with fields ("Name: value") and returns the
-// response with its body read.
+// do sends method path with fields ("Name: value") and returns the
+// response with its body read; it fails the test on an error, so it is
+// for the test's own goroutine (others use try).
 func (h *harness) do(t *testing.T, method, path string, fields ...string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, h.url+path, nil)
+	resp, body, err := h.try(method, path, fields...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// try is do returning the error, for any goroutine.
+func (h *harness) try(method, path string, fields ...string) (*http.Response, string, error) {
+	req, err := http.NewRequest(method, h.url+path, nil)
+	if err != nil {
+		return nil, "", err
 	}
 	for _, f := range fields {
 		name, value, _ := strings.Cut(f, ":")
@@ -128,14 +139,14 @@ func (h *harness) do(t *testing.T, method, path string, fields ...string) (*http
 	}
 	resp, err := sluicetest.Client.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading the body: %v", method, path, err)
+		return resp, string(b), fmt.Errorf("%s %s: reading the body: %v", method, path, err)
 	}
-	return resp, string(b)
+	return resp, string(b), nil
 }
 
 func (h *harness) get(t *testing.T, path string, fields ...string) (*http.Response, string) {

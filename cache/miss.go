@@ -39,6 +39,9 @@ func (x *Cache) miss(c *pipe.Conn, rest pipe.Component, ri *reqInfo, pk, ck stri
 		return true
 	})
 	if leader != nil {
+		// The fetch is for whoever joins it too: the rest must not give
+		// up on it because this client leaves.
+		c.DetachGone()
 		defer func() {
 			if v := recover(); v != nil {
 				t.fail()

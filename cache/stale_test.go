@@ -125,7 +125,11 @@ func TestRevalidationCollapsed(t *testing.T) {
 	done := make(chan string, 10)
 	for range 10 {
 		go func() {
-			resp, body := h.get(t, "/rc")
+			resp, body, err := h.try("GET", "/rc")
+			if err != nil {
+				done <- err.Error()
+				return
+			}
 			done <- body + " " + resp.Header.Get("Cache-Status")
 		}()
 	}
