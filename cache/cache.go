@@ -293,10 +293,12 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 	}
 	var leader *entry
 	if fwd != "pass" && !ri.ranged && !ri.noStore {
-		e, lead := x.join(ck)
+		// HEAD joins a GET's fetch but never leads one: its response has
+		// no body to store.
+		e, lead := x.join(ck, !ri.head)
 		if lead {
 			leader = e
-		} else if x.waitCollapsed(c, e, &ri, now) {
+		} else if e != nil && x.waitCollapsed(c, e, &ri, now) {
 			return true
 		}
 	}

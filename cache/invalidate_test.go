@@ -76,3 +76,36 @@ func TestInvalidation(t *testing.T) {
 		})
 	}
 }
+
+// Invalidating a response that varies removes every variant, and no
+// finished fetch lingers to answer for it.
+func TestInvalidateVariants(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	get := respond(&o, 200, "v", "Cache-Control: max-age=600", "Vary: X-A")
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "GET" {
+			w.WriteHeader(204)
+			return
+		}
+		get(w, r)
+	})
+	_, a := h.get(t, "/iv", "X-A: 1")
+	_, b := h.get(t, "/iv", "X-A: 2")
+	if _, again := h.get(t, "/iv", "X-A: 1"); again != a {
+		t.Fatalf("variant not stored: %q then %q", a, again)
+	}
+	h.do(t, "POST", "/iv")
+	for _, v := range []string{"1", "2"} {
+		if _, body := h.get(t, "/iv", "X-A: "+v); body == a || body == b {
+			t.Errorf("variant %s still answered from the store after POST: %q", v, body)
+		}
+	}
+	h.x.mu.Lock()
+	n := len(h.x.inflight)
+	h.x.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d fetches still in flight", n)
+	}
+}

@@ -86,7 +86,6 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	}
 	if t.e == nil {
 		t.e = newEntry()
-		t.e.key = t.ck
 	}
 	t.e.sk = t.sk
 	t.m = m

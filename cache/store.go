@@ -38,6 +38,7 @@ type entry struct {
 	pending   atomic.Pointer[fetch] // the revalidation in flight, shared
 	readers   int                   // collapsed readers, under Cache.mu
 	sk        string
+	flight    string // the key in Cache.inflight while fetched
 	key       string // the store key
 	charge    int64
 }
@@ -99,16 +100,20 @@ func (x *Cache) lookup(pk string, r *engine.Request) (*entry, string, string) {
 	return e, pk, ""
 }
 
-// join finds the fetch in flight for ck or makes r its leader.
-func (x *Cache) join(ck string) (*entry, bool) {
+// join finds the fetch in flight for ck, or, when lead is set, makes the
+// request its leader; it returns nil when there is neither.
+func (x *Cache) join(ck string, lead bool) (*entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e, ok := x.inflight[ck]; ok {
 		e.readers++
 		return e, false
 	}
+	if !lead {
+		return nil, false
+	}
 	e := newEntry()
-	e.key = ck
+	e.flight = ck
 	x.inflight[ck] = e
 	return e, true
 }
@@ -118,8 +123,8 @@ func (x *Cache) join(ck string) (*entry, bool) {
 func (x *Cache) leave(e *entry) int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.inflight[e.key] == e {
-		delete(x.inflight, e.key)
+	if x.inflight[e.flight] == e {
+		delete(x.inflight, e.flight)
 	}
 	return e.readers
 }
