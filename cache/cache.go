@@ -270,11 +270,11 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 			return x.serve(c, found, m, &ri, now, x.hitStatus(m, now))
 		case useStale:
 			atomic.AddUint64(&x.stats.Stale, 1)
-			return x.serve(c, found, m, &ri, now, x.name+"; hit; fwd=stale; ttl="+ttl(m, now))
+			return x.serve(c, found, m, &ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=max-stale")
 		case useStaleRevalidate:
 			atomic.AddUint64(&x.stats.Stale, 1)
 			x.background(rest, c, found, m, pk, &ri)
-			return x.serve(c, found, m, &ri, now, x.name+"; hit; fwd=stale; ttl="+ttl(m, now)+"; detail=stale-while-revalidate")
+			return x.serve(c, found, m, &ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=stale-while-revalidate")
 		}
 		fwd = "stale"
 		if ri.noCache || ri.cc.MaxAge >= 0 && m.currentAge(now) > time.Duration(ri.cc.MaxAge)*time.Second {

@@ -47,7 +47,7 @@ func TestDirectives(t *testing.T) {
 		{name: "proxy-revalidate refuses max-stale", resp: []string{"Cache-Control: max-age=1, proxy-revalidate"}, advance: 10 * time.Second,
 			second: []string{"Cache-Control: max-stale=100"}, origin: 2},
 		{name: "max-stale", resp: []string{"Cache-Control: max-age=1"}, advance: 10 * time.Second,
-			second: []string{"Cache-Control: max-stale=100"}, origin: 1, status2: "Sluice; hit; fwd=stale"},
+			second: []string{"Cache-Control: max-stale=100"}, origin: 1, status2: "Sluice; hit; ttl=-9; detail=max-stale"},
 		{name: "max-stale any", resp: []string{"Cache-Control: max-age=1"}, advance: 1000 * time.Second,
 			second: []string{"Cache-Control: max-stale"}, origin: 1},
 		{name: "max-stale too little", resp: []string{"Cache-Control: max-age=1"}, advance: 100 * time.Second,
@@ -82,7 +82,7 @@ func TestDirectives(t *testing.T) {
 		{name: "partial not stored", status: 206, resp: []string{"Cache-Control: max-age=60", "Content-Range: bytes 0-4/10"}, origin: 2},
 		{name: "500 with max-age", status: 500, resp: []string{"Cache-Control: max-age=60"}, origin: 1},
 		{name: "stale-while-revalidate", resp: []string{"Cache-Control: max-age=1, stale-while-revalidate=60"}, advance: 10 * time.Second,
-			origin: 2, status2: "Sluice; hit; fwd=stale"},
+			origin: 2, status2: "Sluice; hit; ttl=-9; detail=stale-while-revalidate"},
 		{name: "stale-while-revalidate over", resp: []string{"Cache-Control: max-age=1, stale-while-revalidate=5"}, advance: 10 * time.Second,
 			origin: 2, status2: "Sluice; fwd=stale"},
 	}

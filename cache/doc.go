@@ -59,7 +59,8 @@
 // # Answers from the store
 //
 // Every answer carries Age (on a stored miss too) and Cache-Status (RFC
-// 9211) naming the cache: hit, fwd=uri-miss|vary-miss|miss|stale|request,
+// 9211) naming the cache: hit (with a negative ttl when stale, and detail=max-stale or
+// stale-while-revalidate), fwd=uri-miss|vary-miss|miss|stale|request,
 // fwd-status, stored, ttl, collapsed, and detail giving why a response
 // was not stored. HEAD is answered from a stored GET; If-None-Match,
 // If-Modified-Since, If-Match and If-Unmodified-Since from the stored
