@@ -89,7 +89,7 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	}
 	t.e.sk = t.sk
 	t.m = m
-	t.e.publish(m)
+	t.e.publish(m, x.maxObject)
 	if h.Get("Date") == "" {
 		h.Set("Date", m.get("Date"))
 	}

@@ -110,7 +110,7 @@ func (f *fetch) start() {
 		m = passMeta(f.status, &f.h, now)
 	}
 	f.length = m.length
-	f.e.publish(m)
+	f.e.publish(m, x.maxObject)
 }
 
 // passMeta is the meta of a response delivered without being stored.

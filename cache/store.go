@@ -45,11 +45,13 @@ type entry struct {
 
 func newEntry() *entry { return &entry{ready: make(chan struct{})} }
 
-// publish makes m the entry's response and wakes the waiters.
-func (e *entry) publish(m *meta) {
+// publish makes m the entry's response and wakes the waiters. A known
+// length up to sizeHint sizes the body's one chunk; a longer body grows
+// in chunks as it comes.
+func (e *entry) publish(m *meta, sizeHint int64) {
 	if e.body == nil {
 		length := int64(-1)
-		if m.length >= 0 {
+		if m.length >= 0 && m.length <= sizeHint {
 			length = m.length
 		}
 		e.body = newBody(length)
