@@ -1,6 +1,7 @@
 package components
 
 import (
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,4 +75,25 @@ func TestCachePipe(t *testing.T) {
 	if n.Load() != 1 {
 		t.Errorf("the components after the cache ran %d times, want 1", n.Load())
 	}
+}
+
+// ByteSize never panics, and what it accepts is a non-negative size that
+// prints back to an accepted value.
+func FuzzByteSize(f *testing.F) {
+	for _, s := range []string{"64MB", "1", "8 KiB", "-1", "99999999999999999999G"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b ByteSize
+		if err := b.UnmarshalText([]byte(s)); err != nil {
+			return
+		}
+		if b < 0 {
+			t.Fatalf("ByteSize(%q) = %d", s, b)
+		}
+		var again ByteSize
+		if err := again.UnmarshalText([]byte(strconv.FormatInt(int64(b), 10))); err != nil || again != b {
+			t.Fatalf("ByteSize(%q) = %d does not read back: %d, %v", s, b, again, err)
+		}
+	})
 }
