@@ -1,0 +1,103 @@
+package cache
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// A 304 on revalidation updates the stored header fields (RFC 9111
+// §3.2) but Content-Length and Content-Encoding, and the freshness; the
+// client's own preconditions are then answered from the updated store.
+func TestNotModifiedUpdatesHeader(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"e"`)
+		w.Header().Set("X-Version", "1")
+		w.Header().Set("Content-Encoding", "identity-ish")
+		w.Header().Set("Cache-Control", "max-age=10")
+		io.WriteString(w, "body")
+	})
+	h.get(t, "/nm")
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") != `"e"` {
+			t.Errorf("revalidation without the stored ETag: %q", r.Header.Get("If-None-Match"))
+		}
+		w.Header().Set("ETag", `"e"`)
+		w.Header().Set("X-Version", "2")
+		w.Header().Set("Content-Encoding", "other")
+		w.Header().Set("Cache-Control", "max-age=600")
+		w.WriteHeader(http.StatusNotModified)
+	})
+	h.clock.advance(time.Minute)
+	resp, body := h.get(t, "/nm", `If-None-Match: "zzz"`)
+	if body != "body" || resp.Header.Get("X-Version") != "2" || resp.Header.Get("Content-Encoding") != "identity-ish" ||
+		resp.Header.Get("Content-Length") != "4" || !strings.HasPrefix(resp.Header.Get("Cache-Status"), "Sluice; fwd=stale; fwd-status=304") {
+		t.Errorf("revalidated: %q X-Version %q Content-Encoding %q Content-Length %q %q", body, resp.Header.Get("X-Version"),
+			resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Length"), resp.Header.Get("Cache-Status"))
+	}
+	// Fresh again for max-age=600: a hit with the new fields.
+	h.clock.advance(5 * time.Minute)
+	resp, _ = h.get(t, "/nm")
+	if !strings.HasPrefix(resp.Header.Get("Cache-Status"), "Sluice; hit") || resp.Header.Get("X-Version") != "2" || o.n.Load() != 2 {
+		t.Errorf("after: %q, X-Version %q, origin %d", resp.Header.Get("Cache-Status"), resp.Header.Get("X-Version"), o.n.Load())
+	}
+	// The client's own If-None-Match is answered from the store.
+	o.set(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotModified) })
+	h.clock.advance(10 * time.Minute)
+	resp, _ = h.get(t, "/nm", `If-None-Match: "e"`)
+	if resp.StatusCode != http.StatusNotModified {
+		t.Errorf("client's matching If-None-Match after revalidation: %d", resp.StatusCode)
+	}
+}
+
+// A fetch that brings no header within LockTimeout lets the requests
+// waiting on it go to the origin themselves.
+func TestLockTimeout(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{LockTimeout: 20 * time.Millisecond}, nil)
+	o = h.o
+	release := make(chan struct{})
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-First") != "" {
+			<-release
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, "answer "+r.Header.Get("X-First"))
+	})
+	first := make(chan string, 1)
+	go func() {
+		_, b, err := h.try("GET", "/lt", "X-First: yes")
+		if err != nil {
+			b = err.Error()
+		}
+		first <- b
+	}()
+	waitFor(t, "the first request at the origin", func() bool { return o.n.Load() == 1 })
+	second := make(chan string, 1)
+	go func() {
+		_, b, err := h.try("GET", "/lt")
+		if err != nil {
+			b = err.Error()
+		}
+		second <- b
+	}()
+	select {
+	case b := <-second:
+		if b != "answer " {
+			t.Errorf("the second request got %q, want its own answer", b)
+		}
+	case <-time.After(sluicetest.WaitTimeout):
+		t.Errorf("the second request still waits on the first's fetch")
+	}
+	close(release)
+	if b := <-first; b != "answer yes" {
+		t.Errorf("first: %q", b)
+	}
+}
