@@ -351,11 +351,14 @@ func (h *harness) build() error {
 		h.rep.Peers = append(h.rep.Peers, info)
 	}
 	if len(h.peers) == 0 {
-		// haproxy, in the proxy scenario, is no peer of All.
+		// haproxy, in the proxy scenario, and varnish, in the cache
+		// scenario, are no peers of All.
 		vs, _ := h.proxyVariants()
 		ts, _ := h.tlsPeers()
 		ps, _ := h.phpPeers()
-		if (!h.has(report.Proxy) || len(vs) == 0) && (!h.has(report.TLS) || len(ts) == 0) && (!h.has(report.PHP) || len(ps) == 0) {
+		cs, _ := h.cacheVariants()
+		if (!h.has(report.Proxy) || len(vs) == 0) && (!h.has(report.TLS) || len(ts) == 0) && (!h.has(report.PHP) || len(ps) == 0) &&
+			(!h.has(report.Cache) || len(cs) == 0) {
 			return fmt.Errorf("no server to measure")
 		}
 	}

@@ -30,15 +30,16 @@ const (
 var allScenarios = []string{
 	report.Warp, report.Wrk, report.Pipelined, report.Webpipes, report.AB,
 	report.C10K, report.C10KWrk, report.Sizes, report.Idle, report.Workers, report.Pipe,
-	report.Mix, report.MixSlowDB, report.Proxy, report.TLS, report.PHP,
+	report.Mix, report.MixSlowDB, report.Proxy, report.TLS, report.PHP, report.Cache,
 }
 
 // defaultScenarios are those run without --scenarios: all but workers,
-// the mix scenarios, proxy, tls and php, which have reports of their own
-// (docs/benchmarks/workers, docs/benchmarks/mix, docs/benchmarks/proxy,
-// docs/benchmarks/tls, docs/benchmarks/php).
+// the mix scenarios, proxy, tls, php and cache, which have reports of
+// their own (docs/benchmarks/workers, docs/benchmarks/mix,
+// docs/benchmarks/proxy, docs/benchmarks/tls, docs/benchmarks/php,
+// docs/benchmarks/cache).
 var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool {
-	return s == report.Workers || s == report.Mix || s == report.MixSlowDB || s == report.Proxy || s == report.TLS || s == report.PHP
+	return s == report.Workers || s == report.Mix || s == report.MixSlowDB || s == report.Proxy || s == report.TLS || s == report.PHP || s == report.Cache
 })
 
 // options is the parsed command line.
@@ -144,8 +145,8 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 		fmt.Fprintf(stderr, "\nServers: %s\nScenarios: %s\n", strings.Join(serverNames(), ", "), strings.Join(allScenarios, ", "))
 	}
 	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default: the scratch directory "+defaultOut())
-	servers := fs.String("servers", strings.Join(serverNames(), ","), "comma-separated servers to measure (haproxy: in the proxy scenario only)")
-	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix, mix-slowdb, proxy, tls and php are not run unless named)")
+	servers := fs.String("servers", strings.Join(serverNames(), ","), "comma-separated servers to measure (haproxy: in the proxy scenario only; varnish: in the cache scenario only)")
+	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix, mix-slowdb, proxy, tls, php and cache are not run unless named)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")
 	sweep := fs.Duration("sweep", 3*time.Second, "length of each point of a sweep (connections, rates, file sizes)")

@@ -44,11 +44,17 @@ type proxyVariant struct {
 func proxyBase(name string) string { return strings.TrimSuffix(name, "-proxy") }
 
 // serverNames are the names --servers takes: every peer of peers.All,
-// and the proxies that are no other scenario's peer (haproxy).
+// and the proxies and caches that are no other scenario's peer (haproxy,
+// varnish).
 func serverNames() []string {
 	names := peers.Names()
 	for _, p := range peers.Proxies() {
 		if b := proxyBase(p.Name); !slices.Contains(names, b) {
+			names = append(names, b)
+		}
+	}
+	for _, p := range peers.Caches() {
+		if b := peers.CacheBase(p.Name); !slices.Contains(names, b) {
 			names = append(names, b)
 		}
 	}
@@ -276,28 +282,48 @@ func checkProxied(addr, body string) error {
 // has accepted from its stub_status, over a connection of its own, which
 // the count includes.
 func upstreamAccepts(addr string) (int64, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	text, err := stubStatus(addr)
 	if err != nil {
 		return 0, err
+	}
+	return parseStubStatus(text)
+}
+
+// originRequests reads the count of requests the nginx at addr (the
+// cache scenario's origin) has answered from its stub_status, over a
+// connection of its own, whose request the count includes.
+func originRequests(addr string) (int64, error) {
+	text, err := stubStatus(addr)
+	if err != nil {
+		return 0, err
+	}
+	return parseStubRequests(text)
+}
+
+// stubStatus returns the stub_status page of the nginx at addr.
+func stubStatus(addr string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", peers.UpstreamStatusPath, addr); err != nil {
-		return 0, err
+		return "", err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	text, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s answered %s", peers.UpstreamStatusPath, resp.Status)
+		return "", fmt.Errorf("%s answered %s", peers.UpstreamStatusPath, resp.Status)
 	}
-	return parseStubStatus(string(text))
+	return string(text), nil
 }
 
 // stubStatusCounts matches the counts line of nginx's stub_status, after
@@ -312,4 +338,14 @@ func parseStubStatus(text string) (int64, error) {
 		return 0, fmt.Errorf("not an nginx stub_status page: %q", text)
 	}
 	return strconv.ParseInt(m[1], 10, 64)
+}
+
+// parseStubRequests returns the requests an nginx stub_status page
+// counts.
+func parseStubRequests(text string) (int64, error) {
+	m := stubStatusCounts.FindStringSubmatch(text)
+	if m == nil {
+		return 0, fmt.Errorf("not an nginx stub_status page: %q", text)
+	}
+	return strconv.ParseInt(m[3], 10, 64)
 }

@@ -75,12 +75,12 @@ func (h *harness) run() (string, error) {
 			per += len(h.idlePoints())
 		case report.C10KWrk:
 			per += len(c10kPages)
-		case report.Pipe, report.Workers, report.Mix, report.MixSlowDB, report.Proxy, report.TLS, report.PHP:
+		case report.Pipe, report.Workers, report.Mix, report.MixSlowDB, report.Proxy, report.TLS, report.PHP, report.Cache:
 		default:
 			per++
 		}
 	}
-	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + h.mixSteps() + h.proxySteps() + h.tlsSteps() + h.phpSteps() + 1
+	h.prog.total = per*len(h.peers)*h.o.rounds + h.workersSteps() + h.mixSteps() + h.proxySteps() + h.tlsSteps() + h.phpSteps() + h.cacheSteps() + 1
 	h.prog.logf("%d server(s) × %d round(s), client on CPU %s, servers on CPU %s; scratch %s",
 		len(h.peers), h.o.rounds, h.o.clientCPU, h.o.serverCPU, h.tmp)
 	if h.has(report.Workers) {
@@ -145,6 +145,11 @@ func (h *harness) run() (string, error) {
 			return "", err
 		}
 	}
+	if h.has(report.Cache) {
+		if err := h.cacheScenario(); err != nil {
+			return "", err
+		}
+	}
 	stopWatch()
 	<-done
 	if h.has(report.Pipe) {
@@ -173,7 +178,7 @@ func (h *harness) run() (string, error) {
 func (h *harness) serverRound(p peers.Peer, round int) error {
 	tag := fmt.Sprintf("round %d/%d %s", round, h.o.rounds, p.Name)
 	loaded := slices.ContainsFunc(h.o.scenarios, func(s string) bool {
-		return s != report.Idle && s != report.Pipe && s != report.Workers && s != report.Mix && s != report.MixSlowDB && s != report.Proxy && s != report.TLS && s != report.PHP
+		return s != report.Idle && s != report.Pipe && s != report.Workers && s != report.Mix && s != report.MixSlowDB && s != report.Proxy && s != report.TLS && s != report.PHP && s != report.Cache
 	})
 	if loaded {
 		srv, err := h.startWarm(p, fmt.Sprint(round))

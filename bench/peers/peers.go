@@ -57,6 +57,19 @@ type Env struct {
 	FPM string
 }
 
+// UpstreamHost is the host of Upstream (host:port), for configurations
+// that take host and port apart (Varnish's backend).
+func (e Env) UpstreamHost() string {
+	host, _, _ := net.SplitHostPort(e.Upstream)
+	return host
+}
+
+// UpstreamPort is the port of Upstream.
+func (e Env) UpstreamPort() string {
+	_, port, _ := net.SplitHostPort(e.Upstream)
+	return port
+}
+
 // NginxBody is Body as the contents of an nginx quoted string, for the
 // upstream's return directive: backslashes and double quotes escaped.
 // It fails if Body holds a '$', which nginx would read as a variable and
@@ -375,6 +388,72 @@ func TLS() []Peer {
 		},
 	}
 }
+
+// CacheOrigin returns the origin of the cache scenario: nginx serving
+// Env.Root's files with Cache-Control: max-age=3600 (and their ETag and
+// Last-Modified), whatever the query, keep-alive connections kept for
+// the whole run, and stub_status at UpstreamStatusPath. Not in All: the
+// harness runs it on the client's CPU, behind every cache of the run.
+func CacheOrigin() Peer {
+	return Peer{
+		Name: "origin", About: "Debian nginx, one worker, the docroot's files with `expires 1h` (Cache-Control: max-age=3600, ETag, Last-Modified), sendfile, keep-alive connections kept as long as the run, no access log",
+		conf:    "origin-nginx.conf",
+		version: func(Env) (string, error) { return FirstLine("nginx", "-v") },
+		argv: func(env Env, conf string) []string {
+			return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
+		},
+	}
+}
+
+// CacheStore is the memory every cache of the cache scenario may fill:
+// Sluice's size, nginx's max_size and Varnish's malloc storage (their
+// configurations say it too).
+const CacheStore = "256m"
+
+// Caches returns the caching reverse proxies of the cache scenario, each
+// storing what Env.Upstream answers (under CacheStore bytes) and
+// keeping at most Env.IdleConns idle keep-alive connections to it, one
+// worker or thread pool, no access log: sluice-cache (the cache component
+// before the proxy source), nginx-cache (proxy_cache) and varnish, whose
+// --servers names are sluice, nginx and varnish (CacheBase). The
+// scenario measures the proxy peer sluice-proxy (see Proxies) beside
+// them, on misses. They are not in All.
+func Caches() []Peer {
+	return []Peer{
+		{
+			Name: "sluice-cache", About: "`sluice serve -c sluice-cache.yaml`: one route, the `cache` component (a 256 MB memory store) before the `proxy` source with `max_idle_conns` set (GOMAXPROCS 1 from the affinity mask)",
+			conf: "sluice-cache.yaml",
+			version: func(env Env) (string, error) {
+				if env.Sluice == "" {
+					return "", errors.New("no sluice binary")
+				}
+				return FirstLine(env.Sluice, "version")
+			},
+			argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
+		},
+		{
+			Name: "nginx-cache", About: "Debian nginx, one worker, `proxy_cache` in a `proxy_cache_path` of its scratch directory (`max_size=256m`, a 32 MB keys zone), `proxy_cache_valid 200 1h`, `proxy_pass` to an `upstream` block with `keepalive`, sendfile, no access log",
+			conf:    "nginx-cache.conf",
+			version: func(Env) (string, error) { return FirstLine("nginx", "-v") },
+			argv: func(env Env, conf string) []string {
+				return []string{"nginx", "-p", env.Dir, "-c", conf, "-e", filepath.Join(env.Dir, "error.log")}
+			},
+		},
+		{
+			Name: "varnish", About: "Debian Varnish, `varnishd -F` started by the harness with its own `-n` working directory in its scratch directory (never the system service), no management port, `-s malloc,256m`, `-p thread_pools=1`, Varnish's built-in VCL with the origin as its one backend, no log reader (varnishncsa) running",
+			conf:    "varnish.vcl",
+			version: func(Env) (string, error) { return FirstLine("varnishd", "-V") },
+			argv: func(env Env, conf string) []string {
+				return []string{"varnishd", "-F", "-n", filepath.Join(env.Dir, "varnish"), "-a", env.Addr(), "-T", "none",
+					"-f", conf, "-s", "malloc," + CacheStore, "-p", "thread_pools=1"}
+			},
+		},
+	}
+}
+
+// CacheBase returns the --servers name a cache peer stands for: sluice
+// for sluice-cache, nginx for nginx-cache, varnish for itself.
+func CacheBase(name string) string { return strings.TrimSuffix(name, "-cache") }
 
 // PHPProbe is the script every PHP peer's Env.Root holds and Start
 // requests to know the server is up: a few bytes from PHP, which need

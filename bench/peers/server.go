@@ -387,7 +387,13 @@ func tree(root int) ([]int, error) {
 // for processes whose threads last (nginx's, php-fpm's static children,
 // a Go runtime's), measured over a run too short for ticks: one that
 // spends a few hundred milliseconds of CPU in all.
-func TreeRuntime(pid int) (time.Duration, error) {
+func TreeRuntime(pid int) (time.Duration, error) { return ProcsRuntime(pid, "") }
+
+// ProcsRuntime is TreeRuntime over the processes of pid's tree whose
+// command line (/proc/PID/cmdline, arguments joined by spaces) holds
+// match: "worker process" for nginx's workers alone, without its master
+// and cache manager; "" for every process.
+func ProcsRuntime(pid int, match string) (time.Duration, error) {
 	pids, err := tree(pid)
 	if err != nil {
 		return 0, err
@@ -395,6 +401,12 @@ func TreeRuntime(pid int) (time.Duration, error) {
 	var sum time.Duration
 	found := false
 	for _, p := range pids {
+		if match != "" {
+			cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			if err != nil || !strings.Contains(strings.ReplaceAll(string(cmd), "\x00", " "), match) {
+				continue
+			}
+		}
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
 		if err != nil {
 			continue // exited meanwhile

@@ -133,3 +133,25 @@ func TestTreeRuntime(t *testing.T) {
 		t.Error("TreeRuntime of a process that does not exist: no error")
 	}
 }
+
+// ProcsRuntime counts the processes whose command line holds its text,
+// and only those: a child sleeping under "sleep" is counted with
+// "sleep 30" and left out with text no command line holds.
+func TestProcsRuntime(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := syscall.Getpid()
+	if d, err := ProcsRuntime(pid, "sleep 30"); err != nil || d < 0 {
+		t.Errorf("ProcsRuntime(sleep 30) = %v, %v; want the child's time", d, err)
+	}
+	if d, err := ProcsRuntime(pid, "no process runs with this text"); err == nil {
+		t.Errorf("ProcsRuntime of a text no command line holds = %v, no error", d)
+	}
+	own, err := ProcsRuntime(pid, "")
+	if err != nil || own <= 0 {
+		t.Errorf("ProcsRuntime(\"\") = %v, %v; want every process's time", own, err)
+	}
+}

@@ -70,6 +70,18 @@ const (
 	PHPHello     = "php-hello"
 	PHPWordPress = "php-wordpress"
 
+	// Cache is the cache scenario: Sluice's cache component before its
+	// proxy (sluice-cache), nginx's proxy_cache (nginx-cache) and Varnish
+	// (varnish) in turn in front of one origin, with Sluice's proxy
+	// alone (sluice-proxy) beside them on misses. It names the scenario
+	// on the command line; its samples are wrk's at 100 keep-alive
+	// connections of CacheHit (one URL, stored) and CacheMiss (every
+	// request a distinct query, so a distinct key), X the object's size
+	// in bytes.
+	Cache     = "cache"
+	CacheHit  = "cache-hit"
+	CacheMiss = "cache-miss"
+
 	// Workers is the master–worker scenario: Sluice at 0, 1, 2, 10 and
 	// 100 workers, nginx at 1 and 2, Apache as Debian ships it. Its
 	// samples are of three kinds, each its own Sample.Scenario, with X
@@ -129,6 +141,13 @@ type Sample struct {
 	// PHP scenarios: the php-fpm pool's CPU-µs per successful request
 	// over the run (its master and children), beside the server's.
 	FPMCPUus float64 `json:"fpm_cpu_us_per_req,omitempty"`
+
+	// Cache scenarios: the CPU-µs per successful request of every
+	// process of the server's tree (CPUus counts the processes that
+	// serve: nginx's workers without its master and cache manager), and
+	// the requests the origin answered during the run (-1 if not known).
+	TreeCPUus      float64 `json:"tree_cpu_us_per_req,omitempty"`
+	OriginRequests int64   `json:"origin_requests,omitempty"`
 
 	// TLS handshake scenarios (TLSFull, TLSResumed): the connections
 	// whose handshake resumed a session (none for TLSFull; for
