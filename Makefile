@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-proxy bench-tls bench-php bench-deps redbot clean
+.PHONY: all build test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-proxy bench-tls bench-php bench-cache bench-deps redbot clean
 
 all: lint test
 
@@ -119,19 +119,30 @@ bench-php: build bench-deps
 	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios php \
 		--servers sluice,nginx,caddy --rounds 3 --duration 5s --out ../docs/benchmarks/php
 
+## bench-cache: Sluice's cache, nginx's proxy_cache and Varnish in front
+## of one origin, hits and misses on a 4 KB and a 100 KB object, with
+## Sluice's proxy alone on the same misses (report in
+## docs/benchmarks/cache/; about four minutes)
+bench-cache: build bench-deps
+	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios cache \
+		--servers sluice,nginx,varnish --rounds 3 --duration 5s --out ../docs/benchmarks/cache
+
 ## bench-deps: the peer servers and load tools the harness measures against
 ## (postgresql: the mix-slowdb scenario's database; haproxy: the proxy
 ## scenario's, whose service, started by the package, is stopped and
 ## disabled: the harness runs its own, as it runs its own php-fpm and
 ## MariaDB for the php scenario; nghttp2-client: h2load, the tls
-## scenario's HTTP/2 client)
+## scenario's HTTP/2 client; varnish: the cache scenario's, whose
+## services are stopped and disabled too: the harness runs its own
+## varnishd)
 BENCH_PACKAGES = nginx lighttpd apache2 apache2-utils caddy h2o wrk util-linux postgresql haproxy nghttp2-client \
-	php-fpm php-mysql wordpress mariadb-server
+	php-fpm php-mysql wordpress mariadb-server varnish
 bench-deps:
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi; \
 	case " $$missing " in *" haproxy "*) systemctl disable --now haproxy >/dev/null 2>&1 || true;; esac; \
 	case " $$missing " in *" mariadb-server "*) systemctl disable --now mariadb >/dev/null 2>&1 || true;; esac; \
+	case " $$missing " in *" varnish "*) systemctl disable --now varnish varnishncsa >/dev/null 2>&1 || true;; esac; \
 	case " $$missing " in *" php-fpm "*) for u in $$(systemctl list-unit-files 'php*-fpm.service' --no-legend 2>/dev/null | cut -d' ' -f1); do \
 		systemctl disable --now $$u >/dev/null 2>&1 || true; done;; esac
 

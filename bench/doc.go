@@ -88,6 +88,21 @@
 // server's CPU per request (its threads' schedstat, php-fpm not
 // counted), php-fpm's beside it, requests/s, p50/p99 and errors.
 //
+// The cache scenario, run only when named (--scenarios cache), puts
+// Sluice's cache component before its proxy source (sluice-cache), nginx's
+// proxy_cache (nginx-cache) and Varnish (varnish, a --servers name of this
+// scenario alone: a varnishd the harness starts with its own working
+// directory, malloc storage and one thread pool) in turn in front of one
+// origin: an nginx serving the 4 KB page and a 100 KB file with max-age,
+// started once and pinned to the client's CPU. wrk loads each at 100
+// keep-alive connections on each object, hits on one URL, then misses,
+// every request a distinct query string (a Lua script), with Sluice's
+// proxy alone (sluice-proxy) measured on the same misses; the report gives
+// the server's CPU per request (its threads' schedstat: nginx's worker,
+// every varnishd process), requests/s, p50/p99, the origin's requests per
+// request, and the targets: a hit against nginx's and Varnish's
+// CPU, a miss against the proxy alone.
+//
 // # Entry points
 //
 // Main is the whole harness behind a command line; command sluicebench
