@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -252,9 +253,9 @@ func (h *harness) cacheMeasure(v cacheVariant, srv, origin *peers.Server, sc str
 	}
 	// The second reading's own request is counted in o1.
 	s.OriginRequests = o1 - o0 - 1
-	if errO0 != nil || errO1 != nil {
+	if err := errors.Join(errO0, errO1); err != nil {
 		s.OriginRequests = -1
-		h.note("%s %s: the origin's stub_status: %v", srv.Peer.Name, sc, errO0)
+		h.note("%s %s: the origin's stub_status: %v", srv.Peer.Name, sc, err)
 	}
 	h.add(s)
 	h.prog.logf("    all processes %.1f CPU-µs/req; origin answered %d requests for %d", s.TreeCPUus, s.OriginRequests, s.OK)
