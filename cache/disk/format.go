@@ -43,11 +43,19 @@ func hashKey(key string) hash {
 	return hash(sum[:16])
 }
 
-// path is dir/h0/h1/hex: two levels of 256 directories each.
+// path is dir/h0/h1/hex: two levels of 256 directories each, made in
+// one allocation.
 func (s *Store) path(h hash) string {
-	var name [32]byte
-	hex.Encode(name[:], h[:])
-	return filepath.Join(s.dir, string(name[0:2]), string(name[2:4]), string(name[:]))
+	sep := byte(filepath.Separator)
+	b := make([]byte, 0, len(s.dir)+1+3+3+32)
+	b = append(b, s.dir...)
+	b = append(b, sep)
+	b = hex.AppendEncode(b, h[:1])
+	b = append(b, sep)
+	b = hex.AppendEncode(b, h[1:2])
+	b = append(b, sep)
+	b = hex.AppendEncode(b, h[:])
+	return string(b)
 }
 
 func parseName(name string) (hash, bool) {

@@ -54,7 +54,7 @@ var ErrNotFound = errors.New("disk: no stored object")
 // of one process) may open one directory at once on Unix: each sees the
 // others' objects, purges and evictions.
 type Store struct {
-	dir    string
+	dir    string // cleaned
 	size   int64
 	maxObj int
 	sync   bool
@@ -88,7 +88,7 @@ type ientry struct {
 // holds.
 func Open(dir string, o Options) (*Store, error) {
 	s := &Store{
-		dir:    dir,
+		dir:    filepath.Clean(dir),
 		size:   o.Size,
 		maxObj: o.MaxObjects,
 		sync:   o.Sync,
@@ -203,14 +203,16 @@ func (s *Store) Get(key string) (*Object, error) {
 	}
 	s.hits.Add(1)
 	s.used(h, charge(p.bodyOffset()+p.bodyLen), path)
-	o := &Object{
-		sf:      &sharedFile{f: f},
-		key:     key,
-		head:    head[preambleSize+p.keyLen:],
-		bodyOff: p.bodyOffset(),
-		size:    p.bodyLen,
-	}
-	o.sf.refs.Store(1)
+	// One allocation for the Object and its file's holder.
+	both := &struct {
+		o  Object
+		sf sharedFile
+	}{}
+	both.sf.f = f
+	both.sf.refs.Store(1)
+	o := &both.o
+	o.sf, o.key, o.head = &both.sf, key, head[preambleSize+p.keyLen:]
+	o.bodyOff, o.size = p.bodyOffset(), p.bodyLen
 	return o, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -336,4 +338,50 @@ func TestMaxObjects(t *testing.T) {
 			t.Errorf("recent object k%d was evicted", i)
 		}
 	}
+}
+
+func TestSetHead(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	body := pattern("k", 0, 70000)
+	put(t, s, "k", "old head", body)
+	old, err := s.Get("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := s.SetHead("k", []byte("a longer new head")); err != nil {
+		t.Fatal(err)
+	}
+	if head, got, ok := get(t, s, "k"); !ok || head != "a longer new head" || !bytes.Equal(got, body) {
+		t.Errorf("after SetHead: %v %q, %d bytes", ok, head, len(got))
+	}
+	if string(old.Head()) != "old head" {
+		t.Errorf("an object open before SetHead changed its head to %q", old.Head())
+	}
+	if err := s.SetHead("missing", nil); err != ErrNotFound {
+		t.Errorf("SetHead of a missing key = %v", err)
+	}
+	if files, _ := objectFiles(t, s.Dir()); files != 1 {
+		t.Errorf("%d files after SetHead, want 1", files)
+	}
+}
+
+// The index costs about 100 bytes an object, whatever the keys.
+func TestIndexMemory(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	const n = 100000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		s.remember(hashKey(strconv.Itoa(i)), 4096)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.0f bytes an object", per)
+	if per > 160 {
+		t.Errorf("the index costs %.0f bytes an object", per)
+	}
+	runtime.KeepAlive(s)
 }

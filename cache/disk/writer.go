@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -206,4 +207,26 @@ func (w *Writer) next(off int64) (n int64, done bool, wait <-chan struct{}, err 
 		w.wait = make(chan struct{})
 	}
 	return 0, false, w.wait, nil
+}
+
+// SetHead replaces the head stored with key's object, keeping its body
+// (the freshened header of a revalidated response, say): it writes a
+// new object and publishes it as Commit does, so readers see the old
+// object or the new one whole. It returns ErrNotFound when key has no
+// object.
+func (s *Store) SetHead(key string, head []byte) error {
+	o, err := s.Get(key)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	w, err := s.Create(key, head)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, io.NewSectionReader(o.File(), o.BodyOffset(), o.size)); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
 }
