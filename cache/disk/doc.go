@@ -35,7 +35,7 @@
 // evicts. Here the directory is the shared index: a Get opens the file
 // its key names, so an object another process stored is found at once,
 // and one it removed is not. Each process keeps a small index of its
-// own (about 100 bytes an object, bounded by Options.MaxObjects) that
+// own (under 100 bytes an object, bounded by Options.MaxObjects) that
 // holds no keys, only sizes and times of last use, to choose what to
 // evict. No shared memory to map and keep consistent across crashes,
 // and no manager process: the cost is one open(2) per lookup, as nginx
@@ -48,9 +48,12 @@
 // and write per object, while hits take no lock at all. A process that
 // takes the total over Options.Size evicts its least recently used
 // objects, learning the other processes' objects by a Rescan when it
-// knows too few. A hit sets the file's mtime when it is over a minute
-// old, so that a Rescan gives every process the same recency order.
-// Without flock (Windows, Plan 9) only one process may use a directory.
+// knows too few. A hit sets the file's mtime when this process last
+// set or saw it over a minute before, so that a Rescan gives every
+// process much the same order of last use.
+// Without flock (Windows, Plan 9) only one process may use a directory,
+// and the package counts on Unix's files, which a reader holds open
+// while they are unlinked or replaced.
 //
 // # Restarts and crashes
 //

@@ -143,7 +143,7 @@ func (w *Writer) Commit() error {
 				return err
 			}
 			*total += ch - old
-			s.remember(w.h, ch)
+			s.remember(w.h)
 			s.evictLocked(total, w.h)
 			return nil
 		})
