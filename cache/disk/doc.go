@@ -44,8 +44,12 @@
 // Every change to the tree (a publication, a removal) is made holding
 // the flock of dir/lock, which also holds the total bytes stored, and
 // updates that total in the same critical section: the budget is exact
-// across processes, and a writer pays a lock, a stat(2) and an 8-byte read
-// and write per object, while hits take no lock at all. A process that
+// across processes, and a writer pays a lock, a stat(2) and an 8-byte
+// read and write per object, while hits take no lock at all. The
+// critical section costs 2.7 µs (BenchmarkCounter), against 20 µs an
+// object for the other way, a periodic scan that recounts the files
+// (BenchmarkRescan: 20 ms for 1,000), which would also hold writes back
+// while it recounts, 20 s for a million objects. A process that
 // takes the total over Options.Size evicts its least recently used
 // objects, learning the other processes' objects by a Rescan when it
 // knows too few. A hit sets the file's mtime when this process last
@@ -62,5 +66,6 @@
 // key not hashing to its name) is removed, and so is a temporary file
 // whose flock no one holds, which a killed writer left. A process killed
 // between publishing an object and counting it leaves the total wrong
-// until the next Rescan, which recounts; call Rescan now and then.
+// until the next Rescan, which recounts: call Rescan after a worker
+// dies, or now and then.
 package disk
