@@ -19,8 +19,8 @@
 // digits (dir/3f/a0/3fa0…), so no directory grows past what the objects
 // need. The key in the file is checked on every Get, so that two keys
 // with one hash could never be confused. A writer writes a temporary
-// file under dir/tmp, holding its flock(2), and Commit sets the body's
-// length in the preamble and renames the file into place: a reader, in
+// file in its Store's directory under dir/tmp, and Commit sets the
+// body's length in the preamble and renames the file into place: a reader, in
 // any process, finds either the whole object or the one before.
 // Readers in the writer's own process follow the body as it is written
 // (Writer.Object), so a response is sent to every client waiting on it
@@ -63,8 +63,10 @@
 //
 // Open rebuilds the index from the files: a file that is not a complete
 // object (its body length unset, its size not the sum of its parts, its
-// key not hashing to its name) is removed, and so is a temporary file
-// whose flock no one holds, which a killed writer left. A process killed
+// key not hashing to its name) is removed. Each Store holds the
+// flock(2) of a lock file beside its directory of temporary files while
+// it is open; Open and Rescan remove the directories whose lock no one
+// holds, which a killed process left, with the temporary files in them. A process killed
 // between publishing an object and counting it leaves the total wrong
 // until the next Rescan, which recounts: call Rescan after a worker
 // dies, or now and then.

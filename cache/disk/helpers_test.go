@@ -85,16 +85,17 @@ func objectFiles(t testing.TB, dir string) (int, int64) {
 	return n, sum
 }
 
-// temps returns the names in dir/tmp.
+// temps returns the temporary object files under dir/tmp, in every
+// Store's directory there.
 func temps(t testing.TB, dir string) []string {
 	t.Helper()
-	list, err := os.ReadDir(filepath.Join(dir, "tmp"))
+	list, err := filepath.Glob(filepath.Join(dir, "tmp", "*", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, d := range list {
-		names = append(names, d.Name())
+	for _, p := range list {
+		names = append(names, filepath.Base(p))
 	}
 	return names
 }

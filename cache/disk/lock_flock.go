@@ -33,7 +33,7 @@ func tryLockFile(f *os.File) bool {
 	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
 }
 
-// abandoned reports whether the temporary file f has no live writer: a
-// writer holds its file's flock until it commits or aborts, and the
-// kernel drops it when the writer's process dies.
+// abandoned reports whether the lock file f of a Store's temporary
+// files has no live Store: a Store holds the flock while it is open,
+// and the kernel drops it when its process dies.
 func abandoned(f *os.File, _ os.FileInfo) bool { return tryLockFile(f) }

@@ -14,8 +14,8 @@ const sharedAcrossProcesses = false
 func lockFile(*os.File) error   { return nil }
 func unlockFile(*os.File) error { return nil }
 
-// abandoned guesses that a temporary file nobody wrote to for an hour
-// has no live writer.
+// abandoned guesses that the lock file of a Store's temporary files is
+// its dead Store's when it is over a day old.
 func abandoned(_ *os.File, fi os.FileInfo) bool {
-	return time.Since(fi.ModTime()) > time.Hour
+	return time.Since(fi.ModTime()) > 24*time.Hour
 }

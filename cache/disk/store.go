@@ -2,7 +2,9 @@ package disk
 
 import (
 	"cmp"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
@@ -29,9 +31,9 @@ type Options struct {
 	// figure). Default 1 << 20.
 	MaxObjects int
 
-	// Sync makes Commit fsync an object's file before publishing it, so
-	// that a power failure cannot leave a published file whose body was
-	// never written. Without it, a crash of the process loses nothing
+	// Sync makes Commit fsync an object's file before publishing it,
+	// and its directory after, so that a power failure cannot leave a
+	// published file whose body was never written. Without it, a crash of the process loses nothing
 	// published, and Rescan removes files a power failure truncated.
 	Sync bool
 }
@@ -63,6 +65,10 @@ type Store struct {
 
 	lmu   sync.Mutex // serializes this Store's holders of the flock
 	lockf *os.File   // dir/lock: its flock guards changes to the tree; it holds the total
+
+	tmpID   string   // this Store's name under dir/tmp
+	tmpDir  string   // dir/tmp/ID: this Store's writers' temporary files
+	tmpLock *os.File // dir/tmp/ID.lock, flocked while the Store is open
 
 	mu    sync.Mutex // guards the index
 	index map[hash]*ientry
@@ -110,19 +116,56 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s.lockf = f
-	if err := s.rescan(true); err != nil {
+	if err := s.makeTmp(); err != nil {
 		f.Close()
+		return nil, err
+	}
+	if err := s.rescan(true); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close releases the Store's lock file. Objects and Writers still open
-// stay usable; the Store must not be used after.
+// makeTmp makes the Store's directory of temporary files, dir/tmp/ID,
+// and holds the flock of dir/tmp/ID.lock while the Store is open, so
+// that other Stores know it is alive. The lock file is locked under
+// another name and renamed, so no one ever sees it unlocked while its
+// Store lives.
+func (s *Store) makeTmp() error {
+	var id [8]byte
+	rand.Read(id[:])
+	s.tmpID = hex.EncodeToString(id[:])
+	tmp := filepath.Join(s.dir, "tmp")
+	s.tmpDir = filepath.Join(tmp, s.tmpID)
+	name := filepath.Join(tmp, s.tmpID+".new")
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err = lockFile(f); err == nil {
+		err = os.Rename(name, s.tmpDir+".lock")
+	}
+	if err == nil {
+		err = os.Mkdir(s.tmpDir, 0o700)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(name)
+		return err
+	}
+	s.tmpLock = f
+	return nil
+}
+
+// Close releases the Store's files. Its Writers must have ended: once
+// it is closed, another Store's Rescan removes their temporary files.
+// Objects still open stay readable. The Store must not be used after.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.tmpLock.Close()
 	return s.lockf.Close()
 }
 
@@ -448,25 +491,51 @@ func (s *Store) rescan(validate bool) error {
 	})
 }
 
-// cleanTemps removes the temporary files whose writer died.
+// cleanTemps removes the temporary files of Stores that are gone: a
+// directory dir/tmp/ID whose lock file ID.lock no one holds (its
+// process died, or its Store was closed), with the lock file. A lock
+// file not renamed yet (ID.new) is left an hour, which its Store takes
+// far less than, and anything else is removed.
 func (s *Store) cleanTemps() {
 	tmp := filepath.Join(s.dir, "tmp")
 	list, err := os.ReadDir(tmp)
 	if err != nil {
 		return
 	}
+	live := map[string]bool{}
 	for _, d := range list {
+		id, ok := strings.CutSuffix(d.Name(), ".lock")
+		if !ok || d.IsDir() {
+			continue
+		}
 		path := filepath.Join(tmp, d.Name())
+		if id == s.tmpID {
+			live[id] = true
+			continue
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			continue
 		}
-		// A writer between creating its file and locking it may lose
-		// the file here; its Commit then fails and nothing is stored.
 		if fi, err := f.Stat(); err == nil && abandoned(f, fi) {
+			os.RemoveAll(filepath.Join(tmp, id))
 			os.Remove(path)
+		} else {
+			live[id] = true
 		}
 		f.Close()
+	}
+	for _, d := range list {
+		name := d.Name()
+		switch {
+		case strings.HasSuffix(name, ".lock"):
+		case strings.HasSuffix(name, ".new"):
+			if fi, err := d.Info(); err == nil && s.now().Sub(fi.ModTime()) > time.Hour {
+				os.Remove(filepath.Join(tmp, name))
+			}
+		case !live[name]:
+			os.RemoveAll(filepath.Join(tmp, name))
+		}
 	}
 }
 

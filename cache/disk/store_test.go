@@ -264,9 +264,9 @@ func TestRestartRebuilds(t *testing.T) {
 	}
 }
 
-// A temporary file whose writer is alive stays; one whose writer died
-// (here: a file no one holds the flock of, as a killed process leaves)
-// is removed by Open and Rescan, and never found.
+// The temporary files of a live Store stay; those of a Store whose
+// lock file no one holds (as a killed process leaves) are removed by
+// Open and Rescan, and never found.
 func TestTempFiles(t *testing.T) {
 	if !sharedAcrossProcesses {
 		t.Skip("no flock")
@@ -278,18 +278,39 @@ func TestTempFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Write([]byte("still writing"))
-	dead := filepath.Join(dir, "tmp", fmt.Sprintf("%x.123", hashKey("dead")))
-	if err := os.WriteFile(dead, []byte(magic), 0o600); err != nil {
+	dead := filepath.Join(dir, "tmp", "0123456789abcdef")
+	if err := os.Mkdir(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dead + ".lock", filepath.Join(dead, fmt.Sprintf("%x.123", hashKey("dead")))} {
+		if err := os.WriteFile(p, []byte(magic), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "tmp", "stray"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := open(t, dir, Options{}) // a Store of another process
+	ow, err := other.Create("other", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Rescan(); err != nil {
 		t.Fatal(err)
 	}
-	if names := temps(t, dir); len(names) != 1 || names[0] != filepath.Base(w.tmp) {
-		t.Errorf("after Rescan the temporary files are %q, want only the live writer's", names)
+	if names := temps(t, dir); len(names) != 2 {
+		t.Errorf("after Rescan the temporary files are %q, want only the two live writers'", names)
+	}
+	for _, p := range []string{dead, dead + ".lock", filepath.Join(dir, "tmp", "stray")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s is still there", p)
+		}
 	}
 	if err := w.Commit(); err != nil {
 		t.Fatalf("Commit after a Rescan: %v", err)
+	}
+	if err := ow.Commit(); err != nil {
+		t.Fatalf("the other Store's Commit after a Rescan: %v", err)
 	}
 	if _, err := s.Get("dead"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get of a dead writer's key = %v", err)
@@ -414,5 +435,14 @@ func TestHitsShareRecency(t *testing.T) {
 	other := open(t, dir, Options{})
 	if h, ok := other.victim(hash{}); !ok || h != hashKey("b") {
 		t.Errorf("another Store would evict %x first, want b's %x", h, hashKey("b"))
+	}
+}
+
+func TestSync(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{Sync: true})
+	put(t, s, "k", "h", []byte("synced"))
+	if head, body, ok := get(t, s, "k"); !ok || head != "h" || string(body) != "synced" {
+		t.Errorf("Get with Sync = %v %q %q", ok, head, body)
 	}
 }

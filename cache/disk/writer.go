@@ -16,7 +16,9 @@ var ErrAborted = errors.New("disk: the object being written was abandoned")
 // errDone is what a Writer used after Commit or Abort returns.
 var errDone = errors.New("disk: writer already committed or aborted")
 
-// Writer writes one object: a temporary file, published under its key by
+// Writer writes one object: a temporary file (in the Store's own
+// directory under dir/tmp, which other Stores leave alone while the
+// Store is open), published under its key by
 // Commit (a rename, so no reader ever sees half an object) or removed by
 // Abort. One goroutine writes; any number read the body as it grows
 // through Objects from Writer.Object.
@@ -53,13 +55,8 @@ func (s *Store) Create(key string, head []byte) (*Writer, error) {
 	h := hashKey(key)
 	var name [32]byte
 	hex.Encode(name[:], h[:])
-	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), string(name[:])+".*")
+	f, err := os.CreateTemp(s.tmpDir, string(name[:])+".*")
 	if err != nil {
-		return nil, err
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
 		return nil, err
 	}
 	w := &Writer{s: s, h: h, key: key, tmp: f.Name(), sf: &sharedFile{f: f}}
@@ -151,6 +148,13 @@ func (w *Writer) Commit() error {
 	if err != nil {
 		w.Abort()
 		return err
+	}
+	if s.sync {
+		// The rename too must reach the disk.
+		if d, err := os.Open(filepath.Dir(path)); err == nil {
+			d.Sync()
+			d.Close()
+		}
 	}
 	w.mu.Lock()
 	w.state = committed
