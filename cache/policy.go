@@ -152,10 +152,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if status == http.StatusPartialContent {
 		return nil, whyPartial
 	}
-	m.cc = httpgrammar.ParseCacheControl(h.Get("Cache-Control"))
-	if all := joinedValues(h, "Cache-Control"); all != h.Get("Cache-Control") {
-		m.cc = httpgrammar.ParseCacheControl(all)
-	}
+	m.cc = httpgrammar.ParseCacheControl(cacheControl(h))
 	cc := &m.cc
 	if cc.Has(httpgrammar.CCMustUnderstand) {
 		if !understoodStatus(status) {
@@ -188,15 +185,16 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 		connection = v
 	}
 	var expires string
-	hasExpires := false
+	hasExpires, ageSeen := false, false
 	ok := true
 	h.Values(func(name, value string) bool {
 		switch {
 		case httpgrammar.IsHopByHop(name, connection) || strings.EqualFold(name, "Proxy-Connection"):
 			return true
 		case strings.EqualFold(name, "Age"):
-			if n, good := strconv.ParseInt(strings.TrimSpace(value), 10, 64); good == nil && n >= 0 && m.ageValue == 0 {
-				m.ageValue = time.Duration(min(n, httpgrammar.DeltaInfinity)) * time.Second
+			if !ageSeen {
+				ageSeen = true
+				m.ageValue = parseAge(value)
 			}
 			return true
 		case strings.EqualFold(name, "Set-Cookie"):
@@ -358,14 +356,12 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 	n.etag, n.lastMod, n.date, n.ageValue = "", "", time.Time{}, 0
 	n.requestTime, n.responseTime = reqTime, respTime
 	if v := h.Get("Age"); v != "" {
-		if a, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && a >= 0 {
-			n.ageValue = time.Duration(min(a, httpgrammar.DeltaInfinity)) * time.Second
-		}
+		n.ageValue = parseAge(v)
 	}
 	n.headerSize = 0
 	hasExpires := false
 	var expires string
-	ccs := ""
+	ccs, cdns := "", ""
 	for _, f := range n.fields {
 		n.headerSize += int64(len(f.name) + len(f.value) + 4)
 		switch {
@@ -374,6 +370,11 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 				ccs += ", "
 			}
 			ccs += f.value
+		case strings.EqualFold(f.name, "CDN-Cache-Control"):
+			if cdns != "" {
+				cdns += ", "
+			}
+			cdns += f.value
 		case strings.EqualFold(f.name, "Date"):
 			if t, ok := httpgrammar.ParseDate(f.value); ok && n.date.IsZero() {
 				n.date = t
@@ -396,6 +397,9 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 	if n.date.IsZero() || h.Get("Date") == "" {
 		n.date = respTime
 		n.fields = replaceField(n.fields, "Date", respTime.UTC().Format(http.TimeFormat))
+	}
+	if cdns != "" {
+		ccs = cdns
 	}
 	n.cc = httpgrammar.ParseCacheControl(ccs)
 	switch {
@@ -434,4 +438,34 @@ func replaceField(fs []field, name, value string) []field {
 		}
 	}
 	return append(out, field{name, value})
+}
+
+// parseAge reads an Age value (RFC 9111 §5.1): the first element of the
+// list, delta-seconds; anything else counts as no Age.
+func parseAge(v string) time.Duration {
+	elem, _ := httpgrammar.NextElement(v)
+	if elem == "" {
+		return 0
+	}
+	for i := 0; i < len(elem); i++ {
+		if elem[i] < '0' || elem[i] > '9' {
+			return 0
+		}
+	}
+	n, err := strconv.ParseInt(elem, 10, 64)
+	if err != nil {
+		n = httpgrammar.DeltaInfinity
+	}
+	return time.Duration(min(n, httpgrammar.DeltaInfinity)) * time.Second
+}
+
+// cacheControl returns the directives the cache follows for a response:
+// those of CDN-Cache-Control when the response has that field (RFC 9213:
+// a cache that honours it ignores Cache-Control), else Cache-Control's,
+// the field lines joined.
+func cacheControl(h *engine.Header) string {
+	if v := joinedValues(h, "CDN-Cache-Control"); strings.TrimSpace(v) != "" {
+		return v
+	}
+	return joinedValues(h, "Cache-Control")
 }
