@@ -398,7 +398,7 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		n.date = respTime
 		n.fields = replaceField(n.fields, "Date", respTime.UTC().Format(http.TimeFormat))
 	}
-	if cdns != "" {
+	if validCDN(cdns) {
 		ccs = cdns
 	}
 	n.cc = httpgrammar.ParseCacheControl(ccs)
@@ -460,11 +460,11 @@ func parseAge(v string) time.Duration {
 }
 
 // cacheControl returns the directives the cache follows for a response:
-// those of CDN-Cache-Control when the response has that field (RFC 9213:
-// a cache that honours it ignores Cache-Control), else Cache-Control's,
-// the field lines joined.
+// those of CDN-Cache-Control when the response has that field and it is
+// valid (RFC 9213: a cache that honours it ignores Cache-Control), else
+// Cache-Control's, the field lines joined.
 func cacheControl(h *engine.Header) string {
-	if v := joinedValues(h, "CDN-Cache-Control"); strings.TrimSpace(v) != "" {
+	if v := joinedValues(h, "CDN-Cache-Control"); validCDN(v) {
 		return v
 	}
 	return joinedValues(h, "Cache-Control")

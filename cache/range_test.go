@@ -1,6 +1,10 @@
 package cache
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/sluice-server/sluice/httpgrammar"
+)
 
 func TestSingleRange(t *testing.T) {
 	tests := []struct {
@@ -82,6 +86,40 @@ func FuzzVaryNames(f *testing.F) {
 			if names[i-1] >= names[i] {
 				t.Fatalf("varyNames(%q) = %q: not sorted and unique", v, names)
 			}
+		}
+	})
+}
+
+func TestValidCDN(t *testing.T) {
+	tests := []struct {
+		in string
+		ok bool
+	}{
+		{"max-age=60", true}, {"no-store", true}, {"private, max-age=0", true}, {"foobar, max-age=3600", true},
+		{"max-age=60;x=1, a=?1, b=:aGk=:, c=\"s\", d=tok/en, e=1.5", true},
+		{"max-age=10000, &&&&&", false}, {`max-age="10000"`, false}, {"max-age =100", false}, {"max-age= 100", false},
+		{"MaX-aGe=3600", false}, {"", false}, {"max-age=60,", false}, {"max-age=1.5", false}, {"a=\"unterminated", false},
+		{"a=?2", false}, {"a=:bad!:", false}, {"a=1234567890123456", false},
+	}
+	for _, tt := range tests {
+		if got := validCDN(tt.in); got != tt.ok {
+			t.Errorf("validCDN(%q) = %v, want %v", tt.in, got, tt.ok)
+		}
+	}
+}
+
+// validCDN never panics, and a field it accepts gives the cache
+// directives whose numbers are in range.
+func FuzzValidCDN(f *testing.F) {
+	for _, s := range []string{"max-age=60", `a="x\"y"`, "a;b=1, c", "x=:YQ==:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !validCDN(s) {
+			return
+		}
+		if cc := httpgrammar.ParseCacheControl(s); cc.MaxAge < -1 || cc.MaxAge > httpgrammar.DeltaInfinity {
+			t.Fatalf("max-age %d", cc.MaxAge)
 		}
 	})
 }
