@@ -50,7 +50,9 @@
 // only-if-cached are honoured, and the response's no-store, private,
 // no-cache (qualified forms drop the fields named), must-revalidate,
 // proxy-revalidate, public, must-understand, stale-while-revalidate and
-// stale-if-error. A stale response with a validator is revalidated with
+// stale-if-error. A response's CDN-Cache-Control (RFC 9213), when it is a
+// valid Structured Field Dictionary, decides instead of its Cache-Control.
+// A stale response with a validator is revalidated with
 // If-None-Match and If-Modified-Since in place of the client's own
 // preconditions, which the cache then evaluates itself; a 304 freshens
 // the stored header (§3.2); a 5xx is answered with the stale response
