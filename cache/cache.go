@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-server/sluice/evict"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
@@ -21,8 +22,9 @@ type Options struct {
 	Name string
 
 	// Size is the memory budget in bytes: the stored header fields and
-	// bodies together, with a small charge per entry. Least recently
-	// used entries are evicted to stay under it. Default 64 MB.
+	// bodies together, with a small charge per entry. Entries are
+	// evicted to stay under it by package evict's policy (S3-FIFO: keys
+	// read once go first). Default 64 MB.
 	Size int64
 
 	// MaxObjectSize is the largest body stored, in bytes; a longer one
@@ -96,7 +98,7 @@ const entryOverhead = 256
 // use by every request of its route.
 type Cache struct {
 	name              string
-	store             *lruMap[string, *entry]
+	store             *evict.Map[string, *entry]
 	mu                sync.Mutex
 	inflight          map[string]*entry
 	maxObject         int64
@@ -214,7 +216,7 @@ func New(opts Options) (*Cache, error) {
 			x.poison = append(x.poison, f)
 		}
 	}
-	x.store = newLRU[string, *entry](size, nil)
+	x.store = evict.New[string, *entry](size, nil)
 	x.statusMethod = x.name + "; fwd=method"
 	x.unsafeFilter = x.invalidateAfter
 	x.methodFilter = func(c *pipe.Conn) pipe.Wrap {

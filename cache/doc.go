@@ -66,7 +66,9 @@
 // fwd-status, stored, ttl, collapsed, and detail giving why a response
 // was not stored. HEAD is answered from a stored GET; If-None-Match,
 // If-Modified-Since, If-Match and If-Unmodified-Since from the stored
-// validators; a single byte Range of a complete stored 200 with a 206.
+// validators (package conditional, as files evaluates them); a byte Range
+// of a complete stored 200 with a 206 (several ranges as
+// multipart/byteranges).
 // Partial (206) responses from the rest are passed through unstored.
 //
 // # Protecting the origin
@@ -83,7 +85,8 @@
 // # Store
 //
 // Responses are kept in memory under a byte budget (Options.Size)
-// counting header fields, bodies and a charge per entry, least recently
-// used first out; Options.MaxObjectSize bounds one body, MaxHeaderSize
-// its header, MaxKeys the number of entries.
+// counting header fields, bodies and a charge per entry, evicted by
+// package evict's policy (S3-FIFO: keys read once go first);
+// Options.MaxObjectSize bounds one body, MaxHeaderSize its header,
+// MaxKeys the number of entries.
 package cache

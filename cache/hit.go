@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-server/sluice/conditional"
 	"github.com/sluice-server/sluice/engine"
-	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -52,17 +52,27 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 	}
 	code := m.status
 	off, end := int64(0), int64(-1)
-	if ri.ranged && !ri.head && code == http.StatusOK && done && rangeApplies(r, m) {
-		if start, stop, ok := singleRange(r.HeaderList("Range"), n); ok {
-			code, off, end = http.StatusPartialContent, start, stop
-			h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(stop-1, 10)+"/"+strconv.FormatInt(n, 10))
-			length = stop - start
-		} else if start < 0 {
-			h.Set("Content-Range", "bytes */"+strconv.FormatInt(n, 10))
+	var parts *conditional.Multipart
+	if ri.ranged && !ri.head && code == http.StatusOK && done && conditional.RangeApplies(r, m.validators()) {
+		ranges, verdict := conditional.ParseRange(r.HeaderList("Range"), n, maxRanges)
+		switch verdict {
+		case conditional.RangeUnsatisfiable:
+			h.Set("Content-Range", conditional.UnsatisfiedRange(n))
 			c.SetStatus(http.StatusRequestedRangeNotSatisfiable)
 			h.SetContentLength(0)
 			c.SetContent(nil)
 			return true
+		case conditional.RangeOK:
+			code = http.StatusPartialContent
+			if len(ranges) == 1 {
+				off, end = ranges[0].Off, ranges[0].End()
+				h.Set("Content-Range", conditional.ContentRange(ranges[0], n))
+				length = ranges[0].N
+			} else {
+				parts = conditional.NewMultipart(ranges, n, h.Get("Content-Type"))
+				h.Set("Content-Type", parts.ContentType)
+				length = parts.Length
+			}
 		}
 	}
 	c.SetStatus(code)
@@ -75,9 +85,20 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 	if !done {
 		gone = c.Gone()
 	}
+	if parts != nil {
+		c.SetContent(func(w pipe.Writer) error {
+			return parts.Send(w, func(rg conditional.Range) error { return e.body.writeTo(w, rg.Off, rg.End(), nil) })
+		})
+		return true
+	}
 	c.SetContent(func(w pipe.Writer) error { return e.body.writeTo(w, off, end, gone) })
 	return true
 }
+
+// maxRanges bounds the ranges of one request answered from the store
+// after merging; more are answered with the whole response, as files
+// does by default.
+const maxRanges = 16
 
 // notModifiedField reports whether a 304 carries the stored field (RFC
 // 9110 §15.4.5).
@@ -91,115 +112,15 @@ func notModifiedField(name string) bool {
 }
 
 // precondition evaluates the request's preconditions against the stored
-// response (RFC 9110 §13.2.2, steps 1 to 4; RFC 9111 §4.3.2): 412, 304,
-// or 0 to answer in full. Without Last-Modified, If-Modified-Since is
-// compared with the stored Date.
+// response (RFC 9110 §13.2.2, steps 1 to 4): 412, 304, or 0 to answer in
+// full. Without Last-Modified, If-Modified-Since is compared with the
+// stored Date, as RFC 9111 §4.3.2 says a cache does.
 func precondition(r *engine.Request, m *meta) int {
-	if im := r.HeaderList("If-Match"); im != nil {
-		if !matchETag(im, m.etag, false) {
-			return http.StatusPreconditionFailed
-		}
-	} else if ius := r.HeaderList("If-Unmodified-Since"); ius != nil && !m.lastModT.IsZero() {
-		if t, ok := httpgrammar.ParseDate(ius); ok && m.lastModT.After(t) {
-			return http.StatusPreconditionFailed
-		}
+	v := m.validators()
+	if v.LastModified == "" && r.Header("If-Modified-Since") != nil {
+		v.LastModified, v.ModTime = m.get("Date"), m.date
 	}
-	if inm := r.HeaderList("If-None-Match"); inm != nil {
-		if matchETag(inm, m.etag, true) {
-			return http.StatusNotModified
-		}
-		return 0
-	}
-	if ims := r.HeaderList("If-Modified-Since"); ims != nil {
-		mod := m.lastModT
-		if mod.IsZero() {
-			mod = m.date
-		}
-		if t, ok := httpgrammar.ParseDate(ims); ok && !mod.After(t) {
-			return http.StatusNotModified
-		}
-	}
-	return 0
-}
-
-// matchETag reports whether the If-Match or If-None-Match list matches
-// etag: "*" matches any stored response, weak compares opaque tags
-// ignoring W/, strong needs two strong equal tags.
-func matchETag(list []byte, etag string, weak bool) bool {
-	if string(httpgrammar.TrimOWS(list)) == "*" {
-		return true
-	}
-	if etag == "" {
-		return false
-	}
-	strip := func(t string) (string, bool) {
-		if strings.HasPrefix(t, "W/") {
-			return t[2:], true
-		}
-		return t, false
-	}
-	et, etWeak := strip(etag)
-	for elem, rest := httpgrammar.NextElement(list); len(elem) > 0; elem, rest = httpgrammar.NextElement(rest) {
-		t, tWeak := strip(string(elem))
-		if t == et && (weak || !etWeak && !tWeak) {
-			return true
-		}
-	}
-	return false
-}
-
-// rangeApplies is If-Range (RFC 9110 §13.1.5): a strong tag equal to the
-// stored one, or the stored Last-Modified exactly.
-func rangeApplies(r *engine.Request, m *meta) bool {
-	ir := r.HeaderList("If-Range")
-	if ir == nil {
-		return true
-	}
-	if len(ir) > 0 && (ir[0] == '"' || len(ir) > 1 && ir[0] == 'W' && ir[1] == '/') {
-		return m.etag != "" && m.etag[0] == '"' && string(ir) == m.etag
-	}
-	t, ok := httpgrammar.ParseDate(ir)
-	return ok && !m.lastModT.IsZero() && t.Equal(m.lastModT)
-}
-
-// singleRange reads a Range of one byte range of a body of size n and
-// returns [start, stop). A Range of several ranges, or not in bytes, is
-// ignored (ok false, start 0): the whole body is sent. A range that
-// cannot be satisfied gives ok false and start -1 (416).
-func singleRange(v []byte, n int64) (start, stop int64, ok bool) {
-	s := string(httpgrammar.TrimOWS(v))
-	spec, found := strings.CutPrefix(s, "bytes=")
-	if !found || strings.Contains(spec, ",") {
-		return 0, 0, false
-	}
-	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
-	if !found {
-		return 0, 0, false
-	}
-	if first == "" {
-		k, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || k < 0 || last[0] == '+' {
-			return 0, 0, false
-		}
-		if k == 0 || n == 0 {
-			return -1, 0, false
-		}
-		return max(0, n-k), n, true
-	}
-	a, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || a < 0 || first[0] == '+' {
-		return 0, 0, false
-	}
-	b := n - 1
-	if last != "" {
-		if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a || last[0] == '+' {
-			return 0, 0, false
-		}
-	}
-	if a >= n {
-		return -1, 0, false
-	}
-	return a, min(b, n-1) + 1, true
+	return conditional.Precondition(r, v)
 }
 
 // ageString is an Age value: whole seconds, never negative (§5.1).

@@ -45,7 +45,6 @@ func TestAnsweredFromStore(t *testing.T) {
 		{"GET", []string{"Range: bytes=9-"}, 206, "9-1", nil},
 		{"GET", []string{"Range: bytes=5-100"}, 206, "56789-1", map[string]string{"Content-Range": "bytes 5-11/12"}},
 		{"GET", []string{"Range: bytes=50-"}, 416, "", map[string]string{"Content-Range": "bytes */12"}},
-		{"GET", []string{"Range: bytes=0-1,4-5"}, 200, full, nil},
 		{"GET", []string{"Range: items=0-1"}, 200, full, nil},
 		{"GET", []string{"Range: bytes=2-5", `If-Range: "abc"`}, 206, "2345", nil},
 		{"GET", []string{"Range: bytes=2-5", `If-Range: "old"`}, 200, full, nil},
@@ -129,5 +128,24 @@ func TestAge(t *testing.T) {
 	}
 	if got := resp.Header.Get("Cache-Status"); got != "Sluice; hit; ttl=470" {
 		t.Errorf("Cache-Status %q", got)
+	}
+}
+
+// A Range of several distant byte ranges of a stored response is
+// answered with a multipart/byteranges 206.
+func TestMultipartRange(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "01"+strings.Repeat("-", 500)+"xy", "Cache-Control: max-age=600", "Content-Type: text/plain"))
+	h.get(t, "/mr")
+	resp, body := h.get(t, "/mr", "Range: bytes=0-1,502-503")
+	if resp.StatusCode != 206 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "multipart/byteranges; boundary=") ||
+		!strings.Contains(body, "Content-Type: text/plain\r\nContent-Range: bytes 0-1/505\r\n\r\n01\r\n") ||
+		!strings.Contains(body, "Content-Range: bytes 502-503/505\r\n\r\nxy\r\n") {
+		t.Errorf("two ranges: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if o.n.Load() != 1 {
+		t.Errorf("origin saw %d requests", o.n.Load())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-server/sluice/conditional"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 )
@@ -63,6 +64,11 @@ func (m *meta) noStaleServing() bool {
 // no-cache (a qualified one's fields are not stored at all).
 func (m *meta) mustValidate() bool {
 	return m.cc.Has(httpgrammar.CCNoCache) && m.cc.NoCacheFields == ""
+}
+
+// validators are m's, for package conditional.
+func (m *meta) validators() *conditional.Validators {
+	return &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
 }
 
 // hasValidator reports whether a conditional request can revalidate m.

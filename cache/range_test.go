@@ -6,45 +6,6 @@ import (
 	"github.com/sluice-server/sluice/httpgrammar"
 )
 
-func TestSingleRange(t *testing.T) {
-	tests := []struct {
-		in          string
-		n           int64
-		start, stop int64
-		ok          bool
-	}{
-		{"bytes=0-0", 10, 0, 1, true}, {"bytes=2-5", 10, 2, 6, true}, {"bytes=5-", 10, 5, 10, true},
-		{"bytes=-3", 10, 7, 10, true}, {"bytes=-30", 10, 0, 10, true}, {"bytes=5-100", 10, 5, 10, true},
-		{"bytes=10-", 10, -1, 0, false}, {"bytes=-0", 10, -1, 0, false}, {"bytes=0-0", 0, -1, 0, false},
-		{"bytes=5-2", 10, 0, 0, false}, {"bytes=1-2,4-5", 10, 0, 0, false}, {"items=1-2", 10, 0, 0, false},
-		{"bytes=+1-2", 10, 0, 0, false}, {"bytes=1-+2", 10, 0, 0, false}, {"bytes=-+2", 10, 0, 0, false},
-		{"bytes=a-b", 10, 0, 0, false}, {"bytes=", 10, 0, 0, false}, {"bytes=-", 10, 0, 0, false},
-		{" bytes=1-2 ", 10, 1, 3, true}, {"bytes= 1-2", 10, 1, 3, true},
-	}
-	for _, tt := range tests {
-		start, stop, ok := singleRange([]byte(tt.in), tt.n)
-		if start != tt.start || stop != tt.stop || ok != tt.ok {
-			t.Errorf("singleRange(%q, %d) = %d, %d, %v; want %d, %d, %v", tt.in, tt.n, start, stop, ok, tt.start, tt.stop, tt.ok)
-		}
-	}
-}
-
-// A satisfiable range lies within the body and is not empty.
-func FuzzSingleRange(f *testing.F) {
-	for _, s := range []string{"bytes=0-0", "bytes=-5", "bytes=3-", "bytes=1-2,3-4", "bytes=99999999999999999999-"} {
-		f.Add(s, int64(10))
-	}
-	f.Fuzz(func(t *testing.T, s string, n int64) {
-		if n < 0 {
-			n = -n
-		}
-		start, stop, ok := singleRange([]byte(s), n)
-		if ok && (start < 0 || start >= stop || stop > n) {
-			t.Fatalf("singleRange(%q, %d) = [%d, %d)", s, n, start, stop)
-		}
-	})
-}
-
 func TestVaryNames(t *testing.T) {
 	tests := []struct {
 		in   string
