@@ -202,6 +202,16 @@ func secondaryKey(r *engine.Request, names []string) string {
 	return string(b)
 }
 
+// encodingAcceptable reports whether r accepts the coding of m, a
+// response that varies on Accept-Encoding; a response that does not
+// vary on it is served as it is, as the origin said it may be.
+func encodingAcceptable(r *engine.Request, m *meta) bool {
+	if m.encoding == "" || !slices.Contains(m.vary, "accept-encoding") {
+		return true
+	}
+	return acceptsCoding(r, m.encoding)
+}
+
 // acceptsCoding reports whether r accepts a response with the
 // Content-Encoding ce: a variant keyed by the best coding may have been
 // stored from a request that rated another as high.

@@ -224,7 +224,7 @@ func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo, now time.Time
 	if m.vary != nil && secondaryKey(c.Request, m.vary) != e.sk {
 		return false
 	}
-	if m.encoding != "" && !acceptsCoding(c.Request, m.encoding) {
+	if !encodingAcceptable(c.Request, m) {
 		return false
 	}
 	atomic.AddUint64(&x.stats.Collapsed, 1)

@@ -94,7 +94,7 @@ func (x *Cache) lookup(pk string, r *engine.Request) (*entry, string, string) {
 		if !ok || v.kind != kindResponse {
 			return nil, vk, "vary-miss"
 		}
-		if m := v.meta.Load(); m.encoding != "" && !acceptsCoding(r, m.encoding) {
+		if m := v.meta.Load(); !encodingAcceptable(r, m) {
 			return nil, vk, "vary-miss"
 		}
 		return v, vk, ""
