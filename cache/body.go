@@ -27,6 +27,13 @@ type body struct {
 	done   bool // complete
 	failed bool // broke off: readers stop with errBodyFailed
 	wait   chan struct{}
+
+	// stream marks a body that is not stored and has one reader: the
+	// chunks it has read are let go, so a long response passed through
+	// costs no more memory than what the reader lags behind. base is the
+	// offset of chunks[0].
+	stream bool
+	base   int64
 }
 
 // newBody returns an empty body; a known length sizes its one chunk.
@@ -101,12 +108,23 @@ func (b *body) capacity() int64 {
 func (b *body) next(off int64) (p []byte, done bool, wait <-chan struct{}, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.stream {
+		for len(b.chunks) > 0 && b.base+int64(len(b.chunks[0])) <= off {
+			b.base += int64(len(b.chunks[0]))
+			b.chunks[0] = nil
+			b.chunks = b.chunks[1:]
+		}
+		if off < b.base {
+			return nil, false, nil, errBodyFailed
+		}
+	}
 	if off < b.n {
+		rel := off - b.base
 		for _, c := range b.chunks {
-			if off < int64(len(c)) {
-				return c[off:], false, nil, nil
+			if rel < int64(len(c)) {
+				return c[rel:], false, nil, nil
 			}
-			off -= int64(len(c))
+			rel -= int64(len(c))
 		}
 	}
 	if b.failed {

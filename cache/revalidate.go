@@ -110,6 +110,14 @@ func (f *fetch) start() {
 		m = passMeta(f.status, &f.h, now)
 	}
 	f.length = m.length
+	f.e.body = newBody(-1)
+	if f.m == nil && f.result != resRevalidated {
+		// Not stored: its one reader (the request that started the
+		// revalidation) lets go of what it has read.
+		f.e.body.stream = true
+	} else if m.length >= 0 && m.length <= x.maxObject {
+		f.e.body = newBody(m.length)
+	}
 	f.e.publish(m, x.maxObject)
 }
 
@@ -159,9 +167,9 @@ func (f *fetch) run(rest pipe.Component) {
 // meta m) in flight, or sends a conditional request for it down rest on
 // a goroutine of its own: concurrent requests for a stale response share
 // one revalidation, as misses share one fetch.
-func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo, pk string, old *entry, m *meta) *fetch {
+func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo, pk string, old *entry, m *meta) (*fetch, bool) {
 	if f := old.pending.Load(); f != nil {
-		return f
+		return f, false
 	}
 	now := x.now()
 	f := &fetch{x: x, req: conditionalRequest(r, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
@@ -169,12 +177,12 @@ func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo
 	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore}
 	if !old.pending.CompareAndSwap(nil, f) {
 		if g := old.pending.Load(); g != nil {
-			return g
+			return g, false
 		}
 	}
 	f.onDone = func() { old.pending.CompareAndSwap(f, nil) }
 	go f.run(rest)
-	return f
+	return f, true
 }
 
 // revalidate answers a request whose stored response m cannot be used
@@ -183,7 +191,7 @@ func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo
 // the rest fails and staleness is allowed on error, or the new response
 // as it streams in.
 func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string) bool {
-	f := x.revalidation(rest, c.Request, ri, pk, e, m)
+	f, started := x.revalidation(rest, c.Request, ri, pk, e, m)
 	<-f.e.ready
 	now := x.now()
 	if f.e.abandoned.Load() {
@@ -202,6 +210,12 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 			atomic.AddUint64(&x.stats.Stale, 1)
 			return x.serve(c, e, m, ri, now, x.name+"; fwd="+fwd+"; fwd-status="+strconv.Itoa(f.status)+"; detail=stale-if-error")
 		}
+	}
+	if !started && f.e.body.stream {
+		// Another request's revalidation brought a response that is not
+		// stored and that its own request reads: fetch this one's alone.
+		atomic.AddUint64(&x.stats.Misses, 1)
+		return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
 	}
 	nm := f.e.meta.Load()
 	status := x.name + "; fwd=" + fwd + "; fwd-status=" + strconv.Itoa(f.status)

@@ -101,3 +101,66 @@ func TestLockTimeout(t *testing.T) {
 		t.Errorf("first: %q", b)
 	}
 }
+
+// A revalidation that brings a response that may not be stored streams
+// it to the request that started it, letting go of what was sent, and
+// the requests that joined it fetch their own.
+func TestRevalidationUnstoredStreams(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "old", "Cache-Control: max-age=10"))
+	h.get(t, "/us")
+	big := strings.Repeat("0123456789abcdef", 20000) // 320 KB: ten chunks
+	release := make(chan struct{})
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, big[:chunkSize])
+		w.(http.Flusher).Flush()
+		if o.n.Load() == 2 {
+			<-release
+		}
+		io.WriteString(w, big[chunkSize:])
+	})
+	h.clock.advance(time.Minute)
+	bodies := make(chan string, 2)
+	for range 2 {
+		go func() {
+			_, b, err := h.try("GET", "/us")
+			if err != nil {
+				b = err.Error()
+			}
+			bodies <- b
+		}()
+	}
+	waitFor(t, "both requests on the revalidation", func() bool { return o.n.Load() >= 2 })
+	close(release)
+	for range 2 {
+		if b := <-bodies; b != big {
+			t.Errorf("got %d bytes, want %d", len(b), len(big))
+		}
+	}
+	if got := o.n.Load(); got != 3 {
+		t.Errorf("origin saw %d requests", got)
+	}
+	// What a stream body's reader has read is let go.
+	b := newBody(-1)
+	b.stream = true
+	for range 4 {
+		b.append(make([]byte, chunkSize))
+	}
+	b.finish(false)
+	var sink discardWriter
+	if err := b.writeTo(&sink, 0, -1, nil); err != nil || sink.n != 4*chunkSize {
+		t.Fatalf("read %d bytes, %v", sink.n, err)
+	}
+	if c := b.capacity(); c > chunkSize {
+		t.Errorf("a read stream body still holds %d bytes", c)
+	}
+}
+
+type discardWriter struct{ n int }
+
+func (d *discardWriter) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
+func (d *discardWriter) Flush() error                { return nil }
+func (d *discardWriter) Close() error                { return nil }
