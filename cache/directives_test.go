@@ -34,6 +34,8 @@ func TestDirectives(t *testing.T) {
 		{name: "expires future", resp: []string{"Expires: " + date(time.Hour), "Date: " + date(0)}, origin: 1, status2: "Sluice; hit"},
 		{name: "expires past", resp: []string{"Expires: " + date(-time.Hour), "Date: " + date(0), `ETag: "e"`}, origin: 2, cond: `"e"`},
 		{name: "expires invalid", resp: []string{"Expires: 0", `ETag: "e"`}, origin: 2, cond: `"e"`},
+		{name: "expires wrong case", resp: []string{"Expires: THU, 18 AUG 2050 02:01:18 gmt", "Date: " + date(0)}, origin: 1},
+		{name: "expires wrong zone", resp: []string{"Expires: Thu, 18 Aug 2050 02:01:18 CET", "Date: " + date(0), `ETag: "e"`}, origin: 2},
 		{name: "max-age over expires", resp: []string{"Expires: " + date(-time.Hour), "Cache-Control: max-age=60"}, origin: 1},
 		{name: "age header", resp: []string{"Cache-Control: max-age=60", "Age: 50"}, advance: 11 * time.Second, origin: 2},
 		{name: "age list first element", resp: []string{"Cache-Control: max-age=60", "Age: 7200, 0"}, origin: 2},

@@ -169,8 +169,8 @@ func varyNames(v string) (names []string, star bool) {
 
 // secondaryKey is the part of the key that a stored response's Vary
 // selects (RFC 9111 §4.1): the request's values of the fields it names,
-// each list normalised (elements trimmed, joined by ","), and
-// Accept-Encoding reduced to the coding it rates best among codings, so
+// each list normalised (elements trimmed, joined by ","; Accept-Language
+// in lower case), and Accept-Encoding reduced to the coding it rates best among codings, so
 // that the spellings of one preference share a variant.
 func secondaryKey(r *engine.Request, names []string) string {
 	var b []byte
@@ -190,13 +190,20 @@ func secondaryKey(r *engine.Request, names []string) string {
 			}
 			continue
 		}
+		// Language tags compare without case (RFC 4647 §2).
+		fold := name == "accept-language"
 		first := true
 		for elem, rest := httpgrammar.NextElement(v); len(elem) > 0; elem, rest = httpgrammar.NextElement(rest) {
 			if !first {
 				b = append(b, ',')
 			}
 			first = false
-			b = append(b, elem...)
+			for _, c := range elem {
+				if fold && 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				b = append(b, c)
+			}
 		}
 	}
 	return string(b)

@@ -274,7 +274,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	case cc.MaxAge >= 0:
 		m.lifetime = time.Duration(cc.MaxAge) * time.Second
 	case hasExpires:
-		if t, good := httpgrammar.ParseDate(expires); good {
+		if t, good := parseExpires(expires); good {
 			m.lifetime = max(0, t.Sub(m.date))
 		}
 	case heuristicStatus(status) || cc.Has(httpgrammar.CCPublic):
@@ -415,7 +415,7 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		n.lifetime = time.Duration(n.cc.MaxAge) * time.Second
 	case hasExpires:
 		n.lifetime = 0
-		if t, ok := httpgrammar.ParseDate(expires); ok {
+		if t, ok := parseExpires(expires); ok {
 			n.lifetime = max(0, t.Sub(n.date))
 		}
 	default:
@@ -474,4 +474,30 @@ func cacheControl(h *engine.Header) string {
 		return v
 	}
 	return joinedValues(h, "Cache-Control")
+}
+
+// parseExpires reads an Expires value: an HTTP-date, or one whose names
+// (weekday, month, GMT) are in another case, which senders get wrong and
+// which means the same date. Anything else is invalid: a time in the
+// past (RFC 9111 §5.3).
+func parseExpires(v string) (time.Time, bool) {
+	if t, ok := httpgrammar.ParseDate(v); ok {
+		return t, true
+	}
+	b := []byte(v)
+	start := true
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			c |= 0x20 // lower
+			if start {
+				c &^= 0x20 // upper
+			}
+			b[i], start = c, false
+		default:
+			start = true
+		}
+	}
+	s := strings.Replace(string(b), "Gmt", "GMT", 1)
+	return httpgrammar.ParseDate(s)
 }

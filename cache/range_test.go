@@ -84,3 +84,17 @@ func FuzzValidCDN(f *testing.F) {
 		}
 	})
 }
+
+// parseExpires agrees with httpgrammar.ParseDate on every HTTP-date and
+// never panics on anything else.
+func FuzzParseExpires(f *testing.F) {
+	for _, s := range []string{"Thu, 18 Aug 2050 02:01:18 GMT", "THU, 18 AUG 2050 02:01:18 gmt", "0", "Sunday, 06-Nov-94 08:49:37 GMT"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseExpires(s)
+		if want, wok := httpgrammar.ParseDate(s); wok && (!ok || !got.Equal(want)) {
+			t.Fatalf("parseExpires(%q) = %v, %v; ParseDate gives %v", s, got, ok, want)
+		}
+	})
+}

@@ -54,6 +54,10 @@ func TestVaryVariants(t *testing.T) {
 	if got := o.n.Load(); got != int64(len(variants)) {
 		t.Errorf("origin saw %d requests, want %d (one per variant)", got, len(variants))
 	}
+	// Language tags compare without case.
+	if resp, _ := h.get(t, "/v", "Accept-Language: EN"); !strings.HasPrefix(resp.Header.Get("Cache-Status"), "Sluice; hit") {
+		t.Errorf("Accept-Language in another case missed: %s", resp.Header.Get("Cache-Status"))
+	}
 	// Whitespace and list spelling are normalised.
 	if resp, _ := h.get(t, "/v", "Accept-Language: en", "X-Theme:  dark "); !strings.HasPrefix(resp.Header.Get("Cache-Status"), "Sluice; hit") {
 		t.Errorf("a respelling of a stored variant missed: %s", resp.Header.Get("Cache-Status"))
