@@ -2,7 +2,6 @@ package cache
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,21 +120,4 @@ func precondition(r *engine.Request, m *meta) int {
 		v.LastModified, v.ModTime = m.get("Date"), m.date
 	}
 	return conditional.Precondition(r, v)
-}
-
-// ageString is an Age value: whole seconds, never negative (§5.1).
-func ageString(d time.Duration) string {
-	return strconv.FormatInt(max(0, int64(d/time.Second)), 10)
-}
-
-// ttl is Cache-Status's ttl: the seconds of freshness left, negative
-// when stale; it adds up with Age (whole seconds) to the lifetime.
-func ttl(m *meta, now time.Time) string {
-	age := max(0, int64(m.currentAge(now)/time.Second))
-	return strconv.FormatInt(int64(m.lifetime/time.Second)-age, 10)
-}
-
-// hitStatus is the Cache-Status of a fresh hit.
-func (x *Cache) hitStatus(m *meta, now time.Time) string {
-	return x.name + "; hit; ttl=" + ttl(m, now)
 }

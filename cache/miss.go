@@ -200,33 +200,3 @@ func (t *tap) Close() error {
 	x.leave(e)
 	return t.downErr
 }
-
-// waitCollapsed waits for the fetch e that another request leads and
-// serves its response as it streams in. It returns false when the
-// request must go on its own: the wait outlasted LockTimeout, the fetch
-// was abandoned (its response was not storable) or its response varies
-// on what this request sent otherwise.
-func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo, now time.Time) bool {
-	timer := time.NewTimer(x.lockTimeout)
-	defer timer.Stop()
-	select {
-	case <-e.ready:
-	case <-timer.C:
-		// The leader may never bring a header (its content failed before
-		// committing): let the next request lead instead.
-		x.leave(e)
-		return false
-	}
-	if e.abandoned.Load() {
-		return false
-	}
-	m := e.meta.Load()
-	if m.vary != nil && secondaryKey(c.Request, m.vary) != e.sk {
-		return false
-	}
-	if !encodingAcceptable(c.Request, m) {
-		return false
-	}
-	atomic.AddUint64(&x.stats.Collapsed, 1)
-	return x.serve(c, e, m, ri, x.now(), x.name+"; fwd=miss; fwd-status="+strconv.Itoa(m.status)+"; collapsed; ttl="+ttl(m, x.now()))
-}

@@ -123,25 +123,6 @@ func readRequest(r *engine.Request) reqInfo {
 	return ri
 }
 
-// Why a response is not stored: Cache-Status detail values.
-const (
-	whyMethod      = "method"
-	whyStatus      = "status"
-	whyNoStore     = "no-store"
-	whyReqNoStore  = "request-no-store"
-	whyPrivate     = "private"
-	whyAuth        = "authorization"
-	whySetCookie   = "set-cookie"
-	whyCookie      = "cookie"
-	whyVaryStar    = "vary-star"
-	whyTooLarge    = "too-large"
-	whyHeaderSize  = "header-too-large"
-	whyNoFreshness = "no-freshness"
-	whyUnderstand  = "must-understand"
-	whyBrokeOff    = "broke-off"
-	whyPartial     = "partial"
-)
-
 // newMeta takes the response to store from status and h: the fields
 // that may be stored (§3.1: no hop-by-hop field, none the Connection
 // field names, no Age; §5.2.2.4 and §5.2.2.7: none no-cache or private

@@ -102,42 +102,6 @@ func (x *Cache) lookup(pk string, r *engine.Request) (*entry, string, string) {
 	return e, pk, ""
 }
 
-// join finds the fetch in flight for ck, or, when lead is set, makes the
-// request its leader; it returns nil when there is neither.
-func (x *Cache) join(ck string, lead bool) (*entry, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if e, ok := x.inflight[ck]; ok {
-		e.readers++
-		return e, false
-	}
-	if !lead {
-		return nil, false
-	}
-	e := newEntry()
-	e.flight = ck
-	x.inflight[ck] = e
-	return e, true
-}
-
-// leave removes a fetch from the in-flight map (if it is still there)
-// and returns how many readers joined it.
-func (x *Cache) leave(e *entry) int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.inflight[e.flight] == e {
-		delete(x.inflight, e.flight)
-	}
-	return e.readers
-}
-
-// readersOf returns how many readers joined e so far.
-func (x *Cache) readersOf(e *entry) int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return e.readers
-}
-
 // insert stores the complete response entry e under its primary key pk,
 // with a Vary marker when the response varies. It reports whether the
 // budget took it.

@@ -1,0 +1,48 @@
+package cache
+
+import (
+	"strconv"
+	"time"
+)
+
+// The Cache-Status field (RFC 9211) the cache adds to every answer names
+// it (Options.Name) and says what it did: "hit", or "fwd=" and why the
+// request went forward (uri-miss, vary-miss, miss, stale, request,
+// method), the forwarded response's "fwd-status", "stored", "collapsed",
+// "ttl", and "detail" with why a response was not stored.
+
+// Why a response is not stored: Cache-Status detail values.
+const (
+	whyMethod      = "method"
+	whyStatus      = "status"
+	whyNoStore     = "no-store"
+	whyReqNoStore  = "request-no-store"
+	whyPrivate     = "private"
+	whyAuth        = "authorization"
+	whySetCookie   = "set-cookie"
+	whyCookie      = "cookie"
+	whyVaryStar    = "vary-star"
+	whyTooLarge    = "too-large"
+	whyHeaderSize  = "header-too-large"
+	whyNoFreshness = "no-freshness"
+	whyUnderstand  = "must-understand"
+	whyBrokeOff    = "broke-off"
+	whyPartial     = "partial"
+)
+
+// ageString is an Age value: whole seconds, never negative (§5.1).
+func ageString(d time.Duration) string {
+	return strconv.FormatInt(max(0, int64(d/time.Second)), 10)
+}
+
+// ttl is Cache-Status's ttl: the seconds of freshness left, negative
+// when stale; it adds up with Age (whole seconds) to the lifetime.
+func ttl(m *meta, now time.Time) string {
+	age := max(0, int64(m.currentAge(now)/time.Second))
+	return strconv.FormatInt(int64(m.lifetime/time.Second)-age, 10)
+}
+
+// hitStatus is the Cache-Status of a fresh hit.
+func (x *Cache) hitStatus(m *meta, now time.Time) string {
+	return x.name + "; hit; ttl=" + ttl(m, now)
+}
