@@ -58,15 +58,16 @@ type CacheOptions struct {
 	// (default "Sluice").
 	Name string `yaml:"name"`
 
-	// Size is the memory budget, header fields and bodies counted
-	// (default 64MB).
+	// Size is the memory budget in bytes, or with a unit (256MB; see
+	// ByteSize), header fields and bodies counted (default 64MB).
 	Size ByteSize `yaml:"size"`
 
-	// MaxObjectSize is the largest body stored; longer ones pass through
-	// unstored (default 8MB, at most size).
+	// MaxObjectSize is the largest body stored, in bytes or with a unit;
+	// longer ones pass through unstored (default 8MB, at most size).
 	MaxObjectSize ByteSize `yaml:"max_object_size"`
 
-	// MaxHeaderSize is the largest header section stored (default 64KB).
+	// MaxHeaderSize is the largest header section stored, in bytes or
+	// with a unit (default 64KB).
 	MaxHeaderSize ByteSize `yaml:"max_header_size"`
 
 	// MaxKeys bounds the number of stored entries (0: only size does).
