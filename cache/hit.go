@@ -117,7 +117,9 @@ func notModifiedField(name string) bool {
 func precondition(r *engine.Request, m *meta) int {
 	v := m.validators()
 	if v.LastModified == "" && r.Header("If-Modified-Since") != nil {
-		v.LastModified, v.ModTime = m.get("Date"), m.date
+		byDate := *v
+		byDate.LastModified, byDate.ModTime = m.get("Date"), m.date
+		return conditional.Precondition(r, &byDate)
 	}
 	return conditional.Precondition(r, v)
 }

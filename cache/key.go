@@ -3,6 +3,7 @@ package cache
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
@@ -48,9 +49,8 @@ func (x *Cache) primaryKey(r *engine.Request) string {
 // keyFor builds the primary key of a URI; r, when not nil, gives the
 // extra key parts.
 func (x *Cache) keyFor(scheme string, host, path, query []byte, r *engine.Request) string {
-	n := 2 + len(scheme) + 3 + len(host) + len(path) + 1 + len(query)
-	b := make([]byte, 0, n+16*len(x.keyParts))
-	b = append(b, 'G', 0)
+	bp := keyBufs.Get().(*[]byte)
+	b := append((*bp)[:0], 'G', 0)
 	b = append(b, scheme...)
 	b = append(b, "://"...)
 	b = appendHost(b, host, scheme)
@@ -75,8 +75,17 @@ func (x *Cache) keyFor(scheme string, host, path, query []byte, r *engine.Reques
 			}
 		}
 	}
-	return string(b)
+	key := string(b)
+	if cap(b) <= 4<<10 {
+		*bp = b
+		keyBufs.Put(bp)
+	}
+	return key
 }
+
+// keyBufs holds the buffers keys are built in, so that a key costs one
+// allocation, its string.
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 // appendHost appends host in lower case, without a trailing dot and
 // without the scheme's default port.

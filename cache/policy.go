@@ -35,6 +35,7 @@ type meta struct {
 	ageValue     time.Duration // the Age field
 	lifetime     time.Duration // freshness lifetime (§4.2.1)
 	headerSize   int64
+	val          *conditional.Validators // etag, lastMod and lastModT, made once
 }
 
 // get returns the first stored value of name.
@@ -68,7 +69,12 @@ func (m *meta) mustValidate() bool {
 
 // validators are m's, for package conditional.
 func (m *meta) validators() *conditional.Validators {
-	return &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
+	if m.val == nil {
+		// A meta is complete before it is shared; only tests make one
+		// without newMeta or freshen.
+		return &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
+	}
+	return m.val
 }
 
 // hasValidator reports whether a conditional request can revalidate m.
@@ -273,6 +279,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if m.lifetime <= m.currentAge(respTime) && !m.hasValidator() && cc.StaleWhileRevalidate <= 0 && cc.StaleIfError <= 0 && x.staleIfError <= 0 {
 		return nil, whyNoFreshness
 	}
+	m.val = &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
 	return m, ""
 }
 
@@ -389,6 +396,7 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		ccs = cdns
 	}
 	n.cc = httpgrammar.ParseCacheControl(ccs)
+	n.val = &conditional.Validators{ETag: n.etag, LastModified: n.lastMod, ModTime: n.lastModT}
 	switch {
 	case n.cc.SMaxage >= 0:
 		n.lifetime = time.Duration(n.cc.SMaxage) * time.Second
