@@ -16,6 +16,7 @@ func TestDirectives(t *testing.T) {
 	date := func(d time.Duration) string { return now.Add(d).Format(http.TimeFormat) }
 	tests := []struct {
 		name    string
+		opts    Options
 		status  int
 		resp    []string      // origin's response fields
 		first   []string      // first request's fields
@@ -88,6 +89,8 @@ func TestDirectives(t *testing.T) {
 		{name: "authorization s-maxage", resp: []string{"Cache-Control: s-maxage=60"}, first: []string{"Authorization: Basic dTpw"}, origin: 1},
 		{name: "authorization must-revalidate", resp: []string{"Cache-Control: max-age=60, must-revalidate"}, first: []string{"Authorization: Basic dTpw"}, origin: 1},
 		{name: "set-cookie", resp: []string{"Cache-Control: max-age=60", "Set-Cookie: a=b"}, origin: 2, status2: "Sluice; fwd=miss; fwd-status=200; detail=set-cookie"},
+		{name: "set-cookie stored when configured", opts: Options{StoreSetCookie: true}, resp: []string{"Cache-Control: max-age=60", "Set-Cookie: a=b"}, origin: 1},
+		{name: "heuristic off", opts: Options{HeuristicFraction: -1}, resp: []string{"Last-Modified: " + date(-10*24*time.Hour), "Date: " + date(0)}, origin: 2},
 		{name: "vary star", resp: []string{"Cache-Control: max-age=60", "Vary: *"}, origin: 2},
 		{name: "partial not stored", status: 206, resp: []string{"Cache-Control: max-age=60", "Content-Range: bytes 0-4/10"}, origin: 2},
 		{name: "500 with max-age", status: 500, resp: []string{"Cache-Control: max-age=60"}, origin: 1},
@@ -99,7 +102,7 @@ func TestDirectives(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var o *origin
-			h := newHarness(t, Options{}, nil)
+			h := newHarness(t, tt.opts, nil)
 			o = h.o
 			status := tt.status
 			if status == 0 {
