@@ -15,6 +15,17 @@ const chunkSize = 32 << 10
 // errBodyFailed is what a reader of a body whose fetch broke off gets.
 var errBodyFailed = errors.New("cache: the response being stored broke off")
 
+// contentReader is what a hit reads a stored body through: its length so
+// far and whether it is complete, and the bytes [off, end) as they
+// arrive. A body in memory is one; a file of the disk store
+// (cache/disk's Object: Size and SendTo) can stand in for it.
+type contentReader interface {
+	state() (n int64, done bool)
+	writeTo(w pipe.Writer, off, end int64, gone <-chan struct{}) error
+}
+
+var _ contentReader = (*body)(nil)
+
 // body is an entry's content in memory. It grows while the response is
 // fetched; readers (the clients collapsed onto the fetch, and hits on it)
 // read what is there and wait for more, so nothing is buffered whole

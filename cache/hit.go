@@ -44,7 +44,8 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 	}
 	h.Set("Age", age)
 	h.Add("Cache-Status", status)
-	n, done := e.body.state()
+	var content contentReader = e.body
+	n, done := content.state()
 	length := m.length
 	if done {
 		length = n
@@ -86,11 +87,11 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 	}
 	if parts != nil {
 		c.SetContent(func(w pipe.Writer) error {
-			return parts.Send(w, func(rg conditional.Range) error { return e.body.writeTo(w, rg.Off, rg.End(), nil) })
+			return parts.Send(w, func(rg conditional.Range) error { return content.writeTo(w, rg.Off, rg.End(), nil) })
 		})
 		return true
 	}
-	c.SetContent(func(w pipe.Writer) error { return e.body.writeTo(w, off, end, gone) })
+	c.SetContent(func(w pipe.Writer) error { return content.writeTo(w, off, end, gone) })
 	return true
 }
 
