@@ -120,12 +120,25 @@ type Cache struct {
 	unsafeFilter pipe.Filter
 	methodFilter pipe.Filter
 
-	stats Stats
+	stats   Stats
+	objects atomic.Int64 // response entries in the store
+	tags    tagIndex
 }
 
-// Stats counts what a Cache did; read it with Cache.Stats.
+// Stats counts what a Cache did; read it with Cache.Stats (see stats.go
+// for what each counts).
 type Stats struct {
 	Hits, Misses, Stale, Revalidated, Passes, Collapsed, Stored uint64
+
+	// BytesServed counts the body bytes answered from the store; Purged
+	// the stored responses removed by purges and bans.
+	BytesServed, Purged uint64
+
+	// Evictions, Objects and Bytes are filled in by Cache.Stats: the
+	// entries the budget pushed out, the responses stored now, and the
+	// bytes charged to the budget now.
+	Evictions, Objects uint64
+	Bytes              int64
 }
 
 // New returns a Cache configured by opts, or an error naming the option
@@ -216,7 +229,7 @@ func New(opts Options) (*Cache, error) {
 			x.poison = append(x.poison, f)
 		}
 	}
-	x.store = evict.New[string, *entry](size, nil)
+	x.store = evict.New(size, x.evicted)
 	x.statusMethod = x.name + "; fwd=method"
 	x.unsafeFilter = x.invalidateAfter
 	x.methodFilter = func(c *pipe.Conn) pipe.Wrap {
@@ -224,16 +237,6 @@ func New(opts Options) (*Cache, error) {
 		return nil
 	}
 	return x, nil
-}
-
-// Stats returns the counters so far.
-func (x *Cache) Stats() Stats {
-	return Stats{
-		Hits: atomic.LoadUint64(&x.stats.Hits), Misses: atomic.LoadUint64(&x.stats.Misses),
-		Stale: atomic.LoadUint64(&x.stats.Stale), Revalidated: atomic.LoadUint64(&x.stats.Revalidated),
-		Passes: atomic.LoadUint64(&x.stats.Passes), Collapsed: atomic.LoadUint64(&x.stats.Collapsed),
-		Stored: atomic.LoadUint64(&x.stats.Stored),
-	}
 }
 
 // Len returns the number of entries in the store (responses and the
@@ -268,13 +271,13 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 		m := found.meta.Load()
 		switch x.judge(m, &ri, now) {
 		case useFresh:
-			atomic.AddUint64(&x.stats.Hits, 1)
+			x.count(c, outHit)
 			return x.serve(c, found, m, &ri, now, x.hitStatus(m, now))
 		case useStale:
-			atomic.AddUint64(&x.stats.Stale, 1)
+			x.count(c, outStale)
 			return x.serve(c, found, m, &ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=max-stale")
 		case useStaleRevalidate:
-			atomic.AddUint64(&x.stats.Stale, 1)
+			x.count(c, outStale)
 			x.background(rest, c, found, m, pk, &ri)
 			return x.serve(c, found, m, &ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=stale-while-revalidate")
 		}
@@ -307,11 +310,12 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 	if fwd == "pass" {
 		fwd = "miss"
 	}
-	atomic.AddUint64(&x.stats.Misses, 1)
+	x.count(c, outMiss)
 	return x.miss(c, rest, &ri, pk, ck, leader, fwd, now)
 }
 
 func (x *Cache) onlyIfCached(c *pipe.Conn, fwd string) bool {
+	x.count(c, outMiss)
 	c.Header().Set("Cache-Status", x.name+"; fwd="+fwd+"; detail=only-if-cached")
 	return c.Error(http.StatusGatewayTimeout, "not in the cache (only-if-cached)")
 }
@@ -319,7 +323,7 @@ func (x *Cache) onlyIfCached(c *pipe.Conn, fwd string) bool {
 // passMethod runs rest for a method the cache does not answer; after an
 // unsafe one it invalidates what the response says changed (§4.4).
 func (x *Cache) passMethod(c *pipe.Conn, rest pipe.Component) bool {
-	atomic.AddUint64(&x.stats.Passes, 1)
+	x.count(c, outPass)
 	mark := c.FilterMark()
 	ok := rest.Handle(c)
 	switch string(c.Request.Method) {

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/sluice-server/sluice/pipe"
@@ -76,6 +75,6 @@ func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo, now time.Time
 	if !encodingAcceptable(c.Request, m) {
 		return false
 	}
-	atomic.AddUint64(&x.stats.Collapsed, 1)
+	x.count(c, outCollapsed)
 	return x.serve(c, e, m, ri, x.now(), x.name+"; fwd=miss; fwd-status="+strconv.Itoa(m.status)+"; collapsed; ttl="+ttl(m, x.now()))
 }

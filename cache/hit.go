@@ -86,12 +86,18 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 		gone = c.Gone()
 	}
 	if parts != nil {
-		c.SetContent(func(w pipe.Writer) error {
+		c.SetContent(x.counted(c, func(w pipe.Writer) error {
 			return parts.Send(w, func(rg conditional.Range) error { return content.writeTo(w, rg.Off, rg.End(), nil) })
-		})
+		}, func() int64 { return parts.Length }))
 		return true
 	}
-	c.SetContent(func(w pipe.Writer) error { return content.writeTo(w, off, end, gone) })
+	c.SetContent(x.counted(c, func(w pipe.Writer) error { return content.writeTo(w, off, end, gone) }, func() int64 {
+		if end >= 0 {
+			return end - off
+		}
+		n, _ := content.state()
+		return n - off
+	}))
 	return true
 }
 

@@ -196,27 +196,30 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 	now := x.now()
 	if f.e.abandoned.Load() {
 		if x.staleOnError(m, ri, now) {
-			atomic.AddUint64(&x.stats.Stale, 1)
+			x.count(c, outStale)
 			return x.serve(c, e, m, ri, now, x.name+"; fwd="+fwd+"; detail=stale-if-error")
 		}
+		x.count(c, outMiss)
 		c.Header().Set("Cache-Status", x.name+"; fwd="+fwd+"; detail=no-response")
 		return c.Error(http.StatusBadGateway, "no response")
 	}
 	switch f.result {
 	case resRevalidated:
+		x.count(c, outRevalidated)
 		return x.serve(c, e, f.fresh, ri, now, x.name+"; fwd="+fwd+"; fwd-status=304; ttl="+ttl(f.fresh, now))
 	case resError:
 		if x.staleOnError(m, ri, now) {
-			atomic.AddUint64(&x.stats.Stale, 1)
+			x.count(c, outStale)
 			return x.serve(c, e, m, ri, now, x.name+"; fwd="+fwd+"; fwd-status="+strconv.Itoa(f.status)+"; detail=stale-if-error")
 		}
 	}
 	if !started && f.e.body.stream {
 		// Another request's revalidation brought a response that is not
 		// stored and that its own request reads: fetch this one's alone.
-		atomic.AddUint64(&x.stats.Misses, 1)
+		x.count(c, outMiss)
 		return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
 	}
+	x.count(c, outMiss)
 	nm := f.e.meta.Load()
 	status := x.name + "; fwd=" + fwd + "; fwd-status=" + strconv.Itoa(f.status)
 	if f.m != nil {

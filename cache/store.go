@@ -115,7 +115,7 @@ func (x *Cache) insert(pk string, r *engine.Request, e *entry, m *meta, sk strin
 	e.charge = charge
 	if m.vary == nil {
 		e.key = pk
-		return x.store.Set(pk, e, charge)
+		return x.add(e, m, charge)
 	}
 	mk, ok := x.store.Get(pk)
 	if !ok || mk.kind != kindVary || !equalNames(mk.vary, m.vary) {
@@ -126,7 +126,7 @@ func (x *Cache) insert(pk string, r *engine.Request, e *entry, m *meta, sk strin
 	}
 	e.sk = sk
 	e.key = variantKey(pk, mk.gen, sk)
-	return x.store.Set(e.key, e, charge)
+	return x.add(e, m, charge)
 }
 
 func equalNames(a, b []string) bool {
@@ -155,5 +155,5 @@ func (x *Cache) markPass(pk string) {
 // or its Vary marker, which orphans every variant (they age out of the
 // budget unreachable).
 func (x *Cache) invalidate(pk string) {
-	x.store.Delete(pk)
+	x.remove(pk)
 }
