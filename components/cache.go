@@ -15,7 +15,13 @@ func init() {
 	Register(Registration{
 		Name: "cache", Kind: KindPipe,
 		Example: `cache: {size: 256MB, max_object_size: 8MB}`,
-	}, func(o CacheOptions, _ Context) (pipe.Component, error) { return NewCache(o) })
+	}, func(o CacheOptions, x Context) (pipe.Component, error) {
+		c, err := NewCache(o)
+		if err == nil {
+			x.Caches.Add(c.(*cache.Cache))
+		}
+		return c, err
+	})
 }
 
 // ByteSize is a number of bytes in a config file: an integer, or one with

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluice-server/sluice/cache"
 	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
@@ -57,6 +58,12 @@ type LogOptions struct {
 	// from the right, skipping trusted proxies.
 	ClientIPHeader string `yaml:"client_ip_header"`
 
+	// CacheStatus appends to each common or combined line what a cache
+	// after the log did with the request (a word: HIT, STALE,
+	// REVALIDATED, COLLAPSED, MISS, PASS; "-" when no cache saw it). The
+	// json format has it as "cache" whenever a cache saw the request.
+	CacheStatus bool `yaml:"cache_status"`
+
 	// Logger receives the log's own errors (failed writes and reopens).
 	// Nil means slog.Default().
 	Logger *slog.Logger `yaml:"-"`
@@ -89,9 +96,14 @@ type LogOptions struct {
 // combined: common followed by "%{Referer}i" "%{User-Agent}i", each "-"
 // when the request has none.
 //
+// With CacheStatus, either ends with the cache status of the request
+// (cache.StatusKey: HIT, STALE, REVALIDATED, COLLAPSED, MISS, PASS), or
+// "-" when no cache saw it.
+//
 // json: {"time","remote","user","method","uri","proto","host","status",
 // "bytes","referer","user_agent","duration_ms"}, one object per line;
-// what the request did not send is "".
+// what the request did not send is "". A request a cache saw has "cache"
+// too, its cache status.
 //
 // The time is the local time the request arrived, in the format of
 // Apache's %t. The user is the name in Basic credentials, if any — as
@@ -137,6 +149,7 @@ type LogOptions struct {
 type Log struct {
 	format     int
 	serverWide bool
+	cacheCol   bool // CacheStatus
 	client     *clientaddr.Resolver
 	path       string // "" for standard output or error
 	log        *slog.Logger
@@ -181,7 +194,7 @@ func NewLog(opts LogOptions) (pipe.Component, error) {
 }
 
 func newLog(opts LogOptions) (*Log, error) {
-	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide}
+	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide, cacheCol: opts.CacheStatus}
 	switch strings.ToLower(opts.Format) {
 	case "", "combined":
 		l.format = logCombined
@@ -442,12 +455,12 @@ func (l *Log) reopenFile() error {
 // the request line did not parse. Refused copies what it needs before it
 // returns and does not block, so it may be called as OnRefused.
 func (l *Log) Refused(rf *engine.Refusal) {
-	l.emit(rf.Request, rf, rf.Status, l.now(), rf.BodyBytes)
+	l.emit(rf.Request, rf, rf.Status, l.now(), rf.BodyBytes, "")
 }
 
 // emit formats the line of a finished request, or of a refused one (rf
 // not nil), and queues it.
-func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) {
+func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64, cacheStatus string) {
 	if l.closed.Load() {
 		l.dropped.Add(1)
 		return
@@ -457,6 +470,13 @@ func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time
 	switch l.format {
 	case logJSON:
 		line = l.appendJSON(line, r, rf, status, start, n)
+		if cacheStatus != "" {
+			// Before the closing brace; the value is one of the cache
+			// package's constants, but escaped all the same.
+			line = append(line[:len(line)-1], `,"cache":`...)
+			line = appendJSONString(line, []byte(cacheStatus))
+			line = append(line, '}')
+		}
 	default:
 		line = l.appendCommon(line, r, rf, status, start, n)
 		if l.format == logCombined {
@@ -464,6 +484,14 @@ func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time
 			line = appendLogQuoted(line, r.Header("Referer"))
 			line = append(line, ' ')
 			line = appendLogQuoted(line, r.Header("User-Agent"))
+		}
+		if l.cacheCol {
+			line = append(line, ' ')
+			if cacheStatus == "" {
+				line = append(line, '-')
+			} else {
+				line = appendLogWord(line, []byte(cacheStatus))
+			}
 		}
 	}
 	line = append(line, '\n')
@@ -740,7 +768,7 @@ func (rec *logRec) Flush() error { return rec.next.Flush() }
 
 // Close logs the request: the content phase is over and the status final.
 func (rec *logRec) Close() error {
-	rec.l.emit(rec.c.Request, nil, rec.c.Status(), rec.start, rec.n)
+	rec.l.emit(rec.c.Request, nil, rec.c.Status(), rec.start, rec.n, rec.c.Value(cache.StatusKey))
 	rec.recycle()
 	return nil
 }

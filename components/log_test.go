@@ -458,7 +458,7 @@ func BenchmarkLog(b *testing.B) {
 			start := time.Now()
 			b.ReportAllocs()
 			for b.Loop() {
-				l.emit(r, nil, 200, start, 1234)
+				l.emit(r, nil, 200, start, 1234, "")
 			}
 			l.Sync()
 			b.ReportMetric(float64(l.Dropped()), "dropped")

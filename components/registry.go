@@ -76,6 +76,12 @@ type Context struct {
 	// A component that queries one asks Database instead.
 	Databases map[string]*sqldata.DB
 
+	// Caches are the caches of the config, for the components that
+	// show or purge them (status, cache_purge); the cache component adds
+	// each one it builds. Nil: a cache is built without joining a set,
+	// and status and cache_purge see none.
+	Caches *Caches
+
 	// Shorthand is set by Build when the options came from a scalar or
 	// list argument (`name: argument`) rather than a map.
 	Shorthand bool

@@ -19,6 +19,9 @@ func init() {
 		Example: `status: {format: json}`,
 	}, func(o StatusOptions, x Context) (pipe.Component, error) {
 		o.Conns, o.Workers, o.Databases = x.Conns, x.Workers, x.Databases
+		if o.Caches == nil {
+			o.Caches = x.Caches
+		}
 		return NewStatus(o)
 	})
 }
@@ -73,6 +76,9 @@ type StatsSnapshot struct {
 	// Databases is the load of the config's data sources, by name; left
 	// out when it has none (StatusOptions.Databases is empty).
 	Databases []DatabaseStatus `json:"databases,omitempty"`
+	// Caches are the counters of the config's caches; left out when it
+	// has none (StatusOptions.Caches is empty).
+	Caches []CacheStatus `json:"caches,omitempty"`
 }
 
 // Snapshot returns the counters now. Each counter is read atomically; the
@@ -127,6 +133,11 @@ type StatusOptions struct {
 	// Databases are the data sources whose load the page shows
 	// (components.Context.Databases). (Not settable from a config file.)
 	Databases map[string]*sqldata.DB `yaml:"-"`
+
+	// Caches are the caches whose counters the page shows
+	// (components.Context.Caches), read at each request. (Not settable
+	// from a config file.)
+	Caches *Caches `yaml:"-"`
 }
 
 // NewStatus returns the status Source: a page of the server counters (see
@@ -134,7 +145,7 @@ type StatusOptions struct {
 // format 0.0.4. Responses are marked Cache-Control: no-store. It is safe
 // for concurrent use. With databases in the config it adds each one's
 // load: queries running and waiting, and those shed (503) or timed out
-// (504).
+// (504); with caches, each one's counters (see CacheStatus).
 //
 // Under a master with worker processes, the counters are those of the
 // worker that answers, and the page adds every worker as the master last
@@ -169,6 +180,7 @@ func (st *status) source(c *pipe.Conn) pipe.Content {
 		snap.Worker, snap.Workers = ws.Self, ws.All
 	}
 	snap.Databases = databaseStatus(st.opts.Databases)
+	snap.Caches = cacheStatus(st.opts.Caches)
 	var b bytes.Buffer
 	h := c.Header()
 	switch format {
@@ -252,6 +264,7 @@ func statusPrometheus(b *bytes.Buffer, s *StatsSnapshot, st *Stats) {
 	fmt.Fprintf(b, "sluice_uptime_seconds%s %.3f\n", self, s.UptimeSeconds)
 	workersPrometheus(b, s.Workers)
 	databasesPrometheus(b, selfAnd, s.Databases)
+	cachesPrometheus(b, selfAnd, s.Caches)
 }
 
 func promMetric(b *bytes.Buffer, name, typ, help string) {
@@ -280,5 +293,6 @@ func statusHTML(b *bytes.Buffer, s *StatsSnapshot) {
 	b.WriteString("</table>\n")
 	workersHTML(b, s.Workers)
 	databasesHTML(b, s.Databases)
+	cachesHTML(b, s.Caches)
 	b.WriteString("</body></html>\n")
 }

@@ -256,14 +256,24 @@ func (c *Config) Handler() engine.Handler {
 }
 
 // ExtraMethods lists the methods the routes name beyond those the engine
-// knows (engine.Server.ExtraMethods), so that requests with them reach
-// the router.
+// knows (engine.Server.ExtraMethods), and PURGE and BAN when a route
+// has a cache_purge, so that requests with them reach the router.
 func (c *Config) ExtraMethods() []string {
 	var out []string
 	for _, r := range c.Routes {
 		for _, m := range r.Methods {
 			if !standardMethods[m] && !contains(out, m) {
 				out = append(out, m)
+			}
+		}
+		for _, st := range r.Stages {
+			// cache_purge answers PURGE and BAN wherever it is placed.
+			if st.Name == "cache_purge" {
+				for _, m := range components.CachePurgeMethods {
+					if !contains(out, m) {
+						out = append(out, m)
+					}
+				}
 			}
 		}
 	}
@@ -290,6 +300,7 @@ type parser struct {
 	dir    string
 	cfg    *Config
 	dbs    map[string]*database // the databases section
+	caches *components.Caches   // the caches the routes build
 
 }
 

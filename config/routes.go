@@ -311,6 +311,12 @@ func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *y
 	s := &Stage{Name: name, Registration: reg, Line: nameNode.Line, Col: nameNode.Column}
 	x := p.loader.Context
 	x.Database, x.Databases = p.database, p.cfg.Databases
+	if x.Caches == nil {
+		if p.caches == nil {
+			p.caches = new(components.Caches)
+		}
+		x.Caches = p.caches
+	}
 	a := deref(arg)
 	shorthand := !isNull(a) && a.Kind != yaml.MappingNode
 	x.Shorthand = shorthand

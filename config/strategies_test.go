@@ -80,6 +80,12 @@ var strategyCases = []strategyCase{
 			{strategyGet("/"), 200},
 			{"HEAD / HTTP/1.1\r\n", 200},
 		}},
+	{name: "cache_purge", pipeline: `[cache_purge: {path: /.purge}, cache: {size: 1MB}, headers: {set: {Cache-Control: max-age=60}}, text: cached]`,
+		ignore: []string{"Age", "Cache-Status"}, requests: []strategyRequest{
+			{strategyGet("/"), 200},
+			{"POST /.purge HTTP/1.1\r\nContent-Length: 15\r\n\r\n{\"urls\": [\"/\"]}", 200},
+			{strategyGet("/.purge"), 405},
+		}},
 	{name: "rot13", pipeline: `[text: "Hello", rot13]`, requests: []strategyRequest{{strategyGet("/"), 200}}},
 	{name: "log", pipeline: `[log: "{site}/access.log", text: logged]`, requests: []strategyRequest{{strategyGet("/"), 200}}},
 	{name: "redirect", pipeline: `[redirect: {to: "https://example.com$path$query", status: 308}]`, requests: []strategyRequest{

@@ -1,0 +1,249 @@
+package components
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-server/sluice/cache"
+	"github.com/sluice-server/sluice/httpgrammar"
+	"github.com/sluice-server/sluice/pipe"
+)
+
+func init() {
+	Register(Registration{
+		Name: "cache_purge", Kind: KindPipe, Scalar: "cache", Stops: "200, 400, 403, 405",
+		Example: `cache_purge: {path: /.purge, allow: [10.0.0.0/8]}`,
+	}, func(o CachePurgeOptions, x Context) (pipe.Component, error) {
+		if o.Caches == nil {
+			o.Caches = x.Caches
+		}
+		return NewCachePurge(o)
+	})
+}
+
+// CachePurgeMethods are the request methods cache_purge answers wherever
+// it is placed: PURGE (a URL, or tags) and BAN (a prefix). A config with
+// a cache_purge lets them reach the routes (config.Config.ExtraMethods).
+var CachePurgeMethods = []string{"PURGE", "BAN"}
+
+// CachePurgeOptions configures NewCachePurge. A config scalar sets Cache.
+type CachePurgeOptions struct {
+	// Cache names the caches purged (their name option); empty: every
+	// cache of the config. A POST may narrow it with "cache".
+	Cache string `yaml:"cache"`
+
+	// Path, if set, is a request path at which POST with a JSON body
+	// purges ({"urls": [...], "tags": [...], "prefixes": [...]}); other
+	// methods there get 405. Empty: no such endpoint, only PURGE and
+	// BAN.
+	Path string `yaml:"path"`
+
+	// Allow lists the clients allowed to purge: CIDRs or addresses, as
+	// ipfilter's allow. Empty: loopback only (127.0.0.0/8, ::1).
+	Allow []string `yaml:"allow"`
+
+	// TrustedProxies lists the reverse proxies whose client-address
+	// header is believed, as ipfilter's option of that name. Empty: the
+	// TCP peer is the client.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+
+	// ClientIPHeader is the header trusted proxies put the client
+	// address in: "X-Forwarded-For" (the default) or "Forwarded".
+	ClientIPHeader string `yaml:"client_ip_header"`
+
+	// Caches is the set the caches are looked up in at each purge
+	// (components.Context.Caches in a config file). (Not settable from a
+	// config file.)
+	Caches *Caches `yaml:"-"`
+}
+
+// maxPurgeBody bounds a POST's JSON body, and maxPurgeItems the URLs,
+// tags and prefixes of one purge.
+const (
+	maxPurgeBody  = 1 << 20
+	maxPurgeItems = 10000
+)
+
+// NewCachePurge returns the cache_purge Pipe: the control endpoint of
+// the caches of a config. It lets every request through but these,
+// which it answers when the client is allowed (403 otherwise):
+//
+//   - PURGE /path?query removes every stored response of that URL on
+//     the request's host (http and https, every variant); with
+//     Cache-Tag (comma-separated) or Surrogate-Key (space-separated)
+//     request fields, it removes the responses tagged so instead;
+//   - BAN /prefix removes the stored responses whose path (and query)
+//     starts with the prefix on the request's host;
+//   - POST at Path with a JSON object {"cache": "NAME", "urls": [...],
+//     "tags": [...], "prefixes": [...]}: urls and prefixes absolute
+//     (http or https) or paths on the request's host.
+//
+// Each is answered 200 with {"purged": N}, the stored responses removed,
+// and Cache-Control: no-store; a bad target is a 400 naming which. The
+// caches purged are those called Cache (every one when empty) among
+// opts.Caches at the time of the request. Clients are allowed as
+// ipfilter allows them, by Allow (loopback only when empty). Place it
+// before the cache in the site's routes, where PURGE and BAN of the
+// site's paths arrive; Path adds the JSON endpoint on such a route. The
+// Pipe is safe for concurrent use.
+func NewCachePurge(opts CachePurgeOptions) (pipe.Component, error) {
+	if opts.Cache != "" && !httpgrammar.IsToken(opts.Cache) {
+		return nil, fmt.Errorf("cache_purge: cache %q is not a cache name (a token)", opts.Cache)
+	}
+	if opts.Path != "" && opts.Path[0] != '/' {
+		return nil, fmt.Errorf("cache_purge: path %q must start with /", opts.Path)
+	}
+	allow := opts.Allow
+	if len(allow) == 0 {
+		allow = []string{"127.0.0.0/8", "::1"}
+	}
+	f, err := newIPFilter(IPFilterOptions{Allow: allow, TrustedProxies: opts.TrustedProxies, ClientIPHeader: opts.ClientIPHeader})
+	if err != nil {
+		return nil, errors.New("cache_purge" + strings.TrimPrefix(err.Error(), "ipfilter"))
+	}
+	p := &cachePurge{opts: opts, filter: f}
+	return pipe.Pipe(p.handle), nil
+}
+
+type cachePurge struct {
+	opts   CachePurgeOptions
+	filter *ipFilter
+}
+
+// purgeRequest is the JSON body of a POST.
+type purgeRequest struct {
+	Cache    string   `json:"cache"`
+	URLs     []string `json:"urls"`
+	Tags     []string `json:"tags"`
+	Prefixes []string `json:"prefixes"`
+}
+
+func (p *cachePurge) handle(c *pipe.Conn) bool {
+	r := c.Request
+	atPath := p.opts.Path != "" && string(r.Path) == p.opts.Path
+	purge, ban := r.IsMethod("PURGE"), r.IsMethod("BAN")
+	if !purge && !ban && !atPath {
+		return true
+	}
+	if !p.filter.allowed(p.filter.client.Addr(r)) {
+		return c.Error(http.StatusForbidden, "purging is not allowed from this address")
+	}
+	host := string(r.Host)
+	var req purgeRequest
+	switch {
+	case purge:
+		target := string(r.Target)
+		if i := strings.Index(target, "://"); i >= 0 {
+			// An absolute-form target: the path and query of it.
+			if j := strings.IndexByte(target[i+3:], '/'); j >= 0 {
+				target = target[i+3+j:]
+			} else {
+				target = "/"
+			}
+		}
+		tags := requestTags(c)
+		if tags != nil {
+			req.Tags = tags
+		} else {
+			req.URLs = []string{target}
+		}
+	case ban:
+		req.Prefixes = []string{string(r.Target)}
+	case !r.IsMethod("POST"):
+		c.Header().Set("Allow", "POST")
+		return c.Error(http.StatusMethodNotAllowed, "purge with POST and a JSON body")
+	default:
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxPurgeBody+1))
+		if err != nil {
+			return c.Error(http.StatusBadRequest, "cannot read the body")
+		}
+		if len(body) > maxPurgeBody {
+			return c.Error(http.StatusRequestEntityTooLarge, "the purge body is over 1 MB")
+		}
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return c.Error(http.StatusBadRequest, "want a JSON object of urls, tags and prefixes")
+		}
+		if len(req.URLs)+len(req.Tags)+len(req.Prefixes) > maxPurgeItems {
+			return c.Error(http.StatusRequestEntityTooLarge, "over 10000 urls, tags and prefixes")
+		}
+		if req.Cache != "" && p.opts.Cache != "" && req.Cache != p.opts.Cache {
+			return c.Error(http.StatusForbidden, "this endpoint purges another cache")
+		}
+	}
+	name := p.opts.Cache
+	if req.Cache != "" {
+		name = req.Cache
+	}
+	caches := p.opts.Caches.Named(name)
+	if len(caches) == 0 {
+		return c.Error(http.StatusNotFound, "no such cache")
+	}
+	for i, t := range req.Tags {
+		if !cache.ValidTag(t) {
+			return c.Error(http.StatusBadRequest, "tags["+strconv.Itoa(i)+"] is not a tag")
+		}
+	}
+	n := 0
+	for _, x := range caches {
+		for i, u := range req.URLs {
+			k, err := x.PurgeURL(host, u)
+			if err != nil {
+				return c.Error(http.StatusBadRequest, "urls["+strconv.Itoa(i)+"] is not a URL or path to purge")
+			}
+			n += k
+		}
+		for i, u := range req.Prefixes {
+			k, err := x.BanPrefix(host, u)
+			if err != nil {
+				return c.Error(http.StatusBadRequest, "prefixes["+strconv.Itoa(i)+"] is not a URL or path prefix")
+			}
+			n += k
+		}
+		for _, t := range req.Tags {
+			n += x.PurgeTag(t)
+		}
+	}
+	out := []byte(`{"purged":` + strconv.Itoa(n) + "}\n")
+	h := c.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.SetContentLength(int64(len(out)))
+	c.SetStatus(http.StatusOK)
+	c.SetContent(func(w pipe.Writer) error {
+		_, err := w.Write(out)
+		return err
+	})
+	return false
+}
+
+// requestTags returns the tags a PURGE names in its Cache-Tag
+// (comma-separated) and Surrogate-Key (space-separated) fields, or nil
+// when it has neither field.
+func requestTags(c *pipe.Conn) []string {
+	var tags []string
+	seen := false
+	for _, f := range c.Request.Fields {
+		var sep func(rune) bool
+		switch {
+		case httpgrammar.EqualFold(f.Name, "Cache-Tag"):
+			sep = func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }
+		case httpgrammar.EqualFold(f.Name, "Surrogate-Key"):
+			sep = func(r rune) bool { return r == ' ' || r == '\t' }
+		default:
+			continue
+		}
+		seen = true
+		tags = append(tags, strings.FieldsFunc(string(f.Value), sep)...)
+	}
+	if seen && tags == nil {
+		tags = []string{}
+	}
+	return tags
+}
