@@ -23,8 +23,10 @@ var (
 // which case the URL is purged for both http and https. The path is
 // compared in its canonical form (as routing sees it), the query as
 // written. It returns how many stored responses it removed. Safe for
-// concurrent use with requests: a response being fetched while the
-// purge runs may still be stored after it.
+// concurrent use with requests: a response being fetched for the URL
+// while the purge runs is served to the requests that wait for it but
+// not stored, unless its request collapsed onto no other (one that
+// waited past LockTimeout).
 func (x *Cache) PurgeURL(host, target string) (int, error) {
 	schemes, host, path, query, err := splitTarget(host, target)
 	if err != nil {
@@ -33,12 +35,16 @@ func (x *Cache) PurgeURL(host, target string) (int, error) {
 	n := 0
 	for _, scheme := range schemes {
 		base := x.keyFor(scheme, []byte(host), path, []byte(query), nil)
+		of := func(k string) bool {
+			return k == base || len(k) > len(base) && k[len(base)] == 0 && strings.HasPrefix(k, base)
+		}
+		x.doomInflight(func(k string, _ *entry) bool { return of(k) })
 		if len(x.keyParts) == 0 {
 			e, ok := x.store.Get(base)
 			if !ok {
 				continue
 			}
-			if x.remove(base) {
+			if x.purgeKey(base) {
 				n++
 			}
 			if e.kind != kindVary {
@@ -48,9 +54,7 @@ func (x *Cache) PurgeURL(host, target string) (int, error) {
 		// The variants, under base and a NUL (as are the keys with
 		// extra parts): unreachable once the marker is gone, but taking
 		// memory until then.
-		n += x.removeWhere(func(k string) bool {
-			return k == base || len(k) > len(base) && k[len(base)] == 0 && strings.HasPrefix(k, base)
-		})
+		n += x.removeWhere(of)
 	}
 	atomic.AddUint64(&x.stats.Purged, uint64(n))
 	return n, nil
@@ -75,14 +79,16 @@ func (x *Cache) BanPrefix(host, prefix string) (int, error) {
 		}
 		keys = append(keys, k)
 	}
-	n := x.removeWhere(func(k string) bool {
+	match := func(k string) bool {
 		for _, p := range keys {
 			if strings.HasPrefix(k, p) {
 				return true
 			}
 		}
 		return false
-	})
+	}
+	x.doomInflight(func(k string, _ *entry) bool { return match(k) })
+	n := x.removeWhere(match)
 	atomic.AddUint64(&x.stats.Purged, uint64(n))
 	return n, nil
 }
@@ -92,9 +98,13 @@ func (x *Cache) BanPrefix(host, prefix string) (int, error) {
 // response fields; tags are compared exactly, case included. It returns
 // how many stored responses it removed.
 func (x *Cache) PurgeTag(tag string) int {
+	x.doomInflight(func(_ string, e *entry) bool {
+		m := e.meta.Load()
+		return m != nil && containsString(responseTags(m), tag)
+	})
 	n := 0
 	for _, e := range x.tags.entries(tag) {
-		if cur, ok := x.store.Get(e.key); ok && cur == e && x.remove(e.key) {
+		if cur, ok := x.store.Get(e.key); ok && cur == e && x.purgeKey(e.key) {
 			n++
 		}
 	}
@@ -114,11 +124,40 @@ func (x *Cache) removeWhere(match func(string) bool) int {
 	})
 	n := 0
 	for _, k := range keys {
-		if x.remove(k) {
+		if x.purgeKey(k) {
 			n++
 		}
 	}
 	return n
+}
+
+// purgeKey removes the store entry under key for a purge, and marks the
+// revalidation it has in flight, if any, so that the response it brings
+// is not stored. It reports whether the entry was a response.
+func (x *Cache) purgeKey(key string) bool {
+	e, ok := x.store.Delete(key)
+	if !ok {
+		return false
+	}
+	if f := e.pending.Load(); f != nil {
+		f.e.purged.Store(true)
+	}
+	x.dropped(e)
+	return e.kind == kindResponse
+}
+
+// doomInflight marks the fetches in flight that match (by their key, or
+// by their response once its header is known) so that what they bring is
+// not stored: it was fetched before the purge. Called before a purge
+// walks the store (see add).
+func (x *Cache) doomInflight(match func(key string, e *entry) bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for k, e := range x.inflight {
+		if match(k, e) {
+			e.purged.Store(true)
+		}
+	}
 }
 
 // splitTarget reads a purge's target: the schemes it covers, its host,

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // taggedOrigin answers every path with max-age=600, the request count in
@@ -292,4 +295,80 @@ func TestStats(t *testing.T) {
 	if st.Revalidated < 1 || st.Bytes <= 0 || st.Bytes != h.x.Size() || st.Evictions != 0 {
 		t.Fatalf("stats %+v: Revalidated, Bytes or Evictions wrong", st)
 	}
+}
+
+// A response whose fetch was under way when a purge (by URL, tag or
+// prefix) ran is delivered but not stored: it may predate what the purge
+// was for.
+func TestPurgeDuringFetch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		purge func(h *harness, host string) error
+	}{
+		{"url", func(h *harness, host string) error { _, err := h.x.PurgeURL(host, "/slow"); return err }},
+		{"tag", func(h *harness, _ string) error { h.x.PurgeTag("slow"); return nil }},
+		{"prefix", func(h *harness, host string) error { _, err := h.x.BanPrefix(host, "/sl"); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			started := make(chan struct{}, 4)
+			release := make(chan struct{})
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			h := newHarness(t, Options{}, nil)
+			t.Cleanup(free) // before the origin's Close waits for its handler
+			h.o.set(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Cache-Control", "max-age=600")
+				w.Header().Set("Cache-Tag", "slow")
+				w.Header().Set("Content-Length", "4")
+				w.WriteHeader(200)
+				io.WriteString(w, "bo")
+				w.(http.Flusher).Flush()
+				started <- struct{}{}
+				<-release
+				io.WriteString(w, "dy")
+			})
+			host := strings.TrimPrefix(h.url, "http://")
+			done := make(chan error, 1)
+			go func() {
+				_, body, err := h.try("GET", "/slow")
+				if err == nil && body != "body" {
+					err = fmt.Errorf("body %q", body)
+				}
+				done <- err
+			}()
+			<-started
+			// The header has reached the cache once the entry in flight
+			// has its response.
+			waitPublished(t, h.x)
+			if err := tc.purge(h, host); err != nil {
+				t.Fatal(err)
+			}
+			free()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			started <- struct{}{} // the next fetch does not wait
+			if !h.fetched(t, "/slow") {
+				t.Fatal("the response fetched during the purge was stored")
+			}
+			if h.fetched(t, "/slow") {
+				t.Fatal("the next response was not stored")
+			}
+		})
+	}
+}
+
+// waitPublished waits until a fetch in flight has its response header.
+func waitPublished(t *testing.T, x *Cache) {
+	t.Helper()
+	sluicetest.WaitFor(t, "the response header in flight", func() bool {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		for _, e := range x.inflight {
+			if e.meta.Load() != nil {
+				return true
+			}
+		}
+		return false
+	})
 }

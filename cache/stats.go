@@ -130,6 +130,9 @@ func (x *Cache) counted(c *pipe.Conn, send pipe.Content, size func() int64) pipe
 // add puts the complete response entry e (its key set) into the store
 // with its tags indexed, and reports whether the budget took it.
 func (x *Cache) add(e *entry, m *meta, charge int64) bool {
+	if e.purged.Load() {
+		return false
+	}
 	if tags := responseTags(m); tags != nil {
 		// Indexed first: once in the store, e may be evicted (and
 		// unindexed) at any moment.
@@ -140,6 +143,14 @@ func (x *Cache) add(e *entry, m *meta, charge int64) bool {
 		return false
 	}
 	x.objects.Add(1)
+	if e.purged.Load() {
+		// A purge marked e while it was being stored: the purge's walk
+		// of the store may have run before e entered it.
+		if cur, ok := x.store.Get(e.key); ok && cur == e {
+			x.remove(e.key)
+		}
+		return false
+	}
 	return true
 }
 

@@ -36,6 +36,7 @@ type entry struct {
 	ready     chan struct{}
 	abandoned atomic.Bool           // set before ready is closed, without a meta
 	pending   atomic.Pointer[fetch] // the revalidation in flight, shared
+	purged    atomic.Bool           // a purge matched it while it was fetched: not stored
 	readers   int                   // collapsed readers, under Cache.mu
 	sk        string
 	flight    string // the key in Cache.inflight while fetched
