@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/proxy"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -371,4 +373,52 @@ func waitPublished(t *testing.T, x *Cache) {
 		}
 		return false
 	})
+}
+
+// The cache records each request's outcome under StatusKey, where a
+// component before it (an access log) reads it once the response is
+// committed.
+func TestStatusValue(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	recorder := pipe.Pipe(func(c *pipe.Conn) bool {
+		c.AddFilter(func(c *pipe.Conn) pipe.Wrap {
+			mu.Lock()
+			got = append(got, string(c.Request.Method)+" "+string(c.Request.Target)+" "+c.Value(StatusKey))
+			mu.Unlock()
+			return nil
+		})
+		return true
+	})
+	var h *harness
+	h = newHarness(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"1"`)
+		w.Header().Set("Cache-Control", "max-age=10, stale-while-revalidate=600")
+		if r.Header.Get("If-None-Match") == `"1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fmt.Fprintf(w, "n=%d", h.o.n.Load())
+	})
+	// A second server with the recorder before the same cache.
+	p, err := proxy.New(proxy.Options{Upstreams: []string{h.o.srv.URL}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	h.url = sluicetest.NewServer(t, pipe.Handler(pipe.Chain{recorder, h.x, p})).URL
+	h.get(t, "/a")
+	h.get(t, "/a")
+	h.get(t, "/a", "Cache-Control: no-cache")
+	h.do(t, "POST", "/a")
+	h.get(t, "/a") // the POST invalidated it
+	h.clock.advance(60e9)
+	h.get(t, "/a")
+	h.get(t, "/a", "Cache-Control: only-if-cached, max-age=0")
+	want := []string{"GET /a MISS", "GET /a HIT", "GET /a REVALIDATED", "POST /a PASS", "GET /a MISS", "GET /a STALE", "GET /a MISS"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, want) {
+		t.Fatalf("statuses\n%q\nwant\n%q", got, want)
+	}
 }
