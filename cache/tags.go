@@ -80,25 +80,33 @@ func (ix *tagIndex) size() (tags, entries int) {
 	return len(ix.byTag), len(ix.byEntry)
 }
 
-// responseTags returns the tags of a stored response, or nil: the
-// comma-separated list of its Cache-Tag fields and the space-separated
-// list of its Surrogate-Key fields, each tag a run of visible ASCII
-// (others are skipped), without duplicates, at most MaxTags of them.
+// responseTags returns the tags of a stored response, or nil: those of
+// its Cache-Tag and Surrogate-Key fields (see AppendFieldTags).
 func responseTags(m *meta) []string {
 	var tags []string
 	for _, f := range m.fields {
-		var sep func(rune) bool
-		switch {
-		case strings.EqualFold(f.name, "Cache-Tag"):
-			sep = func(r rune) bool { return r == ',' }
-		case strings.EqualFold(f.name, "Surrogate-Key"):
-			sep = func(r rune) bool { return r == ' ' || r == '\t' }
-		default:
-			continue
-		}
-		tags = appendTags(tags, f.value, sep)
+		tags, _ = AppendFieldTags(tags, f.name, f.value)
 	}
 	return tags
+}
+
+// AppendFieldTags appends to tags the tags a field names, when it is a
+// Cache-Tag field (a comma-separated list) or a Surrogate-Key field (a
+// space-separated list), and reports whether it is one of those: each
+// tag a run of visible ASCII (ValidTag; others are skipped), without
+// duplicates, at most MaxTags in all. The cache reads a response's tags
+// with it, and a purge request's tags should be read with it too.
+func AppendFieldTags[T ~string | ~[]byte](tags []string, name, value T) ([]string, bool) {
+	var sep func(rune) bool
+	switch {
+	case httpgrammar.EqualFold(name, "Cache-Tag"):
+		sep = func(r rune) bool { return r == ',' }
+	case httpgrammar.EqualFold(name, "Surrogate-Key"):
+		sep = func(r rune) bool { return r == ' ' || r == '\t' }
+	default:
+		return tags, false
+	}
+	return appendTags(tags, string(value), sep), true
 }
 
 // appendTags adds the tags of one field value, split at sep, to tags.

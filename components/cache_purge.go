@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluice-server/sluice/cache"
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
@@ -115,6 +116,18 @@ type cachePurge struct {
 	filter *ipFilter
 }
 
+// RefuseCachePurge answers PURGE and BAN 405, and lets other requests
+// through: a config with a cache_purge places it first on the routes
+// without one, which the methods then reach, so that they are never
+// passed on (a proxy would send them to an upstream that may trust this
+// server's address).
+var RefuseCachePurge pipe.Component = pipe.Pipe(func(c *pipe.Conn) bool {
+	if c.Request.IsMethod("PURGE") || c.Request.IsMethod("BAN") {
+		return c.Error(http.StatusMethodNotAllowed, "no cache_purge on this route")
+	}
+	return true
+})
+
 // purgeRequest is the JSON body of a POST.
 type purgeRequest struct {
 	Cache    string   `json:"cache"`
@@ -133,24 +146,19 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 	if !p.filter.allowed(p.filter.client.Addr(r)) {
 		return c.Error(http.StatusForbidden, "purging is not allowed from this address")
 	}
+	if len(p.opts.Allow) == 0 && len(p.opts.TrustedProxies) == 0 && forwarded(r) {
+		// Loopback only, by default: a proxy on this host would make
+		// every client look local.
+		return c.Error(http.StatusForbidden, "purging through a proxy needs allow or trusted_proxies")
+	}
 	host := string(r.Host)
 	var req purgeRequest
 	switch {
 	case purge:
-		target := string(r.Target)
-		if i := strings.Index(target, "://"); i >= 0 {
-			// An absolute-form target: the path and query of it.
-			if j := strings.IndexByte(target[i+3:], '/'); j >= 0 {
-				target = target[i+3+j:]
-			} else {
-				target = "/"
-			}
-		}
-		tags := requestTags(c)
-		if tags != nil {
+		if tags := requestTags(c); tags != nil {
 			req.Tags = tags
 		} else {
-			req.URLs = []string{target}
+			req.URLs = []string{string(r.Target)}
 		}
 	case ban:
 		req.Prefixes = []string{string(r.Target)}
@@ -190,6 +198,15 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 			return c.Error(http.StatusBadRequest, "tags["+strconv.Itoa(i)+"] is not a tag")
 		}
 	}
+	for _, list := range [][]string{req.URLs, req.Prefixes} {
+		for i, u := range list {
+			path, ok := onHost(host, u)
+			if !ok {
+				return c.Error(http.StatusForbidden, "a purge reaches only this host's responses")
+			}
+			list[i] = path
+		}
+	}
 	n := 0
 	for _, x := range caches {
 		for i, u := range req.URLs {
@@ -224,26 +241,55 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 }
 
 // requestTags returns the tags a PURGE names in its Cache-Tag
-// (comma-separated) and Surrogate-Key (space-separated) fields, or nil
-// when it has neither field.
+// (comma-separated) and Surrogate-Key (space-separated) fields, read as
+// the cache reads a response's, or nil when it has neither field.
 func requestTags(c *pipe.Conn) []string {
 	var tags []string
 	seen := false
 	for _, f := range c.Request.Fields {
-		var sep func(rune) bool
-		switch {
-		case httpgrammar.EqualFold(f.Name, "Cache-Tag"):
-			sep = func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }
-		case httpgrammar.EqualFold(f.Name, "Surrogate-Key"):
-			sep = func(r rune) bool { return r == ' ' || r == '\t' }
-		default:
-			continue
-		}
-		seen = true
-		tags = append(tags, strings.FieldsFunc(string(f.Value), sep)...)
+		var is bool
+		tags, is = cache.AppendFieldTags(tags, f.Name, f.Value)
+		seen = seen || is
 	}
 	if seen && tags == nil {
 		tags = []string{}
 	}
 	return tags
+}
+
+// forwarded reports whether r came through a proxy that says so: an
+// X-Forwarded-For, Forwarded or X-Real-IP field.
+func forwarded(r *engine.Request) bool {
+	for _, name := range [...]string{"X-Forwarded-For", "Forwarded", "X-Real-IP"} {
+		if r.Header(name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// onHost returns the path and query of target, a path or an absolute
+// http or https URL, and false when the URL names another host than
+// host (compared without case and without the scheme's default port):
+// a purge reaches only the responses of the host it is sent to.
+func onHost(host, target string) (string, bool) {
+	scheme, rest, ok := strings.Cut(target, "://")
+	if !ok || !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
+		return target, true // a path, or no URL to purge: the cache says which
+	}
+	authority, path := rest, "/"
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+		if path[0] == '?' {
+			path = "/" + path
+		}
+	}
+	strip := func(h, port string) string {
+		return strings.ToLower(strings.TrimSuffix(h, port))
+	}
+	port := ":80"
+	if strings.EqualFold(scheme, "https") {
+		port = ":443"
+	}
+	return path, strip(authority, port) == strip(host, port)
 }

@@ -180,6 +180,13 @@ func TestCachePurgeMethods(t *testing.T) {
 		{"POST", "/.purge", `{"cache": "nope", "tags": ["a"]}`, 404},
 		{"POST", "/.purge", `{"tags": ["` + strings.Repeat("a", 2<<20) + `"]}`, 413},
 		{"PURGE", "/", "", 200},
+		// Another host's responses are not this endpoint's to purge.
+		{"POST", "/.purge", `{"urls": ["http://other.example/a"]}`, 403},
+		{"POST", "/.purge", `{"prefixes": ["https://other.example/"]}`, 403},
+		// Routes without a cache_purge refuse the methods, never pass
+		// them on.
+		{"PURGE", "/status", "", 405},
+		{"BAN", "/metrics", "", 405},
 	} {
 		if code, _ := s.purge(t, tc.method, tc.path, tc.body); code != tc.want {
 			t.Errorf("%s %s %.40q: %d, want %d", tc.method, tc.path, tc.body, code, tc.want)
@@ -220,6 +227,19 @@ func TestCachePurgeClients(t *testing.T) {
 		}
 		if !s.fetched(t, "/x") || s.fetched(t, "/x") {
 			t.Fatal("a refused client's GET is not served as usual")
+		}
+	})
+	t.Run("loopback behind a proxy", func(t *testing.T) {
+		// A proxy on this host makes every client look local: by
+		// default, a forwarded request is refused.
+		s := newPurgeSite(t, "")
+		for _, field := range []string{"X-Forwarded-For: 192.0.2.7", "Forwarded: for=192.0.2.7", "X-Real-IP: 192.0.2.7"} {
+			if code := from(t, s, "127.0.0.1", field); code != 403 {
+				t.Fatalf("from 127.0.0.1 with %s: %d, want 403", field, code)
+			}
+		}
+		if code := from(t, s, "127.0.0.1"); code != 200 {
+			t.Fatalf("from 127.0.0.1 itself: %d, want 200", code)
 		}
 	})
 	t.Run("trusted proxies", func(t *testing.T) {

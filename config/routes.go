@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -37,17 +38,32 @@ func (p *parser) routes(n *yaml.Node) {
 	}
 	seen := map[matchKey][]matched{}
 	var prs []pipe.Route
+	var purging []bool // each route's: it has a cache_purge
 	for _, rn := range n.Content {
 		r := p.route(rn, seen)
 		if r == nil {
 			continue
 		}
 		p.cfg.Routes = append(p.cfg.Routes, r)
-		chain := make(pipe.Chain, 0, len(r.Stages))
+		chain := make(pipe.Chain, 0, len(r.Stages)+1)
+		purges := false
 		for _, s := range r.Stages {
 			chain = append(chain, s.Component)
+			purges = purges || s.Name == "cache_purge"
 		}
+		purging = append(purging, purges)
 		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain, ErrorPages: r.ErrorPages})
+	}
+	if slices.Contains(purging, true) {
+		// PURGE and BAN now reach every route (ExtraMethods): those
+		// without a cache_purge refuse them rather than pass them on
+		// (a proxy would forward them to an upstream that may trust
+		// this server's address).
+		for i := range prs {
+			if !purging[i] {
+				prs[i].Pipeline = append(pipe.Chain{components.RefuseCachePurge}, prs[i].Pipeline.(pipe.Chain)...)
+			}
+		}
 	}
 	if len(p.errs) > 0 {
 		return
