@@ -135,8 +135,12 @@ func (x *Cache) add(e *entry, m *meta, charge int64) bool {
 	}
 	if tags := responseTags(m); tags != nil {
 		// Indexed first: once in the store, e may be evicted (and
-		// unindexed) at any moment.
+		// unindexed) at any moment. The index's memory is the entry's
+		// to count: each tag's bytes, in both maps.
 		x.tags.add(e, tags)
+		for _, t := range tags {
+			charge += tagCharge + int64(len(t))
+		}
 	}
 	if !x.store.Set(e.key, e, charge) {
 		x.tags.remove(e)

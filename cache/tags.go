@@ -80,6 +80,13 @@ func (ix *tagIndex) size() (tags, entries int) {
 	return len(ix.byTag), len(ix.byEntry)
 }
 
+// tagCharge is what indexing one tag of an entry costs beside the tag's
+// bytes: the tag's set (a map) and the entry's place in it, and the
+// tag's string header in the entry's list. Measured with runtime.MemStats
+// around the index's add of 20,000 entries of 64 distinct tags each: 236
+// bytes a tag for the maps, and 16 for the string header.
+const tagCharge = 256
+
 // responseTags returns the tags of a stored response, or nil: those of
 // its Cache-Tag and Surrogate-Key fields (see AppendFieldTags).
 func responseTags(m *meta) []string {
