@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"sync"
@@ -54,7 +55,7 @@ func (x *Cache) keyFor(scheme string, host, path, query []byte, r *engine.Reques
 	b = append(b, scheme...)
 	b = append(b, "://"...)
 	b = appendHost(b, host, scheme)
-	b = append(b, path...)
+	b = appendKeyPath(b, path)
 	if len(query) > 0 {
 		b = append(b, '?')
 		b = append(b, query...)
@@ -81,6 +82,29 @@ func (x *Cache) keyFor(scheme string, host, path, query []byte, r *engine.Reques
 		keyBufs.Put(bp)
 	}
 	return key
+}
+
+// appendKeyPath appends the canonical (decoded) path to a key with '%',
+// '?' and NUL escaped, so that a path holding a '?' (sent as %3F) and a
+// path with a query ("/a%3Fb" and "/a?b") never share a key, nor a path
+// and the NUL that starts a key's extra parts.
+func appendKeyPath(b, path []byte) []byte {
+	for {
+		i := bytes.IndexAny(path, "%?\x00")
+		if i < 0 {
+			return append(b, path...)
+		}
+		b = append(b, path[:i]...)
+		switch path[i] {
+		case '%':
+			b = append(b, "%25"...)
+		case '?':
+			b = append(b, "%3F"...)
+		default:
+			b = append(b, "%00"...)
+		}
+		path = path[i+1:]
+	}
 }
 
 // keyBufs holds the buffers keys are built in, so that a key costs one

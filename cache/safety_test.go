@@ -147,3 +147,25 @@ func appServer(t *testing.T, h http.Handler) string {
 	srv := sluicetest.NewServer(t, pipe.Handler(pipe.FromHTTP(h)))
 	return srv.URL
 }
+
+// A path that holds a '?' (sent as %3F) and a path with a query are two
+// URLs: neither answers for the other, nor does a '%' spelled %25.
+func TestKeyPathEscaped(t *testing.T) {
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, "path="+r.URL.Path+" query="+r.URL.RawQuery)
+	})
+	h := newHarnessWith(t, Options{}, nil, pipe.FromHTTP(echo))
+	if _, body := h.get(t, "/a%3Fb"); body != "path=/a?b query=" {
+		t.Fatalf("GET /a%%3Fb: %q", body)
+	}
+	if _, body := h.get(t, "/a?b"); body != "path=/a query=b" {
+		t.Fatalf("GET /a?b after /a%%3Fb: %q, want the page of /a with query b", body)
+	}
+	if _, body := h.get(t, "/c%253Fd"); body != "path=/c%3Fd query=" {
+		t.Fatalf("GET /c%%253Fd: %q", body)
+	}
+	if _, body := h.get(t, "/c%3Fd"); body != "path=/c?d query=" {
+		t.Fatalf("GET /c%%3Fd after /c%%253Fd: %q", body)
+	}
+}
