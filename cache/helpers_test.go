@@ -192,3 +192,16 @@ func (x *Cache) waiting(ck string) int {
 	}
 	return 0
 }
+
+// sharing returns how many requests joined a revalidation in flight
+// besides the one that started it.
+func (x *Cache) sharing() int {
+	n := 0
+	x.store.Range(func(_ string, e *entry) bool {
+		if f := e.pending.Load(); f != nil {
+			n += int(f.joined.Load())
+		}
+		return true
+	})
+	return n
+}

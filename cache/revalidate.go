@@ -40,7 +40,8 @@ type fetch struct {
 	result  int
 	fresh   *meta // resRevalidated: the stored response freshened
 	length  int64
-	onDone  func() // called last on the fetch's goroutine, if set
+	onDone  func()       // called last on the fetch's goroutine, if set
+	joined  atomic.Int32 // requests that share it besides the first
 }
 
 // Header implements engine.ResponseWriter.
@@ -169,6 +170,7 @@ func (f *fetch) run(rest pipe.Component) {
 // one revalidation, as misses share one fetch.
 func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo, pk string, old *entry, m *meta) (*fetch, bool) {
 	if f := old.pending.Load(); f != nil {
+		f.joined.Add(1)
 		return f, false
 	}
 	now := x.now()
@@ -177,6 +179,7 @@ func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo
 	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore}
 	if !old.pending.CompareAndSwap(nil, f) {
 		if g := old.pending.Load(); g != nil {
+			g.joined.Add(1)
 			return g, false
 		}
 	}
@@ -211,18 +214,34 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 			return x.serve(c, e, m, ri, now, x.name+"; fwd="+fwd+"; fwd-status="+strconv.Itoa(f.status)+"; detail=stale-if-error")
 		}
 	}
-	if !started && f.e.body.stream {
-		// Another request's revalidation brought a response that is not
-		// stored and that its own request reads: fetch this one's alone.
+	nm := f.e.meta.Load()
+	if !started && !f.shareable(c.Request, nm) {
+		// Another request's revalidation brought a response that only
+		// its own request may have: fetch this one's alone.
 		atomic.AddUint64(&x.stats.Misses, 1)
 		return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
 	}
-	nm := f.e.meta.Load()
 	status := x.name + "; fwd=" + fwd + "; fwd-status=" + strconv.Itoa(f.status)
 	if f.m != nil {
 		status += "; stored; ttl=" + ttl(nm, now)
 	}
 	return x.serve(c, f.e, nm, ri, now, status)
+}
+
+// shareable reports whether the new response nm that another request's
+// revalidation brought may answer r too: only a response that is stored
+// (anyone could then have it from the store) and that its Vary selects
+// for r as for the request that brought it. An unstored response (a
+// private answer to an Authorization or a Cookie) goes only to the
+// request that triggered the revalidation.
+func (f *fetch) shareable(r *engine.Request, nm *meta) bool {
+	if f.m == nil || f.e.body.stream {
+		return false
+	}
+	if nm.vary != nil && secondaryKey(r, nm.vary) != f.sk {
+		return false
+	}
+	return encodingAcceptable(r, nm)
 }
 
 // background revalidates the stored response m behind a stale answer
