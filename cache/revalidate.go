@@ -137,7 +137,7 @@ func passMeta(status int, h *engine.Header, now time.Time) *meta {
 
 // run serves rest to the fetch and completes the body; it runs on the
 // fetch's own goroutine and never panics.
-func (f *fetch) run(rest pipe.Component) {
+func (f *fetch) run(h engine.Handler) {
 	if f.onDone != nil {
 		defer f.onDone()
 	}
@@ -160,7 +160,7 @@ func (f *fetch) run(rest pipe.Component) {
 			atomic.AddUint64(&f.x.stats.Stored, 1)
 		}
 	}()
-	pipe.Handler(rest).Serve(f, f.req)
+	h.Serve(f, f.req)
 	f.start()
 }
 
@@ -168,13 +168,13 @@ func (f *fetch) run(rest pipe.Component) {
 // meta m) in flight, or sends a conditional request for it down rest on
 // a goroutine of its own: concurrent requests for a stale response share
 // one revalidation, as misses share one fetch.
-func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo, pk string, old *entry, m *meta) (*fetch, bool) {
+func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk string, old *entry, m *meta) (*fetch, bool) {
 	if f := old.pending.Load(); f != nil {
 		f.joined.Add(1)
 		return f, false
 	}
 	now := x.now()
-	f := &fetch{x: x, req: conditionalRequest(r, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
+	f := &fetch{x: x, req: conditionalRequest(c.Request, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
 	f.h.SetContentLength(-1)
 	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore}
 	if !old.pending.CompareAndSwap(nil, f) {
@@ -184,7 +184,9 @@ func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo
 		}
 	}
 	f.onDone = func() { old.pending.CompareAndSwap(f, nil) }
-	go f.run(rest)
+	// The rest runs on a Conn of its own that carries the client's route
+	// parameters and values, as the client's own Conn would.
+	go f.run(c.Handler(rest))
 	return f, true
 }
 
@@ -194,7 +196,7 @@ func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo
 // the rest fails and staleness is allowed on error, or the new response
 // as it streams in.
 func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string) bool {
-	f, started := x.revalidation(rest, c.Request, ri, pk, e, m)
+	f, started := x.revalidation(rest, c, ri, pk, e, m)
 	<-f.e.ready
 	now := x.now()
 	if f.e.abandoned.Load() {
@@ -247,7 +249,7 @@ func (f *fetch) shareable(r *engine.Request, nm *meta) bool {
 // background revalidates the stored response m behind a stale answer
 // (stale-while-revalidate), one revalidation per entry at a time.
 func (x *Cache) background(rest pipe.Component, c *pipe.Conn, e *entry, m *meta, pk string, ri *reqInfo) {
-	x.revalidation(rest, c.Request, ri, pk, e, m)
+	x.revalidation(rest, c, ri, pk, e, m)
 }
 
 // conditionalRequest copies r (its slices outlive the client's request)

@@ -4,8 +4,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // A request that shares another's revalidation never gets a response
@@ -72,6 +76,62 @@ func TestSharedRevalidationKeepsPrivateAnswer(t *testing.T) {
 			}
 			if got := <-bob; strings.Contains(got, "alice") || strings.Contains(got, "ALICE") {
 				t.Errorf("bob got alice's answer: %q", got)
+			}
+		})
+	}
+}
+
+// A revalidation, in the foreground or in the background, runs the rest
+// of the pipeline with the route's path parameters and the values set
+// before the cache, as a miss does.
+func TestRevalidationKeepsParamsAndValues(t *testing.T) {
+	tests := []struct {
+		name string
+		cc   string
+	}{
+		{name: "foreground", cc: "max-age=10"},
+		{name: "stale-while-revalidate", cc: "max-age=10, stale-while-revalidate=600"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int64
+			src := pipe.Source(func(c *pipe.Conn) pipe.Content {
+				n := calls.Add(1)
+				c.Header().Set("Cache-Control", tt.cc)
+				body := "article=" + c.Param("id") + " user=" + c.Value("user") + " #" + string(rune('0'+n))
+				return func(w pipe.Writer) error {
+					_, err := io.WriteString(w, body)
+					return err
+				}
+			})
+			user := pipe.Pipe(func(c *pipe.Conn) bool {
+				c.SetValue("user", "ann")
+				return true
+			})
+			x, err := New(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := &clock{t: time.Now()}
+			x.now = cl.now
+			rt, err := pipe.NewRouter(pipe.Route{Match: []string{"/article/{id}"}, Pipeline: pipe.Chain{user, x, src}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := sluicetest.NewServer(t, pipe.Handler(rt))
+			_, body := sluicetest.Get(t, srv.URL+"/article/42")
+			if body != "article=42 user=ann #1" {
+				t.Fatalf("miss: %q", body)
+			}
+			cl.advance(time.Minute)
+			sluicetest.Get(t, srv.URL+"/article/42")
+			waitFor(t, "the revalidation", func() bool { return calls.Load() == 2 })
+			waitFor(t, "the revalidated response", func() bool {
+				_, body = sluicetest.Get(t, srv.URL+"/article/42", "Cache-Control: only-if-cached")
+				return strings.HasSuffix(body, "#2")
+			})
+			if body != "article=42 user=ann #2" {
+				t.Errorf("revalidated: %q", body)
 			}
 		})
 	}
