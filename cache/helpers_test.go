@@ -205,3 +205,14 @@ func (x *Cache) sharing() int {
 	})
 	return n
 }
+
+// joined returns how many requests joined the fetches in flight.
+func (x *Cache) joined() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for _, e := range x.inflight {
+		n += e.readers
+	}
+	return n
+}

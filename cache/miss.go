@@ -28,6 +28,7 @@ type tap struct {
 	over    bool  // the body outgrew MaxObjectSize: not stored
 	sk      string
 	ended   bool
+	content pipe.Content // the rest's, when run stands in for it
 }
 
 // miss runs rest for the request and stores what it produces when it
@@ -58,7 +59,28 @@ func (x *Cache) miss(c *pipe.Conn, rest pipe.Component, ri *reqInfo, pk, ck stri
 		return ok
 	}
 	c.NestFilters(mark, t.filter)
+	if leader != nil {
+		// A content that panics must still release whoever joined the
+		// fetch, or the key would hang with its entry in flight.
+		t.content = c.Content()
+		if t.content != nil {
+			c.SetContent(t.run)
+		}
+	}
 	return ok
+}
+
+// run is the rest's content, for a collapse leader: a panic in it
+// breaks the entry off (its readers stop, the key leaves the in-flight
+// map) before it goes on up.
+func (t *tap) run(w pipe.Writer) error {
+	defer func() {
+		if v := recover(); v != nil {
+			t.fail()
+			panic(v)
+		}
+	}()
+	return t.content(w)
 }
 
 // filter runs at commit, with the response's final status and header.

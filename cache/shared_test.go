@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
@@ -134,5 +135,60 @@ func TestRevalidationKeepsParamsAndValues(t *testing.T) {
 				t.Errorf("revalidated: %q", body)
 			}
 		})
+	}
+}
+
+// A collapse leader whose content panics mid-body breaks the entry off:
+// the request that joined it gets a cut response instead of hanging, and
+// the next request fetches the key anew.
+func TestLeaderPanicReleasesKey(t *testing.T) {
+	var calls atomic.Int64
+	boom := make(chan struct{})
+	src := pipe.Source(func(c *pipe.Conn) pipe.Content {
+		n := calls.Add(1)
+		c.Header().Set("Cache-Control", "max-age=60")
+		c.Header().SetContentLength(10)
+		return func(w pipe.Writer) error {
+			if _, err := io.WriteString(w, "abc"); err != nil {
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if n == 1 {
+				<-boom
+				panic("boom")
+			}
+			_, err := io.WriteString(w, "defghij")
+			return err
+		}
+	})
+	x, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{x, src}),
+		sluicetest.Configure(func(s *engine.Server) { s.Logger = quiet }))
+	h := &harness{url: srv.URL, x: x}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, _, err := h.try("GET", "/k")
+			errs <- err
+		}()
+	}
+	waitFor(t, "a request to join the leader", func() bool { return x.joined() == 1 })
+	close(boom)
+	for range 2 {
+		if err := <-errs; err == nil {
+			t.Error("a request read a whole body from the leader that panicked")
+		}
+	}
+	resp, body := h.get(t, "/k")
+	if body != "abcdefghij" || calls.Load() != 2 {
+		t.Errorf("after the panic: %q (%s), source called %d times", body, resp.Header.Get("Cache-Status"), calls.Load())
+	}
+	if _, body := h.get(t, "/k"); body != "abcdefghij" {
+		t.Errorf("stored: %q", body)
 	}
 }
