@@ -117,8 +117,10 @@ type Cache struct {
 	gen               atomic.Uint64
 
 	statusMethod string // Cache-Status of a request whose method is not cached
+	statusBody   string // Cache-Status of a GET or HEAD with a body
 	unsafeFilter pipe.Filter
 	methodFilter pipe.Filter
+	bodyFilter   pipe.Filter
 
 	stats Stats
 }
@@ -218,6 +220,11 @@ func New(opts Options) (*Cache, error) {
 	}
 	x.store = evict.New[string, *entry](size, nil)
 	x.statusMethod = x.name + "; fwd=method"
+	x.statusBody = x.name + "; fwd=request; detail=request-body"
+	x.bodyFilter = func(c *pipe.Conn) pipe.Wrap {
+		c.Header().Add("Cache-Status", x.statusBody)
+		return nil
+	}
 	x.unsafeFilter = x.invalidateAfter
 	x.methodFilter = func(c *pipe.Conn) pipe.Wrap {
 		c.Header().Add("Cache-Status", x.statusMethod)
@@ -257,6 +264,15 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 	get := r.IsMethod("GET")
 	if !get && !r.IsMethod("HEAD") {
 		return x.passMethod(c, rest)
+	}
+	if r.ContentLength != 0 || r.Header("Transfer-Encoding") != nil {
+		// A body is no part of the key: what the rest makes of it must
+		// not be stored, nor shared with requests collapsed onto it.
+		atomic.AddUint64(&x.stats.Passes, 1)
+		mark := c.FilterMark()
+		ok := rest.Handle(c)
+		c.NestFilters(mark, x.bodyFilter)
+		return ok
 	}
 	ri := readRequest(r)
 	ri.cookie = x.stripUnkeyed(r)

@@ -192,3 +192,50 @@ func TestLeaderPanicReleasesKey(t *testing.T) {
 		t.Errorf("stored: %q", body)
 	}
 }
+
+// A GET or HEAD with a body passes through: the body is no part of the
+// key, so what the origin makes of it is neither stored nor served from
+// the store, and does not join or lead a collapse.
+func TestRequestBodyNotStored(t *testing.T) {
+	tests := []struct {
+		name    string
+		method  string
+		chunked bool
+	}{
+		{name: "GET content-length", method: "GET"},
+		{name: "GET chunked", method: "GET", chunked: true},
+		{name: "HEAD content-length", method: "HEAD"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o *origin
+			h := newHarness(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				w.Header().Set("Cache-Control", "max-age=60")
+				io.WriteString(w, "q="+string(b)+" #"+string(rune('0'+o.n.Load())))
+			})
+			o = h.o
+			var body io.Reader = strings.NewReader("<script>evil</script>")
+			if tt.chunked {
+				body = io.MultiReader(body) // no length known: chunked
+			}
+			req, err := http.NewRequest(tt.method, h.url+"/search", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := sluicetest.Client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if cs := resp.Header.Get("Cache-Status"); cs != "Sluice; fwd=request; detail=request-body" {
+				t.Errorf("with a body: Cache-Status %q", cs)
+			}
+			resp, got := h.get(t, "/search")
+			if got != "q= #2" {
+				t.Errorf("a GET without a body got %q (%s)", got, resp.Header.Get("Cache-Status"))
+			}
+		})
+	}
+}
