@@ -110,6 +110,13 @@ func (f *fetch) start() {
 	if m == nil {
 		m = passMeta(f.status, &f.h, now)
 	}
+	if f.m == nil {
+		// Decided: an error, a 304 (the stored response is freshened
+		// already) or a response nobody else may have. A request that
+		// comes from now on must ask anew, not take this answer, which
+		// may be out of date by then (the origin recovered).
+		f.old.pending.CompareAndSwap(f, nil)
+	}
 	f.length = m.length
 	f.e.body = newBody(-1)
 	if f.m == nil && f.result != resRevalidated {

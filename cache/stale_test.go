@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -142,5 +143,33 @@ func TestRevalidationCollapsed(t *testing.T) {
 	}
 	if got := o.n.Load(); got != 2 {
 		t.Errorf("origin saw %d requests, want 2", got)
+	}
+}
+
+// An error answer to a revalidation is for the requests that shared it
+// then: one that comes once it was decided asks the origin anew, even
+// while the error's body is still coming in.
+func TestStaleIfErrorNotSharedAfterward(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "good", "Cache-Control: max-age=10, stale-if-error=60"))
+	_, stored := h.get(t, "/e")
+	release := make(chan struct{})
+	defer close(release)
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "down")
+		w.(http.Flusher).Flush()
+		<-release
+	})
+	h.clock.advance(20 * time.Second)
+	if resp, body := h.get(t, "/e"); resp.StatusCode != 200 || body != stored {
+		t.Fatalf("during the error: %d %q", resp.StatusCode, body)
+	}
+	o.set(respond(&o, 200, "new", "Cache-Control: max-age=60"))
+	if resp, body := h.get(t, "/e"); body != "new3" {
+		t.Errorf("after recovery: %q (%s)", body, resp.Header.Get("Cache-Status"))
 	}
 }
