@@ -316,7 +316,7 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 		e, lead := x.join(ck, !ri.head)
 		if lead {
 			leader = e
-		} else if e != nil && x.waitCollapsed(c, e, &ri, now) {
+		} else if e != nil && x.waitCollapsed(c, e, &ri) {
 			return true
 		}
 	}

@@ -216,3 +216,25 @@ func (x *Cache) joined() int {
 	}
 	return n
 }
+
+// inflightHeld returns the bytes the bodies of the fetches in flight
+// hold in memory.
+func (x *Cache) inflightHeld() int64 {
+	x.mu.Lock()
+	es := make([]*entry, 0, len(x.inflight))
+	for _, e := range x.inflight {
+		es = append(es, e)
+	}
+	x.mu.Unlock()
+	var n int64
+	for _, e := range es {
+		select {
+		case <-e.ready:
+			if e.body != nil {
+				n += e.body.capacity()
+			}
+		default:
+		}
+	}
+	return n
+}

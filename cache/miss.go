@@ -137,6 +137,9 @@ func (t *tap) Write(p []byte) (int, error) {
 			if t.x.leave(t.e) == 0 {
 				// Nobody reads along: stop keeping the bytes.
 				t.e.body.finish(true)
+			} else {
+				// Readers along get the rest, from a bounded window.
+				t.e.body.bound(t.x.maxObject)
 			}
 		}
 	}

@@ -98,6 +98,7 @@ func (f *fetch) start() {
 		f.m = m
 		if m.vary != nil {
 			f.sk = secondaryKey(f.req, m.vary)
+			f.e.sk = f.sk
 		}
 	} else if f.result == resFull {
 		switch why {
