@@ -94,6 +94,12 @@ func (f *fetch) start() {
 		f.result = resError
 	}
 	m, why := x.newMeta(f.status, &f.h, &f.ri, nil, f.reqTime, now)
+	if f.result == resError && x.staleOnError(f.oldMeta, &f.ri, now) {
+		// The stale response answers this failure: an error page must
+		// not replace it in the store (the next request would get the
+		// error as a hit).
+		m, why = nil, whyStatus
+	}
 	if m != nil && f.result != resRevalidated {
 		f.m = m
 		if m.vary != nil {
@@ -184,7 +190,8 @@ func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk 
 	now := x.now()
 	f := &fetch{x: x, req: conditionalRequest(c.Request, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
 	f.h.SetContentLength(-1)
-	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore}
+	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore, cc: httpgrammar.ParseCacheControl([]byte(nil))}
+	f.ri.cc.StaleIfError = ri.cc.StaleIfError
 	if !old.pending.CompareAndSwap(nil, f) {
 		if g := old.pending.Load(); g != nil {
 			g.joined.Add(1)

@@ -173,3 +173,36 @@ func TestStaleIfErrorNotSharedAfterward(t *testing.T) {
 		t.Errorf("after recovery: %q (%s)", body, resp.Header.Get("Cache-Status"))
 	}
 }
+
+// A 5xx that could be stored (it has max-age) does not replace a stale
+// response that answered it under stale-if-error: the next request gets
+// the stale response again, not the error as a hit.
+func TestStaleIfErrorKeepsStaleOver5xx(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		resp string
+		req  []string
+	}{
+		{name: "response stale-if-error", resp: "max-age=10, stale-if-error=3600"},
+		{name: "request stale-if-error", resp: "max-age=10", req: []string{"Cache-Control: stale-if-error=3600"}},
+		{name: "grace", opts: Options{StaleIfError: time.Hour}, resp: "max-age=10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o *origin
+			h := newHarness(t, tt.opts, nil)
+			o = h.o
+			o.set(respond(&o, 200, "good", "Cache-Control: "+tt.resp))
+			_, stored := h.get(t, "/e")
+			o.set(respond(&o, 500, "error page", "Cache-Control: max-age=60"))
+			h.clock.advance(20 * time.Second)
+			for i := range 2 {
+				resp, body := h.get(t, "/e", tt.req...)
+				if resp.StatusCode != 200 || body != stored {
+					t.Errorf("request %d: %d %q (%s)", i, resp.StatusCode, body, resp.Header.Get("Cache-Status"))
+				}
+			}
+		})
+	}
+}
