@@ -162,3 +162,29 @@ func waitCount(t *testing.T, o *origin, n int64) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// A bare private or no-cache after the qualified form means the whole
+// response: not stored, or validated on every reuse.
+func TestBareAfterQualified(t *testing.T) {
+	tests := []struct {
+		cc     string
+		stored bool // a second request is answered without the origin
+	}{
+		{cc: `private="x-a", private, max-age=60`},
+		{cc: `no-cache="x-a", no-cache, max-age=60`},
+		{cc: `private="x-a", max-age=60`, stored: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cc, func(t *testing.T) {
+			var o *origin
+			h := newHarness(t, Options{}, nil)
+			o = h.o
+			o.set(respond(&o, 200, "v", "Cache-Control: "+tt.cc))
+			h.get(t, "/b")
+			resp, _ := h.get(t, "/b")
+			if got := o.n.Load() == 1; got != tt.stored {
+				t.Errorf("origin saw %d requests (%s)", o.n.Load(), resp.Header.Get("Cache-Status"))
+			}
+		})
+	}
+}
