@@ -56,9 +56,10 @@ func (m *meta) currentAge(now time.Time) time.Duration {
 }
 
 // noStaleServing reports whether the response forbids serving it stale
-// in a shared cache (§4.2.4, §5.2.2.2, §5.2.2.8, §5.2.2.10).
+// (or unvalidated) in a shared cache (§4.2.4, §5.2.2.2, §5.2.2.4,
+// §5.2.2.8, §5.2.2.10).
 func (m *meta) noStaleServing() bool {
-	return m.cc.Flags&(httpgrammar.CCMustRevalidate|httpgrammar.CCProxyRevalidate) != 0 || m.cc.SMaxage >= 0
+	return m.cc.Flags&(httpgrammar.CCMustRevalidate|httpgrammar.CCProxyRevalidate) != 0 || m.cc.SMaxage >= 0 || m.mustValidate()
 }
 
 // mustValidate reports whether every reuse needs validation: a bare

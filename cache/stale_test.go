@@ -29,6 +29,7 @@ func TestStaleIfErrorOriginKilled(t *testing.T) {
 		{name: "grace over", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: max-age=10"}, advance: 90 * time.Second},
 		{name: "grace and must-revalidate", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: max-age=10, must-revalidate"}, advance: 30 * time.Second},
 		{name: "grace and s-maxage", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: s-maxage=10"}, advance: 30 * time.Second},
+		{name: "grace and no-cache", opts: Options{StaleIfError: time.Hour}, resp: []string{"Cache-Control: max-age=600, no-cache", `ETag: "1"`}, advance: time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
