@@ -247,6 +247,7 @@ var poisonFields = []string{
 	"X-Forwarded-Host", "X-Host", "X-Forwarded-Server", "X-Original-URL",
 	"X-Rewrite-URL", "X-Original-Host", "X-HTTP-Method-Override",
 	"X-HTTP-Method", "X-Method-Override", "Forwarded",
+	"X-Forwarded-Proto", "X-Forwarded-Scheme", "X-Forwarded-Port", "X-Forwarded-Prefix",
 }
 
 // isPoisonField reports whether a request field must not reach the rest
