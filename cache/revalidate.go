@@ -212,7 +212,23 @@ func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk 
 // as it streams in.
 func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string) bool {
 	f, started := x.revalidation(rest, c, ri, pk, e, m)
-	<-f.e.ready
+	var timeout <-chan time.Time
+	if !started {
+		// Another request's revalidation: wait for its header at most
+		// LockTimeout, as for a collapsed miss, then fetch alone.
+		timer := time.NewTimer(x.lockTimeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	select {
+	case <-f.e.ready:
+	case <-timeout:
+		atomic.AddUint64(&x.stats.Misses, 1)
+		return x.miss(c, rest, ri, pk, pk, nil, fwd, x.now())
+	case <-c.Gone():
+		// Nobody to answer; the revalidation goes on for the store.
+		return c.Error(http.StatusServiceUnavailable, "client gone")
+	}
 	now := x.now()
 	if f.e.abandoned.Load() {
 		if x.staleOnError(m, ri, now) {

@@ -239,3 +239,28 @@ func TestRequestBodyNotStored(t *testing.T) {
 		})
 	}
 }
+
+// A request that joined a revalidation the origin does not answer waits
+// at most LockTimeout, then fetches on its own.
+func TestSharedRevalidationLockTimeout(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{LockTimeout: 50 * time.Millisecond}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "v", "Cache-Control: max-age=10", `ETag: "1"`))
+	h.get(t, "/t")
+	release := make(chan struct{})
+	defer close(release)
+	next := respond(&o, 200, "v", "Cache-Control: max-age=10")
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		if o.n.Load() == 2 {
+			<-release // the revalidation hangs
+		}
+		next(w, r)
+	})
+	h.clock.advance(time.Minute)
+	go h.try("GET", "/t")
+	waitFor(t, "the revalidation at the origin", func() bool { return o.n.Load() == 2 })
+	if _, body, err := h.try("GET", "/t"); err != nil || body != "v3" {
+		t.Errorf("the request that joined: %q %v", body, err)
+	}
+}
