@@ -89,6 +89,8 @@ func TestDirectives(t *testing.T) {
 		{name: "authorization s-maxage", resp: []string{"Cache-Control: s-maxage=60"}, first: []string{"Authorization: Basic dTpw"}, origin: 1},
 		{name: "authorization must-revalidate", resp: []string{"Cache-Control: max-age=60, must-revalidate"}, first: []string{"Authorization: Basic dTpw"}, origin: 1},
 		{name: "set-cookie", resp: []string{"Cache-Control: max-age=60", "Set-Cookie: a=b"}, origin: 2, status2: "Sluice; fwd=miss; fwd-status=200; detail=set-cookie"},
+		{name: "set-cookie private", resp: []string{`Cache-Control: max-age=60, private="Set-Cookie"`, "Set-Cookie: a=b"}, origin: 1},
+		{name: "set-cookie no-cache", resp: []string{`Cache-Control: max-age=60, no-cache="set-cookie"`, "Set-Cookie: a=b"}, origin: 1},
 		{name: "set-cookie stored when configured", opts: Options{StoreSetCookie: true}, resp: []string{"Cache-Control: max-age=60", "Set-Cookie: a=b"}, origin: 1},
 		{name: "heuristic off", opts: Options{HeuristicFraction: -1}, resp: []string{"Last-Modified: " + date(-10*24*time.Hour), "Date: " + date(0)}, origin: 2},
 		{name: "vary star", resp: []string{"Cache-Control: max-age=60", "Vary: *"}, origin: 2},
@@ -127,6 +129,9 @@ func TestDirectives(t *testing.T) {
 			}
 			if tt.origin == 1 && b2 != b1 {
 				t.Errorf("second body %q, want the stored %q", b2, b1)
+			}
+			if tt.origin == 1 && !tt.opts.StoreSetCookie && r2.Header.Get("Set-Cookie") != "" {
+				t.Errorf("a stored answer carries Set-Cookie %q", r2.Header.Get("Set-Cookie"))
 			}
 			if tt.origin == 1 && r2.StatusCode != status {
 				t.Errorf("second status %d, want %d", r2.StatusCode, status)

@@ -183,7 +183,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	ok := true
 	h.Values(func(name, value string) bool {
 		switch {
-		case httpgrammar.IsHopByHop(name, connection) || strings.EqualFold(name, "Proxy-Connection"):
+		case httpgrammar.IsHopByHop(name, connection):
 			return true
 		case strings.EqualFold(name, "Age"):
 			if !ageSeen {
@@ -192,6 +192,10 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 			}
 			return true
 		case strings.EqualFold(name, "Set-Cookie"):
+			if listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name) {
+				// Stored without it (§5.2.2.4, §5.2.2.7).
+				return true
+			}
 			if !x.storeSetCookie {
 				ok = false
 				return false
