@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-server/sluice/conditional"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
@@ -17,6 +18,7 @@ const (
 	resFull        = iota // a new response, to serve (stored if it may be)
 	resRevalidated        // a 304: the stored response is fresh again
 	resError              // a 5xx, or no response at all
+	resMismatch           // a 304 whose strong ETag is not the stored response's
 )
 
 // fetch runs the rest of the pipeline on a request of the cache's own (a
@@ -85,6 +87,11 @@ func (f *fetch) start() {
 	x := f.x
 	now := x.now()
 	switch {
+	case f.status == http.StatusNotModified && f.oldMeta != nil && !sameStrongETag(f.h.Get("ETag"), f.oldMeta.etag):
+		// It selects no stored response for update (§4.3.4): the stored
+		// one is out of date, and the request goes on without it.
+		f.result = resMismatch
+		x.invalidate(f.pk)
 	case f.status == http.StatusNotModified && f.oldMeta != nil:
 		f.result = resRevalidated
 		f.fresh = x.freshen(f.oldMeta, &f.h, f.reqTime, now)
@@ -94,6 +101,9 @@ func (f *fetch) start() {
 		f.result = resError
 	}
 	m, why := x.newMeta(f.status, &f.h, &f.ri, nil, f.reqTime, now)
+	if f.result == resMismatch {
+		m = nil
+	}
 	if f.result == resError && x.staleOnError(f.oldMeta, &f.ri, now) {
 		// The stale response answers this failure: an error page must
 		// not replace it in the store (the next request would get the
@@ -134,6 +144,17 @@ func (f *fetch) start() {
 		f.e.body = newBody(m.length)
 	}
 	f.e.publish(m, x.maxObject)
+}
+
+// sameStrongETag reports whether a 304's ETag etag304 lets it update
+// the stored response with ETag stored (RFC 9111 §4.3.4): a strong one
+// must be the stored strong ETag; a weak one or none defers to the
+// other validators, which the request was sent with.
+func sameStrongETag(etag304, stored string) bool {
+	if etag304 == "" || strings.HasPrefix(etag304, "W/") {
+		return true
+	}
+	return conditional.MatchETag([]byte(etag304), stored, false)
 }
 
 // passMeta is the meta of a response delivered without being stored.
@@ -239,6 +260,9 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 		return c.Error(http.StatusBadGateway, "no response")
 	}
 	switch f.result {
+	case resMismatch:
+		atomic.AddUint64(&x.stats.Misses, 1)
+		return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
 	case resRevalidated:
 		return x.serve(c, e, f.fresh, ri, now, x.name+"; fwd="+fwd+"; fwd-status=304; ttl="+ttl(f.fresh, now))
 	case resError:
