@@ -17,7 +17,9 @@ import (
 // Options configures a Cache. The zero value is a sound configuration: a
 // 64 MB store named "Sluice", objects up to 8 MB.
 type Options struct {
-	// Name is the cache's name in Cache-Status (RFC 9211), a token.
+	// Name is the cache's name in Cache-Status (RFC 9211), an RFC 8941
+	// sf-token: a letter or '*', then letters, digits, ':', '/' or
+	// other token characters.
 	// Default "Sluice".
 	Name string
 
@@ -143,8 +145,8 @@ func New(opts Options) (*Cache, error) {
 	if x.name == "" {
 		x.name = "Sluice"
 	}
-	if !httpgrammar.IsToken(x.name) {
-		return nil, fmt.Errorf("cache: name %q is not a token", x.name)
+	if !isSFToken(x.name) {
+		return nil, fmt.Errorf("cache: name %q is not a Structured Field token", x.name)
 	}
 	size := opts.Size
 	switch {
