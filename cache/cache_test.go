@@ -49,3 +49,33 @@ func TestName(t *testing.T) {
 		}
 	}
 }
+
+// A miss says "stored" only when the body's length is known: a body of
+// unknown length may yet outgrow MaxObjectSize.
+func TestStoredParam(t *testing.T) {
+	tests := []struct {
+		name    string
+		chunked bool
+		want    string
+	}{
+		{name: "content-length", want: "Sluice; fwd=uri-miss; fwd-status=200; stored; ttl=60"},
+		{name: "chunked", chunked: true, want: "Sluice; fwd=uri-miss; fwd-status=200; ttl=60"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Cache-Control", "max-age=60")
+				if tt.chunked {
+					w.(http.Flusher).Flush()
+				}
+				w.Write([]byte("body"))
+			})
+			if resp, _ := h.get(t, "/s"); resp.Header.Get("Cache-Status") != tt.want {
+				t.Errorf("Cache-Status %q, want %q", resp.Header.Get("Cache-Status"), tt.want)
+			}
+			if resp, _ := h.get(t, "/s"); resp.Header.Get("Cache-Status") != "Sluice; hit; ttl=60" {
+				t.Errorf("then: %q", resp.Header.Get("Cache-Status"))
+			}
+		})
+	}
+}

@@ -116,7 +116,7 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 		h.Set("Date", m.get("Date"))
 	}
 	h.Set("Age", ageString(m.currentAge(now)))
-	h.Add("Cache-Status", x.name+"; fwd="+t.fwd+"; fwd-status="+strconv.Itoa(status)+"; stored; ttl="+ttl(m, now))
+	h.Add("Cache-Status", x.name+"; fwd="+t.fwd+"; fwd-status="+strconv.Itoa(status)+storedParam(m)+"; ttl="+ttl(m, now))
 	return t.wrap
 }
 

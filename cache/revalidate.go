@@ -280,7 +280,7 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 	}
 	status := x.name + "; fwd=" + fwd + "; fwd-status=" + strconv.Itoa(f.status)
 	if f.m != nil {
-		status += "; stored; ttl=" + ttl(nm, now)
+		status += storedParam(nm) + "; ttl=" + ttl(nm, now)
 	}
 	return x.serve(c, f.e, nm, ri, now, status)
 }

@@ -46,3 +46,15 @@ func ttl(m *meta, now time.Time) string {
 func (x *Cache) hitStatus(m *meta, now time.Time) string {
 	return x.name + "; hit; ttl=" + ttl(m, now)
 }
+
+// storedParam is Cache-Status's "; stored" for a response being stored,
+// sent with its header, before its body: only when the body's length is
+// known (and within MaxObjectSize, or it would not be stored), so that
+// nothing but a body that breaks off can belie it. A response of unknown
+// length may still be stored: its ttl says it is storable.
+func storedParam(m *meta) string {
+	if m.length < 0 {
+		return ""
+	}
+	return "; stored"
+}
