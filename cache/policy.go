@@ -2,6 +2,7 @@ package cache
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -248,7 +249,8 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 		return nil, whyVaryStar
 	}
 	if len(m.vary) > 1 {
-		m.vary = compactSorted(m.vary)
+		slices.Sort(m.vary)
+		m.vary = slices.Compact(m.vary)
 	}
 	if m.headerSize > x.maxHeader {
 		return nil, whyHeaderSize
@@ -309,21 +311,6 @@ func joinedValues(h *engine.Header, name string) string {
 // listed reports whether the field list names name.
 func listed(list, name string) bool {
 	return list != "" && httpgrammar.HasToken(list, strings.ToLower(name))
-}
-
-func compactSorted(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	out := s[:1]
-	for _, v := range s[1:] {
-		if v != out[len(out)-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // freshen returns the stored response m updated by a 304 (or a HEAD's

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -312,8 +313,8 @@ func (x *Cache) background(rest pipe.Component, c *pipe.Conn, e *entry, m *meta,
 // the stored response's validators (RFC 9111 §4.3.1).
 func conditionalRequest(r *engine.Request, m *meta) *engine.Request {
 	n := &engine.Request{
-		Method: []byte("GET"), Target: clone(r.Target), RawPath: clone(r.RawPath), Path: clone(r.Path),
-		Query: clone(r.Query), Host: clone(r.Host), ProtoMajor: r.ProtoMajor, ProtoMinor: r.ProtoMinor,
+		Method: []byte("GET"), Target: bytes.Clone(r.Target), RawPath: bytes.Clone(r.RawPath), Path: bytes.Clone(r.Path),
+		Query: bytes.Clone(r.Query), Host: bytes.Clone(r.Host), ProtoMajor: r.ProtoMajor, ProtoMinor: r.ProtoMinor,
 		Body: strings.NewReader(""), RemoteAddr: r.RemoteAddr, LocalAddr: r.LocalAddr, TLS: r.TLS,
 	}
 	for _, f := range r.Fields {
@@ -324,7 +325,7 @@ func conditionalRequest(r *engine.Request, m *meta) *engine.Request {
 			httpgrammar.EqualFold(f.Name, "Content-Length"), httpgrammar.EqualFold(f.Name, "Transfer-Encoding"):
 			continue
 		}
-		n.Fields = append(n.Fields, engine.Field{Name: clone(f.Name), Value: clone(f.Value)})
+		n.Fields = append(n.Fields, engine.Field{Name: bytes.Clone(f.Name), Value: bytes.Clone(f.Value)})
 	}
 	if m != nil && m.etag != "" {
 		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-None-Match"), Value: []byte(m.etag)})
@@ -333,11 +334,4 @@ func conditionalRequest(r *engine.Request, m *meta) *engine.Request {
 		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-Modified-Since"), Value: []byte(m.lastMod)})
 	}
 	return n
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
 }
