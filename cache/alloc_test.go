@@ -98,6 +98,16 @@ func cacheAllocs(t testing.TB) (hit, alone, miss float64) {
 func TestCacheAllocs(t *testing.T) {
 	hit, alone, miss := cacheAllocs(t)
 	t.Logf("hit %v, source alone %v, miss %v allocations per request", hit, alone, miss)
+	// A hit: the key's string, and the rest of the pipeline handed to
+	// the cache as a Component (pipe.Chain). A miss: the tap and its
+	// filter and content, the entry, its meta, fields and body, the
+	// store's node, the strings of Date, Age and Cache-Status.
+	if hit > alone+2 {
+		t.Errorf("a hit allocates %v, want at most %v", hit, alone+2)
+	}
+	if miss > 15 {
+		t.Errorf("a miss allocates %v, want at most 15", miss)
+	}
 }
 
 func BenchmarkHit(b *testing.B) {

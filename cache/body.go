@@ -52,13 +52,30 @@ type body struct {
 	// readers read keeps only its last window bytes (whole chunks), and
 	// a reader further behind is cut off.
 	window int64
+
+	all pipe.Content // sends the whole complete body; made once (sendAll)
+
+	first [1][]byte // chunks' first backing array: a short body needs no other
+}
+
+// sendAll returns a Content that sends the whole body, which is complete:
+// one for every hit on it.
+func (b *body) sendAll() pipe.Content {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.all == nil {
+		b.all = func(w pipe.Writer) error { return b.writeTo(w, 0, -1, nil) }
+	}
+	return b.all
 }
 
 // newBody returns an empty body of the known length, or -1. Memory is
 // taken as the bytes come, in chunks that grow with the body (never
 // past a known length), not all at once before the first byte.
 func newBody(length int64) *body {
-	return &body{length: length}
+	b := &body{length: length}
+	b.chunks = b.first[:0]
+	return b
 }
 
 // nextChunk is the capacity of the chunk that follows the b.n bytes

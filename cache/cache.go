@@ -287,7 +287,7 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 		switch x.judge(m, &ri, now) {
 		case useFresh:
 			atomic.AddUint64(&x.stats.Hits, 1)
-			return x.serve(c, found, m, &ri, now, x.hitStatus(m, now))
+			return x.serve(c, found, m, &ri, now, found.strings(x, m, now).status)
 		case useStale:
 			atomic.AddUint64(&x.stats.Stale, 1)
 			return x.serve(c, found, m, &ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=max-stale")

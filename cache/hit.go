@@ -18,7 +18,7 @@ import (
 func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Time, status string) bool {
 	h := c.Header()
 	r := c.Request
-	age := ageString(m.currentAge(now))
+	age := e.strings(x, m, now).age
 	if m.status >= 200 && m.status < 300 {
 		switch code := precondition(r, m); code {
 		case http.StatusNotModified:
@@ -89,6 +89,10 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 		c.SetContent(func(w pipe.Writer) error {
 			return parts.Send(w, func(rg conditional.Range) error { return content.writeTo(w, rg.Off, rg.End(), nil) })
 		})
+		return true
+	}
+	if b, ok := content.(*body); ok && done && off == 0 && end < 0 {
+		c.SetContent(b.sendAll())
 		return true
 	}
 	c.SetContent(func(w pipe.Writer) error { return content.writeTo(w, off, end, gone) })

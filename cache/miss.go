@@ -115,8 +115,18 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	if h.Get("Date") == "" {
 		h.Set("Date", m.get("Date"))
 	}
-	h.Set("Age", ageString(m.currentAge(now)))
-	h.Add("Cache-Status", x.name+"; fwd="+t.fwd+"; fwd-status="+strconv.Itoa(status)+storedParam(m)+"; ttl="+ttl(m, now))
+	age := max(0, int64(m.currentAge(now)/time.Second))
+	h.Set("Age", strconv.FormatInt(age, 10))
+	var buf [128]byte
+	b := append(buf[:0], x.name...)
+	b = append(b, "; fwd="...)
+	b = append(b, t.fwd...)
+	b = append(b, "; fwd-status="...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, storedParam(m)...)
+	b = append(b, "; ttl="...)
+	b = strconv.AppendInt(b, int64(m.lifetime/time.Second)-age, 10)
+	h.Add("Cache-Status", string(b))
 	return t.wrap
 }
 

@@ -36,7 +36,8 @@ type meta struct {
 	ageValue     time.Duration // the Age field
 	lifetime     time.Duration // freshness lifetime (§4.2.1)
 	headerSize   int64
-	val          *conditional.Validators // etag, lastMod and lastModT, made once
+	val          conditional.Validators // etag, lastMod and lastModT, once hasVal
+	hasVal       bool
 }
 
 // get returns the first stored value of name.
@@ -71,12 +72,12 @@ func (m *meta) mustValidate() bool {
 
 // validators are m's, for package conditional.
 func (m *meta) validators() *conditional.Validators {
-	if m.val == nil {
+	if !m.hasVal {
 		// A meta is complete before it is shared; only tests make one
 		// without newMeta or freshen.
 		return &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
 	}
-	return m.val
+	return &m.val
 }
 
 // hasValidator reports whether a conditional request can revalidate m.
@@ -182,6 +183,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	var expires string
 	hasExpires, ageSeen := false, false
 	ok := true
+	m.fields = make([]field, 0, 8) // one allocation for a usual header
 	h.Values(func(name, value string) bool {
 		switch {
 		case httpgrammar.IsHopByHop(name, connection):
@@ -286,7 +288,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if m.lifetime <= m.currentAge(respTime) && !m.hasValidator() && cc.StaleWhileRevalidate <= 0 && cc.StaleIfError <= 0 && x.staleIfError <= 0 {
 		return nil, whyNoFreshness
 	}
-	m.val = &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
+	m.val, m.hasVal = conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}, true
 	return m, ""
 }
 
@@ -388,7 +390,7 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		ccs = cdns
 	}
 	n.cc = httpgrammar.ParseCacheControl(ccs)
-	n.val = &conditional.Validators{ETag: n.etag, LastModified: n.lastMod, ModTime: n.lastModT}
+	n.val, n.hasVal = conditional.Validators{ETag: n.etag, LastModified: n.lastMod, ModTime: n.lastModT}, true
 	switch {
 	case n.cc.SMaxage >= 0:
 		n.lifetime = time.Duration(n.cc.SMaxage) * time.Second

@@ -36,10 +36,11 @@ type entry struct {
 	ready     chan struct{}
 	abandoned atomic.Bool           // set before ready is closed, without a meta
 	pending   atomic.Pointer[fetch] // the revalidation in flight, shared
-	readers   int                   // collapsed readers, under Cache.mu
-	sk        string                // the secondary key, set before ready is closed
-	flight    string                // the key in Cache.inflight while fetched
-	key       string                // the store key
+	hit       atomic.Pointer[hitStrings]
+	readers   int    // collapsed readers, under Cache.mu
+	sk        string // the secondary key, set before ready is closed
+	flight    string // the key in Cache.inflight while fetched
+	key       string // the store key
 	charge    int64
 }
 
