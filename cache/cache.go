@@ -111,6 +111,7 @@ type Cache struct {
 	keyParts          []keyPart
 	cookieParts       int
 	poison            []string
+	poisonFirst       [256]bool // the first letters of poison, lower case
 	storeSetCookie    bool
 	lockTimeout       time.Duration
 	staleIfError      time.Duration
@@ -218,6 +219,7 @@ func New(opts Options) (*Cache, error) {
 		}
 		if !keyed {
 			x.poison = append(x.poison, f)
+			x.poisonFirst[f[0]|0x20] = true
 		}
 	}
 	x.store = evict.New[string, *entry](size, nil)

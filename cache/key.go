@@ -258,6 +258,10 @@ var poisonFields = []string{
 // isPoisonField reports whether a request field must not reach the rest
 // of the pipeline on a cacheable request.
 func (x *Cache) isPoisonField(name []byte) bool {
+	if len(name) == 0 || !x.poisonFirst[name[0]|0x20] {
+		// Most fields start with a letter no poison field starts with.
+		return false
+	}
 	for _, p := range x.poison {
 		if httpgrammar.EqualFold(name, p) {
 			return true
