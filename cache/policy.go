@@ -148,7 +148,8 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if status == http.StatusPartialContent {
 		return nil, whyPartial
 	}
-	m.cc = httpgrammar.ParseCacheControl(cacheControl(h))
+	ccv, connection := controlFields(h)
+	m.cc = httpgrammar.ParseCacheControl(ccv)
 	cc := &m.cc
 	if cc.Has(httpgrammar.CCMustUnderstand) {
 		if !understoodStatus(status) {
@@ -175,10 +176,6 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	}
 	if m.length > x.maxObject {
 		return nil, whyTooLarge
-	}
-	var connection string
-	if v := joinedValues(h, "Connection"); v != "" {
-		connection = v
 	}
 	var expires string
 	hasExpires, ageSeen := false, false
@@ -448,15 +445,42 @@ func parseAge(v string) time.Duration {
 	return time.Duration(min(n, httpgrammar.DeltaInfinity)) * time.Second
 }
 
-// cacheControl returns the directives the cache follows for a response:
+// controlFields returns the directives the cache follows for a response:
 // those of CDN-Cache-Control when the response has that field and it is
 // valid (RFC 9213: a cache that honours it ignores Cache-Control), else
 // Cache-Control's, the field lines joined.
-func cacheControl(h *engine.Header) string {
-	if v := joinedValues(h, "CDN-Cache-Control"); validCDN(v) {
+// It returns the Connection field's lines joined too, all in one pass
+// over h.
+func controlFields(h *engine.Header) (cc, connection string) {
+	var cdn string
+	h.Values(func(name, value string) bool {
+		switch len(name) {
+		case len("Cache-Control"):
+			if strings.EqualFold(name, "Cache-Control") {
+				cc = joinValue(cc, value)
+			}
+		case len("CDN-Cache-Control"):
+			if strings.EqualFold(name, "CDN-Cache-Control") {
+				cdn = joinValue(cdn, value)
+			}
+		case len("Connection"):
+			if strings.EqualFold(name, "Connection") {
+				connection = joinValue(connection, value)
+			}
+		}
+		return true
+	})
+	if cdn != "" && validCDN(cdn) {
+		cc = cdn
+	}
+	return cc, connection
+}
+
+func joinValue(list, v string) string {
+	if list == "" {
 		return v
 	}
-	return joinedValues(h, "Cache-Control")
+	return list + ", " + v
 }
 
 // parseExpires reads an Expires value: an HTTP-date, or one whose names
