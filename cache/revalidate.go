@@ -45,6 +45,7 @@ type fetch struct {
 	length  int64
 	onDone  func()       // called last on the fetch's goroutine, if set
 	joined  atomic.Int32 // requests that share it besides the first
+	own     bool         // resRevalidated: fresh is for the request that sent it only
 }
 
 // Header implements engine.ResponseWriter.
@@ -96,7 +97,12 @@ func (f *fetch) start() {
 	case f.status == http.StatusNotModified && f.oldMeta != nil:
 		f.result = resRevalidated
 		f.fresh = x.freshen(f.oldMeta, &f.h, f.reqTime, now)
-		f.old.meta.Store(f.fresh)
+		if f.own = x.ownAnswer(f.fresh); !f.own {
+			f.old.meta.Store(f.fresh)
+		} else if f.fresh.cc.Has(httpgrammar.CCNoStore) || f.fresh.cc.Has(httpgrammar.CCPrivate) && f.fresh.cc.PrivateFields == "" {
+			// The origin now says the response must not be stored.
+			x.invalidate(f.pk)
+		}
 		atomic.AddUint64(&x.stats.Revalidated, 1)
 	case f.status >= 500:
 		f.result = resError
@@ -145,6 +151,25 @@ func (f *fetch) start() {
 		f.e.body = newBody(m.length)
 	}
 	f.e.publish(m, x.maxObject)
+}
+
+// ownAnswer reports whether the stored response m, as a 304 updated it,
+// is one for the request that brought the 304 only, and must not be
+// stored: its header now says no-store or private, or carries a
+// Set-Cookie that the cache does not store.
+func (x *Cache) ownAnswer(m *meta) bool {
+	if m.cc.Has(httpgrammar.CCNoStore) || m.cc.Has(httpgrammar.CCPrivate) && m.cc.PrivateFields == "" {
+		return true
+	}
+	if x.storeSetCookie {
+		return false
+	}
+	for _, f := range m.fields {
+		if strings.EqualFold(f.name, "Set-Cookie") && !listed(m.cc.NoCacheFields, f.name) && !listed(m.cc.PrivateFields, f.name) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameStrongETag reports whether a 304's ETag etag304 lets it update
@@ -265,6 +290,12 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 		atomic.AddUint64(&x.stats.Misses, 1)
 		return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
 	case resRevalidated:
+		if f.own && !started {
+			// The 304 made the stored response one for its own request
+			// only (a Set-Cookie, private): fetch this one's alone.
+			atomic.AddUint64(&x.stats.Misses, 1)
+			return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
+		}
 		return x.serve(c, e, f.fresh, ri, now, x.name+"; fwd="+fwd+"; fwd-status=304; ttl="+ttl(f.fresh, now))
 	case resError:
 		if x.staleOnError(m, ri, now) {

@@ -264,3 +264,55 @@ func TestSharedRevalidationLockTimeout(t *testing.T) {
 		t.Errorf("the request that joined: %q %v", body, err)
 	}
 }
+
+// A 304 that brings a Set-Cookie, or makes the response private,
+// answers the request that sent it but does not update the stored
+// response for everyone: another client never gets that cookie.
+func TestNotModifiedCookieNotStored(t *testing.T) {
+	tests := []struct {
+		name   string
+		fields []string // of the 304
+		stored bool     // the stored response stays for others
+	}{
+		{name: "set-cookie", fields: []string{"Set-Cookie: session=ALICE", "Cache-Control: max-age=60"}, stored: true},
+		{name: "private", fields: []string{"Cache-Control: private, max-age=60", "Set-Cookie: session=ALICE"}},
+		{name: "no-store", fields: []string{"Cache-Control: no-store", "Set-Cookie: session=ALICE"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o *origin
+			h := newHarness(t, Options{}, nil)
+			o = h.o
+			o.set(respond(&o, 200, "page", "Cache-Control: max-age=10", `ETag: "1"`))
+			_, stored := h.get(t, "/c")
+			o.set(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("If-None-Match") == "" {
+					w.Header().Set("Cache-Control", "max-age=60")
+					io.WriteString(w, "anew")
+					return
+				}
+				if r.Header.Get("Authorization") == "" {
+					w.Header().Set("Cache-Control", "max-age=60")
+				}
+				for _, f := range tt.fields {
+					if name, value, _ := strings.Cut(f, ":"); r.Header.Get("Authorization") != "" {
+						w.Header().Add(name, strings.TrimSpace(value))
+					}
+				}
+				w.WriteHeader(http.StatusNotModified)
+			})
+			h.clock.advance(time.Minute)
+			resp, body := h.get(t, "/c", "Authorization: Bearer alice")
+			if body != stored || resp.Header.Get("Set-Cookie") != "session=ALICE" {
+				t.Errorf("alice: %q Set-Cookie %q", body, resp.Header.Get("Set-Cookie"))
+			}
+			resp, body = h.get(t, "/c")
+			if resp.Header.Get("Set-Cookie") != "" {
+				t.Errorf("bob got Set-Cookie %q (%s)", resp.Header.Get("Set-Cookie"), resp.Header.Get("Cache-Status"))
+			}
+			if tt.stored && body != stored || !tt.stored && body != "anew" {
+				t.Errorf("bob: %q (%s)", body, resp.Header.Get("Cache-Status"))
+			}
+		})
+	}
+}
