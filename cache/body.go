@@ -35,8 +35,9 @@ type body struct {
 	mu     sync.Mutex
 	chunks [][]byte
 	n      int64
-	done   bool // complete
-	failed bool // broke off: readers stop with errBodyFailed
+	length int64 // the known length, or -1
+	done   bool  // complete
+	failed bool  // broke off: readers stop with errBodyFailed
 	wait   chan struct{}
 
 	// stream marks a body that is not stored and has one reader: the
@@ -45,15 +46,69 @@ type body struct {
 	// offset of chunks[0].
 	stream bool
 	base   int64
+
+	// window, when over 0, bounds what the body holds: a body that will
+	// not be stored (it outgrew MaxObjectSize) but that collapsed
+	// readers read keeps only its last window bytes (whole chunks), and
+	// a reader further behind is cut off.
+	window int64
+
+	all pipe.Content // sends the whole complete body; made once (sendAll)
+
+	first [1][]byte // chunks' first backing array: a short body needs no other
 }
 
-// newBody returns an empty body; a known length sizes its one chunk.
-func newBody(length int64) *body {
-	b := &body{}
-	if length > 0 {
-		b.chunks = [][]byte{make([]byte, 0, length)}
+// sendAll returns a Content that sends the whole body, which is complete:
+// one for every hit on it.
+func (b *body) sendAll() pipe.Content {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.all == nil {
+		b.all = func(w pipe.Writer) error { return b.writeTo(w, 0, -1, nil) }
 	}
+	return b.all
+}
+
+// newBody returns an empty body of the known length, or -1. Memory is
+// taken as the bytes come, in chunks that grow with the body (never
+// past a known length), not all at once before the first byte.
+func newBody(length int64) *body {
+	b := &body{length: length}
+	b.chunks = b.first[:0]
 	return b
+}
+
+// nextChunk is the capacity of the chunk that follows the b.n bytes
+// there are: chunkSize for a body of unknown length (so that at most
+// that much is unused), and for a known length as much again as there
+// is (at least chunkSize), up to what the length leaves, so that the
+// chunks add up to the length exactly.
+func (b *body) nextChunk() int64 {
+	if b.length <= b.n || b.window > 0 {
+		return chunkSize
+	}
+	return min(max(chunkSize, b.n), b.length-b.n)
+}
+
+// bound makes the body keep only about its last window bytes from now
+// on (see body.window).
+func (b *body) bound(window int64) {
+	b.mu.Lock()
+	b.window = max(window, 2*chunkSize)
+	b.trim()
+	b.mu.Unlock()
+}
+
+// trim lets go of the oldest chunks past the window, under b.mu.
+func (b *body) trim() {
+	if b.window <= 0 {
+		return
+	}
+	for len(b.chunks) > 1 && b.n-b.base-int64(len(b.chunks[0])) >= b.window {
+		b.base += int64(len(b.chunks[0]))
+		b.chunks[0] = nil
+		b.chunks = b.chunks[1:]
+	}
 }
 
 // append adds p (copied) and wakes the readers waiting for it.
@@ -65,7 +120,7 @@ func (b *body) append(p []byte) {
 			last = b.chunks[k-1]
 		}
 		if len(last) == cap(last) {
-			last = make([]byte, 0, chunkSize)
+			last = make([]byte, 0, b.nextChunk())
 			b.chunks = append(b.chunks, last)
 		}
 		n := min(cap(last)-len(last), len(p))
@@ -74,6 +129,7 @@ func (b *body) append(p []byte) {
 		b.n += int64(n)
 		p = p[n:]
 	}
+	b.trim()
 	b.wake()
 	b.mu.Unlock()
 }
@@ -125,9 +181,9 @@ func (b *body) next(off int64) (p []byte, done bool, wait <-chan struct{}, err e
 			b.chunks[0] = nil
 			b.chunks = b.chunks[1:]
 		}
-		if off < b.base {
-			return nil, false, nil, errBodyFailed
-		}
+	}
+	if off < b.base {
+		return nil, false, nil, errBodyFailed
 	}
 	if off < b.n {
 		rel := off - b.base

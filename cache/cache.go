@@ -17,7 +17,9 @@ import (
 // Options configures a Cache. The zero value is a sound configuration: a
 // 64 MB store named "Sluice", objects up to 8 MB.
 type Options struct {
-	// Name is the cache's name in Cache-Status (RFC 9211), a token.
+	// Name is the cache's name in Cache-Status (RFC 9211), an RFC 8941
+	// sf-token: a letter or '*', then letters, digits, ':', '/' or
+	// other token characters.
 	// Default "Sluice".
 	Name string
 
@@ -109,6 +111,7 @@ type Cache struct {
 	keyParts          []keyPart
 	cookieParts       int
 	poison            []string
+	poisonFirst       [256]bool // the first letters of poison, lower case
 	storeSetCookie    bool
 	lockTimeout       time.Duration
 	staleIfError      time.Duration
@@ -117,8 +120,10 @@ type Cache struct {
 	gen               atomic.Uint64
 
 	statusMethod string // Cache-Status of a request whose method is not cached
+	statusBody   string // Cache-Status of a GET or HEAD with a body
 	unsafeFilter pipe.Filter
 	methodFilter pipe.Filter
+	bodyFilter   pipe.Filter
 
 	stats   Stats
 	objects atomic.Int64 // response entries in the store
@@ -154,8 +159,8 @@ func New(opts Options) (*Cache, error) {
 	if x.name == "" {
 		x.name = "Sluice"
 	}
-	if !httpgrammar.IsToken(x.name) {
-		return nil, fmt.Errorf("cache: name %q is not a token", x.name)
+	if !isSFToken(x.name) {
+		return nil, fmt.Errorf("cache: name %q is not a Structured Field token", x.name)
 	}
 	size := opts.Size
 	switch {
@@ -227,10 +232,16 @@ func New(opts Options) (*Cache, error) {
 		}
 		if !keyed {
 			x.poison = append(x.poison, f)
+			x.poisonFirst[f[0]|0x20] = true
 		}
 	}
 	x.store = evict.New(size, x.evicted)
 	x.statusMethod = x.name + "; fwd=method"
+	x.statusBody = x.name + "; fwd=request; detail=request-body"
+	x.bodyFilter = func(c *pipe.Conn) pipe.Wrap {
+		c.Header().Add("Cache-Status", x.statusBody)
+		return nil
+	}
 	x.unsafeFilter = x.invalidateAfter
 	x.methodFilter = func(c *pipe.Conn) pipe.Wrap {
 		c.Header().Add("Cache-Status", x.statusMethod)
@@ -261,6 +272,15 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 	if !get && !r.IsMethod("HEAD") {
 		return x.passMethod(c, rest)
 	}
+	if r.ContentLength != 0 || r.Header("Transfer-Encoding") != nil {
+		// A body is no part of the key: what the rest makes of it must
+		// not be stored, nor shared with requests collapsed onto it.
+		x.count(c, outPass)
+		mark := c.FilterMark()
+		ok := rest.Handle(c)
+		c.NestFilters(mark, x.bodyFilter)
+		return ok
+	}
 	ri := readRequest(r)
 	ri.cookie = x.stripUnkeyed(r)
 	now := x.now()
@@ -272,7 +292,7 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 		switch x.judge(m, &ri, now) {
 		case useFresh:
 			x.count(c, outHit)
-			return x.serve(c, found, m, &ri, now, x.hitStatus(m, now))
+			return x.serve(c, found, m, &ri, now, found.strings(x, m, now).status)
 		case useStale:
 			x.count(c, outStale)
 			return x.serve(c, found, m, &ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=max-stale")
@@ -303,7 +323,7 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 		e, lead := x.join(ck, !ri.head)
 		if lead {
 			leader = e
-		} else if e != nil && x.waitCollapsed(c, e, &ri, now) {
+		} else if e != nil && x.waitCollapsed(c, e, &ri) {
 			return true
 		}
 	}

@@ -145,3 +145,18 @@ func isTokenChar(c byte) bool {
 	}
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
+
+// isSFToken reports whether s is an RFC 8941 sf-token, as a cache's name
+// in Cache-Status must be (RFC 9211 §2): a letter or '*', then tchar,
+// ':' or '/'.
+func isSFToken(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z' || s[0] == '*') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}

@@ -54,7 +54,7 @@ func (x *Cache) readersOf(e *entry) int {
 // request must go on its own: the wait outlasted LockTimeout, the fetch
 // was abandoned (its response was not storable) or its response varies
 // on what this request sent otherwise.
-func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo, now time.Time) bool {
+func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo) bool {
 	timer := time.NewTimer(x.lockTimeout)
 	defer timer.Stop()
 	select {
@@ -63,18 +63,37 @@ func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo, now time.Time
 		// The leader may never bring a header (its content failed before
 		// committing): let the next request lead instead.
 		x.leave(e)
+		x.unread(e)
 		return false
 	}
 	if e.abandoned.Load() {
+		x.unread(e)
 		return false
 	}
 	m := e.meta.Load()
-	if m.vary != nil && secondaryKey(c.Request, m.vary) != e.sk {
-		return false
-	}
-	if !encodingAcceptable(c.Request, m) {
+	if m.vary != nil && secondaryKey(c.Request, m.vary) != e.sk || !encodingAcceptable(c.Request, m) {
+		x.unread(e)
 		return false
 	}
 	x.count(c, outCollapsed)
-	return x.serve(c, e, m, ri, x.now(), x.name+"; fwd=miss; fwd-status="+strconv.Itoa(m.status)+"; collapsed; ttl="+ttl(m, x.now()))
+	now := x.now()
+	x.serve(c, e, m, ri, now, x.name+"; fwd=miss; fwd-status="+strconv.Itoa(m.status)+"; collapsed; ttl="+ttl(m, now))
+	content := c.Content()
+	if content == nil {
+		x.unread(e)
+		return true
+	}
+	// The reader counts until it has read what it reads.
+	c.SetContent(func(w pipe.Writer) error {
+		defer x.unread(e)
+		return content(w)
+	})
+	return true
+}
+
+// unread counts off a reader of e that is done with it (or never read).
+func (x *Cache) unread(e *entry) {
+	x.mu.Lock()
+	e.readers--
+	x.mu.Unlock()
 }

@@ -89,6 +89,8 @@ func TestDirectives(t *testing.T) {
 		{name: "authorization s-maxage", resp: []string{"Cache-Control: s-maxage=60"}, first: []string{"Authorization: Basic dTpw"}, origin: 1},
 		{name: "authorization must-revalidate", resp: []string{"Cache-Control: max-age=60, must-revalidate"}, first: []string{"Authorization: Basic dTpw"}, origin: 1},
 		{name: "set-cookie", resp: []string{"Cache-Control: max-age=60", "Set-Cookie: a=b"}, origin: 2, status2: "Sluice; fwd=miss; fwd-status=200; detail=set-cookie"},
+		{name: "set-cookie private", resp: []string{`Cache-Control: max-age=60, private="Set-Cookie"`, "Set-Cookie: a=b"}, origin: 1},
+		{name: "set-cookie no-cache", resp: []string{`Cache-Control: max-age=60, no-cache="set-cookie"`, "Set-Cookie: a=b"}, origin: 1},
 		{name: "set-cookie stored when configured", opts: Options{StoreSetCookie: true}, resp: []string{"Cache-Control: max-age=60", "Set-Cookie: a=b"}, origin: 1},
 		{name: "heuristic off", opts: Options{HeuristicFraction: -1}, resp: []string{"Last-Modified: " + date(-10*24*time.Hour), "Date: " + date(0)}, origin: 2},
 		{name: "vary star", resp: []string{"Cache-Control: max-age=60", "Vary: *"}, origin: 2},
@@ -128,6 +130,9 @@ func TestDirectives(t *testing.T) {
 			if tt.origin == 1 && b2 != b1 {
 				t.Errorf("second body %q, want the stored %q", b2, b1)
 			}
+			if tt.origin == 1 && !tt.opts.StoreSetCookie && r2.Header.Get("Set-Cookie") != "" {
+				t.Errorf("a stored answer carries Set-Cookie %q", r2.Header.Get("Set-Cookie"))
+			}
 			if tt.origin == 1 && r2.StatusCode != status {
 				t.Errorf("second status %d, want %d", r2.StatusCode, status)
 			}
@@ -160,5 +165,31 @@ func waitCount(t *testing.T, o *origin, n int64) {
 			t.Fatalf("origin saw %d requests, waiting for %d", o.n.Load(), n)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A bare private or no-cache after the qualified form means the whole
+// response: not stored, or validated on every reuse.
+func TestBareAfterQualified(t *testing.T) {
+	tests := []struct {
+		cc     string
+		stored bool // a second request is answered without the origin
+	}{
+		{cc: `private="x-a", private, max-age=60`},
+		{cc: `no-cache="x-a", no-cache, max-age=60`},
+		{cc: `private="x-a", max-age=60`, stored: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cc, func(t *testing.T) {
+			var o *origin
+			h := newHarness(t, Options{}, nil)
+			o = h.o
+			o.set(respond(&o, 200, "v", "Cache-Control: "+tt.cc))
+			h.get(t, "/b")
+			resp, _ := h.get(t, "/b")
+			if got := o.n.Load() == 1; got != tt.stored {
+				t.Errorf("origin saw %d requests (%s)", o.n.Load(), resp.Header.Get("Cache-Status"))
+			}
+		})
 	}
 }

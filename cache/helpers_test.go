@@ -192,3 +192,49 @@ func (x *Cache) waiting(ck string) int {
 	}
 	return 0
 }
+
+// sharing returns how many requests joined a revalidation in flight
+// besides the one that started it.
+func (x *Cache) sharing() int {
+	n := 0
+	x.store.Range(func(_ string, e *entry) bool {
+		if f := e.pending.Load(); f != nil {
+			n += int(f.joined.Load())
+		}
+		return true
+	})
+	return n
+}
+
+// joined returns how many requests joined the fetches in flight.
+func (x *Cache) joined() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for _, e := range x.inflight {
+		n += e.readers
+	}
+	return n
+}
+
+// inflightHeld returns the bytes the bodies of the fetches in flight
+// hold in memory.
+func (x *Cache) inflightHeld() int64 {
+	x.mu.Lock()
+	es := make([]*entry, 0, len(x.inflight))
+	for _, e := range x.inflight {
+		es = append(es, e)
+	}
+	x.mu.Unlock()
+	var n int64
+	for _, e := range es {
+		select {
+		case <-e.ready:
+			if e.body != nil {
+				n += e.body.capacity()
+			}
+		default:
+		}
+	}
+	return n
+}

@@ -18,7 +18,7 @@ import (
 func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Time, status string) bool {
 	h := c.Header()
 	r := c.Request
-	age := ageString(m.currentAge(now))
+	age := e.strings(x, m, now).age
 	if m.status >= 200 && m.status < 300 {
 		switch code := precondition(r, m); code {
 		case http.StatusNotModified:
@@ -91,13 +91,18 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 		}, func() int64 { return parts.Length }))
 		return true
 	}
-	c.SetContent(x.counted(c, func(w pipe.Writer) error { return content.writeTo(w, off, end, gone) }, func() int64 {
+	size := func() int64 {
 		if end >= 0 {
 			return end - off
 		}
 		n, _ := content.state()
 		return n - off
-	}))
+	}
+	if b, ok := content.(*body); ok && done && off == 0 && end < 0 {
+		c.SetContent(x.counted(c, b.sendAll(), size))
+		return true
+	}
+	c.SetContent(x.counted(c, func(w pipe.Writer) error { return content.writeTo(w, off, end, gone) }, size))
 	return true
 }
 

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"net/url"
+	"strings"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
@@ -18,18 +19,51 @@ func (x *Cache) invalidateAfter(c *pipe.Conn) pipe.Wrap {
 		return nil
 	}
 	r := c.Request
-	x.invalidate(x.primaryKey(r))
+	x.invalidateURI(x.uriKey(r))
 	for _, name := range [...]string{"Location", "Content-Location"} {
 		if v := h.Get(name); v != "" {
-			if pk, ok := x.sameOriginKey(r, v); ok {
-				x.invalidate(pk)
+			if uk, ok := x.sameOriginKey(r, v); ok {
+				x.invalidateURI(uk)
 			}
 		}
 	}
 	return nil
 }
 
-// sameOriginKey returns the primary key of the URI reference ref,
+// uriKey is the primary key of r's URI without the extra key parts.
+func (x *Cache) uriKey(r *engine.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return x.keyFor(scheme, r.Host, r.Path, r.Query, nil)
+}
+
+// invalidateURI removes what is stored for the URI whose key without
+// extra parts is uk: with extra key parts (Options.Key), the responses
+// stored under every value of them.
+func (x *Cache) invalidateURI(uk string) {
+	if len(x.keyParts) == 0 {
+		x.invalidate(uk)
+		return
+	}
+	// Keys with parts are uk, NUL, the parts: no path or query holds a
+	// NUL, so the prefix picks this URI's keys only.
+	prefix := uk + "\x00"
+	var keys []string
+	x.store.Range(func(k string, _ *entry) bool {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+		return true
+	})
+	for _, k := range keys {
+		x.invalidate(k)
+	}
+}
+
+// sameOriginKey returns the key without extra parts (see uriKey) of the
+// URI reference ref,
 // resolved against r's target, when it is on r's scheme and host.
 func (x *Cache) sameOriginKey(r *engine.Request, ref string) (string, bool) {
 	u, err := url.Parse(ref)
@@ -53,5 +87,5 @@ func (x *Cache) sameOriginKey(r *engine.Request, ref string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return x.keyFor(scheme, r.Host, path, []byte(abs.RawQuery), r), true
+	return x.keyFor(scheme, r.Host, path, []byte(abs.RawQuery), nil), true
 }

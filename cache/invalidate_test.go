@@ -109,3 +109,29 @@ func TestInvalidateVariants(t *testing.T) {
 		t.Errorf("%d fetches still in flight", n)
 	}
 }
+
+// With extra key parts, an unsafe request invalidates the URI under
+// every value of them, not only the one it sent (§4.4 names the URI).
+func TestInvalidateKeyParts(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{Key: []string{"header:X-Lang", "cookie:region"}}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "v", "Cache-Control: max-age=60"))
+	variants := [][]string{{"X-Lang: fr"}, {"X-Lang: en", "Cookie: region=eu"}, nil}
+	for _, v := range variants {
+		h.get(t, "/i", v...)
+		h.get(t, "/j", v...)
+	}
+	if o.n.Load() != 6 {
+		t.Fatalf("origin saw %d requests storing 6 responses", o.n.Load())
+	}
+	h.do(t, "POST", "/i", "X-Lang: de")
+	for _, v := range variants {
+		if resp, _ := h.get(t, "/i", v...); strings.HasPrefix(resp.Header.Get("Cache-Status"), "Sluice; hit") {
+			t.Errorf("/i %v still stored after the POST", v)
+		}
+		if resp, _ := h.get(t, "/j", v...); !strings.HasPrefix(resp.Header.Get("Cache-Status"), "Sluice; hit") {
+			t.Errorf("/j %v invalidated: %s", v, resp.Header.Get("Cache-Status"))
+		}
+	}
+}

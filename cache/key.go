@@ -152,35 +152,39 @@ func trimDot(h []byte) []byte {
 }
 
 // cookieValue returns the value of the cookie name in r's Cookie fields.
-func cookieValue(r *engine.Request, name string) ([]byte, bool) {
+func cookieValue(r *engine.Request, name string) (value []byte, found bool) {
 	for _, f := range r.Fields {
-		if !httpgrammar.EqualFold(f.Name, "Cookie") {
-			continue
-		}
-		v := f.Value
-		for len(v) > 0 {
-			var pair []byte
-			if i := indexByte(v, ';'); i >= 0 {
-				pair, v = v[:i], v[i+1:]
-			} else {
-				pair, v = v, nil
-			}
-			pair = httpgrammar.TrimOWS(pair)
-			if i := indexByte(pair, '='); i >= 0 && string(pair[:i]) == name {
-				return pair[i+1:], true
+		if httpgrammar.EqualFold(f.Name, "Cookie") {
+			cookiePairs(f.Value, func(n, v, _ []byte) bool {
+				if string(n) == name {
+					value, found = v, true
+				}
+				return !found
+			})
+			if found {
+				return value, true
 			}
 		}
 	}
 	return nil, false
 }
 
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
+// cookiePairs calls fn with the name, value and whole pair of each
+// name=value pair of a Cookie field value (pairs without '=' are
+// skipped), until fn returns false.
+func cookiePairs(v []byte, fn func(name, value, pair []byte) bool) {
+	for len(v) > 0 {
+		var pair []byte
+		if i := bytes.IndexByte(v, ';'); i >= 0 {
+			pair, v = v[:i], v[i+1:]
+		} else {
+			pair, v = v, nil
+		}
+		pair = httpgrammar.TrimOWS(pair)
+		if i := bytes.IndexByte(pair, '='); i >= 0 && !fn(pair[:i], pair[i+1:], pair) {
+			return
 		}
 	}
-	return -1
 }
 
 // codings are the content codings Accept-Encoding is normalised to in a
@@ -271,11 +275,16 @@ var poisonFields = []string{
 	"X-Forwarded-Host", "X-Host", "X-Forwarded-Server", "X-Original-URL",
 	"X-Rewrite-URL", "X-Original-Host", "X-HTTP-Method-Override",
 	"X-HTTP-Method", "X-Method-Override", "Forwarded",
+	"X-Forwarded-Proto", "X-Forwarded-Scheme", "X-Forwarded-Port", "X-Forwarded-Prefix",
 }
 
 // isPoisonField reports whether a request field must not reach the rest
 // of the pipeline on a cacheable request.
 func (x *Cache) isPoisonField(name []byte) bool {
+	if len(name) == 0 || !x.poisonFirst[name[0]|0x20] {
+		// Most fields start with a letter no poison field starts with.
+		return false
+	}
 	for _, p := range x.poison {
 		if httpgrammar.EqualFold(name, p) {
 			return true
@@ -321,20 +330,9 @@ func (x *Cache) stripUnkeyed(r *engine.Request) (unkeyedCookie bool) {
 // parts, joined by "; " (a new slice), or nil.
 func (x *Cache) keyedCookies(v []byte) []byte {
 	var out []byte
-	for len(v) > 0 {
-		var pair []byte
-		if i := indexByte(v, ';'); i >= 0 {
-			pair, v = v[:i], v[i+1:]
-		} else {
-			pair, v = v, nil
-		}
-		pair = httpgrammar.TrimOWS(pair)
-		i := indexByte(pair, '=')
-		if i < 0 {
-			continue
-		}
+	cookiePairs(v, func(name, _, pair []byte) bool {
 		for _, p := range x.keyParts {
-			if p.cookie && p.name == string(pair[:i]) {
+			if p.cookie && p.name == string(name) {
 				if len(out) > 0 {
 					out = append(out, "; "...)
 				}
@@ -342,6 +340,7 @@ func (x *Cache) keyedCookies(v []byte) []byte {
 				break
 			}
 		}
-	}
+		return true
+	})
 	return out
 }

@@ -28,6 +28,7 @@ type tap struct {
 	over    bool  // the body outgrew MaxObjectSize: not stored
 	sk      string
 	ended   bool
+	content pipe.Content // the rest's, when run stands in for it
 }
 
 // miss runs rest for the request and stores what it produces when it
@@ -58,7 +59,28 @@ func (x *Cache) miss(c *pipe.Conn, rest pipe.Component, ri *reqInfo, pk, ck stri
 		return ok
 	}
 	c.NestFilters(mark, t.filter)
+	if leader != nil {
+		// A content that panics must still release whoever joined the
+		// fetch, or the key would hang with its entry in flight.
+		t.content = c.Content()
+		if t.content != nil {
+			c.SetContent(t.run)
+		}
+	}
 	return ok
+}
+
+// run is the rest's content, for a collapse leader: a panic in it
+// breaks the entry off (its readers stop, the key leaves the in-flight
+// map) before it goes on up.
+func (t *tap) run(w pipe.Writer) error {
+	defer func() {
+		if v := recover(); v != nil {
+			t.fail()
+			panic(v)
+		}
+	}()
+	return t.content(w)
 }
 
 // filter runs at commit, with the response's final status and header.
@@ -93,8 +115,18 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	if h.Get("Date") == "" {
 		h.Set("Date", m.get("Date"))
 	}
-	h.Set("Age", ageString(m.currentAge(now)))
-	h.Add("Cache-Status", x.name+"; fwd="+t.fwd+"; fwd-status="+strconv.Itoa(status)+"; stored; ttl="+ttl(m, now))
+	age := max(0, int64(m.currentAge(now)/time.Second))
+	h.Set("Age", strconv.FormatInt(age, 10))
+	var buf [128]byte
+	b := append(buf[:0], x.name...)
+	b = append(b, "; fwd="...)
+	b = append(b, t.fwd...)
+	b = append(b, "; fwd-status="...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, storedParam(m)...)
+	b = append(b, "; ttl="...)
+	b = strconv.AppendInt(b, int64(m.lifetime/time.Second)-age, 10)
+	h.Add("Cache-Status", string(b))
 	return t.wrap
 }
 
@@ -115,6 +147,9 @@ func (t *tap) Write(p []byte) (int, error) {
 			if t.x.leave(t.e) == 0 {
 				// Nobody reads along: stop keeping the bytes.
 				t.e.body.finish(true)
+			} else {
+				// Readers along get the rest, from a bounded window.
+				t.e.body.bound(t.x.maxObject)
 			}
 		}
 	}

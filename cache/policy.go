@@ -2,6 +2,7 @@ package cache
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,8 @@ type meta struct {
 	ageValue     time.Duration // the Age field
 	lifetime     time.Duration // freshness lifetime (§4.2.1)
 	headerSize   int64
-	val          *conditional.Validators // etag, lastMod and lastModT, made once
+	val          conditional.Validators // etag, lastMod and lastModT, once hasVal
+	hasVal       bool
 }
 
 // get returns the first stored value of name.
@@ -56,9 +58,10 @@ func (m *meta) currentAge(now time.Time) time.Duration {
 }
 
 // noStaleServing reports whether the response forbids serving it stale
-// in a shared cache (§4.2.4, §5.2.2.2, §5.2.2.8, §5.2.2.10).
+// (or unvalidated) in a shared cache (§4.2.4, §5.2.2.2, §5.2.2.4,
+// §5.2.2.8, §5.2.2.10).
 func (m *meta) noStaleServing() bool {
-	return m.cc.Flags&(httpgrammar.CCMustRevalidate|httpgrammar.CCProxyRevalidate) != 0 || m.cc.SMaxage >= 0
+	return m.cc.Flags&(httpgrammar.CCMustRevalidate|httpgrammar.CCProxyRevalidate) != 0 || m.cc.SMaxage >= 0 || m.mustValidate()
 }
 
 // mustValidate reports whether every reuse needs validation: a bare
@@ -69,12 +72,12 @@ func (m *meta) mustValidate() bool {
 
 // validators are m's, for package conditional.
 func (m *meta) validators() *conditional.Validators {
-	if m.val == nil {
+	if !m.hasVal {
 		// A meta is complete before it is shared; only tests make one
 		// without newMeta or freshen.
 		return &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
 	}
-	return m.val
+	return &m.val
 }
 
 // hasValidator reports whether a conditional request can revalidate m.
@@ -145,7 +148,8 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if status == http.StatusPartialContent {
 		return nil, whyPartial
 	}
-	m.cc = httpgrammar.ParseCacheControl(cacheControl(h))
+	ccv, connection := controlFields(h)
+	m.cc = httpgrammar.ParseCacheControl(ccv)
 	cc := &m.cc
 	if cc.Has(httpgrammar.CCMustUnderstand) {
 		if !understoodStatus(status) {
@@ -173,16 +177,13 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if m.length > x.maxObject {
 		return nil, whyTooLarge
 	}
-	var connection string
-	if v := joinedValues(h, "Connection"); v != "" {
-		connection = v
-	}
 	var expires string
 	hasExpires, ageSeen := false, false
 	ok := true
+	m.fields = make([]field, 0, 8) // one allocation for a usual header
 	h.Values(func(name, value string) bool {
 		switch {
-		case httpgrammar.IsHopByHop(name, connection) || strings.EqualFold(name, "Proxy-Connection"):
+		case httpgrammar.IsHopByHop(name, connection):
 			return true
 		case strings.EqualFold(name, "Age"):
 			if !ageSeen {
@@ -191,6 +192,10 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 			}
 			return true
 		case strings.EqualFold(name, "Set-Cookie"):
+			if listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name) {
+				// Stored without it (§5.2.2.4, §5.2.2.7).
+				return true
+			}
 			if !x.storeSetCookie {
 				ok = false
 				return false
@@ -243,7 +248,8 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 		return nil, whyVaryStar
 	}
 	if len(m.vary) > 1 {
-		m.vary = compactSorted(m.vary)
+		slices.Sort(m.vary)
+		m.vary = slices.Compact(m.vary)
 	}
 	if m.headerSize > x.maxHeader {
 		return nil, whyHeaderSize
@@ -279,7 +285,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if m.lifetime <= m.currentAge(respTime) && !m.hasValidator() && cc.StaleWhileRevalidate <= 0 && cc.StaleIfError <= 0 && x.staleIfError <= 0 {
 		return nil, whyNoFreshness
 	}
-	m.val = &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
+	m.val, m.hasVal = conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}, true
 	return m, ""
 }
 
@@ -304,21 +310,6 @@ func joinedValues(h *engine.Header, name string) string {
 // listed reports whether the field list names name.
 func listed(list, name string) bool {
 	return list != "" && httpgrammar.HasToken(list, strings.ToLower(name))
-}
-
-func compactSorted(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	out := s[:1]
-	for _, v := range s[1:] {
-		if v != out[len(out)-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // freshen returns the stored response m updated by a 304 (or a HEAD's
@@ -396,7 +387,7 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		ccs = cdns
 	}
 	n.cc = httpgrammar.ParseCacheControl(ccs)
-	n.val = &conditional.Validators{ETag: n.etag, LastModified: n.lastMod, ModTime: n.lastModT}
+	n.val, n.hasVal = conditional.Validators{ETag: n.etag, LastModified: n.lastMod, ModTime: n.lastModT}, true
 	switch {
 	case n.cc.SMaxage >= 0:
 		n.lifetime = time.Duration(n.cc.SMaxage) * time.Second
@@ -454,15 +445,42 @@ func parseAge(v string) time.Duration {
 	return time.Duration(min(n, httpgrammar.DeltaInfinity)) * time.Second
 }
 
-// cacheControl returns the directives the cache follows for a response:
+// controlFields returns the directives the cache follows for a response:
 // those of CDN-Cache-Control when the response has that field and it is
 // valid (RFC 9213: a cache that honours it ignores Cache-Control), else
 // Cache-Control's, the field lines joined.
-func cacheControl(h *engine.Header) string {
-	if v := joinedValues(h, "CDN-Cache-Control"); validCDN(v) {
+// It returns the Connection field's lines joined too, all in one pass
+// over h.
+func controlFields(h *engine.Header) (cc, connection string) {
+	var cdn string
+	h.Values(func(name, value string) bool {
+		switch len(name) {
+		case len("Cache-Control"):
+			if strings.EqualFold(name, "Cache-Control") {
+				cc = joinValue(cc, value)
+			}
+		case len("CDN-Cache-Control"):
+			if strings.EqualFold(name, "CDN-Cache-Control") {
+				cdn = joinValue(cdn, value)
+			}
+		case len("Connection"):
+			if strings.EqualFold(name, "Connection") {
+				connection = joinValue(connection, value)
+			}
+		}
+		return true
+	})
+	if cdn != "" && validCDN(cdn) {
+		cc = cdn
+	}
+	return cc, connection
+}
+
+func joinValue(list, v string) string {
+	if list == "" {
 		return v
 	}
-	return joinedValues(h, "Cache-Control")
+	return list + ", " + v
 }
 
 // parseExpires reads an Expires value: an HTTP-date, or one whose names

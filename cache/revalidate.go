@@ -1,12 +1,14 @@
 package cache
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-server/sluice/conditional"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
@@ -17,6 +19,7 @@ const (
 	resFull        = iota // a new response, to serve (stored if it may be)
 	resRevalidated        // a 304: the stored response is fresh again
 	resError              // a 5xx, or no response at all
+	resMismatch           // a 304 whose strong ETag is not the stored response's
 )
 
 // fetch runs the rest of the pipeline on a request of the cache's own (a
@@ -40,7 +43,9 @@ type fetch struct {
 	result  int
 	fresh   *meta // resRevalidated: the stored response freshened
 	length  int64
-	onDone  func() // called last on the fetch's goroutine, if set
+	onDone  func()       // called last on the fetch's goroutine, if set
+	joined  atomic.Int32 // requests that share it besides the first
+	own     bool         // resRevalidated: fresh is for the request that sent it only
 }
 
 // Header implements engine.ResponseWriter.
@@ -84,19 +89,39 @@ func (f *fetch) start() {
 	x := f.x
 	now := x.now()
 	switch {
+	case f.status == http.StatusNotModified && f.oldMeta != nil && !sameStrongETag(f.h.Get("ETag"), f.oldMeta.etag):
+		// It selects no stored response for update (§4.3.4): the stored
+		// one is out of date, and the request goes on without it.
+		f.result = resMismatch
+		x.invalidate(f.pk)
 	case f.status == http.StatusNotModified && f.oldMeta != nil:
 		f.result = resRevalidated
 		f.fresh = x.freshen(f.oldMeta, &f.h, f.reqTime, now)
-		f.old.meta.Store(f.fresh)
+		if f.own = x.ownAnswer(f.fresh); !f.own {
+			f.old.meta.Store(f.fresh)
+		} else if f.fresh.cc.Has(httpgrammar.CCNoStore) || f.fresh.cc.Has(httpgrammar.CCPrivate) && f.fresh.cc.PrivateFields == "" {
+			// The origin now says the response must not be stored.
+			x.invalidate(f.pk)
+		}
 		atomic.AddUint64(&x.stats.Revalidated, 1)
 	case f.status >= 500:
 		f.result = resError
 	}
 	m, why := x.newMeta(f.status, &f.h, &f.ri, nil, f.reqTime, now)
+	if f.result == resMismatch {
+		m = nil
+	}
+	if f.result == resError && x.staleOnError(f.oldMeta, &f.ri, now) {
+		// The stale response answers this failure: an error page must
+		// not replace it in the store (the next request would get the
+		// error as a hit).
+		m, why = nil, whyStatus
+	}
 	if m != nil && f.result != resRevalidated {
 		f.m = m
 		if m.vary != nil {
 			f.sk = secondaryKey(f.req, m.vary)
+			f.e.sk = f.sk
 		}
 	} else if f.result == resFull {
 		switch why {
@@ -109,6 +134,13 @@ func (f *fetch) start() {
 	if m == nil {
 		m = passMeta(f.status, &f.h, now)
 	}
+	if f.m == nil {
+		// Decided: an error, a 304 (the stored response is freshened
+		// already) or a response nobody else may have. A request that
+		// comes from now on must ask anew, not take this answer, which
+		// may be out of date by then (the origin recovered).
+		f.old.pending.CompareAndSwap(f, nil)
+	}
 	f.length = m.length
 	f.e.body = newBody(-1)
 	if f.m == nil && f.result != resRevalidated {
@@ -119,6 +151,36 @@ func (f *fetch) start() {
 		f.e.body = newBody(m.length)
 	}
 	f.e.publish(m, x.maxObject)
+}
+
+// ownAnswer reports whether the stored response m, as a 304 updated it,
+// is one for the request that brought the 304 only, and must not be
+// stored: its header now says no-store or private, or carries a
+// Set-Cookie that the cache does not store.
+func (x *Cache) ownAnswer(m *meta) bool {
+	if m.cc.Has(httpgrammar.CCNoStore) || m.cc.Has(httpgrammar.CCPrivate) && m.cc.PrivateFields == "" {
+		return true
+	}
+	if x.storeSetCookie {
+		return false
+	}
+	for _, f := range m.fields {
+		if strings.EqualFold(f.name, "Set-Cookie") && !listed(m.cc.NoCacheFields, f.name) && !listed(m.cc.PrivateFields, f.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameStrongETag reports whether a 304's ETag etag304 lets it update
+// the stored response with ETag stored (RFC 9111 §4.3.4): a strong one
+// must be the stored strong ETag; a weak one or none defers to the
+// other validators, which the request was sent with.
+func sameStrongETag(etag304, stored string) bool {
+	if etag304 == "" || strings.HasPrefix(etag304, "W/") {
+		return true
+	}
+	return conditional.MatchETag([]byte(etag304), stored, false)
 }
 
 // passMeta is the meta of a response delivered without being stored.
@@ -136,7 +198,7 @@ func passMeta(status int, h *engine.Header, now time.Time) *meta {
 
 // run serves rest to the fetch and completes the body; it runs on the
 // fetch's own goroutine and never panics.
-func (f *fetch) run(rest pipe.Component) {
+func (f *fetch) run(h engine.Handler) {
 	if f.onDone != nil {
 		defer f.onDone()
 	}
@@ -159,7 +221,7 @@ func (f *fetch) run(rest pipe.Component) {
 			atomic.AddUint64(&f.x.stats.Stored, 1)
 		}
 	}()
-	pipe.Handler(rest).Serve(f, f.req)
+	h.Serve(f, f.req)
 	f.start()
 }
 
@@ -167,21 +229,26 @@ func (f *fetch) run(rest pipe.Component) {
 // meta m) in flight, or sends a conditional request for it down rest on
 // a goroutine of its own: concurrent requests for a stale response share
 // one revalidation, as misses share one fetch.
-func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo, pk string, old *entry, m *meta) (*fetch, bool) {
+func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk string, old *entry, m *meta) (*fetch, bool) {
 	if f := old.pending.Load(); f != nil {
+		f.joined.Add(1)
 		return f, false
 	}
 	now := x.now()
-	f := &fetch{x: x, req: conditionalRequest(r, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
+	f := &fetch{x: x, req: conditionalRequest(c.Request, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
 	f.h.SetContentLength(-1)
-	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore}
+	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore, cc: httpgrammar.ParseCacheControl([]byte(nil))}
+	f.ri.cc.StaleIfError = ri.cc.StaleIfError
 	if !old.pending.CompareAndSwap(nil, f) {
 		if g := old.pending.Load(); g != nil {
+			g.joined.Add(1)
 			return g, false
 		}
 	}
 	f.onDone = func() { old.pending.CompareAndSwap(f, nil) }
-	go f.run(rest)
+	// The rest runs on a Conn of its own that carries the client's route
+	// parameters and values, as the client's own Conn would.
+	go f.run(c.Handler(rest))
 	return f, true
 }
 
@@ -191,8 +258,24 @@ func (x *Cache) revalidation(rest pipe.Component, r *engine.Request, ri *reqInfo
 // the rest fails and staleness is allowed on error, or the new response
 // as it streams in.
 func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string) bool {
-	f, started := x.revalidation(rest, c.Request, ri, pk, e, m)
-	<-f.e.ready
+	f, started := x.revalidation(rest, c, ri, pk, e, m)
+	var timeout <-chan time.Time
+	if !started {
+		// Another request's revalidation: wait for its header at most
+		// LockTimeout, as for a collapsed miss, then fetch alone.
+		timer := time.NewTimer(x.lockTimeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	select {
+	case <-f.e.ready:
+	case <-timeout:
+		x.count(c, outMiss)
+		return x.miss(c, rest, ri, pk, pk, nil, fwd, x.now())
+	case <-c.Gone():
+		// Nobody to answer; the revalidation goes on for the store.
+		return c.Error(http.StatusServiceUnavailable, "client gone")
+	}
 	now := x.now()
 	if f.e.abandoned.Load() {
 		if x.staleOnError(m, ri, now) {
@@ -204,7 +287,16 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 		return c.Error(http.StatusBadGateway, "no response")
 	}
 	switch f.result {
+	case resMismatch:
+		x.count(c, outMiss)
+		return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
 	case resRevalidated:
+		if f.own && !started {
+			// The 304 made the stored response one for its own request
+			// only (a Set-Cookie, private): fetch this one's alone.
+			x.count(c, outMiss)
+			return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
+		}
 		x.count(c, outRevalidated)
 		return x.serve(c, e, f.fresh, ri, now, x.name+"; fwd="+fwd+"; fwd-status=304; ttl="+ttl(f.fresh, now))
 	case resError:
@@ -213,25 +305,41 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 			return x.serve(c, e, m, ri, now, x.name+"; fwd="+fwd+"; fwd-status="+strconv.Itoa(f.status)+"; detail=stale-if-error")
 		}
 	}
-	if !started && f.e.body.stream {
-		// Another request's revalidation brought a response that is not
-		// stored and that its own request reads: fetch this one's alone.
+	nm := f.e.meta.Load()
+	if !started && !f.shareable(c.Request, nm) {
+		// Another request's revalidation brought a response that only
+		// its own request may have: fetch this one's alone.
 		x.count(c, outMiss)
 		return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
 	}
 	x.count(c, outMiss)
-	nm := f.e.meta.Load()
 	status := x.name + "; fwd=" + fwd + "; fwd-status=" + strconv.Itoa(f.status)
 	if f.m != nil {
-		status += "; stored; ttl=" + ttl(nm, now)
+		status += storedParam(nm) + "; ttl=" + ttl(nm, now)
 	}
 	return x.serve(c, f.e, nm, ri, now, status)
+}
+
+// shareable reports whether the new response nm that another request's
+// revalidation brought may answer r too: only a response that is stored
+// (anyone could then have it from the store) and that its Vary selects
+// for r as for the request that brought it. An unstored response (a
+// private answer to an Authorization or a Cookie) goes only to the
+// request that triggered the revalidation.
+func (f *fetch) shareable(r *engine.Request, nm *meta) bool {
+	if f.m == nil || f.e.body.stream {
+		return false
+	}
+	if nm.vary != nil && secondaryKey(r, nm.vary) != f.sk {
+		return false
+	}
+	return encodingAcceptable(r, nm)
 }
 
 // background revalidates the stored response m behind a stale answer
 // (stale-while-revalidate), one revalidation per entry at a time.
 func (x *Cache) background(rest pipe.Component, c *pipe.Conn, e *entry, m *meta, pk string, ri *reqInfo) {
-	x.revalidation(rest, c.Request, ri, pk, e, m)
+	x.revalidation(rest, c, ri, pk, e, m)
 }
 
 // conditionalRequest copies r (its slices outlive the client's request)
@@ -239,8 +347,8 @@ func (x *Cache) background(rest pipe.Component, c *pipe.Conn, e *entry, m *meta,
 // the stored response's validators (RFC 9111 §4.3.1).
 func conditionalRequest(r *engine.Request, m *meta) *engine.Request {
 	n := &engine.Request{
-		Method: []byte("GET"), Target: clone(r.Target), RawPath: clone(r.RawPath), Path: clone(r.Path),
-		Query: clone(r.Query), Host: clone(r.Host), ProtoMajor: r.ProtoMajor, ProtoMinor: r.ProtoMinor,
+		Method: []byte("GET"), Target: bytes.Clone(r.Target), RawPath: bytes.Clone(r.RawPath), Path: bytes.Clone(r.Path),
+		Query: bytes.Clone(r.Query), Host: bytes.Clone(r.Host), ProtoMajor: r.ProtoMajor, ProtoMinor: r.ProtoMinor,
 		Body: strings.NewReader(""), RemoteAddr: r.RemoteAddr, LocalAddr: r.LocalAddr, TLS: r.TLS,
 	}
 	for _, f := range r.Fields {
@@ -251,7 +359,7 @@ func conditionalRequest(r *engine.Request, m *meta) *engine.Request {
 			httpgrammar.EqualFold(f.Name, "Content-Length"), httpgrammar.EqualFold(f.Name, "Transfer-Encoding"):
 			continue
 		}
-		n.Fields = append(n.Fields, engine.Field{Name: clone(f.Name), Value: clone(f.Value)})
+		n.Fields = append(n.Fields, engine.Field{Name: bytes.Clone(f.Name), Value: bytes.Clone(f.Value)})
 	}
 	if m != nil && m.etag != "" {
 		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-None-Match"), Value: []byte(m.etag)})
@@ -260,11 +368,4 @@ func conditionalRequest(r *engine.Request, m *meta) *engine.Request {
 		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-Modified-Since"), Value: []byte(m.lastMod)})
 	}
 	return n
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
 }

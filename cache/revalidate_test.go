@@ -164,3 +164,49 @@ type discardWriter struct{ n int }
 func (d *discardWriter) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
 func (d *discardWriter) Flush() error                { return nil }
 func (d *discardWriter) Close() error                { return nil }
+
+// A 304 whose strong ETag is not the stored response's updates nothing
+// (RFC 9111 §4.3.4): the stored response is dropped and the request is
+// answered with a fresh fetch.
+func TestNotModifiedOtherETag(t *testing.T) {
+	tests := []struct {
+		name    string
+		etag304 string
+		updated bool
+	}{
+		{name: "same strong", etag304: `"1"`, updated: true},
+		{name: "other strong", etag304: `"2"`},
+		{name: "weak", etag304: `W/"2"`, updated: true},
+		{name: "none", updated: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o *origin
+			h := newHarness(t, Options{}, nil)
+			o = h.o
+			o.set(respond(&o, 200, "old", "Cache-Control: max-age=10", `ETag: "1"`))
+			h.get(t, "/m")
+			o.set(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Cache-Control", "max-age=10")
+				if r.Header.Get("If-None-Match") != "" {
+					if tt.etag304 != "" {
+						w.Header().Set("ETag", tt.etag304)
+					}
+					w.WriteHeader(http.StatusNotModified)
+					return
+				}
+				w.Header().Set("ETag", `"2"`)
+				io.WriteString(w, "new")
+			})
+			h.clock.advance(time.Minute)
+			resp, body := h.get(t, "/m")
+			want := "new"
+			if tt.updated {
+				want = "old1"
+			}
+			if resp.StatusCode != 200 || body != want {
+				t.Errorf("got %d %q (%s), want %q", resp.StatusCode, body, resp.Header.Get("Cache-Status"), want)
+			}
+		})
+	}
+}

@@ -17,7 +17,8 @@ import (
 var reflector = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "max-age=60")
 	var b strings.Builder
-	for _, name := range []string{"X-Forwarded-Host", "X-Host", "X-Original-URL", "X-Rewrite-URL", "Forwarded", "Cookie", "X-HTTP-Method-Override"} {
+	for _, name := range []string{"X-Forwarded-Host", "X-Host", "X-Original-URL", "X-Rewrite-URL", "Forwarded", "Cookie", "X-HTTP-Method-Override",
+		"X-Forwarded-Proto", "X-Forwarded-Scheme", "X-Forwarded-Port", "X-Forwarded-Prefix"} {
 		if v := r.Header.Get(name); v != "" && !strings.Contains(v, "127.0.0.1") {
 			b.WriteString(name + "=" + v + ";")
 		}
@@ -47,6 +48,10 @@ func TestPoisoning(t *testing.T) {
 		{"Forwarded: host=evil.example"},
 		{"X-HTTP-Method-Override: POST-evil"},
 		{"Cookie: lang=evil"},
+		{"X-Forwarded-Proto: evil"},
+		{"X-Forwarded-Scheme: evil"},
+		{"X-Forwarded-Port: evil"},
+		{"X-Forwarded-Prefix: /evil"},
 	}
 	for name, src := range sources {
 		for _, attack := range attacks {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ func TestStaleIfErrorOriginKilled(t *testing.T) {
 		{name: "grace over", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: max-age=10"}, advance: 90 * time.Second},
 		{name: "grace and must-revalidate", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: max-age=10, must-revalidate"}, advance: 30 * time.Second},
 		{name: "grace and s-maxage", opts: Options{StaleIfError: time.Minute}, resp: []string{"Cache-Control: s-maxage=10"}, advance: 30 * time.Second},
+		{name: "grace and no-cache", opts: Options{StaleIfError: time.Hour}, resp: []string{"Cache-Control: max-age=600, no-cache", `ETag: "1"`}, advance: time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,5 +144,66 @@ func TestRevalidationCollapsed(t *testing.T) {
 	}
 	if got := o.n.Load(); got != 2 {
 		t.Errorf("origin saw %d requests, want 2", got)
+	}
+}
+
+// An error answer to a revalidation is for the requests that shared it
+// then: one that comes once it was decided asks the origin anew, even
+// while the error's body is still coming in.
+func TestStaleIfErrorNotSharedAfterward(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "good", "Cache-Control: max-age=10, stale-if-error=60"))
+	_, stored := h.get(t, "/e")
+	release := make(chan struct{})
+	defer close(release)
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "down")
+		w.(http.Flusher).Flush()
+		<-release
+	})
+	h.clock.advance(20 * time.Second)
+	if resp, body := h.get(t, "/e"); resp.StatusCode != 200 || body != stored {
+		t.Fatalf("during the error: %d %q", resp.StatusCode, body)
+	}
+	o.set(respond(&o, 200, "new", "Cache-Control: max-age=60"))
+	if resp, body := h.get(t, "/e"); body != "new3" {
+		t.Errorf("after recovery: %q (%s)", body, resp.Header.Get("Cache-Status"))
+	}
+}
+
+// A 5xx that could be stored (it has max-age) does not replace a stale
+// response that answered it under stale-if-error: the next request gets
+// the stale response again, not the error as a hit.
+func TestStaleIfErrorKeepsStaleOver5xx(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		resp string
+		req  []string
+	}{
+		{name: "response stale-if-error", resp: "max-age=10, stale-if-error=3600"},
+		{name: "request stale-if-error", resp: "max-age=10", req: []string{"Cache-Control: stale-if-error=3600"}},
+		{name: "grace", opts: Options{StaleIfError: time.Hour}, resp: "max-age=10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o *origin
+			h := newHarness(t, tt.opts, nil)
+			o = h.o
+			o.set(respond(&o, 200, "good", "Cache-Control: "+tt.resp))
+			_, stored := h.get(t, "/e")
+			o.set(respond(&o, 500, "error page", "Cache-Control: max-age=60"))
+			h.clock.advance(20 * time.Second)
+			for i := range 2 {
+				resp, body := h.get(t, "/e", tt.req...)
+				if resp.StatusCode != 200 || body != stored {
+					t.Errorf("request %d: %d %q (%s)", i, resp.StatusCode, body, resp.Header.Get("Cache-Status"))
+				}
+			}
+		})
 	}
 }

@@ -30,11 +30,6 @@ const (
 	whyPartial     = "partial"
 )
 
-// ageString is an Age value: whole seconds, never negative (§5.1).
-func ageString(d time.Duration) string {
-	return strconv.FormatInt(max(0, int64(d/time.Second)), 10)
-}
-
 // ttl is Cache-Status's ttl: the seconds of freshness left, negative
 // when stale; it adds up with Age (whole seconds) to the lifetime.
 func ttl(m *meta, now time.Time) string {
@@ -42,7 +37,35 @@ func ttl(m *meta, now time.Time) string {
 	return strconv.FormatInt(int64(m.lifetime/time.Second)-age, 10)
 }
 
-// hitStatus is the Cache-Status of a fresh hit.
-func (x *Cache) hitStatus(m *meta, now time.Time) string {
-	return x.name + "; hit; ttl=" + ttl(m, now)
+// hitStrings are the Age value and the Cache-Status of a fresh hit on a
+// stored response at one second of its age: hits within that second
+// share them instead of formatting their own.
+type hitStrings struct {
+	m           *meta
+	sec         int64
+	age, status string
+}
+
+// strings returns the Age and hit Cache-Status of e's response m at now.
+func (e *entry) strings(x *Cache, m *meta, now time.Time) *hitStrings {
+	sec := max(0, int64(m.currentAge(now)/time.Second))
+	if p := e.hit.Load(); p != nil && p.m == m && p.sec == sec {
+		return p
+	}
+	p := &hitStrings{m: m, sec: sec, age: strconv.FormatInt(sec, 10),
+		status: x.name + "; hit; ttl=" + strconv.FormatInt(int64(m.lifetime/time.Second)-sec, 10)}
+	e.hit.Store(p)
+	return p
+}
+
+// storedParam is Cache-Status's "; stored" for a response being stored,
+// sent with its header, before its body: only when the body's length is
+// known (and within MaxObjectSize, or it would not be stored), so that
+// nothing but a body that breaks off can belie it. A response of unknown
+// length may still be stored: its ttl says it is storable.
+func storedParam(m *meta) string {
+	if m.length < 0 {
+		return ""
+	}
+	return "; stored"
 }

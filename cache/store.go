@@ -37,8 +37,9 @@ type entry struct {
 	abandoned atomic.Bool           // set before ready is closed, without a meta
 	pending   atomic.Pointer[fetch] // the revalidation in flight, shared
 	purged    atomic.Bool           // a purge matched it while it was fetched: not stored
-	readers   int                   // collapsed readers, under Cache.mu
-	sk        string
+	hit       atomic.Pointer[hitStrings]
+	readers   int    // collapsed readers, under Cache.mu
+	sk        string // the secondary key, set before ready is closed
 	flight    string // the key in Cache.inflight while fetched
 	key       string // the store key
 	charge    int64
@@ -47,8 +48,8 @@ type entry struct {
 func newEntry() *entry { return &entry{ready: make(chan struct{})} }
 
 // publish makes m the entry's response and wakes the waiters. A known
-// length up to sizeHint sizes the body's one chunk; a longer body grows
-// in chunks as it comes.
+// length up to sizeHint sizes the body's chunks (see newBody); a longer
+// body grows in chunks of chunkSize.
 func (e *entry) publish(m *meta, sizeHint int64) {
 	if e.body == nil {
 		length := int64(-1)
@@ -125,7 +126,6 @@ func (x *Cache) insert(pk string, r *engine.Request, e *entry, m *meta, sk strin
 			return false
 		}
 	}
-	e.sk = sk
 	e.key = variantKey(pk, mk.gen, sk)
 	return x.add(e, m, charge)
 }

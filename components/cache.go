@@ -60,8 +60,8 @@ func (b *ByteSize) UnmarshalText(text []byte) error {
 // CacheOptions configures the cache pipe; see cache.Options, which it
 // fills. Every option may be left out.
 type CacheOptions struct {
-	// Name is the cache's name in the Cache-Status field, a token
-	// (default "Sluice").
+	// Name is the cache's name in the Cache-Status field, a Structured Field
+	// token: a letter or '*', then token characters, ':' or '/' (default "Sluice").
 	Name string `yaml:"name"`
 
 	// Size is the memory budget in bytes, or with a unit (256MB; see

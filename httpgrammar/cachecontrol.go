@@ -50,7 +50,9 @@ type CacheControl[T ~string | ~[]byte] struct {
 
 	// NoCacheFields and PrivateFields are the field-name lists of the
 	// qualified forms no-cache="a, b" and private="a", without the
-	// quotes; empty for the bare directives. Walk them with NextElement.
+	// quotes; empty for the bare directives, and when a bare occurrence
+	// stands anywhere beside a qualified one (it means the whole
+	// response). Walk them with NextElement.
 	NoCacheFields, PrivateFields T
 }
 
@@ -147,7 +149,11 @@ func (cc *CacheControl[T]) set(name, arg T, hasArg bool) {
 		case EqualFold(name, "max-age"):
 			num = &cc.MaxAge
 		case EqualFold(name, "private"):
-			if cc.Flags&CCPrivate == 0 && hasArg {
+			switch {
+			case !hasArg:
+				// A bare private anywhere means the whole response.
+				cc.PrivateFields = arg
+			case cc.Flags&CCPrivate == 0:
 				cc.PrivateFields = arg
 			}
 			cc.Flags |= CCPrivate
@@ -156,7 +162,11 @@ func (cc *CacheControl[T]) set(name, arg T, hasArg bool) {
 	case 8:
 		switch {
 		case EqualFold(name, "no-cache"):
-			if cc.Flags&CCNoCache == 0 && hasArg {
+			switch {
+			case !hasArg:
+				// A bare no-cache anywhere means the whole response.
+				cc.NoCacheFields = arg
+			case cc.Flags&CCNoCache == 0:
 				cc.NoCacheFields = arg
 			}
 			cc.Flags |= CCNoCache

@@ -39,6 +39,13 @@ func TestParseCacheControl(t *testing.T) {
 		})},
 		{`private="X-User"`, with(func(w *want) { w.flags, w.private = CCPrivate, "X-User" })},
 		{`private=X-User`, with(func(w *want) { w.flags, w.private = CCPrivate, "X-User" })},
+		// A bare occurrence, before or after a qualified one, means the
+		// whole response.
+		{`private="x-a", private, max-age=60`, with(func(w *want) { w.flags, w.maxAge = CCPrivate, 60 })},
+		{`private, private="x-a"`, with(func(w *want) { w.flags = CCPrivate })},
+		{`private=""`, with(func(w *want) { w.flags = CCPrivate })},
+		{`no-cache="x-a", no-cache`, with(func(w *want) { w.flags = CCNoCache })},
+		{`no-cache, no-cache="x-a"`, with(func(w *want) { w.flags = CCNoCache })},
 		{"max-stale", with(func(w *want) { w.maxStale = DeltaInfinity })},
 		{"max-stale=30", with(func(w *want) { w.maxStale = 30 })},
 		{"min-fresh=10, only-if-cached", with(func(w *want) { w.min, w.flags = 10, CCOnlyIfCached })},
@@ -107,7 +114,7 @@ func formatCC(cc CacheControl[[]byte]) string {
 // The parser never panics, keeps every number in range, and its result
 // written back in canonical form parses to the same directives.
 func FuzzParseCacheControl(f *testing.F) {
-	for _, s := range []string{"max-age=60", `no-cache="a, b", private`, "max-stale", "s-maxage=\"1\"",
+	for _, s := range []string{"max-age=60", `no-cache="a, b", private`, `private="x", private`, "max-stale", "s-maxage=\"1\"",
 		"must-revalidate, stale-if-error=5", `x="\"", public`, "max-age=99999999999999"} {
 		f.Add([]byte(s))
 	}

@@ -12,3 +12,24 @@ func Handler(comp Component) engine.Handler {
 		releaseConn(c)
 	})
 }
+
+// Handler returns an engine.Handler that serves comp as Handler(comp)
+// does, on Conns that start with c's path parameters and values (see
+// Param and Value), copied now: for a component that sends a request of
+// its own down the pipeline on c's behalf, possibly after c's request
+// has ended (a cache revalidating in the background), so that the
+// components it runs see the route's captures and what earlier
+// components recorded. It must be called while c is valid; the handler
+// it returns may be used from any goroutine, any number of times.
+func (c *Conn) Handler(comp Component) engine.Handler {
+	params := append([]keyValue(nil), c.params...)
+	values := append([]keyValue(nil), c.values...)
+	return engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		d := acquireConn(w, r)
+		d.params = append(d.params, params...)
+		d.values = append(d.values, values...)
+		comp.Handle(d)
+		d.Finish()
+		releaseConn(d)
+	})
+}

@@ -280,3 +280,54 @@ func FuzzRouter(f *testing.F) {
 		}
 	})
 }
+
+// bodyRecorder is an engine.ResponseWriter that keeps the body, for a
+// component's own request served by Conn.Handler.
+type bodyRecorder struct {
+	h    engine.Header
+	body []byte
+}
+
+func (r *bodyRecorder) Header() *engine.Header { return &r.h }
+func (r *bodyRecorder) WriteHeader(int)        {}
+func (r *bodyRecorder) Write(p []byte) (int, error) {
+	r.body = append(r.body, p...)
+	return len(p), nil
+}
+func (r *bodyRecorder) WriteString(s string) (int, error) { return r.Write([]byte(s)) }
+func (r *bodyRecorder) Flush() error                      { return nil }
+
+// Conn.Handler serves a component on Conns that carry the route's
+// captures and the values set so far, copied when it is called: after
+// the request has ended too, on another goroutine.
+func TestConnHandlerCarries(t *testing.T) {
+	src := Source(func(c *Conn) Content {
+		body := "id=" + c.Param("id") + " user=" + c.Value("user")
+		return func(w Writer) error { _, err := io.WriteString(w, body); return err }
+	})
+	handlers := make(chan engine.Handler, 1)
+	fork := Pipe(func(c *Conn) bool {
+		c.SetValue("user", "ann")
+		handlers <- c.Handler(src)
+		c.SetValue("user", "changed after")
+		return true
+	})
+	rt, err := NewRouter(Route{Match: []string{"/a/{id}"}, Pipeline: Chain{fork, src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := sluicetest.NewServer(t, Handler(rt)).URL
+	if _, body := sluicetest.Get(t, url+"/a/7"); body != "id=7 user=changed after" {
+		t.Errorf("the request itself: %q", body)
+	}
+	h := <-handlers
+	done := make(chan string)
+	go func() {
+		w := &bodyRecorder{}
+		h.Serve(w, &engine.Request{Method: []byte("GET"), Path: []byte("/other"), Body: strings.NewReader("")})
+		done <- string(w.body)
+	}()
+	if got := <-done; got != "id=7 user=ann" {
+		t.Errorf("served by Conn.Handler after the request: %q", got)
+	}
+}
