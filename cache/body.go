@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-server/sluice/pipe"
 )
@@ -53,20 +54,35 @@ type body struct {
 	// a reader further behind is cut off.
 	window int64
 
-	all pipe.Content // sends the whole complete body; made once (sendAll)
+	all, allCounted pipe.Content // send the whole complete body; made once (sendAll)
 
 	first [1][]byte // chunks' first backing array: a short body needs no other
 }
 
-// sendAll returns a Content that sends the whole body, which is complete:
-// one for every hit on it.
-func (b *body) sendAll() pipe.Content {
+// sendAll returns a Content that sends the whole body, which is
+// complete, made once for every hit on it; with served set, it adds the
+// body's length to *served (a Stats counter, atomically) when it was
+// sent whole, as Cache.counted does.
+func (b *body) sendAll(served *uint64) pipe.Content {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.all == nil {
-		b.all = func(w pipe.Writer) error { return b.writeTo(w, 0, -1, nil) }
+	if served == nil {
+		if b.all == nil {
+			b.all = func(w pipe.Writer) error { return b.writeTo(w, 0, -1, nil) }
+		}
+		return b.all
 	}
-	return b.all
+	if b.allCounted == nil {
+		n := uint64(b.n)
+		b.allCounted = func(w pipe.Writer) error {
+			err := b.writeTo(w, 0, -1, nil)
+			if err == nil {
+				atomic.AddUint64(served, n)
+			}
+			return err
+		}
+	}
+	return b.allCounted
 }
 
 // newBody returns an empty body of the known length, or -1. Memory is

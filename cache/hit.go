@@ -91,16 +91,21 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 		}, func() int64 { return parts.Length }))
 		return true
 	}
+	if b, ok := content.(*body); ok && done && off == 0 && end < 0 {
+		// The whole of a complete body: a Content made once for all hits.
+		if c.Value(StatusKey) == StatusMiss {
+			c.SetContent(b.sendAll(nil))
+		} else {
+			c.SetContent(b.sendAll(&x.stats.BytesServed))
+		}
+		return true
+	}
 	size := func() int64 {
 		if end >= 0 {
 			return end - off
 		}
 		n, _ := content.state()
 		return n - off
-	}
-	if b, ok := content.(*body); ok && done && off == 0 && end < 0 {
-		c.SetContent(x.counted(c, b.sendAll(), size))
-		return true
 	}
 	c.SetContent(x.counted(c, func(w pipe.Writer) error { return content.writeTo(w, off, end, gone) }, size))
 	return true
