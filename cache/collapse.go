@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -65,6 +66,11 @@ func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo) bool {
 		x.leave(e)
 		x.unread(e)
 		return false
+	case <-c.Gone():
+		// Nobody to answer: stop counting as a reader.
+		x.unread(e)
+		c.Error(http.StatusServiceUnavailable, "client gone")
+		return true
 	}
 	if e.abandoned.Load() {
 		x.unread(e)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // 1,000 concurrent clients for one cold key make exactly one request to
@@ -153,4 +155,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// A request waiting for another's fetch stops waiting when its client
+// goes: it no longer counts as a reader, which keeps a fetch going.
+func TestCollapsedClientGone(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := newHarness(t, Options{LockTimeout: time.Minute}, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Cache-Control", "max-age=60")
+	})
+	go h.try("GET", "/g")
+	waitFor(t, "the leader at the origin", func() bool { return h.o.n.Load() == 1 })
+	conn := sluicetest.Dial(t, strings.TrimPrefix(h.url, "http://"))
+	if _, err := conn.Write([]byte("GET /g HTTP/1.1\r\nHost: " + strings.TrimPrefix(h.url, "http://") + "\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the request to join the leader", func() bool { return h.x.joined() == 1 })
+	conn.Close()
+	waitFor(t, "the request to leave once its client went", func() bool { return h.x.joined() == 0 })
 }
