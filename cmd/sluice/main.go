@@ -1,14 +1,14 @@
 // Command sluice is the Sluice web server.
 //
-//	sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--print-config] [--shutdown-grace D]
-//	sluice serve -c FILE [--listen ADDR] [--pid-file FILE] [--shutdown-grace D]
+//	sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--server-header VALUE] [--workers N|auto] [--print-config] [--shutdown-grace D]
+//	sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D]
 //	sluice check -c FILE [--explain]
 //	sluice graph -c FILE [--svg OUT]
 //	sluice fmt -c FILE [-w]
 //	sluice reload (-c FILE | --pid-file FILE | --pid N)
 //	sluice stop (-c FILE | --pid-file FILE | --pid N)
 //	sluice upgrade (-c FILE | --pid-file FILE | --pid N)
-//	sluice demo [--listen ADDR]
+//	sluice demo [--listen ADDR] [--data DIR]
 //	sluice version (or sluice --version)
 //	sluice help [COMMAND | signals]
 //
@@ -118,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return run([]string{"version"}, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && name == "help" {
+		if len(args) > 1 && name == "help" && !isHelp(args[1]) {
 			if t, ok := topics[args[1]]; ok {
 				fmt.Fprint(stdout, t)
 				return exitOK
@@ -162,6 +162,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	}
+}
+
+// isHelp reports whether arg asks for help: 'sluice help --help' and
+// 'sluice help help' print the general usage as 'sluice help' does.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 func lookup(name string) *command {

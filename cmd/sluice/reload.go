@@ -35,8 +35,8 @@ var stopCommand = command{
        sluice stop --pid N
 
 Makes a running 'sluice serve' stop gracefully by sending it SIGTERM: it
-stops accepting, lets requests in flight finish for up to its
---shutdown-grace, and exits; a master stops its workers so. With -c,
+stops accepting, lets requests in flight finish for up to its shutdown
+grace period (see 'sluice help serve'), and exits; a master stops its workers so. With -c,
 the process is the one whose id is in the file's pid_file (or
 --pid-file, or --pid). See 'sluice help signals'.`,
 	setup: signalSetup("stop", syscall.SIGTERM, false),

@@ -30,7 +30,7 @@ type serveFlags struct {
 
 var serveCommand = command{
 	name: "serve",
-	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--workers N|auto] [--print-config] [--shutdown-grace D]
+	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--server-header VALUE] [--workers N|auto] [--print-config] [--shutdown-grace D]
        sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D]
 
 Serves the files under DIR, or the routes of the config file FILE (see
