@@ -57,9 +57,11 @@ Checks the config file FILE: its syntax, keys, components and their
 options, and the order of each pipeline; it builds the components, so
 missing files and directories are found too. Prints "ok", or every
 error as FILE:LINE:COL: message and exits with status 1. What serve would
-warn about (workers other than 1, an htpasswd line whose hash cannot be
-verified) is printed as FILE:LINE:COL: warning: message, with the same
-text serve logs, and leaves the status 0. --explain prints
+warn about (a health section with no workers to check; a database no
+route queries; a TLS certificate that has expired or is not valid yet;
+an htpasswd line whose hash cannot be verified) is printed as
+FILE:LINE:COL: warning: message, with the same text serve logs, and
+leaves the status 0. --explain prints
 what the file builds instead of "ok": the server settings, then each
 route's matches and its components in the order they run, with their
 kinds and options.`,

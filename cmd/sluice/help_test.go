@@ -1,10 +1,15 @@
 package main_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // flagToken finds what reads as a flag in help text: -x or --name after
@@ -113,5 +118,49 @@ func TestHelpNamesOnlyFlagsThatExist(t *testing.T) {
 	}
 	if !slices.Contains(commandNames(t), "serve") {
 		t.Error("sluice help does not list serve")
+	}
+}
+
+// Each warning 'sluice check --help' promises, check gives: the help's
+// list of what serve would warn about has one entry per case below, and
+// check prints a warning for each case's file at the key it names.
+func TestCheckHelpWarnings(t *testing.T) {
+	text, _ := commandHelp(t, "check")
+	text = strings.Join(strings.Fields(text), " ")
+	_, list, ok := strings.Cut(text, "What serve would warn about (")
+	list, _, ok2 := strings.Cut(list, ")")
+	if !ok || !ok2 {
+		t.Fatalf("sluice check --help lists no warnings:\n%s", text)
+	}
+	dir := t.TempDir()
+	ca := sluicetest.NewCA(t)
+	old, oldKey := ca.IssueFilesValid(t, dir, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour), "old.example")
+	writeConfig(t, filepath.Join(dir, "users.htpasswd"), "alice:plaintext\n")
+	const route = "routes:\n  - match: /\n    pipeline: [echo]\n"
+	cases := map[string]struct{ config, want string }{
+		"a health section with no workers to check": {"health: {interval: 1s}\n" + route, ":1:9: warning: health: "},
+		"a database no route queries": {fmt.Sprintf("databases:\n  main: {driver: sqlite, dsn: %q}\n", filepath.Join(dir, "a.db")) + route,
+			":2:3: warning: databases.main: "},
+		"a TLS certificate that has expired or is not valid yet": {fmt.Sprintf("listen:\n  - address: 127.0.0.1:0\n    tls: {cert: %s, key: %s}\n", old, oldKey) + route,
+			":3:17: warning: tls.cert: "},
+		"an htpasswd line whose hash cannot be verified": {"routes:\n  - match: /\n    pipeline:\n      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}\n      - text: hi\n",
+			":4:9: warning: basic_auth: "},
+	}
+	for _, item := range strings.Split(list, "; ") {
+		c, ok := cases[item]
+		if !ok {
+			t.Errorf("sluice check --help promises a warning about %q: no case here shows check gives it", item)
+			continue
+		}
+		delete(cases, item)
+		file := filepath.Join(dir, "site.yaml")
+		writeConfig(t, file, c.config)
+		r := sluice(t, "check", "-c", file)
+		if r.code != 0 || r.stdout != "ok\n" || !strings.HasPrefix(r.stderr, file+c.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%s: sluice check = %d, stdout %q, stderr %q; want one warning %s...", item, r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+	for item := range cases {
+		t.Errorf("sluice check warns about %s; its --help does not say so", item)
 	}
 }
