@@ -37,9 +37,12 @@ Serves the files under DIR, or the routes of the config file FILE (see
 docs/config.md), over HTTP/1.1 until SIGINT or SIGTERM, which shut down
 gracefully: requests in flight get --shutdown-grace (10s) to finish, then
 their connections are cut with a warning, and the exit status is still 0.
-With --tls-cert and --tls-key (PEM files) it serves HTTPS instead, TLS
-1.2 and 1.3 (docs/security.md). The flags without -c stand for a config
-file: --print-config prints it and exits.
+With --tls-cert and --tls-key (PEM files) it serves HTTPS instead: HTTP/2,
+or HTTP/1.1 for a client that asks for it by ALPN, over TLS 1.2 and 1.3
+(docs/security.md). A config file's TLS listeners do the same (unless
+http2: false), and a plain one with h2c: true serves HTTP/2 as well. The
+flags without -c stand for a config file: --print-config prints it and
+exits.
 
 SIGHUP loads the config again: a valid one takes over for new requests
 while requests in flight finish on the old one, for up to --shutdown-grace; an invalid one is logged

@@ -18,7 +18,7 @@ import (
 
 // sluice serve --tls-cert --tls-key serves the folder over HTTPS: curl,
 // trusting the test's CA, fetches a file, over HTTP/2 and, asked to,
-// HTTP/1.1 (ALPN); the flags go
+// HTTP/1.1 (ALPN), as sluice help serve says; the flags go
 // together, and not with -c.
 func TestServeTLS(t *testing.T) {
 	curl := sluicetest.NeedTool(t, "curl", "curl")
@@ -30,6 +30,11 @@ func TestServeTLS(t *testing.T) {
 	s := start(t, "serve", "--root", root, "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key)
 	if !strings.Contains(s.stderr(), "tls=true") {
 		t.Errorf("the listening record does not say TLS:\n%s", s.stderr())
+	}
+	// sluice help serve says what the listener speaks.
+	help := strings.Join(strings.Fields(sluice(t, "help", "serve").stdout), " ")
+	if !strings.Contains(help, "HTTPS instead: HTTP/2, or HTTP/1.1 for a client that asks for it") {
+		t.Errorf("sluice help serve does not say HTTPS is HTTP/2 or HTTP/1.1:\n%s", help)
 	}
 	for _, tc := range []struct{ flag, version string }{{"--http2", "2"}, {"--http1.1", "1.1"}} {
 		out, err := exec.Command(curl, "-sS", tc.flag, "--cacert", caFile, "-w", "\n%{http_version} %{ssl_verify_result}",
