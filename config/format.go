@@ -13,9 +13,13 @@ import (
 // two-space indentation with lists indented under their key, one space
 // before a line comment, at most one blank line between entries. Comments
 // are kept, as are the styles of values (quoting, [flow] lists, {flow}
-// maps, | blocks) and blank lines between entries; the meaning does not
-// change. A YAML syntax error gives an Errors. Format does not check the
-// config (see Parse).
+// maps, | blocks) and blank lines between entries: a flow list or map
+// written on one line stays on one line, and one written over several
+// lines gets one entry a line, its closing bracket on a line of its own
+// (so a pretty-printed JSON file stays so). The meaning does not change.
+// Data with no document (empty, or blank lines) gives nothing. A YAML
+// syntax error gives an Errors. Format does not check the config (see
+// Parse).
 func Format(file string, data []byte) ([]byte, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*yaml.Node
@@ -32,6 +36,12 @@ func Format(file string, data []byte) ([]byte, error) {
 		}
 		docs = append(docs, &doc)
 	}
+	if len(docs) == 0 { // nothing but blank lines: nothing to write
+		return nil, nil
+	}
+	for _, doc := range docs {
+		markMultiLineFlow(doc)
+	}
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
@@ -43,7 +53,84 @@ func Format(file string, data []byte) ([]byte, error) {
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
-	return keepBlankLines(data, docs, out.Bytes()), nil
+	return keepBlankLines(data, docs, dropBreakMarks(out.Bytes())), nil
+}
+
+// breakMark is the comment markMultiLineFlow puts on the entries of a
+// flow list or map written over several lines: the encoder writes an
+// entry with a comment on a line of its own, and dropBreakMarks then
+// takes the comments out again. No config holds this text in a comment.
+const breakMark = "#\u2063sluice-fmt-break"
+
+// markMultiLineFlow marks the entries of every flow list and map under n
+// that was written over several lines (an entry on another line than its
+// opening bracket) with breakMark, so that the encoder, which writes a
+// flow collection on one line, writes each entry on a line of its own.
+// An entry that has a comment of its own is left as it is: the encoder
+// breaks the line after it already.
+func markMultiLineFlow(n *yaml.Node) {
+	for _, c := range n.Content {
+		markMultiLineFlow(c)
+	}
+	if n.Style&yaml.FlowStyle == 0 || n.Kind != yaml.SequenceNode && n.Kind != yaml.MappingNode || len(n.Content) == 0 {
+		return
+	}
+	multi := false
+	for _, c := range n.Content {
+		multi = multi || c.Line != n.Line
+	}
+	if !multi {
+		return
+	}
+	if first := n.Content[0]; first.HeadComment == "" {
+		first.HeadComment = breakMark
+	}
+	step := 1
+	if n.Kind == yaml.MappingNode {
+		step = 2 // the comment goes on the value
+	}
+	for i := step - 1; i < len(n.Content); i += step {
+		if c := n.Content[i]; c.LineComment == "" && c.FootComment == "" {
+			c.LineComment = breakMark
+		}
+	}
+}
+
+// dropBreakMarks takes out of out the comments markMultiLineFlow added:
+// a line that is only the mark goes, a mark after an entry goes with the
+// space before it, and so does the comma the encoder writes after the
+// last entry of a list or map when the closing bracket follows.
+func dropBreakMarks(out []byte) []byte {
+	if !bytes.Contains(out, []byte(breakMark)) {
+		return out
+	}
+	lines := strings.Split(string(out), "\n")
+	kept := make([]string, 0, len(lines))
+	for i, l := range lines {
+		if strings.TrimSpace(l) == breakMark {
+			continue
+		}
+		// The encoder ends a flow map broken over lines with its
+		// closing brace at the start of a line: it goes two columns to
+		// the left of the entries, where a list's bracket goes.
+		if strings.HasPrefix(l, "}") && i > 0 && strings.HasSuffix(lines[i-1], " "+breakMark) && len(kept) > 0 {
+			prev := kept[len(kept)-1]
+			if indent := len(prev) - len(strings.TrimLeft(prev, " ")); indent >= 2 {
+				l = strings.Repeat(" ", indent-2) + l
+			}
+		}
+		if before, ok := strings.CutSuffix(l, " "+breakMark); ok {
+			l = before
+			if i+1 < len(lines) {
+				next := strings.TrimSpace(lines[i+1])
+				if strings.HasPrefix(next, "]") || strings.HasPrefix(next, "}") {
+					l = strings.TrimSuffix(l, ",")
+				}
+			}
+		}
+		kept = append(kept, l)
+	}
+	return []byte(strings.Join(kept, "\n"))
 }
 
 // keepBlankLines puts back into out, the encoding of docs, the blank lines

@@ -137,9 +137,12 @@ var fmtCommand = command{
 
 Prints the config file FILE in canonical form: two-space indentation,
 lists indented under their key, one space before line comments. Comments,
-blank lines between entries and the styles of values are kept; the
-meaning does not change. With -w, writes the result back to FILE (when it
-differs) instead. fmt checks only the YAML syntax; see sluice check.`,
+blank lines between entries and the styles of values are kept: a [flow]
+list or {flow} map on one line stays on one line, and one written over
+several lines gets one entry a line (a pretty-printed JSON file stays
+so); the meaning does not change. With -w, writes the result back to
+FILE (when it differs) instead. fmt checks only the YAML syntax; see
+sluice check.`,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
 		file := configFlag(fs)
 		write := fs.Bool("w", false, "write the result to FILE instead of printing it")
