@@ -27,7 +27,8 @@ type Options struct {
 	// Dir holds programs: the request path below Prefix names one, and
 	// what follows its name is PATH_INFO (/cgi-bin/app.cgi/a/b runs
 	// Dir/app.cgi with PATH_INFO /a/b). Names starting with '.' are never
-	// run; a program that is not executable gets 403, no program 404.
+	// run; a program that is not executable gets 403 (and a warning
+	// logged saying so), no program 404.
 	Dir string `yaml:"dir"`
 
 	// Prefix is the URL path the Script or Dir is mounted at, e.g.
@@ -364,6 +365,13 @@ func (g *Gateway) done(x *run) {
 	g.reaped.Done()
 }
 
+// forbidden logs at warn why the program at rel, under Dir, gets 403:
+// the client is told only the status. The name comes from the request
+// path, which cleanPath let through; the logger's handler quotes it.
+func (g *Gateway) forbidden(msg, rel string) {
+	g.log.Warn(msg, "script", g.prefix+"/"+rel, "file", filepath.Join(g.dirPath, filepath.FromSlash(rel)), "status", http.StatusForbidden)
+}
+
 // resolve maps a request path to the program, SCRIPT_NAME and PATH_INFO,
 // or to an error status.
 func (g *Gateway) resolve(path string) (script, scriptName, pathInfo string, status int) {
@@ -392,6 +400,7 @@ func (g *Gateway) resolve(path string) (script, scriptName, pathInfo string, sta
 		fi, err := g.dir.Stat(rel)
 		switch {
 		case err != nil && errors.Is(err, fs.ErrPermission):
+			g.forbidden("cgi: cannot look the program up: permission denied (the server's user needs search permission on the directories)", rel)
 			return "", "", "", http.StatusForbidden
 		case err != nil:
 			return "", "", "", http.StatusNotFound
@@ -400,6 +409,7 @@ func (g *Gateway) resolve(path string) (script, scriptName, pathInfo string, sta
 		case !fi.Mode().IsRegular():
 			return "", "", "", http.StatusNotFound
 		case fi.Mode()&0o111 == 0:
+			g.forbidden("cgi: program is not executable (make it so: chmod +x FILE)", rel)
 			return "", "", "", http.StatusForbidden
 		}
 		if i+1 < len(segs) {

@@ -710,3 +710,25 @@ echo "Hello from $REQUEST_METHOD, query $QUERY_STRING"
 	// 200 OK /cgi-bin/hello.cgi
 	// Hello from GET, query name=world
 }
+
+// Dir mode: a program without its execute bit is still 403, and the log
+// says why, at warn, with the request's part of the name escaped.
+func TestDirNotExecutableLogged(t *testing.T) {
+	dir := t.TempDir()
+	name := "say \"hi\" é.cgi"
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\necho\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, lb := newGateway(t, Options{Dir: dir, Prefix: "/cgi-bin"})
+	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
+	resp, _ := sluicetest.RoundTrip(t, addr, "GET /cgi-bin/say%20%22hi%22%20%C3%A9.cgi/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	if resp.StatusCode != 403 {
+		t.Fatalf("status %d, want 403", resp.StatusCode)
+	}
+	log := strings.TrimSuffix(lb.String(), "\n")
+	want := `level=WARN msg="cgi: program is not executable (make it so: chmod +x FILE)" script="/cgi-bin/say \"hi\" é.cgi" file=` +
+		strconv.Quote(filepath.Join(dir, name)) + " status=403"
+	if !strings.HasSuffix(log, want) || strings.Contains(log, "\n") {
+		t.Errorf("log:\n%s\nwant a line ending\n%s", log, want)
+	}
+}
