@@ -81,6 +81,11 @@ routes:
 func TestProxyComponentErrors(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"proxy: ftp://x", "site.yaml:5:9: proxy: upstream \"ftp://x\": the scheme must be http"},
+		{"proxy: 127.0.0.1:9001", "site.yaml:5:9: proxy: upstream \"127.0.0.1:9001\": no scheme: write http://127.0.0.1:9001"},
+		{"proxy: {upstreams: [localhost:9001]}", "site.yaml:5:9: proxy: upstream \"localhost:9001\": no scheme: write http://localhost:9001"},
+		{"proxy: \"[::1]:9001\"", "site.yaml:5:9: proxy: upstream \"[::1]:9001\": no scheme: write http://[::1]:9001"},
+		{"proxy: backend", "site.yaml:5:9: proxy: upstream \"backend\": no scheme: write http://backend"},
+		{"proxy: https://a", "site.yaml:5:9: proxy: upstream \"https://a\": the scheme must be http"},
 		{"proxy: {upstreams: [http://127.0.0.1:1], policy: fastest}", `policy "fastest"`},
 		{"proxy: {upstreams: [http://127.0.0.1:1], timeout: 1s}", "timeout"},
 	} {

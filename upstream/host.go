@@ -61,6 +61,11 @@ func parseHost[C Conn](s string) (*Host[C], error) {
 		}
 		return &Host[C]{Name: s, Network: "unix", Addr: path, Authority: "localhost"}, nil
 	}
+	if s != "" && !strings.Contains(s, "://") && !strings.ContainsAny(s, "/?#@ ") {
+		// host:port or a bare host, as nginx's upstream blocks and
+		// Caddy's reverse_proxy take it.
+		return nil, fmt.Errorf("upstream %q: no scheme: write http://%s (or unix:/path)", s, s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %v", s, err)
