@@ -552,3 +552,40 @@ routes:
 		}
 	}
 }
+
+// sluice reload -c FILE against a server started without FILE's
+// pid_file (here with --pid-file elsewhere) finds no process there: it
+// says so and how to name the server, --pid-file or --pid; given the
+// server's pid file it reloads it.
+func TestReloadSuggestsPidFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "site.yaml")
+	other := filepath.Join(dir, "other.pid")
+	writeConfig(t, file, "pid_file: sluice.pid\n"+reloadConfig("127.0.0.1:0", "one"))
+	s := start(t, "serve", "-c", file, "--pid-file", other)
+	r := sluice(t, "reload", "-c", file)
+	if r.code != 1 || !strings.Contains(r.stderr, filepath.Join(dir, "sluice.pid")) || !strings.Contains(r.stderr, "give --pid-file FILE or --pid N") {
+		t.Errorf("sluice reload -c with no process at the pid_file = %d, stderr:\n%s", r.code, r.stderr)
+	}
+	writeConfig(t, file, reloadConfig("127.0.0.1:0", "two"))
+	r = sluice(t, "reload", "-c", file)
+	if r.code != 1 || !strings.Contains(r.stderr, "sets no pid_file; give --pid-file FILE or --pid N") {
+		t.Errorf("sluice reload -c without a pid_file = %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if r := sluice(t, "reload", "-c", file, "--pid-file", other); r.code != 0 {
+		t.Fatalf("sluice reload --pid-file = %d, stderr:\n%s", r.code, r.stderr)
+	}
+	s.waitLog(t, "msg=reloaded", 1)
+	if _, _, body := get(t, "http://"+s.addr+"/"); body != "two" {
+		t.Errorf("after reload: %q, want two", body)
+	}
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d\n%s", code, s.stderr())
+	}
+	// A pid file left behind names a process that has ended.
+	writeConfig(t, other, strconv.Itoa(s.cmd.Process.Pid)+"\n")
+	r = sluice(t, "reload", "--pid-file", other)
+	if r.code != 1 || !strings.Contains(r.stderr, "is not running: the server is not running, or the pid file is stale") {
+		t.Errorf("sluice reload with a stale pid file = %d, stderr:\n%s", r.code, r.stderr)
+	}
+}

@@ -68,6 +68,7 @@ func signalSetup(name string, sig syscall.Signal, check bool) func(fs *flag.Flag
 		pidFile := fs.String("pid-file", "", "read the server's process id from `FILE`")
 		pid := fs.Int("pid", 0, "the server's process id `N`")
 		return func(stdout, stderr io.Writer) int {
+			fromConfig := false // the pid file is -c FILE's pid_file
 			if *file == "" && *pidFile == "" && *pid == 0 {
 				fmt.Fprintf(stderr, "sluice %s: give -c FILE, --pid-file FILE or --pid N\n", name)
 				return exitUsage
@@ -97,16 +98,24 @@ func signalSetup(name string, sig syscall.Signal, check bool) func(fs *flag.Flag
 						return exitError
 					}
 					*pidFile = cfg.PidFile
+					fromConfig = true
 				}
+			}
+			// A server started without the file's pid_file (serve
+			// --pid-file elsewhere, or before pid_file was set) is not
+			// found at it: say how to name it instead.
+			hint := ""
+			if fromConfig {
+				hint = "; if it was started with another pid file (serve --pid-file) or none, give --pid-file FILE or --pid N"
 			}
 			if *pidFile != "" {
 				n, err := daemon.ReadPidFile(*pidFile)
 				if errors.Is(err, daemon.ErrNoPid) {
-					fmt.Fprintf(stderr, "sluice %s: %s does not hold a process id\n", name, *pidFile)
+					fmt.Fprintf(stderr, "sluice %s: %s does not hold a process id%s\n", name, *pidFile, hint)
 					return exitError
 				}
 				if err != nil {
-					fmt.Fprintf(stderr, "sluice %s: %v (is the server running?)\n", name, err)
+					fmt.Fprintf(stderr, "sluice %s: %v (is the server running?%s)\n", name, err, hint)
 					return exitError
 				}
 				*pid = n
@@ -114,6 +123,10 @@ func signalSetup(name string, sig syscall.Signal, check bool) func(fs *flag.Flag
 			p, err := os.FindProcess(*pid)
 			if err == nil {
 				err = p.Signal(sig)
+			}
+			if errors.Is(err, os.ErrProcessDone) && *pidFile != "" {
+				fmt.Fprintf(stderr, "sluice %s: process %d, named in %s, is not running: the server is not running, or the pid file is stale%s\n", name, *pid, *pidFile, hint)
+				return exitError
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "sluice %s: process %d: %v\n", name, *pid, err)
