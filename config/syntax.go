@@ -24,11 +24,20 @@ var yamlPrefix = regexp.MustCompile(`^yaml: (line \d+: )?`)
 func (p *parser) syntaxError(data []byte, err error) {
 	line, col := syntaxPosition(data)
 	msg := yamlPrefix.ReplaceAllString(err.Error(), "")
-	switch msg {
-	case "did not find expected key", "did not find expected '-' indicator":
+	switch {
+	case atTab(data, line, col):
+		msg += " (a tab: YAML indents with spaces only)"
+	case msg == "did not find expected key", msg == "did not find expected '-' indicator":
 		msg += " (is this line indented like the others of its list or map?)"
 	}
 	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col, Msg: "YAML syntax: " + msg})
+}
+
+// atTab reports whether data's line line (1-based) has a tab at column
+// col, where syntaxPosition puts a syntax error.
+func atTab(data []byte, line, col int) bool {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	return line <= len(lines) && col <= len(lines[line-1]) && lines[line-1][col-1] == '\t'
 }
 
 // syntaxPosition returns the line and column of the syntax error in data,
