@@ -84,7 +84,7 @@ func (s *Server) open(addrs []config.Address, cfg *config.Config) ([]*listener, 
 // logListenError logs why open failed.
 func (s *Server) logListenError(err error) {
 	if le, ok := err.(*ListenError); ok {
-		s.logger().Error("cannot listen", "addr", le.Addr.String(), "error", le.Err)
+		s.logger().Error("cannot listen", "addr", le.Addr.String(), "error", le.Err, FixAttr(ListenFix(le.Addr, le.Err)))
 		return
 	}
 	s.logger().Error("cannot listen", "error", err)

@@ -226,7 +226,7 @@ func (s *Server) Start() error {
 	}
 	if cfg.PidFile != "" {
 		if err := WritePidFile(cfg.PidFile); err != nil {
-			log.Error("cannot write the pid file", "error", err)
+			log.Error("cannot write the pid file", "error", err, FixAttr(PidFileFix(err)))
 			s.closeListeners(opened)
 			s.certs.Close()
 			s.sw.Close()

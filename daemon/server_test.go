@@ -417,10 +417,12 @@ func TestStartFails(t *testing.T) {
 	}{
 		{"a busy address", func(cfg *config.Config) {
 			cfg.Listen = append(cfg.Listen, config.Address{Network: "tcp", Addr: busy.Addr().String()})
-		}, syscall.EADDRINUSE, `msg="cannot listen" addr=` + busy.Addr().String()},
+		}, syscall.EADDRINUSE, `msg="cannot listen" addr=` + busy.Addr().String() + ` error="listen tcp ` + busy.Addr().String() +
+			`: bind: address already in use" fix="another process listens on this address (ss -ltnp shows which): stop it, or change listen"`},
 		{"an unwritable pid file", func(cfg *config.Config) {
 			cfg.PidFile = filepath.Join(dir, "missing", "pid")
-		}, os.ErrNotExist, `msg="cannot write the pid file"`},
+		}, os.ErrNotExist, `msg="cannot write the pid file" error="open ` + filepath.Join(dir, "missing", "pid") +
+			`: no such file or directory" fix="its directory does not exist: create it, or change pid_file (or --pid-file)"`},
 	} {
 		stage := &switchStage{body: "A"}
 		s, _ := newServer(t, func(components.Context) (*config.Config, error) {

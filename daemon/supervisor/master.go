@@ -200,7 +200,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	}
 	if m.pidFile != "" {
 		if err := daemon.WritePidFile(m.pidFile); err != nil {
-			m.log.Error("cannot write the pid file", "error", err)
+			m.log.Error("cannot write the pid file", "error", err, daemon.FixAttr(daemon.PidFileFix(err)))
 			m.closeListeners(nil)
 			m.closeLog()
 			return err
@@ -396,7 +396,7 @@ func (m *Master) openListeners(g *generation) error {
 		for _, o := range g.opened {
 			m.closeListener(o)
 		}
-		m.log.Error("cannot listen", "addr", a.String(), "error", err)
+		m.log.Error("cannot listen", "addr", a.String(), "error", err, daemon.FixAttr(daemon.ListenFix(a, err)))
 		return &daemon.ListenError{Addr: a, Err: err}
 	}
 	return nil
