@@ -95,7 +95,13 @@ func ParseAddress(s string) (Address, error) {
 		return Address{Network: "unix", Addr: path}, nil
 	}
 	host, port, err := net.SplitHostPort(s)
-	if err != nil {
+	switch {
+	case err == nil:
+	case s != "" && strings.Trim(s, "0123456789") == "":
+		return Address{}, fmt.Errorf("bad address %q: a port alone is written :%s (every interface) or host:%s", s, s, s)
+	case s != "" && !strings.ContainsAny(s, ":/ []"):
+		return Address{}, fmt.Errorf("bad address %q: a host needs a port, %s:PORT (or :PORT for every interface)", s, s)
+	default:
 		return Address{}, fmt.Errorf("bad address %q: want host:port, :port or unix:/path", s)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
