@@ -28,11 +28,12 @@ folders that file serves, replacing the files that differ from the
 binary's and keeping the rest. The first run with a directory also makes
 the password of the site's private area and its database, articles.db
 (SQLite, 10,000 rows). Then it serves DIR/sluice.yaml as 'sluice serve
--c DIR/sluice.yaml' does, --listen overriding the file's listen (:8080),
-and prints where the site is, its address, and the user and password of
-the private area.`,
+-c DIR/sluice.yaml' does, --listen overriding the file's listen, and
+prints where the site is, its address, and the user and password of the
+private area. The file listens on 127.0.0.1:8080, which only this
+machine reaches; --listen :8080 serves every interface.`,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
-		listen := fs.String("listen", "", "the `ADDR`ess to listen on: host:port, :port or unix:/path (default: the config file's, :8080)")
+		listen := fs.String("listen", "", "the `ADDR`ess to listen on: host:port, :port or unix:/path (default: the config file's, 127.0.0.1:8080; :8080 for every interface)")
 		data := fs.String("data", "", "the data `DIR`ectory the site is written to and served from (default: sluice/demo in the user's cache directory)")
 		return func(stdout, stderr io.Writer) int {
 			dir, err := demoDir(*data)

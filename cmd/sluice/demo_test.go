@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -267,5 +268,33 @@ func TestDemoGraph(t *testing.T) {
 	}
 	if want, _ := os.ReadFile(committed); !bytes.Equal(got, want) {
 		t.Errorf("%s is not what sluice graph --svg draws of %s; go test ./cmd/sluice -run TestDemoGraph -update redraws it", committed, demo.ConfigFile)
+	}
+}
+
+// Without --listen, sluice demo listens on 127.0.0.1:8080, which only
+// this machine reaches, and says so; the port may be taken on the machine
+// running the test, so what is checked is the address it listens on or
+// fails to.
+func TestDemoListensOnLoopback(t *testing.T) {
+	cmd := exec.Command(binary, "demo", "--data", t.TempDir())
+	out, errOut := &sluicetest.Buffer{}, &sluicetest.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+	}()
+	sluicetest.WaitFor(t, "the listening record", func() bool {
+		return strings.Contains(errOut.String(), `msg=listening addr=`) || strings.Contains(errOut.String(), `msg="cannot listen"`)
+	})
+	if !strings.Contains(errOut.String(), " addr=127.0.0.1:8080 ") {
+		t.Errorf("sluice demo without --listen does not listen on 127.0.0.1:8080:\n%s", errOut)
+	}
+	if !strings.Contains(out.String(), "open:     http://127.0.0.1:8080/\n") {
+		t.Errorf("sluice demo does not print its loopback address:\n%s", out)
 	}
 }
