@@ -57,6 +57,10 @@ type body struct {
 	all, allCounted pipe.Content // send the whole complete body; made once (sendAll)
 
 	first [1][]byte // chunks' first backing array: a short body needs no other
+
+	// dsk, when set, keeps the bytes in a disk store object instead
+	// (diskstore.go): chunks stay empty, n counts what is written.
+	dsk *diskBody
 }
 
 // sendAll returns a Content that sends the whole body, which is
@@ -129,6 +133,10 @@ func (b *body) trim() {
 
 // append adds p (copied) and wakes the readers waiting for it.
 func (b *body) append(p []byte) {
+	if b.dsk != nil {
+		b.appendDisk(p)
+		return
+	}
 	b.mu.Lock()
 	for len(p) > 0 {
 		var last []byte
@@ -152,6 +160,10 @@ func (b *body) append(p []byte) {
 
 // finish marks the body complete, or broken off, and wakes the readers.
 func (b *body) finish(failed bool) {
+	if b.dsk != nil {
+		b.finishDisk(failed)
+		return
+	}
 	b.mu.Lock()
 	if !b.done && !b.failed {
 		b.done, b.failed = !failed, failed
@@ -226,6 +238,9 @@ func (b *body) next(off int64) (p []byte, done bool, wait <-chan struct{}, err e
 // to the end), flushing whenever it must wait for more. It stops with an
 // error when w fails, the body breaks off or gone is closed.
 func (b *body) writeTo(w pipe.Writer, off, end int64, gone <-chan struct{}) error {
+	if b.dsk != nil {
+		return b.dsk.writeTo(w, off, end, gone)
+	}
 	for end < 0 || off < end {
 		p, done, wait, err := b.next(off)
 		switch {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-server/sluice/cache/disk"
 	"github.com/sluice-server/sluice/evict"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
@@ -26,8 +27,20 @@ type Options struct {
 	// Size is the memory budget in bytes: the stored header fields and
 	// bodies together, with a small charge per entry. Entries are
 	// evicted to stay under it by package evict's policy (S3-FIFO: keys
-	// read once go first). Default 64 MB.
+	// read once go first). Default 64 MB. With Path, it is the disk
+	// store's budget instead (disk.Options.Size; default 1 GB).
 	Size int64
+
+	// Path, when set, keeps responses on disk in this directory (package
+	// cache/disk: one file per response, kept across restarts, shared by
+	// every process that opens the directory, bodies sent with sendfile)
+	// instead of in memory. MaxKeys bounds the objects there
+	// (disk.Options.MaxObjects). Close the Cache to close the store.
+	Path string
+
+	// Sync makes the disk store fsync each response before it is
+	// published (disk.Options.Sync). Only with Path.
+	Sync bool
 
 	// MaxObjectSize is the largest body stored, in bytes; a longer one
 	// (known from Content-Length, or found while it streams) passes
@@ -118,6 +131,7 @@ type Cache struct {
 	logger            *slog.Logger
 	now               func() time.Time
 	gen               atomic.Uint64
+	disk              *disk.Store // Options.Path's store, or nil
 
 	statusMethod string // Cache-Status of a request whose method is not cached
 	statusBody   string // Cache-Status of a GET or HEAD with a body
@@ -164,6 +178,8 @@ func New(opts Options) (*Cache, error) {
 	}
 	size := opts.Size
 	switch {
+	case size == 0 && opts.Path != "":
+		size = disk.DefaultSize
 	case size == 0:
 		size = DefaultSize
 	case size < 0:
@@ -235,7 +251,21 @@ func New(opts Options) (*Cache, error) {
 			x.poisonFirst[f[0]|0x20] = true
 		}
 	}
-	x.store = evict.New(size, x.evicted)
+	if opts.Sync && opts.Path == "" {
+		return nil, errors.New("cache: sync needs a path")
+	}
+	if opts.Path != "" {
+		// In memory only hit-for-pass markers.
+		x.store = evict.New[string, *entry](DefaultSize, nil)
+		x.minCharge = 0
+		d, err := disk.Open(opts.Path, disk.Options{Size: size, MaxObjects: opts.MaxKeys, Sync: opts.Sync})
+		if err != nil {
+			return nil, fmt.Errorf("cache: path: %w", err)
+		}
+		x.disk = d
+	} else {
+		x.store = evict.New(size, x.evicted)
+	}
 	x.statusMethod = x.name + "; fwd=method"
 	x.statusBody = x.name + "; fwd=request; detail=request-body"
 	x.bodyFilter = func(c *pipe.Conn) pipe.Wrap {

@@ -100,10 +100,12 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // newHarnessWith serves [cache, rest...]; o may be nil.
 func newHarnessWith(t *testing.T, opts Options, o *origin, rest ...pipe.Component) *harness {
 	t.Helper()
+	opts, closeLater := onDisk(t, opts)
 	x, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeLater(x)
 	cl := &clock{t: time.Now()}
 	x.now = cl.now
 	chain := append(pipe.Chain{x}, rest...)

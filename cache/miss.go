@@ -111,6 +111,7 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	}
 	t.e.sk = t.sk
 	t.m = m
+	x.attachDisk(t.e, t.pk, m, t.sk)
 	t.e.publish(m, x.maxObject)
 	if h.Get("Date") == "" {
 		h.Set("Date", m.get("Date"))

@@ -99,6 +99,7 @@ func (f *fetch) start() {
 		f.fresh = x.freshen(f.oldMeta, &f.h, f.reqTime, now)
 		if f.own = x.ownAnswer(f.fresh); !f.own {
 			f.old.meta.Store(f.fresh)
+			x.diskFreshen(f.old, f.fresh)
 		} else if f.fresh.cc.Has(httpgrammar.CCNoStore) || f.fresh.cc.Has(httpgrammar.CCPrivate) && f.fresh.cc.PrivateFields == "" {
 			// The origin now says the response must not be stored.
 			x.invalidate(f.pk)

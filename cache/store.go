@@ -79,6 +79,9 @@ func variantKey(pk string, gen uint64, sk string) string {
 // concurrent misses, and the Cache-Status fwd value of a miss:
 // "uri-miss", "vary-miss", or "pass" under a hit-for-pass marker.
 func (x *Cache) lookup(pk string, r *engine.Request) (*entry, string, string) {
+	if x.disk != nil {
+		return x.diskLookup(pk, r)
+	}
 	e, ok := x.store.Get(pk)
 	if !ok {
 		return nil, pk, "uri-miss"
@@ -108,6 +111,9 @@ func (x *Cache) lookup(pk string, r *engine.Request) (*entry, string, string) {
 // with a Vary marker when the response varies. It reports whether the
 // budget took it.
 func (x *Cache) insert(pk string, r *engine.Request, e *entry, m *meta, sk string) bool {
+	if x.disk != nil {
+		return x.diskInsert(pk, e, m, sk)
+	}
 	n, _ := e.body.state()
 	charge := m.headerSize + e.body.capacity() + int64(2*len(pk)) + entryOverhead
 	charge = max(charge, x.minCharge)
@@ -157,4 +163,7 @@ func (x *Cache) markPass(pk string) {
 // budget unreachable).
 func (x *Cache) invalidate(pk string) {
 	x.remove(pk)
+	if x.disk != nil {
+		x.disk.Purge(pk)
+	}
 }
