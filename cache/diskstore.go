@@ -165,16 +165,23 @@ func (x *Cache) diskLookup(pk string, r *engine.Request) (*entry, string, string
 	return x.diskEntry(v, vm, vk, sk), vk, ""
 }
 
-// diskEntry makes the entry of a stored object (and closes o: sends
-// open the object again).
+// diskEntry returns the entry of a stored object (and closes o: sends
+// open the object again). The entry is remembered in the memory store
+// while the object is unchanged, so that the requests of this process
+// for it share one entry, and with it one revalidation at a time.
 func (x *Cache) diskEntry(o *disk.Object, m *meta, key, sk string) *entry {
 	defer o.Close()
+	mk := "d\x00" + key
+	if e, ok := x.store.Get(mk); ok && e.body != nil && e.body.dsk != nil && e.body.dsk.knows(o.Head()) {
+		return e
+	}
 	n, _ := o.Size()
 	d := &diskBody{s: x.disk, key: key, heads: [][]byte{bytes.Clone(o.Head())}}
 	e := newEntry()
 	e.key, e.sk = key, sk
 	e.body = &body{dsk: d, n: n, done: true}
 	e.publish(m, 0)
+	x.store.Set(mk, e, int64(len(mk)+len(o.Head()))+entryOverhead)
 	return e
 }
 
