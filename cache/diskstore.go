@@ -276,6 +276,19 @@ func (x *Cache) diskFreshen(e *entry, m *meta) {
 	}
 }
 
+// diskPurgePrefix removes the objects whose keys start with prefix:
+// the responses to one URI under every value of the extra key parts.
+// The disk store keeps no index of keys, so this reads the key of every
+// object file: a walk of the directory per invalidation.
+func (x *Cache) diskPurgePrefix(prefix string) {
+	if x.disk == nil {
+		return
+	}
+	if _, err := x.disk.PurgePrefix(prefix); err != nil {
+		x.logger.Error("cache: disk store", "error", err)
+	}
+}
+
 // fileWriter is a pipe.Writer onto a disk.Writer.
 type fileWriter struct{ w *disk.Writer }
 

@@ -60,6 +60,7 @@ func (x *Cache) invalidateURI(uk string) {
 	for _, k := range keys {
 		x.invalidate(k)
 	}
+	x.diskPurgePrefix(prefix)
 }
 
 // sameOriginKey returns the key without extra parts (see uriKey) of the
