@@ -65,8 +65,20 @@ type CacheOptions struct {
 	Name string `yaml:"name"`
 
 	// Size is the memory budget in bytes, or with a unit (256MB; see
-	// ByteSize), header fields and bodies counted (default 64MB).
+	// ByteSize), header fields and bodies counted (default 64MB); with
+	// path, the disk budget, files counted in 4 KB blocks (default 1GB).
 	Size ByteSize `yaml:"size"`
+
+	// Path keeps the responses on disk, one file each under this
+	// directory (made if need be), instead of in memory: they survive a
+	// restart, are shared by every process (worker) that names the same
+	// path, and hits are sent with sendfile. Default: in memory.
+	Path string `yaml:"path"`
+
+	// Sync has each response stored on disk fsynced before it is
+	// published, so that a power failure cannot leave a torn one
+	// (default false; only with path).
+	Sync bool `yaml:"sync"`
 
 	// MaxObjectSize is the largest body stored, in bytes or with a unit;
 	// longer ones pass through unstored (default 8MB, at most size).
@@ -76,7 +88,8 @@ type CacheOptions struct {
 	// with a unit (default 64KB).
 	MaxHeaderSize ByteSize `yaml:"max_header_size"`
 
-	// MaxKeys bounds the number of stored entries (0: only size does).
+	// MaxKeys bounds the number of stored entries (0: only size does;
+	// with path, default 1048576 files).
 	MaxKeys int `yaml:"max_keys"`
 
 	// HeuristicFraction is the fraction of the time since Last-Modified
@@ -112,10 +125,10 @@ type CacheOptions struct {
 }
 
 // NewCache returns the cache pipe, a *cache.Cache: an HTTP cache (RFC
-// 9111) that answers from its memory store what it may, and otherwise
-// runs the components after it and stores what they produce, their
-// filters' work included (a compress after the cache is stored once per
-// coding). Components before it run on every request, hits included.
+// 9111) that answers from its store (in memory, or on disk with path)
+// what it may, and otherwise runs the components after it and stores
+// what they produce, their filters' work included (a compress after the
+// cache is stored once per coding). Components before it run on every request, hits included.
 // Concurrent misses for one response make one request down the
 // pipeline; stale responses are revalidated with their validators;
 // stale-while-revalidate and stale-if-error are honoured. Every answer
@@ -126,6 +139,6 @@ func NewCache(o CacheOptions) (pipe.Component, error) {
 		MaxHeaderSize: int64(o.MaxHeaderSize), MaxKeys: o.MaxKeys,
 		HeuristicFraction: o.HeuristicFraction, HeuristicMax: o.HeuristicMax,
 		Key: o.Key, StoreSetCookie: o.StoreSetCookie, LockTimeout: o.LockTimeout,
-		StaleIfError: o.StaleIfError, Logger: o.Logger,
+		StaleIfError: o.StaleIfError, Logger: o.Logger, Path: o.Path, Sync: o.Sync,
 	})
 }

@@ -1,6 +1,9 @@
 package components
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -46,6 +49,7 @@ func TestCacheOptionsErrors(t *testing.T) {
 		{CacheOptions{StaleIfError: -time.Second}, "stale_if_error"},
 		{CacheOptions{Key: []string{"query:x"}}, "key"},
 		{CacheOptions{Key: []string{"header:"}}, "key"},
+		{CacheOptions{Sync: true}, "sync"},
 	}
 	for _, tt := range tests {
 		_, err := NewCache(tt.o)
@@ -96,4 +100,43 @@ func FuzzByteSize(f *testing.F) {
 			t.Fatalf("ByteSize(%q) = %d does not read back: %d, %v", s, b, again, err)
 		}
 	})
+}
+
+// With path the cache pipe keeps responses on disk, and closes its
+// store with Close.
+func TestCachePipeOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	c, err := NewCache(CacheOptions{Path: dir, Size: 1 << 20})
+	c = builtinComp(t, c, err)
+	t.Cleanup(func() {
+		if err := c.(io.Closer).Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	h, err := NewHeaders(HeadersOptions{Set: map[string]string{"Cache-Control": "max-age=60"}})
+	h = builtinComp(t, h, err)
+	var n atomic.Int32
+	counter := pipe.Pipe(func(conn *pipe.Conn) bool { n.Add(1); return true })
+	text, err := NewText(TextOptions{Body: "stored"})
+	text = builtinComp(t, text, err)
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{c, counter, h, text})).URL
+	for i := range 3 {
+		resp, body := builtinDo(t, "GET", url+"/", nil)
+		if string(body) != "stored" || resp.Header.Get("Cache-Status") == "" {
+			t.Errorf("request %d: %q, Cache-Status %q", i, body, resp.Header.Get("Cache-Status"))
+		}
+	}
+	if n.Load() != 1 {
+		t.Errorf("the components after the cache ran %d times, want 1", n.Load())
+	}
+	files := 0
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && len(d.Name()) == 32 {
+			files++
+		}
+		return nil
+	})
+	if files != 1 {
+		t.Errorf("%d object files under the path, want 1", files)
+	}
 }
