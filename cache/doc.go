@@ -89,4 +89,13 @@
 // package evict's policy (S3-FIFO: keys read once go first);
 // Options.MaxObjectSize bounds one body, MaxHeaderSize its header,
 // MaxKeys the number of entries.
+//
+// With Options.Path the responses are kept on disk instead, as objects
+// of a cache/disk store: the meta in the object's head (a versioned
+// binary encoding), the body written to the file as it streams in and
+// read along by collapsed requests, hits sent from the file with
+// pipe.SendFile, a 304's header stored with SetHead. Every process that
+// opens the directory shares what is stored, across restarts; Vary
+// markers are objects too, with a random generation. Close the Cache to
+// close its store.
 package cache
