@@ -14,9 +14,11 @@ build:
 	$(GO) build -o $(BIN) ./cmd/sluice
 
 ## test: every test of both modules (the server, then bench/), with the
-## race detector, in random order; then test-alloc
+## race detector, in random order (the cache's again on a disk store);
+## then test-alloc
 test:
 	$(GO) test -race -shuffle=on -timeout 20m ./...
+	$(GO) test -race -shuffle=on -timeout 10m ./cache -cache.disk
 	$(GO) -C bench test -race -shuffle=on -timeout 20m ./...
 	@$(MAKE) --no-print-directory test-alloc
 

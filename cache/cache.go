@@ -131,7 +131,8 @@ type Cache struct {
 	logger            *slog.Logger
 	now               func() time.Time
 	gen               atomic.Uint64
-	disk              *disk.Store // Options.Path's store, or nil
+	disk              *disk.Store    // Options.Path's store, or nil
+	fetches           sync.WaitGroup // revalidations running on their own goroutines
 
 	statusMethod string // Cache-Status of a request whose method is not cached
 	statusBody   string // Cache-Status of a GET or HEAD with a body

@@ -296,9 +296,12 @@ func (f fileWriter) Write(p []byte) (int, error) { return f.w.Write(p) }
 func (f fileWriter) Flush() error                { return nil }
 func (f fileWriter) Close() error                { return nil }
 
-// Close closes the disk store, if the cache has one; the cache must not
-// be used after. Objects being written are dropped.
+// Close waits for the revalidations running behind answers already
+// given (stale-while-revalidate) to end, and closes the disk store, if
+// the cache has one; the cache must not be used after. Close it once
+// the server stops handing it requests.
 func (x *Cache) Close() error {
+	x.fetches.Wait()
 	if x.disk == nil {
 		return nil
 	}

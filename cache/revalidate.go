@@ -246,7 +246,11 @@ func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk 
 			return g, false
 		}
 	}
-	f.onDone = func() { old.pending.CompareAndSwap(f, nil) }
+	x.fetches.Add(1)
+	f.onDone = func() {
+		old.pending.CompareAndSwap(f, nil)
+		x.fetches.Done()
+	}
 	// The rest runs on a Conn of its own that carries the client's route
 	// parameters and values, as the client's own Conn would.
 	go f.run(c.Handler(rest))
