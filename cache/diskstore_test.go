@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/proxy"
 )
@@ -287,3 +288,43 @@ func TestDiskOptions(t *testing.T) {
 }
 
 var _ pipe.Writer = fileWriter{}
+
+// sendRecorder is a pipe.Writer and pipe.FileWriter that records the
+// SendFile calls made to it.
+type sendRecorder struct {
+	strings.Builder
+	files []string
+	off   []int64
+}
+
+func (s *sendRecorder) Flush() error { return nil }
+func (s *sendRecorder) Close() error { return nil }
+func (s *sendRecorder) SendFile(f *os.File, offset, n int64) error {
+	s.files = append(s.files, f.Name())
+	s.off = append(s.off, offset)
+	_, err := io.Copy(s, io.NewSectionReader(f, offset, n))
+	return err
+}
+
+// A hit hands the stored object's file, at the body's offset, to
+// pipe.SendFile.
+func TestDiskHitSendsFile(t *testing.T) {
+	dir := t.TempDir()
+	h := diskHarness(t, Options{Path: dir}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "sent from the file")
+	})
+	h.get(t, "/s")
+	r := &engine.Request{Method: []byte("GET"), Path: []byte("/s"), Host: []byte(strings.TrimPrefix(h.url, "http://"))}
+	e, _, fwd := h.x.lookup(h.x.primaryKey(r), r)
+	if e == nil {
+		t.Fatalf("not stored: %s", fwd)
+	}
+	var rec sendRecorder
+	if err := e.body.writeTo(&rec, 5, -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rec.String() != "from the file" || len(rec.files) != 1 || !strings.HasPrefix(rec.files[0], dir) || rec.off[0] <= 5 {
+		t.Fatalf("sent %q with SendFile calls %q at %v", rec.String(), rec.files, rec.off)
+	}
+}
