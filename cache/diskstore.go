@@ -264,16 +264,23 @@ func (x *Cache) diskInsert(pk string, e *entry, m *meta, sk string) bool {
 	return true
 }
 
-// diskFreshen stores the head of a response a 304 freshened.
+// diskFreshen stores the head of a response a 304 freshened. SetHead
+// copies the body to a new file, so it runs on a goroutine of its own
+// (which Close waits for): the request that revalidated is answered
+// from the entry, freshened at once, meanwhile.
 func (x *Cache) diskFreshen(e *entry, m *meta) {
 	if x.disk == nil || e.body == nil || e.body.dsk == nil || e.key == "" {
 		return
 	}
 	head := encodeMeta(m)
 	e.body.dsk.addHead(head)
-	if err := x.disk.SetHead(e.key, head); err != nil && !errors.Is(err, disk.ErrNotFound) {
-		x.logger.Error("cache: disk store", "error", err)
-	}
+	x.fetches.Add(1)
+	go func() {
+		defer x.fetches.Done()
+		if err := x.disk.SetHead(e.key, head); err != nil && !errors.Is(err, disk.ErrNotFound) {
+			x.logger.Error("cache: disk store", "error", err)
+		}
+	}()
 }
 
 // diskPurgePrefix removes the objects whose keys start with prefix:

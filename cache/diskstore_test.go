@@ -161,6 +161,7 @@ func TestDiskRevalidationSetsHead(t *testing.T) {
 	if body != first || !strings.Contains(resp.Header.Get("Cache-Status"), "fwd-status=304") {
 		t.Fatalf("revalidated: %q %q", body, resp.Header.Get("Cache-Status"))
 	}
+	h.x.fetches.Wait() // the new head is written behind the answer
 	h.clock.advance(20 * time.Second)
 	n := h.reopen(t, dir)
 	resp, body = n.get(t, "/v", h.host())
