@@ -257,7 +257,7 @@ func New(opts Options) (*Cache, error) {
 	}
 	if opts.Path != "" {
 		// In memory only hit-for-pass markers.
-		x.store = evict.New[string, *entry](DefaultSize, nil)
+		x.store = evict.New(DefaultSize, x.diskEvicted)
 		x.minCharge = 0
 		d, err := disk.Open(opts.Path, disk.Options{Size: size, MaxObjects: opts.MaxKeys, Sync: opts.Sync})
 		if err != nil {
@@ -286,7 +286,12 @@ func New(opts Options) (*Cache, error) {
 func (x *Cache) Len() int { return x.store.Len() }
 
 // Size returns the bytes charged to the store's budget.
-func (x *Cache) Size() int64 { return x.store.Size() }
+func (x *Cache) Size() int64 {
+	if x.disk != nil {
+		return x.diskStats().Bytes
+	}
+	return x.store.Size()
+}
 
 // Handle runs the cache with nothing after it: every request is answered
 // from the store or, on a miss, by the pipeline's response set up so far.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-server/sluice/cache/disk"
 	"github.com/sluice-server/sluice/engine"
@@ -41,6 +42,50 @@ type diskBody struct {
 
 	mu    sync.Mutex
 	heads [][]byte // the heads the object may have: as looked up, as freshened
+
+	// o is the stored object, held open while the entry is remembered
+	// (refs 1) and while sends read it (one more each), so that a purge
+	// after a lookup does not cut the answers to it short.
+	o    *disk.Object
+	refs int
+}
+
+// acquire returns the open object, held for a send, or nil.
+func (d *diskBody) acquire() *disk.Object {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.o == nil || d.refs == 0 {
+		return nil
+	}
+	d.refs++
+	return d.o
+}
+
+// release lets go of a hold on the open object, closing it after the
+// last.
+func (d *diskBody) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.o == nil || d.refs == 0 {
+		return
+	}
+	if d.refs--; d.refs == 0 {
+		d.o.Close()
+		d.o = nil
+	}
+}
+
+// memoCharge is what a remembered disk entry is charged at least in the
+// memory store, whose budget is DefaultSize: it holds a file open, so
+// at most 1024 are remembered.
+const memoCharge = DefaultSize / 1024
+
+// diskEvicted closes the object of a remembered disk entry leaving the
+// memory store (once the sends reading it end).
+func (x *Cache) diskEvicted(_ string, e *entry) {
+	if e.body != nil && e.body.dsk != nil {
+		e.body.dsk.release()
+	}
 }
 
 func (d *diskBody) knows(head []byte) bool {
@@ -62,6 +107,10 @@ func (d *diskBody) addHead(head []byte) {
 
 // writeTo sends the body's bytes [off, end) with pipe.SendFile.
 func (d *diskBody) writeTo(w pipe.Writer, off, end int64, gone <-chan struct{}) error {
+	if o := d.acquire(); o != nil {
+		defer d.release()
+		return o.SendTo(w, off, end, gone)
+	}
 	var o *disk.Object
 	err := errReplaced
 	if d.w != nil {
@@ -165,23 +214,26 @@ func (x *Cache) diskLookup(pk string, r *engine.Request) (*entry, string, string
 	return x.diskEntry(v, vm, vk, sk), vk, ""
 }
 
-// diskEntry returns the entry of a stored object (and closes o: sends
-// open the object again). The entry is remembered in the memory store
-// while the object is unchanged, so that the requests of this process
-// for it share one entry, and with it one revalidation at a time.
+// diskEntry returns the entry of a stored object, which it takes over.
+// The entry is remembered in the memory store while the object is
+// unchanged, so that the requests of this process for it share one
+// entry, one open file and one revalidation at a time; sends after it
+// is forgotten open the object again.
 func (x *Cache) diskEntry(o *disk.Object, m *meta, key, sk string) *entry {
-	defer o.Close()
 	mk := "d\x00" + key
 	if e, ok := x.store.Get(mk); ok && e.body != nil && e.body.dsk != nil && e.body.dsk.knows(o.Head()) {
+		o.Close()
 		return e
 	}
 	n, _ := o.Size()
-	d := &diskBody{s: x.disk, key: key, heads: [][]byte{bytes.Clone(o.Head())}}
+	d := &diskBody{s: x.disk, key: key, heads: [][]byte{bytes.Clone(o.Head())}, o: o, refs: 1}
 	e := newEntry()
 	e.key, e.sk = key, sk
 	e.body = &body{dsk: d, n: n, done: true}
 	e.publish(m, 0)
-	x.store.Set(mk, e, int64(len(mk)+len(o.Head()))+entryOverhead)
+	if !x.store.Set(mk, e, max(int64(len(mk)+len(o.Head()))+entryOverhead, memoCharge)) {
+		d.release()
+	}
 	return e
 }
 
@@ -228,6 +280,13 @@ func (x *Cache) attachDisk(e *entry, pk string, m *meta, sk string) {
 func (x *Cache) diskInsert(pk string, e *entry, m *meta, sk string) bool {
 	n, done := e.body.state()
 	if !done || n > x.maxObject {
+		return false
+	}
+	if e.purged.Load() {
+		// A purge came while it was fetched; its object may be out.
+		if e.key != "" {
+			x.disk.Purge(e.key)
+		}
 		return false
 	}
 	d := e.body.dsk
@@ -296,6 +355,60 @@ func (x *Cache) diskPurgePrefix(prefix string) {
 	}
 }
 
+// diskPurgeURL removes the response stored under base, or its Vary
+// marker and variants, and the responses under extra key parts (keys
+// base, NUL, ...): a walk of the directory, as PurgePrefix is. It
+// returns how many responses it removed.
+func (x *Cache) diskPurgeURL(base string) int {
+	n := 0
+	if o, err := x.disk.Get(base); err == nil {
+		m, _, _, err := decodeHead(o.Head())
+		o.Close()
+		if ok, _ := x.disk.Purge(base); ok && err == nil && m != nil {
+			n++
+		}
+	}
+	k, err := x.disk.PurgePrefix(base + "\x00")
+	if err != nil {
+		x.logger.Error("cache: disk store", "error", err)
+	}
+	return n + k
+}
+
+// diskBan removes the objects whose keys start with one of prefixes,
+// and returns how many it removed; 0 without a disk store.
+func (x *Cache) diskBan(prefixes []string) int {
+	if x.disk == nil {
+		return 0
+	}
+	n := 0
+	for _, p := range prefixes {
+		k, err := x.disk.PurgePrefix(p)
+		if err != nil {
+			x.logger.Error("cache: disk store", "error", err)
+		}
+		n += k
+	}
+	return n
+}
+
+// diskStats is Stats with a disk store: its objects (responses and Vary
+// markers) and evictions in this process, and the bytes of every
+// process's objects.
+func (x *Cache) diskStats() Stats {
+	st := Stats{
+		Hits: atomic.LoadUint64(&x.stats.Hits), Misses: atomic.LoadUint64(&x.stats.Misses),
+		Stale: atomic.LoadUint64(&x.stats.Stale), Revalidated: atomic.LoadUint64(&x.stats.Revalidated),
+		Passes: atomic.LoadUint64(&x.stats.Passes), Collapsed: atomic.LoadUint64(&x.stats.Collapsed),
+		Stored:      atomic.LoadUint64(&x.stats.Stored),
+		BytesServed: atomic.LoadUint64(&x.stats.BytesServed), Purged: atomic.LoadUint64(&x.stats.Purged),
+	}
+	if ds, err := x.disk.Stats(); err == nil {
+		st.Objects, st.Bytes, st.Evictions = uint64(max(0, ds.Objects)), ds.Bytes, ds.Evictions
+	}
+	return st
+}
+
 // fileWriter is a pipe.Writer onto a disk.Writer.
 type fileWriter struct{ w *disk.Writer }
 
@@ -312,5 +425,9 @@ func (x *Cache) Close() error {
 	if x.disk == nil {
 		return nil
 	}
+	x.store.Range(func(_ string, e *entry) bool {
+		x.diskEvicted("", e)
+		return true
+	})
 	return x.disk.Close()
 }

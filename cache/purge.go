@@ -39,6 +39,10 @@ func (x *Cache) PurgeURL(host, target string) (int, error) {
 			return k == base || len(k) > len(base) && k[len(base)] == 0 && strings.HasPrefix(k, base)
 		}
 		x.doomInflight(func(k string, _ *entry) bool { return of(k) })
+		if x.disk != nil {
+			n += x.diskPurgeURL(base)
+			continue
+		}
 		if len(x.keyParts) == 0 {
 			e, ok := x.store.Get(base)
 			if !ok {
@@ -88,7 +92,7 @@ func (x *Cache) BanPrefix(host, prefix string) (int, error) {
 		return false
 	}
 	x.doomInflight(func(k string, _ *entry) bool { return match(k) })
-	n := x.removeWhere(match)
+	n := x.removeWhere(match) + x.diskBan(keys)
 	atomic.AddUint64(&x.stats.Purged, uint64(n))
 	return n, nil
 }

@@ -97,6 +97,9 @@ func (x *Cache) count(c *pipe.Conn, o outcome) {
 //   - Objects: responses stored now (Vary variants each count);
 //   - Bytes: the bytes charged to the size budget now.
 func (x *Cache) Stats() Stats {
+	if x.disk != nil {
+		return x.diskStats()
+	}
 	return Stats{
 		Hits: atomic.LoadUint64(&x.stats.Hits), Misses: atomic.LoadUint64(&x.stats.Misses),
 		Stale: atomic.LoadUint64(&x.stats.Stale), Revalidated: atomic.LoadUint64(&x.stats.Revalidated),
