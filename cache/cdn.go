@@ -146,6 +146,11 @@ func isTokenChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// ValidName reports whether name can name a cache (Options.Name): an
+// RFC 8941 sf-token, as Cache-Status wants, such as "Sluice" or
+// "edge/pages".
+func ValidName(name string) bool { return isSFToken(name) }
+
 // isSFToken reports whether s is an RFC 8941 sf-token, as a cache's name
 // in Cache-Status must be (RFC 9211 §2): a letter or '*', then tchar,
 // ':' or '/'.

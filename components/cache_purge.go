@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluice-server/sluice/cache"
 	"github.com/sluice-server/sluice/engine"
-	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -93,8 +92,8 @@ const (
 // site's paths arrive; Path adds the JSON endpoint on such a route. The
 // Pipe is safe for concurrent use.
 func NewCachePurge(opts CachePurgeOptions) (pipe.Component, error) {
-	if opts.Cache != "" && !httpgrammar.IsToken(opts.Cache) {
-		return nil, fmt.Errorf("cache_purge: cache %q is not a cache name (a token)", opts.Cache)
+	if opts.Cache != "" && !cache.ValidName(opts.Cache) {
+		return nil, fmt.Errorf("cache_purge: cache %q is not a cache name (a Structured Field token, as the cache's name option)", opts.Cache)
 	}
 	if opts.Path != "" && opts.Path[0] != '/' {
 		return nil, fmt.Errorf("cache_purge: path %q must start with /", opts.Path)

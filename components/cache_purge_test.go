@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -353,5 +354,16 @@ func TestCacheStatusAndLog(t *testing.T) {
 	want := []string{"/a MISS", "/a HIT", "/a HIT", "/assets/a.css MISS", "/a (none)", "/form PASS"}
 	if strings.Join(statuses, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("cache statuses in the log:\n%s\nwant:\n%s\nlog:\n%s", strings.Join(statuses, "\n"), strings.Join(want, "\n"), data)
+	}
+}
+
+// cache_purge names a cache as the cache's name option does: any
+// Structured Field token, not only an HTTP token.
+func TestCachePurgeCacheName(t *testing.T) {
+	for name, ok := range map[string]bool{"Sluice": true, "edge/pages": true, "a:b": true, "1st": false, "a b": false} {
+		_, err := components.NewCachePurge(components.CachePurgeOptions{Cache: name})
+		if (err == nil) != ok {
+			t.Errorf("cache %q: err %v, want ok %v", name, err, ok)
+		}
 	}
 }
