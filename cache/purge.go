@@ -201,6 +201,24 @@ func splitTarget(host, target string) (schemes []string, h string, path []byte, 
 	return schemes, h, path, u.RawQuery, nil
 }
 
+// TargetOnHost returns the path and query of target, a path or an
+// absolute http or https URL, and false when the URL names another host
+// than host, compared as keys compare hosts (without case, a trailing
+// dot or the scheme's default port): for a purge endpoint that reaches
+// only the responses of the host it is sent to. A target that is no URL
+// to purge is returned as it is, for PurgeURL or BanPrefix to refuse.
+func TargetOnHost(host, target string) (string, bool) {
+	schemes, h, _, _, err := splitTarget(host, target)
+	if err != nil || len(schemes) != 1 {
+		return target, true
+	}
+	if string(appendHost(nil, []byte(h), schemes[0])) != string(appendHost(nil, []byte(host), schemes[0])) {
+		return "", false
+	}
+	u, _ := url.Parse(target) // splitTarget parsed it
+	return u.RequestURI(), true
+}
+
 // validHost reports whether h can be a Host field's value: not empty,
 // visible ASCII without '/', '?', '#' or '@'.
 func validHost(h string) bool {

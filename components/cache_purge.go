@@ -199,7 +199,7 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 	}
 	for _, list := range [][]string{req.URLs, req.Prefixes} {
 		for i, u := range list {
-			path, ok := onHost(host, u)
+			path, ok := cache.TargetOnHost(host, u)
 			if !ok {
 				return c.Error(http.StatusForbidden, "a purge reaches only this host's responses")
 			}
@@ -265,30 +265,4 @@ func forwarded(r *engine.Request) bool {
 		}
 	}
 	return false
-}
-
-// onHost returns the path and query of target, a path or an absolute
-// http or https URL, and false when the URL names another host than
-// host (compared without case and without the scheme's default port):
-// a purge reaches only the responses of the host it is sent to.
-func onHost(host, target string) (string, bool) {
-	scheme, rest, ok := strings.Cut(target, "://")
-	if !ok || !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
-		return target, true // a path, or no URL to purge: the cache says which
-	}
-	authority, path := rest, "/"
-	if i := strings.IndexAny(rest, "/?"); i >= 0 {
-		authority, path = rest[:i], rest[i:]
-		if path[0] == '?' {
-			path = "/" + path
-		}
-	}
-	strip := func(h, port string) string {
-		return strings.ToLower(strings.TrimSuffix(h, port))
-	}
-	port := ":80"
-	if strings.EqualFold(scheme, "https") {
-		port = ":443"
-	}
-	return path, strip(authority, port) == strip(host, port)
 }
