@@ -78,7 +78,7 @@ func TestCollapsing(t *testing.T) {
 	}
 	// Every connection's first request is sent; let the ones the cache has
 	// not yet taken in arrive before the origin answers.
-	waitFor(t, "the collapsed requests to wait", func() bool { return h.x.waiting("G\x00http://"+addr+"/hot") >= conns-1 })
+	sluicetest.WaitFor(t, "the collapsed requests to wait", func() bool { return h.x.waiting("G\x00http://"+addr+"/hot") >= conns-1 })
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -126,10 +126,10 @@ func TestCollapseReleasedWhenUncacheable(t *testing.T) {
 			bodies <- b
 		}()
 		if i == 0 {
-			waitFor(t, "the first request at the origin", func() bool { return o.n.Load() == 1 })
+			sluicetest.WaitFor(t, "the first request at the origin", func() bool { return o.n.Load() == 1 })
 		}
 	}
-	waitFor(t, "the others to wait", func() bool { return h.x.waiting("G\x00"+strings.Replace(h.url, "http://", "http://", 1)+"/p") >= n-1 })
+	sluicetest.WaitFor(t, "the others to wait", func() bool { return h.x.waiting("G\x00"+strings.Replace(h.url, "http://", "http://", 1)+"/p") >= n-1 })
 	close(release)
 	wg.Wait()
 	close(bodies)
@@ -146,17 +146,6 @@ func TestCollapseReleasedWhenUncacheable(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // A request waiting for another's fetch stops waiting when its client
 // goes: it no longer counts as a reader, which keeps a fetch going.
 func TestCollapsedClientGone(t *testing.T) {
@@ -167,12 +156,12 @@ func TestCollapsedClientGone(t *testing.T) {
 		w.Header().Set("Cache-Control", "max-age=60")
 	})
 	go h.try("GET", "/g")
-	waitFor(t, "the leader at the origin", func() bool { return h.o.n.Load() == 1 })
+	sluicetest.WaitFor(t, "the leader at the origin", func() bool { return h.o.n.Load() == 1 })
 	conn := sluicetest.Dial(t, strings.TrimPrefix(h.url, "http://"))
 	if _, err := conn.Write([]byte("GET /g HTTP/1.1\r\nHost: " + strings.TrimPrefix(h.url, "http://") + "\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the request to join the leader", func() bool { return h.x.joined() == 1 })
+	sluicetest.WaitFor(t, "the request to join the leader", func() bool { return h.x.joined() == 1 })
 	conn.Close()
-	waitFor(t, "the request to leave once its client went", func() bool { return h.x.joined() == 0 })
+	sluicetest.WaitFor(t, "the request to leave once its client went", func() bool { return h.x.joined() == 0 })
 }

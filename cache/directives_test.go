@@ -1,10 +1,13 @@
 package cache
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // Each directive of RFC 9111 (and RFC 5861), table-driven from the raw
@@ -157,15 +160,10 @@ func TestDirectives(t *testing.T) {
 	}
 }
 
+// waitCount waits until the origin has seen n requests.
 func waitCount(t *testing.T, o *origin, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for o.n.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("origin saw %d requests, waiting for %d", o.n.Load(), n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	sluicetest.WaitFor(t, fmt.Sprintf("the origin to see %d requests", n), func() bool { return o.n.Load() >= n })
 }
 
 // A bare private or no-cache after the qualified form means the whole

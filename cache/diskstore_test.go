@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/proxy"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 var everyOnDisk = flag.Bool("cache.disk", false, "run every test harness's cache on a disk store")
@@ -237,7 +238,7 @@ func TestDiskCollapsedReadAlong(t *testing.T) {
 	go get()
 	<-started
 	go get()
-	waitFor(t, "a second client on the fetch", func() bool { return h.x.waiting("G\x00"+h.url+"/c") == 1 })
+	sluicetest.WaitFor(t, "a second client on the fetch", func() bool { return h.x.waiting("G\x00"+h.url+"/c") == 1 })
 	close(release)
 	for range 2 {
 		r := <-results

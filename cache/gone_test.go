@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // A client that goes away while its response streams in does not abort
@@ -49,7 +51,7 @@ func TestClientGoneKeepsStore(t *testing.T) {
 		}
 		done <- body
 	}()
-	waitFor(t, "a second client on the fetch", func() bool { return h.x.waiting("G\x00http://"+addr+"/g") >= 1 })
+	sluicetest.WaitFor(t, "a second client on the fetch", func() bool { return h.x.waiting("G\x00http://"+addr+"/g") >= 1 })
 	leader.Close() // the client that led the fetch leaves
 	close(release)
 	want := half + strings.ToUpper(half)

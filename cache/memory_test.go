@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // A body over MaxObjectSize that a collapsed request reads along is not
@@ -49,9 +51,9 @@ func TestOversizeWithReaderBounded(t *testing.T) {
 		done <- n
 	}
 	go get()
-	waitFor(t, "the leader at the origin", func() bool { return h.o.n.Load() == 1 })
+	sluicetest.WaitFor(t, "the leader at the origin", func() bool { return h.o.n.Load() == 1 })
 	go get()
-	waitFor(t, "a request to join the leader", func() bool { return h.x.joined() == 1 })
+	sluicetest.WaitFor(t, "a request to join the leader", func() bool { return h.x.joined() == 1 })
 	close(release)
 	after := <-live
 	for range 2 {
@@ -80,7 +82,7 @@ func TestKnownLengthBodyGrows(t *testing.T) {
 	})
 	go h.try("GET", "/known")
 	var held int64
-	waitFor(t, "the first bytes in the store", func() bool { held = h.x.inflightHeld(); return held > 0 })
+	sluicetest.WaitFor(t, "the first bytes in the store", func() bool { held = h.x.inflightHeld(); return held > 0 })
 	if held > chunkSize {
 		t.Errorf("a 4 MB body holds %d bytes after its first 1024", held)
 	}

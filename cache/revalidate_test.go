@@ -79,7 +79,7 @@ func TestLockTimeout(t *testing.T) {
 		}
 		first <- b
 	}()
-	waitFor(t, "the first request at the origin", func() bool { return o.n.Load() == 1 })
+	sluicetest.WaitFor(t, "the first request at the origin", func() bool { return o.n.Load() == 1 })
 	second := make(chan string, 1)
 	go func() {
 		_, b, err := h.try("GET", "/lt")
@@ -133,7 +133,7 @@ func TestRevalidationUnstoredStreams(t *testing.T) {
 			bodies <- b
 		}()
 	}
-	waitFor(t, "both requests on the revalidation", func() bool { return o.n.Load() >= 2 })
+	sluicetest.WaitFor(t, "both requests on the revalidation", func() bool { return o.n.Load() >= 2 })
 	close(release)
 	for range 2 {
 		if b := <-bodies; b != big {

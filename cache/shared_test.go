@@ -59,7 +59,7 @@ func TestSharedRevalidationKeepsPrivateAnswer(t *testing.T) {
 				}
 				alice <- body
 			}()
-			waitFor(t, "alice's revalidation at the origin", func() bool { return o.n.Load() == 2 })
+			sluicetest.WaitFor(t, "alice's revalidation at the origin", func() bool { return o.n.Load() == 2 })
 			bob := make(chan string, 1)
 			go func() {
 				resp, body, err := h.try("GET", "/p", tt.join...)
@@ -70,7 +70,7 @@ func TestSharedRevalidationKeepsPrivateAnswer(t *testing.T) {
 				}
 				bob <- body
 			}()
-			waitFor(t, "bob to join the revalidation", func() bool { return h.x.sharing() == 1 })
+			sluicetest.WaitFor(t, "bob to join the revalidation", func() bool { return h.x.sharing() == 1 })
 			close(release)
 			if got := <-alice; got != "alice's page" {
 				t.Errorf("alice got %q", got)
@@ -126,8 +126,8 @@ func TestRevalidationKeepsParamsAndValues(t *testing.T) {
 			}
 			cl.advance(time.Minute)
 			sluicetest.Get(t, srv.URL+"/article/42")
-			waitFor(t, "the revalidation", func() bool { return calls.Load() == 2 })
-			waitFor(t, "the revalidated response", func() bool {
+			sluicetest.WaitFor(t, "the revalidation", func() bool { return calls.Load() == 2 })
+			sluicetest.WaitFor(t, "the revalidated response", func() bool {
 				_, body = sluicetest.Get(t, srv.URL+"/article/42", "Cache-Control: only-if-cached")
 				return strings.HasSuffix(body, "#2")
 			})
@@ -177,7 +177,7 @@ func TestLeaderPanicReleasesKey(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, "a request to join the leader", func() bool { return x.joined() == 1 })
+	sluicetest.WaitFor(t, "a request to join the leader", func() bool { return x.joined() == 1 })
 	close(boom)
 	for range 2 {
 		if err := <-errs; err == nil {
@@ -259,7 +259,7 @@ func TestSharedRevalidationLockTimeout(t *testing.T) {
 	})
 	h.clock.advance(time.Minute)
 	go h.try("GET", "/t")
-	waitFor(t, "the revalidation at the origin", func() bool { return o.n.Load() == 2 })
+	sluicetest.WaitFor(t, "the revalidation at the origin", func() bool { return o.n.Load() == 2 })
 	if _, body, err := h.try("GET", "/t"); err != nil || body != "v3" {
 		t.Errorf("the request that joined: %q %v", body, err)
 	}

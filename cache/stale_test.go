@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // With the origin killed, a stale response is served where
@@ -101,7 +103,7 @@ func TestStaleWhileRevalidate(t *testing.T) {
 		}
 	}
 	close(release)
-	waitFor(t, "the revalidation to be stored", func() bool {
+	sluicetest.WaitFor(t, "the revalidation to be stored", func() bool {
 		_, b := h.get(t, "/w", "Cache-Control: only-if-cached")
 		return b == "v2"
 	})
@@ -135,7 +137,7 @@ func TestRevalidationCollapsed(t *testing.T) {
 			done <- body + " " + resp.Header.Get("Cache-Status")
 		}()
 	}
-	waitFor(t, "the revalidation at the origin", func() bool { return o.n.Load() == 2 })
+	sluicetest.WaitFor(t, "the revalidation at the origin", func() bool { return o.n.Load() == 2 })
 	close(release)
 	for range 10 {
 		if got := <-done; !strings.HasPrefix(got, "v1 Sluice; fwd=stale; fwd-status=304") && !strings.HasPrefix(got, "v1 Sluice; hit") {
