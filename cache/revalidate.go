@@ -46,6 +46,9 @@ type fetch struct {
 	onDone  func()       // called last on the fetch's goroutine, if set
 	joined  atomic.Int32 // requests that share it besides the first
 	own     bool         // resRevalidated: fresh is for the request that sent it only
+	// replaced: the new response was stored in old's place (set on the
+	// fetch's goroutine before onDone).
+	replaced bool
 }
 
 // Header implements engine.ResponseWriter.
@@ -220,6 +223,7 @@ func (f *fetch) run(h engine.Handler) {
 		f.e.body.finish(false)
 		if f.m != nil && n <= f.x.maxObject && f.x.insert(f.pk, f.req, f.e, f.m, f.sk) {
 			atomic.AddUint64(&f.x.stats.Stored, 1)
+			f.replaced = true
 		}
 	}()
 	h.Serve(f, f.req)
@@ -248,7 +252,16 @@ func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk 
 	}
 	x.fetches.Add(1)
 	f.onDone = func() {
-		old.pending.CompareAndSwap(f, nil)
+		// A new response stored in old's place stays old's pending
+		// fetch: a request that looked old up before the store changed
+		// and comes here after it joins the finished fetch and gets the
+		// new response, rather than revalidating what is already
+		// replaced. Otherwise old is still the stored response (a 304
+		// freshened it, or nothing was stored) and its next
+		// revalidation starts anew.
+		if !f.replaced {
+			old.pending.CompareAndSwap(f, nil)
+		}
 		x.fetches.Done()
 	}
 	// The rest runs on a Conn of its own that carries the client's route

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -209,3 +210,47 @@ func TestStaleIfErrorKeepsStaleOver5xx(t *testing.T) {
 		})
 	}
 }
+
+// A request that looked up a stale response just before a revalidation
+// replaced it, and reaches the revalidation step just after, joins the
+// finished revalidation (and gets its new response) rather than
+// starting another for a response no longer stored.
+func TestReplacedEntryJoinsFinishedRevalidation(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(respond(&o, 200, "v", "Cache-Control: max-age=10"))
+	h.get(t, "/r")
+	h.clock.advance(20 * time.Second)
+	// The raced request's lookup: the stale response, before the store changes.
+	r := &engine.Request{Method: []byte("GET"), Path: []byte("/r"), Host: []byte(strings.TrimPrefix(h.url, "http://"))}
+	old, _, _ := h.x.lookup(h.x.primaryKey(r), r)
+	if old == nil {
+		t.Fatal("the stale response is not stored")
+	}
+	if _, body := h.get(t, "/r"); body != "v2" {
+		t.Fatalf("revalidation answered %q, want v2", body)
+	}
+	h.x.fetches.Wait() // the revalidation has stored v2 and ended
+	f := old.pending.Load()
+	if f == nil {
+		t.Fatal("the replaced response has no revalidation to join: a request holding it would revalidate again")
+	}
+	var b strings.Builder
+	if err := f.e.body.writeTo(stringWriter{&b}, 0, -1, nil); err != nil || b.String() != "v2" {
+		t.Errorf("the finished revalidation holds %q (%v), want v2", b.String(), err)
+	}
+	if _, body := h.get(t, "/r"); body != "v2" {
+		t.Errorf("then %q, want the stored v2", body)
+	}
+	if got := o.n.Load(); got != 2 {
+		t.Errorf("origin saw %d requests, want 2", got)
+	}
+}
+
+// stringWriter is a pipe.Writer into a strings.Builder.
+type stringWriter struct{ b *strings.Builder }
+
+func (s stringWriter) Write(p []byte) (int, error) { return s.b.Write(p) }
+func (s stringWriter) Flush() error                { return nil }
+func (s stringWriter) Close() error                { return nil }
