@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,9 +58,15 @@ type CachePurgeOptions struct {
 	ClientIPHeader string `yaml:"client_ip_header"`
 
 	// Caches is the set the caches are looked up in at each purge
-	// (components.Context.Caches in a config file). (Not settable from a
-	// config file.)
+	// (components.Context.Caches in a config file): its relay, when set,
+	// takes each purge to the master's other workers. (Not settable
+	// from a config file.)
 	Caches *Caches `yaml:"-"`
+
+	// Logger receives the purges that not every worker confirmed; nil
+	// means the config's (slog.Default outside one). (Not settable from
+	// a config file.)
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // maxPurgeBody bounds a POST's JSON body, and maxPurgeItems the URLs,
@@ -68,6 +75,11 @@ const (
 	maxPurgeBody  = 1 << 20
 	maxPurgeItems = 10000
 )
+
+// MaxPurgeItem bounds the length of a URL or prefix of a purge: longer
+// than any request target the engine accepts by default (8 KiB), so
+// that no stored response is out of reach.
+const MaxPurgeItem = 8 << 10
 
 // NewCachePurge returns the cache_purge Pipe: the control endpoint of
 // the caches of a config. It lets every request through but these,
@@ -83,8 +95,12 @@ const (
 //     "tags": [...], "prefixes": [...]}: urls and prefixes absolute
 //     (http or https) or paths on the request's host.
 //
-// Each is answered 200 with {"purged": N}, the stored responses removed,
-// and Cache-Control: no-store; a bad target is a 400 naming which. The
+// Each is answered 200 with {"purged": N, "processes": P}, the stored
+// responses removed and the processes whose caches were purged, and
+// Cache-Control: no-store; a bad target is a 400 naming which. With a
+// relay on opts.Caches (a master's workers), the purge reaches every
+// worker's caches before the answer; when not every worker confirmed
+// it, the answer is 503 with "error" beside what was purged. The
 // caches purged are those called Cache (every one when empty) among
 // opts.Caches at the time of the request. Clients are allowed as
 // ipfilter allows them, by Allow (loopback only when empty). Place it
@@ -106,13 +122,17 @@ func NewCachePurge(opts CachePurgeOptions) (pipe.Component, error) {
 	if err != nil {
 		return nil, errors.New("cache_purge" + strings.TrimPrefix(err.Error(), "ipfilter"))
 	}
-	p := &cachePurge{opts: opts, filter: f}
+	p := &cachePurge{opts: opts, filter: f, logger: opts.Logger}
+	if p.logger == nil {
+		p.logger = slog.Default()
+	}
 	return pipe.Pipe(p.handle), nil
 }
 
 type cachePurge struct {
 	opts   CachePurgeOptions
 	filter *ipFilter
+	logger *slog.Logger
 }
 
 // RefuseCachePurge answers PURGE and BAN 405, and lets other requests
@@ -188,8 +208,7 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 	if req.Cache != "" {
 		name = req.Cache
 	}
-	caches := p.opts.Caches.Named(name)
-	if len(caches) == 0 {
+	if len(p.opts.Caches.Named(name)) == 0 {
 		return c.Error(http.StatusNotFound, "no such cache")
 	}
 	for i, t := range req.Tags {
@@ -197,8 +216,11 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 			return c.Error(http.StatusBadRequest, "tags["+strconv.Itoa(i)+"] is not a tag")
 		}
 	}
-	for _, list := range [][]string{req.URLs, req.Prefixes} {
+	for j, list := range [][]string{req.URLs, req.Prefixes} {
 		for i, u := range list {
+			if len(u) > MaxPurgeItem {
+				return c.Error(http.StatusBadRequest, []string{"urls", "prefixes"}[j]+"["+strconv.Itoa(i)+"] is over 8 KiB")
+			}
 			path, ok := cache.TargetOnHost(host, u)
 			if !ok {
 				return c.Error(http.StatusForbidden, "a purge reaches only this host's responses")
@@ -206,32 +228,25 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 			list[i] = path
 		}
 	}
-	n := 0
-	for _, x := range caches {
-		for i, u := range req.URLs {
-			k, err := x.PurgeURL(host, u)
-			if err != nil {
-				return c.Error(http.StatusBadRequest, "urls["+strconv.Itoa(i)+"] is not a URL or path to purge")
-			}
-			n += k
-		}
-		for i, u := range req.Prefixes {
-			k, err := x.BanPrefix(host, u)
-			if err != nil {
-				return c.Error(http.StatusBadRequest, "prefixes["+strconv.Itoa(i)+"] is not a URL or path prefix")
-			}
-			n += k
-		}
-		for _, t := range req.Tags {
-			n += x.PurgeTag(t)
-		}
+	n, processes, err := p.opts.Caches.Purge(Purge{Cache: name, Host: host, URLs: req.URLs, Prefixes: req.Prefixes, Tags: req.Tags})
+	var ie *PurgeItemError
+	if errors.As(err, &ie) {
+		return c.Error(http.StatusBadRequest, ie.Error())
 	}
-	out := []byte(`{"purged":` + strconv.Itoa(n) + "}\n")
+	status := http.StatusOK
+	out := []byte(`{"purged":` + strconv.Itoa(n) + `,"processes":` + strconv.Itoa(processes) + "}\n")
+	if err != nil {
+		// Purged here and in the processes that answered; a worker
+		// that did not may still serve what was purged.
+		p.logger.Error("cache_purge: not every worker confirmed the purge", "error", err)
+		status = http.StatusServiceUnavailable
+		out = []byte(`{"purged":` + strconv.Itoa(n) + `,"processes":` + strconv.Itoa(processes) + `,"error":"not every worker confirmed the purge"}` + "\n")
+	}
 	h := c.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.SetContentLength(int64(len(out)))
-	c.SetStatus(http.StatusOK)
+	c.SetStatus(status)
 	c.SetContent(func(w pipe.Writer) error {
 		_, err := w.Write(out)
 		return err

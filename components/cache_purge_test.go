@@ -180,6 +180,8 @@ func TestCachePurgeMethods(t *testing.T) {
 		{"POST", "/.purge", `{"tags": ["a b"]}`, 400},
 		{"POST", "/.purge", `{"cache": "nope", "tags": ["a"]}`, 404},
 		{"POST", "/.purge", `{"tags": ["` + strings.Repeat("a", 2<<20) + `"]}`, 413},
+		{"POST", "/.purge", `{"urls": ["/` + strings.Repeat("a", 8<<10) + `"]}`, 400},
+		{"POST", "/.purge", `{"prefixes": ["/` + strings.Repeat("a", 8<<10) + `"]}`, 400},
 		{"PURGE", "/", "", 200},
 		// Another host's responses are not this endpoint's to purge.
 		{"POST", "/.purge", `{"urls": ["http://other.example/a"]}`, 403},

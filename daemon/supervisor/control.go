@@ -53,6 +53,9 @@ const (
 	msgDrain  = "drain"  // drain (keep idle connections until Grace), then exit
 	msgReopen = "reopen" // reopen the log files
 	msgView   = "view"   // every worker's status, for the status page; Workers set
+	// both ways (see purge.go)
+	msgPurge  = "purge"  // worker to master: relay Purge to the other workers, ID set; master to worker: apply it, answer with its ID
+	msgPurged = "purged" // the answer to a msgPurge: Purged, Processes (from the master), Error when not all applied it
 )
 
 // message is one control-channel packet.
@@ -64,6 +67,11 @@ type message struct {
 	Grace time.Duration `json:"grace,omitempty"`
 
 	Workers []components.WorkerStatus `json:"workers,omitempty"`
+
+	ID        uint64            `json:"id,omitempty"`
+	Purge     *components.Purge `json:"purge,omitempty"`
+	Purged    int               `json:"purged,omitempty"`
+	Processes int               `json:"processes,omitempty"`
 }
 
 // Stats are a worker's counters, as its heartbeats report them

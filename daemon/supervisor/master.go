@@ -128,6 +128,7 @@ type Master struct {
 
 	lastCheck time.Time // of checkBeats, which tells a stalled master by it
 
+	purges  purgeRelays    // purges relayed between workers, under way
 	strays  strays         // its own children, and the strays re-parented to it
 	sigchld chan os.Signal // SIGCHLD: a child changed state
 

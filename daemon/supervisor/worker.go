@@ -62,6 +62,8 @@ func RunWorker(stdout, stderr io.Writer) int {
 	signal.Notify(term, syscall.SIGTERM)
 
 	view := &workersView{self: su.ID}
+	var caches atomic.Pointer[components.Caches]
+	purges := newPurgeClient(ctl)
 	srv := &daemon.Server{
 		Name:           su.Name,
 		Grace:          su.Grace,
@@ -72,6 +74,10 @@ func RunWorker(stdout, stderr io.Writer) int {
 		ACMECacheOnly:  true, // the master obtains the certificates
 		Load: func(ctx components.Context) (*config.Config, error) {
 			ctx.Workers = view.get
+			// Purges reach every worker's caches through the master.
+			ctx.Caches = new(components.Caches)
+			ctx.Caches.SetRelay(purges.relay)
+			caches.Store(ctx.Caches)
 			ctx.Processes = su.N
 			cfg, err := (&config.Loader{Context: ctx}).Parse(su.Name, su.Config)
 			if err != nil {
@@ -140,6 +146,12 @@ func RunWorker(stdout, stderr io.Writer) int {
 				srv.ReopenLogs()
 			case msgView:
 				view.all.Store(&m.Workers)
+			case msgPurge:
+				if m.Purge != nil {
+					go applyPurge(ctl, &caches, m)
+				}
+			case msgPurged:
+				purges.answer(m)
 			case msgStop, msgDrain:
 				stop <- m
 				return

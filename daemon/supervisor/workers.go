@@ -263,6 +263,10 @@ func (m *Master) handle(e event) {
 			}
 		case msgError:
 			w.err = e.msg.Error
+		case msgPurge:
+			m.relayPurge(w, e.msg)
+		case msgPurged:
+			m.purged(w, e.msg)
 		}
 	case evHealthy:
 		w.healthy = true
