@@ -392,6 +392,23 @@ func (x *Cache) diskBan(prefixes []string) int {
 	return n
 }
 
+// diskPurgeTag removes the responses on disk tagged tag, and returns
+// how many it removed; 0 without a disk store. The directory keeps no
+// index of tags: this reads every object's head.
+func (x *Cache) diskPurgeTag(tag string) int {
+	if x.disk == nil {
+		return 0
+	}
+	n, err := x.disk.PurgeWhere(func(_ string, head []byte) bool {
+		m, _, _, err := decodeHead(head)
+		return err == nil && m != nil && containsString(responseTags(m), tag)
+	})
+	if err != nil {
+		x.logger.Error("cache: disk store", "error", err)
+	}
+	return n
+}
+
 // diskStats is Stats with a disk store: its objects (responses and Vary
 // markers) and evictions in this process, and the bytes of every
 // process's objects.

@@ -100,7 +100,9 @@ func (x *Cache) BanPrefix(host, prefix string) (int, error) {
 // PurgeTag removes every stored response tagged tag by its Cache-Tag
 // (a comma-separated list) or Surrogate-Key (a space-separated list)
 // response fields; tags are compared exactly, case included. It returns
-// how many stored responses it removed.
+// how many stored responses it removed. In memory, tags are indexed; on
+// a disk store it reads the head of every object (a walk of the
+// directory, as a ban).
 func (x *Cache) PurgeTag(tag string) int {
 	x.doomInflight(func(_ string, e *entry) bool {
 		m := e.meta.Load()
@@ -112,6 +114,7 @@ func (x *Cache) PurgeTag(tag string) int {
 			n++
 		}
 	}
+	n += x.diskPurgeTag(tag)
 	atomic.AddUint64(&x.stats.Purged, uint64(n))
 	return n
 }

@@ -419,19 +419,35 @@ func (s *Store) owns(h hash, key string) bool {
 // directory (the index holds no keys, to stay small), so it costs a
 // walk of the directory: an operator's tool, not a per-request one.
 func (s *Store) PurgePrefix(prefix string) (int, error) {
+	return s.PurgeWhere(func(key string, _ []byte) bool { return strings.HasPrefix(key, prefix) })
+}
+
+// PurgeWhere removes every object for whose key and head match reports
+// true, and returns how many it removed. match must not keep head,
+// which is reused. Like PurgePrefix it reads every file of the
+// directory. An object replaced under the same key between the read and
+// the removal is removed too, whatever its head.
+func (s *Store) PurgeWhere(match func(key string, head []byte) bool) (int, error) {
 	n := 0
+	buf := make([]byte, 512)
 	err := s.walk(func(h hash, path string) {
 		f, err := os.Open(path)
 		if err != nil {
 			return
 		}
-		p, head, err := readHead(f, make([]byte, 512))
+		p, b, err := readHead(f, buf)
 		f.Close()
-		if err != nil || !strings.HasPrefix(string(head[preambleSize:preambleSize+p.keyLen]), prefix) {
+		if err != nil {
 			return
 		}
-		key := string(head[preambleSize : preambleSize+p.keyLen])
-		if ok, _ := s.Purge(key); ok {
+		if cap(b) > cap(buf) {
+			buf = b[:cap(b)]
+		}
+		key := b[preambleSize : preambleSize+p.keyLen]
+		if !match(string(key), b[preambleSize+p.keyLen:]) {
+			return
+		}
+		if ok, _ := s.Purge(string(key)); ok {
 			n++
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,6 +210,33 @@ func TestPurgePrefix(t *testing.T) {
 		t.Errorf("%d files left, want 10", files)
 	} else if st, _ := s.Stats(); st.Bytes != sum {
 		t.Errorf("total %d, files add up to %d", st.Bytes, sum)
+	}
+}
+
+// PurgeWhere removes the objects whose key and head match, reading heads
+// of every size (past the first read's buffer).
+func TestPurgeWhere(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	long := strings.Repeat("h", 2000)
+	for i := range 10 {
+		head := "plain"
+		if i%2 == 0 {
+			head = "tagged " + long
+		}
+		put(t, s, fmt.Sprintf("k%d", i), head, []byte("x"))
+	}
+	var keys []string
+	n, err := s.PurgeWhere(func(key string, head []byte) bool {
+		keys = append(keys, key)
+		return strings.HasPrefix(string(head), "tagged ") && strings.HasSuffix(string(head), long)
+	})
+	if n != 5 || err != nil || len(keys) != 10 {
+		t.Fatalf("PurgeWhere = %d, %v after %d keys; want 5 of 10", n, err, len(keys))
+	}
+	for i := range 10 {
+		if _, _, found := get(t, s, fmt.Sprintf("k%d", i)); found != (i%2 == 1) {
+			t.Errorf("k%d found %v", i, found)
+		}
 	}
 }
 
