@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -312,7 +313,7 @@ var pathKeys = map[string]int{
 	"cert": isFile, "key": isFile, "ca_roots": isFile, "htpasswd": isFile, "file": isFile,
 	"script": isFile, "cgi": isFile, "password_file": isFile, "error_pages": isFile,
 	// made by the server
-	"log": isMade, "access_log": isMade, "pid_file": isMade, "dsn": isMade,
+	"log": isMade, "output": isMade, "access_log": isMade, "pid_file": isMade, "dsn": isMade,
 }
 
 // stub makes in dir the files and directories that the config c names,
@@ -444,7 +445,7 @@ func TestDocConfigs(t *testing.T) {
 	}
 	// Files known to hold configs: a change to how blocks are found
 	// that finds none of theirs fails here.
-	for _, name := range []string{"README.md", "docs/config.md"} {
+	for _, name := range []string{"README.md", "docs/config.md", "docs/cookbook.md"} {
 		if checked[name] == 0 {
 			t.Errorf("no config block checked in %s", name)
 		}
@@ -540,4 +541,150 @@ func TestDocConfigConvention(t *testing.T) {
 			t.Errorf("block at line %d: message does not name %q:\n%s", tt.line, tt.want, msg)
 		}
 	}
+}
+
+// The cookbook's nginx and Caddy configs are checked by the programs
+// themselves, where they are installed (under CI they must be): an
+// nginx block by `nginx -t`, inside `http {}` unless it has its own (the
+// files its ssl_certificate, ssl_certificate_key, access_log, error_log
+// and pid name are moved into a temporary directory, the certificate
+// and key made), a Caddyfile by `caddy adapt`.
+func TestCookbookPeers(t *testing.T) {
+	fx := newDocFixtures(t)
+	checked := map[string]int{}
+	for _, b := range codeBlocks(t, "docs/cookbook.md") {
+		var check func(*testing.T, codeBlock, *docFixtures) string
+		switch b.lang {
+		case "nginx":
+			check = checkNginx
+		case "caddy":
+			check = checkCaddy
+		default:
+			continue
+		}
+		checked[b.lang]++
+		t.Run(fmt.Sprintf("%s:%d", b.file, b.line), func(t *testing.T) {
+			if msg := check(t, b, fx); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
+	if checked["nginx"] == 0 || checked["caddy"] == 0 {
+		t.Errorf("checked %d nginx and %d caddy blocks in docs/cookbook.md; want some of each", checked["nginx"], checked["caddy"])
+	}
+}
+
+var (
+	nginxHTTP  = regexp.MustCompile(`(?m)^\s*http\s*\{`)
+	nginxFiles = regexp.MustCompile(`(?m)^(\s*(ssl_certificate|ssl_certificate_key|access_log|error_log|pid)\s+)(/[^\s;]+)`)
+	nginxLine  = regexp.MustCompile(`nginx\.conf:(\d+)`)
+)
+
+// checkNginx checks the nginx block b with nginx -t; it returns what
+// is wrong, or "".
+func checkNginx(t *testing.T, b codeBlock, fx *docFixtures) string {
+	nginx := sluicetest.NeedTool(t, "nginx", "nginx")
+	dir := t.TempDir()
+	text := strings.Join(b.lines, "\n") + "\n"
+	var made error
+	text = nginxFiles.ReplaceAllStringFunc(text, func(s string) string {
+		m := nginxFiles.FindStringSubmatch(s)
+		name := dir + m[3]
+		switch m[2] {
+		case "ssl_certificate":
+			made = cmp.Or(made, writeFileAll(name, fx.cert))
+		case "ssl_certificate_key":
+			made = cmp.Or(made, writeFileAll(name, fx.key))
+		default:
+			made = cmp.Or(made, os.MkdirAll(filepath.Dir(name), 0o755))
+		}
+		return m[1] + name
+	})
+	if made != nil {
+		t.Fatal(made)
+	}
+	// The files an include names relative to the config: Debian's.
+	for _, inc := range []string{"fastcgi_params", "mime.types"} {
+		data, _ := os.ReadFile(filepath.Join("/etc/nginx", inc))
+		if err := os.WriteFile(filepath.Join(dir, inc), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := 0
+	if nginxHTTP.MatchString(text) {
+		if !strings.Contains(text, "\npid ") && !strings.HasPrefix(text, "pid ") {
+			text = "pid " + dir + "/nginx.pid;\n" + text
+			before++
+		}
+	} else {
+		text = "pid " + dir + "/nginx.pid;\nevents {}\nhttp {\naccess_log " + dir + "/access.log;\n" + text + "}\n"
+		before = 4
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(nginx, "-t", "-q", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf).CombinedOutput()
+	if err == nil {
+		return ""
+	}
+	msg := nginxLine.ReplaceAllStringFunc(string(out), func(s string) string {
+		line, _ := strconv.Atoi(nginxLine.FindStringSubmatch(s)[1])
+		if line -= before; line < 1 || line > len(b.lines) {
+			return fmt.Sprintf("%s:%d", b.file, b.line)
+		}
+		return fmt.Sprintf("%s:%d", b.file, b.line+line)
+	})
+	return fmt.Sprintf("%s:%d: this nginx config fails nginx -t: %v\n%s\nchecked as:\n%s", b.file, b.line, err, msg, text)
+}
+
+var caddyLine = regexp.MustCompile(`Caddyfile:(\d+)`)
+
+// checkCaddy checks the Caddyfile block b with caddy adapt; it returns
+// what is wrong, or "".
+func checkCaddy(t *testing.T, b codeBlock, _ *docFixtures) string {
+	caddy := sluicetest.NeedTool(t, "caddy", "caddy")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "Caddyfile")
+	text := strings.Join(b.lines, "\n") + "\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(caddy, "adapt", "--config", file, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return ""
+	}
+	msg := caddyLine.ReplaceAllStringFunc(string(out), func(s string) string {
+		line, _ := strconv.Atoi(caddyLine.FindStringSubmatch(s)[1])
+		return fmt.Sprintf("%s:%d", b.file, b.line+line)
+	})
+	return fmt.Sprintf("%s:%d: this Caddyfile fails caddy adapt: %v\n%s", b.file, b.line, err, msg)
+}
+
+// TestCookbookPeersFail shows that the checks of nginx and Caddy configs
+// find a broken one, at its line.
+func TestCookbookPeersFail(t *testing.T) {
+	fx := newDocFixtures(t)
+	t.Run("nginx", func(t *testing.T) {
+		b := codeBlock{file: "x.md", line: 10, lang: "nginx", lines: []string{"server {", "    listen 80", "}"}}
+		if msg := checkNginx(t, b, fx); !strings.Contains(msg, "x.md:13") {
+			t.Errorf("a server block without a semicolon: message does not name x.md:13 (its closing brace):\n%s", msg)
+		}
+	})
+	t.Run("caddy", func(t *testing.T) {
+		b := codeBlock{file: "x.md", line: 10, lang: "caddy", lines: []string{":80 {", "    no_such_directive", "}"}}
+		if msg := checkCaddy(t, b, fx); !strings.Contains(msg, "x.md:12") {
+			t.Errorf("an unknown directive: message does not name x.md:12:\n%s", msg)
+		}
+	})
+}
+
+// writeFileAll writes data to the file name, making its directory.
+func writeFileAll(name string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(name, data, 0o600)
 }
