@@ -77,6 +77,7 @@ type codeBlock struct {
 	lang  string   // the info string's first word
 	flags []string // its other words
 	lines []string // with the fence's indentation removed
+	src   string   // for a config file of examples/: its directory, copied for the check
 }
 
 var fence = regexp.MustCompile("^( *)(```+|~~~+)\\s*(.*)$")
@@ -443,9 +444,34 @@ func TestDocConfigs(t *testing.T) {
 			})
 		}
 	}
+	// The config files of examples/, with the files beside them.
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "*", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range examples {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(filepath.Join("..", ".."), file)
+		b := codeBlock{
+			file:  filepath.ToSlash(rel),
+			lang:  "yaml",
+			lines: strings.Split(strings.TrimSuffix(string(data), "\n"), "\n"),
+			src:   filepath.Dir(file),
+		}
+		checked["examples"]++
+		t.Run(b.file, func(t *testing.T) {
+			t.Parallel()
+			if msg := checkDocConfig(t, b, fx); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
 	// Files known to hold configs: a change to how blocks are found
 	// that finds none of theirs fails here.
-	for _, name := range []string{"README.md", "docs/config.md", "docs/cookbook.md"} {
+	for _, name := range []string{"README.md", "docs/config.md", "docs/cookbook.md", "examples"} {
 		if checked[name] == 0 {
 			t.Errorf("no config block checked in %s", name)
 		}
@@ -461,6 +487,11 @@ var position = regexp.MustCompile(`(?m)^(\S+?):(\d+):(\d+): `)
 func checkDocConfig(t *testing.T, b codeBlock, fx *docFixtures) string {
 	c := complete(t, b)
 	dir := t.TempDir()
+	if b.src != "" {
+		if err := os.CopyFS(dir, os.DirFS(b.src)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	stub(t, c, dir, fx)
 	file := filepath.Join(dir, "sluice.yaml")
 	if err := os.WriteFile(file, []byte(c.text()), 0o644); err != nil {
@@ -482,6 +513,9 @@ func checkDocConfig(t *testing.T, b codeBlock, fx *docFixtures) string {
 		line, col = c.docPosition(b, line, col)
 		return fmt.Sprintf("%s:%d:%d: ", b.file, line, col)
 	})
+	if b.src != "" {
+		return fmt.Sprintf("%s: this config file fails sluice check:\n%s\nchecked as:\n%s", b.file, msg, c.text())
+	}
 	return fmt.Sprintf("%s:%d: this config block (%s) fails sluice check (or mark it ```yaml %s):\n%s\nchecked as:\n%s",
 		b.file, b.line, c.shape, notAConfig, msg, c.text())
 }
