@@ -31,9 +31,9 @@ import (
 //     directories it names are made (paths under /etc, /var... are made
 //     there too): see stub.
 //   - A part is completed by its shape. A mapping with `routes` is a
-//     whole file. A mapping whose first key is `pipeline` is one route:
-//     it gets `match: /`. Any other mapping is settings: a route is
-//     added. A list whose first entry has `match` is a routes list. Any
+//     whole file. A mapping whose first key is `match` is one route; one
+//     whose first key is `pipeline` is one route too, and gets `match: /`.
+//     Any other mapping is settings: a route is added. A list whose first entry has `match` is a routes list. Any
 //     other list is pipeline entries, put in a route, with a `text`
 //     source added if they have none.
 //   - A whole file passes without warnings; a part may warn (completing
@@ -187,7 +187,7 @@ func (c *configFile) addBlock(b codeBlock, from, to int) {
 func (c *configFile) text() string { return strings.Join(c.lines, "\n") + "\n" }
 
 // complete makes the config block b a whole config file, by its shape.
-func complete(t *testing.T, b codeBlock) *configFile {
+func complete(b codeBlock) *configFile {
 	n := len(b.lines)
 	whole := &configFile{shape: "a whole file"}
 	whole.addBlock(b, 1, n)
@@ -203,7 +203,14 @@ func complete(t *testing.T, b codeBlock) *configFile {
 				return whole
 			}
 		}
-		if root.Content[0].Value == "pipeline" {
+		switch first := root.Content[0]; first.Value {
+		case "match": // a route: the list item's dash goes before its first key
+			c := &configFile{shape: "a route", indent: 4}
+			c.add("routes:")
+			c.addBlock(b, 1, n)
+			c.lines[first.Line] = "  - " + c.lines[first.Line][4:]
+			return c
+		case "pipeline":
 			c := &configFile{shape: "a route", indent: 4}
 			c.add("routes:")
 			c.add("  - match: /")
@@ -485,7 +492,7 @@ var position = regexp.MustCompile(`(?m)^(\S+?):(\d+):(\d+): `)
 // checkDocConfig checks the config block b as the convention says. It
 // returns what is wrong, positions in b's doc, or "" if nothing is.
 func checkDocConfig(t *testing.T, b codeBlock, fx *docFixtures) string {
-	c := complete(t, b)
+	c := complete(b)
 	dir := t.TempDir()
 	if b.src != "" {
 		if err := os.CopyFS(dir, os.DirFS(b.src)); err != nil {
@@ -534,7 +541,9 @@ func TestDocConfigConvention(t *testing.T) {
 		"```yaml\nhealth: {interval: 1s}\nroutes: [{match: /, pipeline: [echo]}]\n```\n\n" + // 30: a whole file may not
 		"```yaml\n- compress\n- nope\n```\n\n" + // 35
 		"```yaml\n- files: {root: /srv/www, bogus: 1}\n```\n\n" + // 40: the column after a moved path
-		"```yaml not-a-config\n- nope\n```\n" // 44
+		"```yaml not-a-config\n- nope\n```\n\n" + // 44
+		"```yaml\n# a route, with a comment first\nmatch: /b\nmethods: [GET]\npipeline: [echo]\n```\n\n" + // 48
+		"```yaml\nmatch: /c\npipeline: [nope]\n```\n" // 55
 	blocks, err := parseCodeBlocks("x.md", doc)
 	if err != nil {
 		t.Fatal(err)
@@ -554,6 +563,8 @@ func TestDocConfigConvention(t *testing.T) {
 		{35, "", "x.md:37:3: "},
 		{40, "", "x.md:41:27: unknown files option"},
 		{44, notAConfig, ""},
+		{48, "", ""},
+		{55, "", "x.md:57:12: unknown component"},
 	}
 	if len(blocks) != len(tests) {
 		t.Fatalf("found %d blocks, want %d", len(blocks), len(tests))
