@@ -52,6 +52,9 @@ const touchInterval = time.Minute
 // ErrNotFound is what Get returns for a key with no stored object.
 var ErrNotFound = errors.New("disk: no stored object")
 
+// ErrClosed is what a Store's writes return once it is closed.
+var ErrClosed = errors.New("disk: store closed")
+
 // Store is a directory of objects, one file each. Make one with Open; it
 // is safe for concurrent use, and several processes (and several Stores
 // of one process) may open one directory at once on Unix: each sees the
@@ -158,10 +161,14 @@ func (s *Store) makeTmp() error {
 	return nil
 }
 
-// Close releases the Store's files. Its Writers must have ended: once
-// it is closed, another Store's Rescan removes their temporary files.
-// Objects still open stay readable. The Store must not be used after.
+// Close releases the Store's files. It waits for a Commit, Purge or
+// Rescan under way; those that come after fail with ErrClosed (a Writer
+// still open then cannot commit: its object is dropped, and another
+// Store's Rescan removes its temporary file). Objects still open stay
+// readable.
 func (s *Store) Close() error {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
 	if s.closed.Swap(true) {
 		return nil
 	}
@@ -178,6 +185,9 @@ func (s *Store) Dir() string { return s.dir }
 func (s *Store) locked(fn func(total *int64) error) error {
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	if err := lockFile(s.lockf); err != nil {
 		return err
 	}

@@ -474,3 +474,55 @@ func TestSync(t *testing.T) {
 		t.Errorf("Get with Sync = %v %q %q", ok, head, body)
 	}
 }
+
+// Close waits for the commits under way; those after it fail with
+// ErrClosed and leave nothing stored, and Create after it refuses.
+func TestCloseDuringCommits(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make(chan error, 64)
+	for i := range 64 {
+		w, err := s.Create(fmt.Sprintf("k%d", i), []byte("h"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte("body"))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- w.Commit()
+		}()
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(results)
+	committed := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			committed++
+		case !errors.Is(err, ErrClosed):
+			t.Errorf("a Commit racing Close failed with %v, want nil or ErrClosed", err)
+		}
+	}
+	if _, err := s.Create("late", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Create after Close: %v, want ErrClosed", err)
+	}
+	// What was committed is there for the next Store; the rest is not.
+	s2 := open(t, dir, Options{})
+	found := 0
+	for i := range 64 {
+		if _, _, ok := get(t, s2, fmt.Sprintf("k%d", i)); ok {
+			found++
+		}
+	}
+	if found != committed {
+		t.Errorf("%d objects found after reopening, %d were committed", found, committed)
+	}
+}

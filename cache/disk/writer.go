@@ -52,6 +52,9 @@ func (s *Store) Create(key string, head []byte) (*Writer, error) {
 	if len(key) > maxKeySize || len(head) > maxHeadSize {
 		return nil, errors.New("disk: key or head too large")
 	}
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
 	h := hashKey(key)
 	var name [32]byte
 	hex.Encode(name[:], h[:])
