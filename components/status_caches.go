@@ -9,7 +9,7 @@ import (
 
 // CacheStatus is the counters of one cache (see cache.Cache.Stats), as
 // the status page shows them. Name is the cache's name; the second and
-// later caches of one name are shown as "NAME#2", "NAME#3"…, in the
+// later caches of one name are shown as "NAME (2)", "NAME (3)"…, in the
 // order the config built them.
 type CacheStatus struct {
 	Name        string `json:"name"`
@@ -36,7 +36,9 @@ func cacheStatus(s *Caches) []CacheStatus {
 		name := x.Name()
 		seen[name]++
 		if k := seen[name]; k > 1 {
-			name += "#" + strconv.Itoa(k)
+			// A space and parentheses are in no cache name (an
+			// sf-token), so "pages (2)" is never another cache's.
+			name += " (" + strconv.Itoa(k) + ")"
 		}
 		out = append(out, CacheStatus{
 			Name: name, Hits: st.Hits, Misses: st.Misses, Stale: st.Stale, Collapsed: st.Collapsed,
