@@ -25,8 +25,10 @@ type WorkerStatus struct {
 	PID int `json:"pid"`
 	// Started is when the master started it.
 	Started time.Time `json:"started"`
-	// State is "starting" (not yet healthy), "serving", or "stopping"
-	// (draining after a reload, or shutting down).
+	// State is "starting" (not yet healthy), "serving", "draining"
+	// (replaced by a reload or an upgrade, it accepts nothing new and
+	// keeps what it holds: Connections, until drain_timeout), or
+	// "stopping" (shutting down).
 	State string `json:"state"`
 	// Restarts counts the processes its slot had before it under the
 	// config it serves: workers that crashed or failed a health check.

@@ -42,6 +42,12 @@ type Config struct {
 	// their defaults (DefaultHealthInterval, DefaultHealthTimeout).
 	Health Health
 
+	// DrainTimeout bounds how long a worker that a reload or a binary
+	// upgrade replaced keeps serving the connections it holds (tunnels,
+	// event streams, long downloads) before they are cut; zero means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+
 	// Limits are the engine's limits; fields the file does not set are
 	// zero (the engine's defaults).
 	Limits engine.Limits
@@ -286,7 +292,7 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "health", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "databases", "routes"}
+var TopLevelKeys = []string{"listen", "workers", "health", "drain_timeout", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "databases", "routes"}
 
 // RouteKeys are the keys of a route.
 var RouteKeys = []string{"match", "host", "methods", "error_pages", "pipeline"}
@@ -344,6 +350,8 @@ func (p *parser) parse(data []byte) {
 		case "health":
 			health = kv.val
 			p.health(kv.val)
+		case "drain_timeout":
+			p.drainTimeout(kv.val)
 		case "limits":
 			p.limits(kv.val)
 		case "log":
@@ -463,6 +471,25 @@ func (p *parser) workers(n *yaml.Node) {
 		return
 	}
 	p.cfg.Workers = w
+}
+
+// DefaultDrainTimeout is how long a replaced worker keeps its busy
+// connections when the config sets no drain_timeout: long enough for a
+// download of gigabytes or a working session over a WebSocket, short
+// enough that a day of reloads leaves no pile of old processes.
+const DefaultDrainTimeout = time.Hour
+
+func (p *parser) drainTimeout(n *yaml.Node) {
+	s, ok := p.scalar(n, "drain_timeout", "a duration")
+	if !ok {
+		return
+	}
+	d, err := ParseDuration(s)
+	if err != nil || d < time.Second {
+		p.errorf(n, "drain_timeout: want a duration of at least 1s (e.g. 1h), got %q", s)
+		return
+	}
+	p.cfg.DrainTimeout = d
 }
 
 func (p *parser) health(n *yaml.Node) {

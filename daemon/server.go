@@ -357,6 +357,19 @@ func (s *Server) Drain(ctx context.Context) error {
 	return s.stop(ctx, grace, s.srv.Drain)
 }
 
+// DrainBusy is Drain for a worker whose busy connections (tunnels,
+// streams, long downloads) may outlast the grace period: idle keep-alive
+// connections get idle to be asked their last request, as Drain gives
+// them, and are then closed; busy ones run on until they end or ctx is
+// done (see engine.Server.DrainBusy).
+func (s *Server) DrainBusy(ctx context.Context, idle time.Duration) error {
+	var bound any = "none"
+	if dl, ok := ctx.Deadline(); ok {
+		bound = time.Until(dl).Round(time.Second)
+	}
+	return s.stop(ctx, bound, func(ctx context.Context) error { return s.srv.DrainBusy(ctx, idle) })
+}
+
 func (s *Server) shutdown(ctx context.Context, grace any) error {
 	return s.stop(ctx, grace, s.srv.Shutdown)
 }

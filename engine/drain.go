@@ -18,7 +18,23 @@ import (
 // A supervisor calls Drain on a worker that others replace: the
 // listening sockets they share stay open in the other processes, so the
 // connections this one no longer accepts are accepted there.
-func (s *Server) Drain(ctx context.Context) error {
+func (s *Server) Drain(ctx context.Context) error { return s.drain(ctx, ctx) }
+
+// DrainBusy is Drain for a server whose connections may stay busy long
+// (WebSocket and other tunnels, event streams, long downloads): for idle
+// at most it drains as Drain does; then it closes the connections that
+// are idle, as Shutdown does, and lets the busy ones run on until the
+// last ends (it returns nil) or ctx ends (they are interrupted, and
+// ctx's error is returned). A supervisor calls it on a worker that keeps
+// serving its tunnels while others take its new connections.
+func (s *Server) DrainBusy(ctx context.Context, idle time.Duration) error {
+	first, cancel := context.WithTimeout(ctx, idle)
+	defer cancel()
+	return s.drain(first, ctx)
+}
+
+// drain drains until idle ends, then shuts down within ctx.
+func (s *Server) drain(idle, ctx context.Context) error {
 	s.init()
 	s.draining.Store(true)
 	s.mu.Lock()
@@ -31,11 +47,14 @@ func (s *Server) Drain(ctx context.Context) error {
 	defer tick.Stop()
 	for s.open.Load() > 0 {
 		select {
-		case <-ctx.Done():
-			// Shutdown closes the idle ones at once and interrupts the
-			// rest; it may find none left and return nil.
-			s.Shutdown(ctx)
-			return ctx.Err()
+		case <-idle.Done():
+			if ctx.Err() != nil {
+				// Shutdown closes the idle ones at once and interrupts
+				// the rest; it may find none left and return nil.
+				s.Shutdown(ctx)
+				return ctx.Err()
+			}
+			return s.Shutdown(ctx)
 		case <-tick.C:
 		}
 	}

@@ -50,7 +50,7 @@ const (
 	// master to worker
 	msgProbe  = "probe"  // with a socket in SCM_RIGHTS: serve it as an HTTP connection
 	msgStop   = "stop"   // shut down (close idle connections) within Grace, then exit
-	msgDrain  = "drain"  // drain (keep idle connections until Grace), then exit
+	msgDrain  = "drain"  // drain (keep idle connections until Grace, busy ones until Hard if set), then exit
 	msgReopen = "reopen" // reopen the log files
 	msgView   = "view"   // every worker's status, for the status page; Workers set
 	// both ways (see purge.go)
@@ -65,6 +65,7 @@ type message struct {
 	Stats *Stats        `json:"stats,omitempty"`
 	Error string        `json:"error,omitempty"`
 	Grace time.Duration `json:"grace,omitempty"`
+	Hard  time.Duration `json:"hard,omitempty"` // msgDrain: keep busy connections this long (Grace: idle ones)
 
 	Workers []components.WorkerStatus `json:"workers,omitempty"`
 

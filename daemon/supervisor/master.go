@@ -4,6 +4,7 @@ package supervisor
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -158,6 +159,7 @@ type generation struct {
 	acme     []*config.ACME // the certificates its workers serve
 	user     string         // and group: who the workers run as
 	group    string
+	drain    time.Duration // how long its workers, once replaced, keep their busy connections
 }
 
 // Run serves until ctx is done, then stops the workers gracefully and
@@ -352,6 +354,7 @@ func (m *Master) load() (*generation, error) {
 		log: cfg.Log, pidFile: cfg.PidFile,
 		acme: cfg.ACMESections(), user: cfg.User, group: cfg.Group,
 		health:   cfg.Health.WithDefaults(),
+		drain:    cmp.Or(cfg.DrainTimeout, config.DefaultDrainTimeout),
 		workers:  make([]*worker, n),
 		restarts: make([]int, n),
 		failures: make([]int, n),
@@ -503,7 +506,8 @@ func (m *Master) promote() {
 	} else {
 		for _, w := range old.workers {
 			if w != nil {
-				m.retire(w, msgDrain)
+				// The new config's bound: the operator just set it.
+				m.retire(w, msgDrain, g.drain)
 			}
 		}
 		m.closeListeners(g.addrs)
@@ -529,7 +533,7 @@ func (m *Master) abort(w *worker, why string) {
 			// shared sockets before its probe): it drains, finishing its
 			// requests, rather than being killed with them.
 			if o.ctl != nil {
-				m.retire(o, msgDrain)
+				m.retire(o, msgDrain, g.drain)
 				continue
 			}
 			o.retiring = true
@@ -557,18 +561,25 @@ func (m *Master) abort(w *worker, why string) {
 }
 
 // retire tells w to stop (msgStop) or drain (msgDrain), and kills it if
-// it is still there after the grace period and a margin.
-func (m *Master) retire(w *worker, how string) {
+// it is still there after the grace period and a margin. A drain with a
+// bound (hard) keeps the worker's busy connections (tunnels, streams,
+// long downloads) for up to hard, its idle ones for the grace period.
+func (m *Master) retire(w *worker, how string, hard time.Duration) {
 	if w.retiring {
 		return
 	}
 	w.retiring = true
+	w.draining = how == msgDrain
 	m.old = append(m.old, w)
-	if err := send(w.ctl, message{Type: how, Grace: m.grace()}, nil, time.Second); err != nil {
+	msg := message{Type: how, Grace: m.grace()}
+	if how == msgDrain {
+		msg.Hard = hard
+	}
+	if err := send(w.ctl, msg, nil, time.Second); err != nil {
 		w.kill()
 		return
 	}
-	time.AfterFunc(m.grace()+killMargin, w.kill)
+	time.AfterFunc(max(m.grace(), msg.Hard)+killMargin, w.kill)
 }
 
 // killMargin is how long past the grace period a stopping worker has to
@@ -601,8 +612,25 @@ func (m *Master) shutdown(failure error) error {
 	if m.up != nil {
 		m.abortUpgrade()
 	}
+	var hard time.Duration
+	if m.handedOver && m.cur != nil {
+		// The new master's workers take the new connections; these keep
+		// what they hold as after a reload.
+		hard = m.cur.drain
+	}
 	for _, w := range all {
-		m.retire(w, how)
+		m.retire(w, how, hard)
+	}
+	if how == msgStop {
+		// Workers draining after a reload stop too: what they still
+		// hold gets the grace period, not the rest of drain_timeout.
+		for _, w := range m.old {
+			if w.draining {
+				w.draining = false
+				send(w.ctl, message{Type: msgStop, Grace: m.grace()}, nil, time.Second)
+				time.AfterFunc(m.grace()+killMargin, w.kill)
+			}
+		}
 	}
 	if !m.handedOver {
 		// The workers close their copies of the listening sockets as

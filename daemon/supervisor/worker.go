@@ -126,7 +126,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	stop := make(chan message, 1)
+	stop := make(chan message, 4)
 	go func() { // the master's messages
 		for {
 			m, f, err := receive(ctl)
@@ -153,39 +153,75 @@ func RunWorker(stdout, stderr io.Writer) int {
 			case msgPurged:
 				purges.answer(m)
 			case msgStop, msgDrain:
-				stop <- m
-				return
+				// Read on: a draining worker still takes purges, and a
+				// stop that ends its drain.
+				select {
+				case stop <- m:
+				default:
+				}
 			}
 		}
 	}()
 	beat := time.NewTicker(su.Health.Interval)
 	defer beat.Stop()
+	var ended chan struct{} // closed when a drain or stop has ended
+	var endNow func()       // ends the drain or stop under way, cutting what is left
+	var endIn = func(time.Duration) {}
 	for {
 		select {
 		case <-beat.C:
+			// A draining worker beats too: the master's status page
+			// shows what it still holds.
 			s := srv.Stats()
 			send(ctl, message{Type: msgBeat, Stats: &Stats{
 				Open: s.Open, Accepted: s.Accepted, Requests: s.Requests,
 				Refused: s.Refused, Panics: s.Panics, BytesWritten: s.BytesWritten,
 			}}, nil, su.Health.Timeout)
 		case <-term:
+			if ended != nil {
+				endIn(su.Grace)
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), su.Grace)
 			srv.Shutdown(ctx)
 			cancel()
 			return 0
 		case m := <-stop:
-			if m.Type == "" {
+			switch {
+			case m.Type == "" && ended != nil:
+				logger.Error("the master is gone; ending the drain")
+				endNow()
+				continue
+			case m.Type == "":
 				logger.Error("the master is gone; exiting")
 				srv.Shutdown(expired())
 				return 1
+			case ended != nil:
+				// A stop while draining (the master stops): what is
+				// left gets the grace period.
+				endIn(m.Grace)
+				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), m.Grace)
-			if m.Type == msgDrain {
-				srv.Drain(ctx)
-			} else {
-				srv.Shutdown(ctx)
+			bound := m.Grace
+			if m.Type == msgDrain && m.Hard > 0 {
+				bound = max(m.Hard, m.Grace)
 			}
-			cancel()
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			ended, endNow = make(chan struct{}), cancel
+			endIn = func(d time.Duration) { time.AfterFunc(d, cancel) }
+			go func(m message) {
+				defer close(ended)
+				switch {
+				case m.Type == msgDrain && m.Hard > 0:
+					srv.DrainBusy(ctx, m.Grace)
+				case m.Type == msgDrain:
+					srv.Drain(ctx)
+				default:
+					srv.Shutdown(ctx)
+				}
+			}(m)
+		case <-ended:
+			endNow()
 			return 0
 		}
 	}

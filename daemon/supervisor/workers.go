@@ -35,6 +35,7 @@ type worker struct {
 	ready    bool // said it serves
 	healthy  bool // answered a probe
 	retiring bool // told to stop or drain
+	draining bool // told to drain: it keeps what it holds
 	lastBeat time.Time
 	stats    Stats
 	err      string // what it said when it could not start
@@ -427,6 +428,8 @@ func (m *Master) sendView() {
 	for _, w := range all {
 		state := "serving"
 		switch {
+		case w.retiring && w.draining:
+			state = "draining"
 		case w.retiring:
 			state = "stopping"
 		case !w.healthy:

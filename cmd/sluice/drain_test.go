@@ -1,0 +1,153 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sluice-server/sluice/sluicetest"
+)
+
+// echoUpstream is a WebSocket server that echoes every message.
+func echoUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		for {
+			typ, b, err := ws.Read(context.Background())
+			if err != nil {
+				return
+			}
+			if err := ws.Write(context.Background(), typ, b); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// workerStates returns how many workers the status page shows in each
+// state, and the connections the draining ones hold.
+func workerStates(t *testing.T, addr string) map[string]int {
+	t.Helper()
+	_, body := getOnce(t, addr, "GET", "/status?format=json")
+	var st struct {
+		Workers []struct {
+			State       string `json:"state"`
+			Connections int64  `json:"connections"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("status: %v: %q", err, body)
+	}
+	out := map[string]int{}
+	for _, w := range st.Workers {
+		out[w.State]++
+		if w.State == "draining" {
+			out["draining connections"] += int(w.Connections)
+		}
+	}
+	return out
+}
+
+// With workers, the WebSocket tunnels of a worker a reload replaced
+// outlive the grace period: the old worker accepts nothing new, keeps
+// them until they end (then exits), and shows as draining meanwhile. A
+// stop of the master ends the drain within the grace period.
+func TestTunnelsOutliveReloads(t *testing.T) {
+	needWorkers(t)
+	up := echoUpstream(t)
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	conf := func(body string) string {
+		return fmt.Sprintf(`listen: 127.0.0.1:0
+workers: 2
+health: {interval: 100ms, timeout: 1s}
+drain_timeout: 1h
+routes:
+  - match: /ws
+    pipeline:
+      - proxy: %s
+  - match: /status
+    pipeline:
+      - status: {}
+  - match: /
+    pipeline:
+      - text: %q
+`, up.URL, body)
+	}
+	writeConfig(t, file, conf("one"))
+	s := start(t, "serve", "-c", file, "--shutdown-grace", "1s")
+	s.waitLog(t, "workers ready", 1)
+
+	ctx := context.Background()
+	var tunnels []*websocket.Conn
+	for range 20 {
+		ws, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.CloseNow()
+		tunnels = append(tunnels, ws)
+	}
+	echo := func(when string) {
+		t.Helper()
+		for i, ws := range tunnels {
+			msg := fmt.Sprintf("%s %d", when, i)
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := ws.Write(wctx, websocket.MessageText, []byte(msg))
+			var got []byte
+			if err == nil {
+				_, got, err = ws.Read(wctx)
+			}
+			cancel()
+			if err != nil || string(got) != msg {
+				t.Fatalf("%s: tunnel %d of %d: %q, %v", when, i, len(tunnels), got, err)
+			}
+		}
+	}
+	echo("before")
+	for i := 1; i <= 3; i++ {
+		writeConfig(t, file, conf(fmt.Sprintf("v%d", i+1)))
+		s.cmd.Process.Signal(syscall.SIGHUP)
+		s.waitLog(t, `msg=reloaded`, i)
+		if _, body := getOnce(t, s.addr, "GET", "/"); body != fmt.Sprintf("v%d", i+1) {
+			t.Fatalf("after reload %d a new connection got %q", i, body)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // past the grace period (1s)
+	echo("after three reloads and the grace period")
+	if st := workerStates(t, s.addr); st["draining"] == 0 || st["serving"] != 2 {
+		t.Errorf("workers %v, want 2 serving and the old ones that hold tunnels draining", st)
+	}
+	// The workers that hold nothing exit at once: only the first
+	// generation held the tunnels; the status page counts them.
+	sluicetest.WaitFor(t, "the empty draining workers to exit, and the others to show their tunnels", func() bool {
+		st := workerStates(t, s.addr)
+		return st["draining"] <= 2 && st["draining connections"] == len(tunnels)
+	})
+	// A stop ends the drain within the grace period, not drain_timeout.
+	start := time.Now()
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d\n%s", code, s.stderr())
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("the stop took %v with draining workers, want about the grace period (1s)", took)
+	}
+	if !strings.Contains(s.stderr(), "connections cut") {
+		t.Errorf("the stop did not say it cut the tunnels:\n%s", s.stderr())
+	}
+}
