@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -149,5 +150,77 @@ routes:
 	}
 	if !strings.Contains(s.stderr(), "connections cut") {
 		t.Errorf("the stop did not say it cut the tunnels:\n%s", s.stderr())
+	}
+}
+
+// A binary upgrade keeps the old master's tunnels as a reload does: its
+// workers drain, holding them past the grace period, and it exits once
+// the last has closed.
+func TestTunnelsOutliveUpgrade(t *testing.T) {
+	needWorkers(t)
+	up := echoUpstream(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sluice")
+	copyFile(t, binary, bin, 0o755)
+	pidFile := filepath.Join(dir, "sluice.pid")
+	file := filepath.Join(dir, "w.yaml")
+	conf := func(listen, body string) string {
+		return fmt.Sprintf("listen: %s\nworkers: 2\npid_file: %s\nhealth: {interval: 100ms, timeout: 1s}\nroutes:\n  - match: /ws\n    pipeline:\n      - proxy: %s\n  - match: /\n    pipeline:\n      - text: %q\n", listen, pidFile, up.URL, body)
+	}
+	writeConfig(t, file, conf("127.0.0.1:0", "old"))
+	t.Cleanup(func() {
+		if pid := readPid(pidFile); pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	s := startCmd(t, exec.Command(bin, "serve", "-c", file, "--shutdown-grace", "1s"))
+	s.waitLog(t, "workers ready", 1)
+	old := s.cmd.Process.Pid
+
+	ctx := context.Background()
+	var tunnels []*websocket.Conn
+	for range 10 {
+		ws, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.CloseNow()
+		tunnels = append(tunnels, ws)
+	}
+	writeConfig(t, file, conf(s.addr, "new"))
+	if r := sluice(t, "upgrade", "--pid-file", pidFile); r.code != 0 {
+		t.Fatalf("sluice upgrade = %d %q", r.code, r.stderr)
+	}
+	sluicetest.WaitFor(t, "the new master to take over", func() bool {
+		pid := readPid(pidFile)
+		return pid != 0 && pid != old && strings.Contains(s.stderr(), "binary upgrade: new master started")
+	})
+	sluicetest.WaitFor(t, "new connections to reach the new workers", func() bool {
+		_, body := getOnce(t, s.addr, "GET", "/")
+		return body == "new"
+	})
+	time.Sleep(1500 * time.Millisecond) // past the grace period (1s)
+	for i, ws := range tunnels {
+		msg := fmt.Sprintf("after the upgrade %d", i)
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := ws.Write(wctx, websocket.MessageText, []byte(msg))
+		var got []byte
+		if err == nil {
+			_, got, err = ws.Read(wctx)
+		}
+		cancel()
+		if err != nil || string(got) != msg {
+			t.Fatalf("tunnel %d: %q, %v", i, got, err)
+		}
+	}
+	if !alive(old) {
+		t.Fatal("the old master exited while its workers held tunnels")
+	}
+	for _, ws := range tunnels {
+		ws.Close(websocket.StatusNormalClosure, "")
+	}
+	sluicetest.WaitFor(t, "the old master to exit once its tunnels closed", func() bool { return !alive(old) })
+	if r := sluice(t, "stop", "--pid-file", pidFile); r.code != 0 {
+		t.Fatalf("sluice stop = %d %q", r.code, r.stderr)
 	}
 }
