@@ -1,11 +1,14 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -222,5 +225,108 @@ func TestTunnelsOutliveUpgrade(t *testing.T) {
 	sluicetest.WaitFor(t, "the old master to exit once its tunnels closed", func() bool { return !alive(old) })
 	if r := sluice(t, "stop", "--pid-file", pidFile); r.code != 0 {
 		t.Fatalf("sluice stop = %d %q", r.code, r.stderr)
+	}
+}
+
+// An event stream and a long download, begun before a reload, run to
+// their end after the grace period: the old worker keeps them.
+func TestStreamsOutliveReloads(t *testing.T) {
+	needWorkers(t)
+	const events = 30 // one each 100 ms: 3 s, past the 1 s grace
+	sse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range events {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}))
+	defer sse.Close()
+	dir := t.TempDir()
+	const size = 64 << 20
+	big := make([]byte, size)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "w.yaml")
+	conf := func(body string) string {
+		return fmt.Sprintf(`listen: 127.0.0.1:0
+workers: 2
+health: {interval: 100ms, timeout: 1s}
+routes:
+  - match: /events
+    pipeline:
+      - proxy: %s
+  - match: /big.bin
+    pipeline:
+      - files: %s
+  - match: /
+    pipeline:
+      - text: %q
+`, sse.URL, dir, body)
+	}
+	writeConfig(t, file, conf("one"))
+	s := start(t, "serve", "-c", file, "--shutdown-grace", "1s")
+	s.waitLog(t, "workers ready", 1)
+
+	type result struct {
+		what string
+		err  error
+	}
+	done := make(chan result, 2)
+	client := &http.Client{Timeout: 60 * time.Second}
+	go func() { // the event stream, read as it comes
+		resp, err := client.Get("http://" + s.addr + "/events")
+		if err != nil {
+			done <- result{"events", err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && strings.Count(string(b), "data: ") != events {
+			err = fmt.Errorf("%d events of %d", strings.Count(string(b), "data: "), events)
+		}
+		done <- result{"events", err}
+	}()
+	go func() { // the download, read slowly
+		resp, err := client.Get("http://" + s.addr + "/big.bin")
+		if err != nil {
+			done <- result{"download", err}
+			return
+		}
+		defer resp.Body.Close()
+		buf := make([]byte, 1<<20)
+		var got []byte
+		for next := 4 << 20; ; {
+			n, err := resp.Body.Read(buf)
+			got = append(got, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				done <- result{"download", fmt.Errorf("after %d bytes: %w", len(got), err)}
+				return
+			}
+			if len(got) >= next { // 100 ms each 4 MB: 1.6 s in all
+				next += 4 << 20
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		if !bytes.Equal(got, big) {
+			err = fmt.Errorf("%d bytes, not the file's %d", len(got), size)
+		}
+		done <- result{"download", err}
+	}()
+	time.Sleep(300 * time.Millisecond) // both under way
+	writeConfig(t, file, conf("two"))
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	s.waitLog(t, `msg=reloaded`, 1)
+	for range 2 {
+		if r := <-done; r.err != nil {
+			t.Errorf("%s across the reload: %v", r.what, r.err)
+		}
 	}
 }
