@@ -131,10 +131,12 @@ func (p *parser) warn(n *yaml.Node, stage, msg string) {
 	p.cfg.Warnings = append(p.cfg.Warnings, &Warning{File: p.file, Line: n.Line, Col: n.Column, Stage: stage, Msg: msg})
 }
 
-// sortWarnings orders ws by position, keeping the order of discovery
-// between warnings at the same position.
-func sortWarnings(ws []*Warning) {
+// sortWarnings orders ws by file, in the order of files, then by
+// position, keeping the order of discovery between warnings at the same
+// position.
+func sortWarnings(ws []*Warning, files []string) {
 	slices.SortStableFunc(ws, func(a, b *Warning) int {
-		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+		return cmp.Or(cmp.Compare(fileRank(files, a.File), fileRank(files, b.File)),
+			cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
 }

@@ -143,6 +143,7 @@ func TestCheckHelpWarnings(t *testing.T) {
 			":2:3: warning: databases.main: "},
 		"a TLS certificate that has expired or is not valid yet": {fmt.Sprintf("listen:\n  - address: 127.0.0.1:0\n    tls: {cert: %s, key: %s}\n", old, oldKey) + route,
 			":3:17: warning: tls.cert: "},
+		"an include pattern that matches no file": {"include: sites/*.yaml\n" + route, ":1:10: warning: include: "},
 		"an htpasswd line whose hash cannot be verified": {"routes:\n  - match: /\n    pipeline:\n      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}\n      - text: hi\n",
 			":4:9: warning: basic_auth: "},
 	}
