@@ -118,6 +118,8 @@ func (p *parser) routes(lists []located, site *Site) (prs []pipe.Route, purging 
 		restore()
 	}
 	seen := map[matchKey][]matched{}
+	var built []*Route // the routes parsed
+	var at []located   // and where
 	for _, e := range entries {
 		restore := p.enter(e.src)
 		r := p.route(e.n, seen)
@@ -139,8 +141,10 @@ func (p *parser) routes(lists []located, site *Site) (prs []pipe.Route, purging 
 		}
 		purging = append(purging, purges)
 		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain, ErrorPages: r.ErrorPages})
+		built, at = append(built, r), append(at, e)
 		restore()
 	}
+	p.exactOverTree(built, at)
 	return prs, purging
 }
 

@@ -59,7 +59,8 @@ missing files and directories are found too. Prints "ok", or every
 error as FILE:LINE:COL: message and exits with status 1. What serve would
 warn about (a health section with no workers to check; a database no
 route queries; a TLS certificate that has expired or is not valid yet;
-an include pattern that matches no file; an
+an include pattern that matches no file; an exact match, such as /api,
+over a directory its files serve, where /api/ would serve the tree; an
 htpasswd line whose hash cannot be verified) is printed as
 FILE:LINE:COL: warning: message, with the same text serve logs, and
 leaves the status 0. --explain prints
