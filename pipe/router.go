@@ -269,8 +269,8 @@ func (rt *Router) Handle(c *Conn) bool {
 	r := c.Request
 	if rt.byHost != nil {
 		var buf [255]byte
-		if h := hostOnly(r.Host); len(h) <= len(buf) {
-			if sub := rt.byHost[string(lowerInto(buf[:0], h))]; sub != nil {
+		if h := lowerHost(buf[:0], hostOnly(r.Host)); h != nil {
+			if sub := rt.byHost[string(h)]; sub != nil {
 				return sub.Handle(c)
 			}
 		}

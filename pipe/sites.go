@@ -92,8 +92,8 @@ func (s *Sites) Handle(c *Conn) bool {
 // or nil.
 func (s *Sites) site(host []byte) Component {
 	var buf [255]byte
-	if len(host) <= len(buf) {
-		host = lowerInto(buf[:0], host)
+	if h := lowerHost(buf[:0], host); h != nil {
+		host = h
 	} else {
 		host = []byte(strings.ToLower(string(host)))
 	}
@@ -115,13 +115,23 @@ func (s *Sites) site(host []byte) Component {
 	return s.def
 }
 
-// lowerInto appends b to dst with ASCII letters in lower case.
-func lowerInto(dst, b []byte) []byte {
-	for _, c := range b {
+// lowerHost returns b with its ASCII letters in lower case: b itself
+// when none is upper-case, else a copy in dst's array, or nil when b is
+// longer than dst's capacity.
+func lowerHost(dst, b []byte) []byte {
+	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+			if len(b) > cap(dst) {
+				return nil
+			}
+			dst = append(dst[:0], b...)
+			for j := i; j < len(dst); j++ {
+				if c := dst[j]; 'A' <= c && c <= 'Z' {
+					dst[j] = c + 'a' - 'A'
+				}
+			}
+			return dst
 		}
-		dst = append(dst, c)
 	}
-	return dst
+	return b
 }

@@ -153,3 +153,34 @@ type numbered struct {
 	Component
 	n int
 }
+
+func TestLowerHost(t *testing.T) {
+	long := strings.Repeat("a", 300)
+	var buf [255]byte
+	for _, tt := range []struct {
+		in, want string
+		copied   bool
+	}{
+		{"example.com", "example.com", false},
+		{"Example.COM", "example.com", true},
+		{"[::1]", "[::1]", false},
+		{long, long, false},
+	} {
+		got := lowerHost(buf[:0], []byte(tt.in))
+		if string(got) != tt.want || (len(got) > 0 && &got[0] == &buf[0]) != tt.copied {
+			t.Errorf("%q: %q (copied: %v)", tt.in, got, !tt.copied)
+		}
+	}
+	if got := lowerHost(buf[:0], []byte("A"+long)); got != nil {
+		t.Errorf("a long host with capitals: %q, want nil (too long for the buffer)", got)
+	}
+	// Sites still finds a long host with capitals, the slow way.
+	host := strings.Repeat("x", 250) + ".Example.com"
+	s, err := NewSites(Site{Hosts: []string{"*.example.com"}, Handler: text("wild")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.site([]byte(host)) == nil {
+		t.Errorf("%s: no site", host)
+	}
+}
