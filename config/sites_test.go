@@ -59,6 +59,15 @@ sites:
 		len(cfg.Sites[0].Routes) != 2 || cfg.Sites[1].String() != "*.b.example" || cfg.Router == nil || cfg.Sites[0].Router == nil {
 		t.Fatalf("sites %+v, routes %+v", cfg.Sites, cfg.Routes)
 	}
+	var graph, explain strings.Builder
+	if err := cfg.Graph(&graph); err != nil || !strings.Contains(graph.String(), `[label="/only/\nsite a.example, www.a.example"]`) {
+		t.Errorf("graph (%v):\n%s", err, graph.String())
+	}
+	if err := cfg.Explain(&explain); err != nil || !strings.Contains(explain.String(), "\ntop-level routes: every host no site names\n\nroute 1: / (prefix)\n") ||
+		!strings.Contains(explain.String(), "\nsite a.example, www.a.example\n  error pages: 404 a404.html, then the server's\n\nroute 2: /only/ (prefix)\n") ||
+		!strings.Contains(explain.String(), "\nsite *.b.example\n  error pages: none\n") {
+		t.Errorf("explain (%v):\n%s", err, explain.String())
+	}
 	srv := sluicetest.NewServer(t, cfg.Handler())
 	c := sluicetest.Dial(t, srv.Addr)
 	for _, tt := range []struct {
