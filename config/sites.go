@@ -133,6 +133,10 @@ func (p *parser) site(n *yaml.Node, src *source, hosts map[string]siteHost) (*Si
 					p.errorf(e, `hosts: want a host name such as "example.com" or "*.example.com", got %q`, h)
 					continue
 				}
+				if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
+					p.errorf(e, "hosts: %q has a port, which never matches: a site serves its hosts on every port it listens on; write %q", h, h[:i])
+					continue
+				}
 				h = strings.TrimSuffix(strings.ToLower(h), ".")
 				if o, ok := hosts[h]; ok {
 					p.errorf(e, "hosts: %s is already a host of the site at %s: a host belongs to one site", h, p.pos(o.file, o.node.Line, o.node.Column))
