@@ -25,6 +25,12 @@ type Config struct {
 	// File is the config file's name as given to Load or Parse.
 	File string
 
+	// Files are the files read: File, then those it includes (see
+	// IncludedKeys), in the order first read, each named as its includer's
+	// directory joined with the path written. A reload reads them all
+	// again.
+	Files []string
+
 	// Listen lists the addresses to listen on, in the order written.
 	Listen []Address
 
@@ -87,15 +93,28 @@ type Config struct {
 	// them, once the components are closed.
 	Databases map[string]*sqldata.DB
 
-	// Routes are the routes in the order written.
+	// Routes are every route: the top-level routes, then each site's,
+	// in the order written (an included file's where it is included).
 	Routes []*Route
+
+	// Sites are the file's sites, in the order written; their routes
+	// are in Routes too. A request's host chooses its site before any
+	// route is matched.
+	Sites []*Site
 
 	// Warnings lists what the file is warned about, sorted by position;
 	// they do not make it invalid (see Warning).
 	Warnings []*Warning
 
-	// Router sends each request down the pipeline of its route.
+	// Router routes the requests the top-level routes serve: every
+	// request when the file has no sites; with sites, those for the hosts
+	// no site names. It is nil when the file has sites and no top-level
+	// routes (each Site has its own Router).
 	Router *pipe.Router
+
+	// route is what Handler runs after the server-wide stages: Router,
+	// or the sites' host lookup.
+	route pipe.Component
 }
 
 // Log configures the error log: where it goes, in what format, from what
@@ -145,6 +164,12 @@ var HealthKeys = []string{"interval", "timeout"}
 
 // Route is one route of the file: what it matches and its pipeline.
 type Route struct {
+	// Site is the site the route belongs to; nil for a top-level route.
+	Site *Site
+	// File is the file the route is written in: the config file or one it
+	// includes.
+	File string
+
 	Match   []string
 	Host    string
 	Methods []string
@@ -220,10 +245,10 @@ func (l *Loader) Parse(file string, data []byte) (*Config, error) {
 	p.parse(data)
 	if len(p.errs) > 0 {
 		p.cfg.Close()
-		p.errs.sort()
+		p.errs.sort(p.cfg.Files)
 		return nil, p.errs
 	}
-	sortWarnings(p.cfg.Warnings)
+	sortWarnings(p.cfg.Warnings, p.cfg.Files)
 	return p.cfg, nil
 }
 
@@ -255,10 +280,14 @@ func (c *Config) Handler() engine.Handler {
 	if c.AccessLog != nil {
 		chain = append(chain, c.AccessLog.Component)
 	}
-	if chain == nil {
-		return pipe.Handler(c.Router)
+	route := c.route
+	if route == nil {
+		route = c.Router
 	}
-	return pipe.Handler(append(chain, c.Router))
+	if chain == nil {
+		return pipe.Handler(route)
+	}
+	return pipe.Handler(append(chain, route))
 }
 
 // ExtraMethods lists the methods the routes name beyond those the engine
@@ -292,7 +321,7 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "health", "drain_timeout", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "databases", "routes"}
+var TopLevelKeys = []string{"listen", "workers", "health", "drain_timeout", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "databases", "routes", "sites", "include"}
 
 // RouteKeys are the keys of a route.
 var RouteKeys = []string{"match", "host", "methods", "error_pages", "pipeline"}
@@ -308,36 +337,27 @@ type parser struct {
 	dbs    map[string]*database // the databases section
 	caches *components.Caches   // the caches the routes build
 
+	topRoutes []located        // the top-level routes lists, the included files' too
+	siteLists []located        // the sites lists, the included files' too
+	pages     *pipe.ErrorPages // the error pages a route's own go over: the server's or its site's
 }
 
 func (p *parser) parse(data []byte) {
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if err == io.EOF {
-			p.errs = append(p.errs, &Error{File: p.file, Line: 1, Col: 1, Msg: "the config file is empty: it needs at least a routes list"})
-			return
-		}
-		p.syntaxError(data, err)
+	main := p.mainSource()
+	p.cfg.Files = []string{p.file}
+	root, ok := p.document(data)
+	if !ok {
 		return
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		p.errorf(&extra, "a config file holds one YAML document; this is a second one")
-	} else if err != io.EOF {
-		p.syntaxError(data, err)
+	if root == nil {
+		p.errs = append(p.errs, &Error{File: p.file, Line: 1, Col: 1, Msg: "the config file is empty: it needs at least a routes list"})
+		return
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = root.Content[0]
-	}
-	p.expandEnv(root, map[*yaml.Node]bool{})
-
 	pairs, ok := p.mapping(root, "top-level key", TopLevelKeys)
 	if !ok {
 		return
 	}
-	var routes, health, group, databases *yaml.Node
+	var health, group, databases *yaml.Node
 	c := p.cfg
 	c.ServerHeader = DefaultServerHeader
 	c.Log = Log{Level: slog.LevelInfo, Format: "text", Output: "stderr"}
@@ -390,7 +410,11 @@ func (p *parser) parse(data []byte) {
 		case "databases":
 			databases = kv.val
 		case "routes":
-			routes = kv.val
+			p.topRoutes = append(p.topRoutes, located{kv.val, main})
+		case "sites":
+			p.siteLists = append(p.siteLists, located{kv.val, main})
+		case "include":
+			p.topInclude(kv.val, main)
 		}
 	}
 	if group != nil && c.Group != "" && c.User == "" {
@@ -402,14 +426,14 @@ func (p *parser) parse(data []byte) {
 	if health != nil && c.Workers == 0 {
 		p.warn(health, "", HealthWarning)
 	}
-	if routes == nil {
-		p.errorf(root, "no routes: a config file needs a routes list, each route with a match (the paths it serves) and a pipeline (the components that answer), e.g. %s", routesExample)
+	if p.topRoutes == nil && p.siteLists == nil {
+		p.errorf(root, "no routes: a config file needs a routes list, each route with a match (the paths it serves) and a pipeline (the components that answer), e.g. %s (or sites, each with its hosts and routes)", routesExample)
 		return
 	}
 	if databases != nil { // before the routes, whose components query them
 		p.databases(databases)
 	}
-	p.routes(routes)
+	p.routing()
 	p.unusedDatabases()
 }
 

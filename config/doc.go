@@ -1,7 +1,9 @@
 // Package config reads Sluice's config file — YAML, or JSON, which is
 // YAML too — and builds the network of components it describes: each
 // route's pipeline of components, in the order written, behind a
-// pipe.Router.
+// pipe.Router, and with sites (Config.Sites) a router per site behind a
+// pipe.Sites that chooses the site by host. A file may include others
+// (Config.Files): their errors carry their own names and positions.
 //
 // # The file
 //

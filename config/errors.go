@@ -34,13 +34,27 @@ func (es Errors) Error() string {
 	return b.String()
 }
 
-// sort orders the errors by position, keeping the order of discovery
-// between errors at the same position.
-func (es Errors) sort() {
+// sort orders the errors by file, in the order of files (the config
+// file, then those it includes, as read), then by position, keeping the
+// order of discovery between errors at the same position.
+func (es Errors) sort(files []string) {
 	sort.SliceStable(es, func(i, j int) bool {
+		if fi, fj := fileRank(files, es[i].File), fileRank(files, es[j].File); fi != fj {
+			return fi < fj
+		}
 		if es[i].Line != es[j].Line {
 			return es[i].Line < es[j].Line
 		}
 		return es[i].Col < es[j].Col
 	})
+}
+
+// fileRank is file's index in files, or len(files) for another.
+func fileRank(files []string, file string) int {
+	for i, f := range files {
+		if f == file {
+			return i
+		}
+	}
+	return len(files)
 }

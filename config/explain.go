@@ -14,9 +14,11 @@ import (
 )
 
 // Explain writes a description of the network c builds: the server
-// settings, then each route in the order written — what it matches and
-// its components in the order they run, each with its kind and the
-// options the file gives it. `sluice check --explain` prints it.
+// settings and the files included, then each route in the order written
+// (under its site's hosts and error pages, when the file has sites) —
+// what it matches, the file it comes from if included, and its
+// components in the order they run, each with its kind and the options
+// the file gives it. `sluice check --explain` prints it.
 func (c *Config) Explain(w io.Writer) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -67,15 +69,33 @@ func (c *Config) Explain(w io.Writer) error {
 		fmt.Fprintf(tw, "database %s\t%s, pool %d, %d queries at once, %d queued, timeout %s\n",
 			name, o.Driver, o.Pool, o.MaxConcurrent, o.Queue, FormatDuration(o.Timeout))
 	}
+	if len(c.Files) > 1 {
+		fmt.Fprintf(tw, "included\t%s\n", strings.Join(c.Files[1:], ", "))
+	}
 	tw.Flush()
 
+	var site *Site
 	for i, r := range c.Routes {
+		if r.Site != site || i == 0 && len(c.Sites) > 0 {
+			site = r.Site
+			if site == nil {
+				b.WriteString("\ntop-level routes: every host no site names\n")
+			} else {
+				fmt.Fprintf(&b, "\nsite %s\n", site)
+				if site.ErrorPages != nil {
+					fmt.Fprintf(&b, "  error pages: %s\n", site.ErrorPages)
+				}
+			}
+		}
 		fmt.Fprintf(&b, "\nroute %d: %s", i+1, describeMatch(r.Match))
 		if r.Host != "" {
 			fmt.Fprintf(&b, ", host %s", r.Host)
 		}
 		if len(r.Methods) > 0 {
 			fmt.Fprintf(&b, ", methods %s", strings.Join(r.Methods, " "))
+		}
+		if r.File != c.File && r.File != "" {
+			fmt.Fprintf(&b, ", from %s", r.File)
 		}
 		b.WriteString("\n")
 		if r.ErrorPages != nil {

@@ -52,6 +52,9 @@ func (c *Config) Graph(w io.Writer) error {
 		if r.Host != "" {
 			label += "\nhost " + r.Host
 		}
+		if r.Site != nil {
+			label += "\nsite " + siteLabel(r.Site)
+		}
 		if len(r.Methods) > 0 {
 			label += "\n" + strings.Join(r.Methods, " ")
 		}
@@ -81,6 +84,16 @@ func (c *Config) Graph(w io.Writer) error {
 	fmt.Fprintf(&b, "\t}\n}\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// siteLabel names a site in a graph: its first hosts, and how many more.
+func siteLabel(s *Site) string {
+	if len(s.Hosts) <= 3 {
+		return s.String()
+	}
+	short := *s
+	short.Hosts = s.Hosts[:2]
+	return fmt.Sprintf("%s and %d more", short.String(), len(s.Hosts)-2)
 }
 
 // stageLabel is the component's name and its main option, if written.

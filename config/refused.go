@@ -11,7 +11,8 @@ import (
 // before any route could be chosen (see engine.Server.OnRefused) to the
 // config's refusal logs: the server-wide access log (AccessLog) if the
 // file sets one; otherwise the log components of the catch-all routes
-// (those matching "/" for any host), or, when they have none, the first
+// (those matching "/" for any host: top-level routes, or the default
+// site's), or, when they have none, the first
 // log component in the file. Such a request may have no path, host or
 // method to route by, and nginx, likewise, logs it in the default server.
 // It does not block.
@@ -29,7 +30,7 @@ func (c *Config) refusalLogs() []*components.Log {
 	var catchAll []*components.Log
 	var first *components.Log
 	for _, r := range c.Routes {
-		isCatchAll := r.Host == "" && slices.Contains(r.Match, "/")
+		isCatchAll := r.Host == "" && slices.Contains(r.Match, "/") && (r.Site == nil || r.Site.Default)
 		for _, s := range r.Stages {
 			l, ok := s.Component.(*components.Log)
 			if !ok {

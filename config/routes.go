@@ -20,31 +20,119 @@ type matchKey struct{ pattern, host string }
 type matched struct {
 	node    *yaml.Node
 	methods []string
+	file    string
 }
 
 // routesExample is the smallest routes list, for messages about a missing
 // or empty one.
 const routesExample = "routes: [{match: /, pipeline: [files: .]}]"
 
-func (p *parser) routes(n *yaml.Node) {
-	n = deref(n)
-	switch {
-	case isNull(n) || n.Kind == yaml.SequenceNode && len(n.Content) == 0:
-		p.errorf(n, "routes is empty: a config file needs at least one route, with a match (the paths it serves) and a pipeline (the components that answer), e.g. %s", routesExample)
-		return
-	case n.Kind != yaml.SequenceNode:
-		p.errorf(n, "routes: want a list of routes (each entry starting with \"- \"), each with a match and a pipeline, got %s", describe(n))
+// routing parses the sites and the routes, top-level and each site's,
+// and builds their routers and the sites' host lookup.
+func (p *parser) routing() {
+	var topDefault *located
+	if len(p.topRoutes) > 0 {
+		topDefault = &p.topRoutes[0]
+	}
+	p.sites(topDefault)
+	var lists [][]pipe.Route // the top-level routes', then each site's
+	var sites []*Site        // the site of each list: nil for the top level
+	var purging [][]bool     // each route's: it has a cache_purge
+	if len(p.topRoutes) > 0 {
+		p.pages = p.cfg.ErrorPages
+		prs, purges := p.routes(p.topRoutes, nil)
+		lists, sites, purging = append(lists, prs), append(sites, nil), append(purging, purges)
+	}
+	for _, s := range p.cfg.Sites {
+		p.pages = p.cfg.ErrorPages
+		if s.ErrorPages != nil {
+			p.pages = s.ErrorPages
+		}
+		prs, purges := p.routes(s.lists, s)
+		lists, sites, purging = append(lists, prs), append(sites, s), append(purging, purges)
+	}
+	p.pages = nil
+	if slices.ContainsFunc(purging, func(ps []bool) bool { return slices.Contains(ps, true) }) {
+		// PURGE and BAN now reach every route (ExtraMethods): those
+		// without a cache_purge refuse them rather than pass them on
+		// (a proxy would forward them to an upstream that may trust
+		// this server's address).
+		for j, prs := range lists {
+			for i := range prs {
+				if !purging[j][i] {
+					prs[i].Pipeline = append(pipe.Chain{components.RefuseCachePurge}, prs[i].Pipeline.(pipe.Chain)...)
+				}
+			}
+		}
+	}
+	if len(p.errs) > 0 {
 		return
 	}
-	seen := map[matchKey][]matched{}
-	var prs []pipe.Route
-	var purging []bool // each route's: it has a cache_purge
-	for _, rn := range n.Content {
-		r := p.route(rn, seen)
-		if r == nil {
+	var ps []pipe.Site
+	for i, prs := range lists {
+		rt, err := pipe.NewRouter(prs...)
+		if err != nil {
+			l := p.topRoutes[0]
+			if sites[i] != nil {
+				l = sites[i].lists[0]
+			}
+			restore := p.enter(l.src)
+			p.errorf(l.n, "routes: %v", err)
+			restore()
+			return
+		}
+		if sites[i] == nil {
+			p.cfg.Router = rt
+			if len(p.cfg.Sites) > 0 {
+				ps = append(ps, pipe.Site{Default: true, Handler: rt})
+			}
 			continue
 		}
+		sites[i].Router = rt
+		ps = append(ps, siteOf(sites[i]))
+	}
+	if len(p.cfg.Sites) == 0 {
+		return
+	}
+	hosts, err := pipe.NewSites(ps...)
+	if err != nil { // the checks above refuse what NewSites does
+		p.errorf(deref(p.siteLists[0].n), "sites: %v", err)
+		return
+	}
+	p.cfg.route = hosts
+}
+
+// routes parses the routes lists of site (nil: the top-level routes),
+// their include entries spliced in, into p.cfg.Routes and site.Routes,
+// and returns them as the router takes them, and for each whether it has
+// a cache_purge.
+func (p *parser) routes(lists []located, site *Site) (prs []pipe.Route, purging []bool) {
+	var entries []located
+	before := len(p.errs)
+	for _, l := range lists {
+		entries = append(entries, p.routeEntries(l)...)
+	}
+	if len(entries) == 0 && len(lists) > 0 && len(p.errs) == before {
+		restore := p.enter(lists[0].src)
+		p.errorf(lists[0].n, "routes: its includes bring no route: a routes list needs at least one, with a match (the paths it serves) and a pipeline (the components that answer)")
+		restore()
+	}
+	seen := map[matchKey][]matched{}
+	var built []*Route // the routes parsed
+	var at []located   // and where
+	for _, e := range entries {
+		restore := p.enter(e.src)
+		r := p.route(e.n, seen)
+		if r == nil {
+			restore()
+			continue
+		}
+		r.Site, r.File = site, p.file
+		p.siteRouteHost(e.n, r)
 		p.cfg.Routes = append(p.cfg.Routes, r)
+		if site != nil {
+			site.Routes = append(site.Routes, r)
+		}
 		chain := make(pipe.Chain, 0, len(r.Stages)+1)
 		purges := false
 		for _, s := range r.Stages {
@@ -53,27 +141,27 @@ func (p *parser) routes(n *yaml.Node) {
 		}
 		purging = append(purging, purges)
 		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain, ErrorPages: r.ErrorPages})
+		built, at = append(built, r), append(at, e)
+		restore()
 	}
-	if slices.Contains(purging, true) {
-		// PURGE and BAN now reach every route (ExtraMethods): those
-		// without a cache_purge refuse them rather than pass them on
-		// (a proxy would forward them to an upstream that may trust
-		// this server's address).
-		for i := range prs {
-			if !purging[i] {
-				prs[i].Pipeline = append(pipe.Chain{components.RefuseCachePurge}, prs[i].Pipeline.(pipe.Chain)...)
-			}
-		}
-	}
-	if len(p.errs) > 0 {
+	p.exactOverTree(built, at)
+	return prs, purging
+}
+
+// siteRouteHost refuses a host on a route of a site, and on a top-level
+// route a host that a site serves, which the route would never see.
+func (p *parser) siteRouteHost(n *yaml.Node, r *Route) {
+	if r.Host == "" {
 		return
 	}
-	rt, err := pipe.NewRouter(prs...)
-	if err != nil {
-		p.errorf(n, "routes: %v", err)
+	hn := keyValue(n, "host")
+	if r.Site != nil {
+		p.errorf(hn, "host: a route of a site serves the site's hosts (%s, at %s); drop host here, or move the route to a site with hosts: [%s]", r.Site, p.pos(r.Site.File, r.Site.Line, r.Site.Col), r.Host)
 		return
 	}
-	p.cfg.Router = rt
+	if s := shadowedHost(p.cfg.Sites, r.Host); s != nil {
+		p.errorf(hn, "host: %s is served by the site at %s, whose routes alone see its requests; move this route into that site (without host)", r.Host, p.pos(s.File, s.Line, s.Col))
+	}
 }
 
 // route parses one route; it returns nil when the route is unusable.
@@ -114,7 +202,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 		case "error_pages":
 			if ep := p.errorPages(kv.val, "error_pages"); ep != nil {
 				if len(deref(kv.val).Content) > 0 {
-					ep = ep.Over(p.cfg.ErrorPages)
+					ep = ep.Over(p.pages)
 				} // else {}: no error pages on this route, not even the server's
 				r.ErrorPages = ep
 			}
@@ -139,14 +227,14 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 		for _, m := range seen[k] {
 			if pipe.MethodsOverlap(m.methods, r.Methods) {
 				if m.node.Value != pat {
-					p.errorf(matchNodes[i], "match %q takes the paths %q takes at %d:%d%s (captures match by position, whatever their names and types)", pat, m.node.Value, m.node.Line, m.node.Column, hostNote(r.Host))
+					p.errorf(matchNodes[i], "match %q takes the paths %q takes at %s%s (captures match by position, whatever their names and types)", pat, m.node.Value, p.pos(m.file, m.node.Line, m.node.Column), hostNote(r.Host))
 				} else {
-					p.errorf(matchNodes[i], "match %q is already matched at %d:%d%s", pat, m.node.Line, m.node.Column, hostNote(r.Host))
+					p.errorf(matchNodes[i], "match %q is already matched at %s%s", pat, p.pos(m.file, m.node.Line, m.node.Column), hostNote(r.Host))
 				}
 				break
 			}
 		}
-		seen[k] = append(seen[k], matched{matchNodes[i], r.Methods})
+		seen[k] = append(seen[k], matched{matchNodes[i], r.Methods, p.file})
 	}
 	return r
 }

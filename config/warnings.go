@@ -6,12 +6,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // Warning is something a valid config file is warned about, at a
@@ -131,10 +136,88 @@ func (p *parser) warn(n *yaml.Node, stage, msg string) {
 	p.cfg.Warnings = append(p.cfg.Warnings, &Warning{File: p.file, Line: n.Line, Col: n.Column, Stage: stage, Msg: msg})
 }
 
-// sortWarnings orders ws by position, keeping the order of discovery
-// between warnings at the same position.
-func sortWarnings(ws []*Warning) {
+// sortWarnings orders ws by file, in the order of files, then by
+// position, keeping the order of discovery between warnings at the same
+// position.
+func sortWarnings(ws []*Warning, files []string) {
 	slices.SortStableFunc(ws, func(a, b *Warning) int {
-		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+		return cmp.Or(cmp.Compare(fileRank(files, a.File), fileRank(files, b.File)),
+			cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
+}
+
+// exactOverTree warns about the exact patterns of routes (one router's)
+// that name a directory their files or php source serves a tree under:
+// "/api" matches the path /api alone, where nginx's "location /api" is a
+// prefix, so the files under it go to other routes (files itself answers
+// /api with a redirect to /api/, which this route does not match). A
+// pattern whose prefix form ("/api/") some route of the same router
+// matches is meant, and left alone. at gives each route's node and file.
+func (p *parser) exactOverTree(routes []*Route, at []located) {
+	prefixes := map[string]bool{}
+	for _, r := range routes {
+		for _, m := range r.Match {
+			if strings.HasSuffix(m, "/") {
+				prefixes[m] = true
+			}
+		}
+	}
+	for i, r := range routes {
+		root, strip := treeRoot(r)
+		if root == "" {
+			continue
+		}
+		for _, m := range r.Match {
+			if strings.HasSuffix(m, "/") || pipe.PatternKey(m) != m || prefixes[m+"/"] {
+				continue
+			}
+			rest, ok := strings.CutPrefix(m, strip)
+			if !ok || rest != "" && rest[0] != '/' && !strings.HasSuffix(strip, "/") {
+				continue
+			}
+			dir := filepath.Join(root, filepath.FromSlash(rest))
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				continue
+			}
+			restore := p.enter(at[i].src)
+			p.warn(matchNode(at[i].n, m), "", fmt.Sprintf("match %q is exact: it takes %s alone, not the files under it in %s (files redirects %s to %s/, which this route does not match); write %q to serve the tree, or [%s, %s/] for both", m, m, dir, m, m, m+"/", m, m))
+			restore()
+		}
+	}
+}
+
+// treeRoot returns the directory a route's files or php source serves,
+// and the prefix files strips from the path first; "" when it has none
+// (or it could not be built).
+func treeRoot(r *Route) (root, strip string) {
+	for _, s := range r.Stages {
+		if s.Component == nil {
+			continue
+		}
+		switch o := s.decoded.(type) {
+		case *components.FilesOptions:
+			return o.Root, o.StripPrefix
+		case *components.PHPOptions:
+			return o.Root, ""
+		}
+	}
+	return "", ""
+}
+
+// matchNode returns the node of the pattern m in a route's match (a
+// pattern or a list of them); the route's node when it cannot be found.
+func matchNode(route *yaml.Node, m string) *yaml.Node {
+	n := deref(keyValue(route, "match"))
+	switch {
+	case n == nil:
+		return route
+	case n.Kind == yaml.ScalarNode:
+		return n
+	}
+	for _, e := range n.Content {
+		if deref(e).Value == m {
+			return e
+		}
+	}
+	return n
 }

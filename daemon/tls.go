@@ -179,7 +179,7 @@ type redirectNames struct {
 
 // servedNames returns the hosts cfg serves: the names and addresses of
 // its TLS listeners' certificates, the domains of their acme sections,
-// and the hosts of its routes. Nil if it names none (certificates for
+// and the hosts of its routes and sites. Nil if it names none (certificates for
 // addresses only, routes for any host, and no TLS listener: HTTPS served
 // by something in front), which leaves the redirect open to any host.
 func servedNames(cfg *config.Config) *redirectNames {
@@ -217,6 +217,11 @@ func servedNames(cfg *config.Config) *redirectNames {
 	}
 	for _, r := range cfg.Routes {
 		add(r.Host)
+	}
+	for _, s := range cfg.Sites {
+		for _, h := range s.Hosts {
+			add(h)
+		}
 	}
 	if len(n.names) == 0 && len(n.wild) == 0 {
 		// A certificate for an address alone says nothing of the names

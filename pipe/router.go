@@ -70,12 +70,22 @@ type Route struct {
 // beats "/{x}/{y}", "/a/{x}/c" beats "/{y}/b/c", "/static/" beats
 // "/{x}/{y}" (for "/static/img") and "/a/{id}" beats "/a/"; a longer
 // prefix beats a shorter one; for the same pattern, a route with a Host
-// before one without. Requests no route matches get 404. A
+// before one without. Requests no route matches get 404. A request for
+// a host that routes name exactly is routed among the routes that can
+// serve it alone (its own, matching wildcards, those for any host), so
+// routes for other hosts add nothing to its cost. A
 // Router is immutable and safe for concurrent use.
 type Router struct {
 	exact    map[string][]*route
 	captures [][]*route // by number of segments; most specific shape first
 	prefix   []*route   // longest pattern first
+
+	// byHost holds, for each exact host a route names, a router of the
+	// routes that can serve it (its own, the wildcards that match it and
+	// those for any host), so that a request for it is routed among them
+	// alone: routes for other hosts cost it nothing. Nil when no route
+	// names an exact host.
+	byHost map[string]*Router
 }
 
 type route struct {
@@ -95,6 +105,16 @@ type route struct {
 // pipeline, and two routes with the same PatternKey, host and an
 // overlapping method set.
 func NewRouter(routes ...Route) (*Router, error) {
+	rt, err := newRouter(routes)
+	if err != nil {
+		return nil, err
+	}
+	rt.indexHosts(routes)
+	return rt, nil
+}
+
+// newRouter builds a router without the host index.
+func newRouter(routes []Route) (*Router, error) {
 	rt := &Router{exact: map[string][]*route{}}
 	seen := map[string][]*route{}
 	for i, r := range routes {
@@ -171,6 +191,34 @@ func NewRouter(routes ...Route) (*Router, error) {
 	return rt, nil
 }
 
+// indexHosts builds rt.byHost from the routes rt was built from. Each
+// host's router holds the entries of the routes that can serve the host,
+// in the order given, so it sorts them as rt does and chooses as rt
+// would, without looking at the others.
+func (rt *Router) indexHosts(routes []Route) {
+	for _, r := range routes {
+		h := strings.TrimSuffix(strings.ToLower(r.Host), ".")
+		if h == "" || strings.HasPrefix(h, "*.") || rt.byHost[h] != nil {
+			continue
+		}
+		var mine []Route
+		for _, o := range routes {
+			oh := strings.TrimSuffix(strings.ToLower(o.Host), ".")
+			if oh == "" || oh == h || strings.HasPrefix(oh, "*.") && hostMatches(oh, []byte(h)) {
+				mine = append(mine, o)
+			}
+		}
+		sub, err := newRouter(mine)
+		if err != nil {
+			continue // cannot be: rt took every one of them
+		}
+		if rt.byHost == nil {
+			rt.byHost = map[string]*Router{}
+		}
+		rt.byHost[h] = sub
+	}
+}
+
 // prefixDeeper reports whether a prefix route for host that matches the
 // path p has more than depth segments: more literal segments than the
 // first matching capture pattern has before its first capture, which is
@@ -219,6 +267,14 @@ func MethodsOverlap(a, b []string) bool {
 // Handle implements Component.
 func (rt *Router) Handle(c *Conn) bool {
 	r := c.Request
+	if rt.byHost != nil {
+		var buf [255]byte
+		if h := lowerHost(buf[:0], hostOnly(r.Host)); h != nil {
+			if sub := rt.byHost[string(h)]; sub != nil {
+				return sub.Handle(c)
+			}
+		}
+	}
 	if len(r.Path) == 1 && r.Path[0] == '*' {
 		// OPTIONS * (the parser admits * for no other method) asks about
 		// the server, not a resource on a route (RFC 9110 §9.3.7).

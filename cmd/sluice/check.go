@@ -59,12 +59,14 @@ missing files and directories are found too. Prints "ok", or every
 error as FILE:LINE:COL: message and exits with status 1. What serve would
 warn about (a health section with no workers to check; a database no
 route queries; a TLS certificate that has expired or is not valid yet;
-an htpasswd line whose hash cannot be verified) is printed as
+an include pattern that matches no file; an exact match, such as /api,
+over a directory its files serve, where /api/ would serve the tree; an
+htpasswd line whose hash cannot be verified) is printed as
 FILE:LINE:COL: warning: message, with the same text serve logs, and
 leaves the status 0. --explain prints
-what the file builds instead of "ok": the server settings, then each
-route's matches and its components in the order they run, with their
-kinds and options.`,
+what the file builds instead of "ok": the server settings and the files
+it includes, then each route's matches (under its site's hosts) and its
+components in the order they run, with their kinds and options.`,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
 		file := configFlag(fs)
 		explain := fs.Bool("explain", false, "describe the routes and pipelines the file builds")

@@ -320,6 +320,9 @@ var pathKeys = map[string]int{
 	// files
 	"cert": isFile, "key": isFile, "ca_roots": isFile, "htpasswd": isFile, "file": isFile,
 	"script": isFile, "cgi": isFile, "password_file": isFile, "error_pages": isFile,
+	// an included file, made empty; a pattern's is made under the
+	// pattern's own name (sites/*.yaml), which the pattern matches
+	"include": isFile,
 	// made by the server
 	"log": isMade, "output": isMade, "access_log": isMade, "pid_file": isMade, "dsn": isMade,
 }
@@ -352,7 +355,7 @@ func stub(t *testing.T, c *configFile, dir string, fx *docFixtures) {
 			if parent == "error_pages" || parent == "locations" {
 				what, ok = pathKeys[parent], true // the values of a map of paths
 			}
-			if !ok || !looksLikePath(n.Value) {
+			if !ok || !looksLikePath(n.Value) && key != "include" {
 				return
 			}
 			name := n.Value
@@ -428,6 +431,8 @@ func makePath(t *testing.T, name, key string, what int, fx *docFixtures) {
 		data, mode = []byte("#!/bin/sh\necho 'Content-Type: text/plain'\necho\necho ok\n"), 0o755
 	case key == "password_file":
 		data, mode = []byte("secret\n"), 0o600
+	case key == "include":
+		data = nil
 	}
 	if err := os.WriteFile(name, data, mode); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -136,6 +137,9 @@ func TestCheckHelpWarnings(t *testing.T) {
 	ca := sluicetest.NewCA(t)
 	old, oldKey := ca.IssueFilesValid(t, dir, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour), "old.example")
 	writeConfig(t, filepath.Join(dir, "users.htpasswd"), "alice:plaintext\n")
+	if err := os.MkdirAll(filepath.Join(dir, "pub", "api"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	const route = "routes:\n  - match: /\n    pipeline: [echo]\n"
 	cases := map[string]struct{ config, want string }{
 		"a health section with no workers to check": {"health: {interval: 1s}\n" + route, ":1:9: warning: health: "},
@@ -143,6 +147,9 @@ func TestCheckHelpWarnings(t *testing.T) {
 			":2:3: warning: databases.main: "},
 		"a TLS certificate that has expired or is not valid yet": {fmt.Sprintf("listen:\n  - address: 127.0.0.1:0\n    tls: {cert: %s, key: %s}\n", old, oldKey) + route,
 			":3:17: warning: tls.cert: "},
+		"an include pattern that matches no file": {"include: sites/*.yaml\n" + route, ":1:10: warning: include: "},
+		"an exact match, such as /api, over a directory its files serve, where /api/ would serve the tree": {
+			"routes:\n  - match: /api\n    pipeline: [files: ./pub]\n", `:2:12: warning: match "/api" is exact`},
 		"an htpasswd line whose hash cannot be verified": {"routes:\n  - match: /\n    pipeline:\n      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}\n      - text: hi\n",
 			":4:9: warning: basic_auth: "},
 	}
