@@ -16,10 +16,12 @@ import (
 // matchKey identifies what a pattern matches, to find duplicates.
 type matchKey struct{ pattern, host string }
 
-// matched is a pattern already seen, where, and for which methods.
+// matched is a pattern already seen, where, for which methods, and
+// whether its route has conditions (which let routes share a pattern).
 type matched struct {
 	node    *yaml.Node
 	methods []string
+	when    bool
 }
 
 // routesExample is the smallest routes list, for messages about a missing
@@ -52,7 +54,7 @@ func (p *parser) routes(n *yaml.Node) {
 			purges = purges || s.Name == "cache_purge"
 		}
 		purging = append(purging, purges)
-		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain, ErrorPages: r.ErrorPages})
+		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, When: r.When, Pipeline: chain, ErrorPages: r.ErrorPages})
 	}
 	if slices.Contains(purging, true) {
 		// PURGE and BAN now reach every route (ExtraMethods): those
@@ -120,6 +122,8 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 			}
 		case "pipeline":
 			pipelineNode = kv.val
+		case "header", "query", "client", "protocol":
+			p.matcher(kv.key, kv.val, r)
 		}
 	}
 	if matchNode == nil {
@@ -137,7 +141,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 	for i, pat := range r.Match {
 		k := matchKey{pipe.PatternKey(pat), r.Host}
 		for _, m := range seen[k] {
-			if pipe.MethodsOverlap(m.methods, r.Methods) {
+			if !m.when && len(r.When) == 0 && pipe.MethodsOverlap(m.methods, r.Methods) {
 				if m.node.Value != pat {
 					p.errorf(matchNodes[i], "match %q takes the paths %q takes at %d:%d%s (captures match by position, whatever their names and types)", pat, m.node.Value, m.node.Line, m.node.Column, hostNote(r.Host))
 				} else {
@@ -146,7 +150,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 				break
 			}
 		}
-		seen[k] = append(seen[k], matched{matchNodes[i], r.Methods})
+		seen[k] = append(seen[k], matched{matchNodes[i], r.Methods, len(r.When) > 0})
 	}
 	return r
 }
@@ -179,8 +183,22 @@ func (p *parser) matches(n *yaml.Node, r *Route) []*yaml.Node {
 	for i, pat := range list {
 		e := elem(n, i)
 		switch {
+		case strings.HasPrefix(pat, pipe.RegexPrefix):
+			if err := pipe.CheckPattern(pat); err != nil {
+				p.errorf(e, "match: %v (the syntax is Go's regexp, RE2)", err)
+				continue
+			}
+			if dup[pat] {
+				p.errorf(e, "match: %q is listed twice", pat)
+				continue
+			}
+			dup[pat] = true
+			r.Match = append(r.Match, pat)
+			nodes = append(nodes, e)
+		case strings.HasPrefix(pat, "~"):
+			p.errorf(e, "match: %q: a regular expression is written \"~ \" (a tilde and a space) then the expression, e.g. \"~ ^/user/(?P<id>[0-9]+)$\"", pat)
 		case pat == "" || pat[0] != '/':
-			p.errorf(e, "match: %q must start with /", pat)
+			p.errorf(e, "match: %q must start with / (a path) or \"~ \" (a regular expression)", pat)
 		case strings.ContainsAny(pat, "?#"):
 			p.errorf(e, "match: %q: patterns match the path; the query and fragment are not part of it", pat)
 		case strings.ContainsAny(pat, " \t\r\n"):
