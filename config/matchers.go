@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-server/sluice/clientaddr"
+	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
@@ -350,4 +351,58 @@ func regexCaptures(expr, name string) bool {
 		return n >= 1 && n <= re.NumSubexp()
 	}
 	return slices.Contains(re.SubexpNames()[1:], name)
+}
+
+// placeholderParams checks that the path parameters the templates of
+// the route's redirect and rewrite use (${name}, $1) are captured by
+// every pattern of the route: a parameter no pattern captures would be
+// empty in every request.
+func (p *parser) placeholderParams(r *Route) {
+	for _, s := range r.Stages {
+		var to string
+		switch o := s.decoded.(type) {
+		case *components.RedirectOptions:
+			to = o.To
+		case *components.RewriteOptions:
+			to = o.To
+		default:
+			continue
+		}
+		if s.Component == nil {
+			continue
+		}
+		for _, name := range components.PlaceholderParams(to) {
+			for _, pat := range r.Match {
+				if !patternCaptures(pat, name) {
+					what := "path parameter " + name + " (capture it with {" + name + "} or a group (?P<" + name + ">...))"
+					if _, err := strconv.Atoi(name); err == nil {
+						what = "path parameter $" + name + " (it has fewer captures)"
+					}
+					p.errorf(&yaml.Node{Line: s.Line, Column: s.Col}, "%s: to %q uses %s, but match %q captures no %s", s.Name, to, placeholderText(name), pat, what)
+					break
+				}
+			}
+		}
+	}
+}
+
+func placeholderText(name string) string { return "$" + name }
+
+// patternCaptures reports whether the pattern pat gives the path
+// parameter name (or number) to pipe.Conn.Param.
+func patternCaptures(pat, name string) bool {
+	if expr, ok := strings.CutPrefix(pat, pipe.RegexPrefix); ok {
+		return regexCaptures(expr, name)
+	}
+	var names []string
+	for _, seg := range strings.Split(pat, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			n, _, _ := strings.Cut(seg[1:len(seg)-1], ":")
+			names = append(names, n)
+		}
+	}
+	if n, err := strconv.Atoi(name); err == nil && name[0] != '0' {
+		return n >= 1 && n <= len(names)
+	}
+	return slices.Contains(names, name)
 }

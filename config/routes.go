@@ -134,6 +134,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 	} else {
 		p.pipeline(pipelineNode, r)
 		p.queryParams(r)
+		p.placeholderParams(r)
 	}
 	// Duplicates: the same pattern and host with overlapping methods.
 	// Patterns with captures are the same when only their names or types
