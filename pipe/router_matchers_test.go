@@ -2,6 +2,9 @@ package pipe
 
 import (
 	"io"
+	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -132,4 +135,65 @@ func TestRouterMatchersErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRouterRegex routes each raw path's canonical form, as the engine
+// makes it, to regular-expression routes: a group's value is a part of
+// the canonical path (no NUL), the same by name and by number, and a
+// route with a condition never takes a request its condition refuses.
+func FuzzRouterRegex(f *testing.F) {
+	for _, s := range []string{"/u/42", "/u/%2e%2e/1", "/a/b/c.php", "/x%00", "/f/a/b/", "/A.PHP"} {
+		f.Add(s, true)
+	}
+	var route string
+	var params []keyValue
+	record := func(name string) Component {
+		return Pipe(func(c *Conn) bool {
+			route = name
+			params = append(params[:0], c.params...)
+			return false
+		})
+	}
+	rt, err := NewRouter(
+		Route{Match: []string{`~ ^/u/(?P<id>[0-9]+)$`}, Pipeline: record("u")},
+		Route{Match: []string{`~ (?i)^/(.*)\.php$`}, When: []Matcher{hasHeader("X-C")}, Pipeline: record("php-c")},
+		Route{Match: []string{`~ (?i)^/(.*)\.php$`}, Pipeline: record("php")},
+		Route{Match: []string{`~ ^/f/(?P<a>[^/]*)/(.*)$`}, Pipeline: record("f")},
+		Route{Match: []string{"/"}, Pipeline: record("root")},
+	)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw string, cond bool) {
+		u, err := url.ParseRequestURI(raw)
+		if err != nil {
+			return
+		}
+		hr := &http.Request{Method: "GET", URL: u, Host: "h", Header: http.Header{}}
+		if cond {
+			hr.Header.Set("X-C", "1")
+		}
+		req, err := engine.NewRequest(hr)
+		if err != nil {
+			return
+		}
+		route, params = "", params[:0]
+		c := acquireConn(&discard{}, req)
+		defer releaseConn(c)
+		rt.Handle(c)
+		if route == "php-c" && !cond || route == "php" && cond {
+			t.Fatalf("%q (cond %v): route %s", raw, cond, route)
+		}
+		for i, kv := range params {
+			if !strings.Contains(string(req.Path), kv.value) || strings.Contains(kv.value, "\x00") {
+				t.Fatalf("%q (path %q): group %d = %q", raw, req.Path, i+1, kv.value)
+			}
+			if got := c.Param(strconv.Itoa(i + 1)); got != kv.value {
+				t.Fatalf("%q: Param(%d) = %q, want %q", raw, i+1, got, kv.value)
+			}
+			if kv.key != "" && c.Param(kv.key) != kv.value {
+				t.Fatalf("%q: Param(%q) = %q, want %q", raw, kv.key, c.Param(kv.key), kv.value)
+			}
+		}
+	})
 }
