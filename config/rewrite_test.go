@@ -2,11 +2,13 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -117,5 +119,50 @@ func TestConfigPlaceholderErrors(t *testing.T) {
     pipeline: [{rewrite: "/x/$${id}/$2"}, {text: x}]
 `); err != nil {
 		t.Error(err)
+	}
+}
+
+// A rewrite in front of proxy: the upstream is sent the rewritten path
+// and query, escaped, never the request's own spelling.
+func TestConfigRewriteProxy(t *testing.T) {
+	upstream := sluicetest.NewServer(t, pipe.Handler(pipe.Source(func(c *pipe.Conn) pipe.Content {
+		target := string(c.Request.Target)
+		return func(w pipe.Writer) error { _, err := io.WriteString(w, target); return err }
+	})))
+	cfg, err := parseString(t, t.TempDir(), fmt.Sprintf(`
+routes:
+  - match: "~ ^/shop/(.*)$"
+    pipeline:
+      - rewrite: "/index.php?route=$1&$args"
+      - proxy: %q
+  - match: /p/{name}
+    pipeline:
+      - rewrite: /users/$name
+      - proxy: %[1]q
+`, upstream.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sluicetest.NewServer(t, cfg.Handler())
+	for _, tt := range []struct {
+		target string
+		status int
+		sent   string
+	}{
+		{"/shop/a%20b/c?x=1", 200, "/index.php?route=a%20b%2Fc&x=1"},
+		{"/shop/./x/../a&b=c", 200, "/index.php?route=a%26b%3Dc&"},
+		{"/shop/..%2f..%2fetc", 400, ""},
+		{"/p/a%3Fb?q=1", 200, "/users/a%3Fb?q=1"},
+		{"/p/%2e%2e", 404, ""},
+	} {
+		t.Run(tt.target, func(t *testing.T) {
+			resp, body := srv.RoundTrip(t, "GET "+tt.target+" HTTP/1.1\r\nHost: h\r\n\r\n")
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d (body %q)", resp.StatusCode, tt.status, body)
+			}
+			if tt.sent != "" && body != tt.sent {
+				t.Errorf("upstream was sent %q, want %q", body, tt.sent)
+			}
+		})
 	}
 }
