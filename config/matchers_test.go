@@ -1,6 +1,7 @@
 package config
 
 import (
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,6 +43,9 @@ routes:
   - match: /proto/
     protocol: http/1.0
     pipeline: [{text: proto-1.0}]
+  - match: /proto/
+    protocol: [https, http/2]
+    pipeline: [{text: proto-h2}]
   - match: /proto/
     protocol: [https]
     pipeline: [{text: proto-https}]
@@ -108,10 +112,19 @@ func TestConfigMatchers(t *testing.T) {
 		})
 	}
 
-	// protocol: https holds over TLS.
-	tlsSrv := sluicetest.NewTLSServer(t, cfg.Handler())
+	// protocol: https holds over TLS, http/2 for HTTP/2.
+	tlsSrv := sluicetest.NewTLSServer(t, cfg.Handler(), sluicetest.HTTP2())
 	if resp, body := tlsSrv.RoundTrip(t, "GET /proto/x HTTP/1.1\r\nHost: h\r\n\r\n"); resp.StatusCode != 200 || body != "proto-https" {
 		t.Errorf("over TLS: %d %q, want proto-https", resp.StatusCode, body)
+	}
+	resp, err := tlsSrv.Client().Get(tlsSrv.URL + "/proto/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || string(body) != "proto-h2" {
+		t.Errorf("over HTTP/2: %s %q, want HTTP/2 and proto-h2", resp.Proto, body)
 	}
 }
 
