@@ -1,6 +1,7 @@
 package components
 
 import (
+	"bytes"
 	"fmt"
 	"html"
 	"io"
@@ -26,7 +27,8 @@ type RedirectOptions struct {
 	//
 	//	$path   the request's canonical path (the one it was routed
 	//	        on: decoded, dot segments removed, slashes merged),
-	//	        percent-encoded again, without StripPrefix
+	//	        percent-encoded again, without StripPrefix; after a "?"
+	//	        encoded as one query value ("/login?next=$path")
 	//	$query  "?" and the query as received, or nothing when the
 	//	        request has no query
 	//	$args   the query as received, without the "?"; only after a
@@ -236,7 +238,13 @@ func (rd *redirect) expand(r *engine.Request, param func(string) string) ([]byte
 			if len(b) == 0 && len(path) == 0 && !rd.absolute {
 				path = redirectSlash // "" would be this very URL again
 			}
-			b = redirectEscape(b, path, false)
+			if bytes.ContainsAny(b, "?#") {
+				// A query value ("/login?next=$path"): a '&' or '=' of
+				// the path must not start another parameter.
+				b = appendQueryValue(b, string(path))
+			} else {
+				b = redirectEscape(b, path, false)
+			}
 		case "query":
 			if len(r.Query) > 0 {
 				b = append(b, '?')

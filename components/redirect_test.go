@@ -35,6 +35,7 @@ func TestRedirect(t *testing.T) {
 		{"host with port", RedirectOptions{To: "https://$host$path"}, "/x", "www.example.org:8080", 302, "https://www.example.org:8080/x"},
 		{"IPv6 host", RedirectOptions{To: "https://$host:8443$path"}, "/x", "[::1]", 302, "https://[::1]:8443/x"},
 		{"escaped", RedirectOptions{To: "/n$path$query"}, "/a%25b/\\c\"d?e=%zz|f", "", 302, "/n/a%25b/%5Cc%22d?e=%25zz%7Cf"},
+		{"path as a query value", RedirectOptions{To: "/login?next=$path"}, "/a%26admin=1/b", "", 302, "/login?next=%2Fa%26admin%3D1%2Fb"},
 		{"canonical", RedirectOptions{To: "/n$path", StripPrefix: "/old"}, "//old/./x/../a%20b", "", 302, "/n/a%20b"},
 	}
 	for _, tt := range tests {

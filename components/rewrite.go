@@ -13,7 +13,7 @@ import (
 func init() {
 	Register(Registration{
 		Name: "rewrite", Kind: KindPipe, Scalar: "to", Stops: "400",
-		Example: `rewrite: "/users/$id.html"`,
+		Example: `rewrite: "/index.php?route=$path&$args"`,
 	}, func(o RewriteOptions, _ Context) (pipe.Component, error) { return NewRewrite(o) })
 }
 
@@ -143,7 +143,7 @@ func (rw *rewrite) handle(c *pipe.Conn) bool {
 		return c.Error(http.StatusBadRequest, "the rewritten path is refused: "+err.Error())
 	}
 	if rw.newQuery {
-		r.Query = rw.rewriteQuery(r.Query, c.Param)
+		r.Query = rw.rewriteQuery(r.Path, r.Query, c.Param)
 	}
 	r.RawPath, r.Path = raw, canon
 	return true
@@ -175,14 +175,16 @@ func (rw *rewrite) rewritePath(p []byte, param func(string) string) (raw, canon 
 
 var errNotCanonical = fmt.Errorf("a path parameter made a \".\" or \"..\" segment or an empty one")
 
-// rewriteQuery expands the query of To for the request's query q and the
-// parameters param gives.
-func (rw *rewrite) rewriteQuery(q []byte, param func(string) string) []byte {
+// rewriteQuery expands the query of To for the request's canonical path
+// p and query q and the parameters param gives.
+func (rw *rewrite) rewriteQuery(p, q []byte, param func(string) string) []byte {
 	b := []byte{}
 	for _, pt := range rw.query {
 		switch {
 		case pt.v == "args":
 			b = redirectEscape(b, q, true)
+		case pt.v == "path":
+			b = appendQueryValue(b, string(p))
 		case pt.param != "":
 			b = appendQueryValue(b, param(pt.param))
 		default:

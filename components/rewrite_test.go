@@ -44,6 +44,7 @@ func TestRewrite(t *testing.T) {
 		rewriteRoute(t, "/old/", "/new$path"),
 		rewriteRoute(t, "/empty/", "/e?"),
 		rewriteRoute(t, "/keep/", "/k$query"),
+		rewriteRoute(t, "/front/", "/index.php?route=$path&$args"),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +70,7 @@ func TestRewrite(t *testing.T) {
 		{"path kept", "/old/a%20b/c", 200, "/new/old/a b/c|/new/old/a%20b/c|"},
 		{"query emptied", "/empty/x?a=1", 200, "/e|/e|"},
 		{"query kept", "/keep/x?a=1", 200, "/k|/k|a=1"},
+		{"path in the query", "/front/a%20b/c&d?x=1", 200, "/index.php|/index.php|route=%2Ffront%2Fa%20b%2Fc%26d&x=1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := srv.RoundTrip(t, "GET "+tt.target+" HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -238,7 +240,7 @@ func FuzzPlaceholders(f *testing.F) {
 		}
 		canonicalResult(t, to, &engine.Request{Path: canon, RawPath: raw})
 		if rw.newQuery {
-			q := string(rw.rewriteQuery(req.Query, param))
+			q := string(rw.rewriteQuery(req.Path, req.Query, param))
 			if i := strings.IndexFunc(q, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '#' }); i >= 0 {
 				t.Fatalf("To %q, value %q: query %q has %q", to, value, q, q[i])
 			}
