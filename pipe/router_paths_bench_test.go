@@ -47,3 +47,42 @@ func BenchmarkRouterPaths(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRouterMatchers is what conditions and regular expressions
+// cost where they are used: a route chosen by a header among three of
+// one pattern, and a path matched by the second of two expressions (with
+// a named group).
+func BenchmarkRouterMatchers(b *testing.B) {
+	nop := Pipe(func(c *Conn) bool { return false })
+	rt, err := NewRouter(
+		Route{Match: []string{"/api/"}, When: []Matcher{hasHeader("X-A")}, Pipeline: nop},
+		Route{Match: []string{"/api/"}, When: []Matcher{hasHeader("X-B")}, Pipeline: nop},
+		Route{Match: []string{"/api/"}, Pipeline: nop},
+		Route{Match: []string{`~ \.php$`}, Pipeline: nop},
+		Route{Match: []string{`~ ^/user/(?P<id>[0-9]+)$`}, Pipeline: nop},
+		Route{Match: []string{"/"}, Pipeline: nop},
+	)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tt := range []struct{ name, path, field string }{
+		{"when-second", "/api/x", "X-B"},
+		{"when-fallback", "/api/x", ""},
+		{"regex-group", "/user/42", ""},
+		{"regex-none", "/static/app.js", ""},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			req := &engine.Request{Method: []byte("GET"), Path: []byte(tt.path), Host: []byte("h"), Body: io.LimitReader(nil, 0)}
+			if tt.field != "" {
+				req.Fields = []engine.Field{{Name: []byte(tt.field), Value: []byte("1")}}
+			}
+			w := &discard{}
+			b.ReportAllocs()
+			for b.Loop() {
+				c := acquireConn(w, req)
+				rt.Handle(c)
+				releaseConn(c)
+			}
+		})
+	}
+}
