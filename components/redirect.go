@@ -1,6 +1,7 @@
 package components
 
 import (
+	"bytes"
 	"fmt"
 	"html"
 	"io"
@@ -26,11 +27,28 @@ type RedirectOptions struct {
 	//
 	//	$path   the request's canonical path (the one it was routed
 	//	        on: decoded, dot segments removed, slashes merged),
-	//	        percent-encoded again, without StripPrefix
+	//	        percent-encoded again, without StripPrefix; after a "?"
+	//	        encoded as one query value ("/login?next=$path")
 	//	$query  "?" and the query as received, or nothing when the
 	//	        request has no query
+	//	$args   the query as received, without the "?"; only after a
+	//	        "?" in To ("/search?$args")
 	//	$host   the request's host (Host field or absolute-form target);
 	//	        only in the host of a To with a scheme
+	//	$name   the route's path parameter name ({name} in its pattern,
+	//	        or a regular expression's group (?P<name>...)), for a
+	//	        name that is not one of the above; ${name} (in a config
+	//	        file $${name}) ends it before a letter or digit
+	//	$1      the route's first path parameter, named or not; $2 the
+	//	        second...; not in the host of a To
+	//
+	// A path parameter is percent-encoded for where it lands: in the
+	// path, all but what a path holds as is (its '/' stay; a ':' is
+	// encoded); after a "?", all but letters, digits and "-._~", so it is
+	// one query value. A variable's name wins over a parameter's (a
+	// parameter called path is $1 or the like). sluice check refuses a
+	// parameter the route's patterns do not capture (a misspelt variable
+	// included).
 	//
 	// What is substituted is percent-encoded where a URL may not hold it
 	// as is (a backslash, a quote, "<", a byte above 0x7e...), so the
@@ -109,59 +127,15 @@ type redirect struct {
 	absolute bool // To names its host: scheme://host or //host
 }
 
-// redirectPart is a literal (v == "") or a variable.
-type redirectPart struct{ lit, v string }
+// redirectPart is a literal, a variable or a path parameter.
+type redirectPart = placeholder
 
-var redirectVars = []string{"path", "query", "host"}
+var redirectVars = placeholderVars
 
-// redirectParse splits a To template into literals and variables.
+// redirectParse splits a To template into literals, variables and path
+// parameters.
 func redirectParse(to string) ([]redirectPart, error) {
-	var parts []redirectPart
-	var lit strings.Builder
-	for i := 0; i < len(to); i++ {
-		if to[i] != '$' {
-			lit.WriteByte(to[i])
-			continue
-		}
-		rest := to[i+1:]
-		var name string
-		switch {
-		case strings.HasPrefix(rest, "$"):
-			lit.WriteByte('$')
-			i++
-			continue
-		case strings.HasPrefix(rest, "{"):
-			end := strings.IndexByte(rest, '}')
-			if end < 0 {
-				return nil, fmt.Errorf("redirect: unclosed ${ in %q", to)
-			}
-			name = rest[1:end]
-			i += end + 1
-		default:
-			n := 0
-			for n < len(rest) && ('a' <= rest[n] && rest[n] <= 'z' || rest[n] == '_') {
-				n++
-			}
-			name = rest[:n]
-			i += n
-		}
-		known := false
-		for _, v := range redirectVars {
-			known = known || v == name
-		}
-		if !known {
-			return nil, fmt.Errorf("redirect: unknown variable $%s in %q (want $path, $query or $host; $$ for $)", name, to)
-		}
-		if lit.Len() > 0 {
-			parts = append(parts, redirectPart{lit: lit.String()})
-			lit.Reset()
-		}
-		parts = append(parts, redirectPart{v: name})
-	}
-	if lit.Len() > 0 {
-		parts = append(parts, redirectPart{lit: lit.String()})
-	}
-	return parts, nil
+	return parsePlaceholders("redirect", to, redirectVars)
 }
 
 // redirectAbsolute reports whether the To template names its host
@@ -197,7 +171,9 @@ func redirectAbsolute(to string, parts []redirectPart) (bool, error) {
 			return false, fmt.Errorf("redirect: $host is allowed only in the host of a target with a scheme (https://$host$path), not in %q", to)
 		case p.v == "host":
 			hostLen++
-		case p.v != "":
+		case (p.param != "" || p.v == "args") && inHost:
+			return false, fmt.Errorf("redirect: %s is not allowed in the host of %q: the host is the configuration's (or $host)", p, to)
+		case p.v == "path" || p.v == "query":
 			inHost = false
 		case inHost:
 			if j := strings.IndexAny(p.lit, "/?#"); j >= 0 {
@@ -214,7 +190,7 @@ func redirectAbsolute(to string, parts []redirectPart) (bool, error) {
 }
 
 func (rd *redirect) handle(c *pipe.Conn) bool {
-	b, ok := rd.location(c.Request)
+	b, ok := rd.expand(c.Request, c.Param)
 	if !ok {
 		return c.Error(http.StatusBadRequest, "the request names no host to redirect to")
 	}
@@ -233,25 +209,49 @@ func (rd *redirect) handle(c *pipe.Conn) bool {
 	return false
 }
 
-// location builds the Location for r. It reports false when To needs
-// r's host and r has none fit for a URL.
+// location builds the Location for r, on a route without path
+// parameters. It reports false when To needs r's host and r has none fit
+// for a URL.
 func (rd *redirect) location(r *engine.Request) ([]byte, bool) {
+	return rd.expand(r, func(string) string { return "" })
+}
+
+// expand builds the Location for r, whose path parameters param gives
+// (pipe.Conn.Param). It reports false when To needs r's host and r has
+// none fit for a URL.
+func (rd *redirect) expand(r *engine.Request, param func(string) string) ([]byte, bool) {
 	var b []byte
 	for _, p := range rd.parts {
 		switch p.v {
 		case "":
+			if p.param != "" {
+				if p.inQuery {
+					b = appendQueryValue(b, param(p.param))
+				} else {
+					b = appendPathValue(b, param(p.param))
+				}
+				continue
+			}
 			b = append(b, p.lit...)
 		case "path":
 			path := rd.stripped(r.Path)
 			if len(b) == 0 && len(path) == 0 && !rd.absolute {
 				path = redirectSlash // "" would be this very URL again
 			}
-			b = redirectEscape(b, path, false)
+			if bytes.ContainsAny(b, "?#") {
+				// A query value ("/login?next=$path"): a '&' or '=' of
+				// the path must not start another parameter.
+				b = appendQueryValue(b, string(path))
+			} else {
+				b = redirectEscape(b, path, false)
+			}
 		case "query":
 			if len(r.Query) > 0 {
 				b = append(b, '?')
 				b = redirectEscape(b, r.Query, true)
 			}
+		case "args":
+			b = redirectEscape(b, r.Query, true)
 		case "host":
 			if !redirectValidHost(r.Host) {
 				return nil, false

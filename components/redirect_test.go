@@ -35,6 +35,7 @@ func TestRedirect(t *testing.T) {
 		{"host with port", RedirectOptions{To: "https://$host$path"}, "/x", "www.example.org:8080", 302, "https://www.example.org:8080/x"},
 		{"IPv6 host", RedirectOptions{To: "https://$host:8443$path"}, "/x", "[::1]", 302, "https://[::1]:8443/x"},
 		{"escaped", RedirectOptions{To: "/n$path$query"}, "/a%25b/\\c\"d?e=%zz|f", "", 302, "/n/a%25b/%5Cc%22d?e=%25zz%7Cf"},
+		{"path as a query value", RedirectOptions{To: "/login?next=$path"}, "/a%26admin=1/b", "", 302, "/login?next=%2Fa%26admin%3D1%2Fb"},
 		{"canonical", RedirectOptions{To: "/n$path", StripPrefix: "/old"}, "//old/./x/../a%20b", "", 302, "/n/a%20b"},
 	}
 	for _, tt := range tests {
@@ -240,9 +241,11 @@ func TestRedirectOptionErrors(t *testing.T) {
 		{RedirectOptions{}, "redirect: no target"},
 		{RedirectOptions{To: "/x", Status: 200}, "redirect: status 200"},
 		{RedirectOptions{To: "/x", Status: 304}, "redirect: status 304"},
-		{RedirectOptions{To: "/$file"}, "redirect: unknown variable $file"},
-		{RedirectOptions{To: "/$pathx"}, "redirect: unknown variable $pathx"},
-		{RedirectOptions{To: "/$1"}, "redirect: unknown variable $"},
+		{RedirectOptions{To: "/$"}, "redirect: a $ in \"/$\" starts no placeholder"},
+		{RedirectOptions{To: "/$-x"}, "redirect: a $ in \"/$-x\" starts no placeholder"},
+		{RedirectOptions{To: "/$0"}, "redirect: $0 in \"/$0\": path parameters are numbered from $1"},
+		{RedirectOptions{To: "https://$1.example.com/"}, "redirect: ${1} is not allowed in the host"},
+		{RedirectOptions{To: "/x$args"}, "redirect: $args in \"/x$args\" is the query without its"},
 		{RedirectOptions{To: "/${path"}, "redirect: unclosed ${"},
 		{RedirectOptions{To: "/a\r\nSet-Cookie: x"}, "redirect: target"},
 		{RedirectOptions{To: "https:$path"}, `redirect: target "https:$path" has a scheme but no //host`},

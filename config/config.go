@@ -173,7 +173,10 @@ type Route struct {
 	Match   []string
 	Host    string
 	Methods []string
-	Stages  []*Stage
+	// When are the route's conditions (header, query, client,
+	// protocol), as pipe.Route.When.
+	When   []pipe.Matcher
+	Stages []*Stage
 	// ErrorPages are the route's error_pages over the server's, which the
 	// router sets when it chooses the route (pipe.Route.ErrorPages); nil
 	// when the route sets none (the server's then apply).
@@ -324,7 +327,7 @@ var standardMethods = map[string]bool{
 var TopLevelKeys = []string{"listen", "workers", "health", "drain_timeout", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "databases", "routes", "sites", "include"}
 
 // RouteKeys are the keys of a route.
-var RouteKeys = []string{"match", "host", "methods", "error_pages", "pipeline"}
+var RouteKeys = append([]string{"match", "host", "methods", "error_pages", "pipeline"}, MatcherKeys...)
 
 // LogKeys are the keys of the log section.
 var LogKeys = []string{"level", "format", "output"}

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sqldata"
 )
 
@@ -154,6 +155,12 @@ func (p *parser) queryParams(r *Route) {
 					continue
 				}
 				for _, pat := range r.Match {
+					if expr, ok := strings.CutPrefix(pat, pipe.RegexPrefix); ok {
+						if !regexCaptures(expr, a.Path) {
+							p.errorf(&yaml.Node{Line: s.Line, Column: s.Col}, "template: query %s: args[%d]: match %q has no group %q (write (?P<%s>...) in it)", name, i, pat, a.Path, a.Path)
+						}
+						continue
+					}
 					if !strings.Contains(pat, "{"+a.Path+"}") && !strings.Contains(pat, "{"+a.Path+":") {
 						p.errorf(&yaml.Node{Line: s.Line, Column: s.Col}, "template: query %s: args[%d]: match %q captures no path parameter %q (write {%s} or {%s:int} in it)", name, i, pat, a.Path, a.Path, a.Path)
 					}

@@ -94,6 +94,9 @@ func (c *Config) Explain(w io.Writer) error {
 		if len(r.Methods) > 0 {
 			fmt.Fprintf(&b, ", methods %s", strings.Join(r.Methods, " "))
 		}
+		for _, m := range r.When {
+			fmt.Fprintf(&b, ", %s", m)
+		}
 		if r.File != c.File && r.File != "" {
 			fmt.Fprintf(&b, ", from %s", r.File)
 		}
@@ -116,6 +119,8 @@ func describeMatch(match []string) string {
 	var parts []string
 	for _, m := range match {
 		switch {
+		case strings.HasPrefix(m, pipe.RegexPrefix):
+			parts = append(parts, m+" (regular expression)")
 		case pipe.PatternKey(m) != m:
 			parts = append(parts, m+" (path parameters)")
 		case strings.HasSuffix(m, "/"):

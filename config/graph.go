@@ -58,6 +58,9 @@ func (c *Config) Graph(w io.Writer) error {
 		if len(r.Methods) > 0 {
 			label += "\n" + strings.Join(r.Methods, " ")
 		}
+		for _, m := range r.When {
+			label += "\n" + fmt.Sprint(m)
+		}
 		first := id + "_out"
 		if len(r.Stages) > 0 {
 			first = id + "_1"

@@ -30,7 +30,7 @@ func (c *Config) refusalLogs() []*components.Log {
 	var catchAll []*components.Log
 	var first *components.Log
 	for _, r := range c.Routes {
-		isCatchAll := r.Host == "" && slices.Contains(r.Match, "/") && (r.Site == nil || r.Site.Default)
+		isCatchAll := r.Host == "" && len(r.When) == 0 && slices.Contains(r.Match, "/") && (r.Site == nil || r.Site.Default)
 		for _, s := range r.Stages {
 			l, ok := s.Component.(*components.Log)
 			if !ok {

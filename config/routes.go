@@ -16,11 +16,13 @@ import (
 // matchKey identifies what a pattern matches, to find duplicates.
 type matchKey struct{ pattern, host string }
 
-// matched is a pattern already seen, where, and for which methods.
+// matched is a pattern already seen, where, for which methods, and
+// whether its route has conditions (which let routes share a pattern).
 type matched struct {
 	node    *yaml.Node
 	methods []string
 	file    string
+	when    bool
 }
 
 // routesExample is the smallest routes list, for messages about a missing
@@ -140,7 +142,7 @@ func (p *parser) routes(lists []located, site *Site) (prs []pipe.Route, purging 
 			purges = purges || s.Name == "cache_purge"
 		}
 		purging = append(purging, purges)
-		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, Pipeline: chain, ErrorPages: r.ErrorPages})
+		prs = append(prs, pipe.Route{Match: r.Match, Host: r.Host, Methods: r.Methods, When: r.When, Pipeline: chain, ErrorPages: r.ErrorPages})
 		built, at = append(built, r), append(at, e)
 		restore()
 	}
@@ -208,6 +210,8 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 			}
 		case "pipeline":
 			pipelineNode = kv.val
+		case "header", "query", "client", "protocol":
+			p.matcher(kv.key, kv.val, r)
 		}
 	}
 	if matchNode == nil {
@@ -218,6 +222,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 	} else {
 		p.pipeline(pipelineNode, r)
 		p.queryParams(r)
+		p.placeholderParams(r)
 	}
 	// Duplicates: the same pattern and host with overlapping methods.
 	// Patterns with captures are the same when only their names or types
@@ -225,7 +230,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 	for i, pat := range r.Match {
 		k := matchKey{pipe.PatternKey(pat), r.Host}
 		for _, m := range seen[k] {
-			if pipe.MethodsOverlap(m.methods, r.Methods) {
+			if !m.when && len(r.When) == 0 && pipe.MethodsOverlap(m.methods, r.Methods) {
 				if m.node.Value != pat {
 					p.errorf(matchNodes[i], "match %q takes the paths %q takes at %s%s (captures match by position, whatever their names and types)", pat, m.node.Value, p.pos(m.file, m.node.Line, m.node.Column), hostNote(r.Host))
 				} else {
@@ -234,7 +239,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 				break
 			}
 		}
-		seen[k] = append(seen[k], matched{matchNodes[i], r.Methods, p.file})
+		seen[k] = append(seen[k], matched{matchNodes[i], r.Methods, p.file, len(r.When) > 0})
 	}
 	return r
 }
@@ -267,8 +272,22 @@ func (p *parser) matches(n *yaml.Node, r *Route) []*yaml.Node {
 	for i, pat := range list {
 		e := elem(n, i)
 		switch {
+		case strings.HasPrefix(pat, pipe.RegexPrefix):
+			if err := pipe.CheckPattern(pat); err != nil {
+				p.errorf(e, "match: %v (the syntax is Go's regexp, RE2)", err)
+				continue
+			}
+			if dup[pat] {
+				p.errorf(e, "match: %q is listed twice", pat)
+				continue
+			}
+			dup[pat] = true
+			r.Match = append(r.Match, pat)
+			nodes = append(nodes, e)
+		case strings.HasPrefix(pat, "~"):
+			p.errorf(e, "match: %q: a regular expression is written \"~ \" (a tilde and a space) then the expression, e.g. \"~ ^/user/(?P<id>[0-9]+)$\"", pat)
 		case pat == "" || pat[0] != '/':
-			p.errorf(e, "match: %q must start with /", pat)
+			p.errorf(e, "match: %q must start with / (a path) or \"~ \" (a regular expression)", pat)
 		case strings.ContainsAny(pat, "?#"):
 			p.errorf(e, "match: %q: patterns match the path; the query and fragment are not part of it", pat)
 		case strings.ContainsAny(pat, " \t\r\n"):

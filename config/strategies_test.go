@@ -91,6 +91,10 @@ var strategyCases = []strategyCase{
 	{name: "redirect", pipeline: `[redirect: {to: "https://example.com$path$query", status: 308}]`, requests: []strategyRequest{
 		{strategyGet("/x?y=1"), 308},
 	}},
+	{name: "rewrite", pipeline: `[rewrite: "/a.txt$query", files: {root: "{site}/public"}]`, requests: []strategyRequest{
+		{strategyGet("/x"), 200},
+		{strategyGet("/y/z?q=1"), 200},
+	}},
 	{name: "headers", pipeline: `[headers: {set: {Cache-Control: max-age=60}, remove: [X-Powered-By]}, text: hi]`, requests: []strategyRequest{
 		{strategyGet("/"), 200},
 	}},

@@ -191,13 +191,27 @@ func (c *Conn) Value(key string) string {
 // Param returns the value of the path parameter name — the canonical
 // path segment that the capture {name} or {name:int} of the route's
 // pattern took (see Route.Match) — or "" when the route captured no such
-// name. The value is decoded: "/tag/a%20b" gives "a b" for "/tag/{t}".
-// It is never empty, "." or "..", and holds no '/' or NUL, but may hold
-// any other byte (spaces, '<', bytes that are not UTF-8): escape it
-// where it lands (html/template does). An int capture's value has been
-// checked to parse with strconv.ParseInt(v, 10, 64). The string stays
-// valid after the request.
+// name. A name of decimal digits is a capture's number, counted from 1
+// in the pattern: Param("1") is the first capture's value, named or not
+// (a regular expression's groups are numbered so). The value is
+// decoded: "/tag/a%20b" gives "a b" for "/tag/{t}". A {name} capture's
+// value is never empty, "." or "..", and holds no '/' or NUL; a regular
+// expression group's is a part of the canonical path, which may be
+// empty or hold '/' but no NUL. Either may hold any other byte (spaces,
+// '<', bytes that are not UTF-8): escape it where it lands
+// (html/template does). An int capture's value has been checked to
+// parse with strconv.ParseInt(v, 10, 64). The string stays valid after
+// the request.
 func (c *Conn) Param(name string) string {
+	if name == "" {
+		return ""
+	}
+	if n, ok := captureNumber(name); ok {
+		if n <= len(c.params) {
+			return c.params[n-1].value
+		}
+		return ""
+	}
 	for _, kv := range c.params {
 		if kv.key == name {
 			return kv.value
@@ -206,12 +220,31 @@ func (c *Conn) Param(name string) string {
 	return ""
 }
 
-// Params yields the route's path parameters, name and value, in the
-// order of the pattern's captures; nothing for a route without captures.
-// It must not be used after the request.
+// captureNumber returns the number a name of decimal digits stands for,
+// 1 or more; ok is false for any other name.
+func captureNumber(name string) (n int, ok bool) {
+	if name == "" || len(name) > 4 {
+		return 0, false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(name[i]-'0')
+	}
+	return n, n > 0
+}
+
+// Params yields the route's named path parameters, name and value, in
+// the order of the pattern's captures; nothing for a route without
+// captures. A regular expression's groups without a name are left out
+// (Param gives them by number). It must not be used after the request.
 func (c *Conn) Params() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
 		for _, kv := range c.params {
+			if kv.key == "" {
+				continue
+			}
 			if !yield(kv.key, kv.value) {
 				return
 			}

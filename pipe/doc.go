@@ -33,8 +33,9 @@
 // A Chain runs components as function calls; a ProcNetwork runs the same
 // components as a process network, one goroutine per component joined by
 // channels. Either is a Component, so pipelines nest: a Router sends each
-// request down the pipeline of the route that matches it, Branch and If
-// choose sub-pipelines by any condition. Handler serves a pipeline with
+// request down the pipeline of the route that matches it (by path, a
+// regular expression among them, then host, method and the route's
+// Matchers), Branch and If choose sub-pipelines by any condition. Handler serves a pipeline with
 // the engine, HTTPHandler with net/http.
 //
 // # Error pages

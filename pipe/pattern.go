@@ -66,9 +66,14 @@ func isIdentifier(s string) bool {
 // CheckPattern reports what is wrong with the captures of a route pattern
 // (see Route.Match): a brace that does not form a whole segment, a name
 // that is not an identifier or is used twice, an unknown type, or
-// captures in a prefix. A pattern without braces has nothing wrong here;
+// captures in a prefix; for a regular expression (RegexPrefix), what
+// CompileRegex refuses. A pattern without braces has nothing wrong here;
 // NewRouter makes the other checks.
 func CheckPattern(p string) error {
+	if expr, ok := strings.CutPrefix(p, RegexPrefix); ok {
+		_, err := CompileRegex(expr)
+		return err
+	}
 	_, err := parsePattern(p)
 	return err
 }
@@ -77,9 +82,12 @@ func CheckPattern(p string) error {
 // same paths: a capture's name and type are dropped, so "/a/{id:int}"
 // and "/a/{name}" are both "/a/{}" (a segment that is not an integer
 // still selects an int capture's route, which answers it 400). A pattern
-// without captures is its own key. Two routes with the same key, host
+// without captures, and a regular expression, is its own key. Two routes with the same key, host
 // and an overlapping method set are refused by NewRouter.
 func PatternKey(p string) string {
+	if strings.HasPrefix(p, RegexPrefix) {
+		return p
+	}
 	segs, err := parsePattern(p)
 	if err != nil || segs == nil {
 		return p

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 )
 
@@ -34,6 +35,18 @@ type Route struct {
 	// canonical path: decoded, never empty, "." or "..", and never
 	// holding a '/' or NUL (the engine refuses "%2F" and "%00"), but it
 	// may hold any other byte, which its user must escape.
+	//
+	// A pattern starting with "~ " is a regular expression in the
+	// syntax of package regexp (RE2), the rest of the string after the
+	// "~ ", searched for in the canonical path: "~ \\.php$" matches
+	// every path ending in ".php", "~ ^/user/(?P<id>[0-9]+)$" only
+	// "/user/" and digits; "(?i)" makes it case-insensitive. RE2 runs in
+	// time linear in the path, whatever the expression, so no request
+	// can make matching slow. Its groups are captures as {name} is:
+	// Conn.Param gives a named group's value by its name, and every
+	// group's, named or not, by its number ("1" for the first). Such a
+	// value is a part of the canonical path, so it may be empty or hold
+	// '/' (never NUL).
 	Match []string
 
 	// Host, if set, restricts the route to requests for that host
@@ -53,6 +66,18 @@ type Route struct {
 	// route guards).
 	Methods []string
 
+	// When lists conditions on the request beyond its path, host and
+	// method (a header, the query, the client's address...): the route
+	// takes a request only if every one holds. Routes of one pattern
+	// and host are tried routes with conditions first, in the order
+	// given, then the route without any, which is the fallback; a
+	// request none of them takes gets 404 (or 405 when a route whose
+	// conditions held does not take its method), and never goes on to a
+	// less specific pattern, as for Methods. Several routes may share a
+	// pattern, host and methods when all but one have conditions. A
+	// route without conditions costs nothing more to route to.
+	When []Matcher
+
 	// Pipeline serves the requests the route matches.
 	Pipeline Component
 
@@ -63,20 +88,37 @@ type Route struct {
 	ErrorPages *ErrorPages
 }
 
+// Matcher is a condition on a request that a route may require (see
+// Route.When). Match must be safe for concurrent use, must not modify
+// the request and must not keep any part of it after it returns.
+type Matcher interface {
+	Match(r *engine.Request) bool
+}
+
+// MatcherFunc is a function as a Matcher.
+type MatcherFunc func(r *engine.Request) bool
+
+// Match implements Matcher.
+func (f MatcherFunc) Match(r *engine.Request) bool { return f(r) }
+
 // Router is a Component that sends each request down the pipeline of the
-// most specific route that matches it: an exact path first; then,
+// most specific route that matches it: an exact path first; then the
+// regular expressions, in the order of the routes, the first that the
+// path matches; then,
 // segment by segment, a literal beats a capture and a capture beats the
 // rest of the path a prefix takes, so "/a/new" beats "/a/{id}", which
 // beats "/{x}/{y}", "/a/{x}/c" beats "/{y}/b/c", "/static/" beats
 // "/{x}/{y}" (for "/static/img") and "/a/{id}" beats "/a/"; a longer
 // prefix beats a shorter one; for the same pattern, a route with a Host
-// before one without. Requests no route matches get 404. A request for
-// a host that routes name exactly is routed among the routes that can
-// serve it alone (its own, matching wildcards, those for any host), so
-// routes for other hosts add nothing to its cost. A
+// before one without, and a route with conditions (When) before one
+// without. Requests no route matches get 404. A request for a host that
+// routes name exactly is routed among the routes that can serve it
+// alone (its own, matching wildcards, those for any host), so routes for
+// other hosts add nothing to its cost. A
 // Router is immutable and safe for concurrent use.
 type Router struct {
 	exact    map[string][]*route
+	regex    []*regexGroup
 	captures [][]*route // by number of segments; most specific shape first
 	prefix   []*route   // longest pattern first
 
@@ -95,15 +137,17 @@ type route struct {
 	depth   int       // literal segments before the first capture, or a prefix's segments
 	host    string    // lower-case; "" for any
 	methods []string
+	when    []Matcher
 	comp    Component
 	pages   *ErrorPages
 }
 
 // NewRouter builds a router. It refuses an empty pattern, a pattern that
 // is not a canonical path (it holds "//" or a "." or ".." segment), a
-// pattern whose captures CheckPattern refuses, a route without a
-// pipeline, and two routes with the same PatternKey, host and an
-// overlapping method set.
+// pattern whose captures CheckPattern refuses, a regular expression that
+// does not compile, a route without a pipeline, and two routes without
+// When that have the same PatternKey, host and an overlapping method
+// set.
 func NewRouter(routes ...Route) (*Router, error) {
 	rt, err := newRouter(routes)
 	if err != nil {
@@ -117,6 +161,7 @@ func NewRouter(routes ...Route) (*Router, error) {
 func newRouter(routes []Route) (*Router, error) {
 	rt := &Router{exact: map[string][]*route{}}
 	seen := map[string][]*route{}
+	groups := map[string]*regexGroup{}
 	for i, r := range routes {
 		if r.Pipeline == nil {
 			return nil, fmt.Errorf("route %d: no pipeline", i)
@@ -124,30 +169,43 @@ func newRouter(routes []Route) (*Router, error) {
 		if len(r.Match) == 0 {
 			return nil, fmt.Errorf("route %d: no match pattern", i)
 		}
+		for _, m := range r.When {
+			if m == nil {
+				return nil, fmt.Errorf("route %d: a nil matcher", i)
+			}
+		}
 		for _, p := range r.Match {
-			if p == "" || p[0] != '/' {
-				return nil, fmt.Errorf("route %d: pattern %q must start with /", i, p)
-			}
-			if c := CanonicalPattern(p); c != p {
-				return nil, fmt.Errorf("route %d: pattern %q never matches: request paths are canonical (write %q)", i, p, c)
-			}
-			segs, err := parsePattern(p)
-			if err != nil {
-				return nil, fmt.Errorf("route %d: %v", i, err)
-			}
 			host := strings.TrimSuffix(strings.ToLower(r.Host), ".")
-			e := &route{pattern: p, key: PatternKey(p), segs: segs, host: host, methods: routeMethods(r.Methods), comp: r.Pipeline, pages: r.ErrorPages}
-			switch {
-			case segs != nil:
-				for e.depth < len(segs) && segs[e.depth].name == "" {
-					e.depth++
+			e := &route{pattern: p, key: PatternKey(p), host: host, methods: routeMethods(r.Methods), when: slices.Clip(r.When), comp: r.Pipeline, pages: r.ErrorPages}
+			expr, isRegex := strings.CutPrefix(p, RegexPrefix)
+			if isRegex {
+				if _, err := CompileRegex(expr); err != nil {
+					return nil, fmt.Errorf("route %d: %v", i, err)
 				}
-			case strings.HasSuffix(p, "/"):
-				e.depth = strings.Count(p, "/") - 1
+			} else {
+				if p == "" || p[0] != '/' {
+					return nil, fmt.Errorf("route %d: pattern %q must start with / (or %q for a regular expression)", i, p, RegexPrefix)
+				}
+				if c := CanonicalPattern(p); c != p {
+					return nil, fmt.Errorf("route %d: pattern %q never matches: request paths are canonical (write %q)", i, p, c)
+				}
+				segs, err := parsePattern(p)
+				if err != nil {
+					return nil, fmt.Errorf("route %d: %v", i, err)
+				}
+				e.segs = segs
+				switch {
+				case segs != nil:
+					for e.depth < len(segs) && segs[e.depth].name == "" {
+						e.depth++
+					}
+				case strings.HasSuffix(p, "/"):
+					e.depth = strings.Count(p, "/") - 1
+				}
 			}
 			key := e.key + " " + e.host
 			for _, o := range seen[key] {
-				if MethodsOverlap(o.methods, e.methods) {
+				if len(o.when) == 0 && len(e.when) == 0 && MethodsOverlap(o.methods, e.methods) {
 					if o.pattern != p {
 						return nil, fmt.Errorf("route %d: pattern %q (host %q) matches the paths %q matches", i, p, r.Host, o.pattern)
 					}
@@ -156,11 +214,20 @@ func newRouter(routes []Route) (*Router, error) {
 			}
 			seen[key] = append(seen[key], e)
 			switch {
-			case segs != nil:
-				for len(rt.captures) <= len(segs) {
+			case isRegex:
+				g := groups[p]
+				if g == nil {
+					re, _ := CompileRegex(expr)
+					g = &regexGroup{re: re, names: re.SubexpNames()}
+					groups[p] = g
+					rt.regex = append(rt.regex, g)
+				}
+				g.routes = append(g.routes, e)
+			case e.segs != nil:
+				for len(rt.captures) <= len(e.segs) {
 					rt.captures = append(rt.captures, nil)
 				}
-				rt.captures[len(segs)] = append(rt.captures[len(segs)], e)
+				rt.captures[len(e.segs)] = append(rt.captures[len(e.segs)], e)
 			case strings.HasSuffix(p, "/"):
 				rt.prefix = append(rt.prefix, e)
 			default:
@@ -173,7 +240,7 @@ func newRouter(routes []Route) (*Router, error) {
 			if c := compareShapes(es[i].segs, es[j].segs); c != 0 {
 				return c < 0 // one shape's routes together
 			}
-			return es[i].host != "" && es[j].host == ""
+			return before(es[i], es[j])
 		})
 	}
 	sort.SliceStable(rt.prefix, func(i, j int) bool {
@@ -183,10 +250,13 @@ func newRouter(routes []Route) (*Router, error) {
 		if rt.prefix[i].pattern != rt.prefix[j].pattern {
 			return rt.prefix[i].pattern < rt.prefix[j].pattern // one pattern's routes together
 		}
-		return rt.prefix[i].host != "" && rt.prefix[j].host == ""
+		return before(rt.prefix[i], rt.prefix[j])
 	})
 	for _, es := range rt.exact {
-		sort.SliceStable(es, func(i, j int) bool { return es[i].host != "" && es[j].host == "" })
+		sort.SliceStable(es, func(i, j int) bool { return before(es[i], es[j]) })
+	}
+	for _, g := range rt.regex {
+		sort.SliceStable(g.routes, func(i, j int) bool { return before(g.routes[i], g.routes[j]) })
 	}
 	return rt, nil
 }
@@ -217,6 +287,17 @@ func (rt *Router) indexHosts(routes []Route) {
 		}
 		rt.byHost[h] = sub
 	}
+}
+
+// before orders two routes of one pattern as the router tries them: a
+// route for a host before one for any host, then, of those, a route
+// with conditions (When) before one without, the fallback. Otherwise
+// the routes keep their order (the sorts are stable).
+func before(a, b *route) bool {
+	if (a.host != "") != (b.host != "") {
+		return a.host != ""
+	}
+	return len(a.when) > 0 && len(b.when) == 0
 }
 
 // prefixDeeper reports whether a prefix route for host that matches the
@@ -301,6 +382,9 @@ func (rt *Router) Handle(c *Conn) bool {
 			return nil, false
 		}
 		located = true
+		if len(e.when) > 0 && !e.matches(r) {
+			return nil, false
+		}
 		if len(e.methods) > 0 && !hasMethod(e.methods, r.Method) {
 			allow = append(allow, e.methods...)
 			return nil, false
@@ -313,6 +397,23 @@ func (rt *Router) Handle(c *Conn) bool {
 	for _, e := range rt.exact[string(r.Path)] {
 		if comp, ok := try(e); ok {
 			return comp.Handle(c)
+		}
+	}
+	if !located && len(rt.regex) > 0 {
+		for _, g := range rt.regex {
+			m := g.re.FindSubmatchIndex(r.Path)
+			if m == nil {
+				continue
+			}
+			for _, e := range g.routes {
+				if comp, ok := try(e); ok {
+					c.captureRegex(g.names, m)
+					return comp.Handle(c)
+				}
+			}
+			if located {
+				break // this expression was the request's; no route of it took it
+			}
 		}
 	}
 	if !located && len(rt.captures) > 0 {
@@ -350,6 +451,16 @@ func (rt *Router) Handle(c *Conn) bool {
 		return c.Error(http.StatusMethodNotAllowed, "method not allowed here")
 	}
 	return c.Error(http.StatusNotFound, "no route for this path")
+}
+
+// matches reports whether every condition of the route holds for r.
+func (e *route) matches(r *engine.Request) bool {
+	for _, m := range e.when {
+		if !m.Match(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasMethod(ms []string, m []byte) bool {
