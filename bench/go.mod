@@ -3,6 +3,7 @@ module github.com/sluice-server/sluice/bench
 go 1.26.8
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jackc/pgx/v5 v5.12.0
