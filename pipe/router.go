@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -117,10 +118,14 @@ func (f MatcherFunc) Match(r *engine.Request) bool { return f(r) }
 // other hosts add nothing to its cost. A
 // Router is immutable and safe for concurrent use.
 type Router struct {
-	exact    map[string][]*route
-	regex    []*regexGroup
-	captures [][]*route // by number of segments; most specific shape first
-	prefix   []*route   // longest pattern first
+	exact map[string][]*route
+	regex []*regexGroup
+	// regexOrder lists the routes of regular-expression patterns in the
+	// order given: for a request, the expression of the first that can
+	// serve its host and matches its path is the request's.
+	regexOrder []*route
+	captures   [][]*route // by number of segments; most specific shape first
+	prefix     []*route   // longest pattern first
 
 	// byHost holds, for each exact host a route names, a router of the
 	// routes that can serve it (its own, the wildcards that match it and
@@ -140,6 +145,7 @@ type route struct {
 	when    []Matcher
 	comp    Component
 	pages   *ErrorPages
+	group   *regexGroup // a regular-expression pattern's group
 }
 
 // NewRouter builds a router. It refuses an empty pattern, a pattern that
@@ -149,16 +155,19 @@ type route struct {
 // When that have the same PatternKey, host and an overlapping method
 // set.
 func NewRouter(routes ...Route) (*Router, error) {
-	rt, err := newRouter(routes)
+	compiled := map[string]*regexp.Regexp{}
+	rt, err := newRouter(routes, compiled)
 	if err != nil {
 		return nil, err
 	}
-	rt.indexHosts(routes)
+	rt.indexHosts(routes, compiled)
 	return rt, nil
 }
 
-// newRouter builds a router without the host index.
-func newRouter(routes []Route) (*Router, error) {
+// newRouter builds a router without the host index. compiled holds the
+// regular expressions compiled so far, by pattern: each is compiled once
+// for a router and the routers of its host index.
+func newRouter(routes []Route, compiled map[string]*regexp.Regexp) (*Router, error) {
 	rt := &Router{exact: map[string][]*route{}}
 	seen := map[string][]*route{}
 	groups := map[string]*regexGroup{}
@@ -179,8 +188,12 @@ func newRouter(routes []Route) (*Router, error) {
 			e := &route{pattern: p, key: PatternKey(p), host: host, methods: routeMethods(r.Methods), when: slices.Clip(r.When), comp: r.Pipeline, pages: r.ErrorPages}
 			expr, isRegex := strings.CutPrefix(p, RegexPrefix)
 			if isRegex {
-				if _, err := CompileRegex(expr); err != nil {
-					return nil, fmt.Errorf("route %d: %v", i, err)
+				if compiled[p] == nil {
+					re, err := CompileRegex(expr)
+					if err != nil {
+						return nil, fmt.Errorf("route %d: %v", i, err)
+					}
+					compiled[p] = re
 				}
 			} else {
 				if p == "" || p[0] != '/' {
@@ -217,12 +230,14 @@ func newRouter(routes []Route) (*Router, error) {
 			case isRegex:
 				g := groups[p]
 				if g == nil {
-					re, _ := CompileRegex(expr)
+					re := compiled[p]
 					g = &regexGroup{re: re, names: re.SubexpNames()}
 					groups[p] = g
 					rt.regex = append(rt.regex, g)
 				}
 				g.routes = append(g.routes, e)
+				e.group = g
+				rt.regexOrder = append(rt.regexOrder, e)
 			case e.segs != nil:
 				for len(rt.captures) <= len(e.segs) {
 					rt.captures = append(rt.captures, nil)
@@ -265,7 +280,7 @@ func newRouter(routes []Route) (*Router, error) {
 // host's router holds the entries of the routes that can serve the host,
 // in the order given, so it sorts them as rt does and chooses as rt
 // would, without looking at the others.
-func (rt *Router) indexHosts(routes []Route) {
+func (rt *Router) indexHosts(routes []Route, compiled map[string]*regexp.Regexp) {
 	for _, r := range routes {
 		h := strings.TrimSuffix(strings.ToLower(r.Host), ".")
 		if h == "" || strings.HasPrefix(h, "*.") || rt.byHost[h] != nil {
@@ -278,7 +293,7 @@ func (rt *Router) indexHosts(routes []Route) {
 				mine = append(mine, o)
 			}
 		}
-		sub, err := newRouter(mine)
+		sub, err := newRouter(mine, compiled)
 		if err != nil {
 			continue // cannot be: rt took every one of them
 		}
@@ -290,12 +305,16 @@ func (rt *Router) indexHosts(routes []Route) {
 }
 
 // before orders two routes of one pattern as the router tries them: a
-// route for a host before one for any host, then, of those, a route
+// route for a host before one for any host, a route for an exact host
+// before one for a wildcard, then, of those, a route
 // with conditions (When) before one without, the fallback. Otherwise
 // the routes keep their order (the sorts are stable).
 func before(a, b *route) bool {
 	if (a.host != "") != (b.host != "") {
 		return a.host != ""
+	}
+	if aw, bw := strings.HasPrefix(a.host, "*."), strings.HasPrefix(b.host, "*."); aw != bw {
+		return !aw // an exact host before a wildcard, as sites choose
 	}
 	return len(a.when) > 0 && len(b.when) == 0
 }
@@ -399,8 +418,15 @@ func (rt *Router) Handle(c *Conn) bool {
 			return comp.Handle(c)
 		}
 	}
-	if !located && len(rt.regex) > 0 {
-		for _, g := range rt.regex {
+	if !located && len(rt.regexOrder) > 0 {
+		// The expressions in the order of their first route that can
+		// serve the host: a route for another host does not move its
+		// expression ahead of one this host's routes come to first.
+		for _, first := range rt.regexOrder {
+			if first.host != "" && !hostMatches(first.host, host) {
+				continue
+			}
+			g := first.group
 			m := g.re.FindSubmatchIndex(r.Path)
 			if m == nil {
 				continue
@@ -411,9 +437,7 @@ func (rt *Router) Handle(c *Conn) bool {
 					return comp.Handle(c)
 				}
 			}
-			if located {
-				break // this expression was the request's; no route of it took it
-			}
+			break // this expression was the request's; no route of it took it
 		}
 	}
 	if !located && len(rt.captures) > 0 {

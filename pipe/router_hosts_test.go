@@ -5,31 +5,35 @@ import (
 	"math/rand"
 	"net/http"
 	"net/url"
+	"regexp"
 	"testing"
 
 	"github.com/sluice-server/sluice/engine"
 )
 
-// hostRoutes generates a route set from seed: patterns of every kind for
-// exact hosts, wildcards and any host, some restricted to methods. Each
-// route's pipeline records its index in *got.
+// hostRoutes generates a route set from seed: patterns of every kind
+// (regular expressions included) for exact hosts, wildcards and any
+// host, some restricted to methods, some with a condition. Each route's
+// pipeline records its index in *got.
 func hostRoutes(seed int64, got *int) []Route {
 	rng := rand.New(rand.NewSource(seed))
 	hosts := []string{"", "", "a.example", "B.example.", "*.example", "*.b.example", "x.b.example"}
-	patterns := []string{"/", "/a/", "/a/b", "/a/{x}", "/{x}/b", "/a/b/", "/c", "/{x}"}
+	patterns := []string{"/", "/a/", "/a/b", "/a/{x}", "/{x}/b", "/a/b/", "/c", "/{x}", "~ ^/a/", "~ b$", "~ ^/(?P<x>[a-c])/"}
+	conds := [][]Matcher{nil, nil, nil, {MatcherFunc(func(r *engine.Request) bool { return r.IsMethod("GET") })}}
 	methods := [][]string{nil, nil, {"GET"}, {"POST"}}
 	type key struct{ p, h string }
 	used := map[key]bool{}
 	var routes []Route
 	for range 4 + rng.Intn(20) {
 		p, h := patterns[rng.Intn(len(patterns))], hosts[rng.Intn(len(hosts))]
+		when := conds[rng.Intn(len(conds))]
 		k := key{PatternKey(p), h}
-		if used[k] {
+		if used[k] && when == nil {
 			continue
 		}
-		used[k] = true
+		used[k] = used[k] || when == nil
 		i := len(routes)
-		routes = append(routes, Route{Match: []string{p}, Host: h, Methods: methods[rng.Intn(len(methods))],
+		routes = append(routes, Route{Match: []string{p}, Host: h, Methods: methods[rng.Intn(len(methods))], When: when,
 			Pipeline: Pipe(func(*Conn) bool { *got = i; return false })})
 	}
 	return routes
@@ -50,7 +54,7 @@ func FuzzRouterHostIndex(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plain, err := newRouter(routes)
+		plain, err := newRouter(routes, map[string]*regexp.Regexp{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +89,7 @@ func TestRouterHostIndex(t *testing.T) {
 		if rt.byHost != nil {
 			indexed++
 		}
-		plain, _ := newRouter(routes)
+		plain, _ := newRouter(routes, map[string]*regexp.Regexp{})
 		for _, host := range []string{"a.example", "b.example", "x.b.example", "z.b.example", "q.example", "other"} {
 			for _, path := range []string{"/", "/a/b", "/a/q", "/q/b", "/a/b/c", "/c", "/c/d"} {
 				for _, method := range []string{"GET", "POST"} {
