@@ -9,9 +9,16 @@ STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
 all: lint test
 
-## build: the sluice binary, at $(BIN)
+# VERSION is what `sluice version` prints: the latest tag, the commits
+# since and the commit (v1.2.3-4-gabcdef0), or the commit alone before the
+# first tag, with -dirty for uncommitted changes. Outside a git checkout it
+# is empty and sluice takes the version Go embeds (cmd/sluice/version.go).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS     := -X main.version=$(VERSION)
+
+## build: the sluice binary, at $(BIN), stamped with VERSION
 build:
-	$(GO) build -o $(BIN) ./cmd/sluice
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sluice
 
 ## test: every test of both modules (the server, then bench/), with the
 ## race detector, in random order (the cache's again on a disk store);
