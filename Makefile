@@ -5,13 +5,29 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-proxy bench-tls bench-php bench-cache bench-deps redbot clean
+.PHONY: all build release deb test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-proxy bench-tls bench-php bench-cache bench-deps redbot clean
 
 all: lint test
 
-## build: the sluice binary, at $(BIN)
+# VERSION is what `sluice version` prints: the latest tag, the commits
+# since and the commit (v1.2.3-4-gabcdef0), or the commit alone before the
+# first tag, with -dirty for uncommitted changes. Outside a git checkout it
+# is empty and sluice takes the version Go embeds (cmd/sluice/version.go).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS     := -X main.version=$(VERSION)
+
+## build: the sluice binary, at $(BIN), stamped with VERSION
 build:
-	$(GO) build -o $(BIN) ./cmd/sluice
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sluice
+
+## release: into dist/, archives for linux, macOS and FreeBSD, .deb packages
+## for amd64 and arm64, and SHA256SUMS (packaging/release; docs/install.md)
+release:
+	GO=$(GO) VERSION=$(VERSION) packaging/release
+
+## deb: into dist/, this machine's archive and .deb only (amd64 or arm64)
+deb:
+	GO=$(GO) VERSION=$(VERSION) TARGETS=linux/$$($(GO) env GOARCH) DEB_ARCHES=$$($(GO) env GOARCH) packaging/release
 
 ## test: every test of both modules (the server, then bench/), with the
 ## race detector, in random order (the cache's again on a disk store);
@@ -154,4 +170,4 @@ redbot:
 	$(GO) test ./files -run '^TestREDbot$$' -count=1 -v
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -8,8 +8,10 @@ import (
 	"runtime/debug"
 )
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3";
-// otherwise it comes from the module's build information.
+// version is set at build time: `make build` and `make release` pass
+// -ldflags "-X main.version=$(git describe --tags --always --dirty)".
+// Empty, the version comes from the build information Go embeds (see
+// versionFrom).
 var version = ""
 
 var versionCommand = command{
@@ -24,17 +26,45 @@ var versionCommand = command{
 }
 
 func versionString() string {
-	if version != "" {
-		return version
-	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
+		bi = nil
+	}
+	return versionFrom(version, bi)
+}
+
+// versionFrom is the version sluice reports: set, the one the build
+// stamped with -X main.version; otherwise the main module's version from
+// bi — a release's tag for `go install …@v1.2.3`, or the pseudo-version Go
+// derives from the checkout it builds in (v0.0.0-DATE-COMMIT, +dirty for
+// uncommitted changes) — or, when Go stamped none ("(devel)": a build
+// with -buildvcs=false, or from a git worktree, which Go does not read),
+// "devel" with the commit if Go recorded it. bi may be nil.
+func versionFrom(set string, bi *debug.BuildInfo) string {
+	if set != "" {
+		return set
+	}
+	if bi == nil {
 		return "unknown"
 	}
-	v := bi.Main.Version
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	v := "devel"
+	var rev string
+	var modified bool
 	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))]
+		if modified {
+			v += "-dirty"
 		}
 	}
 	return v
