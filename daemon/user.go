@@ -96,7 +96,8 @@ func (c *credentials) check() error {
 	if c.current() || os.Geteuid() == 0 {
 		return nil
 	}
-	return fmt.Errorf("user %s: this process runs as uid %d, gid %d; only root can switch to uid %d, gid %d",
+	return fmt.Errorf("user %s: this process runs as uid %d, gid %d; only root can switch to uid %d, gid %d: "+
+		"leave user out of the config to serve as the user that starts the server (a systemd unit's User=), or start it as root",
 		c.user, os.Geteuid(), os.Getegid(), c.uid, c.gid)
 }
 

@@ -36,7 +36,10 @@ func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger, act *
 			data, err := f.configYAML()
 			return flagsSource, data, err
 		}
-		m.Prepare = func(cfg *config.Config) error { warnUnmatched(cfg, act); return nil }
+		m.Prepare = func(cfg *config.Config) error {
+			warnUnmatched(cfg, act)
+			return checkRoot(cfg, flagsSource, false)
+		}
 	}
 	ctx, stop := supervisor.HandleSignals(context.Background(), m)
 	defer stop()
