@@ -132,6 +132,9 @@ func (s *Server) switchUser(cfg *config.Config) error {
 		return err
 	}
 	if c.current() {
+		if c.uid == 0 {
+			s.logger().Info("serving as root, as the config's user says: every component acts with root's rights", "user", c.user)
+		}
 		return nil
 	}
 	if err := c.check(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/user"
 
@@ -31,29 +32,24 @@ func (e *rootError) Error() string {
 // it runs as. A process whose effective user is not root serves as itself
 // (under a systemd unit with User=, say): nil. A process running as root
 // serves as the config's user, switching to it once its listeners and
-// log files are open (package daemon); when the config names none, it
-// refuses with a *rootError saying what to write, unless allowRootEnv=1
-// is in the environment. Staying root, by user: root or allowRootEnv, is
-// added to cfg's warnings, which the server logs at start and on every
-// reload. demo makes the fix the demo's own rather than the file's.
+// log files are open (package daemon, which logs it, and says so when
+// that user is root); when the config names none, it refuses with a
+// *rootError saying what to write, unless allowRootEnv=1 is in the
+// environment (which serve logs at start: logAllowRoot). demo makes the
+// fix the demo's own rather than the file's.
 func checkRoot(cfg *config.Config, source string, demo bool) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	warn := func(msg string) {
-		cfg.Warnings = append(cfg.Warnings, &config.Warning{File: cfg.File, Msg: msg})
-	}
-	if cfg.User != "" {
-		if u, err := config.LookupUser(cfg.User); err == nil && u.Uid == "0" {
-			warn("serving as root, as user: " + cfg.User + " says: every component (files, cgi, proxy) acts with root's rights")
-		}
-		return nil
-	}
-	if os.Getenv(allowRootEnv) == "1" {
-		warn("serving as root, as " + allowRootEnv + "=1 says: every component (files, cgi, proxy) acts with root's rights")
+	if os.Geteuid() != 0 || cfg.User != "" || os.Getenv(allowRootEnv) == "1" {
 		return nil
 	}
 	return &rootError{source: source, fix: rootFix(source, demo)}
+}
+
+// logAllowRoot logs, for a process running as root with allowRootEnv=1,
+// that a config naming no user will be served as root.
+func logAllowRoot(log *slog.Logger) {
+	if os.Geteuid() == 0 && os.Getenv(allowRootEnv) == "1" {
+		log.Info("started as root with " + allowRootEnv + "=1: a config that names no user is served as root")
+	}
 }
 
 // rootFix says what to do when the config source names no user, for a

@@ -117,6 +117,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	log := newLogger(stderr)
+	logAllowRoot(log)
 	act, err := daemon.SocketActivation()
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice serve:", err)
