@@ -103,7 +103,7 @@ func (p *parser) acme(key, n *yaml.Node) *ACME {
 				a.CARootsFile = p.path(s)
 				pem, err := os.ReadFile(a.CARootsFile)
 				if err != nil {
-					p.errorf(kv.val, "tls.acme.ca_roots: %v", err)
+					p.errorf(kv.val, "tls.acme.ca_roots: %s", withFix(err))
 					break
 				}
 				a.CARoots = x509.NewCertPool()
