@@ -172,6 +172,9 @@ func (d *DB) SQL() *sql.DB { return d.db }
 // whether it answers.
 func (d *DB) Ping(ctx context.Context) error {
 	if err := d.db.PingContext(ctx); err != nil {
+		if fix := d.fix(err); fix != "" {
+			return fmt.Errorf("database %s: %w (%s)", d.name, err, fix)
+		}
 		return fmt.Errorf("database %s: %w", d.name, err)
 	}
 	return nil
