@@ -54,6 +54,8 @@ func privilegedPort(addr string) bool {
 // "" when there is nothing to add to err.
 func PidFileFix(err error) string {
 	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return "pid_file names a directory: name a file in it (DIR/sluice.pid), with pid_file or --pid-file"
 	case errors.Is(err, fs.ErrNotExist):
 		return "its directory does not exist: create it, or change pid_file (or --pid-file)"
 	case errors.Is(err, fs.ErrPermission):

@@ -35,21 +35,17 @@ func (e *rootError) Error() string {
 // log files are open (package daemon, which logs it, and says so when
 // that user is root); when the config names none, it refuses with a
 // *rootError saying what to write, unless allowRootEnv=1 is in the
-// environment (which serve logs at start: logAllowRoot). demo makes the
-// fix the demo's own rather than the file's.
-func checkRoot(cfg *config.Config, source string, demo bool) error {
-	if os.Geteuid() != 0 || cfg.User != "" || os.Getenv(allowRootEnv) == "1" {
+// environment, which it then logs to log as the reason it serves as
+// root. demo makes the fix the demo's own rather than the file's.
+func checkRoot(cfg *config.Config, source string, demo bool, log *slog.Logger) error {
+	if os.Geteuid() != 0 || cfg.User != "" {
+		return nil
+	}
+	if os.Getenv(allowRootEnv) == "1" {
+		log.Info("serving as root, as "+allowRootEnv+"=1 says: every component acts with root's rights", "config", source)
 		return nil
 	}
 	return &rootError{source: source, fix: rootFix(source, demo)}
-}
-
-// logAllowRoot logs, for a process running as root with allowRootEnv=1,
-// that a config naming no user will be served as root.
-func logAllowRoot(log *slog.Logger) {
-	if os.Geteuid() == 0 && os.Getenv(allowRootEnv) == "1" {
-		log.Info("started as root with " + allowRootEnv + "=1: a config that names no user is served as root")
-	}
 }
 
 // rootFix says what to do when the config source names no user, for a

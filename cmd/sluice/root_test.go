@@ -97,7 +97,7 @@ func TestRootOnPurpose(t *testing.T) {
 	}{
 		{"user: root", "root", nil, nil, `msg="serving as root, as the config's user says: every component acts with root's rights" user=root`},
 		{"user: 0", "0", nil, nil, `msg="serving as root, as the config's user says: every component acts with root's rights" user=0`},
-		{"SLUICE_ALLOW_ROOT=1", "", []string{"SLUICE_ALLOW_ROOT=1"}, nil, `msg="started as root with SLUICE_ALLOW_ROOT=1: a config that names no user is served as root"`},
+		{"SLUICE_ALLOW_ROOT=1", "", []string{"SLUICE_ALLOW_ROOT=1"}, nil, `msg="serving as root, as SLUICE_ALLOW_ROOT=1 says: every component acts with root's rights"`},
 		{"--user root", "", nil, []string{"serve", "--root", dir, "--listen", "127.0.0.1:0", "--user", "root"}, `msg="serving as root, as the config's user says: every component acts with root's rights" user=root`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

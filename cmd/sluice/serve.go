@@ -117,7 +117,6 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	log := newLogger(stderr)
-	logAllowRoot(log)
 	act, err := daemon.SocketActivation()
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice serve:", err)
@@ -138,7 +137,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 			if err != nil {
 				return nil, err
 			}
-			return cfg, f.prepare(cfg, act)
+			return cfg, f.prepare(cfg, act, ctx.Logger)
 		}
 	} else {
 		d.Name = flagsSource
@@ -156,7 +155,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 				w.Line, w.Col = 0, 0 // a position in no file
 			}
 			warnUnmatched(cfg, act)
-			return cfg, checkRoot(cfg, flagsSource, false)
+			return cfg, checkRoot(cfg, flagsSource, false, ctx.Logger)
 		}
 	}
 	return runDaemon(d, log, stderr)
@@ -213,7 +212,7 @@ func exitStatus(err error, name string, log *slog.Logger, stderr io.Writer) int 
 	case errors.As(le.Err, &re):
 		log.Error("cannot serve", "config", name, "error", re, daemon.FixAttr(re.fix))
 	case !errors.As(le.Err, &errs):
-		log.Error("cannot load the config", "config", name, "error", le.Err)
+		log.Error("cannot load the config", "config", name, "error", le.Err, daemon.FixAttr(config.FileFix(le.Err)))
 	case name == flagsSource:
 		for _, e := range errs {
 			log.Error("cannot serve", "error", e.Msg)
@@ -228,13 +227,13 @@ func exitStatus(err error, name string, log *slog.Logger, stderr io.Writer) int 
 // prepare readies a config loaded from a file: the command line's
 // overrides, then the warnings about sockets passed by socket activation
 // that it does not listen on, then the check of a process running as
-// root (checkRoot).
-func (f *serveFlags) prepare(cfg *config.Config, act *daemon.Activation) error {
+// root (checkRoot), which logs to log.
+func (f *serveFlags) prepare(cfg *config.Config, act *daemon.Activation, log *slog.Logger) error {
 	if err := f.override(cfg); err != nil {
 		return err
 	}
 	warnUnmatched(cfg, act)
-	return checkRoot(cfg, f.file, f.demo)
+	return checkRoot(cfg, f.file, f.demo, log)
 }
 
 // warnUnmatched adds a warning to cfg for each socket passed by socket
