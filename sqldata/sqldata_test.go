@@ -352,6 +352,11 @@ func TestOpenErrors(t *testing.T) {
 		want string
 	}{
 		{sqldata.Options{Driver: "oracle", DSN: "x"}, `driver "oracle" is not one of [mysql postgres sqlite]`},
+		{sqldata.Options{Driver: "postgresql", DSN: "x"}, `driver "postgresql" is not one of [mysql postgres sqlite]: write driver: postgres`},
+		{sqldata.Options{Driver: "sqlite3", DSN: "x"}, `: write driver: sqlite`},
+		{sqldata.Options{Driver: "MariaDB", DSN: "x"}, `: write driver: mysql`},
+		{sqldata.Options{Driver: "mysql", DSN: "mysql://u:p@localhost/db"}, `database main: dsn: default addr for network 'localhost' unknown: a mysql dsn is user:password@tcp(HOST:PORT)/DBNAME or user:password@unix(/run/mysqld/mysqld.sock)/DBNAME, not a URL`},
+		{sqldata.Options{Driver: "mysql", DSN: "u:p@localhost:3306/db"}, `a mysql dsn is user:password@tcp(HOST:PORT)/DBNAME`},
 		{sqldata.Options{Driver: "sqlite"}, "dsn is empty"},
 		{sqldata.Options{Driver: "sqlite", DSN: "x", Pool: -1}, "pool must be positive"},
 	} {
