@@ -184,7 +184,7 @@ wait_port "$NGINX_PORT" "$NGINX_PID"
 for _ in $(seq 50); do [[ -n $(pgrep -P "$NGINX_PID") ]] && break; sleep 0.1; done
 
 SLUICE_PORT=$(free_port)
-taskset -c 1 "$SLUICE" serve --root "$ROOT" --listen "$HOST:$SLUICE_PORT" >"$WORK/sluice.log" 2>&1 &
+SLUICE_ALLOW_ROOT=1 taskset -c 1 "$SLUICE" serve --root "$ROOT" --listen "$HOST:$SLUICE_PORT" >"$WORK/sluice.log" 2>&1 &
 SLUICE_PID=$!
 wait_port "$SLUICE_PORT" "$SLUICE_PID"
 

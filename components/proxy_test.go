@@ -86,6 +86,12 @@ func TestProxyComponentErrors(t *testing.T) {
 		{"proxy: \"[::1]:9001\"", "site.yaml:5:9: proxy: upstream \"[::1]:9001\": no scheme: write http://[::1]:9001"},
 		{"proxy: backend", "site.yaml:5:9: proxy: upstream \"backend\": no scheme: write http://backend"},
 		{"proxy: https://a", "site.yaml:5:9: proxy: upstream \"https://a\": the scheme must be http"},
+		{"proxy: http//127.0.0.1:9001", "site.yaml:5:9: proxy: upstream \"http//127.0.0.1:9001\": no scheme (it is written http:// with a colon and two slashes): write http://127.0.0.1:9001"},
+		{"proxy: http:/127.0.0.1:9001", "proxy: upstream \"http:/127.0.0.1:9001\": no scheme (it is written http:// with a colon and two slashes): write http://127.0.0.1:9001"},
+		{"proxy: 127.0.0.1:9001/api", "proxy: upstream \"127.0.0.1:9001/api\": no scheme (it is written http:// with a colon and two slashes): write http://127.0.0.1:9001"},
+		{"proxy: http://127.0.0.1:9001/api/", "site.yaml:5:9: proxy: upstream \"http://127.0.0.1:9001/api/\": an upstream has no path, the proxy sends each request's own: write http://127.0.0.1:9001 (strip_prefix removes"},
+		{"proxy: /run/app.sock", "proxy: upstream \"/run/app.sock\": a Unix socket is written with its scheme: write unix:/run/app.sock"},
+		{"proxy: http://127.0.0.1:9001?x=1", "want http://host:port, without user, path or query"},
 		{"proxy: {upstreams: [http://127.0.0.1:1], policy: fastest}", `policy "fastest"`},
 		{"proxy: {upstreams: [http://127.0.0.1:1], timeout: 1s}", "timeout"},
 	} {

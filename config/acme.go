@@ -38,7 +38,8 @@ type ACME struct {
 	Directory string
 
 	// Data is the directory certificates and the account key are kept in,
-	// resolved against the config file's directory; by default
+	// resolved against the config file's directory; by default "acme"
+	// under $STATE_DIRECTORY (a systemd unit's StateDirectory=), or else
 	// "sluice/acme" under the user's cache directory (os.UserCacheDir).
 	Data string
 
@@ -102,7 +103,7 @@ func (p *parser) acme(key, n *yaml.Node) *ACME {
 				a.CARootsFile = p.path(s)
 				pem, err := os.ReadFile(a.CARootsFile)
 				if err != nil {
-					p.errorf(kv.val, "tls.acme.ca_roots: %v", err)
+					p.errorf(kv.val, "tls.acme.ca_roots: %s", withFix(err))
 					break
 				}
 				a.CARoots = x509.NewCertPool()
@@ -118,13 +119,29 @@ func (p *parser) acme(key, n *yaml.Node) *ACME {
 		p.errorf(domains, "tls.acme.domains: want at least one host name")
 	}
 	if a.Data == "" {
-		if dir, err := os.UserCacheDir(); err == nil {
-			a.Data = filepath.Join(dir, "sluice", "acme")
+		if dir, err := defaultACMEData(); err == nil {
+			a.Data = dir
 		} else {
 			p.errorf(key, "tls.acme: no data directory to keep certificates in (%v): give one, data: DIR", err)
 		}
 	}
 	return a
+}
+
+// defaultACMEData returns the data directory of an acme section that
+// names none: "acme" in the service's state directory when systemd gives
+// it one (StateDirectory=, which sets $STATE_DIRECTORY: the first path,
+// if it lists several), "sluice/acme" in the user's cache directory
+// otherwise.
+func defaultACMEData() (string, error) {
+	if s, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); filepath.IsAbs(s) {
+		return filepath.Join(s, "acme"), nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "sluice", "acme"), nil
 }
 
 // badACMEDomain says why d cannot be given a certificate by HTTP-01 or

@@ -13,6 +13,7 @@ import (
 // tls.acme is read with its defaults: Let's Encrypt's directory and a
 // data directory under the user's cache directory.
 func TestParseACME(t *testing.T) {
+	t.Setenv("STATE_DIRECTORY", "")
 	dir := t.TempDir()
 	ca := sluicetest.NewCA(t)
 	ca.WriteFiles(t, dir)
@@ -40,6 +41,35 @@ func TestParseACME(t *testing.T) {
 	cfg.Explain(&sb)
 	if got := sb.String(); !strings.Contains(got, "TLS, ACME example.com www.example.com from "+LetsEncrypt) {
 		t.Errorf("Explain does not describe the acme section:\n%s", got)
+	}
+}
+
+// Under a systemd unit with StateDirectory= ($STATE_DIRECTORY set), an
+// acme section without data keeps its certificates in the state
+// directory; data given is data kept.
+func TestACMEDataStateDirectory(t *testing.T) {
+	cache, _ := os.UserCacheDir()
+	for _, c := range []struct {
+		state, data, want string
+	}{
+		{"", "", filepath.Join(cache, "sluice", "acme")},
+		{"/var/lib/sluice", "", "/var/lib/sluice/acme"},
+		{"/var/lib/sluice:/var/lib/other", "", "/var/lib/sluice/acme"},
+		{"relative/dir", "", filepath.Join(cache, "sluice", "acme")},
+		{"/var/lib/sluice", "/srv/acme", "/srv/acme"},
+	} {
+		t.Setenv("STATE_DIRECTORY", c.state)
+		data := ""
+		if c.data != "" {
+			data = ", data: " + c.data
+		}
+		cfg, err := parseString(t, t.TempDir(), "listen:\n  - address: \":443\"\n    tls: {acme: {domains: [example.com]"+data+"}}\n"+tlsRoutes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := cfg.ListenOptions[Address{"tcp", ":443"}].TLS.ACME; a.Data != c.want {
+			t.Errorf("STATE_DIRECTORY=%q, data %q: Data = %q, want %q", c.state, c.data, a.Data, c.want)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -52,6 +53,10 @@ func (p *parser) databases(n *yaml.Node) {
 		}
 		if o.Driver == "sqlite" {
 			o.DSN = p.sqlitePath(o.DSN)
+			if msg := sqliteFileProblem(o.DSN); msg != "" {
+				p.errorf(valueOf(kv.val, "dsn", kv.key), "databases.%s.dsn: %s", name, msg)
+				continue
+			}
 		}
 		db, err := sqldata.Open(name, o)
 		if err != nil {
@@ -115,6 +120,45 @@ func (p *parser) sqlitePath(dsn string) string {
 		out += "?" + query
 	}
 	return out
+}
+
+// sqliteFileProblem says why the file of a sqlite dsn (resolved by
+// sqlitePath) cannot be a database SQLite opens — it is a directory, or
+// its directory does not exist — or returns "". An in-memory database, or
+// a URI naming a host, is not looked at.
+func sqliteFileProblem(dsn string) string {
+	rest, uri := strings.CutPrefix(dsn, "file:")
+	name, query, _ := strings.Cut(rest, "?")
+	if name == "" || name == ":memory:" || strings.HasPrefix(name, "//") || strings.Contains(query, "mode=memory") {
+		return ""
+	}
+	if uri {
+		u, err := url.PathUnescape(name)
+		if err != nil {
+			return ""
+		}
+		name = u
+	}
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return name + " is a directory: name the database file (" + filepath.Join(name, "site.db") + ", say)"
+	}
+	dir := filepath.Dir(name)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "directory " + dir + " does not exist: create it, or correct the path"
+	}
+	return ""
+}
+
+// valueOf returns the value node of key in the mapping n, or def if n
+// has no such key.
+func valueOf(n *yaml.Node, key string, def *yaml.Node) *yaml.Node {
+	n = deref(n)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return def
 }
 
 func validDatabaseName(s string) bool {

@@ -21,6 +21,9 @@ func TestDatabases(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "page.html"), []byte(`{{range .DB.all}}[{{.title}}]{{end}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := parseString(t, dir, `
 databases:
   main: {driver: sqlite, dsn: "file:data/site.db?_pragma=busy_timeout(5000)", pool: 3, timeout: 4s}
@@ -45,9 +48,6 @@ routes:
 	o := db.Options()
 	if want := "file:" + filepath.Join(dir, "data", "site.db") + "?_pragma=busy_timeout(5000)"; o.DSN != want || o.Pool != 3 || o.Timeout.String() != "4s" {
 		t.Errorf("options %+v, want DSN %s", o, want)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
-		t.Fatal(err)
 	}
 	if _, err := db.SQL().Exec("CREATE TABLE t (title TEXT); INSERT INTO t VALUES ('a<b'), ('c')"); err != nil {
 		t.Fatal(err)
@@ -78,5 +78,36 @@ routes: [{match: /, pipeline: [echo]}]
 	}
 	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].String(), "test.yaml:3:3: warning: databases.spare: no route queries it") {
 		t.Errorf("warnings: %v", cfg.Warnings)
+	}
+}
+
+// A sqlite dsn naming a directory, or a file in a directory that does not
+// exist, is an error that says so, at the dsn; in-memory databases and
+// files to be made in a directory that exists are not.
+func TestDatabaseSQLiteFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dsn, want string }{
+		{"data", "test.yaml:2:31: databases.main.dsn: " + filepath.Join(dir, "data") + " is a directory: name the database file (" + filepath.Join(dir, "data", "site.db") + ", say)"},
+		{"file:data?_pragma=busy_timeout(5000)", "databases.main.dsn: " + filepath.Join(dir, "data") + " is a directory"},
+		{"missing/site.db", "test.yaml:2:31: databases.main.dsn: directory " + filepath.Join(dir, "missing") + " does not exist: create it, or correct the path"},
+		{"data/site.db", ""},
+		{"new.db", ""},
+		{":memory:", ""},
+		{"file::memory:?cache=shared", ""},
+		{"file:missing/x.db?mode=memory", ""},
+	} {
+		cfg, err := parseString(t, dir, "databases:\n  main: {driver: sqlite, dsn: \""+c.dsn+"\"}\n"+tlsRoutes)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("dsn %q: %v", c.dsn, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("dsn %q: error %v, want %q", c.dsn, err, c.want)
+		}
+		if cfg != nil {
+			cfg.Close()
+		}
 	}
 }

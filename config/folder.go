@@ -29,12 +29,13 @@ type Folder struct {
 	ServerHeader string // the Server field; "" sends none
 	Workers      string // worker processes: "N" (ParseWorkers), or "auto"; "0" none
 	PidFile      string // the pid file, "" for none; made absolute
+	User         string // the user to serve as (the user key), "" for none
 
 	Comment string // the comment at the head of the file, if not ""
 }
 
 // YAML returns the config file f stands for: listen (a map with tls if
-// TLSCert is set), workers unless none, server_header, pid_file if set,
+// TLSCert is set), workers unless none, server_header, pid_file and user if set,
 // and one route, match /, whose pipeline is files (with browse if set)
 // then compress if set. Paths are absolute, so the file means the same
 // wherever it is saved. It fails if a path cannot be made absolute or
@@ -84,6 +85,9 @@ func (f *Folder) YAML() ([]byte, error) {
 			return nil, err
 		}
 		top.Content = append(top.Content, yamlMap("pid_file", pf).Content...)
+	}
+	if f.User != "" {
+		top.Content = append(top.Content, yamlMap("user", f.User).Content...)
 	}
 	routes := []any{yamlMap("match", "/", "pipeline", pipeline)}
 	top.Content = append(top.Content, yamlMap("routes", routes).Content...)

@@ -94,8 +94,20 @@ func ParseAddress(s string) (Address, error) {
 		}
 		return Address{Network: "unix", Addr: path}, nil
 	}
+	if scheme, rest, ok := strings.Cut(s, "://"); ok && (scheme == "http" || scheme == "https") {
+		hostport, _, _ := strings.Cut(rest, "/")
+		if _, _, err := net.SplitHostPort(hostport); err != nil && hostport != "" {
+			hostport = net.JoinHostPort(strings.Trim(hostport, "[]"), map[string]string{"http": "80", "https": "443"}[scheme])
+		}
+		if _, err := ParseAddress(hostport); err != nil || strings.Contains(hostport, "://") {
+			hostport = "host:port"
+		}
+		return Address{}, fmt.Errorf("bad address %q: a listen address is no URL: write %s (with tls: {...} in the entry to serve HTTPS)", s, hostport)
+	}
 	host, port, err := net.SplitHostPort(s)
 	switch {
+	case err == nil && host == "*":
+		return Address{}, fmt.Errorf("bad address %q: every interface is written :%s, without the *", s, port)
 	case err == nil:
 	case s != "" && strings.Trim(s, "0123456789") == "":
 		return Address{}, fmt.Errorf("bad address %q: a port alone is written :%s (every interface) or host:%s", s, s, s)

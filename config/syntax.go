@@ -29,6 +29,16 @@ func (p *parser) syntaxError(data []byte, err error) {
 		msg += " (a tab: YAML indents with spaces only)"
 	case msg == "did not find expected key", msg == "did not find expected '-' indicator":
 		msg += " (is this line indented like the others of its list or map?)"
+	case msg == "did not find expected ',' or ']'":
+		msg += " (a [ list on this line is not closed with ], its items lack a comma between them, or an item holding a quote, comma or bracket needs quotes around it all)"
+	case msg == "did not find expected ',' or '}'":
+		msg += " (a { map on this line is not closed with }, its entries lack a comma between them, or a value holding a quote, comma or brace needs quotes around it all)"
+	case msg == "found unexpected end of stream":
+		msg += " (a quote opened on this line is not closed)"
+	case msg == "mapping values are not allowed in this context":
+		msg += " (a value holding \": \" needs quotes around it all, e.g. text: \"a: b\")"
+	case msg == "could not find expected ':'":
+		msg += " (a key lacks its colon, e.g. pipeline: rather than pipeline)"
 	}
 	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col, Msg: "YAML syntax: " + msg})
 }

@@ -295,11 +295,11 @@ func (p *parser) certificate(certNode, keyNode *yaml.Node) (Certificate, bool) {
 	certName, keyName = p.path(certName), p.path(keyName)
 	certPEM, err := os.ReadFile(certName)
 	if err != nil {
-		p.errorf(certNode, "tls.cert: %v", err)
+		p.errorf(certNode, "tls.cert: %s", withFix(err))
 	}
 	keyPEM, kerr := os.ReadFile(keyName)
 	if kerr != nil {
-		p.errorf(keyNode, "tls.key: %v", kerr)
+		p.errorf(keyNode, "tls.key: %s", withFix(kerr))
 	}
 	if err != nil || kerr != nil {
 		return Certificate{}, false
@@ -308,10 +308,17 @@ func (p *parser) certificate(certNode, keyNode *yaml.Node) (Certificate, bool) {
 	if err != nil {
 		msg := err.Error()
 		switch {
-		case strings.Contains(msg, "does not match"), strings.Contains(msg, "private key type does not match"):
-			p.errorf(keyNode, "tls.key: the key in %s does not match the certificate in %s", keyName, certName)
-		case strings.Contains(msg, "certificate"):
-			p.errorf(certNode, "tls.cert: %s: %s", certName, strings.TrimPrefix(msg, "tls: "))
+		case strings.Contains(msg, "does not match"):
+			p.errorf(keyNode, "tls.key: the key in %s does not match the certificate in %s: name the key the certificate was made with", keyName, certName)
+		case strings.Contains(msg, "PEM inputs may have been switched"):
+			p.errorf(certNode, "tls.cert: %s holds a private key, not a certificate: name the certificate's file (are cert and key the wrong way round?)", certName)
+		case strings.Contains(msg, "rather than a key"):
+			p.errorf(keyNode, "tls.key: %s holds a certificate, not a private key: name the key's file (are cert and key the wrong way round?)", keyName)
+		case strings.Contains(msg, "certificate input"):
+			p.errorf(certNode, "tls.cert: %s holds no PEM certificate (-----BEGIN CERTIFICATE-----): give the certificate chain in PEM "+
+				"(a DER file converts with openssl x509 -inform der -in FILE -out FILE.pem)", certName)
+		case strings.Contains(msg, "key input"):
+			p.errorf(keyNode, "tls.key: %s holds no PEM private key (-----BEGIN PRIVATE KEY-----, or RSA or EC PRIVATE KEY): give the certificate's private key in PEM", keyName)
 		default:
 			p.errorf(keyNode, "tls.key: %s: %s", keyName, strings.TrimPrefix(msg, "tls: "))
 		}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,15 +119,29 @@ func TestParseListenTLSErrors(t *testing.T) {
 	ca := sluicetest.NewCA(t)
 	ca.IssueFiles(t, dir, "a.example")
 	ca.IssueFiles(t, dir, "b.example")
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain.txt"), []byte("not PEM\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ text, want string }{
 		{"listen: {address: \":1\", tls: {cert: missing.crt, key: a.example.key}}",
-			"test.yaml:1:37: tls.cert: open " + filepath.Join(dir, "missing.crt") + ": no such file or directory"},
+			"test.yaml:1:37: tls.cert: open " + filepath.Join(dir, "missing.crt") + ": no such file or directory: correct the path"},
 		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: missing.key}}",
 			"test.yaml:1:57: tls.key: open " + filepath.Join(dir, "missing.key")},
+		{"listen: {address: \":1\", tls: {cert: sub, key: a.example.key}}",
+			"test.yaml:1:37: tls.cert: read " + filepath.Join(dir, "sub") + ": is a directory: name a file, not a directory"},
 		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: b.example.key}}",
-			"test.yaml:1:57: tls.key: the key in " + filepath.Join(dir, "b.example.key") + " does not match the certificate in " + filepath.Join(dir, "a.example.crt")},
+			"test.yaml:1:57: tls.key: the key in " + filepath.Join(dir, "b.example.key") + " does not match the certificate in " + filepath.Join(dir, "a.example.crt") + ": name the key"},
 		{"listen: {address: \":1\", tls: {cert: a.example.key, key: a.example.key}}",
-			"test.yaml:1:37: tls.cert: " + filepath.Join(dir, "a.example.key") + ": failed to find certificate PEM data"},
+			"test.yaml:1:37: tls.cert: " + filepath.Join(dir, "a.example.key") + " holds a private key, not a certificate: name the certificate's file"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.crt}}",
+			"test.yaml:1:57: tls.key: " + filepath.Join(dir, "a.example.crt") + " holds a certificate, not a private key: name the key's file"},
+		{"listen: {address: \":1\", tls: {cert: plain.txt, key: a.example.key}}",
+			"test.yaml:1:37: tls.cert: " + filepath.Join(dir, "plain.txt") + " holds no PEM certificate (-----BEGIN CERTIFICATE-----): give the certificate chain in PEM (a DER file converts with openssl"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: plain.txt}}",
+			"test.yaml:1:57: tls.key: " + filepath.Join(dir, "plain.txt") + " holds no PEM private key"},
 		{"listen: {adress: \":1\"}", `test.yaml:1:10: unknown listen key "adress" (did you mean "address"?)`},
 		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key, ciphers: all}}", `test.yaml:1:72: unknown tls key "ciphers"`},
 		{"listen: {address: \":1\", tls: {cert: a.example.crt}}", "test.yaml:1:25: tls: want a cert and a key"},

@@ -16,7 +16,8 @@ func LookupUser(name string) (*user.User, error) {
 	if err != nil {
 		switch err.(type) {
 		case user.UnknownUserError, user.UnknownUserIdError:
-			return nil, fmt.Errorf("no user %q on this system", name)
+			return nil, fmt.Errorf("no user %q on this system: name one it has (getent passwd lists them), "+
+				"or create it (useradd --system --user-group --no-create-home --shell /usr/sbin/nologin %s)", name, name)
 		}
 		return nil, err
 	}
@@ -33,7 +34,8 @@ func LookupGroup(name string) (*user.Group, error) {
 	if err != nil {
 		switch err.(type) {
 		case user.UnknownGroupError, user.UnknownGroupIdError:
-			return nil, fmt.Errorf("no group %q on this system", name)
+			return nil, fmt.Errorf("no group %q on this system: name one it has (getent group lists them), leave group out for the user's own, "+
+				"or create it (groupadd --system %s)", name, name)
 		}
 		return nil, err
 	}

@@ -24,7 +24,10 @@ func FixAttr(what string) slog.Attr {
 // the operator: the "fix" a "cannot listen" log record carries, or ""
 // when there is nothing to add to err.
 func ListenFix(a config.Address, err error) string {
+	var dns *net.DNSError
 	switch {
+	case errors.As(err, &dns):
+		return "the host name does not resolve to an address of this machine: listen on one of its IP addresses, on :PORT for all, or on a name /etc/hosts gives"
 	case errors.Is(err, syscall.EADDRINUSE):
 		return "another process listens on this address (ss -ltnp shows which): stop it, or change listen"
 	case errors.Is(err, syscall.EACCES) && a.Network == "tcp" && privilegedPort(a.Addr):
@@ -54,6 +57,8 @@ func privilegedPort(addr string) bool {
 // "" when there is nothing to add to err.
 func PidFileFix(err error) string {
 	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return "pid_file names a directory: name a file in it (DIR/sluice.pid), with pid_file or --pid-file"
 	case errors.Is(err, fs.ErrNotExist):
 		return "its directory does not exist: create it, or change pid_file (or --pid-file)"
 	case errors.Is(err, fs.ErrPermission):

@@ -31,6 +31,8 @@ func TestListenFix(t *testing.T) {
 		{config.Address{Network: "unix", Addr: filepath.Join(t.TempDir(), "missing", "s.sock")}, nil, "the socket's directory does not exist"},
 		{config.Address{Network: "tcp", Addr: ":80"}, &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", syscall.EACCES)}, "a port below 1024 needs root or CAP_NET_BIND_SERVICE"},
 		{config.Address{Network: "tcp", Addr: ":8080"}, &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", syscall.EACCES)}, ""},
+		{config.Address{Network: "tcp", Addr: "no-such-host.invalid:80"}, &net.OpError{Op: "listen", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "no-such-host.invalid", IsNotFound: true}},
+			"the host name does not resolve to an address of this machine"},
 	} {
 		err := tc.err
 		if err == nil {

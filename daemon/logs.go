@@ -26,11 +26,11 @@ func (s *Server) ReopenLogs() error {
 	log := s.logger()
 	var errs []error
 	if err := s.out.Reopen(); err != nil {
-		log.Error("cannot reopen the log", "error", err)
+		log.Error("cannot reopen the log", "error", err, FixAttr(config.FileFix(err)))
 		errs = append(errs, err)
 	}
 	if err := s.sw.Config().Reopen(); err != nil {
-		log.Error("cannot reopen a log file", "error", err)
+		log.Error("cannot reopen a log file", "error", err, FixAttr(config.FileFix(err)))
 		errs = append(errs, err)
 	}
 	log.Info("log files reopened")

@@ -81,7 +81,7 @@ func (s *Server) Reload() error {
 	var target logTarget
 	if newLog {
 		if target, err = s.openTarget(cfg.Log); err != nil {
-			log.Error("cannot open the log", "output", cfg.Log.Output, "error", err)
+			log.Error("cannot open the log", "output", cfg.Log.Output, "error", err, FixAttr(config.FileFix(err)))
 			cfg.Close()
 			log.Error("reload rejected; the running config keeps serving", "config", s.Name)
 			return fmt.Errorf("log output %s: %w", cfg.Log.Output, err)

@@ -202,7 +202,7 @@ func (s *Server) Start() error {
 		return &LoadError{err}
 	}
 	if err := s.openLog(cfg.Log); err != nil {
-		s.logger().Error("cannot open the log", "output", cfg.Log.Output, "error", err)
+		s.logger().Error("cannot open the log", "output", cfg.Log.Output, "error", err, FixAttr(config.FileFix(err)))
 		cfg.Close()
 		return fmt.Errorf("log output %s: %w", cfg.Log.Output, err)
 	}

@@ -96,7 +96,8 @@ func (c *credentials) check() error {
 	if c.current() || os.Geteuid() == 0 {
 		return nil
 	}
-	return fmt.Errorf("user %s: this process runs as uid %d, gid %d; only root can switch to uid %d, gid %d",
+	return fmt.Errorf("user %s: this process runs as uid %d, gid %d; only root can switch to uid %d, gid %d: "+
+		"leave user out of the config to serve as the user that starts the server (a systemd unit's User=), or start it as root",
 		c.user, os.Geteuid(), os.Getegid(), c.uid, c.gid)
 }
 
@@ -131,6 +132,9 @@ func (s *Server) switchUser(cfg *config.Config) error {
 		return err
 	}
 	if c.current() {
+		if c.uid == 0 {
+			s.logger().Info("serving as root, as the config's user says: every component acts with root's rights", "user", c.user)
+		}
 		return nil
 	}
 	if err := c.check(); err != nil {

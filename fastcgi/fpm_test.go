@@ -515,7 +515,8 @@ func TestRetryUnreachable(t *testing.T) {
 			t.Fatalf("got %d %q", resp.StatusCode, body)
 		}
 	}
-	if l := log.String(); !strings.Contains(l, "cannot connect to upstream") || !strings.Contains(l, "upstream down after failed requests") {
+	if l := log.String(); !strings.Contains(l, "cannot connect to upstream") || !strings.Contains(l, "upstream down after failed requests") ||
+		!strings.Contains(l, `fix="no socket at that path: start the FastCGI server (php-fpm, say), or correct the path in fastcgi"`) {
 		t.Errorf("log:\n%s", l)
 	}
 }

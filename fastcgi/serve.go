@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sock"
 	"github.com/sluice-server/sluice/upstream"
 )
 
@@ -84,7 +85,11 @@ attempts:
 		f := (*failure)(nil)
 		for {
 			if err != nil {
-				cl.log.Warn("fastcgi: cannot connect to upstream", "upstream", up.Name, "err", err)
+				attrs := []any{"upstream", up.Name, "err", err}
+				if fix := sock.DialFix(err, "the FastCGI server (php-fpm, say)", "fastcgi"); fix != "" {
+					attrs = append(attrs, "fix", fix)
+				}
+				cl.log.Warn("fastcgi: cannot connect to upstream", attrs...)
 				last = &failure{status: http.StatusBadGateway, msg: "upstream unreachable"}
 				a.Failed(true, true)
 				cl.logDown(&a)

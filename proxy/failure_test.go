@@ -65,7 +65,8 @@ func TestUpstreamKilledMidLoad(t *testing.T) {
 }
 
 // With every upstream down, the client is answered 502 at once, not
-// after retries that wait.
+// after retries that wait; the log says what to do about a refused
+// connection.
 func TestAllUpstreamsDown(t *testing.T) {
 	var urls []string
 	for range 3 {
@@ -76,10 +77,14 @@ func TestAllUpstreamsDown(t *testing.T) {
 		urls = append(urls, "http://"+ln.Addr().String())
 		ln.Close() // nothing listens: connections are refused
 	}
-	srv, _ := front(t, Options{Upstreams: urls})
+	logger, log := sluicetest.Logger()
+	srv, _ := front(t, Options{Upstreams: urls, Logger: logger})
 	resp, body := sluicetest.Get(t, srv.URL+"/")
 	if resp.StatusCode != http.StatusBadGateway || body != "502 Bad Gateway: upstream unreachable\n" {
 		t.Fatalf("got %d %q, want 502 upstream unreachable", resp.StatusCode, body)
+	}
+	if l := log.String(); !strings.Contains(l, `connect: connection refused" fix="nothing listens at that address: start the upstream, or correct the host and port in proxy"`) {
+		t.Errorf("the log does not say what to do about a refused connection:\n%s", l)
 	}
 }
 

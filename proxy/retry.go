@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -8,8 +9,20 @@ import (
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/sock"
 	"github.com/sluice-server/sluice/upstream"
 )
+
+// dialFixAttr is the log attribute fix=WHAT for err, an upstream's
+// failure, when it is a failure to connect that sock.DialFix has advice
+// for (setting names the component whose address is at fault), or the
+// empty attribute, which handlers leave out.
+func dialFixAttr(err error, setting string) slog.Attr {
+	if fix := sock.DialFix(err, "the upstream", setting); fix != "" {
+		return slog.String("fix", fix)
+	}
+	return slog.Attr{}
+}
 
 // A failure of one attempt, and what the client is told if it is the
 // last.
@@ -90,7 +103,8 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 				// Not the upstream's failure: no warning for it.
 				p.log.Info("proxy: client went away while the upstream was answering", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path))
 			} else {
-				p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err)
+				p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err,
+					dialFixAttr(f.err, "proxy"))
 			}
 			a.Failed(f.fault, f.retry)
 			p.logDown(&a)

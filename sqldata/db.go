@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,13 @@ var drivers = map[string]struct{ name, pkg string }{
 	"mysql":    {"mysql", "github.com/go-sql-driver/mysql"},
 }
 
+// driverAliases are the other names the drivers go by, which Open
+// corrects.
+var driverAliases = map[string]string{
+	"postgresql": "postgres", "pgx": "postgres", "pg": "postgres", "psql": "postgres",
+	"sqlite3": "sqlite", "mariadb": "mysql",
+}
+
 // Drivers lists the values of Options.Driver, sorted.
 func Drivers() []string {
 	var out []string
@@ -98,6 +106,9 @@ type DB struct {
 func Open(name string, opts Options) (*DB, error) {
 	d, ok := drivers[opts.Driver]
 	if !ok {
+		if alias, ok := driverAliases[strings.ToLower(opts.Driver)]; ok {
+			return nil, fmt.Errorf("database %s: driver %q is not one of %v: write driver: %s", name, opts.Driver, Drivers(), alias)
+		}
 		return nil, fmt.Errorf("database %s: driver %q is not one of %v", name, opts.Driver, Drivers())
 	}
 	if !slices.Contains(sql.Drivers(), d.name) {
@@ -136,7 +147,10 @@ func Open(name string, opts Options) (*DB, error) {
 	}
 	db, err := sql.Open(d.name, opts.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("database %s: %v", name, err)
+		if opts.Driver == "mysql" {
+			return nil, fmt.Errorf("database %s: dsn: %v: a mysql dsn is user:password@tcp(HOST:PORT)/DBNAME or user:password@unix(/run/mysqld/mysqld.sock)/DBNAME, not a URL", name, err)
+		}
+		return nil, fmt.Errorf("database %s: dsn: %v", name, err)
 	}
 	db.SetMaxOpenConns(opts.Pool)
 	db.SetMaxIdleConns(opts.Pool)
@@ -172,6 +186,9 @@ func (d *DB) SQL() *sql.DB { return d.db }
 // whether it answers.
 func (d *DB) Ping(ctx context.Context) error {
 	if err := d.db.PingContext(ctx); err != nil {
+		if fix := d.fix(err); fix != "" {
+			return fmt.Errorf("database %s: %w (%s)", d.name, err, fix)
+		}
 		return fmt.Errorf("database %s: %w", d.name, err)
 	}
 	return nil

@@ -214,6 +214,9 @@ func (q *Query) failed(ctx context.Context, err error) error {
 	case q.db.isClosed(): // closed while the query ran
 		return q.errorf(ErrClosed)
 	}
+	if fix := q.db.fix(err); fix != "" {
+		return fmt.Errorf("database %s: query %s: %w (%s)", q.db.name, q.opts.Name, err, fix)
+	}
 	return fmt.Errorf("database %s: query %s: %w", q.db.name, q.opts.Name, err)
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -350,6 +352,11 @@ func TestOpenErrors(t *testing.T) {
 		want string
 	}{
 		{sqldata.Options{Driver: "oracle", DSN: "x"}, `driver "oracle" is not one of [mysql postgres sqlite]`},
+		{sqldata.Options{Driver: "postgresql", DSN: "x"}, `driver "postgresql" is not one of [mysql postgres sqlite]: write driver: postgres`},
+		{sqldata.Options{Driver: "sqlite3", DSN: "x"}, `: write driver: sqlite`},
+		{sqldata.Options{Driver: "MariaDB", DSN: "x"}, `: write driver: mysql`},
+		{sqldata.Options{Driver: "mysql", DSN: "mysql://u:p@localhost/db"}, `database main: dsn: default addr for network 'localhost' unknown: a mysql dsn is user:password@tcp(HOST:PORT)/DBNAME or user:password@unix(/run/mysqld/mysqld.sock)/DBNAME, not a URL`},
+		{sqldata.Options{Driver: "mysql", DSN: "u:p@localhost:3306/db"}, `a mysql dsn is user:password@tcp(HOST:PORT)/DBNAME`},
 		{sqldata.Options{Driver: "sqlite"}, "dsn is empty"},
 		{sqldata.Options{Driver: "sqlite", DSN: "x", Pool: -1}, "pool must be positive"},
 	} {
@@ -357,5 +364,51 @@ func TestOpenErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Open(%+v) = %v, want %q", c.opts, err, c.want)
 		}
+	}
+}
+
+// A query against a database that cannot be reached, or an SQLite file
+// that cannot be opened, fails with an error that says what to do, and
+// Ping's says the same; errors.Is still finds the cause.
+func TestQueryErrorFix(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close() // nothing listens: connections are refused
+	dir := t.TempDir()
+	for _, c := range []struct {
+		opts sqldata.Options
+		want string
+	}{
+		{sqldata.Options{Driver: "postgres", DSN: "host=" + host + " port=" + port + " user=x dbname=y sslmode=disable"},
+			"(nothing listens at that address: start the database server, or correct the host and port in the database's dsn)"},
+		{sqldata.Options{Driver: "mysql", DSN: "x:y@tcp(" + host + ":" + port + ")/z"},
+			"(nothing listens at that address: start the database server"},
+		{sqldata.Options{Driver: "postgres", DSN: "host=" + filepath.Join(dir, "nosocket") + " user=x dbname=y"},
+			"(no socket at that path: start the database server, or correct the path in the database's dsn)"},
+		{sqldata.Options{Driver: "sqlite", DSN: dir},
+			"(SQLite cannot open the file the dsn names: its directory must exist, and this process's user must be able to read the file"},
+	} {
+		db, err := sqldata.Open("main", c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := db.Query(sqldata.QueryOptions{Name: "q", SQL: "SELECT 1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = q.Run(t.Context())
+		if err == nil || !strings.HasPrefix(err.Error(), "database main: query q: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: %v\nwant %s", c.opts.Driver, c.opts.DSN, err, c.want)
+		}
+		if c.opts.Driver != "sqlite" && !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+			t.Errorf("%s %s: errors.Is finds no ECONNREFUSED nor ENOENT in %v", c.opts.Driver, c.opts.DSN, err)
+		}
+		if err := db.Ping(t.Context()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Ping %s %s: %v\nwant %s", c.opts.Driver, c.opts.DSN, err, c.want)
+		}
+		db.Close()
 	}
 }

@@ -66,12 +66,30 @@ func parseHost[C Conn](s string) (*Host[C], error) {
 		// Caddy's reverse_proxy take it.
 		return nil, fmt.Errorf("upstream %q: no scheme: write http://%s (or unix:/path)", s, s)
 	}
+	if strings.HasPrefix(s, "/") {
+		return nil, fmt.Errorf("upstream %q: a Unix socket is written with its scheme: write unix:%s", s, s)
+	}
+	if s != "" && !strings.Contains(s, "://") {
+		// http//host:port, http:/host:port, host:port/path: a scheme
+		// mistyped or left out.
+		rest := strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(s, "http"), ":"), "/")
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		if u, err := url.Parse("http://" + rest); err == nil && rest != "" && u.Host == rest && !strings.ContainsAny(rest, " @") {
+			return nil, fmt.Errorf("upstream %q: no scheme (it is written http:// with a colon and two slashes): write http://%s (or unix:/path)", s, rest)
+		}
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %v", s, err)
 	}
 	if u.Scheme != "http" {
 		return nil, fmt.Errorf("upstream %q: the scheme must be http (or unix:/path)", s)
+	}
+	if u.Host != "" && u.User == nil && u.Path != "" && u.Path != "/" {
+		return nil, fmt.Errorf("upstream %q: an upstream has no path, the proxy sends each request's own: write http://%s "+
+			"(strip_prefix removes the start of the path the upstream should not see)", s, u.Host)
 	}
 	if u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("upstream %q: want http://host:port, without user, path or query", s)

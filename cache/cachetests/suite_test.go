@@ -202,6 +202,7 @@ func startOrigin(t *testing.T, node string) string {
 func startSluice(t *testing.T, bin, config string) (string, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "-c", config)
+	cmd.Env = append(os.Environ(), "SLUICE_ALLOW_ROOT=1") // the suite's config names no user
 	var stdout syncBuffer
 	cmd.Stdout = &stdout
 	line := regexp.MustCompile(`msg=listening addr=(\S+)`)

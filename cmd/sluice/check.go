@@ -39,7 +39,7 @@ func loadConfig(file string, stderr io.Writer) (*config.Config, int) {
 		if errors.As(err, &errs) {
 			fmt.Fprintln(stderr, errs.Error())
 		} else {
-			fmt.Fprintf(stderr, "sluice: %v\n", err)
+			fmt.Fprintf(stderr, "sluice: %v\n", withFileFix(err))
 		}
 		return nil, exitError
 	}
@@ -182,4 +182,13 @@ sluice check.`,
 			return exitOK
 		}
 	},
+}
+
+// withFileFix returns err's text followed by what to do about it, when
+// it is a file that cannot be read (config.FileFix).
+func withFileFix(err error) string {
+	if fix := config.FileFix(err); fix != "" {
+		return err.Error() + ": " + fix
+	}
+	return err.Error()
 }

@@ -45,7 +45,7 @@ machine reaches; --listen :8080 serves every interface.`,
 				return exitError
 			}
 			f := &serveFlags{file: filepath.Join(dir, demo.ConfigFile), listen: *listen, grace: daemon.DefaultGrace,
-				workers: "0", set: map[string]bool{"listen": *listen != ""}}
+				workers: "0", set: map[string]bool{"listen": *listen != ""}, demo: true}
 			return f.run(stdout, stderr)
 		}
 	},

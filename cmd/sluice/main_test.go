@@ -47,6 +47,10 @@ func TestMain(m *testing.M) {
 	if raceEnabled && os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=100")
 	}
+	// The tests run as root on this project's machines, and write
+	// configs without user: serving them as root on purpose is what
+	// SLUICE_ALLOW_ROOT=1 says (root_test.go checks the refusal without it).
+	os.Setenv("SLUICE_ALLOW_ROOT", "1")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -30,13 +30,16 @@ func (f *serveFlags) runMaster(stdout, stderr io.Writer, log *slog.Logger, act *
 			data, err := os.ReadFile(f.file)
 			return f.file, data, err
 		}
-		m.Prepare = func(cfg *config.Config) error { return f.prepare(cfg, act) }
+		m.Prepare = func(cfg *config.Config) error { return f.prepare(cfg, act, log) }
 	} else {
 		m.Read = func() (string, []byte, error) {
 			data, err := f.configYAML()
 			return flagsSource, data, err
 		}
-		m.Prepare = func(cfg *config.Config) error { warnUnmatched(cfg, act); return nil }
+		m.Prepare = func(cfg *config.Config) error {
+			warnUnmatched(cfg, act)
+			return checkRoot(cfg, flagsSource, false, log)
+		}
 	}
 	ctx, stop := supervisor.HandleSignals(context.Background(), m)
 	defer stop()

@@ -22,15 +22,16 @@ const flagsSource = "(command line)"
 // serveFlags are the flags of sluice serve.
 type serveFlags struct {
 	file, root, listen, serverHeader, workers, pidFile string
-	tlsCert, tlsKey                                    string
+	tlsCert, tlsKey, user                              string
 	browse, compress, printConfig                      bool
+	demo                                               bool // sluice demo's: checkRoot's fix is the demo's
 	grace                                              time.Duration
 	set                                                map[string]bool // flags given
 }
 
 var serveCommand = command{
 	name: "serve",
-	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--server-header VALUE] [--workers N|auto] [--print-config] [--shutdown-grace D]
+	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--server-header VALUE] [--workers N|auto] [--user NAME] [--print-config] [--shutdown-grace D]
        sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D]
 
 Serves the files under DIR, or the routes of the config file FILE (see
@@ -43,6 +44,11 @@ or HTTP/1.1 for a client that asks for it by ALPN, over TLS 1.2 and 1.3
 http2: false), and a plain one with h2c: true serves HTTP/2 as well. The
 flags without -c stand for a config file: --print-config prints it and
 exits.
+
+Started as root, it serves as the config's user (--user NAME, or user:
+in the file) once its listeners and log files are open, and refuses to
+start when none is named; --user root, user: root or SLUICE_ALLOW_ROOT=1
+in the environment serve as root on purpose (docs/service.md).
 
 SIGHUP loads the config again: a valid one takes over for new requests
 while requests in flight finish on the old one, for up to --shutdown-grace; an invalid one is logged
@@ -71,6 +77,7 @@ reloads and stopping to $NOTIFY_SOCKET (docs/service.md).`,
 		fs.StringVar(&f.serverHeader, "server-header", config.DefaultServerHeader, "the Server header field `value`; empty sends none (without -c)")
 		fs.StringVar(&f.workers, "workers", "0", "worker processes under a master, `N` or auto (one per CPU); 0 serves in this one process")
 		fs.StringVar(&f.pidFile, "pid-file", "", "write the process id to `FILE` (for sluice reload)")
+		fs.StringVar(&f.user, "user", "", "started as root, serve as the user `NAME` once the listener is open; root stays root (without -c)")
 		fs.BoolVar(&f.printConfig, "print-config", false, "print the config file the flags stand for, and exit")
 		fs.DurationVar(&f.grace, "shutdown-grace", daemon.DefaultGrace, "how long requests in flight get to finish at shutdown (and on the old config after a reload) before they are cut; must be positive")
 		return func(stdout, stderr io.Writer) int {
@@ -89,7 +96,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if f.file != "" {
-		for _, name := range []string{"root", "browse", "compress", "server-header", "print-config", "tls-cert", "tls-key"} {
+		for _, name := range []string{"root", "browse", "compress", "server-header", "print-config", "tls-cert", "tls-key", "user"} {
 			if f.set[name] {
 				fmt.Fprintf(stderr, "sluice serve: --%s describes a config; with -c the file does (see sluice fmt and sluice check)\n", name)
 				return exitUsage
@@ -130,7 +137,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 			if err != nil {
 				return nil, err
 			}
-			return cfg, f.prepare(cfg, act)
+			return cfg, f.prepare(cfg, act, ctx.Logger)
 		}
 	} else {
 		d.Name = flagsSource
@@ -148,7 +155,7 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 				w.Line, w.Col = 0, 0 // a position in no file
 			}
 			warnUnmatched(cfg, act)
-			return cfg, nil
+			return cfg, checkRoot(cfg, flagsSource, false, ctx.Logger)
 		}
 	}
 	return runDaemon(d, log, stderr)
@@ -200,9 +207,12 @@ func exitStatus(err error, name string, log *slog.Logger, stderr io.Writer) int 
 		return exitError // logged
 	}
 	var errs config.Errors
+	var re *rootError
 	switch {
+	case errors.As(le.Err, &re):
+		log.Error("cannot serve", "config", name, "error", re, daemon.FixAttr(re.fix))
 	case !errors.As(le.Err, &errs):
-		log.Error("cannot load the config", "config", name, "error", le.Err)
+		log.Error("cannot load the config", "config", name, "error", le.Err, daemon.FixAttr(config.FileFix(le.Err)))
 	case name == flagsSource:
 		for _, e := range errs {
 			log.Error("cannot serve", "error", e.Msg)
@@ -216,13 +226,14 @@ func exitStatus(err error, name string, log *slog.Logger, stderr io.Writer) int 
 
 // prepare readies a config loaded from a file: the command line's
 // overrides, then the warnings about sockets passed by socket activation
-// that it does not listen on.
-func (f *serveFlags) prepare(cfg *config.Config, act *daemon.Activation) error {
+// that it does not listen on, then the check of a process running as
+// root (checkRoot), which logs to log.
+func (f *serveFlags) prepare(cfg *config.Config, act *daemon.Activation, log *slog.Logger) error {
 	if err := f.override(cfg); err != nil {
 		return err
 	}
 	warnUnmatched(cfg, act)
-	return nil
+	return checkRoot(cfg, f.file, f.demo, log)
 }
 
 // warnUnmatched adds a warning to cfg for each socket passed by socket
@@ -256,7 +267,7 @@ func (f *serveFlags) configYAML() ([]byte, error) {
 	folder := &config.Folder{
 		Root: f.root, Listen: f.listen, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
 		Browse: f.browse, Compress: f.compress, ServerHeader: f.serverHeader,
-		Workers: f.workers, PidFile: f.pidFile,
+		Workers: f.workers, PidFile: f.pidFile, User: f.user,
 		Comment: "The config file equivalent to: sluice serve " + f.commandLine(),
 	}
 	return folder.YAML()
@@ -280,6 +291,7 @@ func (f *serveFlags) commandLine() string {
 	add("server-header", "="+f.serverHeader)
 	add("workers", " "+f.workers)
 	add("pid-file", " "+f.pidFile)
+	add("user", " "+f.user)
 	return strings.Join(parts, " ")
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sluice-server/sluice/config"
+	"github.com/sluice-server/sluice/daemon"
 )
 
 // lineWriter serialises whole lines to w, for the master's records and
@@ -84,9 +85,9 @@ func (m *Master) openLog(l config.Log) error {
 		f, err := os.OpenFile(l.Output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			if m.log != nil {
-				m.log.Error("cannot open the new log; keeping the old one", "output", l.Output, "error", err)
+				m.log.Error("cannot open the new log; keeping the old one", "output", l.Output, "error", err, daemon.FixAttr(config.FileFix(err)))
 			} else if m.Logger != nil {
-				m.Logger.Error("cannot open the log", "output", l.Output, "error", err)
+				m.Logger.Error("cannot open the log", "output", l.Output, "error", err, daemon.FixAttr(config.FileFix(err)))
 			}
 			return err
 		}

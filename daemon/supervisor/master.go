@@ -663,7 +663,7 @@ func (m *Master) shutdown(failure error) error {
 func (m *Master) reopen() {
 	if m.logFile != nil {
 		if err := m.logFile.Reopen(); err != nil {
-			m.log.Error("cannot reopen the log", "error", err)
+			m.log.Error("cannot reopen the log", "error", err, daemon.FixAttr(config.FileFix(err)))
 		}
 	}
 	for _, g := range []*generation{m.cur, m.pending} {

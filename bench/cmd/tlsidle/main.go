@@ -513,6 +513,7 @@ func start(o options, dir, sdir, name string, port, nofile int) (*exec.Cmd, erro
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), "SLUICE_ALLOW_ROOT=1") // run as root, sluice's config names no user
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, err
