@@ -1,7 +1,6 @@
 package components
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/base64"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +19,7 @@ import (
 	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 func init() {
@@ -39,9 +38,18 @@ type LogOptions struct {
 	File string `yaml:"file"`
 
 	// Format is "combined" (the default; Apache's and nginx's combined
-	// log format), "common" (the Common Log Format) or "json" (one JSON
-	// object per line).
+	// log format), "common" (the Common Log Format), "json" (one JSON
+	// object per line), or a line of one's own: text with fields named in
+	// braces, "{remote} {method} {uri} {status} {duration_ms}
+	// \"{req.User-Agent}\"" ({{ and }} for literal braces; LogFields
+	// lists the names).
 	Format string `yaml:"format"`
+
+	// Fields, with Format "json", choose the members of each JSON line,
+	// in order: each is a field of LogFields, its name the member's key
+	// (["time", "remote", "status", "req.X-Request-Id"]). Empty: the json
+	// format's own members.
+	Fields []string `yaml:"fields"`
 
 	// Buffer is how many lines may wait for the writer. When it is full,
 	// lines are dropped and counted (see Log.Dropped) rather than slowing
@@ -105,6 +113,15 @@ type LogOptions struct {
 // what the request did not send is "". A request a cache saw has "cache"
 // too, its cache status.
 //
+// A format of one's own (LogOptions.Format with fields in braces, or
+// json with LogOptions.Fields) names the fields of LogFields; the
+// presets are such formats: common is
+// `{remote} - {user} [{time}] "{request}" {status} {bytes}`. It is
+// compiled once, by NewLog, and a line costs no allocation. In a text
+// format of one's own, a value that is missing or empty is "-", and
+// quotes, backslashes, control and non-ASCII bytes are escaped as nginx
+// escapes them (\xHH); in JSON every value is a JSON string (or number).
+//
 // The time is the local time the request arrived, in the format of
 // Apache's %t. The user is the name in Basic credentials, if any — as
 // with Apache, whether or not they were accepted. In common and combined,
@@ -147,9 +164,8 @@ type LogOptions struct {
 //
 // A Log is safe for concurrent use.
 type Log struct {
-	format     int
+	format     *logFormat
 	serverWide bool
-	cacheCol   bool // CacheStatus
 	client     *clientaddr.Resolver
 	path       string // "" for standard output or error
 	log        *slog.Logger
@@ -173,12 +189,6 @@ type Log struct {
 
 var _ pipe.Component = (*Log)(nil)
 
-const (
-	logCommon = iota
-	logCombined
-	logJSON
-)
-
 // logBatchMax is how many bytes the writer gathers before writing.
 const logBatchMax = 64 << 10
 
@@ -194,17 +204,12 @@ func NewLog(opts LogOptions) (pipe.Component, error) {
 }
 
 func newLog(opts LogOptions) (*Log, error) {
-	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide, cacheCol: opts.CacheStatus}
-	switch strings.ToLower(opts.Format) {
-	case "", "combined":
-		l.format = logCombined
-	case "common":
-		l.format = logCommon
-	case "json":
-		l.format = logJSON
-	default:
-		return nil, fmt.Errorf("log: unknown format %q (want common, combined or json)", opts.Format)
+	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide}
+	f, err := compileLogFormat(opts.Format, opts.Fields, opts.CacheStatus)
+	if err != nil {
+		return nil, err
 	}
+	l.format = f
 	if opts.Buffer < 0 {
 		return nil, fmt.Errorf("log: buffer must not be negative, not %d", opts.Buffer)
 	}
@@ -256,6 +261,9 @@ func (l *Log) Handle(c *pipe.Conn) bool {
 		c.SetValue(logMarkKey, logMarkServer)
 	} else if c.Value(logMarkKey) == logMarkServer {
 		c.SetValue(logMarkKey, logMarkRoute)
+	}
+	if l.format.upstreamTime && c.Value(upstream.TimeKey) == "" {
+		c.SetValue(upstream.TimeKey, upstream.TimeAsked)
 	}
 	rec := logRecPool.Get().(*logRec)
 	rec.l, rec.start, rec.n = l, l.now(), 0
@@ -455,45 +463,20 @@ func (l *Log) reopenFile() error {
 // the request line did not parse. Refused copies what it needs before it
 // returns and does not block, so it may be called as OnRefused.
 func (l *Log) Refused(rf *engine.Refusal) {
-	l.emit(rf.Request, rf, rf.Status, l.now(), rf.BodyBytes, "")
+	l.emit(rf.Request, rf, nil, rf.Status, l.now(), rf.BodyBytes, "")
 }
 
-// emit formats the line of a finished request, or of a refused one (rf
-// not nil), and queues it.
-func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64, cacheStatus string) {
+// emit formats the line of a finished request (c its Conn), or of a
+// refused one (rf not nil, c nil), and queues it.
+func (l *Log) emit(r *engine.Request, rf *engine.Refusal, c *pipe.Conn, status int, start time.Time, n int64, cacheStatus string) {
 	if l.closed.Load() {
 		l.dropped.Add(1)
 		return
 	}
+	e := logEntry{l: l, r: r, rf: rf, c: c, status: status, start: start, n: n, cacheStatus: cacheStatus}
+	e.now = l.now()
 	bp := logBufPool.Get().(*[]byte)
-	line := (*bp)[:0]
-	switch l.format {
-	case logJSON:
-		line = l.appendJSON(line, r, rf, status, start, n)
-		if cacheStatus != "" {
-			// Before the closing brace; the value is one of the cache
-			// package's constants, but escaped all the same.
-			line = append(line[:len(line)-1], `,"cache":`...)
-			line = appendJSONString(line, []byte(cacheStatus))
-			line = append(line, '}')
-		}
-	default:
-		line = l.appendCommon(line, r, rf, status, start, n)
-		if l.format == logCombined {
-			line = append(line, ' ')
-			line = appendLogQuoted(line, r.Header("Referer"))
-			line = append(line, ' ')
-			line = appendLogQuoted(line, r.Header("User-Agent"))
-		}
-		if l.cacheCol {
-			line = append(line, ' ')
-			if cacheStatus == "" {
-				line = append(line, '-')
-			} else {
-				line = appendLogWord(line, []byte(cacheStatus))
-			}
-		}
-	}
+	line := l.format.append((*bp)[:0], &e)
 	line = append(line, '\n')
 	*bp = line
 	select {
@@ -503,76 +486,6 @@ func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time
 		*bp = (*bp)[:0]
 		logBufPool.Put(bp)
 	}
-}
-
-func (l *Log) appendCommon(b []byte, r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) []byte {
-	b = appendLogAddr(b, l.client.Addr(r))
-	b = append(b, " - "...)
-	if user := logUser(r); len(user) > 0 {
-		b = appendLogWord(b, user)
-	} else {
-		b = append(b, '-')
-	}
-	b = append(b, " ["...)
-	b = start.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
-	b = append(b, "] "...)
-	if rf != nil {
-		b = appendLogQuoted(b, rf.Line)
-	} else {
-		b = append(b, '"')
-		b = appendLogField(b, r.Method)
-		b = append(b, ' ')
-		b = appendLogField(b, r.Target)
-		b = append(b, ' ')
-		b = append(b, r.Proto()...)
-		b = append(b, '"')
-	}
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, ' ')
-	if n == 0 {
-		return append(b, '-')
-	}
-	return strconv.AppendInt(b, n, 10)
-}
-
-func (l *Log) appendJSON(b []byte, r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) []byte {
-	b = append(b, `{"time":"`...)
-	b = start.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	b = append(b, `","remote":"`...)
-	if a := l.client.Addr(r); a.IsValid() {
-		b = a.AppendTo(b)
-	}
-	b = append(b, `","user":`...)
-	b = appendJSONString(b, logUser(r))
-	b = append(b, `,"method":`...)
-	b = appendJSONString(b, r.Method)
-	b = append(b, `,"uri":`...)
-	b = appendJSONString(b, r.Target)
-	if r.Method != nil {
-		b = append(b, `,"proto":"`...)
-		b = append(b, r.Proto()...)
-		b = append(b, '"')
-	} else {
-		b = append(b, `,"proto":""`...)
-	}
-	b = append(b, `,"host":`...)
-	b = appendJSONString(b, r.Host)
-	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, n, 10)
-	b = append(b, `,"referer":`...)
-	b = appendJSONString(b, r.Header("Referer"))
-	b = append(b, `,"user_agent":`...)
-	b = appendJSONString(b, r.Header("User-Agent"))
-	b = append(b, `,"duration_ms":`...)
-	b = strconv.AppendFloat(b, float64(l.now().Sub(start).Microseconds())/1000, 'f', 3, 64)
-	if rf != nil {
-		b = append(b, `,"request":`...)
-		b = appendJSONString(b, rf.Line)
-	}
-	return append(b, '}')
 }
 
 // appendLogAddr appends a client address, or "-" when there is none.
@@ -609,21 +522,8 @@ func logUser(r *engine.Request) []byte {
 	return nil
 }
 
-// appendLogQuoted appends s escaped and in double quotes, or "-" in
-// quotes when s is empty (a field the request did not send), as Apache
-// and nginx write a missing Referer or User-Agent.
-func appendLogQuoted(b, s []byte) []byte {
-	b = append(b, '"')
-	if len(s) == 0 {
-		b = append(b, '-')
-	} else {
-		b = appendLogField(b, s)
-	}
-	return append(b, '"')
-}
-
 // appendLogField appends s escaped as Apache escapes log items.
-func appendLogField(b, s []byte) []byte {
+func appendLogField[T ~string | ~[]byte](b []byte, s T) []byte {
 	const hex = "0123456789abcdef"
 	for len(s) > 0 {
 		i := logSafeRun(s)
@@ -649,16 +549,24 @@ func appendLogField(b, s []byte) []byte {
 	return b
 }
 
-// appendLogWord is appendLogField for a field the common and combined
-// formats do not quote (the user name): a space is escaped too ("\x20"),
-// so that the field stays one and cannot shift the columns after it.
-func appendLogWord(b, s []byte) []byte {
+// appendLogWord appends s escaped as Apache does (apache) or as nginx
+// does, for a field a text format may leave unquoted (the user name): a
+// space is escaped too ("\x20"), so that the field stays one and cannot
+// shift the columns after it.
+func appendLogWord[T ~string | ~[]byte](b []byte, s T, apache bool) []byte {
 	for {
-		i := bytes.IndexByte(s, ' ')
-		if i < 0 {
-			return appendLogField(b, s)
+		i := 0
+		for i < len(s) && s[i] != ' ' {
+			i++
 		}
-		b = appendLogField(b, s[:i])
+		if apache {
+			b = appendLogField(b, s[:i])
+		} else {
+			b = appendNginxField(b, s[:i])
+		}
+		if i == len(s) {
+			return b
+		}
 		b = append(b, `\x20`...)
 		s = s[i+1:]
 	}
@@ -666,9 +574,9 @@ func appendLogWord(b, s []byte) []byte {
 
 // logSafeRun returns the length of the prefix of s that needs no escaping
 // in either format: printable ASCII other than '"' and '\\'.
-func logSafeRun(s []byte) int {
-	for i, ch := range s {
-		if ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' {
+func logSafeRun[T ~string | ~[]byte](s T) int {
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' {
 			return i
 		}
 	}
@@ -677,9 +585,15 @@ func logSafeRun(s []byte) int {
 
 // appendJSONString appends s as a JSON string; invalid UTF-8 becomes
 // U+FFFD.
-func appendJSONString(b, s []byte) []byte {
-	const hex = "0123456789abcdef"
+func appendJSONString[T ~string | ~[]byte](b []byte, s T) []byte {
 	b = append(b, '"')
+	b = appendJSONBody(b, s)
+	return append(b, '"')
+}
+
+// appendJSONBody appends s escaped as the inside of a JSON string.
+func appendJSONBody[T ~string | ~[]byte](b []byte, s T) []byte {
+	const hex = "0123456789abcdef"
 	for i := 0; i < len(s); {
 		if n := logSafeRun(s[i:]); n > 0 {
 			b = append(b, s[i:i+n]...)
@@ -705,7 +619,9 @@ func appendJSONString(b, s []byte) []byte {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
+		var rb [utf8.UTFMax]byte
+		k := copy(rb[:], s[i:])
+		r, size := utf8.DecodeRune(rb[:k])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, `\ufffd`...)
 		} else {
@@ -713,7 +629,7 @@ func appendJSONString(b, s []byte) []byte {
 		}
 		i += size
 	}
-	return append(b, '"')
+	return b
 }
 
 // logRec follows one request from Handle to the end of its content; its
@@ -768,7 +684,7 @@ func (rec *logRec) Flush() error { return rec.next.Flush() }
 
 // Close logs the request: the content phase is over and the status final.
 func (rec *logRec) Close() error {
-	rec.l.emit(rec.c.Request, nil, rec.c.Status(), rec.start, rec.n, rec.c.Value(cache.StatusKey))
+	rec.l.emit(rec.c.Request, nil, rec.c, rec.c.Status(), rec.start, rec.n, rec.c.Value(cache.StatusKey))
 	rec.recycle()
 	return nil
 }
