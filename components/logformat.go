@@ -161,6 +161,11 @@ func lookupLogField(name string) (logItem, error) {
 			return logItem{field: h.id, header: rest}, nil
 		}
 	}
+	for _, d := range logFieldDefs {
+		if strings.EqualFold(d.Name, name) {
+			return logItem{}, fmt.Errorf("log: unknown field %q: names are lower case, write %s", name, d.Name)
+		}
+	}
 	return logItem{}, fmt.Errorf("log: unknown field %q; the fields are %s", name, logFieldNames())
 }
 
