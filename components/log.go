@@ -72,15 +72,22 @@ type LogOptions struct {
 	// json format has it as "cache" whenever a cache saw the request.
 	CacheStatus bool `yaml:"cache_status"`
 
+	// Replace, for a Log in a route's pipeline, keeps the requests it
+	// records out of the server-wide access log (a Log with ServerWide):
+	// the route's log replaces it, as an access_log directive in an nginx
+	// location replaces the server's. By default a route's log adds to
+	// the server-wide one: both record the request.
+	Replace bool `yaml:"replace"`
+
 	// Logger receives the log's own errors (failed writes and reopens).
 	// Nil means slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 
 	// ServerWide makes the Log the server's access log for every route,
 	// as a config file's top-level access_log is: placed before the
-	// router, it records each request unless a Log of the request's
-	// route recorded it, so that a route listing a log of its own is
-	// logged there only. Not an option of the component in a pipeline.
+	// router, it records each request, except those a Log of the
+	// request's route with Replace records. Not an option of the
+	// component in a pipeline.
 	ServerWide bool `yaml:"-"`
 }
 
@@ -134,12 +141,12 @@ type LogOptions struct {
 //
 // A Log made with ServerWide set runs before the router (config.Config's
 // Handler places a config file's access_log so) and records every
-// request, those no route matches included, except the requests that a
-// Log in their route's pipeline records: the route's own log wins, as an
-// access_log directive in an nginx location replaces the server's. A
-// request stopped before its route's log runs (a 401 from a basic_auth
-// placed first) is recorded by the server-wide Log, so none goes
-// unrecorded.
+// request, those no route matches included. A Log in a route's pipeline
+// records its requests as well, unless made with Replace: then it records
+// them alone, as an access_log directive in an nginx location replaces
+// the server's. A request stopped before its route's log runs (a 401
+// from a basic_auth placed first) is recorded by the server-wide Log, so
+// none goes unrecorded.
 //
 // # Requests the engine refuses
 //
@@ -166,6 +173,7 @@ type LogOptions struct {
 type Log struct {
 	format     *logFormat
 	serverWide bool
+	replace    bool // Replace
 	client     *clientaddr.Resolver
 	path       string // "" for standard output or error
 	log        *slog.Logger
@@ -204,7 +212,10 @@ func NewLog(opts LogOptions) (pipe.Component, error) {
 }
 
 func newLog(opts LogOptions) (*Log, error) {
-	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide}
+	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide, replace: opts.Replace}
+	if opts.ServerWide && opts.Replace {
+		return nil, errors.New("log: replace is for a route's log, which it makes replace the server-wide access_log for the route's requests: remove it here")
+	}
 	f, err := compileLogFormat(opts.Format, opts.Fields, opts.CacheStatus)
 	if err != nil {
 		return nil, err
@@ -251,7 +262,7 @@ func openLogFile(path string) (*os.File, error) {
 const (
 	logMarkKey    = "components.log"
 	logMarkServer = "server" // a server-wide Log will record it
-	logMarkRoute  = "route"  // a route's Log records it: the server-wide one does not
+	logMarkRoute  = "route"  // a route's Log with Replace records it: the server-wide one does not
 )
 
 // Handle notes the request's arrival and registers the filter that
@@ -259,7 +270,7 @@ const (
 func (l *Log) Handle(c *pipe.Conn) bool {
 	if l.serverWide {
 		c.SetValue(logMarkKey, logMarkServer)
-	} else if c.Value(logMarkKey) == logMarkServer {
+	} else if l.replace && c.Value(logMarkKey) == logMarkServer {
 		c.SetValue(logMarkKey, logMarkRoute)
 	}
 	if l.format.upstreamTime && c.Value(upstream.TimeKey) == "" {

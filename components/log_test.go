@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,43 +165,55 @@ func TestLogRefused(t *testing.T) {
 }
 
 // A server-wide Log before the router records every request but those a
-// log of their route records: those no route matches, those of routes
-// without a log, and those stopped before their route's log ran.
+// route's log with Replace records: those no route matches, those of
+// routes without a log, those stopped before their route's log ran, and
+// those of a route whose log adds to it (the default).
 func TestLogServerWide(t *testing.T) {
-	dir := t.TempDir()
-	serverFile, routeFile := filepath.Join(dir, "server.log"), filepath.Join(dir, "route.log")
-	server := logOpen(t, LogOptions{File: serverFile, Format: "common", ServerWide: true})
-	route := logOpen(t, LogOptions{File: routeFile, Format: "common"})
-	deny := pipe.Pipe(func(c *pipe.Conn) bool { return c.Error(403, "no") })
-	rt, err := pipe.NewRouter(
-		pipe.Route{Match: []string{"/own"}, Pipeline: pipe.Chain{route, guardText("own")}},
-		pipe.Route{Match: []string{"/plain"}, Pipeline: pipe.Chain{guardText("plain")}},
-		pipe.Route{Match: []string{"/denied"}, Pipeline: pipe.Chain{deny, route, guardText("x")}},
-	)
-	if err != nil {
-		t.Fatal(err)
+	for _, replace := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replace=%v", replace), func(t *testing.T) {
+			dir := t.TempDir()
+			serverFile, routeFile := filepath.Join(dir, "server.log"), filepath.Join(dir, "route.log")
+			server := logOpen(t, LogOptions{File: serverFile, Format: "common", ServerWide: true})
+			route := logOpen(t, LogOptions{File: routeFile, Format: "common", Replace: replace})
+			deny := pipe.Pipe(func(c *pipe.Conn) bool { return c.Error(403, "no") })
+			rt, err := pipe.NewRouter(
+				pipe.Route{Match: []string{"/own"}, Pipeline: pipe.Chain{route, guardText("own")}},
+				pipe.Route{Match: []string{"/plain"}, Pipeline: pipe.Chain{guardText("plain")}},
+				pipe.Route{Match: []string{"/denied"}, Pipeline: pipe.Chain{deny, route, guardText("x")}},
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{server, rt})).URL
+			for path, want := range map[string]int{"/own": 200, "/plain": 200, "/denied": 403, "/nowhere": 404} {
+				if resp, _ := sluicetest.RoundTrip(t, url, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); resp.StatusCode != want {
+					t.Fatalf("GET %s = %d, want %d", path, resp.StatusCode, want)
+				}
+			}
+			requests := func(lines []string) []string {
+				var out []string
+				for _, l := range lines {
+					_, after, _ := strings.Cut(l, `"GET `)
+					path, _, _ := strings.Cut(after, " ")
+					out = append(out, path)
+				}
+				slices.Sort(out)
+				return out
+			}
+			want := []string{"/denied", "/nowhere", "/own", "/plain"}
+			if replace {
+				want = []string{"/denied", "/nowhere", "/plain"}
+			}
+			if got := requests(logLines(t, server, serverFile)); !slices.Equal(got, want) {
+				t.Errorf("server-wide log has %v, want %v", got, want)
+			}
+			if got := requests(logLines(t, route, routeFile)); !slices.Equal(got, []string{"/own"}) {
+				t.Errorf("route log has %v, want /own", got)
+			}
+		})
 	}
-	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{server, rt})).URL
-	for path, want := range map[string]int{"/own": 200, "/plain": 200, "/denied": 403, "/nowhere": 404} {
-		if resp, _ := sluicetest.RoundTrip(t, url, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); resp.StatusCode != want {
-			t.Fatalf("GET %s = %d, want %d", path, resp.StatusCode, want)
-		}
-	}
-	requests := func(lines []string) map[string]bool {
-		out := map[string]bool{}
-		for _, l := range lines {
-			_, after, _ := strings.Cut(l, `"GET `)
-			path, _, _ := strings.Cut(after, " ")
-			out[path] = true
-		}
-		return out
-	}
-	got := requests(logLines(t, server, serverFile))
-	if len(got) != 3 || !got["/plain"] || !got["/denied"] || !got["/nowhere"] {
-		t.Errorf("server-wide log has %v, want /plain, /denied and /nowhere", got)
-	}
-	if got := requests(logLines(t, route, routeFile)); len(got) != 1 || !got["/own"] {
-		t.Errorf("route log has %v, want /own", got)
+	if _, err := newLog(LogOptions{ServerWide: true, Replace: true}); err == nil || !strings.Contains(err.Error(), "route's log") {
+		t.Errorf("a server-wide log with replace: error %v", err)
 	}
 }
 

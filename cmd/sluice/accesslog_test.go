@@ -12,8 +12,9 @@ import (
 )
 
 // The top-level access_log records the requests of every route but those
-// whose route has a log of its own, in one process and with workers; it
-// is reopened on SIGUSR1 and a reload applies a changed one.
+// whose route has a log of its own with replace: true (a route's log adds
+// to it otherwise), in one process and with workers; it is reopened on
+// SIGUSR1 and a reload applies a changed one.
 func TestAccessLog(t *testing.T) {
 	for _, workers := range []int{0, 2} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
@@ -26,6 +27,7 @@ func TestAccessLog(t *testing.T) {
 			conf := func(listen, format string) string {
 				return fmt.Sprintf("listen: %s\nworkers: %d\naccess_log: {file: %s, format: %s}\nroutes:\n"+
 					"  - match: /own\n    pipeline: [{log: %s}, {text: own}]\n"+
+					"  - match: /alone\n    pipeline: [{log: {file: %[5]s, replace: true}}, {text: alone}]\n"+
 					"  - match: /\n    pipeline: [{text: hi}]\n", listen, workers, access, format, own)
 			}
 			writeConfig(t, file, conf("127.0.0.1:0", "common"))
@@ -34,7 +36,7 @@ func TestAccessLog(t *testing.T) {
 				s.waitLog(t, "workers ready", 1)
 			}
 			base := "http://" + s.addr
-			for _, path := range []string{"/a", "/own"} {
+			for _, path := range []string{"/a", "/own", "/alone"} {
 				if resp, _ := sluicetest.Get(t, base+path); resp.StatusCode != 200 {
 					t.Fatalf("GET %s = %d", path, resp.StatusCode)
 				}
@@ -68,16 +70,19 @@ func TestAccessLog(t *testing.T) {
 				return string(b)
 			}
 			rotated, current, ownLog := read(access+".1"), read(access), read(own)
-			if n := strings.Count(rotated, "\n"); n != 1 || !strings.Contains(rotated, `"GET /a HTTP/1.1" 200 2`) {
-				t.Errorf("the rotated access log, %d lines: want GET /a alone:\n%s", n, rotated)
+			if n := strings.Count(rotated, "\n"); n != 2 || !strings.Contains(rotated, `"GET /a HTTP/1.1" 200 2`) ||
+				!strings.Contains(rotated, `"GET /own HTTP/1.1" 200 3`) {
+				t.Errorf("the rotated access log, %d lines: want GET /a and GET /own (not /alone):\n%s", n, rotated)
 			}
 			lines := strings.Split(strings.TrimSuffix(current, "\n"), "\n")
-			if len(lines) != 2 || !strings.Contains(lines[0], `"GET /b HTTP/1.1" 200 2`) ||
-				!strings.HasPrefix(lines[1], `{"time":`) || !strings.Contains(lines[1], `"uri":"/c"`) {
-				t.Errorf("the access log after SIGUSR1 and the reload: want GET /b, then GET /c in JSON:\n%s", current)
+			if len(lines) != 3 || !strings.Contains(lines[0], `"GET /b HTTP/1.1" 200 2`) ||
+				!strings.HasPrefix(lines[1], `{"time":`) || !strings.Contains(lines[1], `"uri":"/c"`) ||
+				!strings.Contains(lines[2], `"uri":"/own"`) {
+				t.Errorf("the access log after SIGUSR1 and the reload: want GET /b, then GET /c and /own in JSON:\n%s", current)
 			}
-			if n := strings.Count(ownLog, `"GET /own HTTP/1.1" 200 3`); n != 2 || strings.Count(ownLog, "\n") != 2 {
-				t.Errorf("the route's own log: want GET /own twice:\n%s", ownLog)
+			if n := strings.Count(ownLog, `"GET /own HTTP/1.1" 200 3`); n != 2 || strings.Count(ownLog, "\n") != 3 ||
+				!strings.Contains(ownLog, `"GET /alone HTTP/1.1" 200 5`) {
+				t.Errorf("the route's own log: want GET /own twice and GET /alone:\n%s", ownLog)
 			}
 		})
 	}
