@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -26,7 +27,11 @@ func init() {
 	Register(Registration{
 		Name: "log", Kind: KindPipe, Scalar: "file", Paths: []string{"file"},
 		Example: `log: {file: ./access.log, format: json}`,
-	}, func(o LogOptions, _ Context) (pipe.Component, error) { return NewLog(o) })
+	}, func(o LogOptions, ctx Context) (pipe.Component, error) {
+		// A master's worker does not rotate: the master does (LogRotator).
+		o.rotatedElsewhere = ctx.Workers != nil
+		return NewLog(o)
+	})
 }
 
 // LogOptions configures NewLog. In a config file a scalar argument sets
@@ -50,6 +55,11 @@ type LogOptions struct {
 	// (["time", "remote", "status", "req.X-Request-Id"]). Empty: the json
 	// format's own members.
 	Fields []string `yaml:"fields"`
+
+	// LogRotation rotates the file by size (max_size, max_age,
+	// max_backups, compress), in this process or, in a master's workers,
+	// in the master (see LogRotator).
+	LogRotation `yaml:",inline"`
 
 	// Buffer is how many lines may wait for the writer. When it is full,
 	// lines are dropped and counted (see Log.Dropped) rather than slowing
@@ -89,6 +99,8 @@ type LogOptions struct {
 	// request's route with Replace records. Not an option of the
 	// component in a pipeline.
 	ServerWide bool `yaml:"-"`
+
+	rotatedElsewhere bool // another process rotates the file: only reopen it
 }
 
 // Log is an access log component: one line per request, written by a
@@ -178,6 +190,8 @@ type Log struct {
 	path       string // "" for standard output or error
 	log        *slog.Logger
 
+	file      *logFile    // the file, nil for a stream
+	rotation  LogRotation // as configured
 	lines     chan *[]byte
 	reopenReq chan chan error
 	chownReq  chan logChown
@@ -188,8 +202,8 @@ type Log struct {
 	closed    atomic.Bool
 	dropped   atomic.Uint64
 
-	out     *os.File // the writer goroutine's
-	failing bool     // the writer goroutine's: the last write failed
+	out     io.Writer // the writer goroutine's: file, or the stream
+	failing bool      // the writer goroutine's: the last write failed
 
 	// now is the clock; tests replace it.
 	now func() time.Time
@@ -239,9 +253,16 @@ func newLog(opts LogOptions) (*Log, error) {
 		l.out = os.Stderr
 	default:
 		l.path = opts.File
-		if l.out, err = openLogFile(l.path); err != nil {
+	}
+	if err := opts.LogRotation.check(l.path); err != nil {
+		return nil, err
+	}
+	l.rotation = opts.LogRotation
+	if l.path != "" {
+		if l.file, err = openSharedLog(l.path, opts.LogRotation, !opts.rotatedElsewhere); err != nil {
 			return nil, fmt.Errorf("log: %w", err)
 		}
+		l.out = l.file
 	}
 	l.lines = make(chan *[]byte, opts.Buffer)
 	l.reopenReq = make(chan chan error)
@@ -402,14 +423,14 @@ func (l *Log) run() {
 			reply <- l.reopenFile()
 		case r := <-l.chownReq:
 			var err error
-			if l.path != "" {
-				err = l.out.Chown(r.uid, r.gid)
+			if l.file != nil {
+				err = l.file.Chown(r.uid, r.gid)
 			}
 			r.reply <- err
 		case <-l.quit:
 			l.writeQueued(batch)
-			if l.path != "" {
-				l.out.Close()
+			if l.file != nil {
+				l.file.release()
 			}
 			return
 		}
@@ -455,16 +476,23 @@ func (l *Log) write(batch []byte) {
 }
 
 func (l *Log) reopenFile() error {
-	if l.path == "" {
+	if l.file == nil {
 		return nil
 	}
-	f, err := openLogFile(l.path)
-	if err != nil {
+	if err := l.file.Reopen(); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
-	l.out.Close()
-	l.out = f
 	return nil
+}
+
+// Rotation returns the file the Log writes and how it is rotated, for a
+// master that rotates its workers' files (LogRotator); ok is false for a
+// Log that writes a stream or rotates nothing.
+func (l *Log) Rotation() (file string, r LogRotation, ok bool) {
+	if l.file == nil || l.rotation.MaxSize == 0 {
+		return "", LogRotation{}, false
+	}
+	return l.file.path, l.rotation, true
 }
 
 // Refused writes the line of a request the engine refused before any

@@ -383,7 +383,7 @@ func TestLogOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		if l.out != want || l.Reopen() != nil {
-			t.Errorf("file %q: out %v, want %v", f, l.out.Name(), want.Name())
+			t.Errorf("file %q: out %v, want %v", f, l.out, want.Name())
 		}
 		l.Close()
 	}
