@@ -22,8 +22,8 @@ import (
 // naming, pruning and compression are package lumberjack's
 // (gopkg.in/natefinch/lumberjack.v2). The zero value rotates nothing.
 type LogRotation struct {
-	// MaxSize is the size in bytes past which the file is rotated; 0
-	// never rotates it. At least 1 KiB.
+	// MaxSize is the size past which the file is rotated, in bytes or
+	// with a unit (100MiB); 0 never rotates it. At least 1KiB.
 	MaxSize int64 `yaml:"max_size"`
 
 	// MaxAge removes rotated files older than it (by the time in their

@@ -61,3 +61,20 @@ func hasOption(opts []Option, key string) bool {
 	}
 	return false
 }
+
+// LogRotations returns the files the config's access logs rotate by size
+// (access_log's and the log components', max_size set), by path, with
+// their rotation: a master whose workers write them rotates them (see
+// components.LogRotator). Where two logs name one file, the last in the
+// file sets its rotation.
+func (c *Config) LogRotations() map[string]components.LogRotation {
+	out := map[string]components.LogRotation{}
+	for _, comp := range c.components() {
+		if l, ok := comp.(*components.Log); ok {
+			if file, rot, ok := l.Rotation(); ok {
+				out[file] = rot
+			}
+		}
+	}
+	return out
+}
