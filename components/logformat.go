@@ -85,7 +85,7 @@ var logFieldDefs = []struct {
 	{lfUserAgent, LogField{"user_agent", "the User-Agent field (as req.User-Agent)"}, false},
 	{lfCacheStatus, LogField{"cache_status", "what a cache after the log did: HIT, STALE, REVALIDATED, COLLAPSED, MISS or PASS; empty when no cache saw the request"}, false},
 	{lfUpstreamAddr, LogField{"upstream_addr", "the address of the upstream (proxy, fastcgi, php) that answered: 127.0.0.1:9000, or unix:/run/app.sock"}, false},
-	{lfUpstreamTime, LogField{"upstream_time_ms", "milliseconds from sending the request to the upstream that answered to receiving its response head; empty (JSON null) without one"}, true},
+	{lfUpstreamTime, LogField{"upstream_time_ms", "milliseconds from sending the request upstream (its first attempt, or its leaving the max_conns queue) to the end of the response of the upstream that answered, as nginx's $upstream_response_time; empty (JSON null) without one"}, true},
 	{lfTLSVersion, LogField{"tls_version", "the TLS version (TLSv1.2, TLSv1.3); empty over plain HTTP"}, false},
 	{lfTLSCipher, LogField{"tls_cipher", "the TLS cipher suite (TLS_AES_128_GCM_SHA256); empty over plain HTTP"}, false},
 }

@@ -2,13 +2,17 @@ package components
 
 import (
 	"encoding/json"
+	"io"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/proxy"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -195,4 +199,43 @@ func FuzzLogFormat(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Behind a proxy, upstream_addr is the upstream that answered and
+// upstream_time_ms how long it took; without one they are "-".
+func TestLogFormatUpstream(t *testing.T) {
+	up := sluicetest.NewServer(t, pipe.Handler(guardText("from upstream")))
+	p, err := NewProxy(ProxyOptions{Options: proxy.Options{Upstreams: []string{up.URL}, Logger: guardQuiet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.(io.Closer).Close() })
+	file := filepath.Join(t.TempDir(), "access.log")
+	l := logOpen(t, LogOptions{File: file, Format: "{uri} {upstream_addr} {upstream_time_ms}"})
+	rt, err := pipe.NewRouter(
+		pipe.Route{Match: []string{"/up"}, Pipeline: pipe.Chain{l, p}},
+		pipe.Route{Match: []string{"/here"}, Pipeline: pipe.Chain{l, guardText("here")}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := sluicetest.NewServer(t, pipe.Handler(rt)).URL
+	if _, body := sluicetest.Get(t, url+"/up"); body != "from upstream" {
+		t.Fatalf("body %q", body)
+	}
+	sluicetest.Get(t, url+"/here")
+	var lines []string
+	sluicetest.WaitFor(t, "two lines", func() bool { lines = logLines(t, l, file); return len(lines) == 2 })
+	host := strings.TrimPrefix(up.URL, "http://")
+	slices.Sort(lines) // /here before /up
+	if lines[0] != "/here - -" {
+		t.Errorf("without an upstream: %q, want %q", lines[0], "/here - -")
+	}
+	f := strings.Fields(lines[1])
+	if len(f) != 3 || f[1] != host {
+		t.Fatalf("through the proxy: %q, want /up %s and a time", lines[1], host)
+	}
+	if ms, err := strconv.ParseFloat(f[2], 64); err != nil || ms < 0 || !strings.Contains(f[2], ".") {
+		t.Errorf("upstream_time_ms %q: want milliseconds, to the microsecond", f[2])
+	}
 }

@@ -81,6 +81,7 @@ attempts:
 			continue
 		}
 		a.Start()
+		started := a.Now()
 		f := (*failure)(nil)
 		for {
 			if err != nil {
@@ -104,6 +105,7 @@ attempts:
 		}
 		if f == nil {
 			a.Done()
+			upstream.LogAnswer(c, up, started)
 			if x.local != "" {
 				return cl.localRedirect(c, w, x.local)
 			}
