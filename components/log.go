@@ -136,7 +136,8 @@ type LogOptions struct {
 // json with LogOptions.Fields) names the fields of LogFields; the
 // presets are such formats: common is
 // `{remote} - {user} [{time}] "{request}" {status} {bytes}`. It is
-// compiled once, by NewLog, and a line costs no allocation. In a text
+// compiled once, by NewLog, and a line costs no allocation (a transport
+// asked for upstream_time_ms spends one on formatting it). In a text
 // format of one's own, a value that is missing or empty is "-", and
 // quotes, backslashes, control and non-ASCII bytes are escaped as nginx
 // escapes them (\xHH); in JSON every value is a JSON string (or number).

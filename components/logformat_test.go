@@ -2,12 +2,15 @@ package components
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/engine"
@@ -238,4 +241,39 @@ func TestLogFormatUpstream(t *testing.T) {
 	if ms, err := strconv.ParseFloat(f[2], 64); err != nil || ms < 0 || !strings.Contains(f[2], ".") {
 		t.Errorf("upstream_time_ms %q: want milliseconds, to the microsecond", f[2])
 	}
+}
+
+// A format of one's own names fields in braces, as nginx's log_format
+// names variables; a value from the request is escaped (\xHH), a missing
+// one is "-".
+func ExampleNewLog_format() {
+	dir, err := os.MkdirTemp("", "log-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "access.log")
+
+	comp, err := NewLog(LogOptions{File: file, Format: `{method} {uri} {status} {body_bytes_sent} "{req.User-Agent}" {resp.Content-Type} {tls_version}`})
+	if err != nil {
+		panic(err)
+	}
+	access := comp.(*Log)
+	defer access.Close()
+	srv, err := sluicetest.Start(pipe.Handler(pipe.Chain{access, guardText("hello\n")}))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	guardExampleGet(srv.URL+"/hello?lang=en", "User-Agent", `say "hi"`)
+
+	// The line is queued when the response ends: poll for it.
+	var data []byte
+	for deadline := time.Now().Add(5 * time.Second); len(data) == 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		access.Sync()
+		data, _ = os.ReadFile(file)
+	}
+	fmt.Print(string(data))
+	// Output:
+	// GET /hello?lang=en 200 6 "say \x22hi\x22" text/plain; charset=utf-8 -
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/sluice-server/sluice/components"
@@ -23,7 +24,7 @@ func (p *parser) accessLogNotes() {
 			if !ok || s.Name != "log" || o.Replace {
 				continue
 			}
-			w := &Warning{File: p.file, Line: s.Line, Col: s.Col, Stage: s.Name}
+			w := &Warning{File: cmp.Or(r.File, p.file), Line: s.Line, Col: s.Col, Stage: s.Name}
 			switch {
 			case server != nil && logSameFile(o.File, server.File):
 				w.Msg = fmt.Sprintf("log: writes to %s, as access_log does, and adds to it: each request of this route would be written there twice; write `replace: true` to have this log alone record them, or remove it", logFileName(o.File))

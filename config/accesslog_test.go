@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,5 +52,28 @@ func TestAccessLogNotes(t *testing.T) {
 				t.Errorf("warnings %q, want one at 5:9 saying %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A route's log in an included file or a site is noted at its own place.
+func TestAccessLogNotesIncluded(t *testing.T) {
+	dir := t.TempDir()
+	inc := filepath.Join(dir, "more.yaml")
+	if err := os.WriteFile(inc, []byte("routes:\n  - match: /more\n    pipeline:\n      - log: ./more.log\n      - text: more\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := "access_log: ./access.log\nsites:\n  - hosts: example.com\n    routes:\n      - match: /\n        pipeline:\n          - log: ./site.log\n          - text: hi\n" +
+		"routes:\n  - include: more.yaml\n"
+	cfg, err := testLoader().Parse(filepath.Join(dir, "site.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	var got []string
+	for _, w := range cfg.Warnings {
+		got = append(got, strings.TrimPrefix(w.String(), dir+string(filepath.Separator)))
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "site.yaml:7:13: warning: log: ") || !strings.HasPrefix(got[1], "more.yaml:4:9: warning: log: ") {
+		t.Errorf("warnings:\n%s", strings.Join(got, "\n"))
 	}
 }
