@@ -191,8 +191,9 @@ type Log struct {
 	path       string // "" for standard output or error
 	log        *slog.Logger
 
-	file      *logFile    // the file, nil for a stream
-	rotation  LogRotation // as configured
+	file      *logFile     // the file, nil for a stream
+	use       *LogRotation // this Log's use of file (openSharedLog)
+	rotation  LogRotation  // as configured
 	lines     chan *[]byte
 	reopenReq chan chan error
 	chownReq  chan logChown
@@ -260,7 +261,7 @@ func newLog(opts LogOptions) (*Log, error) {
 	}
 	l.rotation = opts.LogRotation
 	if l.path != "" {
-		if l.file, err = openSharedLog(l.path, opts.LogRotation, !opts.rotatedElsewhere); err != nil {
+		if l.file, l.use, err = openSharedLog(l.path, opts.LogRotation, !opts.rotatedElsewhere); err != nil {
 			return nil, fmt.Errorf("log: %w", err)
 		}
 		l.out = l.file
@@ -431,7 +432,7 @@ func (l *Log) run() {
 		case <-l.quit:
 			l.writeQueued(batch)
 			if l.file != nil {
-				l.file.release()
+				l.file.release(l.use)
 			}
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,8 +73,8 @@ type logFile struct {
 
 	mu      sync.Mutex
 	out     *os.File
-	size    int64 // of out, as this process knows it
-	refs    int
+	size    int64          // of out, as this process knows it
+	uses    []*LogRotation // of the Logs that have it open, in the order they opened it
 	rot     LogRotation
 	rotator *lumberjack.Logger // nil: no rotation in this process
 	last    time.Time          // of the last rotation
@@ -85,13 +86,13 @@ var logFiles = struct {
 }{m: map[string]*logFile{}}
 
 // openSharedLog returns the process's logFile for path, opening it if no
-// Log has it open. rot, if rotate, applies from now on (the last Log
-// opened sets it: a reload's new options replace the old). Each call
-// must be matched by a release.
-func openSharedLog(path string, rot LogRotation, rotate bool) (*logFile, error) {
+// Log has it open, and the use to give back to release. The file is
+// rotated as the last Log opened with a rotation says (if rotate: a
+// reload's new options replace the old), until that Log releases it.
+func openSharedLog(path string, rot LogRotation, rotate bool) (*logFile, *LogRotation, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	logFiles.Lock()
 	defer logFiles.Unlock()
@@ -99,7 +100,7 @@ func openSharedLog(path string, rot LogRotation, rotate bool) (*logFile, error) 
 	if f == nil {
 		out, err := openLogFile(abs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		f = &logFile{path: abs, out: out}
 		if fi, err := out.Stat(); err == nil {
@@ -107,16 +108,26 @@ func openSharedLog(path string, rot LogRotation, rotate bool) (*logFile, error) 
 		}
 		logFiles.m[abs] = f
 	}
-	f.refs++
+	if !rotate {
+		rot = LogRotation{}
+	}
+	use := &rot
 	f.mu.Lock()
-	f.setRotation(rot, rotate)
+	f.uses = append(f.uses, use)
+	f.setRotation()
 	f.mu.Unlock()
-	return f, nil
+	return f, use, nil
 }
 
-// setRotation makes rot the file's rotation (or none, without rotate).
-func (f *logFile) setRotation(rot LogRotation, rotate bool) {
-	if !rotate || rot.MaxSize == 0 {
+// setRotation makes the rotation of the last use with one the file's.
+func (f *logFile) setRotation() {
+	var rot LogRotation
+	for _, u := range f.uses {
+		if u.MaxSize > 0 {
+			rot = *u
+		}
+	}
+	if rot.MaxSize == 0 {
 		f.rot, f.rotator = LogRotation{}, nil
 		return
 	}
@@ -142,17 +153,22 @@ func newRotator(path string, rot LogRotation) *lumberjack.Logger {
 	}
 }
 
-// release drops a reference, closing the file with the last.
-func (f *logFile) release() {
+// release gives back a use openSharedLog returned, closing the file with
+// the last.
+func (f *logFile) release(use *LogRotation) {
 	logFiles.Lock()
 	defer logFiles.Unlock()
-	if f.refs--; f.refs > 0 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i := slices.Index(f.uses, use); i >= 0 {
+		f.uses = slices.Delete(f.uses, i, i+1)
+	}
+	if len(f.uses) > 0 {
+		f.setRotation()
 		return
 	}
 	delete(logFiles.m, f.path)
-	f.mu.Lock()
 	f.out.Close()
-	f.mu.Unlock()
 }
 
 // Write appends batch, whole lines. With rotation, the lines that would

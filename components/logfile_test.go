@@ -302,3 +302,49 @@ func TestLogRotationErrors(t *testing.T) {
 		}
 	}
 }
+
+// Logs of one file share its rotation: the last opened with one sets it,
+// a log without one opened later leaves it, and it ends when the last
+// log with one closes (a reload that drops max_size).
+func TestLogRotationShared(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "access.log")
+	open := func(rot LogRotation) *Log {
+		l, err := newLog(LogOptions{File: file, LogRotation: rot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	rotation := func(l *Log) LogRotation {
+		l.file.mu.Lock()
+		defer l.file.mu.Unlock()
+		if l.file.rotator == nil {
+			return LogRotation{}
+		}
+		return l.file.rot
+	}
+	small, big := LogRotation{MaxSize: 1 << 10}, LogRotation{MaxSize: 1 << 20}
+	a := open(small)
+	b := open(LogRotation{})
+	if got := rotation(b); got != small {
+		t.Errorf("a log without rotation opened after one with: %+v, want %+v", got, small)
+	}
+	c := open(big)
+	if got := rotation(a); got != big {
+		t.Errorf("after a new log with another rotation: %+v, want %+v", got, big)
+	}
+	c.Close()
+	if got := rotation(a); got != small {
+		t.Errorf("once it closed: %+v, want %+v", got, small)
+	}
+	a.Close()
+	if got := rotation(b); got != (LogRotation{}) {
+		t.Errorf("once every log with a rotation closed: %+v, want none", got)
+	}
+	b.Close()
+	logFiles.Lock()
+	defer logFiles.Unlock()
+	if logFiles.m[file] != nil {
+		t.Errorf("the file is still open once every log closed")
+	}
+}
