@@ -19,6 +19,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/gomodule/redigo v1.9.3
 	golang.org/x/net v0.62.0
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 )
 
 require (

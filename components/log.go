@@ -1,16 +1,15 @@
 package components
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,13 +20,18 @@ import (
 	"github.com/sluice-server/sluice/clientaddr"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 func init() {
 	Register(Registration{
 		Name: "log", Kind: KindPipe, Scalar: "file", Paths: []string{"file"},
 		Example: `log: {file: ./access.log, format: json}`,
-	}, func(o LogOptions, _ Context) (pipe.Component, error) { return NewLog(o) })
+	}, func(o LogOptions, ctx Context) (pipe.Component, error) {
+		// A master's worker does not rotate: the master does (LogRotator).
+		o.rotatedElsewhere = ctx.Workers != nil
+		return NewLog(o)
+	})
 }
 
 // LogOptions configures NewLog. In a config file a scalar argument sets
@@ -39,9 +43,23 @@ type LogOptions struct {
 	File string `yaml:"file"`
 
 	// Format is "combined" (the default; Apache's and nginx's combined
-	// log format), "common" (the Common Log Format) or "json" (one JSON
-	// object per line).
+	// log format), "common" (the Common Log Format), "json" (one JSON
+	// object per line), or a line of one's own: text with fields named in
+	// braces, "{remote} {method} {uri} {status} {duration_ms}
+	// \"{req.User-Agent}\"" ({{ and }} for literal braces; LogFields
+	// lists the names).
 	Format string `yaml:"format"`
+
+	// Fields, with Format "json", choose the members of each JSON line,
+	// in order: each is a field of LogFields, its name the member's key
+	// (["time", "remote", "status", "req.X-Request-Id"]). Empty: the json
+	// format's own members.
+	Fields []string `yaml:"fields"`
+
+	// LogRotation rotates the file by size (max_size, max_age,
+	// max_backups, compress), in this process or, in a master's workers,
+	// in the master (see LogRotator).
+	LogRotation `yaml:",inline"`
 
 	// Buffer is how many lines may wait for the writer. When it is full,
 	// lines are dropped and counted (see Log.Dropped) rather than slowing
@@ -64,16 +82,25 @@ type LogOptions struct {
 	// json format has it as "cache" whenever a cache saw the request.
 	CacheStatus bool `yaml:"cache_status"`
 
+	// Replace, for a Log in a route's pipeline, keeps the requests it
+	// records out of the server-wide access log (a Log with ServerWide):
+	// the route's log replaces it, as an access_log directive in an nginx
+	// location replaces the server's. By default a route's log adds to
+	// the server-wide one: both record the request.
+	Replace bool `yaml:"replace"`
+
 	// Logger receives the log's own errors (failed writes and reopens).
 	// Nil means slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 
 	// ServerWide makes the Log the server's access log for every route,
 	// as a config file's top-level access_log is: placed before the
-	// router, it records each request unless a Log of the request's
-	// route recorded it, so that a route listing a log of its own is
-	// logged there only. Not an option of the component in a pipeline.
+	// router, it records each request, except those a Log of the
+	// request's route with Replace records. Not an option of the
+	// component in a pipeline.
 	ServerWide bool `yaml:"-"`
+
+	rotatedElsewhere bool // another process rotates the file: only reopen it
 }
 
 // Log is an access log component: one line per request, written by a
@@ -105,6 +132,16 @@ type LogOptions struct {
 // what the request did not send is "". A request a cache saw has "cache"
 // too, its cache status.
 //
+// A format of one's own (LogOptions.Format with fields in braces, or
+// json with LogOptions.Fields) names the fields of LogFields; the
+// presets are such formats: common is
+// `{remote} - {user} [{time}] "{request}" {status} {bytes}`. It is
+// compiled once, by NewLog, and a line costs no allocation (a transport
+// asked for upstream_time_ms spends one on formatting it). In a text
+// format of one's own, a value that is missing or empty is "-", and
+// quotes, backslashes, control and non-ASCII bytes are escaped as nginx
+// escapes them (\xHH); in JSON every value is a JSON string (or number).
+//
 // The time is the local time the request arrived, in the format of
 // Apache's %t. The user is the name in Basic credentials, if any — as
 // with Apache, whether or not they were accepted. In common and combined,
@@ -117,12 +154,12 @@ type LogOptions struct {
 //
 // A Log made with ServerWide set runs before the router (config.Config's
 // Handler places a config file's access_log so) and records every
-// request, those no route matches included, except the requests that a
-// Log in their route's pipeline records: the route's own log wins, as an
-// access_log directive in an nginx location replaces the server's. A
-// request stopped before its route's log runs (a 401 from a basic_auth
-// placed first) is recorded by the server-wide Log, so none goes
-// unrecorded.
+// request, those no route matches included. A Log in a route's pipeline
+// records its requests as well, unless made with Replace: then it records
+// them alone, as an access_log directive in an nginx location replaces
+// the server's. A request stopped before its route's log runs (a 401
+// from a basic_auth placed first) is recorded by the server-wide Log, so
+// none goes unrecorded.
 //
 // # Requests the engine refuses
 //
@@ -147,13 +184,16 @@ type LogOptions struct {
 //
 // A Log is safe for concurrent use.
 type Log struct {
-	format     int
+	format     *logFormat
 	serverWide bool
-	cacheCol   bool // CacheStatus
+	replace    bool // Replace
 	client     *clientaddr.Resolver
 	path       string // "" for standard output or error
 	log        *slog.Logger
 
+	file      *logFile     // the file, nil for a stream
+	use       *LogRotation // this Log's use of file (openSharedLog)
+	rotation  LogRotation  // as configured
 	lines     chan *[]byte
 	reopenReq chan chan error
 	chownReq  chan logChown
@@ -164,20 +204,14 @@ type Log struct {
 	closed    atomic.Bool
 	dropped   atomic.Uint64
 
-	out     *os.File // the writer goroutine's
-	failing bool     // the writer goroutine's: the last write failed
+	out     io.Writer // the writer goroutine's: file, or the stream
+	failing bool      // the writer goroutine's: the last write failed
 
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
 
 var _ pipe.Component = (*Log)(nil)
-
-const (
-	logCommon = iota
-	logCombined
-	logJSON
-)
 
 // logBatchMax is how many bytes the writer gathers before writing.
 const logBatchMax = 64 << 10
@@ -194,17 +228,15 @@ func NewLog(opts LogOptions) (pipe.Component, error) {
 }
 
 func newLog(opts LogOptions) (*Log, error) {
-	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide, cacheCol: opts.CacheStatus}
-	switch strings.ToLower(opts.Format) {
-	case "", "combined":
-		l.format = logCombined
-	case "common":
-		l.format = logCommon
-	case "json":
-		l.format = logJSON
-	default:
-		return nil, fmt.Errorf("log: unknown format %q (want common, combined or json)", opts.Format)
+	l := &Log{now: time.Now, log: cmp.Or(opts.Logger, slog.Default()), serverWide: opts.ServerWide, replace: opts.Replace}
+	if opts.ServerWide && opts.Replace {
+		return nil, errors.New("log: replace is for a route's log, which it makes replace the server-wide access_log for the route's requests: remove it here")
 	}
+	f, err := compileLogFormat(opts.Format, opts.Fields, opts.CacheStatus)
+	if err != nil {
+		return nil, err
+	}
+	l.format = f
 	if opts.Buffer < 0 {
 		return nil, fmt.Errorf("log: buffer must not be negative, not %d", opts.Buffer)
 	}
@@ -223,9 +255,16 @@ func newLog(opts LogOptions) (*Log, error) {
 		l.out = os.Stderr
 	default:
 		l.path = opts.File
-		if l.out, err = openLogFile(l.path); err != nil {
+	}
+	if err := opts.LogRotation.check(l.path); err != nil {
+		return nil, err
+	}
+	l.rotation = opts.LogRotation
+	if l.path != "" {
+		if l.file, l.use, err = openSharedLog(l.path, opts.LogRotation, !opts.rotatedElsewhere); err != nil {
 			return nil, fmt.Errorf("log: %w", err)
 		}
+		l.out = l.file
 	}
 	l.lines = make(chan *[]byte, opts.Buffer)
 	l.reopenReq = make(chan chan error)
@@ -246,7 +285,7 @@ func openLogFile(path string) (*os.File, error) {
 const (
 	logMarkKey    = "components.log"
 	logMarkServer = "server" // a server-wide Log will record it
-	logMarkRoute  = "route"  // a route's Log records it: the server-wide one does not
+	logMarkRoute  = "route"  // a route's Log with Replace records it: the server-wide one does not
 )
 
 // Handle notes the request's arrival and registers the filter that
@@ -254,8 +293,11 @@ const (
 func (l *Log) Handle(c *pipe.Conn) bool {
 	if l.serverWide {
 		c.SetValue(logMarkKey, logMarkServer)
-	} else if c.Value(logMarkKey) == logMarkServer {
+	} else if l.replace && c.Value(logMarkKey) == logMarkServer {
 		c.SetValue(logMarkKey, logMarkRoute)
+	}
+	if l.format.upstreamTime && c.Value(upstream.TimeKey) == "" {
+		c.SetValue(upstream.TimeKey, upstream.TimeAsked)
 	}
 	rec := logRecPool.Get().(*logRec)
 	rec.l, rec.start, rec.n = l, l.now(), 0
@@ -383,14 +425,14 @@ func (l *Log) run() {
 			reply <- l.reopenFile()
 		case r := <-l.chownReq:
 			var err error
-			if l.path != "" {
-				err = l.out.Chown(r.uid, r.gid)
+			if l.file != nil {
+				err = l.file.Chown(r.uid, r.gid)
 			}
 			r.reply <- err
 		case <-l.quit:
 			l.writeQueued(batch)
-			if l.path != "" {
-				l.out.Close()
+			if l.file != nil {
+				l.file.release(l.use)
 			}
 			return
 		}
@@ -436,16 +478,23 @@ func (l *Log) write(batch []byte) {
 }
 
 func (l *Log) reopenFile() error {
-	if l.path == "" {
+	if l.file == nil {
 		return nil
 	}
-	f, err := openLogFile(l.path)
-	if err != nil {
+	if err := l.file.Reopen(); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
-	l.out.Close()
-	l.out = f
 	return nil
+}
+
+// Rotation returns the file the Log writes and how it is rotated, for a
+// master that rotates its workers' files (LogRotator); ok is false for a
+// Log that writes a stream or rotates nothing.
+func (l *Log) Rotation() (file string, r LogRotation, ok bool) {
+	if l.file == nil || l.rotation.MaxSize == 0 {
+		return "", LogRotation{}, false
+	}
+	return l.file.path, l.rotation, true
 }
 
 // Refused writes the line of a request the engine refused before any
@@ -455,45 +504,20 @@ func (l *Log) reopenFile() error {
 // the request line did not parse. Refused copies what it needs before it
 // returns and does not block, so it may be called as OnRefused.
 func (l *Log) Refused(rf *engine.Refusal) {
-	l.emit(rf.Request, rf, rf.Status, l.now(), rf.BodyBytes, "")
+	l.emit(rf.Request, rf, nil, rf.Status, l.now(), rf.BodyBytes, "")
 }
 
-// emit formats the line of a finished request, or of a refused one (rf
-// not nil), and queues it.
-func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64, cacheStatus string) {
+// emit formats the line of a finished request (c its Conn), or of a
+// refused one (rf not nil, c nil), and queues it.
+func (l *Log) emit(r *engine.Request, rf *engine.Refusal, c *pipe.Conn, status int, start time.Time, n int64, cacheStatus string) {
 	if l.closed.Load() {
 		l.dropped.Add(1)
 		return
 	}
+	e := logEntry{l: l, r: r, rf: rf, c: c, status: status, start: start, n: n, cacheStatus: cacheStatus}
+	e.now = l.now()
 	bp := logBufPool.Get().(*[]byte)
-	line := (*bp)[:0]
-	switch l.format {
-	case logJSON:
-		line = l.appendJSON(line, r, rf, status, start, n)
-		if cacheStatus != "" {
-			// Before the closing brace; the value is one of the cache
-			// package's constants, but escaped all the same.
-			line = append(line[:len(line)-1], `,"cache":`...)
-			line = appendJSONString(line, []byte(cacheStatus))
-			line = append(line, '}')
-		}
-	default:
-		line = l.appendCommon(line, r, rf, status, start, n)
-		if l.format == logCombined {
-			line = append(line, ' ')
-			line = appendLogQuoted(line, r.Header("Referer"))
-			line = append(line, ' ')
-			line = appendLogQuoted(line, r.Header("User-Agent"))
-		}
-		if l.cacheCol {
-			line = append(line, ' ')
-			if cacheStatus == "" {
-				line = append(line, '-')
-			} else {
-				line = appendLogWord(line, []byte(cacheStatus))
-			}
-		}
-	}
+	line := l.format.append((*bp)[:0], &e)
 	line = append(line, '\n')
 	*bp = line
 	select {
@@ -503,76 +527,6 @@ func (l *Log) emit(r *engine.Request, rf *engine.Refusal, status int, start time
 		*bp = (*bp)[:0]
 		logBufPool.Put(bp)
 	}
-}
-
-func (l *Log) appendCommon(b []byte, r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) []byte {
-	b = appendLogAddr(b, l.client.Addr(r))
-	b = append(b, " - "...)
-	if user := logUser(r); len(user) > 0 {
-		b = appendLogWord(b, user)
-	} else {
-		b = append(b, '-')
-	}
-	b = append(b, " ["...)
-	b = start.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
-	b = append(b, "] "...)
-	if rf != nil {
-		b = appendLogQuoted(b, rf.Line)
-	} else {
-		b = append(b, '"')
-		b = appendLogField(b, r.Method)
-		b = append(b, ' ')
-		b = appendLogField(b, r.Target)
-		b = append(b, ' ')
-		b = append(b, r.Proto()...)
-		b = append(b, '"')
-	}
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, ' ')
-	if n == 0 {
-		return append(b, '-')
-	}
-	return strconv.AppendInt(b, n, 10)
-}
-
-func (l *Log) appendJSON(b []byte, r *engine.Request, rf *engine.Refusal, status int, start time.Time, n int64) []byte {
-	b = append(b, `{"time":"`...)
-	b = start.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	b = append(b, `","remote":"`...)
-	if a := l.client.Addr(r); a.IsValid() {
-		b = a.AppendTo(b)
-	}
-	b = append(b, `","user":`...)
-	b = appendJSONString(b, logUser(r))
-	b = append(b, `,"method":`...)
-	b = appendJSONString(b, r.Method)
-	b = append(b, `,"uri":`...)
-	b = appendJSONString(b, r.Target)
-	if r.Method != nil {
-		b = append(b, `,"proto":"`...)
-		b = append(b, r.Proto()...)
-		b = append(b, '"')
-	} else {
-		b = append(b, `,"proto":""`...)
-	}
-	b = append(b, `,"host":`...)
-	b = appendJSONString(b, r.Host)
-	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, n, 10)
-	b = append(b, `,"referer":`...)
-	b = appendJSONString(b, r.Header("Referer"))
-	b = append(b, `,"user_agent":`...)
-	b = appendJSONString(b, r.Header("User-Agent"))
-	b = append(b, `,"duration_ms":`...)
-	b = strconv.AppendFloat(b, float64(l.now().Sub(start).Microseconds())/1000, 'f', 3, 64)
-	if rf != nil {
-		b = append(b, `,"request":`...)
-		b = appendJSONString(b, rf.Line)
-	}
-	return append(b, '}')
 }
 
 // appendLogAddr appends a client address, or "-" when there is none.
@@ -609,21 +563,8 @@ func logUser(r *engine.Request) []byte {
 	return nil
 }
 
-// appendLogQuoted appends s escaped and in double quotes, or "-" in
-// quotes when s is empty (a field the request did not send), as Apache
-// and nginx write a missing Referer or User-Agent.
-func appendLogQuoted(b, s []byte) []byte {
-	b = append(b, '"')
-	if len(s) == 0 {
-		b = append(b, '-')
-	} else {
-		b = appendLogField(b, s)
-	}
-	return append(b, '"')
-}
-
 // appendLogField appends s escaped as Apache escapes log items.
-func appendLogField(b, s []byte) []byte {
+func appendLogField[T ~string | ~[]byte](b []byte, s T) []byte {
 	const hex = "0123456789abcdef"
 	for len(s) > 0 {
 		i := logSafeRun(s)
@@ -649,16 +590,24 @@ func appendLogField(b, s []byte) []byte {
 	return b
 }
 
-// appendLogWord is appendLogField for a field the common and combined
-// formats do not quote (the user name): a space is escaped too ("\x20"),
-// so that the field stays one and cannot shift the columns after it.
-func appendLogWord(b, s []byte) []byte {
+// appendLogWord appends s escaped as Apache does (apache) or as nginx
+// does, for a field a text format may leave unquoted (the user name): a
+// space is escaped too ("\x20"), so that the field stays one and cannot
+// shift the columns after it.
+func appendLogWord[T ~string | ~[]byte](b []byte, s T, apache bool) []byte {
 	for {
-		i := bytes.IndexByte(s, ' ')
-		if i < 0 {
-			return appendLogField(b, s)
+		i := 0
+		for i < len(s) && s[i] != ' ' {
+			i++
 		}
-		b = appendLogField(b, s[:i])
+		if apache {
+			b = appendLogField(b, s[:i])
+		} else {
+			b = appendNginxField(b, s[:i])
+		}
+		if i == len(s) {
+			return b
+		}
 		b = append(b, `\x20`...)
 		s = s[i+1:]
 	}
@@ -666,9 +615,9 @@ func appendLogWord(b, s []byte) []byte {
 
 // logSafeRun returns the length of the prefix of s that needs no escaping
 // in either format: printable ASCII other than '"' and '\\'.
-func logSafeRun(s []byte) int {
-	for i, ch := range s {
-		if ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' {
+func logSafeRun[T ~string | ~[]byte](s T) int {
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' {
 			return i
 		}
 	}
@@ -677,9 +626,15 @@ func logSafeRun(s []byte) int {
 
 // appendJSONString appends s as a JSON string; invalid UTF-8 becomes
 // U+FFFD.
-func appendJSONString(b, s []byte) []byte {
-	const hex = "0123456789abcdef"
+func appendJSONString[T ~string | ~[]byte](b []byte, s T) []byte {
 	b = append(b, '"')
+	b = appendJSONBody(b, s)
+	return append(b, '"')
+}
+
+// appendJSONBody appends s escaped as the inside of a JSON string.
+func appendJSONBody[T ~string | ~[]byte](b []byte, s T) []byte {
+	const hex = "0123456789abcdef"
 	for i := 0; i < len(s); {
 		if n := logSafeRun(s[i:]); n > 0 {
 			b = append(b, s[i:i+n]...)
@@ -705,7 +660,9 @@ func appendJSONString(b, s []byte) []byte {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
+		var rb [utf8.UTFMax]byte
+		k := copy(rb[:], s[i:])
+		r, size := utf8.DecodeRune(rb[:k])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, `\ufffd`...)
 		} else {
@@ -713,7 +670,7 @@ func appendJSONString(b, s []byte) []byte {
 		}
 		i += size
 	}
-	return append(b, '"')
+	return b
 }
 
 // logRec follows one request from Handle to the end of its content; its
@@ -768,7 +725,7 @@ func (rec *logRec) Flush() error { return rec.next.Flush() }
 
 // Close logs the request: the content phase is over and the status final.
 func (rec *logRec) Close() error {
-	rec.l.emit(rec.c.Request, nil, rec.c.Status(), rec.start, rec.n, rec.c.Value(cache.StatusKey))
+	rec.l.emit(rec.c.Request, nil, rec.c, rec.c.Status(), rec.start, rec.n, rec.c.Value(cache.StatusKey))
 	rec.recycle()
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,43 +165,55 @@ func TestLogRefused(t *testing.T) {
 }
 
 // A server-wide Log before the router records every request but those a
-// log of their route records: those no route matches, those of routes
-// without a log, and those stopped before their route's log ran.
+// route's log with Replace records: those no route matches, those of
+// routes without a log, those stopped before their route's log ran, and
+// those of a route whose log adds to it (the default).
 func TestLogServerWide(t *testing.T) {
-	dir := t.TempDir()
-	serverFile, routeFile := filepath.Join(dir, "server.log"), filepath.Join(dir, "route.log")
-	server := logOpen(t, LogOptions{File: serverFile, Format: "common", ServerWide: true})
-	route := logOpen(t, LogOptions{File: routeFile, Format: "common"})
-	deny := pipe.Pipe(func(c *pipe.Conn) bool { return c.Error(403, "no") })
-	rt, err := pipe.NewRouter(
-		pipe.Route{Match: []string{"/own"}, Pipeline: pipe.Chain{route, guardText("own")}},
-		pipe.Route{Match: []string{"/plain"}, Pipeline: pipe.Chain{guardText("plain")}},
-		pipe.Route{Match: []string{"/denied"}, Pipeline: pipe.Chain{deny, route, guardText("x")}},
-	)
-	if err != nil {
-		t.Fatal(err)
+	for _, replace := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replace=%v", replace), func(t *testing.T) {
+			dir := t.TempDir()
+			serverFile, routeFile := filepath.Join(dir, "server.log"), filepath.Join(dir, "route.log")
+			server := logOpen(t, LogOptions{File: serverFile, Format: "common", ServerWide: true})
+			route := logOpen(t, LogOptions{File: routeFile, Format: "common", Replace: replace})
+			deny := pipe.Pipe(func(c *pipe.Conn) bool { return c.Error(403, "no") })
+			rt, err := pipe.NewRouter(
+				pipe.Route{Match: []string{"/own"}, Pipeline: pipe.Chain{route, guardText("own")}},
+				pipe.Route{Match: []string{"/plain"}, Pipeline: pipe.Chain{guardText("plain")}},
+				pipe.Route{Match: []string{"/denied"}, Pipeline: pipe.Chain{deny, route, guardText("x")}},
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{server, rt})).URL
+			for path, want := range map[string]int{"/own": 200, "/plain": 200, "/denied": 403, "/nowhere": 404} {
+				if resp, _ := sluicetest.RoundTrip(t, url, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); resp.StatusCode != want {
+					t.Fatalf("GET %s = %d, want %d", path, resp.StatusCode, want)
+				}
+			}
+			requests := func(lines []string) []string {
+				var out []string
+				for _, l := range lines {
+					_, after, _ := strings.Cut(l, `"GET `)
+					path, _, _ := strings.Cut(after, " ")
+					out = append(out, path)
+				}
+				slices.Sort(out)
+				return out
+			}
+			want := []string{"/denied", "/nowhere", "/own", "/plain"}
+			if replace {
+				want = []string{"/denied", "/nowhere", "/plain"}
+			}
+			if got := requests(logLines(t, server, serverFile)); !slices.Equal(got, want) {
+				t.Errorf("server-wide log has %v, want %v", got, want)
+			}
+			if got := requests(logLines(t, route, routeFile)); !slices.Equal(got, []string{"/own"}) {
+				t.Errorf("route log has %v, want /own", got)
+			}
+		})
 	}
-	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{server, rt})).URL
-	for path, want := range map[string]int{"/own": 200, "/plain": 200, "/denied": 403, "/nowhere": 404} {
-		if resp, _ := sluicetest.RoundTrip(t, url, "GET "+path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"); resp.StatusCode != want {
-			t.Fatalf("GET %s = %d, want %d", path, resp.StatusCode, want)
-		}
-	}
-	requests := func(lines []string) map[string]bool {
-		out := map[string]bool{}
-		for _, l := range lines {
-			_, after, _ := strings.Cut(l, `"GET `)
-			path, _, _ := strings.Cut(after, " ")
-			out[path] = true
-		}
-		return out
-	}
-	got := requests(logLines(t, server, serverFile))
-	if len(got) != 3 || !got["/plain"] || !got["/denied"] || !got["/nowhere"] {
-		t.Errorf("server-wide log has %v, want /plain, /denied and /nowhere", got)
-	}
-	if got := requests(logLines(t, route, routeFile)); len(got) != 1 || !got["/own"] {
-		t.Errorf("route log has %v, want /own", got)
+	if _, err := newLog(LogOptions{ServerWide: true, Replace: true}); err == nil || !strings.Contains(err.Error(), "route's log") {
+		t.Errorf("a server-wide log with replace: error %v", err)
 	}
 }
 
@@ -370,7 +383,7 @@ func TestLogOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		if l.out != want || l.Reopen() != nil {
-			t.Errorf("file %q: out %v, want %v", f, l.out.Name(), want.Name())
+			t.Errorf("file %q: out %v, want %v", f, l.out, want.Name())
 		}
 		l.Close()
 	}
@@ -439,9 +452,17 @@ func ExampleNewLog() {
 	// {Method:GET URI:/hello?lang=en Proto:HTTP/1.1 Status:200 Bytes:6}
 }
 
+// logBenchFormat is a format of one's own for BenchmarkLog: the combined
+// format's fields and a few more.
+const logBenchFormat = `{remote} [{time_iso}] "{request}" {status} {body_bytes_sent} {duration_ms} "{req.User-Agent}" "{resp.Content-Type}" {tls_version}`
+
 func BenchmarkLog(b *testing.B) {
-	for _, format := range []string{"common", "combined", "json"} {
-		b.Run(format, func(b *testing.B) {
+	for _, format := range []string{"common", "combined", "json", logBenchFormat} {
+		name := format
+		if format == logBenchFormat {
+			name = "own"
+		}
+		b.Run(name, func(b *testing.B) {
 			l, err := newLog(LogOptions{File: filepath.Join(b.TempDir(), "access.log"), Format: format, Buffer: 1 << 16})
 			if err != nil {
 				b.Fatal(err)
@@ -458,7 +479,7 @@ func BenchmarkLog(b *testing.B) {
 			start := time.Now()
 			b.ReportAllocs()
 			for b.Loop() {
-				l.emit(r, nil, 200, start, 1234, "")
+				l.emit(r, nil, nil, 200, start, 1234, "")
 			}
 			l.Sync()
 			b.ReportMetric(float64(l.Dropped()), "dropped")

@@ -438,6 +438,7 @@ func (p *parser) parse(data []byte) {
 	}
 	p.routing()
 	p.unusedDatabases()
+	p.accessLogNotes()
 }
 
 // expandEnv replaces ${VAR} references in every scalar value under n

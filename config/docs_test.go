@@ -34,6 +34,7 @@ var docSections = []struct {
 }{
 	{"limits", limitsReference},
 	{"components", componentReference},
+	{"log-fields", logFieldsReference},
 }
 
 func sectionMarkers(name string) (begin, end string) {
@@ -80,6 +81,17 @@ func TestDocs(t *testing.T) {
 			t.Errorf("%s has no section for the component %s", docsFile, r.Name)
 		}
 	}
+}
+
+// logFieldsReference is the table of the fields an access log's format
+// names (components.LogFields).
+func logFieldsReference(*testing.T) string {
+	var b strings.Builder
+	b.WriteString("| field | what it holds |\n|---|---|\n")
+	for _, f := range components.LogFields {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", f.Name, strings.ReplaceAll(f.Doc, "|", "\\|"))
+	}
+	return b.String()
 }
 
 func limitsReference(*testing.T) string {

@@ -48,7 +48,7 @@ func (c *Config) Explain(w io.Writer) error {
 	fmt.Fprintf(tw, "limits\t%s\n", strings.Join(lims, ", "))
 	fmt.Fprintf(tw, "log\t%s, %s, to %s\n", strings.ToLower(c.Log.Level.String()), c.Log.Format, c.Log.Output)
 	if c.AccessLog != nil {
-		fmt.Fprintf(tw, "access_log\t%s\n", cmp.Or(describeStage(c.AccessLog), "to stdout")+", every route without a log of its own")
+		fmt.Fprintf(tw, "access_log\t%s\n", cmp.Or(describeStage(c.AccessLog), "to stdout")+", every route but those whose log replaces it")
 	}
 	if c.ErrorPages != nil {
 		fmt.Fprintf(tw, "error_pages\t%s\n", c.ErrorPages)

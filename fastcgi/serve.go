@@ -82,6 +82,7 @@ attempts:
 			continue
 		}
 		a.Start()
+		started := a.Now()
 		f := (*failure)(nil)
 		for {
 			if err != nil {
@@ -109,6 +110,7 @@ attempts:
 		}
 		if f == nil {
 			a.Done()
+			upstream.LogAnswer(c, up, started)
 			if x.local != "" {
 				return cl.localRedirect(c, w, x.local)
 			}

@@ -114,6 +114,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		if status == http.StatusSwitchingProtocols {
 			err = p.tunnel(c, w, x, uc)
 			a.Done()
+			upstream.LogAnswer(c, up, try.now)
 			return err
 		}
 		if slices.Contains(p.failStatus, status) {
@@ -131,6 +132,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		}
 		err = p.respond(c, w, x, uc, r)
 		a.Done()
+		upstream.LogAnswer(c, up, try.now)
 		return err
 	}
 	switch err := a.Err(); err {

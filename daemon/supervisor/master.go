@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/certs"
+	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/sock"
@@ -129,7 +130,9 @@ type Master struct {
 
 	lastCheck time.Time // of checkBeats, which tells a stalled master by it
 
-	purges  purgeRelays    // purges relayed between workers, under way
+	purges   purgeRelays                       // purges relayed between workers, under way
+	rotators map[string]*components.LogRotator // by path: rotate.go
+
 	strays  strays         // its own children, and the strays re-parented to it
 	sigchld chan os.Signal // SIGCHLD: a child changed state
 
@@ -159,7 +162,8 @@ type generation struct {
 	acme     []*config.ACME // the certificates its workers serve
 	user     string         // and group: who the workers run as
 	group    string
-	drain    time.Duration // how long its workers, once replaced, keep their busy connections
+	drain    time.Duration                     // how long its workers, once replaced, keep their busy connections
+	logs     map[string]components.LogRotation // the access log files the master rotates (rotate.go)
 }
 
 // Run serves until ctx is done, then stops the workers gracefully and
@@ -246,6 +250,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		case <-check.C:
 			m.checkBeats()
 			m.sendView()
+			m.rotateLogs()
 		case <-m.sigchld:
 			if wait := m.strays.wait(time.Now(), true); wait <= 0 {
 				m.strays.sweep(m.log)
@@ -353,6 +358,7 @@ func (m *Master) load() (*generation, error) {
 		name: name, data: data, addrs: addrs, n: n,
 		log: cfg.Log, pidFile: cfg.PidFile,
 		acme: cfg.ACMESections(), user: cfg.User, group: cfg.Group,
+		logs:     cfg.LogRotations(),
 		health:   cfg.Health.WithDefaults(),
 		drain:    cmp.Or(cfg.DrainTimeout, config.DefaultDrainTimeout),
 		workers:  make([]*worker, n),
