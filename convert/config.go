@@ -1,0 +1,342 @@
+package convert
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a Sluice config under construction: what a translator
+// builds, written out by YAML. The zero value is an empty config; a
+// Config is not safe for concurrent use.
+type Config struct {
+	// Listen lists the addresses to listen on, in the order added (see
+	// Config.Listener).
+	Listen []*Listen
+
+	// Top holds the other top-level keys (user, pid_file, log,
+	// server_header, limits, access_log, error_pages), each a YAML
+	// value; YAML writes them in the order of TopKeys.
+	Top map[string]*yaml.Node
+
+	// Sites are the groups of routes, in the order their servers were
+	// written.
+	Sites []*Site
+}
+
+// TopKeys are the top-level keys YAML writes from Config.Top, in order.
+var TopKeys = []string{"user", "group", "pid_file", "log", "server_header", "limits", "access_log", "error_pages"}
+
+// Listen is one entry of listen.
+type Listen struct {
+	Address         string
+	Certs           [][2]string // TLS certificates: cert and key files
+	ACME            *ACME       // automatic certificates, or nil
+	RedirectToHTTPS bool        // answer every request with a redirect to HTTPS
+}
+
+// ACME is a listener's automatic certificates.
+type ACME struct {
+	Email   string
+	Domains []string
+}
+
+// Site is a group of routes answering the same host names.
+type Site struct {
+	// Hosts are the host names the routes answer ("example.com",
+	// "*.example.com"); none: every host.
+	Hosts []string
+	// File and Line are where the site's block starts, for notes.
+	File string
+	Line int
+	// Routes are the site's routes, in the order they were found.
+	Routes []*Route
+}
+
+// Route is one route: the path patterns it matches and its pipeline.
+type Route struct {
+	Match      []string
+	Pipeline   []Step
+	ErrorPages *yaml.Node // the route's own error_pages, or nil
+	Comment    string     // written above the route, or ""
+	Line       int        // where the block it comes from starts
+}
+
+// Step is one pipeline entry: a component and its argument (a scalar,
+// a list or a map of options), or nil for the name alone.
+type Step struct {
+	Name string
+	Arg  *yaml.Node
+}
+
+// Listener returns the listen entry for address, added if missing.
+func (c *Config) Listener(address string) *Listen {
+	for _, l := range c.Listen {
+		if l.Address == address {
+			return l
+		}
+	}
+	l := &Listen{Address: address}
+	c.Listen = append(c.Listen, l)
+	return l
+}
+
+// Set sets the top-level key to v.
+func (c *Config) Set(key string, v *yaml.Node) {
+	if c.Top == nil {
+		c.Top = map[string]*yaml.Node{}
+	}
+	c.Top[key] = v
+}
+
+// Limit sets one key of the top-level limits map.
+func (c *Config) Limit(key string, v *yaml.Node) {
+	l := c.Top["limits"]
+	if l == nil {
+		l = Map()
+		c.Set("limits", l)
+	}
+	SetKey(l, key, v)
+}
+
+// YAML writes the config as a Sluice config file, with a comment first
+// (when header is not empty), and returns the notes on what it could not
+// write: a route whose pattern a route before it already matches for the
+// same host, which is left out as nginx and Caddy would never reach it.
+func (c *Config) YAML(header string) ([]byte, []Note) {
+	var notes []Note
+	root := Map()
+	root.HeadComment = header
+	if len(c.Listen) > 0 {
+		var ls []*yaml.Node
+		for _, l := range c.Listen {
+			ls = append(ls, l.node())
+		}
+		if len(ls) == 1 {
+			SetKey(root, "listen", ls[0])
+		} else {
+			SetKey(root, "listen", Seq(ls...))
+		}
+	}
+	for _, k := range TopKeys {
+		if v := c.Top[k]; v != nil {
+			SetKey(root, k, v)
+		}
+	}
+	var routes []*yaml.Node
+	seen := map[[2]string]bool{}
+	for _, s := range c.Sites {
+		hosts := s.Hosts
+		if len(hosts) == 0 {
+			hosts = []string{""}
+		}
+		for _, h := range hosts {
+			for _, r := range s.Routes {
+				var match []string
+				for _, m := range r.Match {
+					if k := [2]string{h, m}; !seen[k] {
+						seen[k] = true
+						match = append(match, m)
+						continue
+					}
+					notes = append(notes, Note{File: s.File, Line: r.Line, Directive: "location", Why: fmt.Sprintf("a second route for %q%s, which the first one takes", m, hostNote(h))})
+				}
+				if len(match) == 0 || len(r.Pipeline) == 0 {
+					continue
+				}
+				routes = append(routes, r.node(match, h))
+			}
+		}
+	}
+	if len(routes) == 0 {
+		routes = append(routes, (&Route{Pipeline: []Step{{"text", Map("status", Int(404), "body", Str("not found\n"))}}}).node([]string{"/"}, ""))
+	}
+	SetKey(root, "routes", Seq(routes...))
+	var out bytes.Buffer
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		panic(err) // only nodes built here: a bug
+	}
+	enc.Close()
+	return out.Bytes(), notes
+}
+
+func hostNote(h string) string {
+	if h == "" {
+		return ""
+	}
+	return " on host " + h
+}
+
+func (l *Listen) node() *yaml.Node {
+	if len(l.Certs) == 0 && l.ACME == nil && !l.RedirectToHTTPS {
+		return Str(l.Address)
+	}
+	n := Map("address", Str(l.Address))
+	switch {
+	case l.ACME != nil:
+		a := Map()
+		if l.ACME.Email != "" {
+			SetKey(a, "email", Str(l.ACME.Email))
+		}
+		SetKey(a, "domains", Flow(Strs(l.ACME.Domains...)))
+		SetKey(n, "tls", Map("acme", a))
+	case len(l.Certs) == 1:
+		SetKey(n, "tls", Flow(Map("cert", Str(l.Certs[0][0]), "key", Str(l.Certs[0][1]))))
+	case len(l.Certs) > 1:
+		var cs []*yaml.Node
+		for _, c := range l.Certs {
+			cs = append(cs, Flow(Map("cert", Str(c[0]), "key", Str(c[1]))))
+		}
+		SetKey(n, "tls", Map("certificates", Seq(cs...)))
+	}
+	if l.RedirectToHTTPS {
+		SetKey(n, "redirect_to_https", Bool(true))
+		n.Style = yaml.FlowStyle
+	}
+	return n
+}
+
+func (r *Route) node(match []string, host string) *yaml.Node {
+	n := Map()
+	n.HeadComment = r.Comment
+	if len(match) == 1 {
+		SetKey(n, "match", Str(match[0]))
+	} else {
+		SetKey(n, "match", Flow(Strs(match...)))
+	}
+	if host != "" {
+		SetKey(n, "host", Str(host))
+	}
+	if r.ErrorPages != nil {
+		SetKey(n, "error_pages", r.ErrorPages)
+	}
+	var steps []*yaml.Node
+	for _, s := range r.Pipeline {
+		if s.Arg == nil {
+			steps = append(steps, Str(s.Name))
+			continue
+		}
+		arg := s.Arg
+		if arg.Kind == yaml.MappingNode && arg.Style == 0 && small(arg) {
+			arg = Flow(arg)
+		}
+		steps = append(steps, Map(s.Name, arg))
+	}
+	SetKey(n, "pipeline", Seq(steps...))
+	return n
+}
+
+// small reports whether a map of options reads well on one line: a few
+// keys, each a scalar or a list of scalars.
+func small(n *yaml.Node) bool {
+	if len(n.Content) > 8 {
+		return false
+	}
+	width := 0
+	for _, c := range n.Content {
+		switch c.Kind {
+		case yaml.ScalarNode:
+			width += len(c.Value) + 2
+		case yaml.SequenceNode, yaml.MappingNode:
+			if c.Kind == yaml.MappingNode && c.Style != yaml.FlowStyle {
+				return false
+			}
+			for _, e := range c.Content {
+				if e.Kind != yaml.ScalarNode {
+					return false
+				}
+				width += len(e.Value) + 2
+			}
+		default:
+			return false
+		}
+	}
+	return width < 90
+}
+
+// Str returns a string scalar, quoted in YAML where it must be.
+func Str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+// Strs returns a list of string scalars.
+func Strs(ss ...string) *yaml.Node {
+	n := Seq()
+	for _, s := range ss {
+		n.Content = append(n.Content, Str(s))
+	}
+	return n
+}
+
+// Int returns an integer scalar.
+func Int(i int) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(i)}
+}
+
+// Num returns a number scalar written as v is: an integer, or a decimal
+// fraction ("0.5").
+func Num(v string) *yaml.Node {
+	tag := "!!int"
+	if _, err := strconv.Atoi(v); err != nil {
+		tag = "!!float"
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v}
+}
+
+// Bool returns a boolean scalar.
+func Bool(b bool) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
+}
+
+// Seq returns a list of the nodes.
+func Seq(items ...*yaml.Node) *yaml.Node {
+	return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}
+}
+
+// Map returns a map of the pairs kv: a key string, then its value node,
+// and so on.
+func Map(kv ...any) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		SetKey(n, kv[i].(string), kv[i+1].(*yaml.Node))
+	}
+	return n
+}
+
+// Flow sets n's style to flow ([a, b] or {k: v}) and returns it.
+func Flow(n *yaml.Node) *yaml.Node {
+	n.Style = yaml.FlowStyle
+	return n
+}
+
+// SetKey sets key to v in the map m, replacing its value if present.
+func SetKey(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+}
+
+// Key returns the value of key in the map m, or nil.
+func Key(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// HasStep reports whether the pipeline has a step of that component.
+func (r *Route) HasStep(name string) bool {
+	return slices.ContainsFunc(r.Pipeline, func(s Step) bool { return s.Name == name })
+}
