@@ -7,11 +7,13 @@
 package caddyfile
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Directive is one line of a Caddyfile — a directive, a site's
@@ -82,7 +84,13 @@ func (x *expander) parse(file string, data []byte, depth int) ([]*Directive, err
 	if x.snippets == nil {
 		x.snippets = map[string][]*Directive{}
 	}
+	if err := checkText(file, data); err != nil {
+		return nil, err
+	}
 	data = replaceEnv(data, x.env)
+	if err := checkText(file, data); err != nil { // from the environment
+		return nil, err
+	}
 	toks, err := lex(file, data)
 	if err != nil {
 		return nil, err
@@ -378,4 +386,24 @@ func count(dirs []*Directive) int {
 		n += count(d.Block)
 	}
 	return n
+}
+
+// checkText refuses a file that is not UTF-8 text, or holds control
+// characters: a Sluice config cannot hold them.
+func checkText(file string, data []byte) error {
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if !utf8.Valid(line) {
+			return &Error{file, i + 1, "the file is not UTF-8 text"}
+		}
+		if j := bytes.IndexFunc(line, isControl); j >= 0 {
+			return &Error{file, i + 1, fmt.Sprintf("control character %U", bytes.Runes(line[j:])[0])}
+		}
+	}
+	return nil
+}
+
+// isControl reports whether r is a control character other than tab and
+// carriage return.
+func isControl(r rune) bool {
+	return r < 0x20 && r != '\t' && r != '\r' || r == 0x7f || 0x80 <= r && r < 0xa0 || r == 0xfeff
 }

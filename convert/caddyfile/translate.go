@@ -290,7 +290,7 @@ func (t *translator) namedMatcher(d *Directive) *matcher {
 	}
 	for _, l := range lines {
 		if l.Name != "path" {
-			t.note(d, "matcher %s: Sluice's routes match the path (and host and method) only, not by %s", l.Name, l.Name)
+			t.note(d, "matcher %s: only path matchers translate (to a route's match)", l.Name)
 			m.bad = true
 			continue
 		}
@@ -323,7 +323,7 @@ func pathPatterns(p string) ([]string, string, bool) {
 	case star && strings.HasSuffix(body, "/"):
 		return []string{body}, "", true
 	case star:
-		return []string{body, body + "/"}, fmt.Sprintf("Caddy's %s also matched %sANYTHING", p, body), true
+		return []string{body, body + "/"}, fmt.Sprintf("Caddy's %s also matched %s-old, %sx...; Sluice's prefixes end at a slash", p, body, body), true
 	case body == "/":
 		return nil, "", false // exact /: a Sluice pattern / is every path
 	}
@@ -397,6 +397,7 @@ func rank(name string) int {
 // handle's, handle_path's or route's.
 type block struct {
 	items   []item
+	written []item // the items in the order written
 	ordered bool   // a route block: in the order written
 	strip   string // a handle_path's prefix
 }
@@ -415,8 +416,8 @@ func (t *translator) routes(s *site, body []*Directive) {
 	comments := map[string]string{}
 	var collect func(b *block)
 	collect = func(b *block) {
-		for _, it := range b.items {
-			if it.m != nil {
+		for _, it := range b.written {
+			if it.m != nil && translated[it.d.Name] {
 				for _, p := range it.m.patterns {
 					if !slices.Contains(pats, p) {
 						pats = append(pats, p)
@@ -458,6 +459,12 @@ func (t *translator) routes(s *site, body []*Directive) {
 	}
 }
 
+// translated are the directives that translate: the paths of their
+// matchers are routes.
+var translated = map[string]bool{"root": true, "header": true, "request_header": true, "redir": true, "basicauth": true,
+	"encode": true, "respond": true, "reverse_proxy": true, "php_fastcgi": true, "file_server": true, "try_files": true,
+	"handle": true, "handle_path": true, "route": true}
+
 // block reads directives into a block.
 func (t *translator) block(s *site, dirs []*Directive, ordered bool) *block {
 	b := &block{ordered: ordered}
@@ -484,9 +491,15 @@ func (t *translator) block(s *site, dirs []*Directive, ordered bool) *block {
 		case "import":
 			t.note(d, "no snippet or file %q to import", strings.Join(d.Args, " "))
 			continue
+		default:
+			if !translated[d.Name] {
+				t.note(d, "Sluice has no equivalent")
+				continue
+			}
 		}
 		b.items = append(b.items, it)
 	}
+	b.written = slices.Clone(b.items)
 	if !ordered {
 		slices.SortStableFunc(b.items, func(x, y item) int { return rank(x.d.Name) - rank(y.d.Name) })
 	}
@@ -641,8 +654,6 @@ func (t *translator) directive(s *site, it *item, p string, st *state) {
 		t.phpFastCGI(it, st)
 	case "file_server":
 		t.fileServer(it, st)
-	default:
-		once("Sluice has no equivalent")
 	}
 }
 

@@ -7,11 +7,13 @@
 package nginx
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // Directive is one directive: a name, its arguments with quotes removed
@@ -36,12 +38,35 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
+// checkUTF8 refuses a file that is not UTF-8 text, or holds control
+// characters: a Sluice config cannot hold them.
+func checkUTF8(file string, data []byte) error {
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if !utf8.Valid(line) {
+			return &Error{File: file, Line: i + 1, Msg: "the file is not UTF-8 text"}
+		}
+		if j := bytes.IndexFunc(line, isControl); j >= 0 {
+			return &Error{File: file, Line: i + 1, Msg: fmt.Sprintf("control character %U", bytes.Runes(line[j:])[0])}
+		}
+	}
+	return nil
+}
+
+// isControl reports whether r is a control character other than tab and
+// carriage return.
+func isControl(r rune) bool {
+	return r < 0x20 && r != '\t' && r != '\r' || r == 0x7f || 0x80 <= r && r < 0xa0 || r == 0xfeff
+}
+
 // maxDepth bounds the nesting of blocks and of includes.
 const maxDepth = 50
 
 // Parse reads data, the text of file, into its directives. It expands no
 // include: see Load. A syntax error is an *Error.
 func Parse(file string, data []byte) ([]*Directive, error) {
+	if err := checkUTF8(file, data); err != nil {
+		return nil, err
+	}
 	p := &parser{file: file, data: data, line: 1}
 	dirs, err := p.block(0)
 	if err != nil {
@@ -225,7 +250,7 @@ func (p *parser) block(depth int) ([]*Directive, error) {
 			case tokClose:
 				return nil, p.errorf(aline, `directive %q is not terminated by ";"`, d.Name)
 			case tokEOF:
-				return nil, p.errorf(aline, `unexpected end of file: directive %q is not terminated by ";"`, d.Name)
+				return nil, p.errorf(d.Line, `unexpected end of file: directive %q is not terminated by ";"`, d.Name)
 			}
 		}
 		dirs = append(dirs, d)
