@@ -98,6 +98,7 @@ type site struct {
 	acme     bool
 	matchers map[string]*matcher
 	log      *convert.Step // the site's access log
+	bind     []string      // the interfaces it listens on; none: every one
 	s        *convert.Site
 }
 
@@ -131,6 +132,8 @@ func (t *translator) site(d *Directive) {
 			if step, ok := t.logStep(e); ok {
 				s.log = &step
 			}
+		case e.Name == "bind":
+			s.bind = append(s.bind, e.Args...)
 		case strings.HasPrefix(e.Name, "@"):
 			s.matchers[e.Name] = t.namedMatcher(e)
 		default:
@@ -225,26 +228,12 @@ func (t *translator) finish() {
 	plain := map[string]bool{}
 	for _, s := range t.sites {
 		for _, a := range s.listens {
-			l := t.cfg.Listener(":" + a.port)
-			switch {
-			case !a.tls:
-				plain[":"+a.port] = true
-			case len(s.certs) > 0:
-				for _, c := range s.certs {
-					if !slices.Contains(l.Certs, c) {
-						l.Certs = append(l.Certs, c)
-					}
-				}
-			case s.acme:
-				if l.ACME == nil {
-					l.ACME = &convert.ACME{Email: t.email}
-				}
-				for _, h := range s.hosts {
-					if !slices.Contains(l.ACME.Domains, h) {
-						l.ACME.Domains = append(l.ACME.Domains, h)
-					}
-				}
-				redirect = redirect || t.autoHTTPS == "on"
+			hosts := s.bind
+			if len(hosts) == 0 {
+				hosts = []string{""}
+			}
+			for _, h := range hosts {
+				t.listen(s, a, net.JoinHostPort(h, a.port), plain, &redirect)
 			}
 		}
 		if len(s.s.Routes) > 0 {
@@ -252,6 +241,37 @@ func (t *translator) finish() {
 			t.cfg.Sites = append(t.cfg.Sites, s.s)
 		}
 	}
+	t.redirect(redirect, plain)
+}
+
+// listen adds a site's address to the listeners.
+func (t *translator) listen(s *site, a siteAddr, addr string, plain map[string]bool, redirect *bool) {
+	l := t.cfg.Listener(addr)
+	switch {
+	case !a.tls:
+		plain[addr] = true
+	case len(s.certs) > 0:
+		for _, c := range s.certs {
+			if !slices.Contains(l.Certs, c) {
+				l.Certs = append(l.Certs, c)
+			}
+		}
+	case s.acme:
+		if l.ACME == nil {
+			l.ACME = &convert.ACME{Email: t.email}
+		}
+		for _, h := range s.hosts {
+			if !slices.Contains(l.ACME.Domains, h) {
+				l.ACME.Domains = append(l.ACME.Domains, h)
+			}
+		}
+		*redirect = *redirect || t.autoHTTPS == "on"
+	}
+}
+
+// redirect makes the plain port redirect to HTTPS, as Caddy's automatic
+// HTTPS does, unless a site serves plain HTTP there.
+func (t *translator) redirect(redirect bool, plain map[string]bool) {
 	for _, l := range t.cfg.Listen {
 		if l.ACME != nil && len(l.Certs) > 0 {
 			t.notes = append(t.notes, convert.Note{File: t.sites[0].d.File, Line: t.sites[0].d.Line, Directive: "tls", Why: "a port with both certificate files and automatic certificates: Sluice's listener takes one or the other"})

@@ -80,7 +80,9 @@ var same = map[string]bool{
 	"open_file_cache_min_uses": true, "open_file_cache_errors": true, "gzip_vary": true,
 	"gzip_proxied": true, "gzip_disable": true, "gzip_http_version": true, "gzip_buffers": true,
 	"proxy_buffering": true, "ssl_prefer_server_ciphers": true, "ssl_session_cache": true,
-	"ssl_session_timeout": true, "ssl_session_tickets": true,
+	"ssl_session_timeout": true, "ssl_session_tickets": true, "client_body_temp_path": true,
+	"proxy_temp_path": true, "fastcgi_temp_path": true, "uwsgi_temp_path": true, "scgi_temp_path": true,
+	"absolute_redirect": true, "log_not_found": true,
 }
 
 // known includes of nginx's own distribution that Sluice needs nothing
