@@ -3,7 +3,6 @@ package convert
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -62,7 +61,8 @@ type Route struct {
 	Pipeline   []Step
 	ErrorPages *yaml.Node // the route's own error_pages, or nil
 	Comment    string     // written above the route, or ""
-	Line       int        // where the block it comes from starts
+	Directive  string     // the name of the block it comes from ("location"), for notes
+	Line       int        // where that block starts
 }
 
 // Step is one pipeline entry: a component and its argument (a scalar,
@@ -106,6 +106,10 @@ func (c *Config) Limit(key string, v *yaml.Node) {
 // (when header is not empty), and returns the notes on what it could not
 // write: a route whose pattern a route before it already matches for the
 // same host, which is left out as nginx and Caddy would never reach it.
+// Each site's routes are written once per host name, with host; a site
+// without names gives routes without host. A config without routes gets
+// one answering 404, as a Sluice config needs a route. YAML does not
+// change c.
 func (c *Config) YAML(header string) ([]byte, []Note) {
 	var notes []Note
 	root := Map()
@@ -142,7 +146,7 @@ func (c *Config) YAML(header string) ([]byte, []Note) {
 						match = append(match, m)
 						continue
 					}
-					notes = append(notes, Note{File: s.File, Line: r.Line, Directive: "location", Why: fmt.Sprintf("a second route for %q%s, which the first one takes", m, hostNote(h))})
+					notes = append(notes, Note{File: s.File, Line: r.Line, Directive: r.Directive, Why: fmt.Sprintf("a second route for %q%s, which the first one takes", m, hostNote(h))})
 				}
 				if len(match) == 0 || len(r.Pipeline) == 0 {
 					continue
@@ -259,6 +263,10 @@ func small(n *yaml.Node) bool {
 	return width < 90
 }
 
+// The node helpers below return new nodes, which the caller owns; a
+// node must be put in one place of a tree only if it is not changed
+// afterwards.
+
 // Str returns a string scalar, quoted in YAML where it must be.
 func Str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
@@ -334,9 +342,4 @@ func Key(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// HasStep reports whether the pipeline has a step of that component.
-func (r *Route) HasStep(name string) bool {
-	return slices.ContainsFunc(r.Pipeline, func(s Step) bool { return s.Name == name })
 }

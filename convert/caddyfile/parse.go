@@ -50,7 +50,10 @@ type token struct {
 // sites (Name the first address, Args the others). env looks environment
 // variables up for {$VAR} and {$VAR:default} (nil: none are set).
 // Snippets are expanded where imported and dropped; an import of a file
-// is kept as a directive (see Load).
+// is kept as a directive (see Load). The directives are the caller's. A
+// syntax error is an *Error, as is a file that is not UTF-8 text or
+// holds control characters. Parse keeps no state: it is safe for
+// concurrent use.
 func Parse(file string, data []byte, env func(string) (string, bool)) ([]*Directive, error) {
 	x := &expander{env: env}
 	return x.parse(file, data, 0)

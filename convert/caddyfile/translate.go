@@ -30,7 +30,8 @@ func Convert(file string, writeFiles bool) (*convert.Config, map[string][]byte, 
 // returns the files the config needs beside it (htpasswd files for
 // basicauth, by name relative to the config's directory) and a note for
 // every directive it could not translate. With writeFiles false the
-// caller cannot write such files, and a basicauth is noted as well.
+// caller cannot write such files, and a basicauth is noted as well. It
+// does not change dirs, and keeps no state between calls.
 func Translate(dirs []*Directive, writeFiles bool) (*convert.Config, map[string][]byte, []convert.Note) {
 	t := &translator{cfg: &convert.Config{}, files: map[string][]byte{}, writeFiles: writeFiles, httpPort: "80", httpsPort: "443", autoHTTPS: "on"}
 	for i, d := range dirs {
@@ -465,7 +466,7 @@ func (t *translator) routes(s *site, body []*Directive) {
 		for _, m := range match {
 			done[m] = true
 		}
-		r := &convert.Route{Match: match, Line: s.d.Line, Comment: comments[p]}
+		r := &convert.Route{Match: match, Directive: s.d.Name, Line: s.d.Line, Comment: comments[p]}
 		st := &state{}
 		t.pipeline(s, b, p, st)
 		r.Pipeline = st.finish()

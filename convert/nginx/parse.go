@@ -61,8 +61,11 @@ func isControl(r rune) bool {
 // maxDepth bounds the nesting of blocks and of includes.
 const maxDepth = 50
 
-// Parse reads data, the text of file, into its directives. It expands no
-// include: see Load. A syntax error is an *Error.
+// Parse reads data, the text of file, into its directives, which the
+// caller owns. It expands no include: see Load. A syntax error is an
+// *Error, as is a file that is not UTF-8 text or holds control
+// characters (a Sluice config cannot hold them). Parse keeps no state:
+// it is safe for concurrent use.
 func Parse(file string, data []byte) ([]*Directive, error) {
 	if err := checkUTF8(file, data); err != nil {
 		return nil, err

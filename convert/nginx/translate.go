@@ -27,7 +27,7 @@ func Convert(file string) (*convert.Config, []convert.Note, error) {
 // nginx.conf, an http block's contents or a file of server blocks —
 // into a Sluice config, and returns a note for every directive it could
 // not translate. It never fails: what it cannot translate it leaves out
-// and notes.
+// and notes. It does not change dirs, and keeps no state between calls.
 func Translate(dirs []*Directive) (*convert.Config, []convert.Note) {
 	t := &translator{cfg: &convert.Config{}, upstreams: map[string]*Directive{}, zones: map[string]string{}}
 	t.main(dirs)
@@ -88,7 +88,7 @@ var same = map[string]bool{
 // known includes of nginx's own distribution that Sluice needs nothing
 // of: its MIME types, and the FastCGI and proxy parameters Sluice sets
 // itself.
-var knownIncludes = []string{"mime.types", "fastcgi_params", "fastcgi.conf", "proxy_params", "snippets/fastcgi-php.conf", "modules-enabled/*.conf", "conf.d/*.conf", "sites-enabled/*"}
+var knownIncludes = []string{"mime.types", "fastcgi_params", "fastcgi.conf", "proxy_params", "snippets/fastcgi-php.conf"}
 
 // main reads the top level: a main context (with events and http), an
 // http context's contents, or server blocks.
@@ -331,6 +331,9 @@ func (t *translator) common(d *Directive, s *scope) bool {
 			t.cfg.Limit("write_timeout", convert.Str(v))
 		}
 	case "include":
+		if strings.ContainsAny(arg(0), "*?[") { // a glob matching nothing includes nothing, in nginx too
+			return true
+		}
 		for _, k := range knownIncludes {
 			if ok, _ := path.Match(k, arg(0)); ok || strings.HasSuffix(arg(0), "/"+k) {
 				return true
@@ -571,7 +574,7 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 
 // route builds the route for patterns from what the scope holds.
 func (t *translator) route(d *Directive, pats []string, s *scope, loc string) *convert.Route {
-	r := &convert.Route{Match: pats, Line: d.Line}
+	r := &convert.Route{Match: pats, Directive: d.Name, Line: d.Line}
 	if s.accessLog != nil && s.accessLog != t.http.accessLog {
 		if step, ok := t.logStep(s.accessLog); ok {
 			r.Pipeline = append(r.Pipeline, step)
