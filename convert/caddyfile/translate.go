@@ -257,6 +257,7 @@ func (t *translator) listen(s *site, a siteAddr, addr string, plain map[string]b
 				l.Certs = append(l.Certs, c)
 			}
 		}
+		*redirect = *redirect || t.autoHTTPS == "on"
 	case s.acme:
 		if l.ACME == nil {
 			l.ACME = &convert.ACME{Email: t.email}

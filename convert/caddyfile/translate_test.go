@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/convert/caddyfile"
+	"github.com/sluice-server/sluice/sluicetest"
 )
 
 // aliceHash is the bcrypt hash of "secret" for user alice, base64 as
@@ -77,6 +78,23 @@ routes:
       - headers: {set: {X-Frame-Options: DENY}}
       - files: {root: ./public, browse: true}
       - compress: [zstd, gzip]
+`,
+	},
+	{
+		name: "certificate files, and the redirect to HTTPS",
+		conf: `example.com {
+	tls ./site.crt ./site.key
+	respond "hello"
+}`,
+		want: `listen:
+  - address: :443
+    tls: {cert: ./site.crt, key: ./site.key}
+  - {address: ':80', redirect_to_https: true}
+routes:
+  - match: /
+    host: example.com
+    pipeline:
+      - text: hello
 `,
 	},
 	{
@@ -249,6 +267,12 @@ func check(t *testing.T, data []byte, files map[string][]byte) {
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cert, key := sluicetest.NewCA(t).IssueFiles(t, dir, "example.com")
+	for _, f := range [][2]string{{cert, "site.crt"}, {key, "site.key"}} {
+		if err := os.Rename(f[0], filepath.Join(dir, f[1])); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -239,6 +239,7 @@ type scope struct {
 	connectTimeout  string
 	dotfilesDeny    bool // a location ~ /\. { deny all; } in the server
 	php             *Directive
+	serverName      string          // the server's first name, for $server_name
 	arrayOwnedLevel map[string]bool // array directives set at this level
 }
 
@@ -391,6 +392,9 @@ func (t *translator) server(d *Directive, s *scope) {
 	}
 	if len(srv.addrs) == 0 {
 		srv.addrs = []listenAddr{{addr: ":80"}}
+	}
+	if len(srv.names) > 0 && !strings.HasPrefix(srv.names[0], "*") {
+		s.serverName = srv.names[0]
 	}
 	// A location ~ /\. that denies all: files answers 403 for dotfiles.
 	// A location ~ \.php$ with fastcgi_pass: the site is a PHP site.
@@ -588,7 +592,7 @@ func (t *translator) route(d *Directive, pats []string, s *scope, loc string) *c
 		return r
 	}
 	if s.ret != nil {
-		if step, ok := t.returnStep(s.ret); ok {
+		if step, ok := t.returnStep(s.ret, s.serverName); ok {
 			r.Pipeline = append(r.Pipeline, step)
 			return r
 		}
@@ -811,7 +815,7 @@ func (t *translator) php(s *scope) (convert.Step, bool) {
 }
 
 // returnStep translates return: a redirect, or a text answer.
-func (t *translator) returnStep(d *Directive) (convert.Step, bool) {
+func (t *translator) returnStep(d *Directive, serverName string) (convert.Step, bool) {
 	code, text := 302, ""
 	switch len(d.Args) {
 	case 1:
@@ -833,7 +837,7 @@ func (t *translator) returnStep(d *Directive) (convert.Step, bool) {
 	}
 	switch code {
 	case 301, 302, 303, 307, 308:
-		to, ok := t.vars(d, text)
+		to, ok := t.vars(d, strings.ReplaceAll(text, "$server_name", serverName))
 		if !ok {
 			return convert.Step{}, false
 		}

@@ -332,6 +332,24 @@ routes:
 `,
 	},
 	{
+		name: "$server_name in a redirect",
+		conf: `server {
+    listen 80;
+    server_name www.example.com example.com;
+    location /shop/ { return 302 https://$server_name/store$request_uri; }
+    location / { return 301 http://$server_name$request_uri; }
+}`,
+		want: `listen: :80
+routes:
+  - match: /shop/
+    pipeline:
+      - redirect: {to: 'https://www.example.com/store$path$query'}
+  - match: /
+    pipeline:
+      - redirect: {to: 'http://www.example.com$path$query', status: 301}
+`,
+	},
+	{
 		name: "directives Sluice has no equivalent for",
 		conf: `server {
     listen 80;
