@@ -3,9 +3,13 @@ package convert
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // Config is a Sluice config under construction: what a translator
@@ -342,4 +346,68 @@ func Key(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// ValidHost reports whether h is a host name a route may name: letters,
+// digits, '-', '.', ':' and brackets (an IPv6 address), optionally after
+// "*." — as the config's host key takes them.
+func ValidHost(h string) bool {
+	h = strings.TrimPrefix(h, "*.")
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == ':' || c == '[' || c == ']') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidPattern reports whether p is a path pattern a route may match
+// as written: starting with "/", canonical, without white space, a query
+// or a fragment, and without braces (which would be path parameters).
+func ValidPattern(p string) bool {
+	return strings.HasPrefix(p, "/") && !strings.ContainsAny(p, "?#{} \t\r\n") && pipe.CanonicalPattern(p) == p
+}
+
+// ValidUpstream reports whether u is an upstream address as proxy (with
+// http true) or fastcgi and php take it: "unix:" and an absolute path,
+// or a host and port ("http://host[:port]" for proxy, "host:port" for
+// FastCGI).
+func ValidUpstream(u string, http bool) bool {
+	if p, ok := strings.CutPrefix(u, "unix:"); ok {
+		return strings.HasPrefix(p, "/") && !strings.ContainsAny(p, "\x00")
+	}
+	hp := u
+	if http {
+		var ok bool
+		if hp, ok = strings.CutPrefix(u, "http://"); !ok {
+			return false
+		}
+		if !strings.Contains(hp, ":") || strings.HasSuffix(hp, "]") {
+			hp += ":80"
+		}
+	}
+	h, port, err := net.SplitHostPort(hp)
+	if err != nil || !ValidHost(h) || strings.HasPrefix(h, "*") {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n < 65536
+}
+
+// ValidListen reports whether a is an address to listen on: "unix:" and
+// a path, or a host (maybe empty) and a port from 1 to 65535.
+func ValidListen(a string) bool {
+	if p, ok := strings.CutPrefix(a, "unix:"); ok {
+		return p != ""
+	}
+	h, port, err := net.SplitHostPort(a)
+	if err != nil || h != "" && !ValidHost(h) || strings.HasPrefix(h, "*") {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n < 65536
 }

@@ -3,11 +3,13 @@ package caddyfile_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/convert/caddyfile"
 )
@@ -127,5 +129,31 @@ func FuzzParse(f *testing.F) {
 		if _, err := config.Format("sluice.yaml", data); err != nil {
 			t.Fatalf("Translate(%q) wrote YAML that does not parse: %v\n%s", in, err, data)
 		}
+		routingErrors(t, in, data)
 	})
+}
+
+// routingErrors fails the test when config refuses data for what a
+// translator controls in every config — the keys and components, the
+// matches, hosts and listen addresses, the order of a pipeline — rather
+// than for files missing on this machine or a value a component refuses
+// (which the translators check for the common options only).
+func routingErrors(t *testing.T, in string, data []byte) {
+	loader := &config.Loader{Context: components.Context{Logger: slog.New(slog.DiscardHandler)}}
+	cfg, err := loader.Parse("/nonexistent/sluice.yaml", data)
+	if err == nil {
+		cfg.Close()
+		return
+	}
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("Parse: %v", err)
+	}
+	for _, e := range errs {
+		for _, bad := range []string{"unknown", "match", "host:", "listen:", "filter", "source", "nothing may follow", "twice", "YAML"} {
+			if strings.Contains(e.Msg, bad) {
+				t.Fatalf("Translate(%q) wrote a config refused for %q:\n%s\n%s", in, e.Msg, err, data)
+			}
+		}
+	}
 }

@@ -4,11 +4,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"net/mail"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -69,7 +70,11 @@ func (t *translator) global(g *Directive) {
 		}
 		switch d.Name {
 		case "email":
-			t.email = arg
+			if email(arg) {
+				t.email = arg
+			} else {
+				t.note(d, "want an email address such as admin@example.com")
+			}
 		case "http_port":
 			t.httpPort = arg
 		case "https_port":
@@ -184,15 +189,20 @@ func (t *translator) address(s *site, d *Directive, a string) {
 		}
 	}
 	if host != "" {
-		if strings.Contains(host, "{") {
+		if !convert.ValidHost(host) {
 			t.note(d, "address %q: Sluice's hosts are fixed names", a)
+			return
 		} else {
 			s.hosts = append(s.hosts, strings.ToLower(host))
 		}
 	}
-	if tls && host != "" && (host == "localhost" || net.ParseIP(host) != nil || !strings.Contains(host, ".")) {
+	if tls && host != "" && !acmeName(host) {
 		t.note(d, "address %q: Caddy serves it with a certificate of its own authority; Sluice obtains certificates for public names only: give the site a tls cert key, or use http://", a)
 		tls = false
+	}
+	if !convert.ValidListen(":" + port) {
+		t.note(d, "address %q: the port is not a number from 1 to 65535", a)
+		return
 	}
 	s.listens = append(s.listens, siteAddr{port: port, tls: tls})
 	if tls {
@@ -200,9 +210,35 @@ func (t *translator) address(s *site, d *Directive, a string) {
 	}
 }
 
-// qualifies reports whether Caddy obtains a certificate for host.
+// qualifies reports whether Caddy serves host over HTTPS by default.
 func qualifies(host string) bool {
 	return host != "" && !strings.HasPrefix(host, "*")
+}
+
+// acmeName reports whether an ACME authority issues certificates for
+// host, as the config's acme section takes them: a name with a dot, of
+// labels of letters, digits and inner hyphens.
+func acmeName(host string) bool {
+	if net.ParseIP(strings.Trim(host, "[]")) != nil || !strings.Contains(strings.Trim(host, "."), ".") {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// email reports whether s is an email address the acme section takes.
+func email(s string) bool {
+	_, err := mail.ParseAddress(s)
+	return err == nil && !strings.ContainsAny(s, "<> ")
 }
 
 // tls reads a site's tls directive.
@@ -213,7 +249,7 @@ func (t *translator) tls(s *site, d *Directive) {
 		s.acme = false
 	case len(d.Args) == 1 && d.Args[0] == "internal":
 		t.note(d, "Sluice has no certificate authority of its own: give the site a cert and key")
-	case len(d.Args) == 1 && strings.Contains(d.Args[0], "@"):
+	case len(d.Args) == 1 && email(d.Args[0]):
 		t.email = d.Args[0]
 	default:
 		t.note(d, "Sluice's tls takes a cert and key, or certificates from Let's Encrypt")
@@ -258,7 +294,7 @@ func (t *translator) listen(s *site, a siteAddr, addr string, plain map[string]b
 			}
 		}
 		*redirect = *redirect || t.autoHTTPS == "on"
-	case s.acme:
+	case s.acme && len(s.hosts) > 0:
 		if l.ACME == nil {
 			l.ACME = &convert.ACME{Email: t.email}
 		}
@@ -334,11 +370,8 @@ func (t *translator) namedMatcher(d *Directive) *matcher {
 
 // pathPatterns turns a path matcher into Sluice patterns.
 func pathPatterns(p string) ([]string, string, bool) {
-	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "{}?#%[] \t") {
-		return nil, "", false
-	}
 	body, star := strings.CutSuffix(p, "*")
-	if strings.Contains(body, "*") || path.Clean(body) != strings.TrimSuffix(body, "/") && body != "/" {
+	if !convert.ValidPattern(body) || strings.ContainsAny(body, "*%[]") {
 		return nil, "", false
 	}
 	switch {
@@ -726,6 +759,9 @@ func (t *translator) header(it *item, st *state) {
 // placeholders rewrites Caddy's placeholders in a URL into the redirect
 // component's variables; false when one has no equivalent.
 func placeholders(s string) (string, bool) {
+	if strings.Contains(s, "$") {
+		return "", false
+	}
 	out := strings.NewReplacer("{uri}", "$path$query", "{http.request.uri}", "$path$query",
 		"{path}", "$path", "{http.request.uri.path}", "$path", "?{query}", "$query", "?{http.request.uri.query}", "$query",
 		"{host}", "$host", "{http.request.host}", "$host", "{hostport}", "$host", "{http.request.hostport}", "$host").Replace(s)
@@ -815,7 +851,7 @@ func (t *translator) respond(it *item, st *state) {
 // upstream turns a Caddy upstream address into the proxy's form.
 func upstream(a string, fastcgi bool) (string, bool) {
 	if p, ok := strings.CutPrefix(a, "unix/"); ok {
-		return "unix:" + p, true
+		return "unix:" + p, convert.ValidUpstream("unix:"+p, false)
 	}
 	if strings.HasPrefix(a, "https://") || strings.HasPrefix(a, "h2c://") || strings.Contains(a, "{") {
 		return "", false
@@ -824,13 +860,10 @@ func upstream(a string, fastcgi bool) (string, bool) {
 	if strings.HasPrefix(a, ":") {
 		a = "127.0.0.1" + a
 	}
-	if fastcgi {
-		return a, true
+	if !fastcgi {
+		a = "http://" + a
 	}
-	if !strings.Contains(a, ":") {
-		a += ":80"
-	}
-	return "http://" + a, true
+	return a, convert.ValidUpstream(a, !fastcgi)
 }
 
 // reverseProxy translates reverse_proxy.
@@ -875,21 +908,40 @@ func (t *translator) reverseProxy(it *item, st *state) {
 			default:
 				t.note(e, "policy %q: Sluice has round_robin, least_conn, random_two, ip_hash and hash", arg)
 			}
-		case "lb_retries":
-			convert.SetKey(o, "retries", convert.Num(arg))
+		case "lb_retries", "health_status", "max_fails":
+			n, err := strconv.Atoi(arg)
+			if err != nil || n < 0 || e.Name == "health_status" && (n < 100 || n > 599) {
+				t.note(e, "want a number")
+				continue
+			}
+			key, m := map[string]string{"lb_retries": "retries", "health_status": "expect", "max_fails": "failures"}[e.Name], o
+			if e.Name == "health_status" {
+				m = health
+			} else if e.Name == "max_fails" {
+				m = pas
+			}
+			convert.SetKey(m, key, convert.Int(n))
 		case "health_uri", "health_path":
+			if !strings.HasPrefix(arg, "/") || strings.ContainsAny(arg, " \t{}") {
+				t.note(e, "want a path such as /healthz")
+				continue
+			}
 			convert.SetKey(health, "path", convert.Str(arg))
-		case "health_interval":
-			convert.SetKey(health, "interval", convert.Str(arg))
-		case "health_timeout":
-			convert.SetKey(health, "timeout", convert.Str(arg))
-		case "health_status":
-			convert.SetKey(health, "expect", convert.Num(arg))
-		case "fail_duration":
-			convert.SetKey(pas, "window", convert.Str(arg))
-			convert.SetKey(pas, "down_for", convert.Str(arg))
-		case "max_fails":
-			convert.SetKey(pas, "failures", convert.Num(arg))
+		case "health_interval", "health_timeout", "fail_duration":
+			d, ok := duration(arg)
+			if !ok {
+				t.note(e, "want a duration such as 10s")
+				continue
+			}
+			switch e.Name {
+			case "health_interval":
+				convert.SetKey(health, "interval", convert.Str(d))
+			case "health_timeout":
+				convert.SetKey(health, "timeout", convert.Str(d))
+			default:
+				convert.SetKey(pas, "window", convert.Str(d))
+				convert.SetKey(pas, "down_for", convert.Str(d))
+			}
 		case "header_up":
 			if len(e.Args) == 2 && strings.EqualFold(e.Args[0], "Host") && (e.Args[1] == "{upstream_hostport}" || e.Args[1] == "{http.reverse_proxy.upstream.hostport}") {
 				convert.SetKey(o, "host", convert.Str("upstream"))
@@ -1094,4 +1146,16 @@ func (t *translator) logStep(d *Directive) (convert.Step, bool) {
 		}
 	}
 	return convert.Step{Name: "log", Arg: convert.Flow(convert.Map("file", convert.Str(file), "format", convert.Str(format)))}, true
+}
+
+// duration reads a Caddy duration: a Go duration, or whole days ("2d").
+func duration(s string) (string, bool) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if d, err := strconv.Atoi(n); err == nil && d > 0 {
+			return strconv.Itoa(d*24) + "h", true
+		}
+		return "", false
+	}
+	d, err := time.ParseDuration(s)
+	return s, err == nil && d > 0
 }

@@ -48,6 +48,10 @@ func (srv *server) listen(t *translator, d *Directive) {
 	if h, p, err := net.SplitHostPort(a); err == nil && h == "::" && !strings.HasPrefix(a, "unix:") {
 		a = "[::]:" + p
 	}
+	if !convert.ValidListen(a) {
+		t.note(d, "%q is not an address to listen on", d.Args[0])
+		return
+	}
 	la := listenAddr{addr: a, d: d}
 	for _, p := range d.Args[1:] {
 		switch {
@@ -70,10 +74,12 @@ func (srv *server) serverNames(t *translator, d *Directive) {
 		case n == "_" || n == "" || n == "localhost" && len(d.Args) == 1:
 		case strings.HasPrefix(n, "~"):
 			t.note(d, "name %q: Sluice matches host names exactly, or *.domain", n)
-		case strings.HasPrefix(n, "."):
-			srv.names = append(srv.names, n[1:], "*"+n)
+		case strings.HasPrefix(n, ".") && convert.ValidHost(n[1:]):
+			srv.names = append(srv.names, strings.ToLower(n[1:]), strings.ToLower("*"+n))
 		case strings.HasSuffix(n, ".*") || strings.Count(n, "*") > 1 || strings.Contains(n, "*") && !strings.HasPrefix(n, "*."):
 			t.note(d, "name %q: Sluice's wildcards are *.domain only", n)
+		case !convert.ValidHost(n):
+			t.note(d, "name %q is not a host name", n)
 		default:
 			srv.names = append(srv.names, strings.ToLower(n))
 		}

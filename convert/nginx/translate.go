@@ -488,7 +488,7 @@ func locationPatterns(l *Directive) ([]string, bool) {
 	default:
 		return nil, false
 	}
-	if !strings.HasPrefix(uri, "/") || strings.ContainsAny(uri, "{}?#% \t") || path.Clean(uri) != strings.TrimSuffix(uri, "/") && uri != "/" {
+	if !convert.ValidPattern(uri) || strings.Contains(uri, "%") {
 		return nil, false
 	}
 	switch mod {
@@ -736,7 +736,8 @@ func (t *translator) try(d *Directive, php bool) ([]string, bool) {
 			return nil, false
 		}
 		c = strings.ReplaceAll(c, "$uri", "$path")
-		if strings.HasPrefix(c, "@") || strings.HasPrefix(c, "=") || strings.Contains(strings.ReplaceAll(c, "$path", ""), "$") {
+		rest, dollar := strings.CutPrefix(c, "$path")
+		if !dollar && !convert.ValidPattern(c) || dollar && (strings.ContainsAny(rest, "$%") || !convert.ValidPattern("/x"+rest)) {
 			t.note(d, "candidate %q: Sluice's try takes $uri and fixed paths, and ends in a 404", a)
 			return nil, false
 		}
@@ -865,18 +866,63 @@ func (t *translator) returnStep(d *Directive, serverName string) (convert.Step, 
 }
 
 // vars rewrites nginx's variables in a redirect's URL into the redirect
-// component's.
+// component's: $request_uri is $path$query, $uri $path, ?$args (or
+// $is_args$args) $query, $host and $http_host $host.
 func (t *translator) vars(d *Directive, s string) (string, bool) {
-	r := strings.NewReplacer("$request_uri", "$path$query", "${request_uri}", "$path$query",
-		"$uri", "$path", "$document_uri", "$path", "?$args", "$query", "?$query_string", "$query",
-		"$is_args$args", "$query", "$host", "$host", "$http_host", "$host")
-	out := r.Replace(s)
-	rest := strings.NewReplacer("$path", "", "$query", "", "$host", "").Replace(out)
-	if strings.Contains(rest, "$") {
-		t.note(d, "Sluice's redirect knows $request_uri, $uri, $args and $host, not the variables of %q", s)
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		j := i + 1
+		var name string
+		if strings.HasPrefix(s[j:], "{") {
+			k := strings.IndexByte(s[j:], '}')
+			if k < 0 {
+				break
+			}
+			name, j = s[j+1:j+k], j+k+1
+		} else {
+			for j < len(s) && (s[j] == '_' || 'a' <= s[j] && s[j] <= 'z' || 'A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9') {
+				j++
+			}
+			name = s[i+1 : j]
+		}
+		switch name {
+		case "request_uri":
+			b.WriteString("$path$query")
+		case "uri", "document_uri":
+			b.WriteString("$path")
+		case "host", "http_host":
+			b.WriteString("$host")
+		case "is_args":
+			if !strings.HasPrefix(s[j:], "$args") {
+				t.note(d, "$is_args translates before $args only")
+				return "", false
+			}
+			b.WriteString("$query")
+			j += len("$args")
+		case "args", "query_string":
+			if !strings.HasSuffix(b.String(), "?") {
+				t.note(d, "$%s translates after ? only", name)
+				return "", false
+			}
+			out := strings.TrimSuffix(b.String(), "?")
+			b.Reset()
+			b.WriteString(out + "$query")
+		default:
+			t.note(d, "Sluice's redirect knows $request_uri, $uri, $args, $host and $server_name, not $%s", name)
+			return "", false
+		}
+		i = j
+	}
+	if strings.Count(b.String(), "$") != strings.Count(b.String(), "$path")+strings.Count(b.String(), "$query")+strings.Count(b.String(), "$host") {
+		t.note(d, "a $ that starts no variable in %q", s)
 		return "", false
 	}
-	return out, true
+	return b.String(), true
 }
 
 // logStep translates an access_log in a location or server of its own.
@@ -1078,7 +1124,11 @@ func (t *translator) upstreamList(d *Directive, http bool) []string {
 	if u := t.upstreams[host]; u != nil {
 		return t.upstreamBlock(u, http)
 	}
-	return []string{upstreamAddr(host, http)}
+	if a := upstreamAddr(host, http); convert.ValidUpstream(a, http) {
+		return []string{a}
+	}
+	t.note(d, "%q is not an upstream address", target)
+	return nil
 }
 
 func upstreamAddr(a string, http bool) string {
@@ -1118,8 +1168,12 @@ func (t *translator) upstreamBlock(u *Directive, http bool) []string {
 					t.note(e, "parameter %q has no equivalent", p)
 				}
 			}
-			if !down {
-				out = append(out, upstreamAddr(e.Args[0], http))
+			switch a := upstreamAddr(e.Args[0], http); {
+			case down:
+			case convert.ValidUpstream(a, http):
+				out = append(out, a)
+			default:
+				t.note(e, "%q is not an upstream address", e.Args[0])
 			}
 		case "keepalive", "keepalive_requests", "keepalive_timeout", "least_conn", "ip_hash", "random", "hash", "zone":
 		default:
