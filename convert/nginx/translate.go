@@ -430,6 +430,16 @@ func (t *translator) server(d *Directive, s *scope) {
 		return
 	}
 	explicit := map[string]bool{}
+	if s.rewrite != nil { // before any location is chosen: its paths' own route
+		pats := rewritePatterns(s.rewrite)
+		r := &convert.Route{Match: pats, Directive: s.rewrite.Name, Line: s.rewrite.Line,
+			Pipeline: []convert.Step{{Name: "redirect", Arg: t.rewriteRedirect(s.rewrite)}}}
+		site.Routes = append(site.Routes, r)
+		for _, p := range pats {
+			explicit[p] = true
+		}
+		s.rewrite = nil
+	}
 	for _, l := range rest {
 		if p, ok := locationPatterns(l); ok {
 			explicit[p[0]] = true
@@ -1386,6 +1396,17 @@ func size(s string) string {
 		return n + "GiB"
 	}
 	return ""
+}
+
+// rewritePatterns returns the route patterns of the paths a rewrite
+// that rewriteRedirect translates applies to: ^/old/(.*)$ is /old/,
+// ^/old(.*)$ both /old and /old/.
+func rewritePatterns(d *Directive) []string {
+	p := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(d.Args[0], "^"), "$"), "(.*)")
+	if strings.HasSuffix(p, "/") {
+		return []string{p}
+	}
+	return []string{p, p + "/"}
 }
 
 // rewriteRedirect returns the redirect options of a rewrite that moves a

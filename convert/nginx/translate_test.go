@@ -274,6 +274,25 @@ routes:
 		notes: []string{`6: directive "rewrite": not translated: Sluice has no internal rewrite yet`},
 	},
 	{
+		name: "a rewrite at the server's level is its paths' route",
+		conf: `server {
+    listen 80;
+    root ./public;
+    rewrite ^/blog(.*)$ https://blog.example.com$1 permanent;
+    location /blog/ { return 404; }
+}`,
+		want: `listen: :80
+routes:
+  - match: [/blog, /blog/]
+    pipeline:
+      - redirect: {to: 'https://blog.example.com$path$query', strip_prefix: /blog, status: 301}
+  - match: /
+    pipeline:
+      - files: ./public
+`,
+		notes: []string{`5: directive "location": not translated: a second route for "/blog/", which the first one takes`},
+	},
+	{
 		name: "a PHP site",
 		conf: `server {
     listen 80;
