@@ -129,7 +129,9 @@ func (t *translator) main(dirs []*Directive) {
 					}
 				}
 			default:
-				t.common(d, http)
+				if !t.common(d, http) {
+					t.note(d, "Sluice has no equivalent")
+				}
 			}
 		}
 	}
@@ -331,6 +333,8 @@ func (t *translator) common(d *Directive, s *scope) bool {
 		if v := duration(arg(0)); v != "" {
 			t.cfg.Limit("write_timeout", convert.Str(v))
 		}
+	case "ssl_protocols", "ssl_ciphers":
+		t.note(d, "Sluice's TLS versions (1.2 and 1.3) and cipher suites are fixed (docs/security.md)")
 	case "include":
 		if strings.ContainsAny(arg(0), "*?[") { // a glob matching nothing includes nothing, in nginx too
 			return true
@@ -372,8 +376,6 @@ func (t *translator) server(d *Directive, s *scope) {
 			}
 		case "ssl":
 			srv.sslOn = len(e.Args) == 1 && e.Args[0] == "on"
-		case "ssl_protocols", "ssl_ciphers":
-			t.note(e, "Sluice's TLS versions (1.2 and 1.3) and cipher suites are fixed (docs/security.md)")
 		case "return":
 			s.ret = e
 		case "rewrite":

@@ -369,6 +369,24 @@ routes:
 `,
 	},
 	{
+		name: "the http level's directives are noted too",
+		conf: `http {
+    ssl_protocols TLSv1 TLSv1.2;
+    underscores_in_headers on;
+    server { listen 80; root ./public; }
+}`,
+		want: `listen: :80
+routes:
+  - match: /
+    pipeline:
+      - files: ./public
+`,
+		notes: []string{
+			`2: directive "ssl_protocols": not translated: Sluice's TLS versions`,
+			`3: directive "underscores_in_headers": not translated: Sluice has no equivalent`,
+		},
+	},
+	{
 		name: "directives Sluice has no equivalent for",
 		conf: `server {
     listen 80;
