@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -71,19 +70,22 @@ func waitListening(t *testing.T, what, addr string) {
 	})
 }
 
-// runPeer starts a server program that runs until the test ends.
-func runPeer(t *testing.T, cmd *exec.Cmd) *strings.Builder {
+// runPeer starts a server program that runs until the test ends; its
+// output is logged if the test fails.
+func runPeer(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := new(sluicetest.Buffer)
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s's output:\n%s", filepath.Base(cmd.Path), out)
+		}
 	})
-	return &out
 }
 
 // compare sends each request to both servers and compares the answers.
@@ -176,8 +178,8 @@ http {
 	if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out := runPeer(t, exec.Command(nginx, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")))
-	waitListening(t, "nginx "+out.String(), addr)
+	runPeer(t, exec.Command(nginx, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")))
+	waitListening(t, "nginx", addr)
 
 	r := sluice(t, "convert", "-o", filepath.Join(dir, "sluice.yaml"), conf)
 	if r.code != 0 {
@@ -244,9 +246,9 @@ func TestConvertMatchesCaddy(t *testing.T) {
 `, dir, up.Addr, port, base64.StdEncoding.EncodeToString(hash))})
 	cmd := exec.Command(caddy, "run", "--config", conf, "--adapter", "caddyfile")
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	out := runPeer(t, cmd)
+	runPeer(t, cmd)
 	addr := "127.0.0.1:" + port
-	waitListening(t, "caddy "+out.String(), addr)
+	waitListening(t, "caddy", addr)
 
 	r := sluice(t, "convert", "-o", filepath.Join(dir, "sluice.yaml"), conf)
 	if r.code != 0 {
