@@ -86,6 +86,11 @@ func (t *translator) global(g *Directive) {
 			default:
 				t.note(d, "auto_https %s: Sluice obtains certificates for the sites' names, or for none", arg)
 			}
+		case "log":
+			if step, ok := t.logStep(d); ok {
+				l := convert.Flow(convert.Map("output", convert.Key(step.Arg, "file"), "format", convert.Str("json")))
+				t.cfg.Set("log", l)
+			}
 		case "admin", "skip_install_trust", "debug", "grace_period", "persist_config":
 			// Sluice has no admin endpoint, no local CA to install, and
 			// its own shutdown grace (--shutdown-grace).

@@ -43,6 +43,9 @@ routes:
 		name: "automatic HTTPS, encode, header, log",
 		conf: `{
 	email admin@example.com
+	log {
+		output file ./error.log
+	}
 }
 example.com, www.example.com {
 	root * ./public
@@ -61,6 +64,7 @@ example.com, www.example.com {
         email: admin@example.com
         domains: [example.com, www.example.com]
   - {address: ':80', redirect_to_https: true}
+log: {output: ./error.log, format: json}
 routes:
   - match: /
     host: example.com

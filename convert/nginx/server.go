@@ -86,34 +86,6 @@ func (srv *server) serverNames(t *translator, d *Directive) {
 	}
 }
 
-// httpsRedirect reports whether the server is the usual plain listener
-// whose only work is a redirect to the same URL over HTTPS, and if so
-// makes its listeners redirect_to_https.
-func (srv *server) httpsRedirect(t *translator) bool {
-	ret := srv.scope.ret
-	if len(ret.Args) != 2 || (ret.Args[0] != "301" && ret.Args[0] != "302" && ret.Args[0] != "307" && ret.Args[0] != "308") {
-		return false
-	}
-	to, ok := strings.CutPrefix(ret.Args[1], "https://")
-	if !ok {
-		return false
-	}
-	host, rest, _ := strings.Cut(to, "$request_uri")
-	if rest != "" || !strings.HasSuffix(to, "$request_uri") {
-		return false
-	}
-	if host != "$host" && host != "$server_name" && host != "$http_host" && !slices.Contains(srv.names, host) {
-		return false
-	}
-	for _, a := range srv.addrs {
-		if a.ssl || srv.sslOn {
-			return false
-		}
-	}
-	srv.redirect = true
-	return true
-}
-
 // finish gives the sites their hosts and the config its listeners, and
 // the server-wide settings.
 func (t *translator) finish(http *scope) {

@@ -44,23 +44,59 @@ type translator struct {
 	single    *Directive // the one server that does more than redirect to HTTPS, if one
 }
 
-// redirectOnly reports whether a server block only redirects to HTTPS:
-// a return 301 https://... at its level, and no ssl listener.
+// redirectOnly reports whether a server block only redirects to HTTPS
+// (see httpsRedirect).
 func redirectOnly(d *Directive) bool {
-	ret := false
+	_, ok := httpsRedirect(d)
+	return ok
+}
+
+// httpsRedirect reports whether a server block is the usual plain
+// listener whose only work is a redirect to the same URL over HTTPS —
+// return 301 https://$host$request_uri, at the server's level or in its
+// location / — beside, maybe, certbot's location of HTTP-01 challenges,
+// which it returns.
+func httpsRedirect(d *Directive) (challenge *Directive, ok bool) {
+	var names []string
+	var ret *Directive
 	for _, e := range d.Block {
 		switch e.Name {
-		case "return":
-			ret = len(e.Args) == 2 && strings.HasPrefix(e.Args[1], "https://") && strings.HasSuffix(e.Args[1], "$request_uri")
 		case "listen":
 			if slices.Contains(e.Args, "ssl") {
-				return false
+				return nil, false
 			}
 		case "ssl":
-			return false
+			return nil, false
+		case "server_name":
+			names = e.Args
+		case "return":
+			ret = e
+		case "location":
+			switch {
+			case len(e.Args) == 1 && e.Args[0] == "/" && len(e.Block) == 1 && e.Block[0].Name == "return":
+				ret = e.Block[0]
+			case len(e.Args) >= 1 && strings.HasPrefix(e.Args[len(e.Args)-1], "/.well-known/acme-challenge"):
+				challenge = e
+			default:
+				return nil, false
+			}
+		case "root", "access_log", "error_log", "index", "server_tokens":
+		default:
+			return nil, false
 		}
 	}
-	return ret
+	if ret == nil || len(ret.Args) != 2 || (ret.Args[0] != "301" && ret.Args[0] != "302" && ret.Args[0] != "307" && ret.Args[0] != "308") {
+		return nil, false
+	}
+	to, ok := strings.CutPrefix(ret.Args[1], "https://")
+	if !ok {
+		return nil, false
+	}
+	host, found := strings.CutSuffix(to, "$request_uri")
+	if !found || host != "$host" && host != "$server_name" && host != "$http_host" && !slices.Contains(names, host) {
+		return nil, false
+	}
+	return challenge, true
 }
 
 func (t *translator) note(d *Directive, format string, args ...any) {
@@ -82,7 +118,7 @@ var same = map[string]bool{
 	"proxy_buffering": true, "ssl_prefer_server_ciphers": true, "ssl_session_cache": true,
 	"ssl_session_timeout": true, "ssl_session_tickets": true, "client_body_temp_path": true,
 	"proxy_temp_path": true, "fastcgi_temp_path": true, "uwsgi_temp_path": true, "scgi_temp_path": true,
-	"absolute_redirect": true, "log_not_found": true,
+	"absolute_redirect": true, "log_not_found": true, "gzip_static": true, // files serves .gz (and .br, .zst) beside a file by default
 }
 
 // known includes of nginx's own distribution that Sluice needs nothing
@@ -239,6 +275,8 @@ type scope struct {
 	rewrite         *Directive // a rewrite that is a redirect, at this level
 	content         *Directive // proxy_pass or fastcgi_pass
 	connectTimeout  string
+	readTimeout     string
+	nextUpstream    *Directive
 	dotfilesDeny    bool // a location ~ /\. { deny all; } in the server
 	php             *Directive
 	serverName      string          // the server's first name, for $server_name
@@ -333,6 +371,22 @@ func (t *translator) common(d *Directive, s *scope) bool {
 		if v := duration(arg(0)); v != "" {
 			t.cfg.Limit("write_timeout", convert.Str(v))
 		}
+	case "error_log": // Sluice has one log
+		t.errorLog(d)
+	case "limit_req_status":
+		if arg(0) != "429" {
+			t.note(d, "Sluice's ratelimit answers 429")
+		}
+	case "proxy_read_timeout":
+		s.readTimeout = duration(arg(0))
+	case "proxy_next_upstream":
+		s.nextUpstream = d
+	case "map":
+		// map $http_upgrade $connection_upgrade, for WebSockets: Sluice's
+		// proxy passes upgrades on itself.
+		if len(d.Args) != 2 || d.Args[0] != "$http_upgrade" {
+			t.note(d, "Sluice has no variables")
+		}
 	case "ssl_protocols", "ssl_ciphers":
 		t.note(d, "Sluice's TLS versions (1.2 and 1.3) and cipher suites are fixed (docs/security.md)")
 	case "include":
@@ -421,10 +475,14 @@ func (t *translator) server(d *Directive, s *scope) {
 	site := &convert.Site{File: d.File, Line: d.Line}
 	srv.site = site
 	t.servers = append(t.servers, srv)
-	if s.ret != nil { // before any location is chosen: the whole server
-		if srv.httpsRedirect(t) {
-			return
+	if challenge, ok := httpsRedirect(d); ok {
+		srv.redirect = true
+		if challenge != nil {
+			t.note(challenge, "redirect_to_https answers the HTTP-01 challenges of Sluice's own acme certificates, not a webroot's: let Sluice obtain the certificates (tls: {acme: ...})")
 		}
+		return
+	}
+	if s.ret != nil { // before any location is chosen: the whole server
 		site.Routes = append(site.Routes, t.route(d, []string{"/"}, s, ""))
 		for _, l := range rest {
 			t.note(l, "never reached: the server's return answers every request first")
@@ -1315,6 +1373,27 @@ func (t *translator) proxy(d *Directive, s *scope, loc string) (convert.Step, bo
 	}
 	if s.connectTimeout != "" {
 		convert.SetKey(o, "connect_timeout", convert.Str(s.connectTimeout))
+	}
+	if s.readTimeout != "" {
+		convert.SetKey(o, "response_header_timeout", convert.Str(s.readTimeout))
+	}
+	if d := s.nextUpstream; d != nil {
+		var fail []*yaml.Node
+		for _, a := range d.Args {
+			switch {
+			case a == "off":
+				convert.SetKey(o, "retries", convert.Int(-1))
+			case a == "error" || a == "timeout" || a == "invalid_header":
+				// what Sluice's proxy retries after by itself
+			case strings.HasPrefix(a, "http_") && len(a) == 8 && a != "http_403" && a != "http_404" && a != "http_429":
+				fail = append(fail, convert.Num(a[5:]))
+			default:
+				t.note(d, "%q: Sluice's proxy tries another upstream after an error, a timeout or a fail_status (5xx)", a)
+			}
+		}
+		if len(fail) > 0 {
+			convert.SetKey(o, "fail_status", convert.Flow(convert.Seq(fail...)))
+		}
 	}
 	if u := t.upstreams[strings.SplitN(strings.TrimPrefix(target, "http://"), "/", 2)[0]]; u != nil {
 		t.upstreamOptions(u, o)

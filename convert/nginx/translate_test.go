@@ -369,6 +369,51 @@ routes:
 `,
 	},
 	{
+		name: "certbot's port 80, a WebSocket proxy, the cookbook's idioms",
+		conf: `map $http_upgrade $connection_upgrade {
+    default upgrade;
+    ''      close;
+}
+limit_req_zone $binary_remote_addr zone=site:10m rate=10r/s;
+server {
+    listen 80;
+    server_name example.com;
+    location /.well-known/acme-challenge/ { root /var/www/letsencrypt; }
+    location / { return 308 https://$host$request_uri; }
+}
+server {
+    listen 443 ssl;
+    server_name example.com;
+    ssl_certificate ./site.crt;
+    ssl_certificate_key ./site.key;
+    error_log ./error.log info;
+    limit_req_status 429;
+    gzip_static on;
+    location / {
+        limit_req zone=site burst=20 nodelay;
+        proxy_pass http://127.0.0.1:8080;
+        proxy_set_header Host $host;
+        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        proxy_set_header Upgrade $http_upgrade;
+        proxy_set_header Connection $connection_upgrade;
+        proxy_read_timeout 1h;
+        proxy_next_upstream error timeout http_502 http_503;
+    }
+}`,
+		want: `listen:
+  - {address: ':80', redirect_to_https: true}
+  - address: :443
+    tls: {cert: ./site.crt, key: ./site.key}
+log: {output: ./error.log, level: info}
+routes:
+  - match: /
+    pipeline:
+      - ratelimit: {rate: 10, burst: 21}
+      - proxy: {upstreams: ['http://127.0.0.1:8080'], response_header_timeout: 1h, fail_status: [502, 503]}
+`,
+		notes: []string{`9: directive "location": not translated: redirect_to_https answers the HTTP-01 challenges of Sluice's own acme certificates`},
+	},
+	{
 		name: "the http level's directives are noted too",
 		conf: `http {
     ssl_protocols TLSv1 TLSv1.2;
