@@ -1,8 +1,10 @@
 package main_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -119,5 +121,70 @@ routes:
 		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) {
 			t.Errorf("sluice %q = %d, stderr %q; want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.msg)
 		}
+	}
+}
+
+// Every nginx config and Caddyfile in the docs (the cookbook's, php.md's,
+// convert.md's) converts into a config that sluice check accepts, its
+// files made as TestDocConfigs makes them: whatever the converter leaves
+// out, what it writes is a config that runs.
+func TestConvertDocs(t *testing.T) {
+	fx := newDocFixtures(t)
+	converted := 0
+	for _, name := range docFiles(t) {
+		for _, b := range codeBlocks(t, name) {
+			var from, file string
+			switch b.lang {
+			case "nginx":
+				from, file = "nginx", "site.conf"
+			case "caddy", "caddyfile":
+				from, file = "caddy", "Caddyfile"
+			default:
+				continue
+			}
+			converted++
+			t.Run(fmt.Sprintf("%s:%d", b.file, b.line), func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				in := filepath.Join(dir, file)
+				writeFiles(t, dir, map[string]string{file: strings.Join(b.lines, "\n") + "\n"})
+				r := sluice(t, "convert", "--from", from, in)
+				if r.code > 1 || r.stdout == "" {
+					t.Fatalf("sluice convert = %d:\n%s", r.code, r.stderr)
+				}
+				checkConverted(t, b, r.stdout, fx)
+			})
+		}
+	}
+	if converted < 10 {
+		t.Errorf("only %d nginx and Caddy configs found in the docs", converted)
+	}
+}
+
+// keyFile finds the key files of TLS listeners in a config.
+var keyFile = regexp.MustCompile(`\bkey: ([^,}\s]+)`)
+
+// checkConverted runs sluice check on a config converted from the doc
+// block b, in a directory where the files it names are made as
+// TestDocConfigs makes them (see stub). Warnings are allowed: the
+// converter cannot know what the input does not say (PHP-FPM's
+// pm.max_children for max_conns).
+func checkConverted(t *testing.T, b codeBlock, config string, fx *docFixtures) {
+	t.Helper()
+	c := complete(codeBlock{file: b.file, lang: "yaml", lines: strings.Split(strings.TrimSuffix(config, "\n"), "\n")})
+	dir := t.TempDir()
+	// stub would write a certificate into a key file named *.pem
+	// (Let's Encrypt's privkey.pem): made first, stub leaves it.
+	for _, m := range keyFile.FindAllStringSubmatch(c.text(), -1) {
+		writeFiles(t, dir, map[string]string{m[1]: string(fx.key)})
+	}
+	stub(t, c, dir, fx)
+	file := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(file, []byte(c.text()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := sluice(t, "check", "-c", file)
+	if r.code != 0 || r.stdout != "ok\n" {
+		t.Errorf("the config converted from %s:%d fails sluice check:\n%s%s\nchecked as:\n%s", b.file, b.line, r.stdout, r.stderr, c.text())
 	}
 }
