@@ -350,11 +350,12 @@ func Key(m *yaml.Node, key string) *yaml.Node {
 
 // ValidHost reports whether h is a host name a route may name: letters,
 // digits, '-', '.', ':' and brackets (an IPv6 address), optionally after
-// "*." — as the config's host key takes them.
+// "*." — as the config's host key takes them — without an empty label
+// (a trailing dot would name the host without it).
 func ValidHost(h string) bool {
 	h = strings.TrimPrefix(h, "*.")
-	if h == "" {
-		return false
+	if h == "" || strings.HasPrefix(h, ".") || strings.HasSuffix(h, ".") || strings.Contains(h, "..") {
+		return false // a trailing dot names the same host without it
 	}
 	for i := 0; i < len(h); i++ {
 		c := h[i]

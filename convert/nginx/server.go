@@ -70,6 +70,9 @@ func (srv *server) listen(t *translator, d *Directive) {
 // names reads server_name.
 func (srv *server) serverNames(t *translator, d *Directive) {
 	for _, n := range d.Args {
+		if len(n) > 1 {
+			n = strings.TrimSuffix(n, ".") // example.com. is example.com
+		}
 		switch {
 		case n == "_" || n == "" || n == "localhost" && len(d.Args) == 1:
 		case strings.HasPrefix(n, "~"):
