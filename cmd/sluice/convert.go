@@ -27,13 +27,11 @@ not be translated is left out and named on stderr as
 FILE:LINE: directive "NAME": not translated: WHY. Files the config needs
 beside it (the htpasswd file of a Caddyfile's basicauth users) are
 written next to OUT, and only with -o. docs/convert.md says what is
-translated and what is not.
-
-Exit status: 0 when everything was translated, 1 when something was not
-(the config is still written) or FILE cannot be read, 2 on a usage error.`,
+translated and what is not. A directive left out makes the exit status
+1, the config still written.`,
 	operands: true,
 	setup: func(fs *flag.FlagSet) func(stdout, stderr io.Writer) int {
-		from := fs.String("from", "", "the input's language: `nginx` or caddy (default: from FILE's name)")
+		from := fs.String("from", "", "the input's language, `LANG`: nginx or caddy (default: from FILE's name)")
 		out := fs.String("o", "", "write the config to the file `OUT` instead of stdout")
 		return func(stdout, stderr io.Writer) int {
 			// Flags may follow FILE too: sluice convert nginx.conf -o out.yaml.
