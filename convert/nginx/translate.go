@@ -276,6 +276,7 @@ type scope struct {
 	content         *Directive // proxy_pass or fastcgi_pass
 	connectTimeout  string
 	readTimeout     string
+	cert, key       string // ssl_certificate and its key
 	nextUpstream    *Directive
 	dotfilesDeny    bool // a location ~ /\. { deny all; } in the server
 	php             *Directive
@@ -387,6 +388,10 @@ func (t *translator) common(d *Directive, s *scope) bool {
 		if len(d.Args) != 2 || d.Args[0] != "$http_upgrade" {
 			t.note(d, "Sluice has no variables")
 		}
+	case "ssl_certificate": // at the http level, for every server
+		s.cert = arg(0)
+	case "ssl_certificate_key":
+		s.key = arg(0)
 	case "ssl_protocols", "ssl_ciphers":
 		t.note(d, "Sluice's TLS versions (1.2 and 1.3) and cipher suites are fixed (docs/security.md)")
 	case "include":
@@ -420,14 +425,6 @@ func (t *translator) server(d *Directive, s *scope) {
 			srv.serverNames(t, e)
 		case "location":
 			locations = append(locations, e)
-		case "ssl_certificate":
-			if len(e.Args) == 1 {
-				srv.cert = e.Args[0]
-			}
-		case "ssl_certificate_key":
-			if len(e.Args) == 1 {
-				srv.key = e.Args[0]
-			}
 		case "ssl":
 			srv.sslOn = len(e.Args) == 1 && e.Args[0] == "on"
 		case "return":
@@ -449,6 +446,7 @@ func (t *translator) server(d *Directive, s *scope) {
 	if len(srv.addrs) == 0 {
 		srv.addrs = []listenAddr{{addr: ":80"}}
 	}
+	srv.cert, srv.key = s.cert, s.key
 	if len(srv.names) > 0 && !strings.HasPrefix(srv.names[0], "*") {
 		s.serverName = srv.names[0]
 	}

@@ -84,18 +84,20 @@ routes:
 	},
 	{
 		name: "redirect to HTTPS, TLS, several names",
-		conf: `server {
-    listen 80;
-    listen [::]:80;
-    server_name example.com www.example.com;
-    return 301 https://$host$request_uri;
-}
-server {
-    listen 443 ssl http2;
-    server_name example.com www.example.com;
+		conf: `http {
     ssl_certificate ./site.crt;
-    ssl_certificate_key ./site.key;
-    root ./public;
+    server {
+        listen 80;
+        listen [::]:80;
+        server_name example.com www.example.com;
+        return 301 https://$host$request_uri;
+    }
+    server {
+        listen 443 ssl http2;
+        server_name example.com www.example.com;
+        ssl_certificate_key ./site.key;
+        root ./public;
+    }
 }`,
 		want: `listen:
   - {address: ':80', redirect_to_https: true}
