@@ -135,7 +135,7 @@ func (c *Config) YAML(header string) ([]byte, []Note) {
 		}
 	}
 	var routes []*yaml.Node
-	seen := map[[2]string]bool{}
+	seen := map[[2]string]string{} // host and pattern: the pipeline taking them
 	for _, s := range c.Sites {
 		hosts := s.Hosts
 		if len(hosts) == 0 {
@@ -144,13 +144,17 @@ func (c *Config) YAML(header string) ([]byte, []Note) {
 		for _, h := range hosts {
 			for _, r := range s.Routes {
 				var match []string
+				pipeline := r.pipelineText()
 				for _, m := range r.Match {
-					if k := [2]string{h, m}; !seen[k] {
-						seen[k] = true
+					k := [2]string{h, m}
+					first, dup := seen[k]
+					switch {
+					case !dup:
+						seen[k] = pipeline
 						match = append(match, m)
-						continue
+					case first != pipeline: // the same route twice (a server on two ports) is one
+						notes = append(notes, Note{File: s.File, Line: r.Line, Directive: r.Directive, Why: fmt.Sprintf("a second route for %q%s, which the first one takes", m, hostNote(h))})
 					}
-					notes = append(notes, Note{File: s.File, Line: r.Line, Directive: r.Directive, Why: fmt.Sprintf("a second route for %q%s, which the first one takes", m, hostNote(h))})
 				}
 				if len(match) == 0 || len(r.Pipeline) == 0 {
 					continue
@@ -207,6 +211,18 @@ func (l *Listen) node() *yaml.Node {
 		n.Style = yaml.FlowStyle
 	}
 	return n
+}
+
+// pipelineText is the route's pipeline and error pages written out, to
+// tell routes that do the same.
+func (r *Route) pipelineText() string {
+	n := r.node(nil, "")
+	n.HeadComment = ""
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return fmt.Sprint(r) // unique: never equal to another's
+	}
+	return string(b)
 }
 
 func (r *Route) node(match []string, host string) *yaml.Node {

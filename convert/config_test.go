@@ -28,6 +28,7 @@ func TestYAML(t *testing.T) {
 					{File: "f", Line: 9, Routes: []*convert.Route{
 						{Match: []string{"/x", "/x/"}, Pipeline: []convert.Step{files}, Comment: "both"},
 						{Match: []string{"/x/"}, Directive: "location", Line: 12, Pipeline: []convert.Step{{Name: "log"}, files}},
+						{Match: []string{"/x/"}, Directive: "location", Line: 15, Pipeline: []convert.Step{files}}, // the same: no note
 					}},
 				},
 			},
