@@ -5,6 +5,7 @@
 //	sluice check -c FILE [--explain]
 //	sluice graph -c FILE [--svg OUT]
 //	sluice fmt -c FILE [-w]
+//	sluice convert [--from nginx|caddy] [-o OUT] FILE
 //	sluice reload (-c FILE | --pid-file FILE | --pid N)
 //	sluice stop (-c FILE | --pid-file FILE | --pid N)
 //	sluice upgrade (-c FILE | --pid-file FILE | --pid N)
@@ -50,6 +51,7 @@ Commands:
   check     check a config file; --explain describes its pipelines
   graph     draw a config file's process network (Graphviz DOT or SVG)
   fmt       format a config file canonically, keeping comments
+  convert   translate an nginx config or a Caddyfile into a config file
   reload    make a running server load its config file again (SIGHUP)
   stop      make a running server stop gracefully (SIGTERM)
   upgrade   make a running master upgrade its binary (SIGUSR2)
@@ -79,9 +81,10 @@ and see go -C bench run ./cmd/sluicebench --help for its flags.
 type command struct {
 	name, synopsis string
 	setup          func(fs *flag.FlagSet) (exec func(stdout, stderr io.Writer) int)
+	operands       bool // takes arguments after its flags (fs.Args)
 }
 
-var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, reloadCommand, stopCommand, upgradeCommand, demoCommand, versionCommand}
+var commands = []command{serveCommand, checkCommand, graphCommand, fmtCommand, convertCommand, reloadCommand, stopCommand, upgradeCommand, demoCommand, versionCommand}
 
 func main() {
 	// Before anything starts a process: a descriptor sluice's parent left
@@ -150,7 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sluice %s: %v\n\n", c.name, err)
 			usage(c, fs, stderr)
 			return exitUsage
-		case fs.NArg() > 0:
+		case fs.NArg() > 0 && !c.operands:
 			fmt.Fprintf(stderr, "sluice %s: unexpected argument %q\n\n", c.name, fs.Arg(0))
 			usage(c, fs, stderr)
 			return exitUsage
