@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"os/user"
 
@@ -36,7 +38,8 @@ func (e *rootError) Error() string {
 // that user is root); when the config names none, it refuses with a
 // *rootError saying what to write, unless allowRootEnv=1 is in the
 // environment, which it then logs to log as the reason it serves as
-// root. demo makes the fix the demo's own rather than the file's.
+// root. The demo (demo set) serves as root on loopback addresses only,
+// with a warning, and its refusal's fix is the demo's own.
 func checkRoot(cfg *config.Config, source string, demo bool, log *slog.Logger) error {
 	if os.Geteuid() != 0 || cfg.User != "" {
 		return nil
@@ -45,7 +48,39 @@ func checkRoot(cfg *config.Config, source string, demo bool, log *slog.Logger) e
 		log.Info("serving as root, as "+allowRootEnv+"=1 says: every component acts with root's rights", "config", source)
 		return nil
 	}
+	if demo && loopbackOnly(cfg.Listen) {
+		// The README's first command works for whoever runs it: the demo
+		// is reachable from this machine only. On any other address it
+		// is refused as a server is.
+		log.Warn("serving the demo as root: it listens on loopback only, but run it as an ordinary user where you can", "config", source)
+		return nil
+	}
 	return &rootError{source: source, fix: rootFix(source, demo)}
+}
+
+// loopbackOnly reports whether every address is a TCP address on a
+// loopback IP (127.0.0.0/8, ::1) or localhost, or a Unix socket.
+func loopbackOnly(addrs []config.Address) bool {
+	if len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if a.Network == "unix" {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a.Addr)
+		if err != nil {
+			return false
+		}
+		if host == "localhost" {
+			continue
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // rootFix says what to do when the config source names no user, for a
@@ -53,8 +88,8 @@ func checkRoot(cfg *config.Config, source string, demo bool, log *slog.Logger) e
 // www-data and nobody this system has.
 func rootFix(source string, demo bool) string {
 	if demo {
-		return "run sluice demo as an ordinary user (it writes the site into that user's cache directory), or set " +
-			allowRootEnv + "=1 in the environment to serve it as root"
+		return "run sluice demo as an ordinary user (it writes the site into that user's cache directory), or on a loopback " +
+			"address (the default, 127.0.0.1:8080), or set " + allowRootEnv + "=1 in the environment to serve it as root"
 	}
 	name := "sluice"
 	for _, n := range []string{"sluice", "www-data", "nobody"} {

@@ -58,8 +58,8 @@ func TestRootWithoutUserRefused(t *testing.T) {
 			[]string{"refusing to serve as root: no --user", "--user root"}},
 		{"under systemd", []string{"INVOCATION_ID=0123456789abcdef"}, []string{"serve", "-c", file},
 			[]string{"refusing to serve as root", "User= and Group= in its unit", "AmbientCapabilities=CAP_NET_BIND_SERVICE"}},
-		{"demo", nil, []string{"demo", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "demo")},
-			[]string{"refusing to serve as root", "run sluice demo as an ordinary user", "SLUICE_ALLOW_ROOT=1"}},
+		{"demo on every interface", nil, []string{"demo", "--listen", ":0", "--data", filepath.Join(dir, "demo")},
+			[]string{"refusing to serve as root", "run sluice demo as an ordinary user", "on a loopback address", "SLUICE_ALLOW_ROOT=1"}},
 		{"allow root is 1, not any value", []string{"SLUICE_ALLOW_ROOT=yes"}, []string{"serve", "-c", file},
 			[]string{"refusing to serve as root"}},
 	} {
@@ -211,5 +211,19 @@ func TestRootReloadWithoutUserRejected(t *testing.T) {
 	}
 	if code := s.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d\n%s", code, s.stderr())
+	}
+}
+
+// The demo, started as root on a loopback address (its default), serves
+// as root with a warning: the README's first command works for whoever
+// runs it, and the demo is reachable from this machine only.
+func TestDemoAsRootOnLoopback(t *testing.T) {
+	needRoot(t)
+	cmd := exec.Command(binary, "demo", "--listen", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "demo"))
+	cmd.Env = rootEnv()
+	s := startCmd(t, cmd)
+	s.waitLog(t, `msg="serving the demo as root: it listens on loopback only`, 1)
+	if code, _, _ := get(t, "http://"+s.addr+"/"); code != 200 {
+		t.Errorf("GET / = %d", code)
 	}
 }
