@@ -153,3 +153,35 @@ routes:
 	})
 	cfg.Close()
 }
+
+// A proxy that does not verify its upstreams' certificates is warned
+// about, where sluice check shows it; tls file paths are relative to the
+// config file, and one that names no CA is refused with its position.
+func TestProxyTLSConfig(t *testing.T) {
+	dir := t.TempDir()
+	ca := sluicetest.NewCA(t)
+	caFile := ca.WriteFiles(t, dir)
+	rel, err := filepath.Rel(dir, caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := filepath.Join(dir, "site.yaml")
+	parse := func(proxy string) (*config.Config, error) {
+		return (&config.Loader{}).Parse(site, []byte("routes:\n  - match: /\n    pipeline:\n      - "+proxy+"\n"))
+	}
+	cfg, err := parse("proxy: {upstreams: [https://127.0.0.1:1], tls: {insecure_skip_verify: true}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Msg, "insecure_skip_verify") || !strings.Contains(cfg.Warnings[0].Msg, "tls.ca") {
+		t.Errorf("warnings %v: want one about insecure_skip_verify naming tls.ca", cfg.Warnings)
+	}
+	cfg, err = parse("proxy: {upstreams: [https://127.0.0.1:1], transport: h2, tls: {ca: " + rel + ", server_name: backend}}")
+	if err != nil || len(cfg.Warnings) != 0 {
+		t.Fatalf("a relative CA path: %v, warnings %v", err, cfg.Warnings)
+	}
+	_, err = parse("proxy: {upstreams: [https://127.0.0.1:1], tls: {ca: nothing.pem}}")
+	if err == nil || !strings.Contains(err.Error(), "site.yaml:4:9: proxy: tls ca") || !strings.Contains(err.Error(), filepath.Join(dir, "nothing.pem")) {
+		t.Errorf("a missing CA file: %v", err)
+	}
+}

@@ -376,6 +376,9 @@ func (p *Proxy) setTransport(opts *Options, cfg upstream.Config) error {
 		return fmt.Errorf("proxy: max_streams applies to HTTP/2 upstreams: set transport h2c or h2, or drop max_streams")
 	}
 	p.transport = t
+	if opts.TLS.InsecureSkipVerify {
+		p.log.Warn("proxy: tls insecure_skip_verify: the upstreams' certificates are not verified, so anyone on the way can read and change the traffic: name the CA that signed them in tls.ca instead")
+	}
 	if wantTLS {
 		proto := "http/1.1"
 		if t == TransportH2 {
