@@ -26,8 +26,10 @@ import (
 //
 // Each upstream has a few connections (h2Host). A request takes a stream
 // on the least busy connection with room: below MaxStreams and below the
-// upstream's SETTINGS_MAX_CONCURRENT_STREAMS (ClientConn.Reserve).
-// Failing that it dials a new connection on a place among the
+// upstream's SETTINGS_MAX_CONCURRENT_STREAMS (ClientConn.Available). A
+// stream the upstream refused (REFUSED_STREAM: sent before its SETTINGS
+// came, past its limit) was not processed and is sent again. Failing
+// that it dials a new connection on a place among the
 // upstream's max_conns (Host.Get), which requests arriving meanwhile wait
 // for rather than dial their own; at max_conns it waits for a stream to
 // end, for at most queue_timeout (503 after, or at once with queue -1).
@@ -172,7 +174,7 @@ func (t *h2Transport) acquire(u *host, timeout time.Duration, gone <-chan struct
 			h.mu.Lock()
 			continue
 		}
-		if best != nil && best.cc.Reserve() == nil {
+		if best != nil {
 			best.streams++
 			h.mu.Unlock()
 			return best, nil
@@ -185,13 +187,9 @@ func (t *h2Transport) acquire(u *host, timeout time.Duration, gone <-chan struct
 				c, err := t.dial(u, h, timeout)
 				h.mu.Lock()
 				h.dialing--
-				if err == nil && c.cc.Reserve() == nil {
+				if err == nil {
 					c.streams = 1
 					h.conns = append(h.conns, c)
-				} else if err == nil {
-					c.cc.Close()
-					u.Release()
-					c, err = nil, errors.New("the upstream's new HTTP/2 connection took no stream")
 				}
 				h.wake()
 				h.mu.Unlock()

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,16 +55,8 @@ func (p *Proxy) serveH2(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		ctx, stop = context.WithTimeoutCause(ctx, d, errGRPCDeadline)
 		defer stop()
 	}
-	gone := c.Gone()
-	if gone != nil {
-		go func() {
-			select {
-			case <-gone:
-				cancel(errClientGone)
-			case <-ctx.Done():
-			}
-		}()
-	}
+	gone, stopWatch := p.watchGone(ctx, cancel, c)
+	defer stopWatch()
 
 	var body *h2Body
 	if hasBody {
@@ -73,13 +67,45 @@ func (p *Proxy) serveH2(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	a := p.grp.Begin(safe, p.retries)
 	for a.Next(r, client, c) {
 		up := a.Host()
-		hc, err := p.h2.acquire(up, p.connectTO, gone)
-		if err == upstream.ErrFull || err == upstream.ErrQueueTimeout || err == upstream.ErrClientGone {
+		var hc *h2Conn
+		var resp *http.Response
+		var err error
+		started := false
+		for refusals := 0; ; refusals++ {
+			hc = nil
+			var c *h2Conn
+			if c, err = p.h2.acquire(up, p.connectTO, gone); err != nil {
+				break
+			}
+			hc = c
+			if !started {
+				a.Start()
+				started = true
+			}
+			req := p.h2Request(ctx, r, up, x, body)
+			headTimer := time.AfterFunc(p.headerTO, func() { cancel(errHeaderTimeout) })
+			resp, err = hc.cc.RoundTrip(req)
+			headTimer.Stop()
+			// A stream the upstream refused was not processed (RFC 9113
+			// §8.7: REFUSED_STREAM, as one past its
+			// SETTINGS_MAX_CONCURRENT_STREAMS before they came is): it
+			// is sent again, whatever its method, unless its body began.
+			if err == nil || refusals == maxRefusals || !refusedStream(err) || body.began() || ctx.Err() != nil {
+				break
+			}
+			p.h2.release(up, hc)
+		}
+		if hc == nil && (err == upstream.ErrFull || err == upstream.ErrQueueTimeout || err == upstream.ErrClientGone) {
+			if started {
+				a.Done()
+			}
 			last = busyFailure(err)
 			break
 		}
-		a.Start()
-		if err != nil {
+		if hc == nil {
+			if !started {
+				a.Start()
+			}
 			f := connectFailure(err)
 			if isTimeout(err) {
 				f = &failure{status: http.StatusGatewayTimeout, msg: "upstream did not accept the connection in time", err: err, retry: true, fault: true}
@@ -90,10 +116,6 @@ func (p *Proxy) serveH2(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			last = f
 			continue
 		}
-		req := p.h2Request(ctx, r, up, x, body)
-		headTimer := time.AfterFunc(p.headerTO, func() { cancel(errHeaderTimeout) })
-		resp, err := hc.cc.RoundTrip(req)
-		headTimer.Stop()
 		if err != nil {
 			p.h2.release(up, hc)
 			f := h2Failure(ctx, err, safe)
@@ -135,6 +157,74 @@ func (p *Proxy) serveH2(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		return grpcError(c, w, last)
 	}
 	return p.answerFailure(c, w, nil, last)
+}
+
+// watchGone ends ctx, with cause errClientGone, when c's client goes
+// (closes its connection, resets its HTTP/2 stream), which resets the
+// upstream's stream. For an HTTP/2 client the watch starts at once (a
+// gRPC call cancelled is its stream reset) and its channel is returned;
+// for an HTTP/1.x client it starts, as the HTTP/1.1 client's does,
+// once the exchange has lasted goneAfter, and nil is returned. The
+// exchange calls stop as it ends, after which c is not asked.
+func (p *Proxy) watchGone(ctx context.Context, cancel context.CancelCauseFunc, c *pipe.Conn) (<-chan struct{}, func()) {
+	if c.Request.ProtoMajor == 2 {
+		gone := c.Gone()
+		if gone != nil {
+			go func() {
+				select {
+				case <-gone:
+					cancel(errClientGone)
+				case <-ctx.Done():
+				}
+			}()
+		}
+		return gone, func() {}
+	}
+	// The watch asks c for its channel only while the exchange goes on:
+	// stop, taken by the exchange's end, keeps it from asking after.
+	w := &lateWatch{}
+	w.timer = time.AfterFunc(goneAfter, func() {
+		w.mu.Lock()
+		if w.stopped {
+			w.mu.Unlock()
+			return
+		}
+		gone := c.Gone()
+		w.mu.Unlock()
+		if gone == nil {
+			return
+		}
+		select {
+		case <-gone:
+			cancel(errClientGone)
+		case <-ctx.Done():
+		}
+	})
+	return nil, w.stop
+}
+
+// lateWatch is watchGone's delayed watch of an HTTP/1.x client.
+type lateWatch struct {
+	mu      sync.Mutex
+	stopped bool
+	timer   *time.Timer
+}
+
+func (w *lateWatch) stop() {
+	w.timer.Stop()
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+}
+
+// maxRefusals bounds how many times one request's stream is refused
+// (REFUSED_STREAM) and sent again.
+const maxRefusals = 3
+
+// refusedStream reports whether err is the upstream's REFUSED_STREAM
+// (net/http's HTTP/2 client has no exported type for it).
+func refusedStream(err error) bool {
+	return strings.Contains(err.Error(), "REFUSED_STREAM")
 }
 
 // h2Failure is the failure of a stream that ended in err before its
@@ -221,13 +311,16 @@ func grpcTimeout(r *engine.Request) (time.Duration, bool) {
 	default:
 		return 0, false
 	}
+	if n > uint64(math.MaxInt64/unit) {
+		return 0, false // longer than a Duration: no bound worth keeping
+	}
 	return time.Duration(n) * unit, true
 }
 
 // h2Request builds the request sent upstream for r over HTTP/2: the head
 // the HTTP/1.1 client would send (appendRequestHead: Host, the
 // end-to-end fields, the forwarding fields, Via), as an http.Request
-// for x/net's client, which frames it; the connection-specific fields
+// for net/http's HTTP/2 client, which frames it; the connection-specific fields
 // HTTP/2 forbids are left out, but "TE: trailers".
 func (p *Proxy) h2Request(ctx context.Context, r *engine.Request, up *host, x *exchange, body *h2Body) *http.Request {
 	x.reqHead = p.appendRequestHead(x.reqHead[:0], r, up, false, nil, &x.peer)
@@ -275,7 +368,7 @@ func (p *Proxy) h2Request(ctx context.Context, r *engine.Request, up *host, x *e
 		req.Header[k] = append(req.Header[k], string(value))
 	}
 	if !hasUA {
-		req.Header["User-Agent"] = nil // x/net would add its own
+		req.Header["User-Agent"] = nil // net/http would add its own
 	}
 	if body != nil {
 		req.Body = body
@@ -286,7 +379,7 @@ func (p *Proxy) h2Request(ctx context.Context, r *engine.Request, up *host, x *e
 	return req.WithContext(ctx)
 }
 
-// h2Body is a request body as x/net's client reads it, on its own
+// h2Body is a request body as net/http's HTTP/2 client reads it, on its own
 // goroutine: the client's body, with its trailer fields copied into the
 // upstream request's Trailer at its end. stop, when the exchange ends,
 // waits for a read in progress and fails those after, so that nothing
@@ -297,6 +390,7 @@ type h2Body struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	reading bool
+	read    bool // a Read began
 	stopped bool
 	done    chan struct{} // closed at the end of the body, or when it failed or was closed
 	once    sync.Once
@@ -311,7 +405,7 @@ func (b *h2Body) Read(p []byte) (int, error) {
 		b.mu.Unlock()
 		return 0, errClientBody
 	}
-	b.reading = true
+	b.reading, b.read = true, true
 	b.mu.Unlock()
 	n, err := b.r.Body.Read(p)
 	if err == io.EOF {
@@ -336,7 +430,18 @@ func (b *h2Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close implements io.Closer: x/net's client closes the body once it
+// began reports whether the body began to be read (b may be nil: no
+// body).
+func (b *h2Body) began() bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.read
+}
+
+// Close implements io.Closer: net/http's client closes the body once it
 // sent it, or gave up on it.
 func (b *h2Body) Close() error {
 	b.finish()
@@ -377,7 +482,9 @@ func (p *Proxy) respondH2(ctx context.Context, c *pipe.Conn, w pipe.Writer, x *e
 	hdr := c.Header()
 	c.SetStatus(resp.StatusCode)
 	for name, values := range resp.Header {
-		if httpgrammar.IsHopByHop([]byte(name)) {
+		if httpgrammar.IsHopByHop([]byte(name)) || len(resp.Trailer) > 0 && name == "Content-Length" {
+			// (A response with trailers goes with its length unknown:
+			// chunked to an HTTP/1.1 client, which then gets them.)
 			continue
 		}
 		for _, v := range values {
@@ -385,6 +492,18 @@ func (p *Proxy) respondH2(ctx context.Context, c *pipe.Conn, w pipe.Writer, x *e
 		}
 	}
 	hdr.Add("Via", viaValue2)
+	if len(resp.Trailer) > 0 {
+		// The trailer fields the upstream announced: an HTTP/1.1 client
+		// gets them only when announced (the response goes chunked).
+		names := make([]string, 0, len(resp.Trailer))
+		for name := range resp.Trailer {
+			if !httpgrammar.IsHopByHop([]byte(name)) && !isFramingField([]byte(name)) {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		hdr.Set("Trailer", strings.Join(names, ", "))
+	}
 	if resp.ContentLength < 0 {
 		// A stream of unknown length (gRPC, events): the head goes at
 		// once, as the upstream sent it.
