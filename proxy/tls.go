@@ -29,11 +29,12 @@ type TLSOptions struct {
 	// verified against, instead of the system's roots (a private CA).
 	CA string `yaml:"ca"`
 
-	// Cert and Key are PEM files of a client certificate chain and its
-	// key, presented to upstreams that ask for one (mutual TLS). Both or
-	// neither.
+	// Cert is a PEM file of a client certificate chain, presented to
+	// upstreams that ask for one (mutual TLS), with Key: both or neither.
 	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
+
+	// Key is the PEM file of Cert's private key.
+	Key string `yaml:"key"`
 
 	// ServerName is the name sent in SNI and verified in the upstream's
 	// certificate, for every upstream; by default each upstream's host
