@@ -213,3 +213,57 @@ func FuzzGRPCTimeout(f *testing.F) {
 		}
 	})
 }
+
+// An h2c upstream that shuts down gracefully (GOAWAY) in the middle of
+// a load loses no request: those it did not take are sent to the other.
+func TestH2GoAwayMidLoad(t *testing.T) {
+	var served atomic.Int64
+	h := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served.Add(1)
+			io.WriteString(w, name)
+		})
+	}
+	a := httptest.NewUnstartedServer(h("a"))
+	a.Config.Protocols = new(http.Protocols)
+	a.Config.Protocols.SetUnencryptedHTTP2(true)
+	a.Start()
+	t.Cleanup(a.Close)
+	urlB, _ := h2cUpstream(t, 0, h("b"))
+	srv, client := h2Front(t, Options{Upstreams: []string{a.URL, urlB}, Transport: TransportH2C})
+	var wg sync.WaitGroup
+	errs := make(chan string, 200)
+	shut := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				if i == 10 {
+					<-shut
+				}
+				resp, err := client.Get(srv.URL + "/")
+				if err != nil {
+					errs <- err.Error()
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					errs <- resp.Status + " " + string(body)
+				}
+			}
+		})
+	}
+	sluicetest.WaitFor(t, "requests served", func() bool { return served.Load() >= 20 })
+	done := make(chan struct{})
+	go func() {
+		a.Config.Shutdown(context.Background())
+		close(done)
+	}()
+	close(shut)
+	wg.Wait()
+	<-done
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
