@@ -311,3 +311,19 @@ func TestGRPC(t *testing.T) {
 		})
 	}
 }
+
+// A call no upstream answers gets UNAVAILABLE with the proxy's reason.
+func TestGRPCUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cc := grpcFront(t, Options{Upstreams: []string{"http://" + addr}, Transport: TransportH2C, Retries: -1})
+	in, out := []byte("ping"), []byte(nil)
+	err = cc.Invoke(context.Background(), "/test.Echo/Unary", &in, &out)
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "sluice: upstream unreachable") {
+		t.Fatalf("got %v, want UNAVAILABLE naming the unreachable upstream", err)
+	}
+}

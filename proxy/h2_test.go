@@ -267,3 +267,23 @@ func TestH2GoAwayMidLoad(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// A response whose upstream stream is reset part way reaches an
+// HTTP/1.1 client cut, never as a whole one.
+func TestH2ResetMidBody(t *testing.T) {
+	url, _ := h2cUpstream(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "part of it")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // RST_STREAM
+	}))
+	srv, _ := front(t, Options{Upstreams: []string{url}, Transport: TransportH2C})
+	resp, err := sluicetest.Client.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		t.Fatalf("read %q whole, want it cut", body)
+	}
+}
