@@ -287,3 +287,21 @@ func TestH2ResetMidBody(t *testing.T) {
 		t.Fatalf("read %q whole, want it cut", body)
 	}
 }
+
+// An h2 upstream whose response head does not come within
+// response_header_timeout is answered 504, and its stream reset.
+func TestH2HeaderTimeout(t *testing.T) {
+	ended := make(chan error, 1)
+	url, _ := h2cUpstream(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		ended <- r.Context().Err()
+	}))
+	srv, _ := front(t, Options{Upstreams: []string{url}, Transport: TransportH2C, ResponseHeaderTimeout: 50 * time.Millisecond})
+	resp, body := sluicetest.Get(t, srv.URL+"/")
+	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(body, "upstream timed out") {
+		t.Fatalf("got %d %q, want 504", resp.StatusCode, body)
+	}
+	if err := <-ended; err != context.Canceled {
+		t.Fatalf("the upstream's request ended with %v, want it cancelled", err)
+	}
+}
