@@ -19,6 +19,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/gomodule/redigo v1.9.3
 	golang.org/x/net v0.62.0
+	google.golang.org/grpc v1.85.0
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 )
 
@@ -42,4 +43,6 @@ require (
 require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

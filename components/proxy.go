@@ -7,7 +7,7 @@ import (
 
 func init() {
 	Register(Registration{
-		Name: "proxy", Kind: KindSource, Scalar: "upstreams",
+		Name: "proxy", Kind: KindSource, Scalar: "upstreams", Paths: []string{"tls.ca", "tls.cert", "tls.key"},
 		Example: `proxy: {upstreams: [http://10.0.0.1:8080, http://10.0.0.2:8080], policy: least_conn}`,
 	}, func(o ProxyOptions, _ Context) (pipe.Component, error) { return NewProxy(o) })
 }
@@ -43,9 +43,15 @@ type ProxyOptions struct {
 // added.
 // See package proxy for the rules in full.
 //
+// transport https (https:// upstreams) speaks HTTP/1.1 over TLS,
+// verified by default (tls: ca, cert, key, server_name); h2c and h2 speak
+// HTTP/2, many requests on few connections, with trailers and both bodies
+// streaming at once, as gRPC needs. tls.insecure_skip_verify is warned
+// about.
+//
 // It fails for options proxy.New refuses: no upstreams, an upstream not
-// http:// or unix:, an unknown policy or hash_key, a strip_prefix not
-// starting with /.
+// http://, https:// or unix:, a transport its upstreams' schemes do not
+// fit, an unknown policy or hash_key, a strip_prefix not starting with /.
 func NewProxy(opts ProxyOptions) (pipe.Component, error) {
 	p, err := proxy.New(opts.Options)
 	if err != nil {

@@ -85,13 +85,14 @@ func TestProxyComponentErrors(t *testing.T) {
 		{"proxy: {upstreams: [localhost:9001]}", "site.yaml:5:9: proxy: upstream \"localhost:9001\": no scheme: write http://localhost:9001"},
 		{"proxy: \"[::1]:9001\"", "site.yaml:5:9: proxy: upstream \"[::1]:9001\": no scheme: write http://[::1]:9001"},
 		{"proxy: backend", "site.yaml:5:9: proxy: upstream \"backend\": no scheme: write http://backend"},
-		{"proxy: https://a", "site.yaml:5:9: proxy: upstream \"https://a\": the scheme must be http"},
 		{"proxy: http//127.0.0.1:9001", "site.yaml:5:9: proxy: upstream \"http//127.0.0.1:9001\": no scheme (it is written http:// with a colon and two slashes): write http://127.0.0.1:9001"},
 		{"proxy: http:/127.0.0.1:9001", "proxy: upstream \"http:/127.0.0.1:9001\": no scheme (it is written http:// with a colon and two slashes): write http://127.0.0.1:9001"},
 		{"proxy: 127.0.0.1:9001/api", "proxy: upstream \"127.0.0.1:9001/api\": no scheme (it is written http:// with a colon and two slashes): write http://127.0.0.1:9001"},
 		{"proxy: http://127.0.0.1:9001/api/", "site.yaml:5:9: proxy: upstream \"http://127.0.0.1:9001/api/\": an upstream has no path, the proxy sends each request's own: write http://127.0.0.1:9001 (strip_prefix removes"},
 		{"proxy: /run/app.sock", "proxy: upstream \"/run/app.sock\": a Unix socket is written with its scheme: write unix:/run/app.sock"},
 		{"proxy: http://127.0.0.1:9001?x=1", "want http://host:port, without user, path or query"},
+		{"proxy: [https://a, http://b]", "site.yaml:5:9: proxy: upstreams mix https:// and http://"},
+		{"proxy: {upstreams: [http://a], transport: h3}", `transport "h3": want http, https, h2c or h2`},
 		{"proxy: {upstreams: [http://127.0.0.1:1], policy: fastest}", `policy "fastest"`},
 		{"proxy: {upstreams: [http://127.0.0.1:1], timeout: 1s}", "timeout"},
 	} {
@@ -151,4 +152,36 @@ routes:
 		return strings.Contains(string(b), `"GET /chat HTTP/1.1" 101 `)
 	})
 	cfg.Close()
+}
+
+// A proxy that does not verify its upstreams' certificates is warned
+// about, where sluice check shows it; tls file paths are relative to the
+// config file, and one that names no CA is refused with its position.
+func TestProxyTLSConfig(t *testing.T) {
+	dir := t.TempDir()
+	ca := sluicetest.NewCA(t)
+	caFile := ca.WriteFiles(t, dir)
+	rel, err := filepath.Rel(dir, caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := filepath.Join(dir, "site.yaml")
+	parse := func(proxy string) (*config.Config, error) {
+		return (&config.Loader{}).Parse(site, []byte("routes:\n  - match: /\n    pipeline:\n      - "+proxy+"\n"))
+	}
+	cfg, err := parse("proxy: {upstreams: [https://127.0.0.1:1], tls: {insecure_skip_verify: true}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Msg, "insecure_skip_verify") || !strings.Contains(cfg.Warnings[0].Msg, "tls.ca") {
+		t.Errorf("warnings %v: want one about insecure_skip_verify naming tls.ca", cfg.Warnings)
+	}
+	cfg, err = parse("proxy: {upstreams: [https://127.0.0.1:1], transport: h2, tls: {ca: " + rel + ", server_name: backend}}")
+	if err != nil || len(cfg.Warnings) != 0 {
+		t.Fatalf("a relative CA path: %v, warnings %v", err, cfg.Warnings)
+	}
+	_, err = parse("proxy: {upstreams: [https://127.0.0.1:1], tls: {ca: nothing.pem}}")
+	if err == nil || !strings.Contains(err.Error(), "site.yaml:4:9: proxy: tls ca") || !strings.Contains(err.Error(), filepath.Join(dir, "nothing.pem")) {
+		t.Errorf("a missing CA file: %v", err)
+	}
 }

@@ -45,7 +45,7 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 		case isTimeout(err):
 			return nil, &failure{status: http.StatusGatewayTimeout, msg: "upstream did not accept the connection in time", err: err, retry: true, fault: true}
 		}
-		return nil, &failure{status: http.StatusBadGateway, msg: "upstream unreachable", err: err, retry: true, fault: true}
+		return nil, connectFailure(err)
 	}
 	if uc.buf == nil {
 		uc.buf = x.readBuf
@@ -168,6 +168,17 @@ func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
 		passInterim(c, x)
 	}
 	return uc, p.startBody(x, uc, r)
+}
+
+// connectFailure is the failure to connect to an upstream (err, not a
+// timeout): unreachable, or its TLS handshake failed. Nothing was sent:
+// another upstream may be tried.
+func connectFailure(err error) *failure {
+	var te *TLSError
+	if errors.As(err, &te) {
+		return &failure{status: http.StatusBadGateway, msg: "upstream TLS handshake failed", err: err, retry: true, fault: true}
+	}
+	return &failure{status: http.StatusBadGateway, msg: "upstream unreachable", err: err, retry: true, fault: true}
 }
 
 // headFailure is the failure of the wait for a response head that ended

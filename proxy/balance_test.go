@@ -178,7 +178,7 @@ func TestPolicyOptionsRefused(t *testing.T) {
 		{Upstreams: []string{"http://127.0.0.1:1"}, Policy: Hash},
 		{Upstreams: []string{"http://127.0.0.1:1"}, Policy: Hash, HashKey: "query:x"},
 		{Upstreams: []string{"http://127.0.0.1:1"}, Policy: RoundRobin, HashKey: "path"},
-		{Upstreams: []string{"https://127.0.0.1:1"}},
+		{Upstreams: []string{"ftp://127.0.0.1:1"}},
 		{Upstreams: []string{"http://127.0.0.1:1/path"}},
 		{Upstreams: []string{"unix:"}},
 		{},

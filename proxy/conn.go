@@ -41,6 +41,7 @@ type upConn struct {
 	// The socket's own system calls (rawread_unix.go), bound once: rc
 	// is nil where there are none.
 	rc        syscall.RawConn
+	peekRC    syscall.RawConn // rc, or a TLS connection's socket beneath
 	peekFn    func(fd uintptr)
 	peekBuf   [1]byte
 	peekClean bool

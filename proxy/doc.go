@@ -6,7 +6,8 @@
 //
 // # The upstream client
 //
-// Requests go upstream over HTTP/1.1 through a client of this package, on
+// Requests go upstream over HTTP/1.1 (but see Transport below) through a
+// client of this package, on
 // the engine's grammar: the header section (httpgrammar.NextField), field
 // lines, Content-Length, Transfer-Encoding and the chunked coding
 // (httpgrammar.ChunkedDecoder) are read by package httpgrammar, by the
@@ -22,6 +23,24 @@
 // has an idempotent request without a body sent again on a new
 // connection to the same upstream, which counts neither as a retry nor
 // against the upstream's health.
+//
+// # TLS and HTTP/2 (Options.Transport)
+//
+// Transport https runs the same HTTP/1.1 client over TLS (tls.go): each
+// upstream's certificate verified against the system's roots or
+// TLSOptions.CA, for its URL's host or TLSOptions.ServerName, with a
+// client certificate if configured; a session cache per Proxy resumes
+// sessions on a pool's new connections; the idle check peeks at the
+// socket beneath the TLS connection; a handshake failure is a connection
+// failure (502, retried elsewhere) whose log says what to change
+// (TLSError). Transports h2c and h2 speak HTTP/2 (h2.go, h2serve.go):
+// the framing is net/http's ClientConn, one per connection; which
+// connection a request goes on, MaxStreams, dialling and TLS are this
+// package's, under package upstream's balancing, health and retries.
+// Both bodies stream at once, trailers pass both ways, and a gRPC call
+// (Content-Type application/grpc) is bounded by its grpc-timeout and
+// ends with a grpc-status, never as a cut stream a client could take
+// for a success.
 //
 // # Strict on the upstream side
 //

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -75,9 +77,33 @@ const (
 // valid default.
 type Options struct {
 	// Upstreams are the servers to proxy to, at least one, at most 64:
-	// an http URL of a host and port (port 80 if absent), without path or
+	// an http URL of a host and port (port 80 if absent), or an https
+	// one (port 443 if absent: TLS, see Transport), without path or
 	// query, or "unix:" and the path of a Unix socket.
 	Upstreams []string `yaml:"upstreams"`
+
+	// Transport is how requests reach the upstreams: http (HTTP/1.1, the
+	// default for http:// and unix: upstreams), https (HTTP/1.1 over TLS,
+	// the default for https:// ones), h2c (HTTP/2 without TLS, with prior
+	// knowledge; http:// or unix: upstreams) or h2 (HTTP/2 over TLS, by
+	// ALPN; https:// upstreams). HTTP/2 multiplexes requests on few
+	// connections (MaxStreams each), passes trailers both ways and
+	// streams both bodies at once: what gRPC needs.
+	Transport string `yaml:"transport"`
+
+	// TLS configures TLS to the upstreams (transports https and h2):
+	// verified against the system's roots by default; ca, a private CA's
+	// PEM file; cert and key, a client certificate; server_name, the name
+	// sent and verified instead of the URL's host; insecure_skip_verify,
+	// no verification at all (sluice check warns).
+	TLS TLSOptions `yaml:"tls"`
+
+	// MaxStreams bounds the requests in flight on one HTTP/2 connection
+	// (transports h2c and h2; default 100), and the upstream's
+	// SETTINGS_MAX_CONCURRENT_STREAMS bounds them too: a request finding
+	// every connection at its bound opens another (up to MaxConns), or
+	// waits for a stream to end, in turn, for at most QueueTimeout.
+	MaxStreams int `yaml:"max_streams"`
 
 	// Policy chooses an upstream per request: round_robin (the default),
 	// least_conn, random_two, ip_hash (the client's address, as
@@ -294,10 +320,83 @@ func New(opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	p.queue = p.grp.Queue()
+	if err := p.setTransport(&opts, set.Config); err != nil {
+		p.grp.Close()
+		return nil, err
+	}
 	if p.health.Path != "" {
 		p.grp.StartChecks(p.health.Interval, p.check, p.reportCheck)
 	}
 	return p, nil
+}
+
+// DefaultMaxStreams is the default of Options.MaxStreams.
+const DefaultMaxStreams = 100
+
+// setTransport resolves opts.Transport against the upstreams' schemes,
+// and readies its TLS configurations and HTTP/2 client.
+func (p *Proxy) setTransport(opts *Options, cfg upstream.Config) error {
+	tlsHosts := 0
+	for _, h := range p.grp.Hosts {
+		if h.TLS {
+			tlsHosts++
+		}
+	}
+	t := opts.Transport
+	switch {
+	case t == "" && tlsHosts == 0:
+		t = TransportHTTP
+	case t == "" && tlsHosts == len(p.grp.Hosts):
+		t = TransportHTTPS
+	case t == "":
+		return errors.New("proxy: upstreams mix https:// and http:// (or unix:): write every one with the same scheme")
+	}
+	var wantTLS bool
+	switch t {
+	case TransportHTTP, TransportH2C:
+	case TransportHTTPS, TransportH2:
+		wantTLS = true
+	default:
+		return fmt.Errorf("proxy: transport %q: want http, https, h2c or h2", opts.Transport)
+	}
+	for _, h := range p.grp.Hosts {
+		switch {
+		case wantTLS && !h.TLS && h.Network == "unix":
+			return fmt.Errorf("proxy: transport %s: upstream %q: TLS over a Unix socket is not supported: use transport %s", t, h.Name, map[bool]string{true: TransportH2C, false: TransportHTTP}[t == TransportH2])
+		case wantTLS && !h.TLS:
+			return fmt.Errorf("proxy: transport %s: upstream %q: write https://%s (TLS)", t, h.Name, h.Authority)
+		case !wantTLS && h.TLS:
+			return fmt.Errorf("proxy: transport %s: upstream %q is https: write http://%s, or use transport %s for TLS", t, h.Name, h.Authority, map[bool]string{true: TransportH2, false: TransportHTTPS}[t == TransportH2C])
+		}
+	}
+	if !wantTLS && opts.TLS.set() {
+		return fmt.Errorf("proxy: tls options apply to TLS upstreams: write https:// upstreams (transport https or h2), or drop tls")
+	}
+	if opts.MaxStreams != 0 && t != TransportH2 && t != TransportH2C {
+		return fmt.Errorf("proxy: max_streams applies to HTTP/2 upstreams: set transport h2c or h2, or drop max_streams")
+	}
+	p.transport = t
+	if opts.TLS.InsecureSkipVerify {
+		p.log.Warn("proxy: tls insecure_skip_verify: the upstreams' certificates are not verified, so anyone on the way can read and change the traffic: name the CA that signed them in tls.ca instead")
+	}
+	if wantTLS {
+		proto := "http/1.1"
+		if t == TransportH2 {
+			proto = "h2"
+		}
+		base, err := opts.TLS.tlsConfig(proto)
+		if err != nil {
+			return err
+		}
+		p.tlsConfigs = make([]*tls.Config, len(p.grp.Hosts))
+		for i, h := range p.grp.Hosts {
+			p.tlsConfigs[i] = opts.TLS.hostConfig(base, h.Addr)
+		}
+	}
+	if t == TransportH2 || t == TransportH2C {
+		p.h2 = newH2Transport(p, max(orDefault(opts.MaxStreams, DefaultMaxStreams), 1), cfg)
+	}
+	return nil
 }
 
 // orDefault returns v, or def when v is zero; a negative v is taken as

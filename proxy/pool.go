@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"sync"
 	"time"
 
@@ -26,14 +27,14 @@ var peekAfter time.Duration
 // timeout unless max_conns are open (upstream.ErrFull). fresh skips the
 // idle ones; now is the request's clock reading, for the idle
 // connections' ages.
-func getConn(u *host, now upstream.Instant, timeout time.Duration, fresh bool) (*upConn, error) {
+func (p *Proxy) getConn(u *host, now upstream.Instant, timeout time.Duration, fresh bool) (*upConn, error) {
 	for {
 		c, idle, err := u.Get(now, fresh)
 		switch {
 		case err != nil:
 			return nil, err
 		case c == nil:
-			return dial(u, timeout)
+			return p.dial(u, timeout)
 		case c.r == c.w && (idle < peekAfter || c.peek()):
 			c.reused = true
 			return c, nil
@@ -43,11 +44,21 @@ func getConn(u *host, now upstream.Instant, timeout time.Duration, fresh bool) (
 }
 
 // dial connects to u within timeout on a place among the open
-// connections already taken, which it gives back if it fails.
-func dial(u *host, timeout time.Duration) (*upConn, error) {
+// connections already taken, which it gives back if it fails. Over TLS
+// (transport https) the handshake is done within the same timeout.
+func (p *Proxy) dial(u *host, timeout time.Duration) (*upConn, error) {
+	deadline := time.Now().Add(timeout)
 	nc, err := u.Dial(timeout)
 	if err != nil {
 		return nil, err
+	}
+	if cfg := p.hostTLS(u); cfg != nil {
+		tc, err := handshake(nc, cfg, deadline)
+		if err != nil {
+			u.Release()
+			return nil, err
+		}
+		nc = tc
 	}
 	c := &upConn{nc: nc, up: u}
 	c.bindRaw()
@@ -57,15 +68,15 @@ func dial(u *host, timeout time.Duration) (*upConn, error) {
 // take readies the connection a waiting request was handed (see
 // upstream.Queue): c, just put back by the request before, or, c nil, a
 // new one dialled on the place granted.
-func take(u *host, c *upConn, timeout time.Duration) (*upConn, error) {
+func (p *Proxy) take(u *host, c *upConn, timeout time.Duration) (*upConn, error) {
 	if c == nil {
-		return dial(u, timeout)
+		return p.dial(u, timeout)
 	}
 	// Put back a moment ago, it is peeked at as getConn peeks at one
 	// from the pool; one found unclean is replaced on the same place.
 	if !c.peek() {
 		c.nc.Close()
-		return dial(u, timeout)
+		return p.dial(u, timeout)
 	}
 	c.reused = true
 	return c, nil
@@ -83,6 +94,15 @@ func (c *upConn) put() {
 	putReadBuf(c.buf)
 	c.buf = nil
 	c.up.Keep(c, upstream.Now())
+}
+
+// hostTLS returns the TLS configuration of the connections to u; nil
+// for plain ones.
+func (p *Proxy) hostTLS(u *host) *tls.Config {
+	if p.tlsConfigs == nil {
+		return nil
+	}
+	return p.tlsConfigs[u.Index()]
 }
 
 // discard closes a connection that cannot serve another request.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"sync"
@@ -33,6 +34,9 @@ type Proxy struct {
 	health      Health
 	failStatus  []int
 	queue       *upstream.Queue[*upConn] // grp's: nil without MaxConns or with Queue -1
+	transport   string                   // Options.Transport, resolved
+	tlsConfigs  []*tls.Config            // by host index, for https and h2; nil for plain transports
+	h2          *h2Transport             // for h2c and h2; nil for HTTP/1.1
 
 	// tunnelReadOn, if set (by tests, before the first request), is
 	// called from a tunnel's relay each time its read from src outlives
@@ -47,6 +51,9 @@ var _ pipe.Component = (*Proxy)(nil)
 // rather than kept. The upstreams' health is kept for another Proxy
 // naming them (the next config's, after a reload).
 func (p *Proxy) Close() error {
+	if p.h2 != nil {
+		p.h2.close()
+	}
 	p.grp.Close()
 	return nil
 }

@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"io"
 	"syscall"
 
@@ -11,7 +12,21 @@ import (
 
 // bindRaw readies c for peek, once per connection (the bound method
 // value is the only allocation).
+//
+// A TLS connection reads and writes through crypto/tls; only its peek is
+// raw, on the socket beneath: a byte there while the connection is idle
+// is a record nobody asked for (a response, or the upstream's
+// close_notify), and the connection is not reused.
 func (c *upConn) bindRaw() {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		if sc, ok := tc.NetConn().(syscall.Conn); ok {
+			if rc, err := sc.SyscallConn(); err == nil {
+				c.peekRC = rc
+				c.peekFn = c.peekFd
+			}
+		}
+		return
+	}
 	sc, ok := c.nc.(syscall.Conn)
 	if !ok {
 		return
@@ -20,7 +35,7 @@ func (c *upConn) bindRaw() {
 	if err != nil {
 		return
 	}
-	c.rc = rc
+	c.rc, c.peekRC = rc, rc
 	c.peekFn = c.peekFd
 	c.readFn = c.readFd
 	c.writeFn = c.writeFd
@@ -145,11 +160,11 @@ func (c *upConn) writeFd(fd uintptr) bool {
 // past one from the last exchange included) and no poller state is
 // involved.
 func (c *upConn) peek() bool {
-	if c.rc == nil {
+	if c.peekRC == nil {
 		return true
 	}
 	c.peekClean = false
-	if err := c.rc.Control(c.peekFn); err != nil {
+	if err := c.peekRC.Control(c.peekFn); err != nil {
 		return false
 	}
 	return c.peekClean

@@ -61,6 +61,9 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	if r.IsMethod("CONNECT") {
 		return writeError(c, w, http.StatusNotImplemented, "the proxy does not tunnel CONNECT")
 	}
+	if p.h2 != nil {
+		return p.serveH2(c, w, x)
+	}
 	hasBody := r.ContentLength != 0
 	expect := hasBody && expectsContinue(r)
 	upgrade := upgradeOf(r)
@@ -82,8 +85,8 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		var uc *upConn
 		var err error
 		if g, ok := a.Granted(); ok {
-			uc, err = take(up, g, p.connectTO)
-		} else if uc, err = getConn(up, a.Now(), p.connectTO, false); err == upstream.ErrFull {
+			uc, err = p.take(up, g, p.connectTO)
+		} else if uc, err = p.getConn(up, a.Now(), p.connectTO, false); err == upstream.ErrFull {
 			a.Full()
 			continue
 		}
@@ -94,7 +97,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			// A pooled connection the upstream had closed, found out
 			// only by sending on it: not the upstream's fault, and safe
 			// to try again on a new connection.
-			try.uc, try.getErr = getConn(up, a.Now(), p.connectTO, true)
+			try.uc, try.getErr = p.getConn(up, a.Now(), p.connectTO, true)
 			uc, f = p.roundTrip(&try)
 		}
 		if f != nil {
@@ -135,7 +138,13 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		upstream.LogAnswer(c, up, try.now)
 		return err
 	}
-	switch err := a.Err(); err {
+	return p.answerFailure(c, w, a.Err(), last)
+}
+
+// answerFailure answers a request that ends without an upstream's
+// answer: err is its Attempts' Err, last the last attempt's failure.
+func (p *Proxy) answerFailure(c *pipe.Conn, w pipe.Writer, err error, last *failure) error {
+	switch err {
 	case nil:
 	case upstream.ErrNoUpstream:
 		return writeError(c, w, http.StatusServiceUnavailable, "no upstream available")

@@ -31,6 +31,7 @@ type Host[C Conn] struct {
 	Network   string // "tcp" or "unix"
 	Addr      string // what Network dials
 	Authority string // the host[:port] a request naming the upstream carries ("localhost" for a Unix socket)
+	TLS       bool   // named by an https URL: the transport speaks TLS to it
 
 	active atomic.Int64 // requests in flight, for least_conn and random_two
 	health *health      // shared with other Groups naming it
@@ -52,8 +53,9 @@ type idleConn[C Conn] struct {
 	since Instant
 }
 
-// parseHost reads "http://host:port" (port 80 if absent) or
-// "unix:/path" into a Host, which NewGroup completes.
+// parseHost reads "http://host:port" (port 80 if absent),
+// "https://host:port" (port 443 if absent; TLS set) or "unix:/path" into
+// a Host, which NewGroup completes.
 func parseHost[C Conn](s string) (*Host[C], error) {
 	if path, ok := strings.CutPrefix(s, "unix:"); ok {
 		if path == "" || strings.HasPrefix(path, "//") {
@@ -84,21 +86,25 @@ func parseHost[C Conn](s string) (*Host[C], error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %v", s, err)
 	}
-	if u.Scheme != "http" {
-		return nil, fmt.Errorf("upstream %q: the scheme must be http (or unix:/path)", s)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("upstream %q: the scheme must be http or https (or unix:/path)", s)
 	}
 	if u.Host != "" && u.User == nil && u.Path != "" && u.Path != "/" {
-		return nil, fmt.Errorf("upstream %q: an upstream has no path, the proxy sends each request's own: write http://%s "+
-			"(strip_prefix removes the start of the path the upstream should not see)", s, u.Host)
+		return nil, fmt.Errorf("upstream %q: an upstream has no path, the proxy sends each request's own: write %s://%s "+
+			"(strip_prefix removes the start of the path the upstream should not see)", s, u.Scheme, u.Host)
 	}
 	if u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("upstream %q: want http://host:port, without user, path or query", s)
+		return nil, fmt.Errorf("upstream %q: want %s://host:port, without user, path or query", s, u.Scheme)
 	}
-	addr := u.Host
+	addr, tls := u.Host, u.Scheme == "https"
 	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
+		port := "80"
+		if tls {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
 	}
-	return &Host[C]{Name: s, Network: "tcp", Addr: addr, Authority: u.Host}, nil
+	return &Host[C]{Name: s, Network: "tcp", Addr: addr, Authority: u.Host, TLS: tls}, nil
 }
 
 // ErrFull reports that a host has max_conns connections open.

@@ -120,16 +120,34 @@ func TestPickRoundRobin(t *testing.T) {
 }
 
 // NewGroup refuses no hosts, more than 64 and a name that is not an
-// http URL of a host or a unix: path.
+// http or https URL of a host or a unix: path.
 func TestNewGroupRefuses(t *testing.T) {
 	bal, _ := NewBalancer("", "")
 	many := make([]string, 65)
 	for i := range many {
 		many[i] = "http://127.0.0.1:1"
 	}
-	for _, names := range [][]string{nil, many, {"https://a"}, {"unix:"}, {"http://a/path"}} {
+	for _, names := range [][]string{nil, many, {"ftp://a"}, {"https://a/path"}, {"unix:"}, {"http://a/path"}} {
 		if _, err := NewGroup(names, bal, Config{}, func(*fakeConn) {}); err == nil {
 			t.Errorf("NewGroup(%.40q) = nil error, want one", names)
+		}
+	}
+}
+
+// An https URL is a host spoken to over TLS, on port 443 unless named.
+func TestNewGroupHTTPS(t *testing.T) {
+	bal, _ := NewBalancer("", "")
+	g, err := NewGroup([]string{"https://a", "https://b:8443", "http://c"}, bal, Config{}, func(*fakeConn) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		addr, authority string
+		tls             bool
+	}{{"a:443", "a", true}, {"b:8443", "b:8443", true}, {"c:80", "c", false}} {
+		h := g.Hosts[i]
+		if h.Addr != want.addr || h.Authority != want.authority || h.TLS != want.tls {
+			t.Errorf("%s: addr %q authority %q tls %v, want %+v", h.Name, h.Addr, h.Authority, h.TLS, want)
 		}
 	}
 }
