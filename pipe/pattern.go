@@ -144,25 +144,6 @@ func countSegments(p []byte) int {
 	return n
 }
 
-// compareShapes orders patterns with captures of the same length: at the
-// first segment where one has a literal and the other a capture, the
-// literal comes first; two different literals order as strings (no path
-// matches both). It returns 0 for patterns with the same key.
-func compareShapes(a, b []segment) int {
-	for i := range a {
-		al, bl := a[i].name == "", b[i].name == ""
-		switch {
-		case al && !bl:
-			return -1
-		case !al && bl:
-			return 1
-		case al && bl && a[i].literal != b[i].literal:
-			return strings.Compare(a[i].literal, b[i].literal)
-		}
-	}
-	return 0
-}
-
 // isInt64 reports whether s is an optional '-' and decimal digits that
 // fit an int64, and if not, why.
 func isInt64(s string) (ok bool, why string) {
