@@ -104,20 +104,6 @@ func PatternKey(p string) string {
 	return b.String()
 }
 
-// matchSegments reports whether the canonical path p, which has as many
-// segments as segs and does not end in '/', has segs' literals.
-func matchSegments(segs []segment, p []byte) bool {
-	i := 1
-	for _, s := range segs {
-		j := segmentEnd(p, i)
-		if s.name == "" && string(p[i:j]) != s.literal {
-			return false
-		}
-		i = j + 1
-	}
-	return true
-}
-
 // segmentEnd returns the index of the '/' that ends the segment of p
 // starting at i, or len(p).
 func segmentEnd[S ~string | ~[]byte](p S, i int) int {

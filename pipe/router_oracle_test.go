@@ -273,3 +273,17 @@ func compareShapes(a, b []segment) int {
 	}
 	return 0
 }
+
+// matchSegments reports whether the canonical path p, which has as many
+// segments as segs and does not end in '/', has segs' literals.
+func matchSegments(segs []segment, p []byte) bool {
+	i := 1
+	for _, s := range segs {
+		j := segmentEnd(p, i)
+		if s.name == "" && string(p[i:j]) != s.literal {
+			return false
+		}
+		i = j + 1
+	}
+	return true
+}
