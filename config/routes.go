@@ -183,8 +183,14 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 			matchNodes = p.matches(kv.val, r)
 		case "host":
 			if s, ok := p.scalar(kv.val, "host", "a host name"); ok {
-				if !validHost(s) {
+				i := strings.LastIndexByte(s, ':')
+				switch {
+				case !validHost(s):
 					p.errorf(kv.val, `host: want a host name such as "example.com" or "*.example.com", got %q`, s)
+				case i >= 0 && !strings.HasPrefix(s, "[") && strings.Count(s, ":") > 1:
+					p.errorf(kv.val, "host: %q never matches: a request's Host brackets an IPv6 address; write %q", s, "["+s+"]")
+				case i >= 0 && !strings.HasSuffix(s, "]"):
+					p.errorf(kv.val, "host: %q has a port, which never matches: a route matches its host on every port the server listens on (the port of a request's Host is ignored); write %q", s, s[:i])
 				}
 				r.Host = strings.ToLower(s)
 			}

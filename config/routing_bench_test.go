@@ -76,7 +76,7 @@ func routingConfigs() []routingConfig {
 			m, p = fmt.Sprintf(`"/c%d/{id:int}"`, i), fmt.Sprintf("/c%d/42", i)
 		}
 		if i == 999 {
-			m, p = "/", "/nothing/here" // the catch-all, which every prefix is tried before
+			m, p = "/", "/nothing/here" // the catch-all, reached after the longer prefixes of the path
 		}
 		fmt.Fprintf(&b, "  - match: %s\n    pipeline: [{text: %q}]\n", m, strings.Trim(m, `"`))
 		if i%125 == 0 || i == 999 {

@@ -205,3 +205,28 @@ func TestSitesErrors(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A route's host written with a port, or an IPv6 address without its
+// brackets, never matches a request (the router compares hosts without
+// ports): refused, saying what to write; the forms that match are taken.
+func TestRouteHostPort(t *testing.T) {
+	const rest = "\n    pipeline: [echo]\n"
+	for _, tt := range []struct {
+		host string
+		want []string
+	}{
+		{"example.com:8080", []string{`test.yaml:3:11: host: "example.com:8080" has a port, which never matches: a route matches its host on every port the server listens on (the port of a request's Host is ignored); write "example.com"`}},
+		{"'*.example.com:443'", []string{`test.yaml:3:11: host: "*.example.com:443" has a port, which never matches: a route matches its host on every port the server listens on (the port of a request's Host is ignored); write "*.example.com"`}},
+		{"'[::1]:80'", []string{`test.yaml:3:11: host: "[::1]:80" has a port, which never matches`}},
+		{"'example.com.:80'", []string{`test.yaml:3:11: host: "example.com.:80" has a port, which never matches`}},
+		{"'::1'", []string{`test.yaml:3:11: host: "::1" never matches: a request's Host brackets an IPv6 address; write "[::1]"`}},
+		{"'fe80::1:80'", []string{`test.yaml:3:11: host: "fe80::1:80" never matches: a request's Host brackets an IPv6 address; write "[fe80::1:80]"`}},
+		{"example.com", nil},
+		{"EXAMPLE.com.", nil},
+		{"'*.example.com'", nil},
+		{"'[::1]'", nil},
+		{"127.0.0.1", nil},
+	} {
+		checkErrors(t, t.TempDir(), map[string]string{"test.yaml": "routes:\n  - match: /\n    host: " + tt.host + rest}, tt.want...)
+	}
+}

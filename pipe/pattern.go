@@ -104,20 +104,6 @@ func PatternKey(p string) string {
 	return b.String()
 }
 
-// matchSegments reports whether the canonical path p, which has as many
-// segments as segs and does not end in '/', has segs' literals.
-func matchSegments(segs []segment, p []byte) bool {
-	i := 1
-	for _, s := range segs {
-		j := segmentEnd(p, i)
-		if s.name == "" && string(p[i:j]) != s.literal {
-			return false
-		}
-		i = j + 1
-	}
-	return true
-}
-
 // segmentEnd returns the index of the '/' that ends the segment of p
 // starting at i, or len(p).
 func segmentEnd[S ~string | ~[]byte](p S, i int) int {
@@ -142,25 +128,6 @@ func countSegments(p []byte) int {
 		}
 	}
 	return n
-}
-
-// compareShapes orders patterns with captures of the same length: at the
-// first segment where one has a literal and the other a capture, the
-// literal comes first; two different literals order as strings (no path
-// matches both). It returns 0 for patterns with the same key.
-func compareShapes(a, b []segment) int {
-	for i := range a {
-		al, bl := a[i].name == "", b[i].name == ""
-		switch {
-		case al && !bl:
-			return -1
-		case !al && bl:
-			return 1
-		case al && bl && a[i].literal != b[i].literal:
-			return strings.Compare(a[i].literal, b[i].literal)
-		}
-	}
-	return 0
 }
 
 // isInt64 reports whether s is an optional '-' and decimal digits that

@@ -115,8 +115,18 @@ func (f MatcherFunc) Match(r *engine.Request) bool { return f(r) }
 // without. Requests no route matches get 404. A request for a host that
 // routes name exactly is routed among the routes that can serve it
 // alone (its own, matching wildcards, those for any host), so routes for
-// other hosts add nothing to its cost. A
-// Router is immutable and safe for concurrent use.
+// other hosts add nothing to its cost.
+//
+// The cost of the choice depends on the request's path, not on the
+// number of routes: a map lookup for the exact path; one for each of
+// the path's prefixes that ends in '/' (as long as the longest prefix
+// pattern), longest first; and, among the patterns with captures that
+// have as many segments as the path, one for each arrangement of
+// literals and captures they use (the literal segments of the path
+// are the key). Only the regular expressions are tried one by one, in
+// order, as they must be. Finding the route allocates nothing for a
+// path of up to 512 bytes. A Router is immutable and safe for
+// concurrent use.
 type Router struct {
 	exact map[string][]*route
 	regex []*regexGroup
@@ -124,8 +134,10 @@ type Router struct {
 	// order given: for a request, the expression of the first that can
 	// serve its host and matches its path is the request's.
 	regexOrder []*route
-	captures   [][]*route // by number of segments; most specific shape first
-	prefix     []*route   // longest pattern first
+	captures   [][]*shape          // by number of segments; most specific shape first
+	prefix     map[string][]*route // by pattern, each pattern's routes in the order tried
+	longest    int                 // the length of the longest prefix pattern
+	lengths    [4]uint64           // bit n set: a prefix pattern n bytes long (n < 256), or one longer
 
 	// byHost holds, for each exact host a route names, a router of the
 	// routes that can serve it (its own, the wildcards that match it and
@@ -168,8 +180,9 @@ func NewRouter(routes ...Route) (*Router, error) {
 // regular expressions compiled so far, by pattern: each is compiled once
 // for a router and the routers of its host index.
 func newRouter(routes []Route, compiled map[string]*regexp.Regexp) (*Router, error) {
-	rt := &Router{exact: map[string][]*route{}}
+	rt := &Router{exact: map[string][]*route{}, prefix: map[string][]*route{}}
 	seen := map[string][]*route{}
+	shapes := map[string]*shape{} // by number of segments and arrangement
 	groups := map[string]*regexGroup{}
 	for i, r := range routes {
 		if r.Pipeline == nil {
@@ -242,31 +255,39 @@ func newRouter(routes []Route, compiled map[string]*regexp.Regexp) (*Router, err
 				for len(rt.captures) <= len(e.segs) {
 					rt.captures = append(rt.captures, nil)
 				}
-				rt.captures[len(e.segs)] = append(rt.captures[len(e.segs)], e)
+				arr, lits := arrangement(e.segs)
+				sh := shapes[arr]
+				if sh == nil {
+					sh = &shape{arrangement: arr, routes: map[string][]*route{}, lead: -1}
+					if k := strings.IndexByte(arr, '1'); !strings.Contains(arr[k:], "0") {
+						sh.lead = k // literals, then only captures
+					}
+					shapes[arr] = sh
+					rt.captures[len(e.segs)] = append(rt.captures[len(e.segs)], sh)
+				}
+				sh.routes[lits] = append(sh.routes[lits], e)
 			case strings.HasSuffix(p, "/"):
-				rt.prefix = append(rt.prefix, e)
+				rt.prefix[p] = append(rt.prefix[p], e)
+				rt.longest = max(rt.longest, len(p))
+				n := min(len(p), 255)
+				rt.lengths[n/64] |= 1 << (n % 64)
 			default:
 				rt.exact[p] = append(rt.exact[p], e)
 			}
 		}
 	}
-	for _, es := range rt.captures {
-		sort.SliceStable(es, func(i, j int) bool {
-			if c := compareShapes(es[i].segs, es[j].segs); c != 0 {
-				return c < 0 // one shape's routes together
+	for _, shs := range rt.captures {
+		// Segment by segment, a literal before a capture: '0' < '1'.
+		slices.SortFunc(shs, func(a, b *shape) int { return strings.Compare(a.arrangement, b.arrangement) })
+		for _, sh := range shs {
+			for _, es := range sh.routes {
+				sort.SliceStable(es, func(i, j int) bool { return before(es[i], es[j]) })
 			}
-			return before(es[i], es[j])
-		})
+		}
 	}
-	sort.SliceStable(rt.prefix, func(i, j int) bool {
-		if len(rt.prefix[i].pattern) != len(rt.prefix[j].pattern) {
-			return len(rt.prefix[i].pattern) > len(rt.prefix[j].pattern)
-		}
-		if rt.prefix[i].pattern != rt.prefix[j].pattern {
-			return rt.prefix[i].pattern < rt.prefix[j].pattern // one pattern's routes together
-		}
-		return before(rt.prefix[i], rt.prefix[j])
-	})
+	for _, es := range rt.prefix {
+		sort.SliceStable(es, func(i, j int) bool { return before(es[i], es[j]) })
+	}
 	for _, es := range rt.exact {
 		sort.SliceStable(es, func(i, j int) bool { return before(es[i], es[j]) })
 	}
@@ -319,21 +340,102 @@ func before(a, b *route) bool {
 	return len(a.when) > 0 && len(b.when) == 0
 }
 
+// shape is the patterns with captures of one arrangement: one number of
+// segments, and captures at the same places.
+type shape struct {
+	// arrangement has a byte for each segment, '0' for a literal and '1'
+	// for a capture, so that the arrangements of one number of segments
+	// sort as the router tries them: segment by segment, a literal first.
+	arrangement string
+
+	// routes holds each pattern's routes, in the order tried, by the
+	// pattern's literal segments, each after a '/' (see arrangement):
+	// "/a" for "/a/{id}" and "/a/{name:int}", "" for "/{x}/{y}". Literal
+	// segments hold no '/', so the key of a path is unambiguous.
+	routes map[string][]*route
+
+	// lead is the number of literal segments before the captures when
+	// the arrangement has no literal after a capture, whose key is then
+	// the path up to the end of them; -1 otherwise.
+	lead int
+}
+
+// arrangement returns the arrangement of segs (see shape) and the key of
+// its literal segments.
+func arrangement(segs []segment) (arr, lits string) {
+	var a, l strings.Builder
+	for _, s := range segs {
+		if s.name != "" {
+			a.WriteByte('1')
+			continue
+		}
+		a.WriteByte('0')
+		l.WriteByte('/')
+		l.WriteString(s.literal)
+	}
+	return a.String(), l.String()
+}
+
+// find returns the routes of the pattern of sh that the canonical path p
+// matches, p having as many segments as sh's patterns; nil when none.
+// It allocates nothing for a path of up to 512 bytes.
+func (sh *shape) find(p []byte) []*route {
+	if sh.lead >= 0 {
+		end := 0
+		for range sh.lead {
+			end = segmentEnd(p, end+1)
+		}
+		return sh.routes[string(p[:end])]
+	}
+	var buf [512]byte
+	key := buf[:0]
+	i := 1
+	for k := 0; k < len(sh.arrangement); k++ {
+		j := segmentEnd(p, i)
+		if sh.arrangement[k] == '0' {
+			key = append(key, '/')
+			key = append(key, p[i:j]...)
+		}
+		i = j + 1
+	}
+	return sh.routes[string(key)]
+}
+
+// nextPrefix returns the longest prefix pattern that is a prefix of
+// p[:end], ending at a '/' of it, and its routes; the length of the
+// pattern is where to look for a shorter one. It returns 0 and nil when
+// there is none.
+func (rt *Router) nextPrefix(p []byte, end int) (int, []*route) {
+	for i := min(end, rt.longest) - 1; i >= 0; i-- {
+		if n := min(i+1, 255); p[i] == '/' && rt.lengths[n/64]&(1<<(n%64)) != 0 {
+			if es := rt.prefix[string(p[:i+1])]; es != nil {
+				return i + 1, es
+			}
+		}
+	}
+	return 0, nil
+}
+
 // prefixDeeper reports whether a prefix route for host that matches the
 // path p has more than depth segments: more literal segments than the
 // first matching capture pattern has before its first capture, which is
 // then the less specific (segment by segment, a literal beats a capture,
-// and a capture beats the rest of the path a prefix takes). The first
-// prefix that matches is the deepest: prefixes are sorted longest first,
-// and of two prefixes of one path the longer has more segments.
+// and a capture beats the rest of the path a prefix takes). The longest
+// prefix with a route for the host is the deepest: of two prefixes of one
+// path the longer has more segments.
 func (rt *Router) prefixDeeper(p []byte, host []byte, depth int) bool {
-	for _, e := range rt.prefix {
-		if len(p) >= len(e.pattern) && string(p[:len(e.pattern)]) == e.pattern &&
-			(e.host == "" || hostMatches(e.host, host)) {
-			return e.depth > depth
+	for end := len(p); ; {
+		n, es := rt.nextPrefix(p, end)
+		if es == nil {
+			return false
 		}
+		for _, e := range es {
+			if e.host == "" || hostMatches(e.host, host) {
+				return e.depth > depth
+			}
+		}
+		end = n - 1
 	}
-	return false
 }
 
 // routeMethods returns the methods a route restricted to ms takes: ms,
@@ -442,13 +544,14 @@ func (rt *Router) Handle(c *Conn) bool {
 	}
 	if !located && len(rt.captures) > 0 {
 		if n := countSegments(r.Path); n < len(rt.captures) {
-			for i, e := range rt.captures[n] {
-				if located && e.key != rt.captures[n][i-1].key {
+		shapes:
+			for _, sh := range rt.captures[n] {
+				if located {
 					break // a more specific shape was the request's; its methods did not fit
 				}
-				if matchSegments(e.segs, r.Path) {
+				for _, e := range sh.find(r.Path) {
 					if !located && rt.prefixDeeper(r.Path, host, e.depth) {
-						break // a prefix's literal segments go further than any shape's
+						break shapes // a prefix's literal segments go further than any shape's
 					}
 					if comp, ok := try(e); ok {
 						if !c.capture(e.segs) {
@@ -460,15 +563,20 @@ func (rt *Router) Handle(c *Conn) bool {
 			}
 		}
 	}
-	for i, e := range rt.prefix {
-		if located && (i == 0 || e.pattern != rt.prefix[i-1].pattern) {
-			break // a more specific pattern was the request's; its methods did not fit
+	// The prefixes of the path, longest first, until one is the
+	// request's: a more specific pattern whose routes did not take its
+	// method (or conditions) ends the search.
+	for end := len(r.Path); !located; {
+		n, es := rt.nextPrefix(r.Path, end)
+		if es == nil {
+			break
 		}
-		if p := e.pattern; len(r.Path) >= len(p) && string(r.Path[:len(p)]) == p {
+		for _, e := range es {
 			if comp, ok := try(e); ok {
 				return comp.Handle(c)
 			}
 		}
+		end = n - 1
 	}
 	if allow != nil {
 		c.Header().Set("Allow", strings.Join(dedupe(allow), ", "))
