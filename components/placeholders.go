@@ -114,6 +114,9 @@ func parsePlaceholders(who, s string, vars []string) ([]placeholder, error) {
 	return parts, nil
 }
 
+// literal reports whether p is text of the template.
+func (p placeholder) literal() bool { return p.v == "" && p.param == "" }
+
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func isNameByte(c byte) bool {
