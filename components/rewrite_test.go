@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -325,6 +326,26 @@ func TestRewriteRefusalNamesCause(t *testing.T) {
 		resp, body := srv.RoundTrip(t, "GET "+tt.target+" HTTP/1.1\r\nHost: h\r\n\r\n")
 		if resp.StatusCode != 400 || strings.TrimSpace(body) != tt.want {
 			t.Errorf("%s: %d %q, want 400 %q", tt.target, resp.StatusCode, body, tt.want)
+		}
+	}
+}
+
+// PlaceholderParams reads a template with its own component's variables:
+// $host is redirect's variable and, in a rewrite, a path parameter the
+// route must capture.
+func TestPlaceholderParams(t *testing.T) {
+	for _, tt := range []struct {
+		component, to string
+		want          []string
+	}{
+		{"rewrite", "/sites/$host$path", []string{"host"}},
+		{"redirect", "https://$host/$id$path", []string{"id"}},
+		{"rewrite", "/a/$2/${id}/$2?q=$args", []string{"2", "id"}},
+		{"redirect", "/a/$", nil},
+		{"files", "/a/$id", nil},
+	} {
+		if got := PlaceholderParams(tt.component, tt.to); !slices.Equal(got, tt.want) {
+			t.Errorf("PlaceholderParams(%q, %q) = %q, want %q", tt.component, tt.to, got, tt.want)
 		}
 	}
 }

@@ -371,12 +371,15 @@ func (p *parser) placeholderParams(r *Route) {
 		if s.Component == nil {
 			continue
 		}
-		for _, name := range components.PlaceholderParams(to) {
+		for _, name := range components.PlaceholderParams(s.Name, to) {
 			for _, pat := range r.Match {
 				if !patternCaptures(pat, name) {
 					what := "path parameter " + name + " (capture it with {" + name + "} or a group (?P<" + name + ">...))"
 					if _, err := strconv.Atoi(name); err == nil {
 						what = "path parameter $" + name + " (it has fewer captures)"
+					}
+					if name == "host" && s.Name == "rewrite" {
+						what += "; $host is the request's host in a redirect's URL only: a rewrite keeps the host"
 					}
 					p.errorf(&yaml.Node{Line: s.Line, Column: s.Col}, "%s: to %q uses %s, but match %q captures no %s", s.Name, to, placeholderText(name), pat, what)
 					break
