@@ -114,6 +114,9 @@ func parsePlaceholders(who, s string, vars []string) ([]placeholder, error) {
 	return parts, nil
 }
 
+// literal reports whether p is text of the template.
+func (p placeholder) literal() bool { return p.v == "" && p.param == "" }
+
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func isNameByte(c byte) bool {
@@ -137,11 +140,18 @@ func placeholderName(s string) bool {
 }
 
 // PlaceholderParams returns the path parameters (names, or numbers from
-// "1") that the template s of redirect's or rewrite's to uses, in order,
-// each once; nil when it uses none or does not parse. Config checks
-// them against the route's patterns.
-func PlaceholderParams(s string) []string {
-	parts, err := parsePlaceholders("", s, placeholderVars)
+// "1") that the template s of the component named component's to
+// ("redirect" or "rewrite") uses, in order, each once; nil when it uses
+// none, does not parse, or component has no template. A name is a
+// parameter unless it is one of that component's variables: $host is
+// redirect's variable, and in a rewrite the parameter host. Config
+// checks them against the route's patterns.
+func PlaceholderParams(component, s string) []string {
+	vars, ok := templateVars[component]
+	if !ok {
+		return nil
+	}
+	parts, err := parsePlaceholders("", s, vars)
 	if err != nil {
 		return nil
 	}
@@ -154,8 +164,12 @@ func PlaceholderParams(s string) []string {
 	return out
 }
 
-// placeholderVars are the variables every template offers.
+// placeholderVars are the variables of redirect's templates; rewrite's
+// are fewer (rewriteVars).
 var placeholderVars = []string{"path", "query", "args", "host"}
+
+// templateVars are the variables of each component's to, by its name.
+var templateVars = map[string][]string{"redirect": redirectVars, "rewrite": rewriteVars}
 
 // appendPathValue appends v, a path parameter's value, for a URL path:
 // percent-encoded but for what a path may hold as is (redirectURLChar)

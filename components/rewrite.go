@@ -1,8 +1,10 @@
 package components
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/sluice-server/sluice/engine"
@@ -21,24 +23,29 @@ func init() {
 // (`rewrite: /index.php?route=$1`) sets To.
 type RewriteOptions struct {
 	// To is the path the rest of the pipeline sees, and optionally its
-	// query after a "?", from a template in redirect's placeholders: $path
-	// (the canonical path), $name and $1 (the route's path parameters, as
-	// {name} or a regular expression's group captured them), $args (the
-	// query as received, after a "?" only), $query (at the end only: keep
-	// the query), $$ (a $). Without a "?" the query is kept as received;
-	// with one, what follows replaces it ("?" alone empties it).
+	// query after a "?", from a template in redirect's placeholders but
+	// $host: $path (the canonical path), $name and $1 (the route's path
+	// parameters, as {name} or a regular expression's group captured
+	// them), $args (the query as received, after a "?" only), $query (at
+	// the end and before any "?" only: keep the query), $$ (a $). Without
+	// a "?" the query is kept as received; with one, what follows
+	// replaces it ("?" alone empties it; "?a=1&$args" adds to it).
 	//
-	// To starts with "/" or $path. A parameter is percent-encoded for
-	// where it lands (in the path, so that it is path text whatever it
-	// holds, its '/' included; in the query, all but letters, digits and
-	// "-._~"). The path that results is made canonical as the server
-	// makes a request's, and refused with 400 when that changes it (a
-	// parameter that makes a "." or ".." segment or an empty one) or
-	// cannot be done: so it is the canonical path of the URL the rewrite
-	// wrote, and every rule the later components apply to a request's
-	// path (files' root and dotfiles, a prefix stripped) applies to it.
-	// sluice check refuses a literal path that is not canonical
-	// (`/a/../b`, `//a`, `%2F`, `%00`).
+	// To starts with "/" or $path. A "/" of To's text beside $path is not
+	// doubled: "$path/index.html" is "/index.html" for the path "/", and
+	// "/a/index.html" for "/a/" and "/a"; "/static/$path" is "/static/a"
+	// for "/a". A parameter is percent-encoded for where it lands (in the
+	// path, so that it is path text whatever it holds, its '/' included;
+	// in the query, all but letters, digits and "-._~"). The path that
+	// results is made canonical as the server makes a request's, and
+	// refused with 400 when that changes it (a parameter that makes a "."
+	// or ".." segment or an empty one) or cannot be done, the message
+	// naming the placeholders that made it: so it is the canonical path of
+	// the URL the rewrite wrote, and every rule the later components apply
+	// to a request's path (files' root and dotfiles, a prefix stripped)
+	// applies to it. sluice check refuses a literal path that is not
+	// canonical (`/a/../b`, `//a`, `%2F`, `%00`), for any request path
+	// $path may stand for.
 	To string `yaml:"to"`
 }
 
@@ -78,6 +85,8 @@ func newRewrite(opts RewriteOptions) (*rewrite, error) {
 	inQuery := false
 	for i, p := range parts {
 		switch {
+		case p.v == "query" && inQuery:
+			return nil, fmt.Errorf("rewrite: $query in %q comes after the \"?\", where the template's query replaces the client's: drop the \"?\" and what follows it to keep the client's query as received, or write ?a=1&$args to add to it", to)
 		case p.v == "query":
 			if i != len(parts)-1 {
 				return nil, fmt.Errorf("rewrite: $query in %q keeps the query as received and must end the target (or write ?...$args...)", to)
@@ -101,24 +110,17 @@ func newRewrite(opts RewriteOptions) (*rewrite, error) {
 		return nil, fmt.Errorf("rewrite: target %q must start with / or $path: it is a path on this server", to)
 	}
 	// The literal text must be canonical: try it with "x" for each
-	// placeholder.
-	var sample []byte
-	for _, p := range rw.path {
-		switch {
-		case p.v == "path":
-			sample = append(sample, "/x"...)
-		case p.param != "":
-			sample = append(sample, 'x')
-		default:
-			sample = append(sample, p.lit...)
+	// parameter, and for $path with a path with and without a final
+	// slash, and "/".
+	x := func(string) string { return "x" }
+	for _, sample := range []string{"/x", "/x/", "/"} {
+		if _, _, err := rw.rewritePath([]byte(sample), x); err != nil {
+			why := "it makes " + err.(*refusal).what
+			if slices.ContainsFunc(rw.path, func(p placeholder) bool { return p.v == "path" }) {
+				why += " for the request path " + sample
+			}
+			return nil, fmt.Errorf("rewrite: target %q is not a canonical path (%s): write the path the server should see, as a request's canonical path is", to, why)
 		}
-	}
-	if canon, err := engine.CanonicalPath(sample); err != nil || !decodesTo(sample, canon) {
-		why := "it has a \".\" or \"..\" segment or an empty one"
-		if err != nil {
-			why = err.Error()
-		}
-		return nil, fmt.Errorf("rewrite: target %q is not a canonical path (%s): write the path the server should see, as a request's canonical path is", to, why)
 	}
 	for _, p := range rw.query {
 		if p.lit != "" && !validQueryText(p.lit) {
@@ -151,29 +153,154 @@ func (rw *rewrite) handle(c *pipe.Conn) bool {
 
 // rewritePath expands the path of To for the canonical path p and the
 // parameters param gives, and returns it as written (raw) and canonical;
-// an error when it cannot be made canonical or that would change it.
+// a *refusal when it cannot be made canonical or that would change it.
 func (rw *rewrite) rewritePath(p []byte, param func(string) string) (raw, canon []byte, err error) {
-	for _, pt := range rw.path {
+	raw = rw.expandPath(nil, p, param, nil)
+	canon, err = engine.CanonicalPath(raw)
+	if err == nil && decodesTo(raw, canon) {
+		return raw, canon, nil
+	}
+	var ends []int
+	raw = rw.expandPath(raw[:0], p, param, &ends)
+	return nil, nil, rw.refusal(raw, ends)
+}
+
+// expandPath appends to raw the path of To for the canonical path p and
+// the parameters param gives; with ends, it also appends to *ends the
+// length of raw after each part. A "/" of the template's text next to
+// $path, which starts with one (and may end with one), is not doubled:
+// "$path/index.html" for "/" is "/index.html", "/files/$path" for "/a"
+// is "/files/a".
+func (rw *rewrite) expandPath(raw, p []byte, param func(string) string, ends *[]int) []byte {
+	for i, pt := range rw.path {
 		switch {
 		case pt.v == "path":
-			raw = redirectEscape(raw, p, false)
+			v := p
+			if i > 0 && rw.path[i-1].literal() && len(raw) > 0 && raw[len(raw)-1] == '/' && len(v) > 0 && v[0] == '/' {
+				v = v[1:]
+			}
+			raw = redirectEscape(raw, v, false)
+			if i+1 < len(rw.path) && rw.path[i+1].literal() && strings.HasPrefix(rw.path[i+1].lit, "/") && len(raw) > 0 && raw[len(raw)-1] == '/' {
+				raw = raw[:len(raw)-1]
+			}
 		case pt.param != "":
 			raw = appendPathValue(raw, param(pt.param))
 		default:
 			raw = append(raw, pt.lit...)
 		}
+		if ends != nil {
+			*ends = append(*ends, len(raw))
+		}
 	}
-	canon, err = engine.CanonicalPath(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !decodesTo(raw, canon) {
-		return nil, nil, errNotCanonical
-	}
-	return raw, canon, nil
+	return raw
 }
 
-var errNotCanonical = fmt.Errorf("a path parameter made a \".\" or \"..\" segment or an empty one")
+// refusal is why a rewritten path is refused: what canonicalisation
+// would refuse or change in it, and the placeholders that wrote that.
+type refusal struct {
+	what string   // `a ".." segment`, "an empty segment"...
+	by   []string // "$1", "$name", "$path"; none when only text did
+}
+
+func (e *refusal) Error() string {
+	if len(e.by) == 0 {
+		return "the template made " + e.what
+	}
+	by := strings.Join(e.by[:len(e.by)-1], ", ")
+	if by != "" {
+		by += " and "
+	}
+	return by + e.by[len(e.by)-1] + " made " + e.what
+}
+
+// refusal finds the first segment of raw, the path expanded with the
+// part ends ends, that canonicalisation refuses or changes, and names
+// the placeholders that wrote it.
+func (rw *rewrite) refusal(raw []byte, ends []int) *refusal {
+	for s := 1; s <= len(raw); {
+		e := s + segmentLenOf(raw[s:])
+		if what := segmentFault(raw, s, e); what != "" {
+			from, to := s, e
+			if s == e { // an empty segment: the slashes around it made it
+				from, to = s-1, e+1
+			}
+			return &refusal{what: what, by: rw.blame(ends, from, to)}
+		}
+		s = e + 1
+	}
+	return &refusal{what: "a path that is not canonical"}
+}
+
+func segmentLenOf(b []byte) int {
+	if i := bytes.IndexByte(b, '/'); i >= 0 {
+		return i
+	}
+	return len(b)
+}
+
+// segmentFault says what canonicalisation refuses or changes in the
+// segment raw[s:e] of a path, or "" when it keeps it as it is.
+func segmentFault(raw []byte, s, e int) string {
+	if s == e {
+		if e < len(raw) {
+			return "an empty segment"
+		}
+		return "" // the final slash
+	}
+	var d []byte
+	for i := s; i < e; i++ {
+		c := raw[i]
+		if c == '%' {
+			v := -1
+			if i+2 < e {
+				v = redirectDecodeAt(raw, i)
+			}
+			switch v {
+			case -1:
+				return "a % that starts no escape"
+			case 0:
+				return "a NUL (%00)"
+			case '/':
+				return "an encoded slash (%2F)"
+			}
+			c = byte(v)
+			i += 2
+		}
+		d = append(d, c)
+	}
+	if string(d) == "." || string(d) == ".." {
+		return fmt.Sprintf("a %q segment", d)
+	}
+	return ""
+}
+
+// blame returns the placeholders of the path of To that wrote some of
+// raw[from:to], ends being where each part ended; a placeholder that
+// wrote nothing is blamed when it stands inside that span.
+func (rw *rewrite) blame(ends []int, from, to int) []string {
+	var by []string
+	start := 0
+	for i, pt := range rw.path {
+		end := ends[i]
+		start = min(start, end)
+		var name string
+		switch {
+		case pt.v != "":
+			name = "$" + pt.v
+		case pt.param != "":
+			name = "$" + pt.param
+		}
+		hit := start < to && end > from
+		if start == end {
+			hit = from <= start && start <= to
+		}
+		if name != "" && hit && !slices.Contains(by, name) {
+			by = append(by, name)
+		}
+		start = end
+	}
+	return by
+}
 
 // rewriteQuery expands the query of To for the request's canonical path
 // p and query q and the parameters param gives.

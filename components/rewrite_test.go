@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,6 +103,10 @@ func TestRewriteErrors(t *testing.T) {
 		{"/a#b", "contains a '#'"},
 		{`/a\b`, "backslash"},
 		{"/a$query/b", "$query in"},
+		{"/x?a=1$query", `$query in "/x?a=1$query" comes after the "?"`},
+		{"/x?$query", `$query in "/x?$query" comes after the "?"`},
+		{"$path./x", `is not a canonical path (it makes a "." segment for the request path /x/)`},
+		{"/a/.$path", `is not a canonical path (it makes a "." segment for the request path /x)`},
 		{"/a$args", "$args in"},
 		{"/a?x=%", "starts no escape"},
 		{"/a$", "starts no placeholder"},
@@ -135,7 +140,7 @@ func canonicalResult(t *testing.T, what string, r *engine.Request) {
 // them, to routes that rewrite with their captures: the result is always
 // a canonical path spelled exactly by its raw form, or refused with 400.
 func FuzzRewrite(f *testing.F) {
-	for _, s := range []string{"/d/...html", "/re/a/b", "/re/%2e%2e", "/u/a%20b", "/d/.html", "/re/..%2f", "/q/%5C/x", "/re/%00"} {
+	for _, s := range []string{"/i/", "/s/a/", "/j/./", "/d/...html", "/re/a/b", "/re/%2e%2e", "/u/a%20b", "/d/.html", "/re/..%2f", "/q/%5C/x", "/re/%00"} {
 		f.Add(s)
 	}
 	var got *engine.Request
@@ -147,6 +152,9 @@ func FuzzRewrite(f *testing.F) {
 		{`~ ^/re/(.*)$`, "/pub/$1"},
 		{`~ ^/d/(.*)\.html$`, "/pub/$1/index"},
 		{`~ ^/q/(.*)/(.*)$`, "$path/$2/$1?a=$1&$args"},
+		{"/i/", "$path/index.html"},
+		{"/s/", "/static/$path/x"},
+		{`~ ^/j/(.*)$`, "/j/$1$path"},
 	} {
 		rw, err := NewRewrite(RewriteOptions{To: r.to})
 		if err != nil {
@@ -204,6 +212,7 @@ func FuzzPlaceholders(f *testing.F) {
 		{"/a/$1", "../x"}, {"$path/${id}?q=$1&$args", "a&b=c"}, {"/${id}", "//evil.com"},
 		{"/x$1", "javascript:alert(1)"}, {"/$1/$1", ""}, {"/p?$1", "a b#c"}, {"${1}", "https://evil.com"},
 		{"https://example.com/$1", "@evil.com"}, {"/a$$1", "x"}, {"$1", "/\\evil.com"}, {"/a/${n}", ".."},
+		{"$path/$1/index.html", "a/"}, {"/x/$1$path/$1", "%2e"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -246,4 +255,97 @@ func FuzzPlaceholders(f *testing.F) {
 			}
 		}
 	})
+}
+
+// $path beside a "/" of the template's text makes one slash, never an
+// empty segment: "$path/index.html" serves a directory's index for every
+// path, "/" included (nginx's rewrite ^(.*)/$ $1/index.html), and
+// "/files/$path" moves a tree.
+func TestRewritePathJoin(t *testing.T) {
+	rt, err := pipe.NewRouter(
+		rewriteRoute(t, "/", "$path/index.html"),
+		rewriteRoute(t, "/f/", "/files/$path"),
+		rewriteRoute(t, "/b/", "/x/$path/y"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sluicetest.NewServer(t, pipe.Handler(rt))
+	for _, tt := range []struct{ target, seen string }{
+		{"/", "/index.html|/index.html|"},
+		{"/a/", "/a/index.html|/a/index.html|"},
+		{"/a", "/a/index.html|/a/index.html|"},
+		{"/a//b/?q=1", "/a/b/index.html|/a/b/index.html|q=1"},
+		{"/a%20b/", "/a b/index.html|/a%20b/index.html|"},
+		{"/f/", "/files/f/|/files/f/|"},
+		{"/f/x", "/files/f/x|/files/f/x|"},
+		{"/b/", "/x/b/y|/x/b/y|"},
+		{"/b/c", "/x/b/c/y|/x/b/c/y|"},
+	} {
+		resp, body := srv.RoundTrip(t, "GET "+tt.target+" HTTP/1.1\r\nHost: h\r\n\r\n")
+		if resp.StatusCode != 200 || body != tt.seen {
+			t.Errorf("%s: %d %q, want 200 %q", tt.target, resp.StatusCode, body, tt.seen)
+		}
+	}
+	// The path "/" between two slashes, which no route above can give.
+	for _, tt := range []struct{ to, path, want string }{
+		{"/x/$path/y", "/", "/x/y"},
+		{"/x/$path", "/", "/x/"},
+		{"$path/", "/", "/"},
+		{"$path", "/", "/"},
+		{"$path/$path", "/a/", "/a/a/"},
+	} {
+		rw, err := newRewrite(RewriteOptions{To: tt.to})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.to, err)
+		}
+		raw, canon, err := rw.rewritePath([]byte(tt.path), func(string) string { return "" })
+		if err != nil || string(raw) != tt.want || string(canon) != tt.want {
+			t.Errorf("%s for %s: %q, %q, %v; want %q", tt.to, tt.path, raw, canon, err, tt.want)
+		}
+	}
+}
+
+// A rewritten path refused with 400 says which placeholder made what.
+func TestRewriteRefusalNamesCause(t *testing.T) {
+	rt, err := pipe.NewRouter(
+		rewriteRoute(t, `~ ^/d/(.*)\.html$`, "/pub/$1"),
+		rewriteRoute(t, `~ ^/e/(.*)$`, "/pub/$1/x"),
+		rewriteRoute(t, `~ ^/p/(?P<a>.*)x$`, "/pub/${a}$path"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sluicetest.NewServer(t, pipe.Handler(rt))
+	for _, tt := range []struct{ target, want string }{
+		{"/d/...html", `400 Bad Request: the rewritten path is refused: $1 made a ".." segment`},
+		{"/d/..html", `400 Bad Request: the rewritten path is refused: $1 made a "." segment`},
+		{"/e/", `400 Bad Request: the rewritten path is refused: $1 made an empty segment`},
+		{"/p/a/x", `400 Bad Request: the rewritten path is refused: $a and $path made an empty segment`},
+	} {
+		resp, body := srv.RoundTrip(t, "GET "+tt.target+" HTTP/1.1\r\nHost: h\r\n\r\n")
+		if resp.StatusCode != 400 || strings.TrimSpace(body) != tt.want {
+			t.Errorf("%s: %d %q, want 400 %q", tt.target, resp.StatusCode, body, tt.want)
+		}
+	}
+}
+
+// PlaceholderParams reads a template with its own component's variables:
+// $host is redirect's variable and, in a rewrite, a path parameter the
+// route must capture.
+func TestPlaceholderParams(t *testing.T) {
+	for _, tt := range []struct {
+		component, to string
+		want          []string
+	}{
+		{"rewrite", "/sites/$host$path", []string{"host"}},
+		{"redirect", "https://$host/$id$path", []string{"id"}},
+		{"rewrite", "/a/$2/${id}/$2?q=$args", []string{"2", "id"}},
+		{"redirect", "/a/$", nil},
+		{"files", "/a/$id", nil},
+	} {
+		if got := PlaceholderParams(tt.component, tt.to); !slices.Equal(got, tt.want) {
+			t.Errorf("PlaceholderParams(%q, %q) = %q, want %q", tt.component, tt.to, got, tt.want)
+		}
+	}
 }

@@ -115,9 +115,11 @@ func (m *headerMatcher) Match(r *engine.Request) bool {
 func (m *headerMatcher) String() string { return "header " + m.name + " " + m.test.String() }
 
 // queryMatcher holds when some parameter of the query called name (both
-// decoded as a form: "+" is a space) passes test; with a null test, when
-// no parameter is called name. A parameter whose escapes are malformed is
-// no parameter.
+// decoded as a form: "+" is a space; "name[]" and "name[key]" count as
+// name, see queryName) passes test; with a null test, when no parameter
+// is called name. A parameter whose name's escapes are malformed is no
+// parameter; one whose value's are is sent, with no value to pass an
+// exact or regular-expression test.
 type queryMatcher struct {
 	name string
 	test valueTest
@@ -129,11 +131,11 @@ func (m *queryMatcher) Match(r *engine.Request) bool {
 		var pair string
 		pair, q, _ = strings.Cut(q, "&")
 		k, v, _ := strings.Cut(pair, "=")
-		if k, err := url.QueryUnescape(k); err != nil || k != m.name {
+		if k, err := url.QueryUnescape(k); err != nil || !queryName(k, m.name) {
 			continue
 		}
-		if m.test.absent {
-			return false
+		if m.test.absent || m.test.any {
+			return m.test.any
 		}
 		v, err := url.QueryUnescape(v)
 		if err != nil {
@@ -144,6 +146,14 @@ func (m *queryMatcher) Match(r *engine.Request) bool {
 		}
 	}
 	return m.test.absent
+}
+
+// queryName reports whether the decoded parameter name k is name: name
+// itself, or name then "[" and later "]", PHP's array syntax, which PHP
+// reads as name ("debug[]" and "debug[a]" are debug, "debug[" is not).
+func queryName(k, name string) bool {
+	rest, ok := strings.CutPrefix(k, name)
+	return ok && (rest == "" || rest[0] == '[' && strings.IndexByte(rest, ']') > 0)
 }
 
 func (m *queryMatcher) String() string { return "query " + m.name + " " + m.test.String() }
@@ -232,6 +242,9 @@ func (p *parser) matcher(key, n *yaml.Node, r *Route) {
 			if key.Value == "header" && !httpgrammar.IsToken(name) {
 				p.errorf(kv.key, "header: %q is not a field name (letters, digits and !#$%%&'*+-.^_`|~)", name)
 				continue
+			}
+			if key.Value == "header" {
+				p.forwardingCondition(kv.key)
 			}
 			if name == "" {
 				p.errorf(kv.key, "query: a parameter name is empty")
@@ -371,12 +384,15 @@ func (p *parser) placeholderParams(r *Route) {
 		if s.Component == nil {
 			continue
 		}
-		for _, name := range components.PlaceholderParams(to) {
+		for _, name := range components.PlaceholderParams(s.Name, to) {
 			for _, pat := range r.Match {
 				if !patternCaptures(pat, name) {
 					what := "path parameter " + name + " (capture it with {" + name + "} or a group (?P<" + name + ">...))"
 					if _, err := strconv.Atoi(name); err == nil {
 						what = "path parameter $" + name + " (it has fewer captures)"
+					}
+					if name == "host" && s.Name == "rewrite" {
+						what += "; $host is the request's host in a redirect's URL only: a rewrite keeps the host"
 					}
 					p.errorf(&yaml.Node{Line: s.Line, Column: s.Col}, "%s: to %q uses %s, but match %q captures no %s", s.Name, to, placeholderText(name), pat, what)
 					break

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -87,6 +88,14 @@ func TestConfigMatchers(t *testing.T) {
 		{"query absent fails", "GET /api/a?format=json&debug HTTP/1.1\r\nHost: h", 200, "api-debug"},
 		{"query present", "GET /api/a?debug= HTTP/1.1\r\nHost: h", 200, "api-debug"},
 		{"query malformed escape is no parameter", "GET /api/a?format=%zz HTTP/1.1\r\nHost: h", 200, "api"},
+		{"query malformed value is sent", "GET /api/a?format=json&debug=% HTTP/1.1\r\nHost: h", 200, "api-debug"},
+		{"query malformed name is no parameter", "GET /api/a?format=json&debu%zg=1 HTTP/1.1\r\nHost: h", 200, "api-json"},
+		{"query name[] is the name: not absent", "GET /api/a?format=json&debug[]=1 HTTP/1.1\r\nHost: h", 200, "api-debug"},
+		{"query name[key] is the name", "GET /api/a?format=json&debug[a]=1 HTTP/1.1\r\nHost: h", 200, "api-debug"},
+		{"query name[] encoded is the name", "GET /api/a?format=json&debug%5B%5D=1 HTTP/1.1\r\nHost: h", 200, "api-debug"},
+		{"query name[] with a value", "GET /api/a?format[]=json HTTP/1.1\r\nHost: h", 200, "api-json"},
+		{"query name[ unclosed is another name", "GET /api/a?format=json&debug[=1 HTTP/1.1\r\nHost: h", 200, "api-json"},
+		{"query name as a prefix is another name", "GET /api/a?format=json&debugx[]=1 HTTP/1.1\r\nHost: h", 200, "api-json"},
 		{"present and absent", "GET /api/a HTTP/1.1\r\nHost: h\r\nX-Present: ", 200, "api-present"},
 		{"present and absent, both sent", "GET /api/a HTTP/1.1\r\nHost: h\r\nX-Present: 1\r\nX-Absent: 1", 200, "api"},
 		{"client not in the list: 404", "GET /internal/x HTTP/1.1\r\nHost: h", 404, ""},
@@ -202,4 +211,25 @@ func TestConfigMatcherErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzQueryMatcher: for any query and name, a parameter is absent (null)
+// exactly when it is not present ("*"), "name[]" spellings included, and
+// a value test holds only when "*" does.
+func FuzzQueryMatcher(f *testing.F) {
+	for _, s := range [][2]string{{"debug[]=1", "debug"}, {"debug%5B%5D=1&x", "debug"}, {"debug[=1", "debug"},
+		{"a[b][c]=1&a=2", "a"}, {"%zz=1&a", "a"}, {"a+b[x]=1", "a b"}, {"[]=1", ""}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, q, name string) {
+		r := &engine.Request{Query: []byte(q)}
+		absent := (&queryMatcher{name, valueTest{absent: true}}).Match(r)
+		present := (&queryMatcher{name, valueTest{any: true}}).Match(r)
+		if absent == present {
+			t.Fatalf("query %q, name %q: absent %v, present %v", q, name, absent, present)
+		}
+		if (&queryMatcher{name, valueTest{exact: "1"}}).Match(r) && !present {
+			t.Fatalf("query %q, name %q: value 1 without being present", q, name)
+		}
+	})
 }

@@ -105,6 +105,9 @@ func TestConfigPlaceholderErrors(t *testing.T) {
   - match: "~ ^/(a)$"
     pipeline: [{redirect: "/x/$2"}]`, `3:17: redirect: to "/x/$2" uses $2, but match "~ ^/(a)$" captures no path parameter $2`},
 		{`
+  - match: /
+    pipeline: [{rewrite: "/sites/$host$path"}, {text: x}]`, `3:17: rewrite: to "/sites/$host$path" uses $host, but match "/" captures no path parameter host (capture it with {host} or a group (?P<host>...)); $host is the request's host in a redirect's URL only: a rewrite keeps the host`},
+		{`
   - match: "~ ^/(?P<n>a)$"
     pipeline: [{rewrite: "/x/../$1"}, {text: x}]`, `3:17: rewrite: target "/x/../$1" is not a canonical path`},
 	} {
@@ -117,6 +120,10 @@ func TestConfigPlaceholderErrors(t *testing.T) {
 	if _, err := parseString(t, t.TempDir(), `routes:
   - match: ["~ ^/(?P<id>[0-9]+)/(x)$", "/a/{id}/{y}"]
     pipeline: [{rewrite: "/x/$${id}/$2"}, {text: x}]
+  - match: /h/{host}
+    pipeline: [{rewrite: "/x/$host"}, {text: x}]
+  - match: /r/
+    pipeline: [{redirect: "https://$host$path"}]
 `); err != nil {
 		t.Error(err)
 	}

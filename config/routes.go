@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/net/idna"
 
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/pipe"
@@ -161,7 +163,7 @@ func (p *parser) siteRouteHost(n *yaml.Node, r *Route) {
 		p.errorf(hn, "host: a route of a site serves the site's hosts (%s, at %s); drop host here, or move the route to a site with hosts: [%s]", r.Site, p.pos(r.Site.File, r.Site.Line, r.Site.Col), r.Host)
 		return
 	}
-	if s := shadowedHost(p.cfg.Sites, r.Host); s != nil {
+	if s := shadowedHost(p.cfg.Sites, strings.TrimSuffix(r.Host, ".")); s != nil {
 		p.errorf(hn, "host: %s is served by the site at %s, whose routes alone see its requests; move this route into that site (without host)", r.Host, p.pos(s.File, s.Line, s.Col))
 	}
 }
@@ -186,7 +188,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 				i := strings.LastIndexByte(s, ':')
 				switch {
 				case !validHost(s):
-					p.errorf(kv.val, `host: want a host name such as "example.com" or "*.example.com", got %q`, s)
+					p.errorf(kv.val, "%s", hostError("host", s))
 				case i >= 0 && !strings.HasPrefix(s, "[") && strings.Count(s, ":") > 1:
 					p.errorf(kv.val, "host: %q never matches: a request's Host brackets an IPv6 address; write %q", s, "["+s+"]")
 				case i >= 0 && !strings.HasSuffix(s, "]"):
@@ -233,14 +235,15 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 	// Duplicates: the same pattern and host with overlapping methods.
 	// Patterns with captures are the same when only their names or types
 	// differ: "/a/{id:int}" takes every path "/a/{name}" takes.
+	host := strings.TrimSuffix(r.Host, ".") // as the router compares hosts
 	for i, pat := range r.Match {
-		k := matchKey{pipe.PatternKey(pat), r.Host}
+		k := matchKey{pipe.PatternKey(pat), host}
 		for _, m := range seen[k] {
 			if !m.when && len(r.When) == 0 && pipe.MethodsOverlap(m.methods, r.Methods) {
 				if m.node.Value != pat {
-					p.errorf(matchNodes[i], "match %q takes the paths %q takes at %s%s (captures match by position, whatever their names and types)", pat, m.node.Value, p.pos(m.file, m.node.Line, m.node.Column), hostNote(r.Host))
+					p.errorf(matchNodes[i], "match %q takes the paths %q takes at %s%s (captures match by position, whatever their names and types)", pat, m.node.Value, p.pos(m.file, m.node.Line, m.node.Column), hostNote(host))
 				} else {
-					p.errorf(matchNodes[i], "match %q is already matched at %s%s", pat, p.pos(m.file, m.node.Line, m.node.Column), hostNote(r.Host))
+					p.errorf(matchNodes[i], "match %q is already matched at %s%s", pat, p.pos(m.file, m.node.Line, m.node.Column), hostNote(host))
 				}
 				break
 			}
@@ -339,6 +342,22 @@ func validHost(h string) bool {
 		}
 	}
 	return true
+}
+
+// hostError is the message, for the key key, about the host name h that
+// validHost refuses: for a name beyond ASCII, the punycode form clients
+// send (RFC 5890), which is what to write.
+func hostError(key, h string) string {
+	name, wild := strings.CutPrefix(h, "*.")
+	if strings.ContainsFunc(name, func(r rune) bool { return r >= utf8.RuneSelf }) {
+		if a, err := idna.Lookup.ToASCII(name); err == nil && validHost(a) {
+			if wild {
+				a = "*." + a
+			}
+			return fmt.Sprintf("%s: %q is not ASCII: write its punycode form %q, which clients send", key, h, a)
+		}
+	}
+	return fmt.Sprintf(`%s: want a host name such as "example.com" or "*.example.com", got %q`, key, h)
 }
 
 // errDecoded tells Build that decoding failed and was reported.

@@ -130,7 +130,7 @@ func (p *parser) site(n *yaml.Node, src *source, hosts map[string]siteHost) (*Si
 			for i, h := range p.stringList(kv.val, "hosts") {
 				e := elem(kv.val, i)
 				if !validHost(h) {
-					p.errorf(e, `hosts: want a host name such as "example.com" or "*.example.com", got %q`, h)
+					p.errorf(e, "%s", hostError("hosts", h))
 					continue
 				}
 				if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {

@@ -221,3 +221,25 @@ func matchNode(route *yaml.Node, m string) *yaml.Node {
 	}
 	return n
 }
+
+// forwardingFields are the header fields, beside X-Forwarded-*, that
+// reverse proxies set to name the client, in lower case.
+var forwardingFields = []string{"forwarded", "x-real-ip", "x-client-ip", "true-client-ip", "x-cluster-client-ip", "cf-connecting-ip", "fastly-client-ip"}
+
+// forwardingField reports whether the field name is one that reverse
+// proxies set to name the client or its request.
+func forwardingField(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, "x-forwarded-") || slices.Contains(forwardingFields, n)
+}
+
+// forwardingCondition warns about a route's header condition on a field
+// that reverse proxies set (X-Forwarded-For, X-Real-IP, Forwarded...),
+// at its name n: it reads like the proxy's word, but any client may send
+// it with any value, so it guards nothing.
+func (p *parser) forwardingCondition(n *yaml.Node) {
+	if !forwardingField(n.Value) {
+		return
+	}
+	p.warn(n, "", fmt.Sprintf("header %s: any client can send this field with the value it likes (a proxy in front adds to it or passes it on), so this condition is no access control: to choose a route by the client's address write client: {addresses: [...], trusted_proxies: [...]}; to guard one, add basic_auth or ipfilter to its pipeline", n.Value))
+}

@@ -60,8 +60,10 @@ error as FILE:LINE:COL: message and exits with status 1. What serve would
 warn about (a health section with no workers to check; a database no
 route queries; a TLS certificate that has expired or is not valid yet;
 an include pattern that matches no file; an exact match, such as /api,
-over a directory its files serve, where /api/ would serve the tree; an
-htpasswd line whose hash cannot be verified) is printed as
+over a directory its files serve, where /api/ would serve the tree; a
+header condition on a field proxies set, such as X-Forwarded-For, which
+any client can send; an htpasswd line whose hash cannot be verified) is
+printed as
 FILE:LINE:COL: warning: message, with the same text serve logs, and
 leaves the status 0. --explain prints
 what the file builds instead of "ok": the server settings and the files

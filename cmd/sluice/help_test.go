@@ -150,6 +150,9 @@ func TestCheckHelpWarnings(t *testing.T) {
 		"an include pattern that matches no file": {"include: sites/*.yaml\n" + route, ":1:10: warning: include: "},
 		"an exact match, such as /api, over a directory its files serve, where /api/ would serve the tree": {
 			"routes:\n  - match: /api\n    pipeline: [files: ./pub]\n", `:2:12: warning: match "/api" is exact`},
+		"a header condition on a field proxies set, such as X-Forwarded-For, which any client can send": {
+			"routes:\n  - match: /\n    header: {X-Forwarded-For: \"*\"}\n    pipeline: [echo]\n  - match: /\n    pipeline: [echo]\n",
+			`:3:14: warning: header X-Forwarded-For: any client`},
 		"an htpasswd line whose hash cannot be verified": {"routes:\n  - match: /\n    pipeline:\n      - basic_auth: {realm: r, htpasswd: ./users.htpasswd}\n      - text: hi\n",
 			":4:9: warning: basic_auth: "},
 	}
