@@ -30,7 +30,7 @@ type RedirectOptions struct {
 	//	        percent-encoded again, without StripPrefix; after a "?"
 	//	        encoded as one query value ("/login?next=$path")
 	//	$query  "?" and the query as received, or nothing when the
-	//	        request has no query
+	//	        request has no query; never after To's own "?"
 	//	$args   the query as received, without the "?"; only after a
 	//	        "?" in To ("/search?$args")
 	//	$host   the request's host (Host field or absolute-form target);
@@ -41,6 +41,9 @@ type RedirectOptions struct {
 	//	        file $${name}) ends it before a letter or digit
 	//	$1      the route's first path parameter, named or not; $2 the
 	//	        second...; not in the host of a To
+	//
+	// A "/" of To's text beside $path is not doubled: "$path/index.html"
+	// is "/index.html" for "/" and "/a/index.html" for "/a/" and "/a".
 	//
 	// A path parameter is percent-encoded for where it lands: in the
 	// path, all but what a path holds as is (its '/' stay; a ':' is
@@ -109,6 +112,11 @@ func NewRedirect(opts RedirectOptions) (pipe.Component, error) {
 	parts, err := redirectParse(opts.To)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range parts {
+		if p.v == "query" && p.inQuery {
+			return nil, fmt.Errorf("redirect: $query in %q comes after the \"?\", where it would start a second query (\"?a=1?b=2\"): end the target with $query to keep the request's query as it is, or write ?a=1&$args to add it to the target's", opts.To)
+		}
 	}
 	absolute, err := redirectAbsolute(opts.To, parts)
 	if err != nil {
@@ -221,7 +229,7 @@ func (rd *redirect) location(r *engine.Request) ([]byte, bool) {
 // none fit for a URL.
 func (rd *redirect) expand(r *engine.Request, param func(string) string) ([]byte, bool) {
 	var b []byte
-	for _, p := range rd.parts {
+	for i, p := range rd.parts {
 		switch p.v {
 		case "":
 			if p.param != "" {
@@ -242,8 +250,17 @@ func (rd *redirect) expand(r *engine.Request, param func(string) string) ([]byte
 				// A query value ("/login?next=$path"): a '&' or '=' of
 				// the path must not start another parameter.
 				b = appendQueryValue(b, string(path))
-			} else {
-				b = redirectEscape(b, path, false)
+				continue
+			}
+			// A "/" of the target's text next to the path, which starts
+			// with one and may end with one, is not doubled, as in
+			// rewrite: "$path/index.html" for "/a/" is "/a/index.html".
+			if len(b) > 0 && b[len(b)-1] == '/' && len(path) > 0 && path[0] == '/' {
+				path = path[1:]
+			}
+			b = redirectEscape(b, path, false)
+			if i+1 < len(rd.parts) && rd.parts[i+1].literal() && strings.HasPrefix(rd.parts[i+1].lit, "/") && len(b) > 0 && b[len(b)-1] == '/' {
+				b = b[:len(b)-1]
 			}
 		case "query":
 			if len(r.Query) > 0 {

@@ -37,6 +37,12 @@ func TestRedirect(t *testing.T) {
 		{"escaped", RedirectOptions{To: "/n$path$query"}, "/a%25b/\\c\"d?e=%zz|f", "", 302, "/n/a%25b/%5Cc%22d?e=%25zz%7Cf"},
 		{"path as a query value", RedirectOptions{To: "/login?next=$path"}, "/a%26admin=1/b", "", 302, "/login?next=%2Fa%26admin%3D1%2Fb"},
 		{"canonical", RedirectOptions{To: "/n$path", StripPrefix: "/old"}, "//old/./x/../a%20b", "", 302, "/n/a%20b"},
+		// A "/" of the target next to $path is not doubled.
+		{"path then slash, directory", RedirectOptions{To: "$path/index.html"}, "/a/", "", 302, "/a/index.html"},
+		{"path then slash, root", RedirectOptions{To: "$path/index.html"}, "/", "", 302, "/index.html"},
+		{"path then slash, file", RedirectOptions{To: "$path/index.html"}, "/a", "", 302, "/a/index.html"},
+		{"slash then path", RedirectOptions{To: "https://example.com/$path"}, "/a", "", 302, "https://example.com/a"},
+		{"args after the query", RedirectOptions{To: "/x?a=1&$args"}, "/p?b=2", "", 302, "/x?a=1&b=2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,6 +264,8 @@ func TestRedirectOptionErrors(t *testing.T) {
 		{RedirectOptions{To: "https://example.com/$host"}, "redirect: $host is allowed only in the host"},
 		{RedirectOptions{To: `/a\b$path`}, "redirect: target \"/a\\\\b$path\" contains a backslash"},
 		{RedirectOptions{To: " //evil.com"}, "redirect: target \" //evil.com\" starts or ends with a space"},
+		{RedirectOptions{To: "/x?a=1$query"}, `redirect: $query in "/x?a=1$query" comes after the "?"`},
+		{RedirectOptions{To: "/x?$query"}, `redirect: $query in "/x?$query" comes after the "?"`},
 		{RedirectOptions{To: "/x", StripPrefix: "old"}, `redirect: strip_prefix "old" must start with /`},
 		{RedirectOptions{To: "/x", StripPrefix: "/old/"}, `redirect: strip_prefix "/old/" must start with /`},
 	}
