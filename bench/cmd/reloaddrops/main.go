@@ -131,7 +131,11 @@ func servers(sluice, upstream string) []server {
 				if err := os.WriteFile(file, []byte(conf(dir, addr, gen)), 0o644); err != nil {
 					return nil, err
 				}
-				return exec.Command(sluice, "serve", "-c", file, "--shutdown-grace", "2s"), nil
+				cmd := exec.Command(sluice, "serve", "-c", file, "--shutdown-grace", "2s")
+				// Run as root (as this tool often is), sluice refuses a
+				// config without user: unless told so.
+				cmd.Env = append(os.Environ(), "SLUICE_ALLOW_ROOT=1")
+				return cmd, nil
 			},
 			reload: func(dir string, cmd *exec.Cmd, gen int) error {
 				file := filepath.Join(dir, "sluice.yaml")
