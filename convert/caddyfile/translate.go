@@ -124,7 +124,7 @@ func (t *translator) site(d *Directive) {
 		t.note(d, "a site's directives go in a block: ADDRESS { ... }")
 		return
 	}
-	s := &site{d: d, matchers: map[string]*matcher{}, s: &convert.Site{File: d.File, Line: d.Line}}
+	s := &site{d: d, matchers: map[string]*matcher{}, s: &convert.Site{File: d.File, Line: d.Line, Directive: d.Name}}
 	addrs := append([]string{d.Name}, d.Args...)
 	for _, a := range addrs {
 		for _, a := range strings.Split(a, ",") {

@@ -65,23 +65,16 @@ example.com, www.example.com {
         domains: [example.com, www.example.com]
   - {address: ':80', redirect_to_https: true}
 log: {output: ./error.log, format: json}
-routes:
-  - match: /
-    host: example.com
-    pipeline:
-      - log: {file: ./access.log, format: json}
-      - headers: {remove: [Server]}
-      - headers: {set: {X-Frame-Options: DENY}}
-      - files: {root: ./public, browse: true}
-      - compress: [zstd, gzip]
-  - match: /
-    host: www.example.com
-    pipeline:
-      - log: {file: ./access.log, format: json}
-      - headers: {remove: [Server]}
-      - headers: {set: {X-Frame-Options: DENY}}
-      - files: {root: ./public, browse: true}
-      - compress: [zstd, gzip]
+sites:
+  - hosts: [example.com, www.example.com]
+    routes:
+      - match: /
+        pipeline:
+          - log: {file: ./access.log, format: json}
+          - headers: {remove: [Server]}
+          - headers: {set: {X-Frame-Options: DENY}}
+          - files: {root: ./public, browse: true}
+          - compress: [zstd, gzip]
 `,
 	},
 	{
@@ -94,11 +87,12 @@ routes:
   - address: :443
     tls: {cert: ./site.crt, key: ./site.key}
   - {address: ':80', redirect_to_https: true}
-routes:
-  - match: /
-    host: example.com
-    pipeline:
-      - text: hello
+sites:
+  - hosts: example.com
+    routes:
+      - match: /
+        pipeline:
+          - text: hello
 `,
 	},
 	{

@@ -334,23 +334,58 @@ server {
     root ./public;
 }`,
 		want: `listen: :80
+sites:
+  - hosts: a.example
+    routes:
+      - match: /
+        pipeline:
+          - redirect: {to: 'https://b.example$path$query', status: 301}
+  - hosts: [b.example, '*.b.example']
+    routes:
+      - match: /
+        pipeline:
+          - files: ./public
 routes:
   - match: /
     pipeline:
       - text: {status: 404, body: ""}
-  - match: /
-    host: a.example
-    pipeline:
-      - redirect: {to: 'https://b.example$path$query', status: 301}
-  - match: /
-    host: b.example
-    pipeline:
-      - files: ./public
-  - match: /
-    host: '*.b.example'
-    pipeline:
-      - files: ./public
 `,
+	},
+	{
+		name: "several servers: the default server with names, a name on two ports",
+		conf: `server {
+    listen 80;
+    server_name a.example;
+    return 200 "a";
+}
+server {
+    listen 80 default_server;
+    listen 8080;
+    server_name b.example;
+    return 200 "b";
+}
+server {
+    listen 8080;
+    server_name a.example;
+    return 200 "a on 8080";
+}`,
+		want: `listen:
+  - :80
+  - :8080
+sites:
+  - hosts: a.example
+    routes:
+      - match: /
+        pipeline:
+          - text: {status: 200, body: a}
+  - hosts: b.example
+    default: true
+    routes:
+      - match: /
+        pipeline:
+          - text: {status: 200, body: b}
+`,
+		notes: []string{`12: directive "server": not translated: a second route for "/", which the first one takes`},
 	},
 	{
 		name: "$server_name in a redirect",
