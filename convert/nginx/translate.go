@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +43,13 @@ type translator struct {
 	servers   []*server
 	http      *scope     // the http level: its access_log and error_page are the server-wide ones
 	single    *Directive // the one server that does more than redirect to HTTPS, if one
+
+	// The server being translated: whether it has regular-expression
+	// locations, its ^~ locations written as expressions, and their
+	// routes with the length of their prefix.
+	regexes     bool
+	caret       map[*Directive]bool
+	caretRoutes map[*convert.Route]int
 }
 
 // redirectOnly reports whether a server block only redirects to HTTPS
@@ -280,6 +288,7 @@ type scope struct {
 	nextUpstream    *Directive
 	dotfilesDeny    bool // a location ~ /\. { deny all; } in the server
 	php             *Directive
+	regex           *regexp.Regexp  // the location's regular expression, whose groups $1... name
 	serverName      string          // the server's first name, for $server_name
 	arrayOwnedLevel map[string]bool // array directives set at this level
 }
@@ -287,7 +296,7 @@ type scope struct {
 // child returns the scope a nested level starts with.
 func (s *scope) child() *scope {
 	c := *s
-	c.ret, c.rewrite, c.content, c.tryFiles, c.alias = nil, nil, nil, nil, ""
+	c.ret, c.rewrite, c.content, c.tryFiles, c.alias, c.regex = nil, nil, nil, nil, "", nil
 	c.arrayOwnedLevel = map[string]bool{}
 	return &c
 }
@@ -498,9 +507,13 @@ func (t *translator) server(d *Directive, s *scope) {
 		}
 		s.rewrite = nil
 	}
+	t.regexes, t.caret, t.caretRoutes = false, map[*Directive]bool{}, map[*convert.Route]int{}
 	for _, l := range rest {
 		if p, ok := locationPatterns(l); ok {
 			explicit[p[0]] = true
+		}
+		if len(l.Args) == 2 && (l.Args[0] == "~" || l.Args[0] == "~*") {
+			t.regexes = true
 		}
 	}
 	covered := false
@@ -510,6 +523,71 @@ func (t *translator) server(d *Directive, s *scope) {
 	if !covered {
 		site.Routes = append(site.Routes, t.route(d, []string{"/"}, s, ""))
 	}
+	t.orderRegexes(site, rest)
+}
+
+// orderRegexes puts the routes of ^~ locations, written as expressions,
+// before the other expressions, the longest prefix first: nginx takes a
+// ^~ location that is the longest prefix matching without trying its
+// regular expressions. A longer plain prefix under a ^~ one would have
+// nginx try them; Sluice cannot, which is noted.
+func (t *translator) orderRegexes(site *convert.Site, locations []*Directive) {
+	if len(t.caretRoutes) == 0 {
+		return
+	}
+	for _, l := range locations {
+		if len(l.Args) != 1 || strings.HasPrefix(l.Args[0], "=") {
+			continue
+		}
+		var under *Directive // the longest ^~ prefix of l's
+		for c := range t.caret {
+			if len(l.Args[0]) > len(c.Args[1]) && strings.HasPrefix(l.Args[0], c.Args[1]) && (under == nil || len(c.Args[1]) > len(under.Args[1])) {
+				under = c
+			}
+		}
+		if under != nil {
+			t.note(l, "nginx tries the regular expressions for the paths under this prefix, but Sluice gives them to the ^~ %s at line %d, tried first: make this location ^~ too, or move the expressions' paths out of it", under.Args[1], under.Line)
+		}
+	}
+	var carets, regexes []*convert.Route
+	first := -1
+	for i, r := range site.Routes {
+		if !strings.HasPrefix(r.Match[0], "~ ") {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		if _, ok := t.caretRoutes[r]; ok {
+			carets = append(carets, r)
+		} else {
+			regexes = append(regexes, r)
+		}
+	}
+	slices.SortStableFunc(carets, func(a, b *convert.Route) int { return t.caretRoutes[b] - t.caretRoutes[a] })
+	ordered := append(carets, regexes...)
+	k := 0
+	for i, r := range site.Routes {
+		if strings.HasPrefix(r.Match[0], "~ ") {
+			site.Routes[i] = ordered[k]
+			k++
+		}
+	}
+}
+
+// regexPattern returns the Sluice pattern of an nginx location ~ (or ~*,
+// case-insensitive) EXPR, or an error saying why Go's regular
+// expressions cannot take it.
+func regexPattern(mod, expr string) (string, error) {
+	if mod == "~*" {
+		expr = "(?i)" + expr
+	}
+	// PCRE's (?<name>...) is Go's too; its (?'name'...) is not.
+	if _, err := regexp.Compile(expr); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
+		return "", fmt.Errorf("the regular expression %q is not one Go's RE2 syntax takes (%s): rewrite it without lookaround, backreferences or possessive repeats", expr, msg)
+	}
+	return "~ " + expr, nil
 }
 
 var unsupported = map[string]string{
@@ -575,18 +653,37 @@ func locationPatterns(l *Directive) ([]string, bool) {
 // routes of site. It reports whether it covers "/".
 func (t *translator) location(site *convert.Site, l *Directive, parent *scope, explicit map[string]bool, outer string) bool {
 	pats, ok := locationPatterns(l)
+	var re *regexp.Regexp
+	if !ok && len(l.Args) == 2 && (l.Args[0] == "~" || l.Args[0] == "~*") {
+		expr, err := regexPattern(l.Args[0], l.Args[1])
+		switch {
+		case err != nil:
+			t.note(l, "%v", err)
+			return false
+		case outer != "":
+			t.note(l, "a regular expression nested in location %s: nginx tries it only for that location's paths; write it at the server's level, narrowed to them", outer)
+			return false
+		}
+		re = regexp.MustCompile(expr[2:])
+		pats, ok = []string{expr}, true
+	}
 	if !ok {
 		switch {
 		case len(l.Args) == 1 && strings.HasPrefix(l.Args[0], "@"):
 			t.note(l, "a named location is reached only by try_files, error_page or a rewrite, which Sluice does not translate")
-		case len(l.Args) == 2 && (l.Args[0] == "~" || l.Args[0] == "~*"):
-			t.note(l, "Sluice matches no regular expressions yet: write a route per path, or a prefix")
 		default:
 			t.note(l, "cannot translate location %s: want = /path, /prefix or ^~ /prefix", strings.Join(l.Args, " "))
 		}
 		return false
 	}
-	comment := ""
+	comment, loc := "", pats[0]
+	if caret := len(l.Args) == 2 && l.Args[0] == "^~"; caret && t.regexes {
+		// nginx looks for no regular expression under a ^~ prefix,
+		// Sluice tries its expressions before its prefixes: the prefix
+		// becomes an expression, tried before the others.
+		t.caret[l] = true
+		pats = []string{"~ ^" + regexp.QuoteMeta(l.Args[1])}
+	}
 	if len(pats) == 2 {
 		// location /api also matches /apix; Sluice's prefixes end at
 		// a slash. The path with a slash is another location's when
@@ -600,9 +697,10 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 		}
 	}
 	s := parent.child()
-	if len(l.Args) != 1 || strings.HasPrefix(l.Args[0], "=") { // = and ^~: nginx looks for no regular expression
+	if len(l.Args) != 1 || strings.HasPrefix(l.Args[0], "=") { // =, ^~ and ~: nginx looks for no (other) regular expression
 		s.php = nil
 	}
+	s.regex = re
 	var nested []*Directive
 	for _, e := range l.Block {
 		switch e.Name {
@@ -634,12 +732,15 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 			}
 		}
 	}
-	r := t.route(l, pats, s, pats[0])
+	r := t.route(l, pats, s, loc)
 	r.Comment = comment
+	if t.caret[l] {
+		t.caretRoutes[r] = len(l.Args[1])
+	}
 	site.Routes = append(site.Routes, r)
 	covers := slices.Contains(pats, "/")
 	for _, n := range nested {
-		covers = t.location(site, n, s, explicit, pats[0]) || covers
+		covers = t.location(site, n, s, explicit, loc) || covers
 	}
 	return covers
 }
@@ -660,7 +761,7 @@ func (t *translator) route(d *Directive, pats []string, s *scope, loc string) *c
 		return r
 	}
 	if s.ret != nil {
-		if step, ok := t.returnStep(s.ret, s.serverName); ok {
+		if step, ok := t.returnStep(s.ret, s.serverName, s.regex); ok {
 			r.Pipeline = append(r.Pipeline, step)
 			return r
 		}
@@ -748,6 +849,9 @@ func (t *translator) source(d *Directive, s *scope, loc string) convert.Step {
 	}
 	o := convert.Map()
 	switch {
+	case s.alias != "" && strings.HasPrefix(loc, "~ "):
+		t.note(s.rootD, "alias in a regular-expression location: give the files' root, with a rewrite of the path if it must change")
+		convert.SetKey(o, "root", convert.Str(strings.TrimSuffix(s.alias, "/")))
 	case s.alias != "":
 		if !strings.HasSuffix(loc, "/") || !strings.HasSuffix(s.alias, "/") {
 			t.note(s.rootD, "alias translates for a location ending in / to a directory ending in /")
@@ -884,7 +988,7 @@ func (t *translator) php(s *scope) (convert.Step, bool) {
 }
 
 // returnStep translates return: a redirect, or a text answer.
-func (t *translator) returnStep(d *Directive, serverName string) (convert.Step, bool) {
+func (t *translator) returnStep(d *Directive, serverName string, re *regexp.Regexp) (convert.Step, bool) {
 	code, text := 302, ""
 	switch len(d.Args) {
 	case 1:
@@ -906,7 +1010,7 @@ func (t *translator) returnStep(d *Directive, serverName string) (convert.Step, 
 	}
 	switch code {
 	case 301, 302, 303, 307, 308:
-		to, ok := t.vars(d, strings.ReplaceAll(text, "$server_name", serverName))
+		to, ok := t.vars(d, strings.ReplaceAll(text, "$server_name", serverName), re)
 		if !ok {
 			return convert.Step{}, false
 		}
@@ -935,8 +1039,11 @@ func (t *translator) returnStep(d *Directive, serverName string) (convert.Step, 
 
 // vars rewrites nginx's variables in a redirect's URL into the redirect
 // component's: $request_uri is $path$query, $uri $path, ?$args (or
-// $is_args$args) $query, $host and $http_host $host.
-func (t *translator) vars(d *Directive, s string) (string, bool) {
+// $is_args$args) $query, $host and $http_host $host; where the regular
+// expression re (or nil) has matched, $1 to $9 and its groups' names
+// are its groups, the route's path parameters.
+func (t *translator) vars(d *Directive, s string, re *regexp.Regexp) (string, bool) {
+	params := 0
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		if s[i] != '$' {
@@ -957,6 +1064,28 @@ func (t *translator) vars(d *Directive, s string) (string, bool) {
 				j++
 			}
 			name = s[i+1 : j]
+		}
+		if name != "" && '1' <= name[0] && name[0] <= '9' && !strings.HasPrefix(s[i+1:], "{") && len(name) > 1 {
+			name, j = name[:1], i+2 // nginx's $12 is $1 and a 2
+		}
+		if n, err := strconv.Atoi(name); err == nil || re != nil && slices.Contains(re.SubexpNames()[1:], name) {
+			if err == nil && (re == nil || n < 1 || n > re.NumSubexp()) {
+				t.note(d, "$%s names no group of the location's regular expression", name)
+				return "", false
+			}
+			if strings.Contains(s[:i], "://") && !strings.Contains(s[strings.Index(s, "://")+3:i], "/") {
+				t.note(d, "$%s in a URL's host: Sluice lets no request choose a redirect's host", name)
+				return "", false
+			}
+			if j < len(s) && (s[j] == '_' || 'a' <= s[j] && s[j] <= 'z' || 'A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9') {
+				b.WriteString("$${" + name + "}") // ${ alone would be an environment variable
+				params++
+			} else {
+				b.WriteString("$" + name)
+			}
+			params++
+			i = j
+			continue
 		}
 		switch name {
 		case "request_uri":
@@ -986,7 +1115,7 @@ func (t *translator) vars(d *Directive, s string) (string, bool) {
 		}
 		i = j
 	}
-	if strings.Count(b.String(), "$") != strings.Count(b.String(), "$path")+strings.Count(b.String(), "$query")+strings.Count(b.String(), "$host") {
+	if strings.Count(b.String(), "$") != params+strings.Count(b.String(), "$path")+strings.Count(b.String(), "$query")+strings.Count(b.String(), "$host") {
 		t.note(d, "a $ that starts no variable in %q", s)
 		return "", false
 	}

@@ -64,22 +64,47 @@ routes:
 `,
 	},
 	{
-		name: "regular expressions are noted",
+		name: "regular expressions: ~*, captures, ^~ before them, what RE2 cannot take",
 		conf: `server {
     listen 80;
     root ./public;
     location ~* \.(png|jpg)$ { expires 30d; }
+    location ~ ^/u/(\d+)/(?<tab>[a-z]+)$ { return 301 /users/$1x/$tab?a=$2; }
+    location ^~ /assets/ { }
+    location ^~ /assets/img/ { autoindex on; }
+    location /assets/img/big/ { }
+    location ~ ^/(?!api) { return 403; }
+    location / {
+        location ~ \.txt$ { return 404; }
+    }
     location @fallback { return 404; }
 }`,
 		want: `listen: :80
 routes:
+  - match: ~ ^/assets/img/
+    pipeline:
+      - files: {root: ./public, browse: true}
+  - match: ~ ^/assets/
+    pipeline:
+      - files: ./public
+  - match: ~ (?i)\.(png|jpg)$
+    pipeline:
+      - files: {root: ./public, max_age: 720h}
+  - match: ~ ^/u/(\d+)/(?<tab>[a-z]+)$
+    pipeline:
+      - redirect: {to: '/users/$${1}x/$tab?a=$2', status: 301}
+  - match: /assets/img/big/
+    pipeline:
+      - files: ./public
   - match: /
     pipeline:
       - files: ./public
 `,
 		notes: []string{
-			`4: directive "location": not translated: Sluice matches no regular expressions yet`,
-			`5: directive "location": not translated: a named location`,
+			`8: directive "location": not translated: nginx tries the regular expressions for the paths under this prefix, but Sluice gives them to the ^~ /assets/img/ at line 7`,
+			`9: directive "location": not translated: the regular expression "^/(?!api)" is not one Go's RE2 syntax takes`,
+			`11: directive "location": not translated: a regular expression nested in location /`,
+			`13: directive "location": not translated: a named location`,
 		},
 	},
 	{
