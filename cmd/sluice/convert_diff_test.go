@@ -158,6 +158,7 @@ http {
         root %[1]s/public;
         error_page 404 /404.html;
         error_page 401 /401.html;
+        rewrite ^/shop/([a-z]+)$ /static/$1.txt last;
         location = /exact { return 200 "exact\n"; }
         location /api/ {
             proxy_pass http://app/;
@@ -173,6 +174,7 @@ http {
         location ^~ /static/ { alias %[1]s/assets/; }
         location ~ /(a|logo)\.txt$ { return 403; }
         location ~* ^/DOCS/(?<name>p[a-z]+)\.HTML$ { return 301 /pages/$name/$1?x; }
+        location /v1/ { rewrite ^/v1/(.*)$ /docs/$1 break; }
         location / { }
     }
 }
@@ -210,6 +212,10 @@ http {
 		{path: "/static/logo.txt", body: true},
 		{path: "/static/missing", body: true},
 		{path: "/static/a.txt", body: true},
+		{path: "/shop/logo", body: true},
+		{path: "/shop/LOGO", body: true},
+		{path: "/v1/page.html", body: true},
+		{path: "/v1/", body: true},
 	})
 }
 

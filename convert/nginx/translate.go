@@ -50,6 +50,7 @@ type translator struct {
 	regexes     bool
 	caret       map[*Directive]bool
 	caretRoutes map[*convert.Route]int
+	locRewrites []locRewrite
 }
 
 // redirectOnly reports whether a server block only redirects to HTTPS
@@ -425,7 +426,7 @@ func (t *translator) common(d *Directive, s *scope) bool {
 // server translates one server block into a site and its listeners.
 func (t *translator) server(d *Directive, s *scope) {
 	srv := &server{d: d, scope: s}
-	var locations []*Directive
+	var locations, rewrites []*Directive
 	for _, e := range d.Block {
 		switch e.Name {
 		case "listen":
@@ -442,7 +443,7 @@ func (t *translator) server(d *Directive, s *scope) {
 			if s.rewrite == nil && t.rewriteRedirect(e) != nil {
 				s.rewrite = e
 			} else {
-				t.note(e, "%s", unsupported[e.Name])
+				rewrites = append(rewrites, e)
 			}
 		case "if", "set":
 			t.note(e, "%s", unsupported[e.Name])
@@ -507,7 +508,7 @@ func (t *translator) server(d *Directive, s *scope) {
 		}
 		s.rewrite = nil
 	}
-	t.regexes, t.caret, t.caretRoutes = false, map[*Directive]bool{}, map[*convert.Route]int{}
+	t.regexes, t.caret, t.caretRoutes, t.locRewrites = len(rewrites) > 0, map[*Directive]bool{}, map[*convert.Route]int{}, nil
 	for _, l := range rest {
 		if p, ok := locationPatterns(l); ok {
 			explicit[p[0]] = true
@@ -524,6 +525,34 @@ func (t *translator) server(d *Directive, s *scope) {
 		site.Routes = append(site.Routes, t.route(d, []string{"/"}, s, ""))
 	}
 	t.orderRegexes(site, rest)
+	// Rewrites: a server's run before any location is chosen, so their
+	// routes come before every expression; a location's after them.
+	var first, last []*convert.Route
+	for _, e := range rewrites {
+		if r := t.rewriteRoute(site, e, s, nil, ""); r != nil {
+			first = append(first, r)
+		}
+	}
+	for _, lr := range t.locRewrites {
+		if r := t.rewriteRoute(site, lr.d, lr.s, lr.route, lr.loc); r != nil {
+			last = append(last, r)
+		}
+	}
+	at := slices.IndexFunc(site.Routes, func(r *convert.Route) bool { return strings.HasPrefix(r.Match[0], "~ ") })
+	if at < 0 {
+		at = len(site.Routes)
+	}
+	site.Routes = slices.Insert(site.Routes, at, first...)
+	site.Routes = append(site.Routes, last...)
+}
+
+// locRewrite is a rewrite in a location, translated once the server's
+// routes are known.
+type locRewrite struct {
+	d     *Directive
+	s     *scope
+	route *convert.Route // the location's
+	loc   string         // its pattern
 }
 
 // orderRegexes puts the routes of ^~ locations, written as expressions,
@@ -591,9 +620,8 @@ func regexPattern(mod, expr string) (string, error) {
 }
 
 var unsupported = map[string]string{
-	"rewrite": "Sluice has no internal rewrite yet; only rewrite ^/prefix(.*)$ TARGET$1 redirect (or permanent) translates, to a redirect",
-	"if":      "Sluice has no conditions on a request but its route's host, path and methods",
-	"set":     "Sluice has no variables",
+	"if":  "Sluice has no conditions on a request but its route's host, path and methods",
+	"set": "Sluice has no variables",
 }
 
 // onlyDeny reports whether a location holds nothing but deny all (and
@@ -701,7 +729,7 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 		s.php = nil
 	}
 	s.regex = re
-	var nested []*Directive
+	var nested, rewrites []*Directive
 	for _, e := range l.Block {
 		switch e.Name {
 		case "location":
@@ -718,7 +746,7 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 			if s.rewrite == nil && t.rewriteRedirect(e) != nil {
 				s.rewrite = e
 			} else {
-				t.note(e, "%s", unsupported[e.Name])
+				rewrites = append(rewrites, e)
 			}
 		case "proxy_pass", "fastcgi_pass":
 			s.content = e
@@ -736,6 +764,9 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 	r.Comment = comment
 	if t.caret[l] {
 		t.caretRoutes[r] = len(l.Args[1])
+	}
+	for _, e := range rewrites {
+		t.locRewrites = append(t.locRewrites, locRewrite{d: e, s: s, route: r, loc: pats[0]})
 	}
 	site.Routes = append(site.Routes, r)
 	covers := slices.Contains(pats, "/")
@@ -1644,4 +1675,181 @@ func (t *translator) rewriteRedirect(d *Directive) *yaml.Node {
 		convert.SetKey(o, "status", convert.Int(301))
 	}
 	return o
+}
+
+// rewriteRoute translates a rewrite other than a tree's move into a
+// route of its expression: at the server's level (in nil), one taking
+// its paths from every location, as nginx rewrites before choosing one;
+// in a location (in its route, loc its pattern), one taking only paths
+// of that location. A redirect's route answers with it; another's
+// rewrites the path and goes on with the pipeline of the route the new
+// path takes (the location's own with break), as Sluice's rewrite routes
+// no request again. It returns nil, with a note, for a rewrite whose
+// paths or target route cannot be told.
+func (t *translator) rewriteRoute(site *convert.Site, d *Directive, s *scope, in *convert.Route, loc string) *convert.Route {
+	if len(d.Args) != 2 && len(d.Args) != 3 {
+		t.note(d, "want rewrite REGEX REPLACEMENT [last|break|redirect|permanent]")
+		return nil
+	}
+	flag := ""
+	if len(d.Args) == 3 {
+		flag = d.Args[2]
+	}
+	if flag != "" && flag != "last" && flag != "break" && flag != "redirect" && flag != "permanent" {
+		t.note(d, "flag %q: want last, break, redirect or permanent", flag)
+		return nil
+	}
+	expr, err := regexPattern("~", d.Args[0])
+	if err != nil {
+		t.note(d, "%v", err)
+		return nil
+	}
+	re := regexp.MustCompile(expr[2:])
+	prefix := "/" // what every path the expression matches starts with
+	if lit := anchoredPrefix(expr[2:]); lit != "" {
+		prefix = lit
+	}
+	// The paths it takes must be those nginx rewrites.
+	for _, r := range site.Routes {
+		for _, m := range r.Match {
+			switch {
+			case r == in || strings.HasPrefix(m, "~ "):
+			case in == nil && !strings.HasSuffix(m, "/") && re.MatchString(m):
+				t.note(d, "nginx rewrites %s before choosing its location; Sluice's exact route for it is chosen before any expression: add the rewrite to that location", m)
+				return nil
+			case in != nil && strings.HasSuffix(m, "/") && len(m) > len(loc) && strings.HasPrefix(m, loc) && (strings.HasPrefix(m, prefix) || strings.HasPrefix(prefix, m)):
+				t.note(d, "the route of its expression would take paths of location %s too, which nginx does not rewrite: narrow the expression", m)
+				return nil
+			}
+		}
+	}
+	if in != nil {
+		within := strings.HasPrefix(prefix, loc) && strings.HasSuffix(loc, "/")
+		if l, ok := strings.CutPrefix(loc, "~ "); ok {
+			within = l == expr[2:] || l == "(?i)"+expr[2:]
+		}
+		if !within {
+			t.note(d, "its expression may match paths outside location %s, which nginx does not rewrite: anchor it to the location's prefix (^%s...), or move the rewrite to the server's level", loc, strings.TrimPrefix(loc, "~ "))
+			return nil
+		}
+	}
+	repl := d.Args[1]
+	redirect := flag == "redirect" || flag == "permanent" || strings.HasPrefix(repl, "http://") || strings.HasPrefix(repl, "https://")
+	ownQuery := strings.Contains(repl, "?") && !strings.HasSuffix(repl, "?") && !strings.Contains(repl, "$args") && !strings.Contains(repl, "$query_string")
+	if strings.HasSuffix(repl, "?") { // nginx: the request's query is not appended
+		repl = strings.TrimSuffix(repl, "?")
+		if !redirect {
+			repl += "?"
+		}
+	} else if !strings.Contains(repl, "?") && redirect {
+		repl += "$is_args$args"
+	}
+	to, ok := t.vars(d, strings.ReplaceAll(repl, "$server_name", s.serverName), re)
+	if !ok {
+		return nil
+	}
+	if ownQuery { // nginx appends the request's query to the replacement's
+		to += "&$args"
+	}
+	r := &convert.Route{Match: []string{expr}, Directive: d.Name, Line: d.Line}
+	if redirect {
+		o := convert.Map("to", convert.Str(to))
+		if flag == "permanent" {
+			convert.SetKey(o, "status", convert.Int(301))
+		}
+		r.Pipeline = []convert.Step{{Name: "redirect", Arg: o}}
+		return r
+	}
+	if strings.Contains(to, "$host") || !strings.HasPrefix(to, "/") && !strings.HasPrefix(to, "$path") {
+		t.note(d, "the replacement %q is not a path on this server", d.Args[1])
+		return nil
+	}
+	target := in
+	if flag != "break" || in == nil {
+		if target = chooseRoute(site, to); target == nil {
+			t.note(d, "Sluice's rewrite routes no request again, and which route the new path %s takes cannot be told here: write a route for it with the rewrite before its pipeline", d.Args[1])
+			return nil
+		}
+	}
+	pipeline := append([]convert.Step{{Name: "rewrite", Arg: convert.Str(to)}}, target.Pipeline...)
+	if in != nil && in.Match[0] == expr { // the location's own expression: its route rewrites
+		in.Pipeline, in.ErrorPages = pipeline, target.ErrorPages
+		return nil
+	}
+	r.ErrorPages, r.Pipeline = target.ErrorPages, pipeline
+	return r
+}
+
+// chooseRoute returns the route of site a request for the rewritten
+// path to takes, as Sluice would choose it, or nil when that depends on
+// the request (a placeholder in the path where routes differ after it).
+func chooseRoute(site *convert.Site, to string) *convert.Route {
+	p, _, _ := strings.Cut(to, "?")
+	lit, _, vars := strings.Cut(p, "$")
+	for _, r := range site.Routes { // exact paths first
+		for _, m := range r.Match {
+			switch {
+			case strings.HasPrefix(m, "~ ") || strings.HasSuffix(m, "/"):
+			case vars && strings.HasPrefix(m, lit):
+				return nil
+			case !vars && m == p:
+				return r
+			}
+		}
+	}
+	for _, r := range site.Routes { // then the expressions, in order
+		for _, m := range r.Match {
+			if !strings.HasPrefix(m, "~ ") {
+				continue
+			}
+			re, err := regexp.Compile(m[2:])
+			if lp := anchoredPrefix(m[2:]); lp != "" && !strings.HasPrefix(lp, lit) && !strings.HasPrefix(lit, lp) {
+				continue // its paths start elsewhere
+			}
+			if lp := anchoredPrefix(m[2:]); lp != "" && strings.HasPrefix(lit, lp) && m[2:] == "^"+regexp.QuoteMeta(lp) {
+				return r // a prefix written as an expression (^~): every path under it
+			}
+			switch {
+			case err != nil || vars:
+				return nil
+			case re.MatchString(p) && re.NumSubexp() == 0:
+				return r
+			case re.MatchString(p):
+				return nil // its pipeline may use groups this path has not
+			}
+		}
+	}
+	var best *convert.Route
+	bestLen := -1
+	for _, r := range site.Routes { // then the longest prefix
+		for _, m := range r.Match {
+			switch {
+			case strings.HasPrefix(m, "~ ") || !strings.HasSuffix(m, "/"):
+			case vars && len(m) > len(lit) && strings.HasPrefix(m, lit):
+				return nil
+			case strings.HasPrefix(lit, m) && len(m) > bestLen:
+				best, bestLen = r, len(m)
+			}
+		}
+	}
+	return best
+}
+
+// anchoredPrefix returns the path every match of the expression starts
+// with when it is anchored at the start ("^/docs/(.*)" gives "/docs/"),
+// or "".
+func anchoredPrefix(expr string) string {
+	rest, ok := strings.CutPrefix(expr, "^")
+	if !ok {
+		return ""
+	}
+	re, err := regexp.Compile(rest)
+	if err != nil {
+		return ""
+	}
+	lit, _ := re.LiteralPrefix()
+	if !strings.HasPrefix(lit, "/") {
+		return ""
+	}
+	return lit
 }

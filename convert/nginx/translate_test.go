@@ -297,8 +297,83 @@ routes:
   - match: /
     pipeline:
       - files: ./public
+  - match: ~ ^/x/(\d+)$
+    pipeline:
+      - rewrite: /y?id=$1&$args
+      - files: ./public
 `,
-		notes: []string{`6: directive "rewrite": not translated: Sluice has no internal rewrite yet`},
+	},
+	{
+		name: "rewrites: last, break, redirects with groups, and those that cannot be",
+		conf: `server {
+    listen 80;
+    root ./public;
+    rewrite ^/shop/(?<item>[a-z]+)$ /app/index.html?item=$item last;
+    rewrite ^/u/([0-9]+)$ /users/$1?;
+    rewrite ^/go/(.*)$ https://example.com/$1 redirect;
+    rewrite ^/health$ /ok last;
+    rewrite ^/dyn/(.*)$ /$1 last;
+    location = /health { return 200; }
+    location /app/ { proxy_pass http://127.0.0.1:9000; }
+    location ~ ^/img/(.*)\.png$ {
+        rewrite ^/img/(.*)\.png$ /pictures/$1.png break;
+        expires 1d;
+    }
+    location /docs/ {
+        rewrite ^/docs/v1/(.*)$ /docs/$1 break;
+        rewrite /x$ /y break;
+    }
+    location /blog/ {
+        rewrite ^/blog/(.*)$ /b/$1 last;
+    }
+    location /blog/old/ { }
+}`,
+		want: `listen: :80
+routes:
+  - match: /go/
+    pipeline:
+      - redirect: {to: 'https://example.com$path$query', strip_prefix: /go}
+  - match: /health
+    pipeline:
+      - text: {status: 200, body: ""}
+  - match: /app/
+    pipeline:
+      - proxy: {upstreams: ['http://127.0.0.1:9000'], host: upstream, forwarded: none}
+  - match: ~ ^/shop/(?<item>[a-z]+)$
+    pipeline:
+      - rewrite: /app/index.html?item=$item&$args
+      - proxy: {upstreams: ['http://127.0.0.1:9000'], host: upstream, forwarded: none}
+  - match: ~ ^/u/([0-9]+)$
+    pipeline:
+      - rewrite: /users/$1?
+      - files: ./public
+  - match: ~ ^/img/(.*)\.png$
+    pipeline:
+      - rewrite: /pictures/$1.png
+      - files: {root: ./public, max_age: 24h}
+  - match: /docs/
+    pipeline:
+      - files: ./public
+  - match: /blog/
+    pipeline:
+      - files: ./public
+  - match: /blog/old/
+    pipeline:
+      - files: ./public
+  - match: /
+    pipeline:
+      - files: ./public
+  - match: ~ ^/docs/v1/(.*)$
+    pipeline:
+      - rewrite: /docs/$1
+      - files: ./public
+`,
+		notes: []string{
+			`7: directive "rewrite": not translated: nginx rewrites /health before choosing its location`,
+			`8: directive "rewrite": not translated: Sluice's rewrite routes no request again`,
+			`17: directive "rewrite": not translated: its expression may match paths outside location /docs/`,
+			`20: directive "rewrite": not translated: the route of its expression would take paths of location /blog/old/`,
+		},
 	},
 	{
 		name: "a rewrite at the server's level is its paths' route",
