@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-server/sluice/convert"
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // Convert loads file (see Load) and translates it (see Translate).
@@ -615,6 +616,9 @@ func regexPattern(mod, expr string) (string, error) {
 	if _, err := regexp.Compile(expr); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
 		return "", fmt.Errorf("the regular expression %q is not one Go's RE2 syntax takes (%s): rewrite it without lookaround, backreferences or possessive repeats", expr, msg)
+	}
+	if _, err := pipe.CompileRegex(expr); err != nil { // as the router takes it
+		return "", err
 	}
 	return "~ " + expr, nil
 }
