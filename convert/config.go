@@ -70,9 +70,13 @@ type Route struct {
 	Match      []string
 	Pipeline   []Step
 	ErrorPages *yaml.Node // the route's own error_pages, or nil
-	Comment    string     // written above the route, or ""
-	Directive  string     // the name of the block it comes from ("location"), for notes
-	Line       int        // where that block starts
+	// Conditions are the route's keys that choose requests beyond
+	// its path (methods, header, query, client, protocol): a map, or
+	// nil.
+	Conditions *yaml.Node
+	Comment    string // written above the route, or ""
+	Directive  string // the name of the block it comes from ("location"), for notes
+	Line       int    // where that block starts
 }
 
 // Step is one pipeline entry: a component and its argument (a scalar,
@@ -238,11 +242,16 @@ func (o *outSite) add(s *Site, notes *[]Note) {
 	for _, r := range s.Routes {
 		var match []string
 		pipeline := r.pipelineText()
+		conds := ""
+		if r.Conditions != nil {
+			b, _ := yaml.Marshal(r.Conditions)
+			conds = "\x00" + string(b)
+		}
 		for _, m := range r.Match {
-			first, dup := o.seen[m]
+			first, dup := o.seen[m+conds]
 			switch {
 			case !dup:
-				o.seen[m] = pipeline
+				o.seen[m+conds] = pipeline
 				match = append(match, m)
 			case first != pipeline: // the same route twice (a server on two ports) is one
 				*notes = append(*notes, Note{File: s.File, Line: r.Line, Directive: r.Directive, Why: fmt.Sprintf("a second route for %q, which the first one takes", m)})
@@ -313,6 +322,11 @@ func (r *Route) node(match []string, host string) *yaml.Node {
 	}
 	if host != "" {
 		SetKey(n, "host", Str(host))
+	}
+	if r.Conditions != nil && match != nil {
+		for i := 0; i+1 < len(r.Conditions.Content); i += 2 {
+			SetKey(n, r.Conditions.Content[i].Value, r.Conditions.Content[i+1])
+		}
 	}
 	if r.ErrorPages != nil {
 		SetKey(n, "error_pages", r.ErrorPages)

@@ -200,21 +200,95 @@ routes:
 	respond "hi {remote_host}"
 	file_server
 	tls internal
+	@not not path /x
+	respond @not 403
+	@two header X-A a b
+	respond @two 403
 }`,
 		want: `listen: :8080
 routes:
+  - match: /
+    methods: [POST]
+    protocol: [http, https]
+    pipeline:
+      - text: {status: 405, body: ""}
   - match: /
     pipeline:
       - files: .
 `,
 		notes: []string{
-			`2: directive "@post": not translated: matcher method`,
-			`3: directive "respond": not translated: its matcher @post is not translated`,
 			`4: directive "@png": not translated: path "*.png"`,
 			`5: directive "header": not translated: its matcher @png is not translated`,
 			`6: directive "rewrite": not translated: Sluice has no equivalent`,
 			`7: directive "respond": not translated: Sluice's text has no placeholders`,
 			`9: directive "tls": not translated: Sluice has no certificate authority`,
+			`10: directive "not": not translated: matcher not`,
+			`11: directive "respond": not translated: its matcher @not is not translated`,
+			`12: directive "header": not translated: want header FIELD VALUE`,
+			`13: directive "respond": not translated: its matcher @two is not translated`,
+		},
+	},
+	{
+		name: "matchers with conditions: routes before the one without",
+		conf: `:8080 {
+	root * ./public
+	@api {
+		path /api/*
+		header X-Key secret
+		header X-Env prod*
+		header !X-Debug
+		query v=2 page=*
+	}
+	reverse_proxy @api 127.0.0.1:9001
+	@office {
+		remote_ip 10.0.0.0/8 192.168.1.1
+		protocol https
+	}
+	respond @office "inside" 200
+	@user path_regexp ^/u/[0-9]+$
+	respond @user "a user" 200
+	file_server
+}`,
+		want: `listen: :8080
+routes:
+  - match: /api/
+    header:
+      X-Key: secret
+      X-Env: ~ ^prod
+      X-Debug: null
+    query:
+      v: "2"
+      page: '*'
+    pipeline:
+      - proxy: ['http://127.0.0.1:9001']
+  - match: /api/
+    client: [10.0.0.0/8, 192.168.1.1]
+    protocol: https
+    pipeline:
+      - text: inside
+  - match: /api/
+    pipeline:
+      - files: ./public
+  - match: ~ ^/u/[0-9]+$
+    client: [10.0.0.0/8, 192.168.1.1]
+    protocol: https
+    pipeline:
+      - text: inside
+  - match: ~ ^/u/[0-9]+$
+    pipeline:
+      - text: a user
+  - match: /
+    client: [10.0.0.0/8, 192.168.1.1]
+    protocol: https
+    pipeline:
+      - text: inside
+  - match: /
+    pipeline:
+      - files: ./public
+`,
+		notes: []string{
+			`3: directive "@api": not translated: where another matcher's conditions hold too`,
+			`11: directive "@office": not translated: where another matcher's conditions hold too`,
 		},
 	},
 }
