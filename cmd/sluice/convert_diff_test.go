@@ -242,6 +242,9 @@ func TestConvertMatchesCaddy(t *testing.T) {
 	respond /exact "exact" 200
 	redir /old/* /new{uri} 301
 	redir /moved https://example.com{uri}
+	rewrite /alias /a.txt
+	@re path_regexp ^/re/[0-9]+$
+	respond @re "by expression" 200
 	basicauth /private/* {
 		alice %[4]s
 	}
@@ -283,5 +286,8 @@ func TestConvertMatchesCaddy(t *testing.T) {
 		{path: "/moved?a=b"},
 		{path: "/static/logo.txt", body: true},
 		{path: "/static/missing"},
+		{path: "/alias", body: true},
+		{path: "/re/12", body: true},
+		{path: "/re/x"},
 	})
 }

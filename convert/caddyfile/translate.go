@@ -114,6 +114,7 @@ type site struct {
 	matchers map[string]*matcher
 	log      *convert.Step // the site's access log
 	bind     []string      // the interfaces it listens on; none: every one
+	body     *block        // its directives
 	s        *convert.Site
 }
 
@@ -501,6 +502,7 @@ func (t *translator) routes(s *site, body []*Directive) {
 	collect(b)
 	// A pattern without a slash beside its prefix: one route for both.
 	pats = append(pats, "/")
+	s.body = b
 	done := map[string]bool{}
 	for _, p := range pats {
 		if done[p] {
@@ -684,7 +686,7 @@ func (t *translator) condition(m *matcher, l *Directive) bool {
 // matchers are routes.
 var translated = map[string]bool{"root": true, "header": true, "request_header": true, "redir": true, "basicauth": true,
 	"encode": true, "respond": true, "reverse_proxy": true, "php_fastcgi": true, "file_server": true, "try_files": true,
-	"handle": true, "handle_path": true, "route": true}
+	"handle": true, "handle_path": true, "route": true, "rewrite": true, "uri": true}
 
 // block reads directives into a block.
 func (t *translator) block(s *site, dirs []*Directive, ordered bool) *block {
@@ -841,6 +843,14 @@ func (t *translator) directive(s *site, it *item, p string, st *state) {
 		}
 	case "redir":
 		t.redir(it, st)
+	case "rewrite":
+		t.rewrite(s, it, p, st)
+	case "uri":
+		if len(args) == 2 && args[0] == "strip_prefix" && strings.HasPrefix(args[1], "/") && !strings.HasSuffix(args[1], "/") && (p == args[1]+"/" || strings.HasPrefix(p, args[1]+"/")) {
+			st.strip = args[1]
+			return
+		}
+		once("Sluice's rewrite takes a new path (rewrite); of uri, strip_prefix of a prefix the route is under translates, to the strip_prefix of its files or proxy")
 	case "basicauth":
 		t.basicAuth(s, it, st)
 	case "encode":
@@ -1331,4 +1341,49 @@ func duration(s string) (string, bool) {
 	}
 	d, err := time.ParseDuration(s)
 	return s, err == nil && d > 0
+}
+
+// rewrite translates rewrite TO into a rewrite pipe, when the new path
+// takes the same route as p: Caddy runs the directives after it for the
+// new path, Sluice's route those it chose for the path asked for.
+func (t *translator) rewrite(s *site, it *item, p string, st *state) {
+	if len(it.args) != 1 {
+		t.note(it.d, "want rewrite [MATCHER] TO")
+		return
+	}
+	to := strings.NewReplacer("{path}", "$path", "{http.request.uri.path}", "$path", "{query}", "$args", "{http.request.uri.query}", "$args").Replace(it.args[0])
+	np, q, hasQ := strings.Cut(to, "?")
+	switch {
+	case strings.ContainsAny(to, "{}"):
+		t.note(it.d, "%q: Sluice's rewrite knows {path} and {query}", it.args[0])
+		return
+	case !strings.HasPrefix(to, "/") && !strings.HasPrefix(to, "$path"), strings.Contains(np, "$args"):
+		t.note(it.d, "%q: Sluice's rewrite writes a path starting with / or {path}, then maybe ?{query}", it.args[0])
+		return
+	case hasQ && q == "$args":
+		to = np // the query kept: Sluice's rewrite keeps it without a ?
+	}
+	if !strings.Contains(np, "$") && !sameItems(s.body, it, p, np) {
+		t.note(it.d, "Caddy serves %s with the directives matching it, Sluice's route with those of the path asked for: give the new path's directives the old path's matcher too", np)
+		return
+	}
+	st.steps = append(st.steps, convert.Step{Name: "rewrite", Arg: convert.Str(to)})
+}
+
+// sameItems reports whether the directives of b but rw that apply to
+// the paths of the pattern p are those that apply to the path np.
+func sameItems(b *block, rw *item, p, np string) bool {
+	for i := range b.written {
+		it := &b.written[i]
+		if it.d == rw.d {
+			continue
+		}
+		if it.m.covers(p) != it.m.covers(np) {
+			return false
+		}
+		if it.inner != nil && !sameItems(it.inner, rw, p, np) {
+			return false
+		}
+	}
+	return true
 }

@@ -196,7 +196,7 @@ routes:
 	respond @post 405
 	@png path *.png
 	header @png Cache-Control "max-age=60"
-	rewrite /a /b
+	rewrite /a /b{uri}
 	respond "hi {remote_host}"
 	file_server
 	tls internal
@@ -207,6 +207,14 @@ routes:
 }`,
 		want: `listen: :8080
 routes:
+  - match: /a
+    methods: [POST]
+    protocol: [http, https]
+    pipeline:
+      - text: {status: 405, body: ""}
+  - match: /a
+    pipeline:
+      - files: .
   - match: /
     methods: [POST]
     protocol: [http, https]
@@ -219,13 +227,48 @@ routes:
 		notes: []string{
 			`4: directive "@png": not translated: path "*.png"`,
 			`5: directive "header": not translated: its matcher @png is not translated`,
-			`6: directive "rewrite": not translated: Sluice has no equivalent`,
+			`6: directive "rewrite": not translated: "/b{uri}": Sluice's rewrite knows {path} and {query}`,
 			`7: directive "respond": not translated: Sluice's text has no placeholders`,
 			`9: directive "tls": not translated: Sluice has no certificate authority`,
 			`10: directive "not": not translated: matcher not`,
 			`11: directive "respond": not translated: its matcher @not is not translated`,
 			`12: directive "header": not translated: want header FIELD VALUE`,
 			`13: directive "respond": not translated: its matcher @two is not translated`,
+		},
+	},
+	{
+		name: "rewrite and uri strip_prefix",
+		conf: `:8080 {
+	root * ./public
+	rewrite /old /new.html
+	rewrite /app/* /index.html?from={path}&{query}
+	rewrite /x /api/x
+	uri /api/* strip_prefix /api
+	reverse_proxy /api/* 127.0.0.1:9001
+	file_server
+}`,
+		want: `listen: :8080
+routes:
+  - match: /old
+    pipeline:
+      - rewrite: /new.html
+      - files: ./public
+  - match: /app/
+    pipeline:
+      - rewrite: /index.html?from=$path&$args
+      - files: ./public
+  - match: /x
+    pipeline:
+      - files: ./public
+  - match: /api/
+    pipeline:
+      - proxy: {upstreams: ['http://127.0.0.1:9001'], strip_prefix: /api}
+  - match: /
+    pipeline:
+      - files: ./public
+`,
+		notes: []string{
+			`5: directive "rewrite": not translated: Caddy serves /api/x with the directives matching it`,
 		},
 	},
 	{
