@@ -166,6 +166,10 @@ func (c *Config) YAML(header string) ([]byte, []Note) {
 		if o == nil {
 			o = &outSite{site: s}
 			for _, h := range s.Hosts {
+				if strings.Contains(h, ":") && !strings.HasSuffix(h, "]") {
+					notes = append(notes, Note{File: s.File, Line: s.Line, Directive: s.directive(), Why: fmt.Sprintf("host %s: a site's host has no port (an IPv6 address is written in brackets)", h)})
+					continue
+				}
 				if first := claimed[h]; first != nil {
 					notes = append(notes, Note{File: s.File, Line: s.Line, Directive: s.directive(), Why: fmt.Sprintf("host %s is the site's at %s:%d: Sluice chooses a site by host, not by address, so this one does not answer it", h, first.File, first.Line)})
 					continue
