@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,9 +53,14 @@ type Site struct {
 	// Hosts are the host names the routes answer ("example.com",
 	// "*.example.com"); none: every host.
 	Hosts []string
-	// File and Line are where the site's block starts, for notes.
-	File string
-	Line int
+	// Default makes the site answer the hosts no site names (nginx's
+	// default server), when no site without names does.
+	Default bool
+	// File and Line are where the site's block starts, and Directive
+	// its name ("server"), for notes.
+	File      string
+	Line      int
+	Directive string
 	// Routes are the site's routes, in the order they were found.
 	Routes []*Route
 }
@@ -64,9 +70,13 @@ type Route struct {
 	Match      []string
 	Pipeline   []Step
 	ErrorPages *yaml.Node // the route's own error_pages, or nil
-	Comment    string     // written above the route, or ""
-	Directive  string     // the name of the block it comes from ("location"), for notes
-	Line       int        // where that block starts
+	// Conditions are the route's keys that choose requests beyond
+	// its path (methods, header, query, client, protocol): a map, or
+	// nil.
+	Conditions *yaml.Node
+	Comment    string // written above the route, or ""
+	Directive  string // the name of the block it comes from ("location"), for notes
+	Line       int    // where that block starts
 }
 
 // Step is one pipeline entry: a component and its argument (a scalar,
@@ -108,10 +118,15 @@ func (c *Config) Limit(key string, v *yaml.Node) {
 
 // YAML writes the config as a Sluice config file, with a comment first
 // (when header is not empty), and returns the notes on what it could not
-// write: a route whose pattern a route before it already matches for the
-// same host, which is left out as nginx and Caddy would never reach it.
-// Each site's routes are written once per host name, with host; a site
-// without names gives routes without host. A config without routes gets
+// write. A site with host names is written under sites, once: sites
+// naming the same hosts are one (a server on two ports), and a host that
+// an earlier site names is left out of a later one, with a note, as
+// Sluice chooses a site by host alone. The routes of sites without names
+// are the top-level routes, which answer every host no site names; when
+// there are none, the first site marked Default answers those hosts
+// (default: true). A route whose pattern a route before it in the same
+// site already matches is left out with a note, as nginx and Caddy would
+// never reach it, unless it does the same. A config without routes gets
 // one answering 404, as a Sluice config needs a route. YAML does not
 // change c.
 func (c *Config) YAML(header string) ([]byte, []Note) {
@@ -134,39 +149,76 @@ func (c *Config) YAML(header string) ([]byte, []Note) {
 			SetKey(root, k, v)
 		}
 	}
-	var routes []*yaml.Node
-	seen := map[[2]string]string{} // host and pattern: the pipeline taking them
+	top := &outSite{}
+	var sites []*outSite
+	claimed := map[string]*Site{} // host: the site naming it first
 	for _, s := range c.Sites {
-		hosts := s.Hosts
-		if len(hosts) == 0 {
-			hosts = []string{""}
+		if len(s.Hosts) == 0 {
+			top.add(s, &notes)
+			continue
 		}
-		for _, h := range hosts {
-			for _, r := range s.Routes {
-				var match []string
-				pipeline := r.pipelineText()
-				for _, m := range r.Match {
-					k := [2]string{h, m}
-					first, dup := seen[k]
-					switch {
-					case !dup:
-						seen[k] = pipeline
-						match = append(match, m)
-					case first != pipeline: // the same route twice (a server on two ports) is one
-						notes = append(notes, Note{File: s.File, Line: r.Line, Directive: r.Directive, Why: fmt.Sprintf("a second route for %q%s, which the first one takes", m, hostNote(h))})
-					}
-				}
-				if len(match) == 0 || len(r.Pipeline) == 0 {
-					continue
-				}
-				routes = append(routes, r.node(match, h))
+		var o *outSite
+		for _, e := range sites {
+			if slices.Equal(e.hosts, s.Hosts) {
+				o = e
 			}
 		}
+		if o == nil {
+			o = &outSite{site: s}
+			for _, h := range s.Hosts {
+				if strings.Contains(h, ":") && !strings.HasSuffix(h, "]") {
+					notes = append(notes, Note{File: s.File, Line: s.Line, Directive: s.directive(), Why: fmt.Sprintf("host %s: a site's host has no port (an IPv6 address is written in brackets)", h)})
+					continue
+				}
+				if first := claimed[h]; first != nil {
+					notes = append(notes, Note{File: s.File, Line: s.Line, Directive: s.directive(), Why: fmt.Sprintf("host %s is the site's at %s:%d: Sluice chooses a site by host, not by address, so this one does not answer it", h, first.File, first.Line)})
+					continue
+				}
+				claimed[h] = s
+				o.hosts = append(o.hosts, h)
+			}
+			if len(o.hosts) == 0 {
+				continue
+			}
+			sites = append(sites, o)
+		}
+		o.def = o.def || s.Default
+		o.add(s, &notes)
 	}
-	if len(routes) == 0 {
-		routes = append(routes, (&Route{Pipeline: []Step{{"text", Map("status", Int(404), "body", Str("not found\n"))}}}).node([]string{"/"}, ""))
+	hasSites := false
+	if len(sites) > 0 {
+		var ns []*yaml.Node
+		def := len(top.routes) > 0
+		for _, o := range sites {
+			if len(o.routes) == 0 {
+				continue
+			}
+			n := Map()
+			if len(o.hosts) == 1 {
+				SetKey(n, "hosts", Str(o.hosts[0]))
+			} else {
+				SetKey(n, "hosts", Flow(Strs(o.hosts...)))
+			}
+			if o.def && !def {
+				SetKey(n, "default", Bool(true))
+				def = true
+			} else if o.def {
+				notes = append(notes, Note{File: o.site.File, Line: o.site.Line, Directive: o.site.directive(), Why: "the default server: a site without names answers the hosts no site names here"})
+			}
+			SetKey(n, "routes", Seq(o.routes...))
+			ns = append(ns, n)
+		}
+		if len(ns) > 0 {
+			SetKey(root, "sites", Seq(ns...))
+			hasSites = true
+		}
 	}
-	SetKey(root, "routes", Seq(routes...))
+	if len(top.routes) > 0 || !hasSites {
+		if len(top.routes) == 0 {
+			top.routes = append(top.routes, (&Route{Pipeline: []Step{{"text", Map("status", Int(404), "body", Str("not found\n"))}}}).node([]string{"/"}, ""))
+		}
+		SetKey(root, "routes", Seq(top.routes...))
+	}
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
@@ -177,11 +229,50 @@ func (c *Config) YAML(header string) ([]byte, []Note) {
 	return out.Bytes(), notes
 }
 
-func hostNote(h string) string {
-	if h == "" {
-		return ""
+// outSite is a site as YAML writes it.
+type outSite struct {
+	site   *Site // the first of those merged into it
+	hosts  []string
+	def    bool
+	routes []*yaml.Node
+	seen   map[string]string // pattern: the pipeline taking it
+}
+
+// add writes s's routes into o, leaving out the patterns o has.
+func (o *outSite) add(s *Site, notes *[]Note) {
+	if o.seen == nil {
+		o.seen = map[string]string{}
 	}
-	return " on host " + h
+	for _, r := range s.Routes {
+		var match []string
+		pipeline := r.pipelineText()
+		conds := ""
+		if r.Conditions != nil {
+			b, _ := yaml.Marshal(r.Conditions)
+			conds = "\x00" + string(b)
+		}
+		for _, m := range r.Match {
+			first, dup := o.seen[m+conds]
+			switch {
+			case !dup:
+				o.seen[m+conds] = pipeline
+				match = append(match, m)
+			case first != pipeline: // the same route twice (a server on two ports) is one
+				*notes = append(*notes, Note{File: s.File, Line: r.Line, Directive: r.Directive, Why: fmt.Sprintf("a second route for %q, which the first one takes", m)})
+			}
+		}
+		if len(match) == 0 || len(r.Pipeline) == 0 {
+			continue
+		}
+		o.routes = append(o.routes, r.node(match, ""))
+	}
+}
+
+func (s *Site) directive() string {
+	if s.Directive == "" {
+		return "server"
+	}
+	return s.Directive
 }
 
 func (l *Listen) node() *yaml.Node {
@@ -235,6 +326,11 @@ func (r *Route) node(match []string, host string) *yaml.Node {
 	}
 	if host != "" {
 		SetKey(n, "host", Str(host))
+	}
+	if r.Conditions != nil && match != nil {
+		for i := 0; i+1 < len(r.Conditions.Content); i += 2 {
+			SetKey(n, r.Conditions.Content[i].Value, r.Conditions.Content[i+1])
+		}
 	}
 	if r.ErrorPages != nil {
 		SetKey(n, "error_pages", r.ErrorPages)

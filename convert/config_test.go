@@ -20,7 +20,7 @@ func TestYAML(t *testing.T) {
 			want: "routes:\n  - match: /\n    pipeline:\n      - text: {status: 404, body: \"not found\\n\"}\n",
 		},
 		{
-			name: "a site's routes once per host, a second route for a pattern left out",
+			name: "a site with hosts under sites, a second route for a pattern left out",
 			cfg: &convert.Config{
 				Listen: []*convert.Listen{{Address: ":80", RedirectToHTTPS: true}, {Address: ":443", ACME: &convert.ACME{Domains: []string{"a.example", "b.example"}}}},
 				Sites: []*convert.Site{
@@ -38,21 +38,77 @@ func TestYAML(t *testing.T) {
     tls:
       acme:
         domains: [a.example, b.example]
+sites:
+  - hosts: [a.example, b.example]
+    routes:
+      - match: /
+        pipeline:
+          - files: ./public
 routes:
-  - match: /
-    host: a.example
-    pipeline:
-      - files: ./public
-  - match: /
-    host: b.example
-    pipeline:
-      - files: ./public
   # both
   - match: [/x, /x/]
     pipeline:
       - files: ./public
 `,
 			notes: []string{`f:12: directive "location": not translated: a second route for "/x/", which the first one takes`},
+		},
+		{
+			name: "the default site with names; one site for the same hosts; a host named twice",
+			cfg: &convert.Config{
+				Sites: []*convert.Site{
+					{Hosts: []string{"a.example"}, File: "f", Line: 1, Routes: []*convert.Route{{Match: []string{"/"}, Pipeline: []convert.Step{files}}}},
+					{Hosts: []string{"b.example"}, Default: true, File: "f", Line: 5, Routes: []*convert.Route{{Match: []string{"/"}, Pipeline: []convert.Step{{Name: "log"}, files}}}},
+					{Hosts: []string{"a.example"}, File: "f", Line: 9, Routes: []*convert.Route{
+						{Match: []string{"/"}, Pipeline: []convert.Step{files}}, // the same on another port: no note
+						{Match: []string{"/api/"}, Pipeline: []convert.Step{{Name: "echo"}}},
+					}},
+					{Hosts: []string{"b.example", "c.example"}, File: "f", Line: 20, Routes: []*convert.Route{{Match: []string{"/"}, Pipeline: []convert.Step{files}}}},
+				},
+			},
+			want: `sites:
+  - hosts: a.example
+    routes:
+      - match: /
+        pipeline:
+          - files: ./public
+      - match: /api/
+        pipeline:
+          - echo
+  - hosts: b.example
+    default: true
+    routes:
+      - match: /
+        pipeline:
+          - log
+          - files: ./public
+  - hosts: c.example
+    routes:
+      - match: /
+        pipeline:
+          - files: ./public
+`,
+			notes: []string{`f:20: directive "server": not translated: host b.example is the site's at f:5: Sluice chooses a site by host, not by address, so this one does not answer it`},
+		},
+		{
+			name: "a site without names is the default; one marked default is named",
+			cfg: &convert.Config{
+				Sites: []*convert.Site{
+					{Hosts: []string{"a.example"}, Default: true, File: "f", Line: 1, Directive: "a.example", Routes: []*convert.Route{{Match: []string{"/"}, Pipeline: []convert.Step{files}}}},
+					{File: "f", Line: 5, Routes: []*convert.Route{{Match: []string{"/"}, Pipeline: []convert.Step{{Name: "echo"}}}}},
+				},
+			},
+			want: `sites:
+  - hosts: a.example
+    routes:
+      - match: /
+        pipeline:
+          - files: ./public
+routes:
+  - match: /
+    pipeline:
+      - echo
+`,
+			notes: []string{`f:1: directive "a.example": not translated: the default server: a site without names answers the hosts no site names here`},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 
 // These tests run real nginx and real Caddy on a small site — static
 // files, a proxied upstream, redirects, a basic-auth area, an exact and
-// a prefix route — convert the same config, serve the result with the
+// a prefix route, regular expressions — convert the same config, serve the result with the
 // real sluice binary, and compare what each answers to the same
 // requests: status, Location (resolved against the request's URL) and
 // body.
@@ -158,6 +158,7 @@ http {
         root %[1]s/public;
         error_page 404 /404.html;
         error_page 401 /401.html;
+        rewrite ^/shop/([a-z]+)$ /static/$1.txt last;
         location = /exact { return 200 "exact\n"; }
         location /api/ {
             proxy_pass http://app/;
@@ -170,7 +171,10 @@ http {
         }
         location /old/ { return 301 /new$request_uri; }
         location /moved { return 302 https://example.com$request_uri; }
-        location /static/ { alias %[1]s/assets/; }
+        location ^~ /static/ { alias %[1]s/assets/; }
+        location ~ /(a|logo)\.txt$ { return 403; }
+        location ~* ^/DOCS/(?<name>p[a-z]+)\.HTML$ { return 301 /pages/$name/$1?x; }
+        location /v1/ { rewrite ^/v1/(.*)$ /docs/$1 break; }
         location / { }
     }
 }
@@ -188,10 +192,12 @@ http {
 	s := start(t, "serve", "-c", filepath.Join(dir, "sluice.yaml"), "--listen", "127.0.0.1:0")
 	compare(t, "http://"+addr, "http://"+s.addr, []diffRequest{
 		{path: "/", body: true},
-		{path: "/a.txt", body: true},
+		{path: "/a.txt"},
 		{path: "/docs"},
 		{path: "/docs/", body: true},
-		{path: "/docs/page.html", body: true},
+		{path: "/docs/page.html"},
+		{path: "/Docs/Page.HTML?q=1"},
+		{path: "/docs/a/page.html"},
 		{path: "/missing", body: true},
 		{path: "/exact", body: true},
 		{path: "/exact/elsewhere.txt", body: true},
@@ -205,6 +211,11 @@ http {
 		{path: "/moved/deeper"},
 		{path: "/static/logo.txt", body: true},
 		{path: "/static/missing", body: true},
+		{path: "/static/a.txt", body: true},
+		{path: "/shop/logo", body: true},
+		{path: "/shop/LOGO", body: true},
+		{path: "/v1/page.html", body: true},
+		{path: "/v1/", body: true},
 	})
 }
 
@@ -231,6 +242,9 @@ func TestConvertMatchesCaddy(t *testing.T) {
 	respond /exact "exact" 200
 	redir /old/* /new{uri} 301
 	redir /moved https://example.com{uri}
+	rewrite /alias /a.txt
+	@re path_regexp ^/re/[0-9]+$
+	respond @re "by expression" 200
 	basicauth /private/* {
 		alice %[4]s
 	}
@@ -272,5 +286,8 @@ func TestConvertMatchesCaddy(t *testing.T) {
 		{path: "/moved?a=b"},
 		{path: "/static/logo.txt", body: true},
 		{path: "/static/missing"},
+		{path: "/alias", body: true},
+		{path: "/re/12", body: true},
+		{path: "/re/x"},
 	})
 }

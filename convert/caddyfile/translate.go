@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
+	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-server/sluice/convert"
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // Convert loads file (see Load, with the process's environment) and
@@ -34,7 +37,7 @@ func Convert(file string, writeFiles bool) (*convert.Config, map[string][]byte, 
 // caller cannot write such files, and a basicauth is noted as well. It
 // does not change dirs, and keeps no state between calls.
 func Translate(dirs []*Directive, writeFiles bool) (*convert.Config, map[string][]byte, []convert.Note) {
-	t := &translator{cfg: &convert.Config{}, files: map[string][]byte{}, writeFiles: writeFiles, httpPort: "80", httpsPort: "443", autoHTTPS: "on"}
+	t := &translator{cfg: &convert.Config{}, files: map[string][]byte{}, writeFiles: writeFiles, httpPort: "80", httpsPort: "443", autoHTTPS: "on", multi: map[*matcher]bool{}}
 	for i, d := range dirs {
 		if d.Name == "" && d.HasBlock && i == 0 {
 			t.global(d)
@@ -55,6 +58,7 @@ type translator struct {
 	httpPort, httpsPort string
 	autoHTTPS           string // on, off, disable_redirects
 	sites               []*site
+	multi               map[*matcher]bool // matchers noted for sharing a path with another's conditions
 }
 
 func (t *translator) note(d *Directive, format string, args ...any) {
@@ -110,6 +114,7 @@ type site struct {
 	matchers map[string]*matcher
 	log      *convert.Step // the site's access log
 	bind     []string      // the interfaces it listens on; none: every one
+	body     *block        // its directives
 	s        *convert.Site
 }
 
@@ -124,7 +129,7 @@ func (t *translator) site(d *Directive) {
 		t.note(d, "a site's directives go in a block: ADDRESS { ... }")
 		return
 	}
-	s := &site{d: d, matchers: map[string]*matcher{}, s: &convert.Site{File: d.File, Line: d.Line}}
+	s := &site{d: d, matchers: map[string]*matcher{}, s: &convert.Site{File: d.File, Line: d.Line, Directive: d.Name}}
 	addrs := append([]string{d.Name}, d.Args...)
 	for _, a := range addrs {
 		for _, a := range strings.Split(a, ",") {
@@ -337,7 +342,9 @@ type matcher struct {
 	name     string
 	patterns []string
 	comment  string
-	bad      bool // not translatable: the directives using it are left out
+	bad      bool       // not translatable: the directives using it are left out
+	cond     *yaml.Node // the route conditions it adds (methods, header...), or nil
+	d        *Directive
 }
 
 // namedMatcher reads @name path ... or @name { path ... }.
@@ -351,10 +358,12 @@ func (t *translator) namedMatcher(d *Directive) *matcher {
 		t.note(d, "an empty matcher")
 		m.bad = true
 	}
+	m.d = d
 	for _, l := range lines {
 		if l.Name != "path" {
-			t.note(d, "matcher %s: only path matchers translate (to a route's match)", l.Name)
-			m.bad = true
+			if !t.condition(m, l) {
+				m.bad = true
+			}
 			continue
 		}
 		for _, p := range l.Args {
@@ -393,7 +402,7 @@ func pathPatterns(p string) ([]string, string, bool) {
 // covers reports whether every path of the Sluice pattern p is one m
 // matches.
 func (m *matcher) covers(p string) bool {
-	if m == nil {
+	if m == nil || len(m.patterns) == 0 && m.cond != nil {
 		return true
 	}
 	for _, q := range m.patterns {
@@ -493,6 +502,7 @@ func (t *translator) routes(s *site, body []*Directive) {
 	collect(b)
 	// A pattern without a slash beside its prefix: one route for both.
 	pats = append(pats, "/")
+	s.body = b
 	done := map[string]bool{}
 	for _, p := range pats {
 		if done[p] {
@@ -505,25 +515,178 @@ func (t *translator) routes(s *site, body []*Directive) {
 		for _, m := range match {
 			done[m] = true
 		}
-		r := &convert.Route{Match: match, Directive: s.d.Name, Line: s.d.Line, Comment: comments[p]}
-		st := &state{}
-		t.pipeline(s, b, p, st)
-		r.Pipeline = st.finish()
-		if len(r.Pipeline) == 0 {
-			continue
+		// A matcher with conditions covering p: a route with them,
+		// before the route without.
+		var conds []*matcher
+		var find func(b *block)
+		find = func(b *block) {
+			for _, it := range b.written {
+				if it.m != nil && it.m.cond != nil && translated[it.d.Name] && it.m.covers(p) && !slices.Contains(conds, it.m) {
+					conds = append(conds, it.m)
+				}
+				if it.inner != nil {
+					find(it.inner)
+				}
+			}
 		}
-		if s.log != nil {
-			r.Pipeline = append([]convert.Step{*s.log}, r.Pipeline...)
+		find(b)
+		for _, m := range append(conds, nil) {
+			r := &convert.Route{Match: match, Directive: s.d.Name, Line: s.d.Line, Comment: comments[p]}
+			st := &state{active: m}
+			t.pipeline(s, b, p, st)
+			r.Pipeline = st.finish()
+			if len(r.Pipeline) == 0 {
+				continue
+			}
+			if s.log != nil {
+				r.Pipeline = append([]convert.Step{*s.log}, r.Pipeline...)
+			}
+			if m != nil {
+				r.Conditions = m.cond
+				if len(m.cond.Content) == 2 && m.cond.Content[0].Value == "methods" {
+					// A route of a path may share it with the route
+					// without conditions only if it has some: one that
+					// every request passes.
+					r.Conditions = convert.Map("methods", m.cond.Content[1], "protocol", convert.Flow(convert.Strs("http", "https")))
+				}
+				if len(conds) > 1 && !t.multi[m] {
+					t.multi[m] = true
+					t.note(m.d, "where another matcher's conditions hold too, Caddy runs the directives of both; Sluice's route with %s's conditions runs only its own", m.name)
+				}
+			}
+			s.s.Routes = append(s.s.Routes, r)
 		}
-		s.s.Routes = append(s.s.Routes, r)
 	}
+}
+
+// condition reads a matcher line other than path into m: path_regexp
+// adds a pattern, the others route conditions. It reports false, with a
+// note, for one that does not translate.
+func (t *translator) condition(m *matcher, l *Directive) bool {
+	if m.cond == nil && l.Name != "path_regexp" {
+		m.cond = convert.Map()
+	}
+	args := l.Args
+	switch l.Name {
+	case "path_regexp":
+		if len(args) == 2 {
+			args = args[1:] // its name: for placeholders, which Sluice's values do not take
+		}
+		if len(args) != 1 {
+			t.note(l, "want path_regexp [NAME] REGEXP")
+			return false
+		}
+		if _, err := pipe.CompileRegex(args[0]); err != nil {
+			t.note(l, "%v: Sluice's expressions are Go's (RE2)", err)
+			return false
+		}
+		m.patterns = append(m.patterns, "~ "+args[0])
+		return true
+	case "method":
+		if len(args) == 0 || convert.Key(m.cond, "methods") != nil {
+			t.note(l, "want one method line: method NAME...")
+			return false
+		}
+		var ms []string
+		for _, a := range args {
+			ms = append(ms, strings.ToUpper(a))
+		}
+		convert.SetKey(m.cond, "methods", convert.Flow(convert.Strs(ms...)))
+		return true
+	case "header", "header_regexp", "query":
+		key := map[string]string{"header": "header", "header_regexp": "header", "query": "query"}[l.Name]
+		h := convert.Key(m.cond, key)
+		if h == nil {
+			h = convert.Map()
+			convert.SetKey(m.cond, key, h)
+		}
+		var pairs [][2]string
+		switch {
+		case l.Name == "query":
+			for _, a := range args {
+				k, v, ok := strings.Cut(a, "=")
+				if !ok || k == "" {
+					t.note(l, "want query KEY=VALUE...")
+					return false
+				}
+				pairs = append(pairs, [2]string{k, v})
+			}
+		case l.Name == "header_regexp" && (len(args) == 2 || len(args) == 3):
+			expr := args[len(args)-1]
+			if _, err := regexp.Compile(expr); err != nil {
+				t.note(l, "the expression %q is not one Go's RE2 syntax takes", expr)
+				return false
+			}
+			pairs = append(pairs, [2]string{args[len(args)-2], "~ " + expr})
+		case l.Name == "header" && len(args) == 1 && strings.HasPrefix(args[0], "!"):
+			pairs = append(pairs, [2]string{args[0][1:], "\x00"}) // not sent
+		case l.Name == "header" && len(args) == 2:
+			v := args[1]
+			switch {
+			case v == "*":
+			case strings.HasPrefix(v, "*") || strings.HasSuffix(v, "*"):
+				inner := strings.Trim(v, "*")
+				if strings.Contains(inner, "*") {
+					t.note(l, "value %q: Sluice's header condition takes a value, *, or a regular expression", v)
+					return false
+				}
+				v = "~ " + map[bool]string{true: "", false: "^"}[strings.HasPrefix(v, "*")] + regexp.QuoteMeta(inner) + map[bool]string{true: "", false: "$"}[strings.HasSuffix(v, "*")]
+			case strings.Contains(v, "*"):
+				t.note(l, "value %q: Sluice's header condition takes a value, *, or a regular expression", v)
+				return false
+			}
+			pairs = append(pairs, [2]string{args[0], v})
+		default:
+			t.note(l, "want %s FIELD VALUE (one value: Caddy's several are any of them, which Sluice's conditions do not take)", l.Name)
+			return false
+		}
+		for _, kv := range pairs {
+			if convert.Key(h, kv[0]) != nil || strings.ContainsAny(kv[0], "{}") || strings.ContainsAny(kv[1], "{}") && !strings.HasPrefix(kv[1], "~ ") {
+				t.note(l, "%q: one value a name, without placeholders (Caddy's several are any of them, which Sluice's conditions do not take)", kv[0])
+				return false
+			}
+			if kv[1] == "\x00" {
+				convert.SetKey(h, kv[0], &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"})
+			} else {
+				convert.SetKey(h, kv[0], convert.Str(kv[1]))
+			}
+		}
+		return true
+	case "remote_ip", "client_ip":
+		if len(args) == 0 || convert.Key(m.cond, "client") != nil {
+			t.note(l, "want one %s line of addresses", l.Name)
+			return false
+		}
+		for _, a := range args {
+			if _, err := netip.ParsePrefix(a); err != nil {
+				if _, err := netip.ParseAddr(a); err != nil {
+					t.note(l, "%q: Sluice's client condition takes addresses and CIDRs (Caddy's forwarded and private_ranges do not translate)", a)
+					return false
+				}
+			}
+		}
+		if l.Name == "client_ip" {
+			t.note(l, "Caddy takes the client from its trusted proxies' fields: Sluice's route takes the connection's peer unless you add client: {trusted_proxies: [...]}")
+		}
+		convert.SetKey(m.cond, "client", convert.Flow(convert.Strs(args...)))
+		return true
+	case "protocol":
+		if len(args) != 1 || !slices.Contains([]string{"http", "https", "http/1.0", "http/1.1", "http/2"}, args[0]) || convert.Key(m.cond, "protocol") != nil {
+			t.note(l, "want one protocol line of http, https, http/1.0, http/1.1 or http/2")
+			return false
+		}
+		convert.SetKey(m.cond, "protocol", convert.Str(args[0]))
+		return true
+	}
+	t.note(l, "matcher %s: Sluice's routes match paths (path, path_regexp), method, header, query, remote_ip and protocol", l.Name)
+	return false
 }
 
 // translated are the directives that translate: the paths of their
 // matchers are routes.
 var translated = map[string]bool{"root": true, "header": true, "request_header": true, "redir": true, "basicauth": true,
 	"encode": true, "respond": true, "reverse_proxy": true, "php_fastcgi": true, "file_server": true, "try_files": true,
-	"handle": true, "handle_path": true, "route": true}
+	"handle": true, "handle_path": true, "route": true, "rewrite": true, "uri": true}
 
 // block reads directives into a block.
 func (t *translator) block(s *site, dirs []*Directive, ordered bool) *block {
@@ -568,12 +731,19 @@ func (t *translator) block(s *site, dirs []*Directive, ordered bool) *block {
 
 // state is a pipeline being built for one route.
 type state struct {
+	active   *matcher // the matcher whose conditions the route has
 	steps    []convert.Step
 	source   *convert.Step
 	compress *convert.Step
 	root     string
 	try      []string
 	strip    string
+}
+
+// holds reports whether the route's requests pass m's conditions: it
+// has none, or they are the route's.
+func (st *state) holds(m *matcher) bool {
+	return m == nil || m.cond == nil || m == st.active
 }
 
 func (st *state) finish() []convert.Step {
@@ -599,7 +769,7 @@ func (t *translator) pipeline(s *site, b *block, p string, st *state) {
 	var best *item
 	for i := range b.items {
 		it := &b.items[i]
-		if (it.d.Name == "handle" || it.d.Name == "handle_path") && it.m.covers(p) {
+		if (it.d.Name == "handle" || it.d.Name == "handle_path") && it.m.covers(p) && st.holds(it.m) {
 			if best == nil || specificity(it.m) > specificity(best.m) {
 				best = it
 			}
@@ -610,7 +780,7 @@ func (t *translator) pipeline(s *site, b *block, p string, st *state) {
 		if st.source != nil {
 			return
 		}
-		if !it.m.covers(p) {
+		if !it.m.covers(p) || !st.holds(it.m) {
 			continue
 		}
 		switch it.d.Name {
@@ -673,6 +843,14 @@ func (t *translator) directive(s *site, it *item, p string, st *state) {
 		}
 	case "redir":
 		t.redir(it, st)
+	case "rewrite":
+		t.rewrite(s, it, p, st)
+	case "uri":
+		if len(args) == 2 && args[0] == "strip_prefix" && strings.HasPrefix(args[1], "/") && !strings.HasSuffix(args[1], "/") && (p == args[1]+"/" || strings.HasPrefix(p, args[1]+"/")) {
+			st.strip = args[1]
+			return
+		}
+		once("Sluice's rewrite takes a new path (rewrite); of uri, strip_prefix of a prefix the route is under translates, to the strip_prefix of its files or proxy")
 	case "basicauth":
 		t.basicAuth(s, it, st)
 	case "encode":
@@ -1163,4 +1341,49 @@ func duration(s string) (string, bool) {
 	}
 	d, err := time.ParseDuration(s)
 	return s, err == nil && d > 0
+}
+
+// rewrite translates rewrite TO into a rewrite pipe, when the new path
+// takes the same route as p: Caddy runs the directives after it for the
+// new path, Sluice's route those it chose for the path asked for.
+func (t *translator) rewrite(s *site, it *item, p string, st *state) {
+	if len(it.args) != 1 {
+		t.note(it.d, "want rewrite [MATCHER] TO")
+		return
+	}
+	to := strings.NewReplacer("{path}", "$path", "{http.request.uri.path}", "$path", "{query}", "$args", "{http.request.uri.query}", "$args").Replace(it.args[0])
+	np, q, hasQ := strings.Cut(to, "?")
+	switch {
+	case strings.ContainsAny(to, "{}"):
+		t.note(it.d, "%q: Sluice's rewrite knows {path} and {query}", it.args[0])
+		return
+	case !strings.HasPrefix(to, "/") && !strings.HasPrefix(to, "$path"), strings.Contains(np, "$args"):
+		t.note(it.d, "%q: Sluice's rewrite writes a path starting with / or {path}, then maybe ?{query}", it.args[0])
+		return
+	case hasQ && q == "$args":
+		to = np // the query kept: Sluice's rewrite keeps it without a ?
+	}
+	if !strings.Contains(np, "$") && !sameItems(s.body, it, p, np) {
+		t.note(it.d, "Caddy serves %s with the directives matching it, Sluice's route with those of the path asked for: give the new path's directives the old path's matcher too", np)
+		return
+	}
+	st.steps = append(st.steps, convert.Step{Name: "rewrite", Arg: convert.Str(to)})
+}
+
+// sameItems reports whether the directives of b but rw that apply to
+// the paths of the pattern p are those that apply to the path np.
+func sameItems(b *block, rw *item, p, np string) bool {
+	for i := range b.written {
+		it := &b.written[i]
+		if it.d == rw.d {
+			continue
+		}
+		if it.m.covers(p) != it.m.covers(np) {
+			return false
+		}
+		if it.inner != nil && !sameItems(it.inner, rw, p, np) {
+			return false
+		}
+	}
+	return true
 }

@@ -65,23 +65,16 @@ example.com, www.example.com {
         domains: [example.com, www.example.com]
   - {address: ':80', redirect_to_https: true}
 log: {output: ./error.log, format: json}
-routes:
-  - match: /
-    host: example.com
-    pipeline:
-      - log: {file: ./access.log, format: json}
-      - headers: {remove: [Server]}
-      - headers: {set: {X-Frame-Options: DENY}}
-      - files: {root: ./public, browse: true}
-      - compress: [zstd, gzip]
-  - match: /
-    host: www.example.com
-    pipeline:
-      - log: {file: ./access.log, format: json}
-      - headers: {remove: [Server]}
-      - headers: {set: {X-Frame-Options: DENY}}
-      - files: {root: ./public, browse: true}
-      - compress: [zstd, gzip]
+sites:
+  - hosts: [example.com, www.example.com]
+    routes:
+      - match: /
+        pipeline:
+          - log: {file: ./access.log, format: json}
+          - headers: {remove: [Server]}
+          - headers: {set: {X-Frame-Options: DENY}}
+          - files: {root: ./public, browse: true}
+          - compress: [zstd, gzip]
 `,
 	},
 	{
@@ -94,11 +87,12 @@ routes:
   - address: :443
     tls: {cert: ./site.crt, key: ./site.key}
   - {address: ':80', redirect_to_https: true}
-routes:
-  - match: /
-    host: example.com
-    pipeline:
-      - text: hello
+sites:
+  - hosts: example.com
+    routes:
+      - match: /
+        pipeline:
+          - text: hello
 `,
 	},
 	{
@@ -202,25 +196,142 @@ routes:
 	respond @post 405
 	@png path *.png
 	header @png Cache-Control "max-age=60"
-	rewrite /a /b
+	rewrite /a /b{uri}
 	respond "hi {remote_host}"
 	file_server
 	tls internal
+	@not not path /x
+	respond @not 403
+	@two header X-A a b
+	respond @two 403
 }`,
 		want: `listen: :8080
 routes:
+  - match: /a
+    methods: [POST]
+    protocol: [http, https]
+    pipeline:
+      - text: {status: 405, body: ""}
+  - match: /a
+    pipeline:
+      - files: .
+  - match: /
+    methods: [POST]
+    protocol: [http, https]
+    pipeline:
+      - text: {status: 405, body: ""}
   - match: /
     pipeline:
       - files: .
 `,
 		notes: []string{
-			`2: directive "@post": not translated: matcher method`,
-			`3: directive "respond": not translated: its matcher @post is not translated`,
 			`4: directive "@png": not translated: path "*.png"`,
 			`5: directive "header": not translated: its matcher @png is not translated`,
-			`6: directive "rewrite": not translated: Sluice has no equivalent`,
+			`6: directive "rewrite": not translated: "/b{uri}": Sluice's rewrite knows {path} and {query}`,
 			`7: directive "respond": not translated: Sluice's text has no placeholders`,
 			`9: directive "tls": not translated: Sluice has no certificate authority`,
+			`10: directive "not": not translated: matcher not`,
+			`11: directive "respond": not translated: its matcher @not is not translated`,
+			`12: directive "header": not translated: want header FIELD VALUE`,
+			`13: directive "respond": not translated: its matcher @two is not translated`,
+		},
+	},
+	{
+		name: "rewrite and uri strip_prefix",
+		conf: `:8080 {
+	root * ./public
+	rewrite /old /new.html
+	rewrite /app/* /index.html?from={path}&{query}
+	rewrite /x /api/x
+	uri /api/* strip_prefix /api
+	reverse_proxy /api/* 127.0.0.1:9001
+	file_server
+}`,
+		want: `listen: :8080
+routes:
+  - match: /old
+    pipeline:
+      - rewrite: /new.html
+      - files: ./public
+  - match: /app/
+    pipeline:
+      - rewrite: /index.html?from=$path&$args
+      - files: ./public
+  - match: /x
+    pipeline:
+      - files: ./public
+  - match: /api/
+    pipeline:
+      - proxy: {upstreams: ['http://127.0.0.1:9001'], strip_prefix: /api}
+  - match: /
+    pipeline:
+      - files: ./public
+`,
+		notes: []string{
+			`5: directive "rewrite": not translated: Caddy serves /api/x with the directives matching it`,
+		},
+	},
+	{
+		name: "matchers with conditions: routes before the one without",
+		conf: `:8080 {
+	root * ./public
+	@api {
+		path /api/*
+		header X-Key secret
+		header X-Env prod*
+		header !X-Debug
+		query v=2 page=*
+	}
+	reverse_proxy @api 127.0.0.1:9001
+	@office {
+		remote_ip 10.0.0.0/8 192.168.1.1
+		protocol https
+	}
+	respond @office "inside" 200
+	@user path_regexp ^/u/[0-9]+$
+	respond @user "a user" 200
+	file_server
+}`,
+		want: `listen: :8080
+routes:
+  - match: /api/
+    header:
+      X-Key: secret
+      X-Env: ~ ^prod
+      X-Debug: null
+    query:
+      v: "2"
+      page: '*'
+    pipeline:
+      - proxy: ['http://127.0.0.1:9001']
+  - match: /api/
+    client: [10.0.0.0/8, 192.168.1.1]
+    protocol: https
+    pipeline:
+      - text: inside
+  - match: /api/
+    pipeline:
+      - files: ./public
+  - match: ~ ^/u/[0-9]+$
+    client: [10.0.0.0/8, 192.168.1.1]
+    protocol: https
+    pipeline:
+      - text: inside
+  - match: ~ ^/u/[0-9]+$
+    pipeline:
+      - text: a user
+  - match: /
+    client: [10.0.0.0/8, 192.168.1.1]
+    protocol: https
+    pipeline:
+      - text: inside
+  - match: /
+    pipeline:
+      - files: ./public
+`,
+		notes: []string{
+			`3: directive "@api": not translated: where another matcher's conditions hold too`,
+			`11: directive "@office": not translated: where another matcher's conditions hold too`,
 		},
 	},
 }

@@ -17,6 +17,7 @@ server {
     location = /healthz { return 200 "ok\n"; }
     location /api/ { proxy_pass http://127.0.0.1:9000/; proxy_set_header Host $host; }
     location ~ \.php$ { deny all; }
+    location @fallback { return 404; }
 }`))
 	if err != nil {
 		fmt.Println(err)
@@ -37,8 +38,12 @@ server {
 	//   - match: /api/
 	//     pipeline:
 	//       - proxy: {upstreams: ['http://127.0.0.1:9000'], strip_prefix: /api, forwarded: none}
+	//   - match: ~ \.php$
+	//     pipeline:
+	//       - ipfilter: {deny: [all]}
+	//       - files: /var/www/site
 	//   - match: /
 	//     pipeline:
 	//       - files: /var/www/site
-	// site.conf:7: directive "location": not translated: Sluice matches no regular expressions yet: write a route per path, or a prefix
+	// site.conf:8: directive "location": not translated: a named location is reached only by try_files, error_page or a rewrite, which Sluice does not translate
 }

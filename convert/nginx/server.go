@@ -109,9 +109,7 @@ func (t *translator) finish(http *scope) {
 		for _, srv := range routed {
 			srv.site.Hosts = srv.names
 		}
-		if len(def.names) > 0 {
-			t.note(def.d, "a request for a host no server names gets 404: nginx answers it from this default server; Sluice routes by path before host, so give the default server no server_name (or _) to keep it")
-		}
+		def.site.Default = true
 	}
 	for _, srv := range routed {
 		t.cfg.Sites = append(t.cfg.Sites, srv.site)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-server/sluice/convert"
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // Convert loads file (see Load) and translates it (see Translate).
@@ -42,6 +44,14 @@ type translator struct {
 	servers   []*server
 	http      *scope     // the http level: its access_log and error_page are the server-wide ones
 	single    *Directive // the one server that does more than redirect to HTTPS, if one
+
+	// The server being translated: whether it has regular-expression
+	// locations, its ^~ locations written as expressions, and their
+	// routes with the length of their prefix.
+	regexes     bool
+	caret       map[*Directive]bool
+	caretRoutes map[*convert.Route]int
+	locRewrites []locRewrite
 }
 
 // redirectOnly reports whether a server block only redirects to HTTPS
@@ -280,6 +290,7 @@ type scope struct {
 	nextUpstream    *Directive
 	dotfilesDeny    bool // a location ~ /\. { deny all; } in the server
 	php             *Directive
+	regex           *regexp.Regexp  // the location's regular expression, whose groups $1... name
 	serverName      string          // the server's first name, for $server_name
 	arrayOwnedLevel map[string]bool // array directives set at this level
 }
@@ -287,7 +298,7 @@ type scope struct {
 // child returns the scope a nested level starts with.
 func (s *scope) child() *scope {
 	c := *s
-	c.ret, c.rewrite, c.content, c.tryFiles, c.alias = nil, nil, nil, nil, ""
+	c.ret, c.rewrite, c.content, c.tryFiles, c.alias, c.regex = nil, nil, nil, nil, "", nil
 	c.arrayOwnedLevel = map[string]bool{}
 	return &c
 }
@@ -416,7 +427,7 @@ func (t *translator) common(d *Directive, s *scope) bool {
 // server translates one server block into a site and its listeners.
 func (t *translator) server(d *Directive, s *scope) {
 	srv := &server{d: d, scope: s}
-	var locations []*Directive
+	var locations, rewrites []*Directive
 	for _, e := range d.Block {
 		switch e.Name {
 		case "listen":
@@ -433,7 +444,7 @@ func (t *translator) server(d *Directive, s *scope) {
 			if s.rewrite == nil && t.rewriteRedirect(e) != nil {
 				s.rewrite = e
 			} else {
-				t.note(e, "%s", unsupported[e.Name])
+				rewrites = append(rewrites, e)
 			}
 		case "if", "set":
 			t.note(e, "%s", unsupported[e.Name])
@@ -498,9 +509,13 @@ func (t *translator) server(d *Directive, s *scope) {
 		}
 		s.rewrite = nil
 	}
+	t.regexes, t.caret, t.caretRoutes, t.locRewrites = len(rewrites) > 0, map[*Directive]bool{}, map[*convert.Route]int{}, nil
 	for _, l := range rest {
 		if p, ok := locationPatterns(l); ok {
 			explicit[p[0]] = true
+		}
+		if len(l.Args) == 2 && (l.Args[0] == "~" || l.Args[0] == "~*") {
+			t.regexes = true
 		}
 	}
 	covered := false
@@ -510,12 +525,107 @@ func (t *translator) server(d *Directive, s *scope) {
 	if !covered {
 		site.Routes = append(site.Routes, t.route(d, []string{"/"}, s, ""))
 	}
+	t.orderRegexes(site, rest)
+	// Rewrites: a server's run before any location is chosen, so their
+	// routes come before every expression; a location's after them.
+	var first, last []*convert.Route
+	for _, e := range rewrites {
+		if r := t.rewriteRoute(site, e, s, nil, ""); r != nil {
+			first = append(first, r)
+		}
+	}
+	for _, lr := range t.locRewrites {
+		if r := t.rewriteRoute(site, lr.d, lr.s, lr.route, lr.loc); r != nil {
+			last = append(last, r)
+		}
+	}
+	at := slices.IndexFunc(site.Routes, func(r *convert.Route) bool { return strings.HasPrefix(r.Match[0], "~ ") })
+	if at < 0 {
+		at = len(site.Routes)
+	}
+	site.Routes = slices.Insert(site.Routes, at, first...)
+	site.Routes = append(site.Routes, last...)
+}
+
+// locRewrite is a rewrite in a location, translated once the server's
+// routes are known.
+type locRewrite struct {
+	d     *Directive
+	s     *scope
+	route *convert.Route // the location's
+	loc   string         // its pattern
+}
+
+// orderRegexes puts the routes of ^~ locations, written as expressions,
+// before the other expressions, the longest prefix first: nginx takes a
+// ^~ location that is the longest prefix matching without trying its
+// regular expressions. A longer plain prefix under a ^~ one would have
+// nginx try them; Sluice cannot, which is noted.
+func (t *translator) orderRegexes(site *convert.Site, locations []*Directive) {
+	if len(t.caretRoutes) == 0 {
+		return
+	}
+	for _, l := range locations {
+		if len(l.Args) != 1 || strings.HasPrefix(l.Args[0], "=") {
+			continue
+		}
+		var under *Directive // the longest ^~ prefix of l's
+		for c := range t.caret {
+			if len(l.Args[0]) > len(c.Args[1]) && strings.HasPrefix(l.Args[0], c.Args[1]) && (under == nil || len(c.Args[1]) > len(under.Args[1])) {
+				under = c
+			}
+		}
+		if under != nil {
+			t.note(l, "nginx tries the regular expressions for the paths under this prefix, but Sluice gives them to the ^~ %s at line %d, tried first: make this location ^~ too, or move the expressions' paths out of it", under.Args[1], under.Line)
+		}
+	}
+	var carets, regexes []*convert.Route
+	first := -1
+	for i, r := range site.Routes {
+		if !strings.HasPrefix(r.Match[0], "~ ") {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		if _, ok := t.caretRoutes[r]; ok {
+			carets = append(carets, r)
+		} else {
+			regexes = append(regexes, r)
+		}
+	}
+	slices.SortStableFunc(carets, func(a, b *convert.Route) int { return t.caretRoutes[b] - t.caretRoutes[a] })
+	ordered := append(carets, regexes...)
+	k := 0
+	for i, r := range site.Routes {
+		if strings.HasPrefix(r.Match[0], "~ ") {
+			site.Routes[i] = ordered[k]
+			k++
+		}
+	}
+}
+
+// regexPattern returns the Sluice pattern of an nginx location ~ (or ~*,
+// case-insensitive) EXPR, or an error saying why Go's regular
+// expressions cannot take it.
+func regexPattern(mod, expr string) (string, error) {
+	if mod == "~*" {
+		expr = "(?i)" + expr
+	}
+	// PCRE's (?<name>...) is Go's too; its (?'name'...) is not.
+	if _, err := regexp.Compile(expr); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
+		return "", fmt.Errorf("the regular expression %q is not one Go's RE2 syntax takes (%s): rewrite it without lookaround, backreferences or possessive repeats", expr, msg)
+	}
+	if _, err := pipe.CompileRegex(expr); err != nil { // as the router takes it
+		return "", err
+	}
+	return "~ " + expr, nil
 }
 
 var unsupported = map[string]string{
-	"rewrite": "Sluice has no internal rewrite yet; only rewrite ^/prefix(.*)$ TARGET$1 redirect (or permanent) translates, to a redirect",
-	"if":      "Sluice has no conditions on a request but its route's host, path and methods",
-	"set":     "Sluice has no variables",
+	"if":  "Sluice has no conditions on a request but its route's host, path and methods",
+	"set": "Sluice has no variables",
 }
 
 // onlyDeny reports whether a location holds nothing but deny all (and
@@ -575,18 +685,37 @@ func locationPatterns(l *Directive) ([]string, bool) {
 // routes of site. It reports whether it covers "/".
 func (t *translator) location(site *convert.Site, l *Directive, parent *scope, explicit map[string]bool, outer string) bool {
 	pats, ok := locationPatterns(l)
+	var re *regexp.Regexp
+	if !ok && len(l.Args) == 2 && (l.Args[0] == "~" || l.Args[0] == "~*") {
+		expr, err := regexPattern(l.Args[0], l.Args[1])
+		switch {
+		case err != nil:
+			t.note(l, "%v", err)
+			return false
+		case outer != "":
+			t.note(l, "a regular expression nested in location %s: nginx tries it only for that location's paths; write it at the server's level, narrowed to them", outer)
+			return false
+		}
+		re = regexp.MustCompile(expr[2:])
+		pats, ok = []string{expr}, true
+	}
 	if !ok {
 		switch {
 		case len(l.Args) == 1 && strings.HasPrefix(l.Args[0], "@"):
 			t.note(l, "a named location is reached only by try_files, error_page or a rewrite, which Sluice does not translate")
-		case len(l.Args) == 2 && (l.Args[0] == "~" || l.Args[0] == "~*"):
-			t.note(l, "Sluice matches no regular expressions yet: write a route per path, or a prefix")
 		default:
 			t.note(l, "cannot translate location %s: want = /path, /prefix or ^~ /prefix", strings.Join(l.Args, " "))
 		}
 		return false
 	}
-	comment := ""
+	comment, loc := "", pats[0]
+	if caret := len(l.Args) == 2 && l.Args[0] == "^~"; caret && t.regexes {
+		// nginx looks for no regular expression under a ^~ prefix,
+		// Sluice tries its expressions before its prefixes: the prefix
+		// becomes an expression, tried before the others.
+		t.caret[l] = true
+		pats = []string{"~ ^" + regexp.QuoteMeta(l.Args[1])}
+	}
 	if len(pats) == 2 {
 		// location /api also matches /apix; Sluice's prefixes end at
 		// a slash. The path with a slash is another location's when
@@ -600,10 +729,11 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 		}
 	}
 	s := parent.child()
-	if len(l.Args) != 1 || strings.HasPrefix(l.Args[0], "=") { // = and ^~: nginx looks for no regular expression
+	if len(l.Args) != 1 || strings.HasPrefix(l.Args[0], "=") { // =, ^~ and ~: nginx looks for no (other) regular expression
 		s.php = nil
 	}
-	var nested []*Directive
+	s.regex = re
+	var nested, rewrites []*Directive
 	for _, e := range l.Block {
 		switch e.Name {
 		case "location":
@@ -620,7 +750,7 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 			if s.rewrite == nil && t.rewriteRedirect(e) != nil {
 				s.rewrite = e
 			} else {
-				t.note(e, "%s", unsupported[e.Name])
+				rewrites = append(rewrites, e)
 			}
 		case "proxy_pass", "fastcgi_pass":
 			s.content = e
@@ -634,12 +764,18 @@ func (t *translator) location(site *convert.Site, l *Directive, parent *scope, e
 			}
 		}
 	}
-	r := t.route(l, pats, s, pats[0])
+	r := t.route(l, pats, s, loc)
 	r.Comment = comment
+	if t.caret[l] {
+		t.caretRoutes[r] = len(l.Args[1])
+	}
+	for _, e := range rewrites {
+		t.locRewrites = append(t.locRewrites, locRewrite{d: e, s: s, route: r, loc: pats[0]})
+	}
 	site.Routes = append(site.Routes, r)
 	covers := slices.Contains(pats, "/")
 	for _, n := range nested {
-		covers = t.location(site, n, s, explicit, pats[0]) || covers
+		covers = t.location(site, n, s, explicit, loc) || covers
 	}
 	return covers
 }
@@ -660,7 +796,7 @@ func (t *translator) route(d *Directive, pats []string, s *scope, loc string) *c
 		return r
 	}
 	if s.ret != nil {
-		if step, ok := t.returnStep(s.ret, s.serverName); ok {
+		if step, ok := t.returnStep(s.ret, s.serverName, s.regex); ok {
 			r.Pipeline = append(r.Pipeline, step)
 			return r
 		}
@@ -748,6 +884,9 @@ func (t *translator) source(d *Directive, s *scope, loc string) convert.Step {
 	}
 	o := convert.Map()
 	switch {
+	case s.alias != "" && strings.HasPrefix(loc, "~ "):
+		t.note(s.rootD, "alias in a regular-expression location: give the files' root, with a rewrite of the path if it must change")
+		convert.SetKey(o, "root", convert.Str(strings.TrimSuffix(s.alias, "/")))
 	case s.alias != "":
 		if !strings.HasSuffix(loc, "/") || !strings.HasSuffix(s.alias, "/") {
 			t.note(s.rootD, "alias translates for a location ending in / to a directory ending in /")
@@ -884,7 +1023,7 @@ func (t *translator) php(s *scope) (convert.Step, bool) {
 }
 
 // returnStep translates return: a redirect, or a text answer.
-func (t *translator) returnStep(d *Directive, serverName string) (convert.Step, bool) {
+func (t *translator) returnStep(d *Directive, serverName string, re *regexp.Regexp) (convert.Step, bool) {
 	code, text := 302, ""
 	switch len(d.Args) {
 	case 1:
@@ -906,7 +1045,7 @@ func (t *translator) returnStep(d *Directive, serverName string) (convert.Step, 
 	}
 	switch code {
 	case 301, 302, 303, 307, 308:
-		to, ok := t.vars(d, strings.ReplaceAll(text, "$server_name", serverName))
+		to, ok := t.vars(d, strings.ReplaceAll(text, "$server_name", serverName), re)
 		if !ok {
 			return convert.Step{}, false
 		}
@@ -935,8 +1074,11 @@ func (t *translator) returnStep(d *Directive, serverName string) (convert.Step, 
 
 // vars rewrites nginx's variables in a redirect's URL into the redirect
 // component's: $request_uri is $path$query, $uri $path, ?$args (or
-// $is_args$args) $query, $host and $http_host $host.
-func (t *translator) vars(d *Directive, s string) (string, bool) {
+// $is_args$args) $query, $host and $http_host $host; where the regular
+// expression re (or nil) has matched, $1 to $9 and its groups' names
+// are its groups, the route's path parameters.
+func (t *translator) vars(d *Directive, s string, re *regexp.Regexp) (string, bool) {
+	params := 0
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		if s[i] != '$' {
@@ -957,6 +1099,28 @@ func (t *translator) vars(d *Directive, s string) (string, bool) {
 				j++
 			}
 			name = s[i+1 : j]
+		}
+		if name != "" && '1' <= name[0] && name[0] <= '9' && !strings.HasPrefix(s[i+1:], "{") && len(name) > 1 {
+			name, j = name[:1], i+2 // nginx's $12 is $1 and a 2
+		}
+		if n, err := strconv.Atoi(name); err == nil || re != nil && slices.Contains(re.SubexpNames()[1:], name) {
+			if err == nil && (re == nil || n < 1 || n > re.NumSubexp()) {
+				t.note(d, "$%s names no group of the location's regular expression", name)
+				return "", false
+			}
+			if strings.Contains(s[:i], "://") && !strings.Contains(s[strings.Index(s, "://")+3:i], "/") {
+				t.note(d, "$%s in a URL's host: Sluice lets no request choose a redirect's host", name)
+				return "", false
+			}
+			if j < len(s) && (s[j] == '_' || 'a' <= s[j] && s[j] <= 'z' || 'A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9') {
+				b.WriteString("$${" + name + "}") // ${ alone would be an environment variable
+				params++
+			} else {
+				b.WriteString("$" + name)
+			}
+			params++
+			i = j
+			continue
 		}
 		switch name {
 		case "request_uri":
@@ -986,7 +1150,7 @@ func (t *translator) vars(d *Directive, s string) (string, bool) {
 		}
 		i = j
 	}
-	if strings.Count(b.String(), "$") != strings.Count(b.String(), "$path")+strings.Count(b.String(), "$query")+strings.Count(b.String(), "$host") {
+	if strings.Count(b.String(), "$") != params+strings.Count(b.String(), "$path")+strings.Count(b.String(), "$query")+strings.Count(b.String(), "$host") {
 		t.note(d, "a $ that starts no variable in %q", s)
 		return "", false
 	}
@@ -1515,4 +1679,181 @@ func (t *translator) rewriteRedirect(d *Directive) *yaml.Node {
 		convert.SetKey(o, "status", convert.Int(301))
 	}
 	return o
+}
+
+// rewriteRoute translates a rewrite other than a tree's move into a
+// route of its expression: at the server's level (in nil), one taking
+// its paths from every location, as nginx rewrites before choosing one;
+// in a location (in its route, loc its pattern), one taking only paths
+// of that location. A redirect's route answers with it; another's
+// rewrites the path and goes on with the pipeline of the route the new
+// path takes (the location's own with break), as Sluice's rewrite routes
+// no request again. It returns nil, with a note, for a rewrite whose
+// paths or target route cannot be told.
+func (t *translator) rewriteRoute(site *convert.Site, d *Directive, s *scope, in *convert.Route, loc string) *convert.Route {
+	if len(d.Args) != 2 && len(d.Args) != 3 {
+		t.note(d, "want rewrite REGEX REPLACEMENT [last|break|redirect|permanent]")
+		return nil
+	}
+	flag := ""
+	if len(d.Args) == 3 {
+		flag = d.Args[2]
+	}
+	if flag != "" && flag != "last" && flag != "break" && flag != "redirect" && flag != "permanent" {
+		t.note(d, "flag %q: want last, break, redirect or permanent", flag)
+		return nil
+	}
+	expr, err := regexPattern("~", d.Args[0])
+	if err != nil {
+		t.note(d, "%v", err)
+		return nil
+	}
+	re := regexp.MustCompile(expr[2:])
+	prefix := "/" // what every path the expression matches starts with
+	if lit := anchoredPrefix(expr[2:]); lit != "" {
+		prefix = lit
+	}
+	// The paths it takes must be those nginx rewrites.
+	for _, r := range site.Routes {
+		for _, m := range r.Match {
+			switch {
+			case r == in || strings.HasPrefix(m, "~ "):
+			case in == nil && !strings.HasSuffix(m, "/") && re.MatchString(m):
+				t.note(d, "nginx rewrites %s before choosing its location; Sluice's exact route for it is chosen before any expression: add the rewrite to that location", m)
+				return nil
+			case in != nil && strings.HasSuffix(m, "/") && len(m) > len(loc) && strings.HasPrefix(m, loc) && (strings.HasPrefix(m, prefix) || strings.HasPrefix(prefix, m)):
+				t.note(d, "the route of its expression would take paths of location %s too, which nginx does not rewrite: narrow the expression", m)
+				return nil
+			}
+		}
+	}
+	if in != nil {
+		within := strings.HasPrefix(prefix, loc) && strings.HasSuffix(loc, "/")
+		if l, ok := strings.CutPrefix(loc, "~ "); ok {
+			within = l == expr[2:] || l == "(?i)"+expr[2:]
+		}
+		if !within {
+			t.note(d, "its expression may match paths outside location %s, which nginx does not rewrite: anchor it to the location's prefix (^%s...), or move the rewrite to the server's level", loc, strings.TrimPrefix(loc, "~ "))
+			return nil
+		}
+	}
+	repl := d.Args[1]
+	redirect := flag == "redirect" || flag == "permanent" || strings.HasPrefix(repl, "http://") || strings.HasPrefix(repl, "https://")
+	ownQuery := strings.Contains(repl, "?") && !strings.HasSuffix(repl, "?") && !strings.Contains(repl, "$args") && !strings.Contains(repl, "$query_string")
+	if strings.HasSuffix(repl, "?") { // nginx: the request's query is not appended
+		repl = strings.TrimSuffix(repl, "?")
+		if !redirect {
+			repl += "?"
+		}
+	} else if !strings.Contains(repl, "?") && redirect {
+		repl += "$is_args$args"
+	}
+	to, ok := t.vars(d, strings.ReplaceAll(repl, "$server_name", s.serverName), re)
+	if !ok {
+		return nil
+	}
+	if ownQuery { // nginx appends the request's query to the replacement's
+		to += "&$args"
+	}
+	r := &convert.Route{Match: []string{expr}, Directive: d.Name, Line: d.Line}
+	if redirect {
+		o := convert.Map("to", convert.Str(to))
+		if flag == "permanent" {
+			convert.SetKey(o, "status", convert.Int(301))
+		}
+		r.Pipeline = []convert.Step{{Name: "redirect", Arg: o}}
+		return r
+	}
+	if strings.Contains(to, "$host") || !strings.HasPrefix(to, "/") && !strings.HasPrefix(to, "$path") {
+		t.note(d, "the replacement %q is not a path on this server", d.Args[1])
+		return nil
+	}
+	target := in
+	if flag != "break" || in == nil {
+		if target = chooseRoute(site, to); target == nil {
+			t.note(d, "Sluice's rewrite routes no request again, and which route the new path %s takes cannot be told here: write a route for it with the rewrite before its pipeline", d.Args[1])
+			return nil
+		}
+	}
+	pipeline := append([]convert.Step{{Name: "rewrite", Arg: convert.Str(to)}}, target.Pipeline...)
+	if in != nil && in.Match[0] == expr { // the location's own expression: its route rewrites
+		in.Pipeline, in.ErrorPages = pipeline, target.ErrorPages
+		return nil
+	}
+	r.ErrorPages, r.Pipeline = target.ErrorPages, pipeline
+	return r
+}
+
+// chooseRoute returns the route of site a request for the rewritten
+// path to takes, as Sluice would choose it, or nil when that depends on
+// the request (a placeholder in the path where routes differ after it).
+func chooseRoute(site *convert.Site, to string) *convert.Route {
+	p, _, _ := strings.Cut(to, "?")
+	lit, _, vars := strings.Cut(p, "$")
+	for _, r := range site.Routes { // exact paths first
+		for _, m := range r.Match {
+			switch {
+			case strings.HasPrefix(m, "~ ") || strings.HasSuffix(m, "/"):
+			case vars && strings.HasPrefix(m, lit):
+				return nil
+			case !vars && m == p:
+				return r
+			}
+		}
+	}
+	for _, r := range site.Routes { // then the expressions, in order
+		for _, m := range r.Match {
+			if !strings.HasPrefix(m, "~ ") {
+				continue
+			}
+			re, err := regexp.Compile(m[2:])
+			if lp := anchoredPrefix(m[2:]); lp != "" && !strings.HasPrefix(lp, lit) && !strings.HasPrefix(lit, lp) {
+				continue // its paths start elsewhere
+			}
+			if lp := anchoredPrefix(m[2:]); lp != "" && strings.HasPrefix(lit, lp) && m[2:] == "^"+regexp.QuoteMeta(lp) {
+				return r // a prefix written as an expression (^~): every path under it
+			}
+			switch {
+			case err != nil || vars:
+				return nil
+			case re.MatchString(p) && re.NumSubexp() == 0:
+				return r
+			case re.MatchString(p):
+				return nil // its pipeline may use groups this path has not
+			}
+		}
+	}
+	var best *convert.Route
+	bestLen := -1
+	for _, r := range site.Routes { // then the longest prefix
+		for _, m := range r.Match {
+			switch {
+			case strings.HasPrefix(m, "~ ") || !strings.HasSuffix(m, "/"):
+			case vars && len(m) > len(lit) && strings.HasPrefix(m, lit):
+				return nil
+			case strings.HasPrefix(lit, m) && len(m) > bestLen:
+				best, bestLen = r, len(m)
+			}
+		}
+	}
+	return best
+}
+
+// anchoredPrefix returns the path every match of the expression starts
+// with when it is anchored at the start ("^/docs/(.*)" gives "/docs/"),
+// or "".
+func anchoredPrefix(expr string) string {
+	rest, ok := strings.CutPrefix(expr, "^")
+	if !ok {
+		return ""
+	}
+	re, err := regexp.Compile(rest)
+	if err != nil {
+		return ""
+	}
+	lit, _ := re.LiteralPrefix()
+	if !strings.HasPrefix(lit, "/") {
+		return ""
+	}
+	return lit
 }

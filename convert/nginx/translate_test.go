@@ -64,22 +64,47 @@ routes:
 `,
 	},
 	{
-		name: "regular expressions are noted",
+		name: "regular expressions: ~*, captures, ^~ before them, what RE2 cannot take",
 		conf: `server {
     listen 80;
     root ./public;
     location ~* \.(png|jpg)$ { expires 30d; }
+    location ~ ^/u/(\d+)/(?<tab>[a-z]+)$ { return 301 /users/$1x/$tab?a=$2; }
+    location ^~ /assets/ { }
+    location ^~ /assets/img/ { autoindex on; }
+    location /assets/img/big/ { }
+    location ~ ^/(?!api) { return 403; }
+    location / {
+        location ~ \.txt$ { return 404; }
+    }
     location @fallback { return 404; }
 }`,
 		want: `listen: :80
 routes:
+  - match: ~ ^/assets/img/
+    pipeline:
+      - files: {root: ./public, browse: true}
+  - match: ~ ^/assets/
+    pipeline:
+      - files: ./public
+  - match: ~ (?i)\.(png|jpg)$
+    pipeline:
+      - files: {root: ./public, max_age: 720h}
+  - match: ~ ^/u/(\d+)/(?<tab>[a-z]+)$
+    pipeline:
+      - redirect: {to: '/users/$${1}x/$tab?a=$2', status: 301}
+  - match: /assets/img/big/
+    pipeline:
+      - files: ./public
   - match: /
     pipeline:
       - files: ./public
 `,
 		notes: []string{
-			`4: directive "location": not translated: Sluice matches no regular expressions yet`,
-			`5: directive "location": not translated: a named location`,
+			`8: directive "location": not translated: nginx tries the regular expressions for the paths under this prefix, but Sluice gives them to the ^~ /assets/img/ at line 7`,
+			`9: directive "location": not translated: the regular expression "^/(?!api)" is not one Go's RE2 syntax takes`,
+			`11: directive "location": not translated: a regular expression nested in location /`,
+			`13: directive "location": not translated: a named location`,
 		},
 	},
 	{
@@ -272,8 +297,83 @@ routes:
   - match: /
     pipeline:
       - files: ./public
+  - match: ~ ^/x/(\d+)$
+    pipeline:
+      - rewrite: /y?id=$1&$args
+      - files: ./public
 `,
-		notes: []string{`6: directive "rewrite": not translated: Sluice has no internal rewrite yet`},
+	},
+	{
+		name: "rewrites: last, break, redirects with groups, and those that cannot be",
+		conf: `server {
+    listen 80;
+    root ./public;
+    rewrite ^/shop/(?<item>[a-z]+)$ /app/index.html?item=$item last;
+    rewrite ^/u/([0-9]+)$ /users/$1?;
+    rewrite ^/go/(.*)$ https://example.com/$1 redirect;
+    rewrite ^/health$ /ok last;
+    rewrite ^/dyn/(.*)$ /$1 last;
+    location = /health { return 200; }
+    location /app/ { proxy_pass http://127.0.0.1:9000; }
+    location ~ ^/img/(.*)\.png$ {
+        rewrite ^/img/(.*)\.png$ /pictures/$1.png break;
+        expires 1d;
+    }
+    location /docs/ {
+        rewrite ^/docs/v1/(.*)$ /docs/$1 break;
+        rewrite /x$ /y break;
+    }
+    location /blog/ {
+        rewrite ^/blog/(.*)$ /b/$1 last;
+    }
+    location /blog/old/ { }
+}`,
+		want: `listen: :80
+routes:
+  - match: /go/
+    pipeline:
+      - redirect: {to: 'https://example.com$path$query', strip_prefix: /go}
+  - match: /health
+    pipeline:
+      - text: {status: 200, body: ""}
+  - match: /app/
+    pipeline:
+      - proxy: {upstreams: ['http://127.0.0.1:9000'], host: upstream, forwarded: none}
+  - match: ~ ^/shop/(?<item>[a-z]+)$
+    pipeline:
+      - rewrite: /app/index.html?item=$item&$args
+      - proxy: {upstreams: ['http://127.0.0.1:9000'], host: upstream, forwarded: none}
+  - match: ~ ^/u/([0-9]+)$
+    pipeline:
+      - rewrite: /users/$1?
+      - files: ./public
+  - match: ~ ^/img/(.*)\.png$
+    pipeline:
+      - rewrite: /pictures/$1.png
+      - files: {root: ./public, max_age: 24h}
+  - match: /docs/
+    pipeline:
+      - files: ./public
+  - match: /blog/
+    pipeline:
+      - files: ./public
+  - match: /blog/old/
+    pipeline:
+      - files: ./public
+  - match: /
+    pipeline:
+      - files: ./public
+  - match: ~ ^/docs/v1/(.*)$
+    pipeline:
+      - rewrite: /docs/$1
+      - files: ./public
+`,
+		notes: []string{
+			`7: directive "rewrite": not translated: nginx rewrites /health before choosing its location`,
+			`8: directive "rewrite": not translated: Sluice's rewrite routes no request again`,
+			`17: directive "rewrite": not translated: its expression may match paths outside location /docs/`,
+			`20: directive "rewrite": not translated: the route of its expression would take paths of location /blog/old/`,
+		},
 	},
 	{
 		name: "a rewrite at the server's level is its paths' route",
@@ -334,23 +434,58 @@ server {
     root ./public;
 }`,
 		want: `listen: :80
+sites:
+  - hosts: a.example
+    routes:
+      - match: /
+        pipeline:
+          - redirect: {to: 'https://b.example$path$query', status: 301}
+  - hosts: [b.example, '*.b.example']
+    routes:
+      - match: /
+        pipeline:
+          - files: ./public
 routes:
   - match: /
     pipeline:
       - text: {status: 404, body: ""}
-  - match: /
-    host: a.example
-    pipeline:
-      - redirect: {to: 'https://b.example$path$query', status: 301}
-  - match: /
-    host: b.example
-    pipeline:
-      - files: ./public
-  - match: /
-    host: '*.b.example'
-    pipeline:
-      - files: ./public
 `,
+	},
+	{
+		name: "several servers: the default server with names, a name on two ports",
+		conf: `server {
+    listen 80;
+    server_name a.example;
+    return 200 "a";
+}
+server {
+    listen 80 default_server;
+    listen 8080;
+    server_name b.example;
+    return 200 "b";
+}
+server {
+    listen 8080;
+    server_name a.example;
+    return 200 "a on 8080";
+}`,
+		want: `listen:
+  - :80
+  - :8080
+sites:
+  - hosts: a.example
+    routes:
+      - match: /
+        pipeline:
+          - text: {status: 200, body: a}
+  - hosts: b.example
+    default: true
+    routes:
+      - match: /
+        pipeline:
+          - text: {status: 200, body: b}
+`,
+		notes: []string{`12: directive "server": not translated: a second route for "/", which the first one takes`},
 	},
 	{
 		name: "$server_name in a redirect",
