@@ -563,8 +563,22 @@ func (p *parser) serverHeader(n *yaml.Node) {
 		p.errorf(n, "server_header: a header value cannot hold line breaks or NUL")
 		return
 	}
+	if strings.Contains(s, "$version") {
+		v := "unknown"
+		if Version != nil {
+			v = Version()
+		}
+		s = strings.ReplaceAll(s, "$version", strings.ReplaceAll(v, " ", "-"))
+	}
 	p.cfg.ServerHeader = s
 }
+
+// Version, when set, returns the version of the running program, which
+// "$version" in server_header stands for (with its spaces made '-', so
+// that it stays one product token): the default Server field names no
+// version, and a config shows it only by asking. Set it once, before
+// parsing.
+var Version func() string
 
 func (p *parser) log(n *yaml.Node) {
 	pairs, _ := p.mapping(n, "log key", LogKeys)

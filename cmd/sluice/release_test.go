@@ -63,7 +63,8 @@ func stampedBinary(t *testing.T) (path, version string) {
 }
 
 // `make build` stamps the binary with git describe's version, which
-// `sluice version` prints; the Server field does not show it.
+// `sluice version` prints; the Server field shows it only when
+// server_header asks for it with $version.
 func TestVersionStamped(t *testing.T) {
 	bin, want := stampedBinary(t)
 	out, err := exec.Command(bin, "version").Output()
@@ -77,6 +78,14 @@ func TestVersionStamped(t *testing.T) {
 	resp, _ := sluicetest.Get(t, "http://"+s.addr+"/")
 	if got := resp.Header.Values("Server"); len(got) != 1 || got[0] != "sluice" {
 		t.Errorf("Server = %q, want sluice (no version unless server_header says so)", got)
+	}
+	// server_header: "sluice/$version" asks for it.
+	file := filepath.Join(t.TempDir(), "v.yaml")
+	writeConfig(t, file, "listen: 127.0.0.1:0\nserver_header: \"sluice/$version\"\nroutes:\n  - match: /\n    pipeline: [{text: hi}]\n")
+	vs := startCmd(t, exec.Command(bin, "serve", "-c", file))
+	vresp, _ := sluicetest.Get(t, "http://"+vs.addr+"/")
+	if got := vresp.Header.Values("Server"); len(got) != 1 || got[0] != "sluice/"+want {
+		t.Errorf("Server with server_header \"sluice/$version\" = %q, want %q", got, "sluice/"+want)
 	}
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET / of an empty root = %d, want 404", resp.StatusCode)

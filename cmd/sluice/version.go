@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/sluice-server/sluice/config"
 )
 
 // version is set at build time: `make build` and `make release` pass
@@ -24,6 +26,9 @@ var versionCommand = command{
 		}
 	},
 }
+
+// "$version" in a config's server_header is this program's version.
+func init() { config.Version = versionString }
 
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
