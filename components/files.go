@@ -2,6 +2,7 @@ package components
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"sync"
@@ -72,7 +73,7 @@ func NewFiles(opts FilesOptions) (pipe.Component, error) {
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			return nil, errors.New("files: root " + opts.Root + ": " + pe.Err.Error())
+			return nil, fmt.Errorf("files: root %s: %w", opts.Root, pe.Err)
 		}
 		return nil, err
 	}

@@ -36,3 +36,25 @@ func TestFileFix(t *testing.T) {
 		t.Errorf("processUser() = %q, want the uid %d in it", u, os.Geteuid())
 	}
 }
+
+// A file a component fails to open (an htpasswd file, a files root, an
+// access log's directory) gets FileFix's advice in the config's error,
+// as the config's own files do.
+func TestComponentFileErrorsSayWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/site.yaml"
+	data := "listen: 127.0.0.1:0\naccess_log: " + dir + "/no/such/dir/access.log\nroutes:\n  - match: /\n    pipeline:\n      - basic_auth: {htpasswd: ./missing.htpasswd}\n      - files: ./nope\n"
+	_, err := new(Loader).Parse(file, []byte(data))
+	if err == nil {
+		t.Fatal("a config naming missing files parsed")
+	}
+	for _, want := range []string{
+		"site.yaml:2:1: access_log: open " + dir + "/no/such/dir/access.log: no such file or directory: correct the path",
+		"site.yaml:6:9: basic_auth: open " + dir + "/missing.htpasswd: no such file or directory: correct the path, or create the file (a relative path starts at the config file's directory)",
+		"site.yaml:7:9: files: root " + dir + "/nope: no such file or directory: correct the path",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q:\n%v", want, err)
+		}
+	}
+}

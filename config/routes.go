@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"slices"
 	"strings"
@@ -520,6 +521,14 @@ func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *y
 			msg = label + ":" + rest
 		} else {
 			msg = label + ": " + msg
+		}
+		// A file the component could not open: say what to do, as the
+		// config's own files do.
+		if fix := FileFix(err); fix != "" {
+			msg += ": " + fix
+			if errors.Is(err, fs.ErrNotExist) {
+				msg += " (a relative path starts at the config file's directory)"
+			}
 		}
 		p.errorf(nameNode, "%s", msg)
 		return s
