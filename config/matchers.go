@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -126,34 +127,47 @@ type queryMatcher struct {
 }
 
 func (m *queryMatcher) Match(r *engine.Request) bool {
-	q := string(r.Query)
-	for q != "" {
-		var pair string
-		pair, q, _ = strings.Cut(q, "&")
-		k, v, _ := strings.Cut(pair, "=")
-		if k, err := url.QueryUnescape(k); err != nil || !queryName(k, m.name) {
+	q := r.Query
+	for len(q) > 0 {
+		var pair []byte
+		pair, q, _ = bytes.Cut(q, []byte("&"))
+		k, v, _ := bytes.Cut(pair, []byte("="))
+		if k, err := formUnescape(k); err != nil || !queryName(k, m.name) {
 			continue
 		}
 		if m.test.absent || m.test.any {
 			return m.test.any
 		}
-		v, err := url.QueryUnescape(v)
+		v, err := formUnescape(v)
 		if err != nil {
 			continue
 		}
-		if m.test.test([]byte(v), true) {
+		if m.test.test(v, true) {
 			return true
 		}
 	}
 	return m.test.absent
 }
 
+// formUnescape decodes b as a form value ("+" is a space); b itself when
+// it holds nothing to decode, so that a plain query costs no allocation.
+func formUnescape(b []byte) ([]byte, error) {
+	if bytes.IndexByte(b, '%') < 0 && bytes.IndexByte(b, '+') < 0 {
+		return b, nil
+	}
+	s, err := url.QueryUnescape(string(b))
+	return []byte(s), err
+}
+
 // queryName reports whether the decoded parameter name k is name: name
 // itself, or name then "[" and later "]", PHP's array syntax, which PHP
 // reads as name ("debug[]" and "debug[a]" are debug, "debug[" is not).
-func queryName(k, name string) bool {
-	rest, ok := strings.CutPrefix(k, name)
-	return ok && (rest == "" || rest[0] == '[' && strings.IndexByte(rest, ']') > 0)
+func queryName(k []byte, name string) bool {
+	if len(k) < len(name) || string(k[:len(name)]) != name {
+		return false
+	}
+	rest := k[len(name):]
+	return len(rest) == 0 || rest[0] == '[' && bytes.IndexByte(rest, ']') > 0
 }
 
 func (m *queryMatcher) String() string { return "query " + m.name + " " + m.test.String() }
