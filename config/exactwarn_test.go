@@ -37,23 +37,30 @@ func TestExactMatchOverTreeWarns(t *testing.T) {
 		{"sites:\n  - hosts: a\n    routes:\n      - match: [/api, /docs]\n        pipeline: [files: public]\n",
 			[]string{`test.yaml:4:17: warning: match "/api" is exact`, `test.yaml:4:23: warning: match "/docs" is exact`}},
 	} {
-		cfg, err := parseString(t, dir, tt.text)
-		if err != nil {
-			t.Errorf("%s: %v", tt.text, err)
-			continue
-		}
-		var got []string
-		for _, w := range cfg.Warnings {
-			got = append(got, strings.TrimPrefix(w.String(), dir+string(filepath.Separator)))
-		}
-		if len(got) != len(tt.want) {
-			t.Errorf("%s\nwarnings:\n%s\nwant:\n%s", tt.text, strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			continue
-		}
-		for i := range got {
-			if !strings.HasPrefix(got[i], tt.want[i]) {
-				t.Errorf("%s\nwarning:\n%s\nwant a prefix:\n%s", tt.text, got[i], tt.want[i])
-			}
+		checkWarnings(t, dir, tt.text, tt.want)
+	}
+}
+
+// checkWarnings parses text in dir and checks that its warnings, with
+// dir's path dropped, start with want's, in order.
+func checkWarnings(t *testing.T, dir, text string, want []string) {
+	t.Helper()
+	cfg, err := parseString(t, dir, text)
+	if err != nil {
+		t.Errorf("%s: %v", text, err)
+		return
+	}
+	var got []string
+	for _, w := range cfg.Warnings {
+		got = append(got, strings.TrimPrefix(w.String(), dir+string(filepath.Separator)))
+	}
+	if len(got) != len(want) {
+		t.Errorf("%s\nwarnings:\n%s\nwant:\n%s", text, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		return
+	}
+	for i := range got {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("%s\nwarning:\n%s\nwant a prefix:\n%s", text, got[i], want[i])
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -23,23 +21,6 @@ func TestForwardingHeaderConditionWarns(t *testing.T) {
 		{"routes:\n  - match: /\n    header: {X-Api-Version: \"2\", Authorization: \"*\", X-Forwardedx: \"1\"}\n    pipeline: [{text: a}]\n  - match: /\n    pipeline: [{text: b}]\n", nil},
 		{"routes:\n  - match: /\n    query: {X-Forwarded-For: \"1\"}\n    client: {addresses: [10.0.0.0/8], trusted_proxies: [127.0.0.1]}\n    pipeline: [{text: a}]\n  - match: /\n    pipeline: [{text: b}]\n", nil},
 	} {
-		cfg, err := parseString(t, dir, tt.text)
-		if err != nil {
-			t.Errorf("%s: %v", tt.text, err)
-			continue
-		}
-		var got []string
-		for _, w := range cfg.Warnings {
-			got = append(got, strings.TrimPrefix(w.String(), dir+string(filepath.Separator)))
-		}
-		if len(got) != len(tt.want) {
-			t.Errorf("%s\nwarnings:\n%s\nwant:\n%s", tt.text, strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			continue
-		}
-		for i := range got {
-			if !strings.HasPrefix(got[i], tt.want[i]) {
-				t.Errorf("%s\nwarning:\n%s\nwant a prefix:\n%s", tt.text, got[i], tt.want[i])
-			}
-		}
+		checkWarnings(t, dir, tt.text, tt.want)
 	}
 }
