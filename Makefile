@@ -5,7 +5,7 @@ BIN         ?= bin/sluice
 FUZZTIME    ?= 30s
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build release deb test test-alloc test-c50k test-tlsidle lint cross fuzz bench bench-mix bench-proxy bench-tls bench-php bench-cache bench-deps redbot clean
+.PHONY: all build release deb test test-alloc test-c50k test-tlsidle test-conformance lint cross fuzz bench bench-mix bench-proxy bench-tls bench-php bench-cache bench-deps redbot clean
 
 all: lint test
 
@@ -29,13 +29,14 @@ release:
 deb:
 	GO=$(GO) VERSION=$(VERSION) TARGETS=linux/$$($(GO) env GOARCH) DEB_ARCHES=$$($(GO) env GOARCH) packaging/release
 
-## test: every test of both modules (the server, then bench/), with the
+## test: every test of the modules (the server, then bench/ and gateway/), with the
 ## race detector, in random order (the cache's again on a disk store);
 ## then test-alloc
 test:
 	$(GO) test -race -shuffle=on -timeout 20m ./...
 	$(GO) test -race -shuffle=on -timeout 10m ./cache -cache.disk
 	$(GO) -C bench test -race -shuffle=on -timeout 20m ./...
+	$(GO) -C gateway test -race -shuffle=on -timeout 10m ./...
 	@$(MAKE) --no-print-directory test-alloc
 
 ## test-alloc: the allocation tests (names containing Alloc), without the
@@ -67,14 +68,41 @@ test-tlsidle:
 	SLUICE_TLSIDLE=$(TLSIDLE) $(GO) test -run '^TestTLSIdleMemory$$' -count=1 -v ./engine
 	SLUICE_TLSIDLE=$(TLSIDLE) SLUICE_TLSIDLE_PROTO=h2 $(GO) test -run '^TestTLSIdleMemory$$' -count=1 -v ./engine
 
-## lint: gofmt (fails on any file to format), go vet, staticcheck; both
-## modules; then cross
+## test-conformance: the Gateway API conformance suite (profile GATEWAY-HTTP)
+## against sluice-gateway and sluice serve, then the load tests (endpoint
+## churn under load, WebSockets across a route change), each in a cluster of
+## tools/kube (gateway/conformance, docs/kubernetes.md "Conformance"). Root
+## and etcd needed. It runs tools/kube/build.sh first, which builds the
+## control plane's binaries into ~/.cache/sluice once (about 8 minutes of 2
+## idle cores) and again only when tools/kube's go.mod, go.sum or build.sh
+## change. The suite's report goes to CONFORMANCE_REPORT and is printed;
+## CONFORMANCE_SKIP (comma-separated) names suite tests to leave out. The
+## machine's one cluster at a time: it holds /tmp/kube.lock.
+CONFORMANCE_SKIP   ?=
+CONFORMANCE_REPORT ?= $(or $(TMPDIR),/tmp)/sluice-conformance-report.yaml
+test-conformance:
+	tools/kube/build.sh
+	@rm -f $(CONFORMANCE_REPORT)
+	@status=0; cd gateway && SLUICE_CONFORMANCE=1 flock /tmp/kube.lock $(GO) test -tags conformance -count=1 -timeout 60m -v \
+		-run '^(TestConformance|TestLoad)$$' ./conformance \
+		-args -report-output=$(CONFORMANCE_REPORT) $(if $(CONFORMANCE_SKIP),-skip-tests=$(CONFORMANCE_SKIP)) || status=$$?; \
+	if [ -f $(CONFORMANCE_REPORT) ]; then echo "== the conformance report ($(CONFORMANCE_REPORT))"; cat $(CONFORMANCE_REPORT); \
+	else echo "== no conformance report was written"; fi; exit $$status
+
+## lint: gofmt (fails on any file to format), go vet, staticcheck; every
+## module (gateway's conformance tests, tagged, too; and tools/kube); then cross
 lint: | $(STATICCHECK)
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: files need formatting:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	$(GO) -C bench vet ./...
 	cd bench && $(STATICCHECK) ./...
+	$(GO) -C gateway vet ./...
+	cd gateway && $(STATICCHECK) ./...
+	$(GO) -C gateway vet -tags conformance ./conformance
+	cd gateway && $(STATICCHECK) -tags conformance ./conformance
+	$(GO) -C tools/kube vet ./...
+	cd tools/kube && $(STATICCHECK) ./...
 	@$(MAKE) --no-print-directory cross
 
 ## cross: go vet (which type-checks every file, tests included) of the
@@ -144,6 +172,13 @@ bench-php: build bench-deps
 bench-cache: build bench-deps
 	$(GO) -C bench run ./cmd/sluicebench --sluice $(abspath $(BIN)) --scenarios cache \
 		--servers sluice,nginx,varnish --rounds 3 --duration 5s --out ../docs/benchmarks/cache
+
+## bench-grpc: gRPC unary calls through Sluice's proxy and nginx's grpc_pass
+## to one gRPC upstream, over h2c and TLS, the client pinned to core 0 and
+## the servers to core 1 (report in docs/benchmarks/grpc/; about three minutes)
+.PHONY: bench-grpc
+bench-grpc: build bench-deps
+	taskset -c 0 $(GO) -C bench run ./cmd/grpcload --sluice $(abspath $(BIN)) --rounds 5 --duration 5s --out ../docs/benchmarks/grpc
 
 ## bench-deps: the peer servers and load tools the harness measures against
 ## (postgresql: the mix-slowdb scenario's database; haproxy: the proxy

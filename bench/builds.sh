@@ -38,6 +38,9 @@
 #
 # Needs: wrk taskset nginx (if asked for) awk ss; php-fpm for --php.
 set -euo pipefail
+# Run as root (as benchmarks here often are), sluice refuses to serve
+# without a user to switch to unless told so.
+export SLUICE_ALLOW_ROOT=1
 
 CLOSE=""
 PROXY=""

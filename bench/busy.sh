@@ -28,6 +28,9 @@
 #
 # Needs: wrk taskset awk, and the peers named; cc for memN, go for goN.
 set -euo pipefail
+# Run as root (as benchmarks here often are), sluice refuses to serve
+# without a user to switch to unless told so.
+export SLUICE_ALLOW_ROOT=1
 
 CONDS="idle cpu2 cpu4"
 RUNS=3

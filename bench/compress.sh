@@ -29,6 +29,9 @@
 # Needs: wrk nginx taskset curl gzip cmp pgrep ss awk timeout, a Go toolchain.
 
 set -euo pipefail
+# Run as root (as benchmarks here often are), sluice refuses to serve
+# without a user to switch to unless told so.
+export SLUICE_ALLOW_ROOT=1
 
 DURATION="10s"
 ROUNDS=3

@@ -129,4 +129,11 @@
 // connections"):
 //
 //	go -C bench run ./cmd/tlsidle --sluice /tmp/sluice --conns 10000
+//
+// Command grpcload, apart from the harness too, measures gRPC unary calls
+// through Sluice's proxy (transport h2c) and nginx's grpc_pass to one
+// gRPC upstream of its own, over h2c and TLS: calls per second, server
+// CPU per call, p50/p99 and errors (docs/benchmarks/grpc):
+//
+//	taskset -c 0 go -C bench run ./cmd/grpcload --sluice /tmp/sluice --rounds 5 --out ../docs/benchmarks/grpc
 package bench

@@ -14,6 +14,9 @@
 # `go -C bench run ./cmd/sluicebench` from the repository root; --help
 # there lists the flags.
 set -euo pipefail
+# Run as root (as benchmarks here often are), sluice refuses to serve
+# without a user to switch to unless told so.
+export SLUICE_ALLOW_ROOT=1
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 args=(--scenarios warp,wrk,pipelined,idle)

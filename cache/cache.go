@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-server/sluice/evict"
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/tracing"
 )
 
 // Options configures a Cache. The zero value is a sound configuration: a
@@ -25,7 +26,9 @@ type Options struct {
 	Name string
 
 	// Size is the memory budget in bytes: the stored header fields and
-	// bodies together, with a small charge per entry. Entries are
+	// bodies together, with a charge per entry for what it takes besides
+	// (about 1.4 KB). Bodies are kept in an arena of this size and an
+	// eighth, outside the Go heap where the platform allows. Entries are
 	// evicted to stay under it by package evict's policy (S3-FIFO: keys
 	// read once go first). Default 64 MB. With Path, it is the disk
 	// store's budget instead (disk.Options.Size; default 1 GB).
@@ -104,8 +107,16 @@ const (
 // whose response could not be stored.
 const passTTL = 10 * time.Second
 
-// entryOverhead is charged per entry besides its fields and body.
-const entryOverhead = 256
+// entryOverhead is charged per stored response besides its fields, key
+// and body: what its entry, meta, store node and the strings of its
+// hits take on the Go heap, about 1.4 KB on 64-bit platforms (measured
+// at a churn of 4 KB responses with three fields), so that Size bounds
+// memory rather than a part of it. markerOverhead is a Vary or
+// hit-for-pass marker's.
+const (
+	entryOverhead  = 1408
+	markerOverhead = 512
+)
 
 // Cache is an HTTP cache (RFC 9111) in a pipeline: a pipe.Wrapper that
 // answers a request from its store or runs the rest of the pipeline and
@@ -132,6 +143,7 @@ type Cache struct {
 	now               func() time.Time
 	gen               atomic.Uint64
 	disk              *disk.Store    // Options.Path's store, or nil
+	arena             *arena         // the memory store's body memory, or nil (on disk)
 	fetches           sync.WaitGroup // revalidations running on their own goroutines
 
 	statusMethod string // Cache-Status of a request whose method is not cached
@@ -266,6 +278,7 @@ func New(opts Options) (*Cache, error) {
 		x.disk = d
 	} else {
 		x.store = evict.New(size, x.evicted)
+		x.arena = newArena(size)
 	}
 	x.statusMethod = x.name + "; fwd=method"
 	x.statusBody = x.name + "; fwd=request; detail=request-body"
@@ -300,6 +313,10 @@ func (x *Cache) Handle(c *pipe.Conn) bool { return x.HandleRest(c, pipe.Chain(ni
 // HandleRest answers c from the store, or runs rest (the components after
 // the cache) and stores what they produce; see the package doc.
 func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
+	if span := tracing.StartCache(c); span != nil {
+		// The lookup's span, and on a miss the setup of the rest.
+		defer func() { span.EndCache(c.Value(StatusKey)) }()
+	}
 	if rest == nil {
 		rest = pipe.Chain(nil)
 	}
@@ -323,31 +340,21 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 	ri.received = now
 	pk := x.primaryKey(r)
 	found, ck, fwd := x.lookup(pk, r)
+	if found != nil && !found.body.ref() {
+		// Evicted since the lookup, and its memory let go of already.
+		found, fwd = nil, "uri-miss"
+		if ck != pk {
+			fwd = "vary-miss"
+		}
+	}
 	if found != nil {
-		m := found.meta.Load()
-		switch x.judge(m, &ri, now) {
-		case useFresh:
-			x.count(c, outHit)
-			return x.serve(c, found, m, &ri, now, found.strings(x, m, now).status)
-		case useStale:
-			x.count(c, outStale)
-			return x.serve(c, found, m, &ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=max-stale")
-		case useStaleRevalidate:
-			x.count(c, outStale)
-			x.background(rest, c, found, m, pk, &ri)
-			return x.serve(c, found, m, &ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=stale-while-revalidate")
-		}
-		fwd = "stale"
-		if ri.noCache || ri.cc.MaxAge >= 0 && m.currentAge(now) > time.Duration(ri.cc.MaxAge)*time.Second {
-			fwd = "request"
-		}
-		if ri.cc.Has(httpgrammar.CCOnlyIfCached) {
-			return x.onlyIfCached(c, fwd)
-		}
-		if !ri.ranged {
-			// Revalidate with the stored validators, or fetch anew with
-			// the stale response at hand for stale-if-error.
-			return x.revalidate(c, rest, found, m, &ri, pk, fwd)
+		// Held while the request is answered from it (serve takes a hold
+		// of its own for the content).
+		var ok, done bool
+		ok, done, fwd = x.answerStored(c, rest, found, &ri, pk, now)
+		found.body.unref()
+		if done {
+			return ok
 		}
 	} else if ri.cc.Has(httpgrammar.CCOnlyIfCached) {
 		return x.onlyIfCached(c, fwd)
@@ -368,6 +375,38 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 	}
 	x.count(c, outMiss)
 	return x.miss(c, rest, &ri, pk, ck, leader, fwd, now)
+}
+
+// answerStored answers the request from the stored response found, or
+// revalidates it, and reports done; not done (a Range request for a
+// response that must be validated), the request goes on as a miss, fwd.
+func (x *Cache) answerStored(c *pipe.Conn, rest pipe.Component, found *entry, ri *reqInfo, pk string, now time.Time) (ok, done bool, fwd string) {
+	m := found.meta.Load()
+	switch x.judge(m, ri, now) {
+	case useFresh:
+		x.count(c, outHit)
+		return x.serve(c, found, m, ri, now, found.strings(x, m, now).status), true, ""
+	case useStale:
+		x.count(c, outStale)
+		return x.serve(c, found, m, ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=max-stale"), true, ""
+	case useStaleRevalidate:
+		x.count(c, outStale)
+		x.background(rest, c, found, m, pk, ri)
+		return x.serve(c, found, m, ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=stale-while-revalidate"), true, ""
+	}
+	fwd = "stale"
+	if ri.noCache || ri.cc.MaxAge >= 0 && m.currentAge(now) > time.Duration(ri.cc.MaxAge)*time.Second {
+		fwd = "request"
+	}
+	if ri.cc.Has(httpgrammar.CCOnlyIfCached) {
+		return x.onlyIfCached(c, fwd), true, ""
+	}
+	if !ri.ranged {
+		// Revalidate with the stored validators, or fetch anew with
+		// the stale response at hand for stale-if-error.
+		return x.revalidate(c, rest, found, m, ri, pk, fwd), true, ""
+	}
+	return false, false, fwd
 }
 
 func (x *Cache) onlyIfCached(c *pipe.Conn, fwd string) bool {

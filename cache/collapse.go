@@ -20,13 +20,22 @@ func (x *Cache) join(ck string, lead bool) (*entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e, ok := x.inflight[ck]; ok {
+		// A reader holds the body from now until unread: the leader lets
+		// go of its own hold only once e has left the map (tap.release).
 		e.readers++
+		if e.body != nil {
+			e.body.ref()
+		}
 		return e, false
 	}
 	if !lead {
 		return nil, false
 	}
 	e := newEntry()
+	if x.disk == nil {
+		// Made now, so that the readers who join can hold it.
+		e.body = e.mem.init(-1, x.arena)
+	}
 	e.flight = ck
 	x.inflight[ck] = e
 	return e, true
@@ -81,25 +90,82 @@ func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo) bool {
 		x.unread(e)
 		return false
 	}
+	// A body too long to store keeps only a window of its last bytes:
+	// a reader that comes when its start is gone goes on its own, and
+	// one that comes in time keeps the start until its first write.
+	if e.body != nil && !e.body.pinStart() {
+		x.unread(e)
+		return false
+	}
 	x.count(c, outCollapsed)
 	now := x.now()
-	x.serve(c, e, m, ri, now, x.name+"; fwd=miss; fwd-status="+strconv.Itoa(m.status)+"; collapsed; ttl="+ttl(m, now))
-	content := c.Content()
-	if content == nil {
+	if !x.answer(c, e, m, ri, now, x.name+"; fwd=miss; fwd-status="+strconv.Itoa(m.status)+"; collapsed; ttl="+ttl(m, now)) {
+		// Nothing of the body to read (a 304, a 412, HEAD): done with it
+		// now. Not in the content, which an error page may replace (a
+		// 412's), and then never runs.
+		if e.body != nil {
+			e.body.unpin()
+		}
 		x.unread(e)
 		return true
 	}
-	// The reader counts until it has read what it reads.
+	// The reader counts until it has read what it reads. The content
+	// is a 2xx or 3xx answer's, which no error page replaces, or a stored
+	// error response's, whose body is on the Go heap: if a page replaces
+	// it, the count stays only while the fetch runs (nothing looks at it
+	// once the entry has left the in-flight map) and holds no memory of
+	// the arena.
+	content := c.Content()
 	c.SetContent(func(w pipe.Writer) error {
 		defer x.unread(e)
-		return content(w)
+		if e.body == nil || e.body.dsk != nil {
+			// No pin (a disk body keeps its start), and w stays the
+			// pipeline's, which pipe.SendFile recognises.
+			return content(w)
+		}
+		pw := &pinnedWriter{Writer: w, b: e.body}
+		defer pw.release()
+		return content(pw)
 	})
 	return true
 }
 
-// unread counts off a reader of e that is done with it (or never read).
+// pinnedWriter lets go of a collapsed reader's pin on the body's start
+// (body.pinStart) at its first write, or when the content ends without
+// one.
+type pinnedWriter struct {
+	pipe.Writer
+	b    *body
+	done bool
+}
+
+func (w *pinnedWriter) release() {
+	if !w.done {
+		w.done = true
+		w.b.unpin()
+	}
+}
+
+func (w *pinnedWriter) Write(p []byte) (int, error) {
+	n, err := w.Writer.Write(p)
+	w.release()
+	return n, err
+}
+
+func (w *pinnedWriter) Flush() error {
+	err := w.Writer.Flush()
+	w.release()
+	return err
+}
+
+// unread counts off a reader of e that is done with it (or never read),
+// and lets go of its hold on the body.
 func (x *Cache) unread(e *entry) {
 	x.mu.Lock()
 	e.readers--
+	b := e.body // set under the lock by attachDisk, for a disk store's fetch
 	x.mu.Unlock()
+	if b != nil {
+		b.unref()
+	}
 }

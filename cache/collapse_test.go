@@ -165,3 +165,29 @@ func TestCollapsedClientGone(t *testing.T) {
 	conn.Close()
 	sluicetest.WaitFor(t, "the request to leave once its client went", func() bool { return h.x.joined() == 0 })
 }
+
+// A windowed body (too long to store, read by collapsed clients) keeps
+// its start while a reader that joined has not written its first byte,
+// and one that comes once the start is gone is told to go on its own.
+func TestWindowPinnedStart(t *testing.T) {
+	b := new(body).init(-1, nil)
+	chunk := make([]byte, chunkSize)
+	b.append(chunk)
+	if !b.pinStart() {
+		t.Fatal("pinStart refused a body whose start is there")
+	}
+	b.bound(2 * chunkSize)
+	for range 8 {
+		b.append(chunk)
+	}
+	if p, _, _, err := b.next(0); err != nil || len(p) == 0 {
+		t.Fatalf("the pinned start was let go: next(0) = %d bytes, %v", len(p), err)
+	}
+	b.unpin()
+	if _, _, _, err := b.next(0); err != errBodyFailed {
+		t.Fatalf("the start stayed once unpinned: next(0) error %v", err)
+	}
+	if b.pinStart() {
+		t.Fatal("pinStart took a body whose start is gone")
+	}
+}

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -230,7 +231,7 @@ func (x *Cache) diskEntry(o *disk.Object, m *meta, key, sk string) *entry {
 	e := newEntry()
 	e.key, e.sk = key, sk
 	e.body = &body{dsk: d, n: n, done: true}
-	e.publish(m, 0)
+	e.publish(m, 0, nil)
 	if !x.store.Set(mk, e, max(int64(len(mk)+len(o.Head()))+entryOverhead, memoCharge)) {
 		d.release()
 	}
@@ -253,8 +254,9 @@ func (x *Cache) diskMarker(pk string, names []string) (uint64, []byte) {
 
 // attachDisk makes e's body an object of the disk store, written as it
 // streams in, when the cache has one. On an error e keeps a body in
-// memory, which diskInsert writes out whole.
-func (x *Cache) attachDisk(e *entry, pk string, m *meta, sk string) {
+// memory, which diskInsert writes out whole; c is the request, named in
+// the log line of a failure.
+func (x *Cache) attachDisk(c *pipe.Conn, e *entry, pk string, m *meta, sk string) {
 	if x.disk == nil || e.body != nil {
 		return
 	}
@@ -267,11 +269,16 @@ func (x *Cache) attachDisk(e *entry, pk string, m *meta, sk string) {
 	head := encodeMeta(m)
 	w, err := x.disk.Create(key, head)
 	if err != nil {
-		x.logger.Error("cache: disk store", "error", err)
+		x.logger.Error("cache: disk store", "error", err, c.RequestIDAttr())
 		return
 	}
+	b := &body{dsk: &diskBody{s: x.disk, key: key, w: w, max: x.maxObject, marker: marker, pk: pk, heads: [][]byte{head}}}
+	// Under the lock: a request joining the fetch (join) reads e.body
+	// under it, and may do so while this response's head is stored.
+	x.mu.Lock()
 	e.key = key
-	e.body = &body{dsk: &diskBody{s: x.disk, key: key, w: w, max: x.maxObject, marker: marker, pk: pk, heads: [][]byte{head}}}
+	e.body = b
+	x.mu.Unlock()
 }
 
 // diskInsert is insert for the disk store: the object is published when
@@ -326,8 +333,9 @@ func (x *Cache) diskInsert(pk string, e *entry, m *meta, sk string) bool {
 // diskFreshen stores the head of a response a 304 freshened. SetHead
 // copies the body to a new file, so it runs on a goroutine of its own
 // (which Close waits for): the request that revalidated is answered
-// from the entry, freshened at once, meanwhile.
-func (x *Cache) diskFreshen(e *entry, m *meta) {
+// from the entry, freshened at once, meanwhile. reqID names that request
+// in a failure's log line.
+func (x *Cache) diskFreshen(e *entry, m *meta, reqID slog.Attr) {
 	if x.disk == nil || e.body == nil || e.body.dsk == nil || e.key == "" {
 		return
 	}
@@ -337,7 +345,7 @@ func (x *Cache) diskFreshen(e *entry, m *meta) {
 	go func() {
 		defer x.fetches.Done()
 		if err := x.disk.SetHead(e.key, head); err != nil && !errors.Is(err, disk.ErrNotFound) {
-			x.logger.Error("cache: disk store", "error", err)
+			x.logger.Error("cache: disk store", "error", err, reqID)
 		}
 	}()
 }

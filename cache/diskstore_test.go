@@ -330,3 +330,46 @@ func TestDiskHitSendsFile(t *testing.T) {
 		t.Fatalf("sent %q with SendFile calls %q at %v", rec.String(), rec.files, rec.off)
 	}
 }
+
+// A disk store that fails names the request it failed for: the cache's
+// error line carries the request's ID, as every line about a request does.
+func TestDiskErrorNamesRequest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	logger, logged := sluicetest.Logger()
+	x, err := New(Options{Path: dir, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	origin := sluicetest.NewServer(t, pipe.Handler(pipe.Source(func(c *pipe.Conn) pipe.Content {
+		c.Header().Set("Cache-Control", "max-age=600")
+		c.Header().SetContentLength(15)
+		return func(w pipe.Writer) error { _, err := io.WriteString(w, "from the origin"); return err }
+	})))
+	p, err := proxy.New(proxy.Options{Upstreams: []string{origin.URL}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	id := pipe.Pipe(func(c *pipe.Conn) bool {
+		c.SetRequestID([]byte("r-7"))
+		return true
+	})
+	srv := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{id, x, p}))
+	// The store's directory becomes a file: no object can be created,
+	// not even by root.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := sluicetest.Get(t, srv.URL+"/a")
+	if resp.StatusCode != 200 || body != "from the origin" {
+		t.Fatalf("GET = %d %q, want the origin's answer", resp.StatusCode, body)
+	}
+	line := logged.String()
+	if !strings.Contains(line, `msg="cache: disk store"`) || !strings.Contains(line, "request_id=r-7") {
+		t.Fatalf("log %q, want the disk store's error with request_id=r-7", line)
+	}
+}

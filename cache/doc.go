@@ -86,9 +86,12 @@
 //
 // Responses are kept in memory under a byte budget (Options.Size)
 // counting header fields, bodies and a charge per entry, evicted by
-// package evict's policy (S3-FIFO: keys read once go first);
-// Options.MaxObjectSize bounds one body, MaxHeaderSize its header,
-// MaxKeys the number of entries.
+// package evict's policy (S3-FIFO: keys read once go first). Bodies'
+// chunks come from the cache's arena (mapped outside the Go heap where
+// the platform allows) and go back to it when the last request reading
+// a body that left the store is done with it. Options.MaxObjectSize
+// bounds one body, MaxHeaderSize its header, MaxKeys the number of
+// entries.
 //
 // With Options.Path the responses are kept on disk instead, as objects
 // of a cache/disk store: the meta in the object's head (a versioned

@@ -14,8 +14,21 @@ import (
 // complete or still growing): the stored status and fields, Age and
 // Cache-Status; 304 or 412 when the request's preconditions say so
 // against the stored validators; a 206 for a Range of a complete 200;
-// no body for HEAD. It returns true: the pipeline is done.
+// no body for HEAD. It returns true: the pipeline is done. The caller
+// holds e.body (body.ref) while it runs.
 func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Time, status string) bool {
+	x.answer(c, e, m, ri, now, status)
+	return true
+}
+
+// answer is serve, and reports whether the content it set reads the body
+// (and holds it until it has). One that does not (304, 412, 416, HEAD)
+// holds nothing: an error page may replace it (a 412, a 416), so it must
+// carry no release that has to run. One that does reads a 2xx or 3xx
+// answer, which no error page replaces, or a stored error response,
+// whose body is on the Go heap (entry.publish): a hold on it that is
+// never let go of keeps no memory of the arena.
+func (x *Cache) answer(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Time, status string) (reads bool) {
 	h := c.Header()
 	r := c.Request
 	age := e.strings(x, m, now).age
@@ -31,12 +44,12 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 			h.Add("Cache-Status", status)
 			c.SetStatus(http.StatusNotModified)
 			c.SetContent(nil)
-			return true
+			return false
 		case http.StatusPreconditionFailed:
 			h.Set("Age", age)
 			h.Add("Cache-Status", status)
 			c.Error(http.StatusPreconditionFailed, "precondition failed")
-			return true
+			return false
 		}
 	}
 	for _, f := range m.fields {
@@ -61,7 +74,7 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 			c.SetStatus(http.StatusRequestedRangeNotSatisfiable)
 			h.SetContentLength(0)
 			c.SetContent(nil)
-			return true
+			return false
 		case conditional.RangeOK:
 			code = http.StatusPartialContent
 			if len(ranges) == 1 {
@@ -79,19 +92,24 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 	h.SetContentLength(length)
 	if ri.head || code == http.StatusNoContent || code == http.StatusNotModified {
 		c.SetContent(nil)
-		return true
+		return false
 	}
 	var gone <-chan struct{}
 	if !done {
 		gone = c.Gone()
 	}
+	// The content holds the body until it has sent it; the caller holds
+	// it until then, so this hold is always had.
+	b := e.body
+	b.ref()
 	if parts != nil {
 		c.SetContent(x.counted(c, func(w pipe.Writer) error {
+			defer b.unref()
 			return parts.Send(w, func(rg conditional.Range) error { return content.writeTo(w, rg.Off, rg.End(), nil) })
 		}, func() int64 { return parts.Length }))
 		return true
 	}
-	if b, ok := content.(*body); ok && done && off == 0 && end < 0 {
+	if done && off == 0 && end < 0 {
 		// The whole of a complete body: a Content made once for all hits.
 		if c.Value(StatusKey) == StatusMiss {
 			c.SetContent(b.sendAll(nil))
@@ -107,7 +125,10 @@ func (x *Cache) serve(c *pipe.Conn, e *entry, m *meta, ri *reqInfo, now time.Tim
 		n, _ := content.state()
 		return n - off
 	}
-	c.SetContent(x.counted(c, func(w pipe.Writer) error { return content.writeTo(w, off, end, gone) }, size))
+	c.SetContent(x.counted(c, func(w pipe.Writer) error {
+		defer b.unref()
+		return content.writeTo(w, off, end, gone)
+	}, size))
 	return true
 }
 

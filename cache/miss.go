@@ -14,21 +14,22 @@ import (
 // pipe.Conn.NestFilters), decides at commit whether the response is
 // stored and, if so, copies what passes into the entry.
 type tap struct {
-	x       *Cache
-	ri      reqInfo
-	req     *engine.Request
-	pk, ck  string
-	e       *entry // the collapse's entry, or nil when not collapsing
-	m       *meta
-	fwd     string
-	reqTime time.Time
-	skip    []field
-	next    pipe.Writer
-	downErr error // the client's write failed: storing goes on
-	over    bool  // the body outgrew MaxObjectSize: not stored
-	sk      string
-	ended   bool
-	content pipe.Content // the rest's, when run stands in for it
+	x        *Cache
+	ri       reqInfo
+	req      *engine.Request
+	pk, ck   string
+	e        *entry // the collapse's entry, or nil when not collapsing
+	m        *meta
+	fwd      string
+	reqTime  time.Time
+	skip     []field
+	next     pipe.Writer
+	downErr  error // the client's write failed: storing goes on
+	over     bool  // the body outgrew MaxObjectSize: not stored
+	sk       string
+	ended    bool
+	released bool         // release ran
+	content  pipe.Content // the rest's, when run stands in for it
 }
 
 // miss runs rest for the request and stores what it produces when it
@@ -92,8 +93,8 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	m, why := x.newMeta(status, h, &t.ri, t.skip, t.reqTime, now)
 	if m == nil {
 		if t.e != nil {
-			x.leave(t.e)
 			t.e.abandon()
+			t.release()
 			switch why {
 			case whyAuth, whyCookie, whyReqNoStore, whyMethod:
 			default:
@@ -111,8 +112,8 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	}
 	t.e.sk = t.sk
 	t.m = m
-	x.attachDisk(t.e, t.pk, m, t.sk)
-	t.e.publish(m, x.maxObject)
+	x.attachDisk(c, t.e, t.pk, m, t.sk)
+	t.e.publish(m, x.maxObject, x.arena)
 	if h.Get("Date") == "" {
 		h.Set("Date", m.get("Date"))
 	}
@@ -213,6 +214,22 @@ func (t *tap) fail() {
 	default:
 		t.e.abandon()
 	}
+	t.release()
+}
+
+// release ends the fetch's part in its entry, once: the entry leaves the
+// in-flight map (no reader joins from then on) and the fetch lets go of
+// its hold on the body, which the store (if it took it) and the readers
+// keep as long as they need it.
+func (t *tap) release() {
+	if t.released || t.e == nil {
+		return
+	}
+	t.released = true
+	t.x.leave(t.e)
+	if t.e.body != nil {
+		t.e.body.unref()
+	}
 }
 
 // Close completes the body and stores it.
@@ -221,6 +238,7 @@ func (t *tap) Close() error {
 		return t.downErr
 	}
 	t.ended = true
+	defer t.release()
 	x, e, m := t.x, t.e, t.m
 	n, _ := e.body.state()
 	if m.length >= 0 && n != m.length && !t.over {
@@ -233,6 +251,5 @@ func (t *tap) Close() error {
 	if !t.over && x.insert(t.pk, t.req, e, m, t.sk) {
 		atomic.AddUint64(&x.stats.Stored, 1)
 	}
-	x.leave(e)
 	return t.downErr
 }

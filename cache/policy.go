@@ -132,13 +132,21 @@ func readRequest(r *engine.Request) reqInfo {
 	return ri
 }
 
+// metaFields is a meta with room for a usual header's fields, made in
+// one allocation.
+type metaFields struct {
+	meta
+	fields [8]field
+}
+
 // newMeta takes the response to store from status and h: the fields
 // that may be stored (§3.1: no hop-by-hop field, none the Connection
 // field names, no Age; §5.2.2.4 and §5.2.2.7: none no-cache or private
 // name; none of skip, the fields set before the cache ran), and the
 // times. It returns why the response must not be stored, or "".
 func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field, reqTime, respTime time.Time) (*meta, string) {
-	m := &meta{status: status, length: h.ContentLength(), requestTime: reqTime, responseTime: respTime}
+	mf := &metaFields{meta: meta{status: status, length: h.ContentLength(), requestTime: reqTime, responseTime: respTime}}
+	m := &mf.meta
 	if ri.head {
 		return nil, whyMethod
 	}
@@ -180,7 +188,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	var expires string
 	hasExpires, ageSeen := false, false
 	ok := true
-	m.fields = make([]field, 0, 8) // one allocation for a usual header
+	m.fields = mf.fields[:0] // a usual header needs no allocation of its own
 	h.Values(func(name, value string) bool {
 		switch {
 		case httpgrammar.IsHopByHop(name, connection):

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ type fetch struct {
 	status  int
 	started bool
 	req     *engine.Request
+	reqID   slog.Attr // the request that started it, for log lines
 	ri      reqInfo
 	reqTime time.Time
 	pk      string
@@ -102,7 +104,7 @@ func (f *fetch) start() {
 		f.fresh = x.freshen(f.oldMeta, &f.h, f.reqTime, now)
 		if f.own = x.ownAnswer(f.fresh); !f.own {
 			f.old.meta.Store(f.fresh)
-			x.diskFreshen(f.old, f.fresh)
+			x.diskFreshen(f.old, f.fresh, f.reqID)
 		} else if f.fresh.cc.Has(httpgrammar.CCNoStore) || f.fresh.cc.Has(httpgrammar.CCPrivate) && f.fresh.cc.PrivateFields == "" {
 			// The origin now says the response must not be stored.
 			x.invalidate(f.pk)
@@ -146,15 +148,14 @@ func (f *fetch) start() {
 		f.old.pending.CompareAndSwap(f, nil)
 	}
 	f.length = m.length
-	f.e.body = newBody(-1)
 	if f.m == nil && f.result != resRevalidated {
 		// Not stored: its one reader (the request that started the
 		// revalidation) lets go of what it has read.
+		f.e.body.mu.Lock()
 		f.e.body.stream = true
-	} else if m.length >= 0 && m.length <= x.maxObject {
-		f.e.body = newBody(m.length)
+		f.e.body.mu.Unlock()
 	}
-	f.e.publish(m, x.maxObject)
+	f.e.publish(m, x.maxObject, x.arena)
 }
 
 // ownAnswer reports whether the stored response m, as a 304 updated it,
@@ -206,10 +207,12 @@ func (f *fetch) run(h engine.Handler) {
 	if f.onDone != nil {
 		defer f.onDone()
 	}
+	// The fetch's hold on its body, let go of once it is stored (or not).
+	defer f.e.body.unref()
 	defer func() {
 		v := recover()
 		if v != nil && v != http.ErrAbortHandler {
-			f.x.logger.Error("cache: revalidation panicked", "panic", v)
+			f.x.logger.Error("cache: revalidation panicked", "panic", v, f.reqID)
 		}
 		if !f.started {
 			f.e.abandon()
@@ -233,14 +236,19 @@ func (f *fetch) run(h engine.Handler) {
 // revalidation returns the revalidation of the stored response old (with
 // meta m) in flight, or sends a conditional request for it down rest on
 // a goroutine of its own: concurrent requests for a stale response share
-// one revalidation, as misses share one fetch.
+// one revalidation, as misses share one fetch. The request that starts
+// it (true) holds the new response's body, and must let go of it.
 func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk string, old *entry, m *meta) (*fetch, bool) {
 	if f := old.pending.Load(); f != nil {
 		f.joined.Add(1)
 		return f, false
 	}
 	now := x.now()
-	f := &fetch{x: x, req: conditionalRequest(c.Request, m), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
+	f := &fetch{x: x, req: conditionalRequest(c.Request, m), reqID: c.RequestIDAttr(), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
+	// Held by the fetch, and by the request that starts it, which lets
+	// go once it is answered.
+	f.e.body = f.e.mem.init(-1, x.arena)
+	f.e.body.ref()
 	f.h.SetContentLength(-1)
 	f.ri = reqInfo{auth: ri.auth, cookie: ri.cookie, noStore: ri.noStore, cc: httpgrammar.ParseCacheControl([]byte(nil))}
 	f.ri.cc.StaleIfError = ri.cc.StaleIfError
@@ -277,6 +285,9 @@ func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk 
 // as it streams in.
 func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string) bool {
 	f, started := x.revalidation(rest, c, ri, pk, e, m)
+	if started {
+		defer f.e.body.unref()
+	}
 	var timeout <-chan time.Time
 	if !started {
 		// Another request's revalidation: wait for its header at most
@@ -324,11 +335,15 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 		}
 	}
 	nm := f.e.meta.Load()
-	if !started && !f.shareable(c.Request, nm) {
+	if !started && (!f.shareable(c.Request, nm) || !f.e.body.ref()) {
 		// Another request's revalidation brought a response that only
-		// its own request may have: fetch this one's alone.
+		// its own request may have, or one already let go of (it left
+		// the store): fetch this one's alone.
 		x.count(c, outMiss)
 		return x.miss(c, rest, ri, pk, pk, nil, fwd, now)
+	}
+	if !started {
+		defer f.e.body.unref()
 	}
 	x.count(c, outMiss)
 	status := x.name + "; fwd=" + fwd + "; fwd-status=" + strconv.Itoa(f.status)
@@ -357,7 +372,9 @@ func (f *fetch) shareable(r *engine.Request, nm *meta) bool {
 // background revalidates the stored response m behind a stale answer
 // (stale-while-revalidate), one revalidation per entry at a time.
 func (x *Cache) background(rest pipe.Component, c *pipe.Conn, e *entry, m *meta, pk string, ri *reqInfo) {
-	x.revalidation(rest, c, ri, pk, e, m)
+	if f, started := x.revalidation(rest, c, ri, pk, e, m); started {
+		f.e.body.unref() // nobody reads the new response here
+	}
 }
 
 // conditionalRequest copies r (its slices outlive the client's request)

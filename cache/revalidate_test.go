@@ -144,7 +144,7 @@ func TestRevalidationUnstoredStreams(t *testing.T) {
 		t.Errorf("origin saw %d requests", got)
 	}
 	// What a stream body's reader has read is let go.
-	b := newBody(-1)
+	b := newBody(-1, nil)
 	b.stream = true
 	for range 4 {
 		b.append(make([]byte, chunkSize))

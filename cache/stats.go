@@ -145,8 +145,12 @@ func (x *Cache) add(e *entry, m *meta, charge int64) bool {
 			charge += tagCharge + int64(len(t))
 		}
 	}
+	// The store holds the body from before it enters (it may be evicted
+	// at once) until it leaves (dropped).
+	e.body.ref()
 	if !x.store.Set(e.key, e, charge) {
 		x.tags.remove(e)
+		e.body.unref()
 		return false
 	}
 	x.objects.Add(1)
@@ -172,6 +176,9 @@ func (x *Cache) dropped(e *entry) {
 	}
 	x.objects.Add(-1)
 	x.tags.remove(e)
+	if e.body != nil {
+		e.body.unref()
+	}
 }
 
 // remove deletes the store entry under key and reports whether it was a

@@ -38,6 +38,7 @@ type entry struct {
 	pending   atomic.Pointer[fetch] // the revalidation in flight, shared
 	purged    atomic.Bool           // a purge matched it while it was fetched: not stored
 	hit       atomic.Pointer[hitStrings]
+	mem       body   // the body, when in memory: made with the entry (newBodyIn)
 	readers   int    // collapsed readers, under Cache.mu
 	sk        string // the secondary key, set before ready is closed
 	flight    string // the key in Cache.inflight while fetched
@@ -49,14 +50,22 @@ func newEntry() *entry { return &entry{ready: make(chan struct{})} }
 
 // publish makes m the entry's response and wakes the waiters. A known
 // length up to sizeHint sizes the body's chunks (see newBody); a longer
-// body grows in chunks of chunkSize.
-func (e *entry) publish(m *meta, sizeHint int64) {
+// body grows as one of unknown length. The body is made now, its memory
+// from a (from the Go heap for an error status), unless the entry has
+// one already (made before the length was known, or on disk).
+func (e *entry) publish(m *meta, sizeHint int64, a *arena) {
+	length := int64(-1)
+	if m.length >= 0 && m.length <= sizeHint {
+		length = m.length
+	}
 	if e.body == nil {
-		length := int64(-1)
-		if m.length >= 0 && m.length <= sizeHint {
-			length = m.length
-		}
-		e.body = newBody(length)
+		e.body = e.mem.init(length, a)
+	}
+	if e.body.dsk == nil {
+		// An error response's body stays on the Go heap: an error page
+		// (pipe.ErrorPages) may replace an answer from it, whose hold on
+		// the body would then never be let go of.
+		e.body.setLength(length, m.status >= 400)
 	}
 	e.meta.Store(m)
 	close(e.ready)
@@ -128,7 +137,7 @@ func (x *Cache) insert(pk string, r *engine.Request, e *entry, m *meta, sk strin
 	mk, ok := x.store.Get(pk)
 	if !ok || mk.kind != kindVary || !equalNames(mk.vary, m.vary) {
 		mk = &entry{kind: kindVary, vary: m.vary, gen: x.gen.Add(1)}
-		if !x.store.Set(pk, mk, int64(len(pk))+entryOverhead) {
+		if !x.store.Set(pk, mk, int64(len(pk))+markerOverhead) {
 			return false
 		}
 	}
@@ -155,7 +164,7 @@ func (x *Cache) markPass(pk string) {
 	if _, ok := x.store.Get(pk); ok {
 		return
 	}
-	x.store.Set(pk, &entry{kind: kindPass, passUntil: x.now().Add(passTTL)}, int64(len(pk))+entryOverhead)
+	x.store.Set(pk, &entry{kind: kindPass, passUntil: x.now().Add(passTTL)}, int64(len(pk))+markerOverhead)
 }
 
 // invalidate removes what is stored under a primary key: its response,

@@ -164,7 +164,7 @@ func New(opts Options) (*Gateway, error) {
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			return nil, fmt.Errorf("cgi: script: %v", err)
+			return nil, fmt.Errorf("cgi: script: %w", err)
 		}
 		if !fi.Mode().IsRegular() {
 			return nil, fmt.Errorf("cgi: script %q is not a regular file", opts.Script)
@@ -180,7 +180,7 @@ func New(opts Options) (*Gateway, error) {
 		}
 		root, err := os.OpenRoot(abs)
 		if err != nil {
-			return nil, fmt.Errorf("cgi: dir: %v", err)
+			return nil, fmt.Errorf("cgi: dir: %w", err)
 		}
 		g.dir, g.dirPath = root, abs
 	default:
@@ -236,7 +236,7 @@ func (g *Gateway) Handle(c *pipe.Conn) bool {
 	}
 	var t target
 	var status int
-	t.script, t.scriptName, t.pathInfo, status = g.resolve(path)
+	t.script, t.scriptName, t.pathInfo, status = g.resolve(c, path)
 	if status != 0 {
 		return c.Error(status, http.StatusText(status))
 	}
@@ -368,13 +368,14 @@ func (g *Gateway) done(x *run) {
 // forbidden logs at warn why the program at rel, under Dir, gets 403:
 // the client is told only the status. The name comes from the request
 // path, which cleanPath let through; the logger's handler quotes it.
-func (g *Gateway) forbidden(msg, rel string) {
-	g.log.Warn(msg, "script", g.prefix+"/"+rel, "file", filepath.Join(g.dirPath, filepath.FromSlash(rel)), "status", http.StatusForbidden)
+// The line names c's request ID.
+func (g *Gateway) forbidden(c *pipe.Conn, msg, rel string) {
+	g.log.Warn(msg, "script", g.prefix+"/"+rel, "file", filepath.Join(g.dirPath, filepath.FromSlash(rel)), "status", http.StatusForbidden, c.RequestIDAttr())
 }
 
 // resolve maps a request path to the program, SCRIPT_NAME and PATH_INFO,
-// or to an error status.
-func (g *Gateway) resolve(path string) (script, scriptName, pathInfo string, status int) {
+// or to an error status; c is the request, for its log lines.
+func (g *Gateway) resolve(c *pipe.Conn, path string) (script, scriptName, pathInfo string, status int) {
 	if g.dir == nil {
 		if g.prefix != "" && (path == g.prefix || strings.HasPrefix(path, g.prefix+"/")) {
 			return g.script, g.prefix, path[len(g.prefix):], 0
@@ -400,7 +401,7 @@ func (g *Gateway) resolve(path string) (script, scriptName, pathInfo string, sta
 		fi, err := g.dir.Stat(rel)
 		switch {
 		case err != nil && errors.Is(err, fs.ErrPermission):
-			g.forbidden("cgi: cannot look the program up: permission denied (the server's user needs search permission on the directories)", rel)
+			g.forbidden(c, "cgi: cannot look the program up: permission denied (the server's user needs search permission on the directories)", rel)
 			return "", "", "", http.StatusForbidden
 		case err != nil:
 			return "", "", "", http.StatusNotFound
@@ -409,7 +410,7 @@ func (g *Gateway) resolve(path string) (script, scriptName, pathInfo string, sta
 		case !fi.Mode().IsRegular():
 			return "", "", "", http.StatusNotFound
 		case fi.Mode()&0o111 == 0:
-			g.forbidden("cgi: program is not executable (make it so: chmod +x FILE)", rel)
+			g.forbidden(c, "cgi: program is not executable (make it so: chmod +x FILE)", rel)
 			return "", "", "", http.StatusForbidden
 		}
 		if i+1 < len(segs) {

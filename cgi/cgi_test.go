@@ -712,7 +712,8 @@ echo "Hello from $REQUEST_METHOD, query $QUERY_STRING"
 }
 
 // Dir mode: a program without its execute bit is still 403, and the log
-// says why, at warn, with the request's part of the name escaped.
+// says why, at warn, with the request's part of the name escaped and the
+// request's ID.
 func TestDirNotExecutableLogged(t *testing.T) {
 	dir := t.TempDir()
 	name := "say \"hi\" é.cgi"
@@ -720,14 +721,18 @@ func TestDirNotExecutableLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, lb := newGateway(t, Options{Dir: dir, Prefix: "/cgi-bin"})
-	addr := sluicetest.NewServer(t, pipe.Handler(g)).Addr
+	id := pipe.Pipe(func(c *pipe.Conn) bool {
+		c.SetRequestID([]byte("r-1"))
+		return true
+	})
+	addr := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{id, g})).Addr
 	resp, _ := sluicetest.RoundTrip(t, addr, "GET /cgi-bin/say%20%22hi%22%20%C3%A9.cgi/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	if resp.StatusCode != 403 {
 		t.Fatalf("status %d, want 403", resp.StatusCode)
 	}
 	log := strings.TrimSuffix(lb.String(), "\n")
 	want := `level=WARN msg="cgi: program is not executable (make it so: chmod +x FILE)" script="/cgi-bin/say \"hi\" é.cgi" file=` +
-		strconv.Quote(filepath.Join(dir, name)) + " status=403"
+		strconv.Quote(filepath.Join(dir, name)) + " status=403 request_id=r-1"
 	if !strings.HasSuffix(log, want) || strings.Contains(log, "\n") {
 		t.Errorf("log:\n%s\nwant a line ending\n%s", log, want)
 	}

@@ -47,7 +47,7 @@ func (x *run) respond(w pipe.Writer) error {
 	}
 	if err := x.setHeader(hdr); err != nil {
 		x.kill()
-		x.g.log.Warn("cgi: invalid response header", "script", x.scriptName, "err", err)
+		x.g.log.Warn("cgi: invalid response header", "script", x.scriptName, "err", err, x.id)
 		return x.fail(w, http.StatusBadGateway, "CGI program sent an invalid header")
 	}
 	if s := x.c.Status(); s == http.StatusNoContent || s == http.StatusNotModified {
@@ -100,7 +100,7 @@ func (x *run) respond(w pipe.Writer) error {
 			if err != nil {
 				x.kill()
 				putPending()
-				x.g.log.Error("cgi: cannot hold output", "script", x.scriptName, "err", err)
+				x.g.log.Error("cgi: cannot hold output", "script", x.scriptName, "err", err, x.id)
 				return x.fail(w, http.StatusInternalServerError, "cannot hold CGI output")
 			}
 		}
@@ -228,7 +228,7 @@ type bodyless struct {
 func (b *bodyless) Write(p []byte) (int, error) {
 	if len(p) > 0 && !b.warned {
 		b.warned = true
-		b.x.g.log.Warn("cgi: body after a status that has none, dropped", "script", b.x.scriptName, "status", b.x.c.Status())
+		b.x.g.log.Warn("cgi: body after a status that has none, dropped", "script", b.x.scriptName, "status", b.x.c.Status(), b.x.id)
 	}
 	return len(p), nil
 }
@@ -436,7 +436,7 @@ func (x *run) fail(w pipe.Writer, status int, msg string) error {
 	if x.unread {
 		x.c.Header().Set("Connection", "close")
 	}
-	x.g.log.Warn("cgi: "+msg, "script", x.scriptName, "status", status)
+	x.g.log.Warn("cgi: "+msg, "script", x.scriptName, "status", status, x.id)
 	return Answer(x.c, w, status, msg)
 }
 
@@ -464,6 +464,6 @@ func Answer(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.SetContentLength(-1)
 	c.SetStatus(status)
-	_, err := io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+msg+"\n")
+	_, err := io.WriteString(w, c.ErrorText(status, msg))
 	return err
 }

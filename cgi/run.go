@@ -3,6 +3,7 @@ package cgi
 import (
 	"bufio"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ type run struct {
 	g          *Gateway
 	c          *pipe.Conn
 	scriptName string
+	id         slog.Attr // the request's ID, for the log lines about it (pipe.Conn.RequestIDAttr)
 	cmd        *exec.Cmd
 
 	stdinW  *os.File // nil without a body, or when a spool file is stdin
@@ -76,10 +78,10 @@ func (g *Gateway) serve(c *pipe.Conn, w pipe.Writer, t target) error {
 		c.Header().Set("Retry-After", "1")
 		return Answer(c, w, status, msg)
 	}
-	x := &run{g: g, c: c, scriptName: t.scriptName}
+	x := &run{g: g, c: c, scriptName: t.scriptName, id: c.RequestIDAttr()}
 	if err := x.start(t.script, g.environ(r, c.Value("user"), t, length), in); err != nil {
 		g.done(x)
-		g.log.Error("cgi: cannot run program", "script", t.scriptName, "err", err)
+		g.log.Error("cgi: cannot run program", "script", t.scriptName, "err", err, x.id)
 		return Answer(c, w, http.StatusInternalServerError, "cannot run CGI program")
 	}
 	err = x.respond(w)
@@ -308,7 +310,7 @@ func (x *run) logStderr() {
 				if logged < maxStderrLogs {
 					logged++
 					x.g.log.Warn("cgi: stderr", "script", x.scriptName,
-						"line", strings.TrimRight(string(line), "\r\n"), "truncated", truncated)
+						"line", strings.TrimRight(string(line), "\r\n"), "truncated", truncated, x.id)
 				} else {
 					dropped++
 				}
@@ -319,7 +321,7 @@ func (x *run) logStderr() {
 		}
 	}
 	if dropped > 0 {
-		x.g.log.Warn("cgi: stderr lines not logged", "script", x.scriptName, "count", dropped)
+		x.g.log.Warn("cgi: stderr lines not logged", "script", x.scriptName, "count", dropped, x.id)
 	}
 }
 
@@ -357,14 +359,14 @@ func (x *run) end() {
 
 	switch {
 	case x.timedOut.Load():
-		x.g.log.Warn("cgi: program killed after timeout", "script", x.scriptName, "timeout", x.g.timeout)
+		x.g.log.Warn("cgi: program killed after timeout", "script", x.scriptName, "timeout", x.g.timeout, x.id)
 	case x.clientGone.Load():
-		x.g.log.Info("cgi: program killed: the client went away", "script", x.scriptName)
+		x.g.log.Info("cgi: program killed: the client went away", "script", x.scriptName, x.id)
 	case x.closing.Load():
-		x.g.log.Warn("cgi: program killed: shutting down", "script", x.scriptName)
+		x.g.log.Warn("cgi: program killed: shutting down", "script", x.scriptName, x.id)
 	case x.killed:
 		// the program misbehaved or the client went away; said already
 	case x.waitErr != nil:
-		x.g.log.Warn("cgi: program failed", "script", x.scriptName, "err", x.waitErr)
+		x.g.log.Warn("cgi: program failed", "script", x.scriptName, "err", x.waitErr, x.id)
 	}
 }

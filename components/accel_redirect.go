@@ -232,7 +232,7 @@ func (a *AccelRedirect) filter(c *pipe.Conn) pipe.Wrap {
 // refuse answers 404 for a field that names no file it may serve, and
 // logs why.
 func (a *AccelRedirect) refuse(c *pipe.Conn, b *accelBody, field, value, why string) pipe.Wrap {
-	a.log.Warn("accel_redirect: refused", "field", field, "value", accelQuote(value), "reason", why)
+	a.log.Warn("accel_redirect: refused", "field", field, "value", accelQuote(value), "reason", why, c.RequestIDAttr())
 	h := c.Header()
 	h.Del("Content-Disposition") // an error is no attachment
 	c.SetStatus(http.StatusNotFound)

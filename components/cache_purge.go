@@ -69,10 +69,10 @@ type CachePurgeOptions struct {
 	Logger *slog.Logger `yaml:"-"`
 }
 
-// maxPurgeBody bounds a POST's JSON body, and maxPurgeItems the URLs,
+// MaxPurgeBody bounds a POST's JSON body, and maxPurgeItems the URLs,
 // tags and prefixes of one purge.
 const (
-	maxPurgeBody  = 1 << 20
+	MaxPurgeBody  = 1 << 20
 	maxPurgeItems = 10000
 )
 
@@ -147,12 +147,49 @@ var RefuseCachePurge pipe.Component = pipe.Pipe(func(c *pipe.Conn) bool {
 	return true
 })
 
-// purgeRequest is the JSON body of a POST.
-type purgeRequest struct {
+// PurgeBody is the JSON body of a purge POST (cache_purge's, and the
+// admin API's): the cache purged (every one when empty), and the URLs,
+// tags and prefixes of its stored responses to remove.
+type PurgeBody struct {
 	Cache    string   `json:"cache"`
 	URLs     []string `json:"urls"`
 	Tags     []string `json:"tags"`
 	Prefixes []string `json:"prefixes"`
+}
+
+// Purge checks b and returns the Purge it asks for on host: URLs and
+// prefixes absolute (http or https, for host) or paths, made paths. When
+// b is not one, it returns the status to answer (400, 403 or 413) and
+// why, with a zero Purge. It does not modify b.
+func (b PurgeBody) Purge(host string) (p Purge, status int, msg string) {
+	if len(b.URLs)+len(b.Tags)+len(b.Prefixes) > maxPurgeItems {
+		return Purge{}, http.StatusRequestEntityTooLarge, "over 10000 urls, tags and prefixes"
+	}
+	for i, t := range b.Tags {
+		if !cache.ValidTag(t) {
+			return Purge{}, http.StatusBadRequest, "tags[" + strconv.Itoa(i) + "] is not a tag"
+		}
+	}
+	p = Purge{Cache: b.Cache, Host: host, Tags: b.Tags}
+	for j, list := range [][]string{b.URLs, b.Prefixes} {
+		var out []string
+		for i, u := range list {
+			if len(u) > MaxPurgeItem {
+				return Purge{}, http.StatusBadRequest, []string{"urls", "prefixes"}[j] + "[" + strconv.Itoa(i) + "] is over 8 KiB"
+			}
+			path, ok := cache.TargetOnHost(host, u)
+			if !ok {
+				return Purge{}, http.StatusForbidden, "a purge reaches only this host's responses"
+			}
+			out = append(out, path)
+		}
+		if j == 0 {
+			p.URLs = out
+		} else {
+			p.Prefixes = out
+		}
+	}
+	return p, 0, ""
 }
 
 func (p *cachePurge) handle(c *pipe.Conn) bool {
@@ -171,7 +208,7 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 		return c.Error(http.StatusForbidden, "purging through a proxy needs allow or trusted_proxies")
 	}
 	host := string(r.Host)
-	var req purgeRequest
+	var req PurgeBody
 	switch {
 	case purge:
 		if tags := requestTags(c); tags != nil {
@@ -185,11 +222,11 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 		c.Header().Set("Allow", "POST")
 		return c.Error(http.StatusMethodNotAllowed, "purge with POST and a JSON body")
 	default:
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxPurgeBody+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxPurgeBody+1))
 		if err != nil {
 			return c.Error(http.StatusBadRequest, "cannot read the body")
 		}
-		if len(body) > maxPurgeBody {
+		if len(body) > MaxPurgeBody {
 			return c.Error(http.StatusRequestEntityTooLarge, "the purge body is over 1 MB")
 		}
 		dec := json.NewDecoder(strings.NewReader(string(body)))
@@ -211,29 +248,17 @@ func (p *cachePurge) handle(c *pipe.Conn) bool {
 	if len(p.opts.Caches.Named(name)) == 0 {
 		return c.Error(http.StatusNotFound, "no such cache")
 	}
-	for i, t := range req.Tags {
-		if !cache.ValidTag(t) {
-			return c.Error(http.StatusBadRequest, "tags["+strconv.Itoa(i)+"] is not a tag")
-		}
+	req.Cache = name
+	purgeReq, status, msg := req.Purge(host)
+	if status != 0 {
+		return c.Error(status, msg)
 	}
-	for j, list := range [][]string{req.URLs, req.Prefixes} {
-		for i, u := range list {
-			if len(u) > MaxPurgeItem {
-				return c.Error(http.StatusBadRequest, []string{"urls", "prefixes"}[j]+"["+strconv.Itoa(i)+"] is over 8 KiB")
-			}
-			path, ok := cache.TargetOnHost(host, u)
-			if !ok {
-				return c.Error(http.StatusForbidden, "a purge reaches only this host's responses")
-			}
-			list[i] = path
-		}
-	}
-	n, processes, err := p.opts.Caches.Purge(Purge{Cache: name, Host: host, URLs: req.URLs, Prefixes: req.Prefixes, Tags: req.Tags})
+	n, processes, err := p.opts.Caches.Purge(purgeReq)
 	var ie *PurgeItemError
 	if errors.As(err, &ie) {
 		return c.Error(http.StatusBadRequest, ie.Error())
 	}
-	status := http.StatusOK
+	status = http.StatusOK
 	out := []byte(`{"purged":` + strconv.Itoa(n) + `,"processes":` + strconv.Itoa(processes) + "}\n")
 	if err != nil {
 		// Purged here and in the processes that answered; a worker

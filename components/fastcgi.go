@@ -9,7 +9,12 @@ func init() {
 	Register(Registration{
 		Name: "fastcgi", Kind: KindSource, Paths: []string{"root"},
 		Example: `fastcgi: {upstreams: ["unix:/run/php/php8.2-fpm.sock"], root: ./public, max_conns: 8}`,
-	}, func(o FastCGIOptions, _ Context) (pipe.Component, error) { return NewFastCGI(o) })
+	}, func(o FastCGIOptions, x Context) (pipe.Component, error) {
+		if err := setName(&o.Name, x); err != nil {
+			return nil, err
+		}
+		return NewFastCGI(o)
+	})
 }
 
 // FastCGIOptions configures the fastcgi source: the options of package

@@ -2,6 +2,7 @@ package components
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,15 +37,22 @@ type HeadersOptions struct {
 
 	// RequestRemove deletes every request field of these names.
 	RequestRemove []string `yaml:"request_remove"`
+
+	// RequestAdd appends a request field per entry, after the fields
+	// of that name the client sent (which stay), so later components
+	// see both: a proxy sends them on as sent, in order. Host cannot be
+	// added (a request has one host): set it with RequestSet.
+	RequestAdd map[string]string `yaml:"request_add"`
 }
 
 // NewHeaders returns the headers Pipe.
 //
 // Request fields are changed at once, in the setup phase, for the
-// components after it; the engine's Request.Fields slice is edited in
-// place: removed fields are dropped from it and set fields point at byte
-// slices the component owns and shares between requests (read-only: a
-// component must not write into Request slices).
+// components after it, in the order RequestRemove, RequestSet,
+// RequestAdd; the engine's Request.Fields slice is edited in place:
+// removed fields are dropped from it and set and added fields point at
+// byte slices the component owns and shares between requests
+// (read-only: a component must not write into Request slices).
 //
 // Response fields are changed when the response header is final, after
 // the source and every earlier component set theirs (it registers a
@@ -67,6 +75,15 @@ func NewHeaders(opts HeadersOptions) (pipe.Component, error) {
 	if hd.reqSet, err = headersPairs("request_set", opts.RequestSet, false); err != nil {
 		return nil, err
 	}
+	if hd.reqAdd, err = headersPairs("request_add", opts.RequestAdd, false); err != nil {
+		return nil, err
+	}
+	for _, p := range hd.reqAdd {
+		if strings.EqualFold(p.name, "Host") {
+			return nil, fmt.Errorf("headers: request_add: a request has one Host: set it with request_set")
+		}
+		hd.reqAddBytes = append(hd.reqAddBytes, engine.Field{Name: []byte(p.name), Value: []byte(p.value)})
+	}
 	if hd.remove, err = headersNames("remove", opts.Remove); err != nil {
 		return nil, err
 	}
@@ -83,10 +100,10 @@ func NewHeaders(opts HeadersOptions) (pipe.Component, error) {
 }
 
 type headers struct {
-	set, add, reqSet  []headersPair
-	remove, reqRemove []string
-	reqSetBytes       []engine.Field
-	respFilter        pipe.Filter
+	set, add, reqSet, reqAdd []headersPair
+	remove, reqRemove        []string
+	reqSetBytes, reqAddBytes []engine.Field
+	respFilter               pipe.Filter
 }
 
 type headersPair struct{ name, value string }
@@ -158,6 +175,17 @@ func (hd *headers) handle(c *pipe.Conn) bool {
 		if strings.EqualFold(name, "Host") {
 			r.Host = f.Value
 		}
+	}
+	for _, f := range hd.reqAddBytes {
+		// After the last field of its name, so that the list of values
+		// a field makes (RFC 9110 §5.3) ends with it.
+		at := len(r.Fields)
+		for j := range r.Fields {
+			if httpgrammar.EqualFold(r.Fields[j].Name, f.Name) {
+				at = j + 1
+			}
+		}
+		r.Fields = slices.Insert(r.Fields, at, f)
 	}
 	if hd.respFilter != nil {
 		c.AddFilter(hd.respFilter)

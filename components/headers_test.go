@@ -65,6 +65,7 @@ func TestHeadersRequest(t *testing.T) {
 	hd, err := NewHeaders(HeadersOptions{
 		RequestSet:    map[string]string{"X-Forwarded-Proto": "https", "X-Dup": "one", "Host": "internal.example"},
 		RequestRemove: []string{"Cookie", "x-secret"},
+		RequestAdd:    map[string]string{"x-dup": "two", "X-Keep": "added", "X-New": "new", "Cookie": "c=1"},
 	})
 	echo, _ := NewEcho(EchoOptions{Format: "json"})
 	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{builtinComp(t, hd, err), echo})).URL
@@ -82,7 +83,9 @@ func TestHeadersRequest(t *testing.T) {
 				lines = append(lines, string(h[0])+": "+string(h[1]))
 			}
 		}
-		want := fmt.Sprintf("[Host: internal.example X-Dup: one X-Keep: %d X-Forwarded-Proto: https]", i)
+		// Removed, then set, then added: an added field comes after
+		// those of its name, which stay.
+		want := fmt.Sprintf("[Host: internal.example X-Dup: one x-dup: two X-Keep: %d X-Keep: added X-Forwarded-Proto: https Cookie: c=1 X-New: new]", i)
 		if fmt.Sprint(lines) != want {
 			t.Errorf("request %d saw %v, want %s", i, lines, want)
 		}
@@ -102,6 +105,8 @@ func TestHeadersOptionErrors(t *testing.T) {
 		{HeadersOptions{Remove: []string{"a:b"}}, `headers: remove: "a:b"`},
 		{HeadersOptions{RequestSet: map[string]string{"X": "\x00"}}, "headers: request_set: value of X"},
 		{HeadersOptions{RequestRemove: []string{"é"}}, `headers: request_remove: "é"`},
+		{HeadersOptions{RequestAdd: map[string]string{"X": "a\nb"}}, "headers: request_add: value of X contains control characters"},
+		{HeadersOptions{RequestAdd: map[string]string{"host": "b.example"}}, "headers: request_add: a request has one Host: set it with request_set"},
 	}
 	for _, tt := range tests {
 		if _, err := NewHeaders(tt.opts); err == nil || !strings.HasPrefix(err.Error(), tt.want) {

@@ -94,6 +94,25 @@ func TestLogFormats(t *testing.T) {
 	}
 }
 
+// The json preset names the request's ID, when it has one.
+func TestLogJSONRequestID(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "access.log")
+	l := logOpen(t, LogOptions{File: file, Format: "json"})
+	setID := pipe.Pipe(func(c *pipe.Conn) bool {
+		c.SetRequestID([]byte("4bf92f3577b34da6"))
+		return true
+	})
+	url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{l, setID, guardText("hello")})).URL
+	if resp, _ := sluicetest.RoundTrip(t, url, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	lines := logLines(t, l, file)
+	var v map[string]any
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &v) != nil || v["request_id"] != "4bf92f3577b34da6" {
+		t.Errorf("lines %q, want one JSON line with the request ID", lines)
+	}
+}
+
 // Requests the engine refuses before any handler runs are logged through
 // Refused, set as the server's OnRefused: their raw request line stands
 // for the request, escaped, and what is unknown is "-" (issue 14, finding

@@ -46,6 +46,7 @@ const (
 	lfUpstreamTime
 	lfTLSVersion
 	lfTLSCipher
+	lfRequestID
 	lfReqHeader
 	lfRespHeader
 )
@@ -88,6 +89,7 @@ var logFieldDefs = []struct {
 	{lfUpstreamTime, LogField{"upstream_time_ms", "milliseconds from sending the request upstream (its first attempt, or its leaving the max_conns queue) to the end of the response of the upstream that answered, as nginx's $upstream_response_time; empty (JSON null) without one"}, true},
 	{lfTLSVersion, LogField{"tls_version", "the TLS version (TLSv1.2, TLSv1.3); empty over plain HTTP"}, false},
 	{lfTLSCipher, LogField{"tls_cipher", "the TLS cipher suite (TLS_AES_128_GCM_SHA256); empty over plain HTTP"}, false},
+	{lfRequestID, LogField{"request_id", "the request's ID (request_id): a trusted proxy's or one made for it, as passed upstream and named in the error log's lines about the request; empty for a request the server refused, or with request_id: false"}, false},
 }
 
 // LogFields lists the fields an access log's format may name, in the
@@ -121,7 +123,8 @@ type logFormat struct {
 	// control and non-ASCII bytes).
 	apache bool
 	// preset json: a "cache" member when a cache saw the request, a
-	// "request" member with the raw line of a refused request.
+	// "request_id" member when the request has an ID, a "request"
+	// member with the raw line of a refused request.
 	jsonExtras   bool
 	upstreamTime bool // a field needs upstream.TimeKey asked for
 }
@@ -309,6 +312,12 @@ func (f *logFormat) append(b []byte, e *logEntry) []byte {
 				b = append(b, `,"cache":`...)
 				b = appendJSONString(b, e.cacheStatus)
 			}
+			if e.c != nil {
+				if id := e.c.RequestID(); id != nil {
+					b = append(b, `,"request_id":`...)
+					b = appendJSONString(b, id)
+				}
+			}
 			if e.rf != nil {
 				b = append(b, `,"request":`...)
 				b = appendJSONString(b, e.rf.Line)
@@ -450,6 +459,11 @@ func (f *logFormat) appendField(b []byte, it *logItem, e *logEntry) []byte {
 			return logValue(f, b, "")
 		}
 		return logValue(f, b, tls.CipherSuiteName(r.TLS.CipherSuite))
+	case lfRequestID:
+		if e.c == nil {
+			return logValue(f, b, "")
+		}
+		return logValue(f, b, e.c.RequestID())
 	case lfReqHeader:
 		return logValue(f, b, r.HeaderList(it.header))
 	case lfRespHeader:

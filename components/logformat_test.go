@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/proxy"
+	"github.com/sluice-server/sluice/requestid"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -39,8 +40,8 @@ func TestLogFormatText(t *testing.T) {
 			`"ua \x22x\x22\x09\x5C caf\xC3\xA9 \xFF" "ua \x22x\x22\x09\x5C caf\xC3\xA9 \xFF" http://r/`},
 		{`{req.x-multi}; {req.Missing}; {resp.Content-Type}; {resp.content-length}; {resp.X-None}`,
 			`one, two; -; text/plain; charset=utf-8; -; -`},
-		{`{user} {cache_status} {upstream_addr} {upstream_time_ms} {tls_version} {tls_cipher}`,
-			`- - - - - -`},
+		{`{user} {cache_status} {upstream_addr} {upstream_time_ms} {tls_version} {tls_cipher} {request_id}`,
+			`- - - - - - -`},
 		{`{time} [{time_iso}] {time_unix}`,
 			`10/Oct/2000:13:55:36 -0700 [2000-10-10T13:55:36.000-07:00] 971211336.000`},
 		{`{{literal}} {status}`, `{literal} 200`},
@@ -84,6 +85,45 @@ func TestLogFormatJSONFields(t *testing.T) {
 	var v map[string]any
 	if err := json.Unmarshal([]byte(lines[0]), &v); err != nil {
 		t.Errorf("not JSON: %v", err)
+	}
+}
+
+// request_id is the ID the request_id stage gave the request, which the
+// request's header carries on too; a client's own X-Request-Id is not it.
+func TestLogFormatRequestID(t *testing.T) {
+	for _, format := range []string{"{request_id} {req.X-Request-Id}", "json"} {
+		file := filepath.Join(t.TempDir(), "access.log")
+		opts := LogOptions{File: file, Format: format}
+		if format == "json" {
+			opts.Fields = []string{"request_id", "req.X-Request-Id"}
+		}
+		l := logOpen(t, opts)
+		ids, err := requestid.New(requestid.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := sluicetest.NewServer(t, pipe.Handler(pipe.Chain{ids, l, guardText("x")})).URL
+		sluicetest.RoundTrip(t, url, "GET / HTTP/1.1\r\nHost: a\r\nX-Request-Id: forged\r\n\r\n")
+		lines := logLines(t, l, file)
+		if len(lines) != 1 {
+			t.Fatalf("%s: lines %q", format, lines)
+		}
+		var id, field string
+		if format == "json" {
+			var v struct {
+				ID    string `json:"request_id"`
+				Field string `json:"req.X-Request-Id"`
+			}
+			if err := json.Unmarshal([]byte(lines[0]), &v); err != nil {
+				t.Fatalf("not JSON: %q", lines[0])
+			}
+			id, field = v.ID, v.Field
+		} else {
+			id, field, _ = strings.Cut(lines[0], " ")
+		}
+		if len(id) != requestid.Len || id != field {
+			t.Errorf("%s: line %q: want the made ID twice", format, lines[0])
+		}
 	}
 }
 

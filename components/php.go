@@ -11,6 +11,9 @@ func init() {
 		Example: `php: {root: /var/www/site, upstreams: ["unix:/run/php/php8.2-fpm.sock"], max_conns: 8, no_exec: [/uploads/]}`,
 	}, func(o PHPOptions, x Context) (pipe.Component, error) {
 		o.Processes = x.Processes
+		if err := setName(&o.Name, x); err != nil {
+			return nil, err
+		}
 		return NewPHP(o)
 	})
 }

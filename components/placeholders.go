@@ -10,7 +10,7 @@ import (
 // rewrite's to. A template is literal text in which
 //
 //	$name, ${name}  a variable the component offers (path, query, args,
-//	                host), or else the route's path parameter name
+//	                host, hostname), or else the route's path parameter name
 //	$1, ${1}        the route's first path parameter (its first capture,
 //	                named or not), and so on
 //	$$              a literal $
@@ -166,7 +166,7 @@ func PlaceholderParams(component, s string) []string {
 
 // placeholderVars are the variables of redirect's templates; rewrite's
 // are fewer (rewriteVars).
-var placeholderVars = []string{"path", "query", "args", "host"}
+var placeholderVars = []string{"path", "query", "args", "host", "hostname"}
 
 // templateVars are the variables of each component's to, by its name.
 var templateVars = map[string][]string{"redirect": redirectVars, "rewrite": rewriteVars}

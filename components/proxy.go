@@ -1,6 +1,9 @@
 package components
 
 import (
+	"fmt"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/proxy"
 )
@@ -9,7 +12,26 @@ func init() {
 	Register(Registration{
 		Name: "proxy", Kind: KindSource, Scalar: "upstreams", Paths: []string{"tls.ca", "tls.cert", "tls.key"},
 		Example: `proxy: {upstreams: [http://10.0.0.1:8080, http://10.0.0.2:8080], policy: least_conn}`,
-	}, func(o ProxyOptions, _ Context) (pipe.Component, error) { return NewProxy(o) })
+	}, func(o ProxyOptions, x Context) (pipe.Component, error) {
+		if err := setName(&o.Name, x); err != nil {
+			return nil, err
+		}
+		return NewProxy(o)
+	})
+}
+
+// setName checks an upstream set's name option, a token (an explicit
+// name never takes a name derived from the config, which has a / or a
+// space), or, absent, sets it to the entry's place in the config (see
+// Context.Place).
+func setName(name *string, x Context) error {
+	switch {
+	case *name == "":
+		*name = x.Place
+	case !httpgrammar.IsToken(*name):
+		return fmt.Errorf("name %q: want a token of letters, digits and - _ . (such as api or php-pool)", *name)
+	}
+	return nil
 }
 
 // ProxyOptions configures the proxy source: the options of package

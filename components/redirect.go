@@ -33,8 +33,14 @@ type RedirectOptions struct {
 	//	        request has no query; never after To's own "?"
 	//	$args   the query as received, without the "?"; only after a
 	//	        "?" in To ("/search?$args")
-	//	$host   the request's host (Host field or absolute-form target);
-	//	        only in the host of a To with a scheme
+	//	$host   the request's host (Host field or absolute-form target),
+	//	        with the port it names, if any; only in the host of a To
+	//	        with a scheme
+	//	$hostname  the request's host without its port: for a To that
+	//	        changes the scheme or the port ("https://$hostname$path",
+	//	        "http://$hostname:8080$path"), where $host would keep the
+	//	        port the client named; only in the host of a To with a
+	//	        scheme
 	//	$name   the route's path parameter name ({name} in its pattern,
 	//	        or a regular expression's group (?P<name>...)), for a
 	//	        name that is not one of the above; ${name} (in a config
@@ -175,9 +181,9 @@ func redirectAbsolute(to string, parts []redirectPart) (bool, error) {
 	for i, p := range parts {
 		switch {
 		case i == 0 && p.v == "":
-		case p.v == "host" && !inHost:
-			return false, fmt.Errorf("redirect: $host is allowed only in the host of a target with a scheme (https://$host$path), not in %q", to)
-		case p.v == "host":
+		case (p.v == "host" || p.v == "hostname") && !inHost:
+			return false, fmt.Errorf("redirect: $%s is allowed only in the host of a target with a scheme (https://$%s$path), not in %q", p.v, p.v, to)
+		case p.v == "host" || p.v == "hostname":
 			hostLen++
 		case (p.param != "" || p.v == "args") && inHost:
 			return false, fmt.Errorf("redirect: %s is not allowed in the host of %q: the host is the configuration's (or $host)", p, to)
@@ -274,6 +280,11 @@ func (rd *redirect) expand(r *engine.Request, param func(string) string) ([]byte
 				return nil, false
 			}
 			b = append(b, r.Host...)
+		case "hostname":
+			if !redirectValidHost(r.Host) {
+				return nil, false
+			}
+			b = append(b, redirectHostname(r.Host)...)
 		}
 	}
 	if !rd.absolute {
@@ -284,6 +295,15 @@ func (rd *redirect) expand(r *engine.Request, param func(string) string) ([]byte
 
 var redirectSlash = []byte("/")
 
+// redirectHostname returns the host of h (a valid host, see
+// redirectValidHost) without its port: "[::1]" of "[::1]:8080".
+func redirectHostname(h []byte) []byte {
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[i:], ']') < 0 {
+		return h[:i]
+	}
+	return h
+}
+
 // stripped returns the canonical path with StripPrefix removed where the path
 // is the prefix or continues it with '/'. A target that is not a path
 // (OPTIONS *, CONNECT's authority) stands for "/".
@@ -291,9 +311,20 @@ func (rd *redirect) stripped(path []byte) []byte {
 	if len(path) == 0 || path[0] != '/' {
 		return redirectSlash
 	}
-	n := len(rd.strip)
-	if n > 0 && len(path) >= n && string(path[:n]) == rd.strip && (len(path) == n || path[n] == '/') {
-		return path[n:]
+	if rest, ok := stripPathPrefix(path, rd.strip); ok {
+		return rest
 	}
 	return path
+}
+
+// stripPathPrefix returns path without prefix, and true, when path is
+// prefix or continues it with '/' ("/old" strips "/old" and "/old/a",
+// not "/older"); an empty prefix strips nothing. For redirect's and
+// rewrite's strip_prefix.
+func stripPathPrefix(path []byte, prefix string) ([]byte, bool) {
+	n := len(prefix)
+	if n == 0 || len(path) < n || string(path[:n]) != prefix || len(path) > n && path[n] != '/' {
+		return path, false
+	}
+	return path[n:], true
 }

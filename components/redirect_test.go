@@ -34,6 +34,11 @@ func TestRedirect(t *testing.T) {
 		{"strip prefix whole path", RedirectOptions{To: "$path$query", StripPrefix: "/old"}, "/old?q", "", 302, "/?q"},
 		{"host with port", RedirectOptions{To: "https://$host$path"}, "/x", "www.example.org:8080", 302, "https://www.example.org:8080/x"},
 		{"IPv6 host", RedirectOptions{To: "https://$host:8443$path"}, "/x", "[::1]", 302, "https://[::1]:8443/x"},
+		{"hostname drops the port", RedirectOptions{To: "https://$hostname$path"}, "/x", "www.example.org:8080", 302, "https://www.example.org/x"},
+		{"hostname, a new port", RedirectOptions{To: "http://$hostname:8080$path$query"}, "/x?a", "www.example.org:80", 302, "http://www.example.org:8080/x?a"},
+		{"hostname without a port", RedirectOptions{To: "https://$hostname$path"}, "/x", "www.example.org", 302, "https://www.example.org/x"},
+		{"hostname of IPv6", RedirectOptions{To: "https://${hostname}:8443$path"}, "/x", "[::1]:8080", 302, "https://[::1]:8443/x"},
+		{"hostname of IPv6 without a port", RedirectOptions{To: "https://$hostname$path"}, "/x", "[2001:db8::1]", 302, "https://[2001:db8::1]/x"},
 		{"escaped", RedirectOptions{To: "/n$path$query"}, "/a%25b/\\c\"d?e=%zz|f", "", 302, "/n/a%25b/%5Cc%22d?e=%25zz%7Cf"},
 		{"path as a query value", RedirectOptions{To: "/login?next=$path"}, "/a%26admin=1/b", "", 302, "/login?next=%2Fa%26admin%3D1%2Fb"},
 		{"canonical", RedirectOptions{To: "/n$path", StripPrefix: "/old"}, "//old/./x/../a%20b", "", 302, "/n/a%20b"},
@@ -98,6 +103,7 @@ func TestRedirectStaysOnHost(t *testing.T) {
 		"slash":    {To: "/$path"},
 		"absolute": {To: "https://example.com$path$query", StripPrefix: "/redir2"},
 		"own host": {To: "https://$host$path$query"},
+		"hostname": {To: "https://$hostname:8443$path$query"},
 		"www":      {To: "https://www.$host$path"},
 		"no slash": {To: "//cdn.example.com$path"},
 	} {
@@ -106,7 +112,7 @@ func TestRedirectStaysOnHost(t *testing.T) {
 	}
 	// The hosts a Location may name: the request's for a relative To.
 	allowed := map[string]string{"relative": "example.org", "slash": "example.org", "absolute": "example.com",
-		"own host": "example.org", "www": "www.example.org", "no slash": "cdn.example.com"}
+		"own host": "example.org", "hostname": "example.org", "www": "www.example.org", "no slash": "cdn.example.com"}
 	targets := []string{
 		"/redir2//evil.com/",
 		"/redir2///evil.com/",
@@ -135,7 +141,7 @@ func TestRedirectStaysOnHost(t *testing.T) {
 		"http://example.org//evil.com/",
 		"http://example.org/redir2//evil.com/",
 	}
-	for _, name := range []string{"relative", "slash", "absolute", "own host", "www", "no slash"} {
+	for _, name := range []string{"relative", "slash", "absolute", "own host", "hostname", "www", "no slash"} {
 		for _, target := range targets {
 			t.Run(name+" "+target, func(t *testing.T) {
 				resp, _ := sluicetest.RoundTrip(t, servers[name], "GET "+target+" HTTP/1.1\r\nHost: example.org\r\n\r\n")
@@ -155,9 +161,11 @@ func TestRedirectStaysOnHost(t *testing.T) {
 	}
 	// An HTTP/1.0 request may have no host: https://$host cannot be
 	// built ("https:///evil.com" is evil.com to a browser).
-	resp, _ := sluicetest.RoundTrip(t, servers["own host"], "GET //evil.com/ HTTP/1.0\r\n\r\n")
-	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
-		t.Errorf("HTTP/1.0 without Host: %d Location %q, want 400 without Location", resp.StatusCode, resp.Header.Get("Location"))
+	for _, name := range []string{"own host", "hostname"} {
+		resp, _ := sluicetest.RoundTrip(t, servers[name], "GET //evil.com/ HTTP/1.0\r\n\r\n")
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+			t.Errorf("%s: HTTP/1.0 without Host: %d Location %q, want 400 without Location", name, resp.StatusCode, resp.Header.Get("Location"))
+		}
 	}
 }
 
@@ -262,6 +270,7 @@ func TestRedirectOptionErrors(t *testing.T) {
 		{RedirectOptions{To: "$host$path"}, "redirect: $host is allowed only in the host"},
 		{RedirectOptions{To: "/$host$path"}, "redirect: $host is allowed only in the host"},
 		{RedirectOptions{To: "https://example.com/$host"}, "redirect: $host is allowed only in the host"},
+		{RedirectOptions{To: "/$hostname$path"}, "redirect: $hostname is allowed only in the host of a target with a scheme (https://$hostname$path)"},
 		{RedirectOptions{To: `/a\b$path`}, "redirect: target \"/a\\\\b$path\" contains a backslash"},
 		{RedirectOptions{To: " //evil.com"}, "redirect: target \" //evil.com\" starts or ends with a space"},
 		{RedirectOptions{To: "/x?a=1$query"}, `redirect: $query in "/x?a=1$query" comes after the "?"`},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluice-server/sluice/metrics"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sqldata"
 )
@@ -59,6 +60,12 @@ type Context struct {
 	// is a worker of (the status page shows them); nil when it is none.
 	Workers func() Workers
 
+	// Metrics returns the metrics of every worker process of the master
+	// this process is a worker of, its own included, each with its
+	// Worker id, for the status page's Prometheus format; nil (the
+	// process's own metrics.Default alone) when it is none.
+	Metrics func() []metrics.Snapshot
+
 	// Processes is how many processes serve the config side by side (a
 	// master's workers): components that cache divide their default
 	// budgets by it (files: files.Options.SharedBy). 0 or 1: this process
@@ -81,6 +88,14 @@ type Context struct {
 	// each one it builds. Nil: a cache is built without joining a set,
 	// and status and cache_purge see none.
 	Caches *Caches
+
+	// Place is where the entry is in the config: the host of its site
+	// or route and its route's first match ("example.com/api/", "/api/",
+	// "~ ^/u/"), with "#2", "#3"… after it for the second and later
+	// routes with the same. proxy, fastcgi and php name the live set of
+	// their upstreams by it when their entry has no name option. Empty
+	// outside a route.
+	Place string
 
 	// Shorthand is set by Build when the options came from a scalar or
 	// list argument (`name: argument`) rather than a map.

@@ -47,6 +47,14 @@ type RewriteOptions struct {
 	// canonical (`/a/../b`, `//a`, `%2F`, `%00`), for any request path
 	// $path may stand for.
 	To string `yaml:"to"`
+
+	// StripPrefix is removed from the start of $path when the path is
+	// StripPrefix or continues it with "/", to move a tree: with
+	// StripPrefix "/old" and To "/new$path", "/old/a" is "/new/a" and
+	// "/old" is "/new" (and "/older" keeps its path whole: "/new/older").
+	// A path that is StripPrefix itself is "/" for a To that starts with
+	// $path. It starts with "/" and does not end with one, as redirect's.
+	StripPrefix string `yaml:"strip_prefix"`
 }
 
 // NewRewrite returns the rewrite Pipe: it sets the request's path (Path,
@@ -81,7 +89,10 @@ func newRewrite(opts RewriteOptions) (*rewrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	rw := &rewrite{}
+	if p := opts.StripPrefix; p != "" && (p[0] != '/' || strings.HasSuffix(p, "/")) {
+		return nil, fmt.Errorf("rewrite: strip_prefix %q must start with / and not end with /", p)
+	}
+	rw := &rewrite{strip: opts.StripPrefix}
 	inQuery := false
 	for i, p := range parts {
 		switch {
@@ -135,20 +146,33 @@ var rewriteVars = []string{"path", "query", "args"}
 type rewrite struct {
 	path     []placeholder
 	query    []placeholder
-	newQuery bool // To has a "?": query replaces the request's
+	newQuery bool   // To has a "?": query replaces the request's
+	strip    string // StripPrefix
 }
 
 func (rw *rewrite) handle(c *pipe.Conn) bool {
 	r := c.Request
-	raw, canon, err := rw.rewritePath(r.Path, c.Param)
+	p := rw.stripped(r.Path)
+	raw, canon, err := rw.rewritePath(p, c.Param)
 	if err != nil {
 		return c.Error(http.StatusBadRequest, "the rewritten path is refused: "+err.Error())
 	}
 	if rw.newQuery {
-		r.Query = rw.rewriteQuery(r.Path, r.Query, c.Param)
+		r.Query = rw.rewriteQuery(p, r.Query, c.Param)
 	}
 	r.RawPath, r.Path = raw, canon
 	return true
+}
+
+// stripped returns the canonical path p for $path: without StripPrefix
+// where p is it or continues it with '/', and "/" where nothing would be
+// left of a path that To starts with.
+func (rw *rewrite) stripped(p []byte) []byte {
+	rest, ok := stripPathPrefix(p, rw.strip)
+	if ok && len(rest) == 0 && rw.path[0].v == "path" {
+		return redirectSlash
+	}
+	return rest
 }
 
 // rewritePath expands the path of To for the canonical path p and the

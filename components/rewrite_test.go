@@ -25,7 +25,13 @@ var seenPath = pipe.Source(func(c *pipe.Conn) pipe.Content {
 // with seenPath.
 func rewriteRoute(t testing.TB, match, to string) pipe.Route {
 	t.Helper()
-	rw, err := NewRewrite(RewriteOptions{To: to})
+	return rewriteStripRoute(t, match, to, "")
+}
+
+// rewriteStripRoute is rewriteRoute with a strip_prefix.
+func rewriteStripRoute(t testing.TB, match, to, strip string) pipe.Route {
+	t.Helper()
+	rw, err := NewRewrite(RewriteOptions{To: to, StripPrefix: strip})
 	if err != nil {
 		t.Fatalf("rewrite %q: %v", to, err)
 	}
@@ -46,6 +52,10 @@ func TestRewrite(t *testing.T) {
 		rewriteRoute(t, "/empty/", "/e?"),
 		rewriteRoute(t, "/keep/", "/k$query"),
 		rewriteRoute(t, "/front/", "/index.php?route=$path&$args"),
+		rewriteStripRoute(t, "/move/", "/moved$path$query", "/move/a"),
+		rewriteStripRoute(t, "/slash/", "/to/$path", "/slash/a"),
+		rewriteStripRoute(t, "/bare/", "$path", "/bare/a"),
+		rewriteStripRoute(t, "/qs/", "/s?from=$path", "/qs/a"),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +82,15 @@ func TestRewrite(t *testing.T) {
 		{"query emptied", "/empty/x?a=1", 200, "/e|/e|"},
 		{"query kept", "/keep/x?a=1", 200, "/k|/k|a=1"},
 		{"path in the query", "/front/a%20b/c&d?x=1", 200, "/index.php|/index.php|route=%2Ffront%2Fa%20b%2Fc%26d&x=1"},
+		{"prefix stripped", "/move/a/b%20c?x=1", 200, "/moved/b c|/moved/b%20c|x=1"},
+		{"prefix stripped whole", "/move/a", 200, "/moved|/moved|"},
+		{"prefix stripped whole, slash", "/move/a/", 200, "/moved/|/moved/|"},
+		{"a longer segment is no prefix", "/move/ab", 200, "/moved/move/ab|/moved/move/ab|"},
+		{"prefix stripped beside a slash", "/slash/a/x", 200, "/to/x|/to/x|"},
+		{"prefix stripped, to a slash", "/slash/a", 200, "/to/|/to/|"},
+		{"prefix stripped, $path alone", "/bare/a", 200, "/|/|"},
+		{"prefix stripped, $path alone, more", "/bare/a/b", 200, "/b|/b|"},
+		{"prefix stripped in the query", "/qs/a/b", 200, "/s|/s|from=%2Fb"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := srv.RoundTrip(t, "GET "+tt.target+" HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -116,6 +135,11 @@ func TestRewriteErrors(t *testing.T) {
 			t.Errorf("NewRewrite(%q): %v, want an error with %q", tt.to, err, tt.want)
 		}
 	}
+	for _, strip := range []string{"a", "/a/", "/"} {
+		if _, err := NewRewrite(RewriteOptions{To: "/x$path", StripPrefix: strip}); err == nil || !strings.Contains(err.Error(), "must start with / and not end with /") {
+			t.Errorf("strip_prefix %q: %v, want an error", strip, err)
+		}
+	}
 }
 
 // canonicalResult checks what a rewrite left: its path is canonical (as
@@ -140,23 +164,25 @@ func canonicalResult(t *testing.T, what string, r *engine.Request) {
 // them, to routes that rewrite with their captures: the result is always
 // a canonical path spelled exactly by its raw form, or refused with 400.
 func FuzzRewrite(f *testing.F) {
-	for _, s := range []string{"/i/", "/s/a/", "/j/./", "/d/...html", "/re/a/b", "/re/%2e%2e", "/u/a%20b", "/d/.html", "/re/..%2f", "/q/%5C/x", "/re/%00"} {
+	for _, s := range []string{"/p/a", "/p/a/", "/t", "/t/x/", "/i/", "/s/a/", "/j/./", "/d/...html", "/re/a/b", "/re/%2e%2e", "/u/a%20b", "/d/.html", "/re/..%2f", "/q/%5C/x", "/re/%00"} {
 		f.Add(s)
 	}
 	var got *engine.Request
 	var status int
 	record := pipe.Pipe(func(c *pipe.Conn) bool { got = c.Request; return false })
 	var routes []pipe.Route
-	for _, r := range []struct{ match, to string }{
-		{"/u/{name}", "/users/${name}"},
-		{`~ ^/re/(.*)$`, "/pub/$1"},
-		{`~ ^/d/(.*)\.html$`, "/pub/$1/index"},
-		{`~ ^/q/(.*)/(.*)$`, "$path/$2/$1?a=$1&$args"},
-		{"/i/", "$path/index.html"},
-		{"/s/", "/static/$path/x"},
-		{`~ ^/j/(.*)$`, "/j/$1$path"},
+	for _, r := range []struct{ match, to, strip string }{
+		{"/u/{name}", "/users/${name}", ""},
+		{`~ ^/re/(.*)$`, "/pub/$1", ""},
+		{`~ ^/d/(.*)\.html$`, "/pub/$1/index", ""},
+		{`~ ^/q/(.*)/(.*)$`, "$path/$2/$1?a=$1&$args", ""},
+		{"/i/", "$path/index.html", ""},
+		{"/s/", "/static/$path/x", ""},
+		{`~ ^/j/(.*)$`, "/j/$1$path", ""},
+		{"/p/", "$path", "/p/a"},
+		{"/t/", "/t2/$path", "/t"},
 	} {
-		rw, err := NewRewrite(RewriteOptions{To: r.to})
+		rw, err := NewRewrite(RewriteOptions{To: r.to, StripPrefix: r.strip})
 		if err != nil {
 			f.Fatal(err)
 		}

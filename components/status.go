@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-server/sluice/metrics"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sqldata"
 )
@@ -18,7 +19,7 @@ func init() {
 		Name: "status", Kind: KindSource, Scalar: "format",
 		Example: `status: {format: json}`,
 	}, func(o StatusOptions, x Context) (pipe.Component, error) {
-		o.Conns, o.Workers, o.Databases = x.Conns, x.Workers, x.Databases
+		o.Conns, o.Workers, o.Databases, o.Metrics = x.Conns, x.Workers, x.Databases, x.Metrics
 		if o.Caches == nil {
 			o.Caches = x.Caches
 		}
@@ -134,6 +135,12 @@ type StatusOptions struct {
 	// (components.Context.Databases). (Not settable from a config file.)
 	Databases map[string]*sqldata.DB `yaml:"-"`
 
+	// Metrics returns the metrics the Prometheus format adds (per route,
+	// runtime, process) of every process serving the config
+	// (components.Context.Metrics); nil means this process's alone,
+	// metrics.Take(metrics.Default). (Not settable from a config file.)
+	Metrics func() []metrics.Snapshot `yaml:"-"`
+
 	// Caches are the caches whose counters the page shows
 	// (components.Context.Caches), read at each request. (Not settable
 	// from a config file.)
@@ -151,6 +158,12 @@ type StatusOptions struct {
 // worker that answers, and the page adds every worker as the master last
 // heard from it (see Workers): in Prometheus, the worker's own series are
 // labelled worker="ID" and each worker has sluice_worker_* series.
+//
+// The Prometheus format adds the series of package metrics: each route's
+// responses by status class and their latency (counted when the config
+// has a status source), and the Go runtime's and the process's; under a
+// master, every worker's, gathered through the master at the scrape and
+// labelled worker="ID" (Context.Metrics).
 func NewStatus(opts StatusOptions) (pipe.Component, error) {
 	st := &status{opts: opts}
 	if st.opts.Stats == nil {
@@ -190,6 +203,7 @@ func (st *status) source(c *pipe.Conn) pipe.Content {
 	case "prometheus":
 		h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		statusPrometheus(&b, &snap, st.opts.Stats)
+		metrics.WriteText(&b, st.metrics(snap.Worker))
 	default:
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		statusHTML(&b, &snap)
@@ -203,6 +217,19 @@ func (st *status) source(c *pipe.Conn) pipe.Content {
 		_, err := w.Write(b.Bytes())
 		return err
 	}
+}
+
+// metrics returns the snapshots for the Prometheus format: every
+// worker's, or this process's, labelled with worker when it is one.
+func (st *status) metrics(worker int) []metrics.Snapshot {
+	if st.opts.Metrics != nil {
+		if snaps := st.opts.Metrics(); len(snaps) > 0 {
+			return snaps
+		}
+	}
+	s := metrics.Take(metrics.Default)
+	s.Worker = worker
+	return []metrics.Snapshot{s}
 }
 
 // format picks the format of one response.

@@ -135,25 +135,35 @@ func TestCountAndStatus(t *testing.T) {
 // values of the samples in want ("" for any value).
 func statusCheckPrometheus(t *testing.T, text string, want map[string]string) {
 	t.Helper()
-	sample := regexp.MustCompile(`^([a-z_]+)(\{[a-z]+="[^"]*"(?:,[a-z]+="[^"]*")*\})? ([0-9.]+)$`)
-	typed := map[string]bool{}
+	sample := regexp.MustCompile(`^([a-z_]+)(\{[a-z]+="[^"]*"(?:,[a-z]+="[^"]*")*\})? ([0-9.e+-]+|\+Inf)$`)
+	typed := map[string]string{}
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
 		switch {
 		case strings.HasPrefix(line, "# HELP "):
 		case strings.HasPrefix(line, "# TYPE "):
 			f := strings.Fields(line)
-			if len(f) != 4 || (f[3] != "counter" && f[3] != "gauge") {
+			if len(f) != 4 || (f[3] != "counter" && f[3] != "gauge" && f[3] != "histogram") {
 				t.Errorf("bad TYPE line %q", line)
+				continue
 			}
-			typed[f[2]] = true
+			typed[f[2]] = f[3]
 		default:
 			m := sample.FindStringSubmatch(line)
 			if m == nil {
 				t.Errorf("bad sample line %q", line)
 				continue
 			}
-			if !typed[m[1]] {
+			name := m[1]
+			if typed[name] == "" {
+				// A histogram's samples carry a suffix on its name.
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if base, ok := strings.CutSuffix(name, suffix); ok && typed[base] == "histogram" {
+						name = base
+					}
+				}
+			}
+			if typed[name] == "" {
 				t.Errorf("sample %q before its TYPE", line)
 			}
 			got[m[1]+m[2]] = m[3]
@@ -173,7 +183,7 @@ func TestStatusWorkers(t *testing.T) {
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	view := Workers{Self: 2, All: []WorkerStatus{
 		{ID: 2, PID: 1002, Started: started, State: "serving", Restarts: 0, Connections: 3, Requests: 40},
-		{ID: 3, PID: 1003, Started: started.Add(time.Minute), State: "starting", Restarts: 1, Connections: 0, Requests: 1},
+		{ID: 3, PID: 1003, Started: started.Add(time.Minute), State: "starting", Restarts: 1, Connections: 0, Requests: 1, Memory: 3 << 20},
 	}}
 	stats := NewStats()
 	stats.requests.Add(7)
@@ -201,6 +211,7 @@ func TestStatusWorkers(t *testing.T) {
 		`sluice_worker_connections_open{worker="2"}`:                 "3",
 		`sluice_worker_requests_total{worker="2"}`:                   "40",
 		`sluice_worker_requests_total{worker="3"}`:                   "1",
+		`sluice_worker_resident_memory_bytes{worker="3"}`:            "3145728",
 	})
 	if strings.Contains(string(body), "\nsluice_requests_total ") {
 		t.Errorf("an unlabelled series under workers:\n%s", body)
@@ -209,7 +220,7 @@ func TestStatusWorkers(t *testing.T) {
 	_, body = builtinDo(t, "GET", statusURL+"/?format=html", nil)
 	for _, want := range []string{
 		"<tr><th>Answered by worker</th><td>2</td></tr>",
-		"<tr><td>3</td><td>1003</td><td>2026-01-02T03:05:05Z</td><td>starting</td><td>1</td><td>0</td><td>1</td></tr>",
+		"<tr><td>3</td><td>1003</td><td>2026-01-02T03:05:05Z</td><td>starting</td><td>1</td><td>0</td><td>1</td><td>3.0 MiB</td></tr>",
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("HTML lacks %q:\n%s", want, body)

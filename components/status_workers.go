@@ -38,6 +38,10 @@ type WorkerStatus struct {
 	// health.interval, included), at its last heartbeat.
 	Connections int64  `json:"connections"`
 	Requests    uint64 `json:"requests"`
+	// Memory is the process's resident set size in bytes, as the
+	// master read it when it last sent the view (0 when it could not):
+	// what a draining worker still holds is counted here.
+	Memory uint64 `json:"memory_bytes"`
 }
 
 // workersPrometheus writes the sluice_worker_* series, one per worker
@@ -57,6 +61,7 @@ func workersPrometheus(b *bytes.Buffer, ws []WorkerStatus) {
 		{"sluice_worker_restarts", "gauge", "Processes the worker's slot had before it (crashed or unhealthy).", func(w *WorkerStatus) string { return fmt.Sprint(w.Restarts) }},
 		{"sluice_worker_connections_open", "gauge", "The worker's open connections.", func(w *WorkerStatus) string { return fmt.Sprint(w.Connections) }},
 		{"sluice_worker_requests_total", "counter", "Requests the worker's engine read, health probes included.", func(w *WorkerStatus) string { return fmt.Sprint(w.Requests) }},
+		{"sluice_worker_resident_memory_bytes", "gauge", "The worker process's resident set size.", func(w *WorkerStatus) string { return fmt.Sprint(w.Memory) }},
 	}
 	for _, s := range series {
 		promMetric(b, s.name, s.typ, s.help)
@@ -76,10 +81,10 @@ func workersHTML(b *bytes.Buffer, ws []WorkerStatus) {
 	if len(ws) == 0 {
 		return
 	}
-	b.WriteString("<h2>Workers</h2>\n<table>\n<tr><th>Worker</th><th>PID</th><th>Started</th><th>State</th><th>Restarts</th><th>Connections</th><th>Requests</th></tr>\n")
+	b.WriteString("<h2>Workers</h2>\n<table>\n<tr><th>Worker</th><th>PID</th><th>Started</th><th>State</th><th>Restarts</th><th>Connections</th><th>Requests</th><th>Memory</th></tr>\n")
 	for _, w := range ws {
-		fmt.Fprintf(b, "<tr><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td></tr>\n",
-			w.ID, w.PID, w.Started.UTC().Format(time.RFC3339), w.State, w.Restarts, w.Connections, w.Requests)
+		fmt.Fprintf(b, "<tr><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%.1f MiB</td></tr>\n",
+			w.ID, w.PID, w.Started.UTC().Format(time.RFC3339), w.State, w.Restarts, w.Connections, w.Requests, float64(w.Memory)/(1<<20))
 	}
 	b.WriteString("</table>\n")
 }

@@ -214,7 +214,7 @@ func NewTemplate(opts TemplateOptions) (pipe.Component, error) {
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			return nil, fmt.Errorf("template: root: %v", err)
+			return nil, fmt.Errorf("template: root: %w", err)
 		}
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("template: root %q is not a directory", opts.Root)
@@ -227,7 +227,7 @@ func NewTemplate(opts TemplateOptions) (pipe.Component, error) {
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			return nil, fmt.Errorf("template: file: %v", err)
+			return nil, fmt.Errorf("template: file: %w", err)
 		}
 		if !fi.Mode().IsRegular() {
 			return nil, fmt.Errorf("template: file %q is not a regular file", opts.File)
@@ -355,7 +355,7 @@ func (tp *Template) isPartial(rel string) bool {
 func parseInto(t *template.Template, f templateFile) error {
 	b, err := os.ReadFile(f.path)
 	if err != nil {
-		return fmt.Errorf("template: %v", err)
+		return fmt.Errorf("template: %w", err)
 	}
 	if _, err := t.New(f.rel).Parse(string(b)); err != nil {
 		return err // "template: about.html:3: ..." names the file and line
@@ -480,7 +480,7 @@ func (tp *Template) Handle(c *pipe.Conn) bool {
 	buf.Reset()
 	if err := t.ExecuteTemplate(&templateLimit{buf, tp.maxSize}, name, data); err != nil {
 		templatePut(buf)
-		tp.log.Error("template: render failed", "page", name, "path", data.Path, "err", err)
+		tp.log.Error("template: render failed", "page", name, "path", data.Path, "err", err, c.RequestIDAttr())
 		return c.Error(http.StatusInternalServerError, "the page could not be rendered")
 	}
 	h := c.Header()

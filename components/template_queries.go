@@ -188,14 +188,14 @@ func (tp *Template) runQueries(c *pipe.Conn, data *TemplateData) bool {
 		case errors.Is(err, sqldata.ErrNoRows):
 			return c.Error(http.StatusNotFound, "not found")
 		case errors.Is(err, sqldata.ErrBusy):
-			tp.log.Debug("template: query shed", "query", tq.name, "path", data.Path, "err", err)
+			tp.log.Debug("template: query shed", "query", tq.name, "path", data.Path, "err", err, c.RequestIDAttr())
 			c.Header().Set("Retry-After", strconv.Itoa(tq.q.DB().RetryAfter()))
 			return c.Error(http.StatusServiceUnavailable, "busy; try again later")
 		case errors.Is(err, sqldata.ErrTimeout):
-			tp.log.Error("template: query timed out", "query", tq.name, "path", data.Path, "err", err)
+			tp.log.Error("template: query timed out", "query", tq.name, "path", data.Path, "err", err, c.RequestIDAttr())
 			return c.Error(http.StatusGatewayTimeout, "the data for this page took too long")
 		default:
-			tp.log.Error("template: query failed", "query", tq.name, "path", data.Path, "err", err)
+			tp.log.Error("template: query failed", "query", tq.name, "path", data.Path, "err", err, c.RequestIDAttr())
 			return c.Error(http.StatusInternalServerError, "the data for this page is unavailable")
 		}
 		if tq.one {

@@ -15,8 +15,20 @@ import (
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/requestid"
 	"github.com/sluice-server/sluice/sqldata"
+	"github.com/sluice-server/sluice/tracing"
 )
+
+// defaultRequestID is the request ID stage of a file without request_id:
+// IDs made for every request, no received one believed.
+var defaultRequestID = func() *requestid.Stage {
+	s, err := requestid.New(requestid.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
 
 // Config is a config file read, checked and built: the server settings
 // and the routes with their components constructed, ready to serve.
@@ -54,6 +66,12 @@ type Config struct {
 	// DefaultDrainTimeout.
 	DrainTimeout time.Duration
 
+	// DrainMaxMemory bounds the resident memory of all the workers
+	// draining at once: over it, the master ends the oldest drain (its
+	// connections get the grace period). Zero means a quarter of the
+	// machine's memory (see the master).
+	DrainMaxMemory int64
+
 	// Limits are the engine's limits; fields the file does not set are
 	// zero (the engine's defaults).
 	Limits engine.Limits
@@ -75,6 +93,18 @@ type Config struct {
 	// its own. Nil when the file sets none.
 	ErrorPages *pipe.ErrorPages
 
+	// RequestID gives each request its ID (the file's request_id), run
+	// by Handler first of all, so that the access log, the error pages and
+	// every component see it. It is on unless the file says
+	// `request_id: false` (nil then).
+	RequestID *requestid.Stage
+
+	// Tracer traces the requests (the file's tracing section): Handler
+	// runs its stage after the request ID's, and each route's pipeline
+	// starts with its route stage. Nil without tracing, and then nothing
+	// of it runs. Close sends the spans still queued.
+	Tracer *tracing.Tracer
+
 	// ServerHeader is the Server field's value; "" sends none.
 	ServerHeader string
 
@@ -87,6 +117,10 @@ type Config struct {
 	// opened its listeners and log files (see package daemon). Parse
 	// checks that they exist on this system.
 	User, Group string
+
+	// Admin is the admin section: where the admin API listens and who
+	// may call it; nil when the file has none (no admin API).
+	Admin *Admin
 
 	// Databases are the data sources of the file's databases section, by
 	// name (see package sqldata), opened but not connected. Close closes
@@ -173,6 +207,9 @@ type Route struct {
 	Match   []string
 	Host    string
 	Methods []string
+	// Name is the route's name (the name key), its label in the metrics
+	// (metrics.Registry); "" when the config gives none.
+	Name string
 	// When are the route's conditions (header, query, client,
 	// protocol), as pipe.Route.When.
 	When   []pipe.Matcher
@@ -269,14 +306,21 @@ func (c *Config) Close() error {
 			errs = append(errs, cl.Close())
 		}
 	}
-	errs = append(errs, c.closeDatabases())
+	errs = append(errs, c.closeDatabases(), c.closeTracer())
 	return errors.Join(errs...)
 }
 
 // Handler returns the engine handler serving the config's routes, behind
-// the server-wide error pages and access log if the file sets them.
+// the request ID and the server-wide error pages and access log if the
+// file sets them.
 func (c *Config) Handler() engine.Handler {
 	var chain pipe.Chain
+	if c.RequestID != nil {
+		chain = append(chain, c.RequestID)
+	}
+	if c.Tracer != nil {
+		chain = append(chain, c.Tracer.Stage())
+	}
 	if c.ErrorPages != nil {
 		chain = append(chain, c.ErrorPages)
 	}
@@ -324,10 +368,10 @@ var standardMethods = map[string]bool{
 }
 
 // TopLevelKeys are the keys a config file may set at the top level.
-var TopLevelKeys = []string{"listen", "workers", "health", "drain_timeout", "limits", "log", "access_log", "server_header", "pid_file", "user", "group", "error_pages", "databases", "routes", "sites", "include"}
+var TopLevelKeys = []string{"listen", "workers", "health", "drain_timeout", "drain_max_memory", "limits", "log", "access_log", "server_header", "request_id", "tracing", "pid_file", "user", "group", "error_pages", "databases", "routes", "sites", "include", "admin"}
 
 // RouteKeys are the keys of a route.
-var RouteKeys = append([]string{"match", "host", "methods", "error_pages", "pipeline"}, MatcherKeys...)
+var RouteKeys = append([]string{"match", "host", "methods", "error_pages", "pipeline", "name"}, MatcherKeys...)
 
 // LogKeys are the keys of the log section.
 var LogKeys = []string{"level", "format", "output"}
@@ -343,6 +387,11 @@ type parser struct {
 	topRoutes []located        // the top-level routes lists, the included files' too
 	siteLists []located        // the sites lists, the included files' too
 	pages     *pipe.ErrorPages // the error pages a route's own go over: the server's or its site's
+
+	curSite  *Site             // the site whose routes are parsed; nil at the top level
+	place    string            // the place of the route whose pipeline is built (components.Context.Place)
+	places   map[string]int    // the routes seen at each place so far
+	setNames map[string]string // the upstream sets named so far, and where
 }
 
 func (p *parser) parse(data []byte) {
@@ -363,6 +412,7 @@ func (p *parser) parse(data []byte) {
 	var health, group, databases *yaml.Node
 	c := p.cfg
 	c.ServerHeader = DefaultServerHeader
+	c.RequestID = defaultRequestID
 	c.Log = Log{Level: slog.LevelInfo, Format: "text", Output: "stderr"}
 	for _, kv := range pairs {
 		switch kv.key.Value {
@@ -375,6 +425,8 @@ func (p *parser) parse(data []byte) {
 			p.health(kv.val)
 		case "drain_timeout":
 			p.drainTimeout(kv.val)
+		case "drain_max_memory":
+			p.drainMaxMemory(kv.val)
 		case "limits":
 			p.limits(kv.val)
 		case "log":
@@ -383,6 +435,10 @@ func (p *parser) parse(data []byte) {
 			p.accessLog(kv.key, kv.val)
 		case "server_header":
 			p.serverHeader(kv.val)
+		case "request_id":
+			p.requestID(kv.val)
+		case "tracing":
+			p.tracing(kv.val)
 		case "error_pages":
 			c.ErrorPages = p.errorPages(kv.val, "error_pages")
 		case "pid_file":
@@ -418,6 +474,8 @@ func (p *parser) parse(data []byte) {
 			p.siteLists = append(p.siteLists, located{kv.val, main})
 		case "include":
 			p.topInclude(kv.val, main)
+		case "admin":
+			p.admin(kv.key, kv.val)
 		}
 	}
 	if group != nil && c.Group != "" && c.User == "" {
@@ -518,6 +576,19 @@ func (p *parser) drainTimeout(n *yaml.Node) {
 		return
 	}
 	p.cfg.DrainTimeout = d
+}
+
+func (p *parser) drainMaxMemory(n *yaml.Node) {
+	s, ok := p.scalar(n, "drain_max_memory", "a size")
+	if !ok {
+		return
+	}
+	v, err := ParseSize(s)
+	if err != nil || v < 1e6 {
+		p.errorf(n, "drain_max_memory: want a size of at least 1MB (e.g. 2GB), got %q", s)
+		return
+	}
+	p.cfg.DrainMaxMemory = v
 }
 
 func (p *parser) health(n *yaml.Node) {

@@ -131,6 +131,9 @@ func TestParseTopLevel(t *testing.T) {
 			return c.Health == Health{200 * time.Millisecond, 3 * time.Second} &&
 				c.Health.WithDefaults() == c.Health && (Health{}).WithDefaults() == Health{DefaultHealthInterval, DefaultHealthTimeout}
 		}},
+		{"workers: 2\ndrain_timeout: 6h\ndrain_max_memory: 2GiB", func(c *Config) bool {
+			return c.DrainTimeout == 6*time.Hour && c.DrainMaxMemory == 2<<30
+		}},
 		{"server_header: false", func(c *Config) bool { return c.ServerHeader == "" }},
 		{`server_header: "false"`, func(c *Config) bool { return c.ServerHeader == "false" }},
 		{"server_header: edge/1", func(c *Config) bool { return c.ServerHeader == "edge/1" }},
@@ -160,6 +163,7 @@ func TestParseCollectsAllErrors(t *testing.T) {
 	_, err := parseString(t, ".", `
 lisen: :80
 workers: none
+drain_max_memory: 1KB
 routes:
   - match: /a
     pipeline: [compres]
@@ -173,8 +177,9 @@ routes:
 	want := []string{
 		`test.yaml:2:1: unknown top-level key "lisen" (did you mean "listen"?)`,
 		`test.yaml:3:10: workers: want a number of processes (0 for none) or "auto", got "none"`,
-		`test.yaml:6:16: unknown component "compres" (did you mean "compress"?)`,
-		`test.yaml:8:24: unknown text option "bdy" (did you mean "body"?)`,
+		`test.yaml:4:19: drain_max_memory: want a size of at least 1MB (e.g. 2GB), got "1KB"`,
+		`test.yaml:7:16: unknown component "compres" (did you mean "compress"?)`,
+		`test.yaml:9:24: unknown text option "bdy" (did you mean "body"?)`,
 	}
 	if len(errs) != len(want) {
 		t.Fatalf("got %d errors, want %d:\n%v", len(errs), len(want), errs)

@@ -69,7 +69,7 @@ func TestDocs(t *testing.T) {
 		}
 	}
 	// Every key is documented.
-	for _, keys := range [][]string{TopLevelKeys, RouteKeys, SiteKeys, IncludedKeys, LogKeys, LimitKeys, DatabaseKeys, ListenKeys, TLSKeys, HSTSKeys, ACMEKeys} {
+	for _, keys := range [][]string{TopLevelKeys, RouteKeys, SiteKeys, IncludedKeys, LogKeys, LimitKeys, DatabaseKeys, ListenKeys, TLSKeys, HSTSKeys, HTTP3Keys, ACMEKeys, AdminKeys} {
 		for _, k := range keys {
 			if !strings.Contains(text, "`"+k+"`") && !strings.Contains(text, "`"+k+":") {
 				t.Errorf("%s does not document the key %q", docsFile, k)

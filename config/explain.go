@@ -47,6 +47,17 @@ func (c *Config) Explain(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "limits\t%s\n", strings.Join(lims, ", "))
 	fmt.Fprintf(tw, "log\t%s, %s, to %s\n", strings.ToLower(c.Log.Level.String()), c.Log.Format, c.Log.Output)
+	if id := c.explainRequestID(); id != "" {
+		fmt.Fprintf(tw, "request_id\t%s\n", id)
+	}
+	if c.Tracer != nil {
+		o := c.Tracer.Options()
+		parent := "the caller's sampled flag ignored"
+		if o.HonorParent {
+			parent = "the caller's sampled flag followed"
+		}
+		fmt.Fprintf(tw, "tracing\tto %s, sample %v, service %s, %s\n", o.Endpoint, *o.Sample, o.Service, parent)
+	}
 	if c.AccessLog != nil {
 		fmt.Fprintf(tw, "access_log\t%s\n", cmp.Or(describeStage(c.AccessLog), "to stdout")+", every route but those whose log replaces it")
 	}
@@ -62,6 +73,14 @@ func (c *Config) Explain(w io.Writer) error {
 			group = ", group " + c.Group
 		}
 		fmt.Fprintf(tw, "user\t%s%s\n", c.User, group)
+	}
+	if a := c.Admin; a != nil {
+		// The tokens are not shown, only their names.
+		if a.Listen != "" {
+			fmt.Fprintf(tw, "admin\t%s, tokens %s, state %s\n", a.Listen, strings.Join(slices.Sorted(maps.Keys(a.Tokens)), " "), a.State)
+		} else {
+			fmt.Fprintf(tw, "admin\tunix:%s (0600), state %s\n", a.Socket, a.State)
+		}
 	}
 	// A database's dsn is not shown: it may hold a password.
 	for _, name := range slices.Sorted(maps.Keys(c.Databases)) {

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"regexp"
@@ -20,11 +21,11 @@ import (
 )
 
 // A route's conditions beyond its path, host and methods: the route keys
-// header, query, client and protocol (pipe.Route.When). Each builds
-// matchers that are immutable and safe for concurrent use.
+// header, query, client, local, method and protocol (pipe.Route.When).
+// Each builds matchers that are immutable and safe for concurrent use.
 
 // MatcherKeys are the route keys that set conditions (pipe.Route.When).
-var MatcherKeys = []string{"header", "query", "client", "protocol"}
+var MatcherKeys = []string{"header", "query", "client", "local", "method", "protocol"}
 
 // ClientKeys are the keys of a route's client map.
 var ClientKeys = []string{"addresses", "trusted_proxies", "client_ip_header"}
@@ -221,6 +222,8 @@ func (m *protocolMatcher) Match(r *engine.Request) bool {
 		switch {
 		case r.ProtoMajor == 2:
 			v = "http/2"
+		case r.ProtoMajor == 3:
+			v = "http/3"
 		case r.ProtoMinor == 0:
 			v = "http/1.0"
 		}
@@ -235,8 +238,144 @@ func (m *protocolMatcher) String() string {
 	return "protocol " + strings.Join(append(slices.Clone(m.schemes), m.versions...), ", ")
 }
 
+// localMatcher holds when the address and port the request arrived on
+// (the server's side of its connection) is one of addrs.
+type localMatcher struct {
+	addrs []localAddr
+}
+
+// localAddr is one entry of a route's local key: an address or a
+// network (any port when port is 0), or a port on any address (prefix
+// invalid).
+type localAddr struct {
+	prefix netip.Prefix
+	port   uint16
+}
+
+func (a localAddr) String() string {
+	switch {
+	case !a.prefix.IsValid():
+		return ":" + strconv.Itoa(int(a.port))
+	case a.port != 0:
+		return netip.AddrPortFrom(a.prefix.Addr(), a.port).String()
+	case a.prefix.IsSingleIP():
+		return a.prefix.Addr().String()
+	}
+	return a.prefix.String()
+}
+
+func (m *localMatcher) Match(r *engine.Request) bool {
+	ap, ok := localAddrPort(r.LocalAddr)
+	if !ok {
+		return false
+	}
+	for _, a := range m.addrs {
+		if (a.port == 0 || a.port == ap.Port()) && (!a.prefix.IsValid() || a.prefix.Contains(ap.Addr())) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *localMatcher) String() string {
+	s := make([]string, len(m.addrs))
+	for i, a := range m.addrs {
+		s[i] = a.String()
+	}
+	return "local in " + strings.Join(s, ", ")
+}
+
+// localAddrPort returns the IP address (unmapped) and port of a
+// connection's local address; false for one without (a Unix socket's).
+// It allocates nothing for a TCP or UDP address.
+func localAddrPort(a net.Addr) (netip.AddrPort, bool) {
+	var ip net.IP
+	var port int
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		ip, port = a.IP, a.Port
+	case *net.UDPAddr:
+		ip, port = a.IP, a.Port
+	case nil, *net.UnixAddr:
+		return netip.AddrPort{}, false
+	default:
+		ap, err := netip.ParseAddrPort(a.String())
+		if err != nil {
+			return netip.AddrPort{}, false
+		}
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+	}
+	addr, ok := netip.AddrFromSlice(ip)
+	if !ok || port < 0 || port > 65535 {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(addr.Unmap(), uint16(port)), true
+}
+
+// parseLocalAddr parses one entry of a route's local key: ":PORT" (any
+// address), "ADDR:PORT" or "[IPV6]:PORT", an address ("10.0.0.1",
+// "::1") or a CIDR ("10.0.0.0/24"), on any port. IPv4-mapped IPv6
+// addresses are unmapped, as a connection's local address is.
+func parseLocalAddr(s string) (localAddr, error) {
+	const hint = `write ":8080", "10.0.0.1:80", "[2001:db8::1]:443", an address or a CIDR`
+	if rest, ok := strings.CutPrefix(s, ":"); ok && !strings.HasPrefix(rest, ":") {
+		port, err := localPort(rest)
+		if err != nil {
+			return localAddr{}, fmt.Errorf("%q: %v (%s)", s, err, hint)
+		}
+		return localAddr{port: port}, nil
+	}
+	if strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1 {
+		host, portText, err := net.SplitHostPort(s)
+		if err != nil {
+			return localAddr{}, fmt.Errorf("%q is not an address and port (%s)", s, hint)
+		}
+		a, err := netip.ParseAddr(host)
+		if err != nil || a.Zone() != "" {
+			return localAddr{}, fmt.Errorf("%q: %q is not an IP address (%s)", s, host, hint)
+		}
+		port, err := localPort(portText)
+		if err != nil {
+			return localAddr{}, fmt.Errorf("%q: %v (%s)", s, err, hint)
+		}
+		a = a.Unmap()
+		return localAddr{prefix: netip.PrefixFrom(a, a.BitLen()), port: port}, nil
+	}
+	pf, err := clientaddr.ParsePrefix(s)
+	if err != nil {
+		return localAddr{}, fmt.Errorf("%v (%s)", err, hint)
+	}
+	return localAddr{prefix: pf}, nil
+}
+
+// localPort parses a port of a local entry: 1 to 65535, decimal.
+func localPort(s string) (uint16, error) {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || n == 0 || s[0] == '+' {
+		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", s)
+	}
+	return uint16(n), nil
+}
+
+// methodMatcher holds when the request's method is one of methods,
+// exactly: HEAD is not GET here.
+type methodMatcher struct {
+	methods []string
+}
+
+func (m *methodMatcher) Match(r *engine.Request) bool {
+	for _, x := range m.methods {
+		if string(r.Method) == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *methodMatcher) String() string { return "method " + strings.Join(m.methods, ", ") }
+
 // Protocols are the values of a route's protocol key.
-var Protocols = []string{"http", "https", "http/1.0", "http/1.1", "http/2"}
+var Protocols = []string{"http", "https", "http/1.0", "http/1.1", "http/2", "http/3"}
 
 // matcher parses one of the MatcherKeys of a route into r.When.
 func (p *parser) matcher(key, n *yaml.Node, r *Route) {
@@ -276,6 +415,33 @@ func (p *parser) matcher(key, n *yaml.Node, r *Route) {
 		}
 	case "client":
 		p.clientMatcher(n, r)
+	case "local":
+		list := p.stringList(n, "local")
+		if len(list) == 0 {
+			if d := deref(n); isNull(d) || d.Kind == yaml.SequenceNode && len(d.Content) == 0 {
+				p.errorf(n, `local: want the addresses requests arrive on, e.g. local: [":8080", "10.0.0.1:80", 10.0.0.0/24]`)
+			}
+			return
+		}
+		m := &localMatcher{}
+		for i, s := range list {
+			a, err := parseLocalAddr(strings.TrimSpace(s))
+			if err != nil {
+				p.errorf(elem(n, i), "local: %v", err)
+				continue
+			}
+			m.addrs = append(m.addrs, a)
+		}
+		r.When = append(r.When, m)
+	case "method":
+		list := p.stringList(n, "method")
+		if len(list) == 0 {
+			if d := deref(n); isNull(d) || d.Kind == yaml.SequenceNode && len(d.Content) == 0 {
+				p.errorf(n, "method: want one or more methods, e.g. method: [GET]")
+			}
+			return
+		}
+		r.When = append(r.When, &methodMatcher{methods: p.methodList(n, "method", list)})
 	case "protocol":
 		m := &protocolMatcher{}
 		list := p.stringList(n, "protocol")
@@ -291,10 +457,13 @@ func (p *parser) matcher(key, n *yaml.Node, r *Route) {
 			switch v {
 			case "http", "https":
 				m.schemes = append(m.schemes, v)
-			case "http/1.0", "http/1.1", "http/2":
+			case "http/1.0", "http/1.1", "http/2", "http/3":
 				m.versions = append(m.versions, v)
 			case "http/2.0", "h2":
 				p.errorf(elem(n, i), "protocol: %q: write http/2", s)
+				continue
+			case "http/3.0", "h3":
+				p.errorf(elem(n, i), "protocol: %q: write http/3", s)
 				continue
 			default:
 				p.errorf(elem(n, i), "protocol: %q is none of %s", s, strings.Join(Protocols, ", "))
@@ -405,8 +574,8 @@ func (p *parser) placeholderParams(r *Route) {
 					if _, err := strconv.Atoi(name); err == nil {
 						what = "path parameter $" + name + " (it has fewer captures)"
 					}
-					if name == "host" && s.Name == "rewrite" {
-						what += "; $host is the request's host in a redirect's URL only: a rewrite keeps the host"
+					if (name == "host" || name == "hostname") && s.Name == "rewrite" {
+						what += "; $" + name + " is the request's host in a redirect's URL only: a rewrite keeps the host"
 					}
 					p.errorf(&yaml.Node{Line: s.Line, Column: s.Col}, "%s: to %q uses %s, but match %q captures no %s", s.Name, to, placeholderText(name), pat, what)
 					break
@@ -435,4 +604,23 @@ func patternCaptures(pat, name string) bool {
 		return n >= 1 && n <= len(names)
 	}
 	return slices.Contains(names, name)
+}
+
+// methodList returns the methods of list (the items of n, under key),
+// each checked: a name that is not a method, or one in lower case, is an
+// error at its item, and left out.
+func (p *parser) methodList(n *yaml.Node, key string, list []string) []string {
+	var out []string
+	for i, m := range list {
+		if !validMethod(m) {
+			if up := strings.ToUpper(m); validMethod(up) {
+				p.errorf(elem(n, i), "%s: %q is not a method: methods are case-sensitive (did you mean %q?)", key, m, up)
+			} else {
+				p.errorf(elem(n, i), "%s: %q is not a method name", key, m)
+			}
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -197,7 +197,31 @@ func TestConfigMatcherErrors(t *testing.T) {
 		{"protocol unknown", `
   - match: /a
     protocol: ftp
-    pipeline: [{text: a}]`, `3:15: protocol: "ftp" is none of http, https, http/1.0, http/1.1, http/2`},
+    pipeline: [{text: a}]`, `3:15: protocol: "ftp" is none of http, https, http/1.0, http/1.1, http/2, http/3`},
+		{"protocol h3", `
+  - match: /a
+    protocol: [https, h3]
+    pipeline: [{text: a}]`, `3:23: protocol: "h3": write http/3`},
+		{"local port", `
+  - match: /a
+    local: [":0"]
+    pipeline: [{text: a}]`, `3:13: local: ":0": port "0" is not a number from 1 to 65535 (write ":8080"`},
+		{"local name", `
+  - match: /a
+    local: [":8080", "localhost:80"]
+    pipeline: [{text: a}]`, `3:22: local: "localhost:80": "localhost" is not an IP address`},
+		{"local empty", `
+  - match: /a
+    local: []
+    pipeline: [{text: a}]`, `3:12: local: want the addresses requests arrive on, e.g. local: [":8080"`},
+		{"method case", `
+  - match: /a
+    method: [get]
+    pipeline: [{text: a}]`, `3:14: method: "get" is not a method: methods are case-sensitive (did you mean "GET"?)`},
+		{"method empty", `
+  - match: /a
+    method: null
+    pipeline: [{text: a}]`, `3:13: method: want one or more methods, e.g. method: [GET]`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -108,6 +108,9 @@ func TestConfigPlaceholderErrors(t *testing.T) {
   - match: /
     pipeline: [{rewrite: "/sites/$host$path"}, {text: x}]`, `3:17: rewrite: to "/sites/$host$path" uses $host, but match "/" captures no path parameter host (capture it with {host} or a group (?P<host>...)); $host is the request's host in a redirect's URL only: a rewrite keeps the host`},
 		{`
+  - match: /
+    pipeline: [{rewrite: "/sites/$hostname$path"}, {text: x}]`, `uses $hostname, but match "/" captures no path parameter hostname (capture it with {hostname} or a group (?P<hostname>...)); $hostname is the request's host in a redirect's URL only`},
+		{`
   - match: "~ ^/(?P<n>a)$"
     pipeline: [{rewrite: "/x/../$1"}, {text: x}]`, `3:17: rewrite: target "/x/../$1" is not a canonical path`},
 	} {

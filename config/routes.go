@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/net/idna"
 
 	"github.com/sluice-server/sluice/components"
+	"github.com/sluice-server/sluice/metrics"
 	"github.com/sluice-server/sluice/pipe"
 )
 
@@ -73,6 +75,7 @@ func (p *parser) routing() {
 	if len(p.errs) > 0 {
 		return
 	}
+	p.countRoutes(lists)
 	var ps []pipe.Site
 	for i, prs := range lists {
 		rt, err := pipe.NewRouter(prs...)
@@ -123,6 +126,8 @@ func (p *parser) routes(lists []located, site *Site) (prs []pipe.Route, purging 
 		restore()
 	}
 	seen := map[matchKey][]matched{}
+	p.curSite = site
+	defer func() { p.curSite = nil }()
 	var built []*Route // the routes parsed
 	var at []located   // and where
 	for _, e := range entries {
@@ -139,6 +144,9 @@ func (p *parser) routes(lists []located, site *Site) (prs []pipe.Route, purging 
 			site.Routes = append(site.Routes, r)
 		}
 		chain := make(pipe.Chain, 0, len(r.Stages)+1)
+		if p.cfg.Tracer != nil {
+			chain = append(chain, p.cfg.Tracer.Route(routeLabel(r)))
+		}
 		purges := false
 		for _, s := range r.Stages {
 			chain = append(chain, s.Component)
@@ -198,18 +206,7 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 				r.Host = strings.ToLower(s)
 			}
 		case "methods":
-			for i, m := range p.stringList(kv.val, "methods") {
-				if !validMethod(m) {
-					e := elem(kv.val, i)
-					if up := strings.ToUpper(m); validMethod(up) {
-						p.errorf(e, "methods: %q is not a method: methods are case-sensitive (did you mean %q?)", m, up)
-					} else {
-						p.errorf(e, "methods: %q is not a method name", m)
-					}
-					continue
-				}
-				r.Methods = append(r.Methods, m)
-			}
+			r.Methods = append(r.Methods, p.methodList(kv.val, "methods", p.stringList(kv.val, "methods"))...)
 		case "error_pages":
 			if ep := p.errorPages(kv.val, "error_pages"); ep != nil {
 				if len(deref(kv.val).Content) > 0 {
@@ -219,7 +216,14 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 			}
 		case "pipeline":
 			pipelineNode = kv.val
-		case "header", "query", "client", "protocol":
+		case "name":
+			if s, ok := p.scalar(kv.val, "name", "a route name"); ok {
+				if msg := routeNameError(s); msg != "" {
+					p.errorf(kv.val, "name: %s", msg)
+				}
+				r.Name = s
+			}
+		case "header", "query", "client", "local", "method", "protocol":
 			p.matcher(kv.key, kv.val, r)
 		}
 	}
@@ -229,7 +233,9 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 	if pipelineNode == nil {
 		p.errorf(n, "route has no pipeline: add pipeline: [a list of components]")
 	} else {
+		p.place = p.placeOf(r)
 		p.pipeline(pipelineNode, r)
+		p.place = ""
 		p.queryParams(r)
 		p.placeholderParams(r)
 	}
@@ -252,6 +258,52 @@ func (p *parser) route(n *yaml.Node, seen map[matchKey][]matched) *Route {
 		seen[k] = append(seen[k], matched{matchNodes[i], r.Methods, p.file, len(r.When) > 0})
 	}
 	return r
+}
+
+// placeOf returns the place of r (components.Context.Place): its host,
+// or its site's first, and its first match, with "#2", "#3"… for the
+// second and later routes there.
+func (p *parser) placeOf(r *Route) string {
+	host := r.Host
+	if host == "" && p.curSite != nil && len(p.curSite.Hosts) > 0 {
+		host = p.curSite.Hosts[0]
+	}
+	place := host
+	if len(r.Match) > 0 {
+		place += r.Match[0]
+	}
+	if p.places == nil {
+		p.places = map[string]int{}
+	}
+	p.places[place]++
+	if n := p.places[place]; n > 1 {
+		place += "#" + strconv.Itoa(n)
+	}
+	return place
+}
+
+// upstreamSet checks that the live set of upstreams comp registered (a
+// proxy's, a fastcgi's) has a name no other entry of the config took.
+func (p *parser) upstreamSet(nameNode, arg *yaml.Node, label string, comp pipe.Component) {
+	n, ok := comp.(interface{ UpstreamSet() string })
+	if !ok || n.UpstreamSet() == "" {
+		return
+	}
+	name := n.UpstreamSet()
+	at := nameNode
+	if a := deref(arg); a != nil && a.Kind == yaml.MappingNode {
+		if k := keyValue(a, "name"); k != nil {
+			at = k
+		}
+	}
+	if p.setNames == nil {
+		p.setNames = map[string]string{}
+	}
+	if prev, dup := p.setNames[name]; dup {
+		p.errorf(at, "%s: name %q is already the name of the upstreams at %s: give each proxy, fastcgi and php entry a name of its own", label, name, prev)
+		return
+	}
+	p.setNames[name] = p.pos(p.file, at.Line, at.Column)
 }
 
 func hostNote(h string) string {
@@ -460,6 +512,7 @@ func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *y
 	s := &Stage{Name: name, Registration: reg, Line: nameNode.Line, Col: nameNode.Column}
 	x := p.loader.Context
 	x.Database, x.Databases = p.database, p.cfg.Databases
+	x.Place = p.place
 	if x.Caches == nil {
 		if p.caches == nil {
 			p.caches = new(components.Caches)
@@ -537,6 +590,7 @@ func (p *parser) build(nameNode *yaml.Node, reg *components.Registration, arg *y
 		return s
 	}
 	s.Component = comp
+	p.upstreamSet(nameNode, arg, label, comp)
 	return s
 }
 
@@ -585,4 +639,53 @@ func flowCopy(n *yaml.Node) *yaml.Node {
 		c.Content = append(c.Content, flowCopy(e))
 	}
 	return c
+}
+
+// countRoutes puts each route's counting pipe (metrics.Route.Component)
+// first in its pipeline when the config has a status source, which alone
+// shows the counts: a config without one pays nothing. lists are the
+// routes as the router takes them, in the order of p.cfg.Routes. A
+// route's label is its name, or "#N", its position among all routes
+// from 1.
+func (p *parser) countRoutes(lists [][]pipe.Route) {
+	if !slices.ContainsFunc(p.cfg.Routes, func(r *Route) bool {
+		return slices.ContainsFunc(r.Stages, func(s *Stage) bool { return s.Name == "status" })
+	}) {
+		return
+	}
+	i := 0
+	for _, prs := range lists {
+		for j := range prs {
+			if i >= len(p.cfg.Routes) {
+				return
+			}
+			label := p.cfg.Routes[i].Name
+			if label == "" {
+				label = "#" + strconv.Itoa(i+1)
+			}
+			i++
+			prs[j].Pipeline = append(pipe.Chain{metrics.Default.Route(label).Component()}, prs[j].Pipeline.(pipe.Chain)...)
+		}
+	}
+}
+
+// routeNameError says what is wrong with a route's name, or "".
+func routeNameError(s string) string {
+	switch {
+	case s == "":
+		return "empty; give the route a short name such as \"api\", or leave name out (its label is then its position, \"#3\")"
+	case len(s) > 64:
+		return fmt.Sprintf("%q is longer than 64 bytes; a name is a short label such as \"api\"", s)
+	case s == metrics.OtherRoute:
+		return fmt.Sprintf("%q is the label the routes past the first %d share; choose another", s, metrics.MaxRoutes)
+	case s[0] == '#':
+		return fmt.Sprintf("%q starts with #, which marks a route without a name (\"#3\" is the third route); write it without the #", s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_-.:/", c) >= 0) {
+			return fmt.Sprintf("%q holds %q; a name is letters, digits and _ - . : / (such as \"api\" or \"static/css\")", s, s[i:i+1])
+		}
+	}
+	return ""
 }

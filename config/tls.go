@@ -32,6 +32,24 @@ type ListenOptions struct {
 	// H2C (h2c: true) makes a plain listener serve HTTP/2 to clients
 	// with prior knowledge beside HTTP/1.1 (engine.ListenerOptions.H2C).
 	H2C bool
+
+	// HTTP3, if set (http3: true, or a map of HTTP3Keys), makes a TLS
+	// listener serve HTTP/3 over QUIC on the UDP port of its address as
+	// well, and announce it with Alt-Svc on its HTTP/1.1 and HTTP/2
+	// responses.
+	HTTP3 *HTTP3
+}
+
+// HTTP3 is the http3 option of a TLS listener: HTTP/3 (RFC 9114) over
+// QUIC on the UDP port of the listener's address, with the listener's
+// certificates, routes and limits.
+type HTTP3 struct {
+	// EarlyData (early_data: true) accepts TLS 1.3 early data (0-RTT) on
+	// resumed connections, for requests with safe methods (GET, HEAD,
+	// OPTIONS, TRACE); any other method arriving before the handshake
+	// completes is answered 425 Too Early (RFC 8470). Off by default:
+	// early data can be replayed.
+	EarlyData bool
 }
 
 // TLS is the tls section of a listen entry: the certificates a TLS
@@ -126,6 +144,12 @@ func (o *ListenOptions) explain() string {
 	case o.H2C:
 		parts = append(parts, "h2c")
 	}
+	if o.HTTP3 != nil {
+		parts = append(parts, "HTTP/3")
+		if o.HTTP3.EarlyData {
+			parts = append(parts, "0-RTT")
+		}
+	}
 	if o.TLS != nil && o.TLS.NoOCSPStapling {
 		parts = append(parts, "no OCSP stapling")
 	}
@@ -140,9 +164,11 @@ func (o *ListenOptions) explain() string {
 
 // ListenKeys are the keys of a listen entry written as a map; TLSKeys
 // those of its tls section (a certificate in certificates has cert and
-// key); HSTSKeys those of its hsts section.
+// key); HSTSKeys those of its hsts section; HTTP3Keys those of its http3
+// section written as a map.
 var (
-	ListenKeys = []string{"address", "tls", "hsts", "redirect_to_https", "http2", "h2c"}
+	ListenKeys = []string{"address", "tls", "hsts", "redirect_to_https", "http2", "h2c", "http3"}
+	HTTP3Keys  = []string{"early_data"}
 	TLSKeys    = []string{"cert", "key", "certificates", "acme", "ocsp_stapling"}
 	HSTSKeys   = []string{"max_age", "include_subdomains", "preload"}
 )
@@ -158,7 +184,7 @@ func (p *parser) listenEntry(e *yaml.Node) (addr *yaml.Node, opts *ListenOptions
 		return nil, nil, nil
 	}
 	opts = &ListenOptions{}
-	var hstsKey, redirectKey, http2Key, h2cKey *yaml.Node
+	var hstsKey, redirectKey, http2Key, h2cKey, http3Key *yaml.Node
 	for _, kv := range pairs {
 		switch kv.key.Value {
 		case "address":
@@ -177,6 +203,9 @@ func (p *parser) listenEntry(e *yaml.Node) (addr *yaml.Node, opts *ListenOptions
 		case "h2c":
 			h2cKey = kv.key
 			opts.H2C = p.boolean(kv.val, "h2c")
+		case "http3":
+			http3Key = kv.key
+			opts.HTTP3 = p.http3(kv.val)
 		}
 	}
 	if addr == nil {
@@ -202,10 +231,39 @@ func (p *parser) listenEntry(e *yaml.Node) (addr *yaml.Node, opts *ListenOptions
 	if opts.H2C && opts.RedirectToHTTPS != nil {
 		p.errorf(h2cKey, "h2c: a listener that redirects to HTTPS serves no HTTP/2")
 	}
+	switch {
+	case opts.HTTP3 != nil && !hasTLS:
+		p.errorf(http3Key, "http3: HTTP/3 runs over QUIC, which is always encrypted: add tls to this entry (HTTP/3 then shares its certificates and port)")
+	case opts.HTTP3 != nil && strings.HasPrefix(deref(addr).Value, "unix:"):
+		p.errorf(http3Key, "http3: HTTP/3 runs over UDP, which a Unix socket does not carry: serve it on a host:port listener")
+	}
 	if redirectKey != nil && hasTLS {
 		p.errorf(redirectKey, "redirect_to_https: this listener serves TLS already; the option belongs on a plain HTTP listener")
 	}
 	return addr, opts, redirectNode
+}
+
+// http3 reads an http3 option: true, false, or a map of HTTP3Keys. It
+// returns nil for false.
+func (p *parser) http3(n *yaml.Node) *HTTP3 {
+	if deref(n).Kind == yaml.ScalarNode {
+		if !p.boolean(n, "http3") {
+			return nil
+		}
+		return &HTTP3{}
+	}
+	pairs, ok := p.mapping(n, "http3 key", HTTP3Keys)
+	if !ok {
+		return nil
+	}
+	h := &HTTP3{}
+	for _, kv := range pairs {
+		switch kv.key.Value {
+		case "early_data":
+			h.EarlyData = p.boolean(kv.val, "http3.early_data")
+		}
+	}
+	return h
 }
 
 // tls reads a tls section: cert and key, certificates (a list of

@@ -86,6 +86,38 @@ func TestParseListenHTTP2(t *testing.T) {
 	}
 }
 
+// http3: true, or a map with early_data, serves HTTP/3 beside a TLS
+// listener; http3: false is as if it were not written. Explain says so.
+func TestParseListenHTTP3(t *testing.T) {
+	dir := t.TempDir()
+	sluicetest.NewCA(t).IssueFiles(t, dir, "a.example")
+	cfg, err := parseString(t, dir, `listen:
+  - {address: ":8443", tls: {cert: a.example.crt, key: a.example.key}, http3: true}
+  - {address: ":8444", tls: {cert: a.example.crt, key: a.example.key}, http3: {early_data: true}}
+  - {address: ":8445", tls: {cert: a.example.crt, key: a.example.key}, http3: false}
+  - {address: ":8446", tls: {cert: a.example.crt, key: a.example.key}, http3: {}}
+`+tlsRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.ListenOptions
+	for _, c := range []struct {
+		addr      string
+		want      bool
+		earlyData bool
+	}{{":8443", true, false}, {":8444", true, true}, {":8445", false, false}, {":8446", true, false}} {
+		h := o[Address{"tcp", c.addr}].HTTP3
+		if (h != nil) != c.want || h != nil && h.EarlyData != c.earlyData {
+			t.Errorf("%s: http3 %+v, want on %v, early data %v", c.addr, h, c.want, c.earlyData)
+		}
+	}
+	var sb strings.Builder
+	cfg.Explain(&sb)
+	if got := sb.String(); strings.Count(got, "HTTP/3") != 3 || strings.Count(got, "0-RTT") != 1 {
+		t.Errorf("Explain does not list HTTP/3 three times, 0-RTT once:\n%s", got)
+	}
+}
+
 // OCSP stapling is on unless ocsp_stapling: false, with files or acme.
 func TestParseOCSPStapling(t *testing.T) {
 	dir := t.TempDir()
@@ -157,8 +189,20 @@ func TestParseListenTLSErrors(t *testing.T) {
 		{"listen: {address: \":1\", h2c: yes}", "test.yaml:1:30: h2c: want true or false"},
 		{"listen: {address: \":1\", redirect_to_https: 443, h2c: true}", "test.yaml:1:49: h2c: a listener that redirects to HTTPS serves no HTTP/2"},
 		{"listen: {address: \":1\", h2c: true, redirect_to_https: 443}", "test.yaml:1:25: h2c: a listener that redirects to HTTPS serves no HTTP/2"},
+		{"listen: {address: \":1\", http3: true}", "test.yaml:1:25: http3: HTTP/3 runs over QUIC, which is always encrypted: add tls"},
+		{"listen: {address: \":1\", http3: false}", ""},
+		{"listen: {address: \"unix:/run/s.sock\", tls: {cert: a.example.crt, key: a.example.key}, http3: true}", "test.yaml:1:87: http3: HTTP/3 runs over UDP, which a Unix socket does not carry"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key}, http3: yes}", "test.yaml:1:80: http3: want true or false"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key}, http3: {early_data: 1}}", "test.yaml:1:93: http3.early_data: want true or false"},
+		{"listen: {address: \":1\", tls: {cert: a.example.crt, key: a.example.key}, http3: {zero_rtt: true}}", `test.yaml:1:81: unknown http3 key "zero_rtt"`},
 	} {
 		_, err := parseString(t, dir, tc.text+tlsRoutes)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.text, err)
+			}
+			continue
+		}
 		var errs Errors
 		if !errors.As(err, &errs) || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), filepath.Join(dir, tc.want)) {
 			t.Errorf("%s:\ngot  %v\nwant %s", tc.text, err, filepath.Join(dir, tc.want))
@@ -180,4 +224,32 @@ func TestParseListenTLSExpired(t *testing.T) {
 		!strings.Contains(cfg.Warnings[0].Msg, "expired at") {
 		t.Errorf("warnings: %v", cfg.Warnings)
 	}
+}
+
+// FuzzListenHTTP3: the http3 option's parser never panics, and a config
+// it accepts serves HTTP/3 only beside TLS on a host:port, with early
+// data only when http3 is on.
+func FuzzListenHTTP3(f *testing.F) {
+	for _, s := range []string{"true", "false", "{early_data: true}", "{early_data: false}", "{}", "yes", "[true]", "{early_data: 1}", "{x: 1}", "~", "'true'"} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	dir := f.TempDir()
+	sluicetest.NewCA(f).IssueFiles(f, dir, "a.example")
+	f.Fuzz(func(t *testing.T, s string, withTLS bool) {
+		entry := "{address: \":8443\", http3: " + s + "}"
+		if withTLS {
+			entry = "{address: \":8443\", tls: {cert: a.example.crt, key: a.example.key}, http3: " + s + "}"
+		}
+		cfg, err := new(Loader).Parse(filepath.Join(dir, "sluice.yaml"), []byte("listen:\n  - "+entry+"\n"+tlsRoutes))
+		if err != nil {
+			return
+		}
+		defer cfg.Close()
+		for a, o := range cfg.ListenOptions {
+			if o.HTTP3 != nil && (o.TLS == nil || a.Network != "tcp") {
+				t.Fatalf("http3: %s accepted on %v without TLS (%+v)", s, a, o)
+			}
+		}
+	})
 }

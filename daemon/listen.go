@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -49,6 +50,7 @@ type listener struct {
 	tls   *tls.Config    // set if it serves TLS, for as long as it is open
 	certs certs.Endpoint // a TLS listener's certificates of the moment
 	h2    bool           // serves HTTP/2: offered by ALPN over TLS, h2c without
+	h3    *h3Listener    // a TLS listener's HTTP/3 side, or nil
 	state atomic.Pointer[listenState]
 }
 
@@ -69,6 +71,13 @@ func (s *Server) open(addrs []config.Address, cfg *config.Config) ([]*listener, 
 		l := &listener{addr: a, ln: ln, h2: servesHTTP2(cfg, a)}
 		if isTLS(cfg, a) {
 			l.tls = newTLSConfig(l)
+		}
+		if servesHTTP3(cfg, a) {
+			if l.h3, err = s.openHTTP3(l, cfg, s.HTTP3ReusePort); err != nil {
+				ln.Close()
+				s.closeListeners(opened)
+				return nil, &ListenError{Addr: a, Err: fmt.Errorf("HTTP/3 (UDP): %w", err)}
+			}
 		}
 		s.lnMu.Lock()
 		s.lns = append(s.lns, l)
@@ -118,18 +127,31 @@ func (s *Server) serve(lns []*listener) {
 		if l.h2 {
 			attrs = append(attrs, "http2", true)
 		}
+		if l.h3 != nil {
+			l.h3.serveHTTP3(listenerHandler{l, s.srv.Handler}, s.grace())
+			attrs = append(attrs, "http3", l.h3.conn.LocalAddr().String())
+		}
 		s.logger().Info("listening", append(attrs, s.Attrs...)...)
 	}
 }
 
 // closeListeners closes lns and forgets them; their connections stay
-// open.
+// open. HTTP/3 connections, which live on the listener's UDP socket, are
+// sent GOAWAY and get the grace period to finish their requests before
+// the socket closes.
 func (s *Server) closeListeners(lns []*listener) {
 	s.lnMu.Lock()
 	defer s.lnMu.Unlock()
 	for _, l := range lns {
 		l.closing.Store(true)
 		l.ln.Close()
+		if l.h3 != nil {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), s.grace())
+				defer cancel()
+				l.h3.shutdown(ctx)
+			}()
+		}
 	}
 	s.lns = slices.DeleteFunc(s.lns, func(l *listener) bool { return slices.Contains(lns, l) })
 }
@@ -147,9 +169,16 @@ func (s *Server) listening(a config.Address) *listener {
 }
 
 // serves reports whether l serves a as cfg says: the same address, with
-// TLS or without and HTTP/2 or not as cfg has it. A listener whose
-// address turns to TLS or back, or HTTP/2 on or off, is replaced by a
-// reload.
+// TLS or without and HTTP/2 and HTTP/3 or not as cfg has it. A listener
+// whose address turns to TLS or back, or HTTP/2 or HTTP/3 on or off, is
+// replaced by a reload.
 func (l *listener) serves(a config.Address, cfg *config.Config) bool {
-	return l.addr == a && (l.tls != nil) == isTLS(cfg, a) && l.h2 == servesHTTP2(cfg, a)
+	return l.addr == a && (l.tls != nil) == isTLS(cfg, a) && l.h2 == servesHTTP2(cfg, a) && (l.h3 != nil) == servesHTTP3(cfg, a)
+}
+
+// servesHTTP3 reports whether cfg serves HTTP/3 beside a: a TLS
+// listener with http3.
+func servesHTTP3(cfg *config.Config, a config.Address) bool {
+	o := cfg.ListenOptions[a]
+	return o != nil && o.TLS != nil && o.HTTP3 != nil && a.Network == "tcp"
 }

@@ -88,6 +88,7 @@ func (s *Server) Reload() error {
 		}
 	}
 
+	s.adoptBoundPorts(cfg.Listen)
 	var added []config.Address
 	for _, a := range cfg.Listen {
 		if l := s.listening(a); l == nil || !l.serves(a, cfg) {
@@ -126,6 +127,7 @@ func (s *Server) Reload() error {
 	s.srv.SetServerHeader(cfg.ServerHeader)
 	s.srv.SetExtraMethods(cfg.ExtraMethods())
 	s.srv.GoAway() // HTTP/2 connections: their SETTINGS and certificate are those of their start
+	s.reloadHTTP3(kept, cfg)
 	if newLog {
 		log.Info("log moves", "output", cfg.Log.Output, "format", cfg.Log.Format, "level", cfg.Log.Level.String())
 		s.setLog(cfg.Log, target)
@@ -137,8 +139,34 @@ func (s *Server) Reload() error {
 	}
 	s.closeListeners(removed)
 	s.movePidFile(cfg.PidFile)
+	if s.Applied != nil {
+		s.Applied(cfg)
+	}
 	log.Info("reloaded", "config", s.Name, "routes", len(cfg.Routes))
 	return nil
+}
+
+// adoptBoundPorts gives a TCP listener opened for port 0 the address
+// addrs name when that is the address it was bound to and addrs no longer
+// name its own: a config that first said 127.0.0.1:0 and now says the
+// port it got (as a config loaded through the admin API may) keeps the
+// socket, rather than closing it, which would reset the connections
+// still waiting on it to be accepted.
+func (s *Server) adoptBoundPorts(addrs []config.Address) {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	for _, a := range addrs {
+		if a.Network != "tcp" || slices.ContainsFunc(s.lns, func(l *listener) bool { return l.addr == a }) {
+			continue
+		}
+		for _, l := range s.lns {
+			_, port, _ := net.SplitHostPort(l.addr.Addr)
+			if l.addr.Network == "tcp" && port == "0" && !slices.Contains(addrs, l.addr) && l.ln.Addr().String() == a.Addr {
+				l.addr = a
+				break
+			}
+		}
+	}
 }
 
 // movePidFile moves the pid file to name, as a reload asks: the new one

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quic-go/quic-go"
+
 	"github.com/sluice-server/sluice/certs"
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
@@ -93,7 +95,51 @@ type Server struct {
 	// authority's validation of an order another started.
 	ACMECacheOnly bool
 
+	// Applied, if set, is called with each config once it serves: the
+	// first at Start, then each that a Reload applied (not those it
+	// rejected). It runs while Start or Reload holds the server's lock,
+	// and must not call them.
+	Applied func(*config.Config)
+
+	// HTTP3ReusePort binds the UDP sockets of the listeners with http3
+	// with SO_REUSEPORT, for a worker among several that each bind their
+	// own on the same port (where HTTP3Socket gives none): the kernel
+	// spreads the datagrams among them by a hash of their addresses and
+	// ports (see docs/http3.md). Without it a UDP port already bound is
+	// an error, as a TCP one is.
+	HTTP3ReusePort bool
+
+	// HTTP3Socket, if set, gives the UDP socket of each listener with
+	// http3, as a supervisor's master holds them (see
+	// docs/workers.md): the listener serves it, and closes it when it
+	// closes. A nil socket and nil error: the listener binds its own.
+	HTTP3Socket func(config.Address) (*net.UDPConn, error)
+
+	// QUICConnectionIDs, if set, makes the connection IDs of every
+	// HTTP/3 connection (package quicsteer's Generator, whose tag a
+	// master's steering reads); nil: 8 random bytes. It must be safe
+	// for concurrent use.
+	QUICConnectionIDs quic.ConnectionIDGenerator
+
+	// QUICSecret, if set, is 32 bytes from which every HTTP/3 listener
+	// derives its stateless reset key (RFC 9000 §10.3) and the key of
+	// its address-validation tokens (Retry, NEW_TOKEN): processes that
+	// share it (a master's workers, across its reloads and binary
+	// upgrades) end at once a connection that reaches one of them
+	// without its state, and honour each other's tokens. Nil: the
+	// Server makes a random one at its first Start, kept across its
+	// reloads. It must not change once Start is called.
+	QUICSecret []byte
+
+	// QUICSecretFile, if set and QUICSecret is nil, is the file the
+	// secret is kept in across restarts (see LoadQUICSecret,
+	// QUICSecretFile): read, or made, when the first HTTP/3 listener
+	// opens. Where it cannot be read or made, a warning is logged and
+	// the secret is the process's own, as without it.
+	QUICSecretFile string
+
 	initOnce sync.Once
+	quicKeys quicKeys // derived from QUICSecret (http3.go)
 	srv      *engine.Server
 	started  chan struct{} // closed when Start succeeds
 	stopped  chan struct{} // closed when Shutdown begins
@@ -163,7 +209,7 @@ func (s *Server) grace() time.Duration {
 // (the first config's) still log where the config says.
 func (s *Server) context() components.Context {
 	return components.Context{
-		Conns:  func() int { return s.srv.OpenConns() },
+		Conns:  func() int { return s.srv.OpenConns() + int(s.http3Stats().open) },
 		Logger: slog.New(logHandler{s}),
 	}
 }
@@ -252,6 +298,9 @@ func (s *Server) Start() error {
 	s.heap = newHeapReleaser(s.logger)
 	s.heap.start()
 	s.state = stateRunning
+	if s.Applied != nil {
+		s.Applied(cfg)
+	}
 	close(s.started)
 	s.notify(NotifyReady)
 	return nil
@@ -344,6 +393,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.shutdown(ctx, grace)
 }
 
+// StopAccepting closes the server's TCP and Unix listeners and returns
+// once none of them accepts: a connection is either accepted already,
+// and served on, or left in the socket's queue for whoever else holds the
+// socket (a supervisor's newer workers). HTTP/3 is left as it is: a
+// supervisor steers new QUIC connections away from a worker it retires.
+// It is for a worker others take over from, before Drain or Shutdown
+// (which close what is left); it is safe to call more than once and from
+// any goroutine.
+func (s *Server) StopAccepting() {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	for _, l := range s.lns {
+		l.closing.Store(true)
+		l.ln.Close() // waits for an Accept under way to return
+	}
+}
+
 // Drain is Shutdown for a server others take over from (a worker a
 // supervisor replaces): it stops accepting, but leaves idle keep-alive
 // connections open, answering the next request on each with
@@ -393,10 +459,12 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 	defer cancel()
 	var open int
 	stopCount := context.AfterFunc(ctx, func() {
-		open = s.srv.OpenConns()
+		open = s.srv.OpenConns() + int(s.http3Stats().open)
 		cancel()
 	})
+	h3done := s.shutdownHTTP3(inner) // GOAWAY, beside the engine's
 	err := end(inner)
+	<-h3done
 	stopCount()
 	if err != nil {
 		// open was written before cancel, which end saw.
@@ -420,10 +488,16 @@ func (s *Server) stop(ctx context.Context, grace any, end func(context.Context) 
 
 // Stats returns the engine's counters (engine.Server.Stats): connections
 // accepted and open, requests, refusals, panics and bytes written since
-// Start. It is safe to call at any time.
+// Start. HTTP/3 connections (QUIC) count among those accepted and open,
+// and their requests among the requests; the bytes written are those of
+// TCP connections only. It is safe to call at any time.
 func (s *Server) Stats() engine.Stats {
 	s.init()
-	return s.srv.Stats()
+	st := s.srv.Stats()
+	h3 := s.http3Stats()
+	st.Accepted += h3.accepted
+	st.Open += h3.open
+	return st
 }
 
 // Addrs returns the addresses the server listens on, in the order they

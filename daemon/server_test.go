@@ -238,6 +238,36 @@ func TestReloadListenAddresses(t *testing.T) {
 	}
 }
 
+// A config that said port 0 and then names the port it got keeps the
+// socket: the reload neither reopens it (which would reset connections
+// waiting to be accepted) nor logs closing it.
+func TestReloadNamesTheBoundPort(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "site.yaml")
+	writeFile(t, file, textConfig("127.0.0.1:0", "one"))
+	s, log := newServer(t, fileLoad(file))
+	start(t, s)
+	addr := onlyAddr(t, s)
+	s.lnMu.Lock()
+	before := s.lns[0]
+	s.lnMu.Unlock()
+	writeFile(t, file, textConfig(addr.String(), "two"))
+	if err := s.Reload(); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	s.lnMu.Lock()
+	after := s.lns
+	s.lnMu.Unlock()
+	if len(after) != 1 || after[0] != before || after[0].addr.Addr != addr.String() {
+		t.Errorf("after the reload the listeners are %v, want the one opened before, now named %s", after, addr)
+	}
+	if strings.Contains(log.String(), "closing listener") {
+		t.Errorf("the reload closed a listener:\n%s", log)
+	}
+	if got := body(t, addr); got != "two" {
+		t.Errorf("after the reload: %q, want two", got)
+	}
+}
+
 // A reload that moves a port from one address to an overlapping one
 // (127.0.0.1:P to 0.0.0.0:P) closes the old socket first.
 func TestReloadListenSamePort(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 // says: a reload replaces it whole.
 type listenState struct {
 	hsts     string         // the Strict-Transport-Security value, or ""
+	altSvc   string         // the Alt-Svc value announcing HTTP/3, or ""
 	redirect bool           // answer with a redirect to HTTPS
 	port     string         // the redirect's ":port", "" for 443
 	names    *redirectNames // the hosts the redirect is for; nil: any
@@ -58,6 +59,9 @@ func (s *Server) setState(l *listener, o *config.ListenOptions, cfg *config.Conf
 		}
 		if o.HSTS != nil {
 			st.hsts = o.HSTS.Value()
+		}
+		if l.h3 != nil {
+			st.altSvc = l.h3.altSvc()
 		}
 		if r := o.RedirectToHTTPS; r != nil {
 			st.redirect = true
@@ -128,6 +132,9 @@ func (h listenerHandler) Serve(w engine.ResponseWriter, r *engine.Request) {
 	}
 	if st.hsts != "" {
 		w.Header().Set("Strict-Transport-Security", st.hsts)
+	}
+	if st.altSvc != "" && r.ProtoMajor < 3 {
+		w.Header().Set("Alt-Svc", st.altSvc)
 	}
 	h.next.Serve(w, r)
 }

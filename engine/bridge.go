@@ -1,17 +1,21 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluice-server/sluice/httpgrammar"
 )
@@ -148,11 +152,14 @@ func NewHTTPResponseWriter(w ResponseWriter) (http.ResponseWriter, func()) {
 
 // NewResponseWriter returns an engine ResponseWriter (with FileSender)
 // that writes through a net/http one, and the function to call when the
-// engine handler is done: it sends the header if nothing was written.
+// engine handler is done: it sends the header if nothing was written,
+// and passes on the trailer fields the handler added (Header.AddTrailer)
+// as net/http's trailers, which the net/http server sends if the
+// response announced them in a Trailer field (as HTTP/1.1 needs).
 func NewResponseWriter(w http.ResponseWriter) (ResponseWriter, func()) {
 	nw := &nativeWriter{w: w}
 	nw.hdr.contentLength = -1
-	return nw, nw.commit
+	return nw, nw.finish
 }
 
 // httpWriter is the http.ResponseWriter over an engine ResponseWriter.
@@ -278,14 +285,78 @@ func ToHTTP(h Handler) http.Handler {
 	})
 }
 
+// Bridge returns h as a net/http handler served under s, for a net/http
+// server whose connections s does not accept itself (quic-go's HTTP/3
+// server, say): as ToHTTP, and with s's limits (target length, field
+// count, body size), extra methods, Server field and panic accounting
+// applied as to the engine's own requests; each request counts in s's
+// Stats (Requests, and Refused for those the limits refuse). The
+// handler is safe for concurrent use; s's settings of the moment apply
+// (SetLimits and the like take effect for the requests that follow).
+//
+// Each request is served on one of s's task runners (as HTTP/2 streams
+// are, see http2_runners.go), a goroutine whose stack an earlier request
+// grew, while the caller's goroutine waits for it: the net/http server's
+// goroutine is new for each request (quic-go's HTTP/3 server starts one
+// per stream), and the engine's handlers on it grew its stack, copying it
+// frame by frame, every time (12% of the CPU of an HTTP/3 load of small
+// GETs). A panic of the handler reaches the caller as it would have.
+func (s *Server) Bridge(h Handler) http.Handler {
+	s.init()
+	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+		s.stats.requests.Add(1)
+		t, _ := bridgeTasks.Get().(*bridgeTask)
+		if t == nil {
+			t = &bridgeTask{done: make(chan any, 1)}
+			t.run = t.serve
+		}
+		t.s, t.h, t.w, t.hr = s, h, w, hr
+		s.runTask(t.run)
+		p := <-t.done
+		*t = bridgeTask{run: t.run, done: t.done}
+		bridgeTasks.Put(t)
+		if p != nil {
+			panic(p)
+		}
+	})
+}
+
+// bridgeTask is a request Bridge hands to a task runner, kept in
+// bridgeTasks for the next, so that the hand-over allocates nothing.
+type bridgeTask struct {
+	s    *Server
+	h    Handler
+	w    http.ResponseWriter
+	hr   *http.Request
+	run  func()   // serve, bound once
+	done chan any // capacity 1: the handler's panic, or nil, when it has returned
+}
+
+var bridgeTasks sync.Pool
+
+// serve serves t's request, then sends on done what the handler panicked
+// with (nil if it returned, or ended its goroutine with runtime.Goexit).
+func (t *bridgeTask) serve() {
+	returned := false
+	defer func() {
+		var p any
+		if !returned {
+			p = recover()
+		}
+		t.done <- p
+	}()
+	serveBridged(t.s, t.h, t.w, t.hr)
+	returned = true
+}
+
 // serveBridged serves a net/http request with h, as ToHTTP does; with a
-// Server (an HTTP/2 stream the engine serves) it applies the server's
-// limits, methods, Server field and panic accounting too.
+// Server (Bridge) it applies the server's limits, methods, Server field
+// and panic accounting too.
 func serveBridged(srv *Server, h Handler, w http.ResponseWriter, hr *http.Request) {
 	ew, finish := NewResponseWriter(w)
 	nw := ew.(*nativeWriter)
 	nw.gone = hr.Context().Done()
-	nw.http2 = hr.ProtoMajor == 2
+	nw.http2 = hr.ProtoMajor >= 2
 	defer finish()
 	if srv != nil {
 		if v := srv.set.Load().serverValue; v != "" {
@@ -302,6 +373,9 @@ func serveBridged(srv *Server, h Handler, w http.ResponseWriter, hr *http.Reques
 		var pe *ProtocolError
 		if errors.As(err, &pe) {
 			status, msg = pe.Status, pe.Msg
+		}
+		if srv != nil {
+			srv.stats.refused.Add(1)
 		}
 		Error(ew, status, msg)
 		return
@@ -364,34 +438,58 @@ func (s *Server) recoverBridged(nw *nativeWriter, hr *http.Request) {
 // RawPath is hr.URL.EscapedPath(). It refuses, with a 400 *ProtocolError,
 // a path the parser refuses: an encoded '/', a NUL, a ".." above the
 // root, and a path that does not start with '/' (other than "*" for
-// OPTIONS, or CONNECT's empty one).
+// OPTIONS, or CONNECT's empty one). LocalAddr is the value of hr's
+// context under http.LocalAddrContextKey, when it has one (net/http's
+// servers and HTTP/3's set it).
 func NewRequest(hr *http.Request) (*Request, error) {
 	raw := hr.URL.EscapedPath()
+	target := hr.RequestURI
+	if target == "" {
+		target = hr.URL.RequestURI()
+	}
+	// One buffer holds every byte the Request's slices name (one
+	// allocation rather than one a slice); each slice's capacity ends
+	// with it, so an append to one never runs into the next.
+	size, nfields := len(hr.Method)+len(target)+2*len(raw)+1+len(hr.URL.RawQuery)+2*len(hr.Host)+len("Host"), 1
+	for k, vs := range hr.Header {
+		for _, v := range vs {
+			size += len(k) + len(v)
+			nfields++
+		}
+	}
+	buf := make([]byte, 0, size)
+	put := func(s string) []byte {
+		i := len(buf)
+		buf = append(buf, s...)
+		return buf[i:len(buf):len(buf)]
+	}
 	var path []byte
 	switch {
 	case hr.Method == "CONNECT" && raw == "":
 	case raw == "*" && hr.Method == "OPTIONS":
-		path = []byte(raw)
+		path = put(raw)
 	case raw == "":
 		path = []byte("/") // an absolute URL without a path (RFC 9110 §4.2.3)
 	case raw[0] != '/':
 		return nil, errTarget
 	default:
-		path = []byte(raw)
+		path = put(raw)
 		if needsCanonical(path) {
+			i := len(buf)
 			var err error
-			if path, err = canonicalPath(nil, path); err != nil {
+			if buf, err = canonicalPath(buf, path); err != nil {
 				return nil, err
 			}
+			path = buf[i:len(buf):len(buf)]
 		}
 	}
 	r := &Request{
-		Method:        []byte(hr.Method),
-		Target:        []byte(hr.RequestURI),
-		RawPath:       []byte(raw),
+		Method:        put(hr.Method),
+		Target:        put(target),
+		RawPath:       put(raw),
 		Path:          path,
-		Query:         []byte(hr.URL.RawQuery),
-		Host:          []byte(hr.Host),
+		Query:         put(hr.URL.RawQuery),
+		Host:          put(hr.Host),
 		ProtoMajor:    1,
 		ProtoMinor:    hr.ProtoMinor,
 		ContentLength: hr.ContentLength,
@@ -402,28 +500,29 @@ func NewRequest(hr *http.Request) (*Request, error) {
 	if hr.ProtoMajor > 1 {
 		r.ProtoMajor, r.ProtoMinor = hr.ProtoMajor, 1 // as before ProtoMajor: code testing ProtoMinor sees 1.1's features
 	}
-	if len(r.Target) == 0 {
-		r.Target = []byte(hr.URL.RequestURI())
-	}
 	if r.Body == nil {
 		r.Body = http.NoBody
 	} else if hr.Trailer != nil {
 		r.Body = &trailerBody{body: hr.Body, hr: hr, r: r}
 	}
-	keys := make([]string, 0, len(hr.Header))
-	for k := range hr.Header {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range hr.Header[k] {
-			r.Fields = append(r.Fields, Field{Name: []byte(k), Value: []byte(v)})
+	// The fields sorted by name (a stable sort keeps each name's values
+	// in their order), then Host.
+	r.Fields = make([]Field, 0, nfields)
+	for k, vs := range hr.Header {
+		for _, v := range vs {
+			r.Fields = append(r.Fields, Field{Name: put(k), Value: put(v)})
 		}
 	}
+	slices.SortStableFunc(r.Fields, func(a, b Field) int { return bytes.Compare(a.Name, b.Name) })
 	if hr.Host != "" {
-		r.Fields = append(r.Fields, Field{Name: []byte("Host"), Value: []byte(hr.Host)})
+		r.Fields = append(r.Fields, Field{Name: []byte("Host"), Value: r.Host})
 	}
-	if addr, err := net.ResolveTCPAddr("tcp", hr.RemoteAddr); err == nil {
+	if la, ok := hr.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		r.LocalAddr = la // the server's side: HTTP/3's UDP address, or a TCP one
+	}
+	if ap, err := netip.ParseAddrPort(hr.RemoteAddr); err == nil {
+		r.RemoteAddr = net.TCPAddrFromAddrPort(ap)
+	} else if addr, err := net.ResolveTCPAddr("tcp", hr.RemoteAddr); err == nil {
 		r.RemoteAddr = addr
 	}
 	return r, nil
@@ -507,6 +606,24 @@ func (nw *nativeWriter) copyHeader() {
 	}
 	if nw.hdr.close && !nw.http2 {
 		h.Set("Connection", "close")
+	}
+	if _, ok := h["Content-Type"]; !ok {
+		// As the engine, send no type rather than one net/http (or
+		// quic-go's HTTP/3) would guess from the body: a guess can make
+		// text a browser runs as HTML.
+		h["Content-Type"] = nil
+	}
+}
+
+// finish commits the response and sets its trailer fields.
+func (nw *nativeWriter) finish() {
+	nw.commit()
+	if len(nw.hdr.trailers) == 0 {
+		return
+	}
+	h := nw.w.Header()
+	for _, f := range nw.hdr.trailers {
+		h.Add(f.name, f.value)
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,4 +171,222 @@ func ExampleFromHTTP() {
 	})
 	s := &Server{Handler: FromHTTP(mux)}
 	_ = s // s.ListenAndServe(":8080")
+}
+
+// Bridge serves a handler under the Server's limits, methods and Server
+// field, counting its requests and refusals; the trailer fields the
+// handler adds reach the client when announced, through ToHTTP too.
+func TestBridge(t *testing.T) {
+	srv := &Server{ServerHeader: "bridged", Limits: Limits{MaxTargetBytes: 64, MaxBodyBytes: 10}, ExtraMethods: []string{"PURGE"}}
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return // the 413 is the engine's
+		}
+		w.Header().Set("Trailer", "X-Sum")
+		fmt.Fprintf(w, "%s %s %s", r.Method, r.Proto(), b)
+		w.Header().AddTrailer("X-Sum", "abc")
+	})
+	for _, c := range []struct {
+		name    string
+		handler http.Handler
+		server  string
+		limits  bool
+	}{
+		{"Bridge", srv.Bridge(h), "bridged", true},
+		{"ToHTTP", ToHTTP(h), "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := httptest.NewServer(c.handler)
+			defer ts.Close()
+			for _, tc := range []struct {
+				method, path, body string
+				status             int
+				want               string
+			}{
+				{"GET", "/", "", 200, "GET HTTP/1.1 "},
+				{"POST", "/", "0123456789abc", 413, ""},
+				{"PURGE", "/", "", 200, "PURGE HTTP/1.1 "},
+				{"GET", "/" + strings.Repeat("a", 70), "", 414, ""},
+			} {
+				req, _ := http.NewRequest(tc.method, ts.URL+tc.path, strings.NewReader(tc.body))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				status, want := tc.status, tc.want
+				if !c.limits {
+					status, want = 200, tc.method+" HTTP/1.1 "+tc.body
+				}
+				if resp.StatusCode != status || status == 200 && (string(b) != want || resp.Trailer.Get("X-Sum") != "abc") {
+					t.Errorf("%s %s: %d %q, trailer %q; want %d %q", tc.method, tc.path[:min(len(tc.path), 10)], resp.StatusCode, b, resp.Trailer, status, want)
+				}
+				if got := resp.Header.Get("Server"); got != c.server {
+					t.Errorf("%s %s: Server %q, want %q", tc.method, tc.path[:min(len(tc.path), 10)], got, c.server)
+				}
+			}
+		})
+	}
+	if st := srv.Stats(); st.Requests != 4 || st.Refused != 2 {
+		t.Errorf("Bridge's server counted %d requests, %d refused; want 4, 2 (the 413 and the 414)", st.Requests, st.Refused)
+	}
+}
+
+// Bridge serves its requests on the server's task runners, reused from
+// one request to the next (their stacks grown once), and a handler's
+// panic reaches the caller's goroutine as it would without them: before
+// the response is committed a 500, after it http.ErrAbortHandler, and the
+// runner serves on.
+func TestBridgeRunners(t *testing.T) {
+	srv := &Server{Logger: slog.New(slog.DiscardHandler)}
+	defer srv.taskRunners.reap(0, true)
+	var stack [4096]byte // a handler that grows its goroutine's stack
+	h := srv.Bridge(HandlerFunc(func(w ResponseWriter, r *Request) {
+		switch string(r.Path) {
+		case "/panic":
+			panic("before the response")
+		case "/abort":
+			w.Write([]byte("committed"))
+			w.Flush()
+			panic("after the response")
+		}
+		deep(len(stack))
+		w.Write([]byte("ok"))
+	}))
+	serve := func(path string) (w *httptest.ResponseRecorder, p any) {
+		defer func() { p = recover() }()
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "https://example.com"+path, nil))
+		return w, nil
+	}
+	idle := func() bool { return srv.taskRunners.count() == 1 }
+	if w, p := serve("/"); p != nil || w.Body.String() != "ok" {
+		t.Fatalf("GET /: %q, panic %v", w.Body, p)
+	}
+	waitFor(t, "the first request's runner idle", idle)
+	before := taskRunnersStarted.Load()
+	for _, tc := range []struct {
+		path   string
+		status int
+		abort  bool
+	}{
+		{"/", 200, false},
+		{"/panic", 500, false},
+		{"/abort", 200, true},
+		{"/", 200, false},
+	} {
+		w, p := serve(tc.path)
+		if tc.abort != (p == http.ErrAbortHandler) || p != nil && !tc.abort {
+			t.Errorf("GET %s: panic %v, want http.ErrAbortHandler: %v", tc.path, p, tc.abort)
+		}
+		if !tc.abort && w.Code != tc.status {
+			t.Errorf("GET %s: %d, want %d", tc.path, w.Code, tc.status)
+		}
+		waitFor(t, "the runner idle again", idle)
+	}
+	if n := taskRunnersStarted.Load() - before; n != 0 {
+		t.Errorf("requests one after another started %d runners, want 0 (the first one's, reused)", n)
+	}
+	if st := srv.Stats(); st.Panics != 2 {
+		t.Errorf("%d panics counted, want 2", st.Panics)
+	}
+}
+
+// deep uses n bytes of its goroutine's stack.
+//
+//go:noinline
+func deep(n int) byte {
+	var b [512]byte
+	if n <= len(b) {
+		return b[n%len(b)]
+	}
+	return deep(n-len(b)) + b[0]
+}
+
+// BenchmarkBridge is what the bridge costs an HTTP/3 request over the
+// handler's own work: an engine Request built from the *http.Request,
+// its header copied, the response's copied back.
+func BenchmarkBridge(b *testing.B) {
+	srv := &Server{}
+	page := []byte(strings.Repeat("x", 150) + "\n")
+	h := srv.Bridge(HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write(page)
+	}))
+	req := httptest.NewRequest("GET", "https://example.com/index.html", nil)
+	req.Header.Set("User-Agent", "bench")
+	req.Header.Set("Accept", "*/*")
+	req.Header.Set("Accept-Encoding", "gzip, br")
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		h.ServeHTTP(w, req)
+	}
+}
+
+// discardWriter is an http.ResponseWriter that keeps nothing but its
+// header map.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+
+// A response without a Content-Type gets none through the bridge, as
+// from the engine: net/http (and quic-go's HTTP/3) would otherwise guess
+// one from the body, and a guess of text/html makes a browser run it.
+func TestToHTTPNoSniffing(t *testing.T) {
+	ts := httptest.NewServer(ToHTTP(HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.Write([]byte("<html><script>alert(1)</script>"))
+	})))
+	defer ts.Close()
+	resp, err := http.Get(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ct, ok := resp.Header["Content-Type"]; ok {
+		t.Errorf("Content-Type %q: guessed from the body", ct)
+	}
+}
+
+// NewRequest copies a net/http request into one buffer: every field in
+// name order (a name's values in theirs), Host last, the peer's address
+// parsed, and no slice's append reaching into the next.
+func TestNewRequestFields(t *testing.T) {
+	hr := httptest.NewRequest("GET", "https://example.com/x/%41b/../c?q=1", nil)
+	hr.Header = http.Header{"X-B": {"2", "1"}, "Accept": {"*/*"}, "X-A": {"z"}}
+	for _, c := range []struct{ remote, want string }{
+		{"192.0.2.1:1234", "192.0.2.1:1234"},
+		{"[2001:db8::1%eth0]:443", "[2001:db8::1%eth0]:443"},
+	} {
+		hr.RemoteAddr = c.remote
+		r, err := NewRequest(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range r.Fields {
+			got = append(got, string(f.Name)+": "+string(f.Value))
+		}
+		want := []string{"Accept: */*", "X-A: z", "X-B: 2", "X-B: 1", "Host: example.com"}
+		if !slices.Equal(got, want) {
+			t.Errorf("fields %q, want %q", got, want)
+		}
+		if r.RemoteAddr == nil || r.RemoteAddr.String() != c.want {
+			t.Errorf("RemoteAddr %v, want %s", r.RemoteAddr, c.want)
+		}
+		if string(r.Path) != "/x/c" || string(r.RawPath) != "/x/%41b/../c" || string(r.Query) != "q=1" {
+			t.Errorf("Path %q, RawPath %q, Query %q", r.Path, r.RawPath, r.Query)
+		}
+		target, query := string(r.Target), string(r.Query)
+		r.Method = append(r.Method, "XXXXXXXX"...)
+		r.Path = append(r.Path, "XXXXXXXX"...)
+		if string(r.Target) != target || string(r.Query) != query || string(r.Fields[0].Name) != "Accept" {
+			t.Errorf("an append to Method or Path changed another slice: target %q query %q", r.Target, r.Query)
+		}
+	}
 }

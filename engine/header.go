@@ -68,8 +68,16 @@ func (h *Header) Del(name string) {
 			return
 		}
 	}
-	kept := h.fields[:0]
-	for _, f := range h.fields {
+	// Most Sets find no field to remove: look before moving any.
+	i := 0
+	for i < len(h.fields) && (len(h.fields[i].name) != len(name) || !strings.EqualFold(h.fields[i].name, name)) {
+		i++
+	}
+	if i == len(h.fields) {
+		return
+	}
+	kept := h.fields[:i]
+	for _, f := range h.fields[i+1:] {
 		if len(f.name) != len(name) || !strings.EqualFold(f.name, name) {
 			kept = append(kept, f)
 		}

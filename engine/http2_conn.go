@@ -53,37 +53,38 @@ type h2Conn struct {
 	sawSettings bool
 	settings    int // SETTINGS frames and entries since the client last opened a stream
 
-	mu       sync.Mutex
-	cond     sync.Cond // signalled when windows open, output drains, or streams end
-	streams  map[uint32]*h2Stream
-	running  int         // handlers running, those of reset streams included
-	queued   []*h2Stream // streams waiting for a handler slot
-	reset    [16]uint32  // streams the server reset recently: their late frames are dropped
-	resetAt  int         // the next slot in reset
-	enc      *hpack.Encoder
-	encBuf   h2BlockBuf
-	sendWin  int64      // the connection's send window
-	peerWin  int64      // the client's SETTINGS_INITIAL_WINDOW_SIZE
-	peerMax  int        // the client's SETTINGS_MAX_FRAME_SIZE
-	unacked  int64      // body bytes consumed and not yet returned to the client's window
-	recvWin  int64      // what the client may still send on the connection
-	wbuf     []byte     // frames to write
-	spare    []byte     // the other output buffer, while wbuf is written
-	boxes    [2]*[]byte // from h2OutPool while the connection is busy
-	writing  bool       // a goroutine is writing
-	control  int        // control frames queued since the last write ended
-	ctlBytes int        // the bytes of those frames in wbuf
-	ackDue   bool       // a SETTINGS ACK is in wbuf
-	werr     error      // the connection failed: nothing more is written
-	goAway   bool       // GOAWAY sent: no new streams
-	lastID   uint32     // the last stream id GOAWAY said would be served
-	closing  bool       // the connection closes once its streams end
-	inflight int        // the bytes of the write under way
-	wgen     uint64     // frames queued now leave with the wgen-th write
-	holdNext int        // streams ended whose last frame is in wbuf: their slots are not free yet
-	holdOut  int        // streams ended whose last frame is in the write under way
-	readWait bool       // the reader waits for the output to drain before it reads on
-	roomWait int        // handlers waiting for room in the output (waitRoomLocked)
+	mu        sync.Mutex
+	cond      sync.Cond // signalled when windows open, output drains, or streams end
+	streams   map[uint32]*h2Stream
+	running   int         // handlers running, those of reset streams included
+	queued    []*h2Stream // streams waiting for a handler slot
+	reset     [16]uint32  // streams the server reset recently: their late frames are dropped
+	resetAt   int         // the next slot in reset
+	enc       *h2Encoder
+	encBuf    h2BlockBuf
+	writeSoon func()     // writeClaimed(true), bound once: flushSoonLocked's task
+	sendWin   int64      // the connection's send window
+	peerWin   int64      // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMax   int        // the client's SETTINGS_MAX_FRAME_SIZE
+	unacked   int64      // body bytes consumed and not yet returned to the client's window
+	recvWin   int64      // what the client may still send on the connection
+	wbuf      []byte     // frames to write
+	spare     []byte     // the other output buffer, while wbuf is written
+	boxes     [2]*[]byte // from h2OutPool while the connection is busy
+	writing   bool       // a goroutine is writing
+	control   int        // control frames queued since the last write ended
+	ctlBytes  int        // the bytes of those frames in wbuf
+	ackDue    bool       // a SETTINGS ACK is in wbuf
+	werr      error      // the connection failed: nothing more is written
+	goAway    bool       // GOAWAY sent: no new streams
+	lastID    uint32     // the last stream id GOAWAY said would be served
+	closing   bool       // the connection closes once its streams end
+	inflight  int        // the bytes of the write under way
+	wgen      uint64     // frames queued now leave with the wgen-th write
+	holdNext  int        // streams ended whose last frame is in wbuf: their slots are not free yet
+	holdOut   int        // streams ended whose last frame is in the write under way
+	readWait  bool       // the reader waits for the output to drain before it reads on
+	roomWait  int        // handlers waiting for room in the output (waitRoomLocked)
 
 	lastLen     int64 // the last Content-Length sent, and its text
 	lastLenText string
@@ -111,7 +112,8 @@ func newH2Conn(c *conn, nc net.Conn) *h2Conn {
 	h.maxList = h.lim.MaxHeaderBytes + h2HeaderListSlack
 	h.dec = hpack.NewDecoder(4096, h.emit)
 	h.dec.SetMaxStringLength(h.maxList)
-	h.enc = hpack.NewEncoder(&h.encBuf)
+	h.enc = newH2Encoder(&h.encBuf)
+	h.writeSoon = func() { h.writeClaimed(true) }
 	h.rd = h2Reader{src: nc, idle: h.readIdle}
 	return h
 }

@@ -244,6 +244,17 @@ func (b *h2Body) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Buffered reports how many body bytes have arrived and are unread, and
+// whether they are all the rest of the body (the stream's end came, with
+// no error): a proxy may then read it whole without waiting. It is safe
+// to call from the handler's goroutine, as Read is.
+func (b *h2Body) Buffered() (n int, whole bool) {
+	st := (*h2Stream)(b)
+	st.h.mu.Lock()
+	defer st.h.mu.Unlock()
+	return len(st.body) - st.bodyOff, st.remoteDone && st.err == nil && st.bodyRefusal == nil
+}
+
 // waitBodyLocked waits for body bytes under Limits.BodyTimeout and
 // MinBodyRate, as an HTTP/1.x body is (see bodyPace): only time spent
 // waiting counts. A body that falls behind fails with

@@ -15,8 +15,9 @@ import (
 // under "guarded by h.mu" are shared with the connection's reader; the
 // rest belong to the handler's goroutine.
 type h2Stream struct {
-	h  *h2Conn
-	id uint32
+	runFn func() // st.run, bound once: the task runTask runs (see http2_runners.go)
+	h     *h2Conn
+	id    uint32
 
 	req     Request
 	arena   []byte // the request's field bytes
@@ -70,6 +71,9 @@ var h2StreamPool = sync.Pool{New: func() any {
 func newH2Stream(h *h2Conn, id uint32) *h2Stream {
 	st := h2StreamPool.Get().(*h2Stream)
 	st.h, st.id = h, id
+	if st.runFn == nil {
+		st.runFn = st.run
+	}
 	st.cond.L = &h.mu
 	st.sendWin = h.peerWinLoad()
 	st.recvWin = h2StreamWindow
@@ -90,7 +94,7 @@ func releaseH2Stream(st *h2Stream) {
 	if cap(body) > h2StreamWindow {
 		body = nil
 	}
-	*st = h2Stream{arena: arena, out: out, body: body, pathBuf: pathBuf, hdr: hdr}
+	*st = h2Stream{arena: arena, out: out, body: body, pathBuf: pathBuf, hdr: hdr, runFn: st.runFn}
 	st.req.Fields = fields
 	h2StreamPool.Put(st)
 }
@@ -353,7 +357,7 @@ func (h *h2Conn) open(id uint32) error {
 	h.setIdleLocked()
 	if h.running < h.lim.MaxStreams {
 		h.running++
-		go st.run()
+		h.srv.runTask(st.runFn)
 		return nil
 	}
 	// Rapid reset (CVE-2023-44487): a client that resets its streams at
@@ -381,7 +385,7 @@ func (h *h2Conn) handlerDoneLocked() {
 			continue
 		}
 		h.running++
-		go st.run()
+		h.srv.runTask(st.runFn)
 		break
 	}
 	h.setIdleLocked()

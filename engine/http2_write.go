@@ -80,7 +80,7 @@ func (h *h2Conn) flushSoonLocked() {
 		return
 	}
 	h.writing = true // what is queued meanwhile waits for this write
-	go h.writeClaimed(true)
+	h.srv.runTask(h.writeSoon)
 }
 
 // flush writes what is queued unless another goroutine is writing.

@@ -90,6 +90,32 @@ func (c *conn) waitForRequest() idleResult {
 	return c.readIdle()
 }
 
+// parkFirst is the start of waitForRequest and readIdle for a new
+// connection, on the accept loop's goroutine (see Server.startNew): it
+// reads what has come, and parks c if its request is not in yet. It
+// reports whether c parked, and the caller must then leave c alone;
+// otherwise c goes to a runner (run with resume unset), which serves
+// what the read found, or reads again and finds the end of input, the
+// error, or again nothing and then waits in the runtime's poller. Only a
+// raw socket of the engine's listener takes this path (see firstRead).
+func (c *conn) parkFirst() bool {
+	if c.rc == nil || c.served != 0 {
+		return false
+	}
+	c.th.SetDeadline(c.srv.limits().HeaderTimeout)
+	read, parked := c.firstRead()
+	if read && (c.rawErr != nil || c.rawN == 0) {
+		// The end of input, or an error: the runner's read finds it
+		// again, with nothing of this one left over.
+		c.releaseSession()
+		c.rawErr, c.rawN = nil, 0
+	}
+	if parked {
+		idleMoves.Add(1)
+	}
+	return parked
+}
+
 // readIdle waits for and reads the first bytes of a request. With a raw
 // connection it borrows the session only once bytes are ready to read, so
 // a waiting connection holds no buffer. If the sweeper interrupts a long

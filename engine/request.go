@@ -67,9 +67,9 @@ type Request struct {
 	// entry in Fields holds the target's authority too, so the two agree.
 	Host []byte
 
-	// ProtoMajor is the major version of HTTP: 1, or 2 for a request that
-	// came as an HTTP/2 stream. (A Request built by hand may leave it 0,
-	// meaning 1.)
+	// ProtoMajor is the major version of HTTP: 1, 2 for a request that
+	// came as an HTTP/2 stream, or 3 for an HTTP/3 one (served through
+	// Server.Bridge). (A Request built by hand may leave it 0, meaning 1.)
 	ProtoMajor int
 
 	// ProtoMinor is the minor version of HTTP/1.x: 0 or 1 (higher minor
@@ -164,11 +164,13 @@ func (r *Request) IsMethod(m string) bool { return string(r.Method) == m }
 func (r *Request) ProtoAtLeast11() bool { return r.ProtoMinor >= 1 || r.ProtoMajor > 1 }
 
 // Proto returns the request's protocol as a request line names it:
-// "HTTP/1.0", "HTTP/1.1" or "HTTP/2.0".
+// "HTTP/1.0", "HTTP/1.1", "HTTP/2.0" or "HTTP/3.0".
 func (r *Request) Proto() string {
 	switch {
 	case r.ProtoMajor == 2:
 		return "HTTP/2.0"
+	case r.ProtoMajor == 3:
+		return "HTTP/3.0"
 	case r.ProtoMinor == 0:
 		return "HTTP/1.0"
 	}

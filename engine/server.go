@@ -74,7 +74,13 @@ type Server struct {
 	quit      chan struct{} // closed by Shutdown or Close: idle runners exit
 
 	runnerMu    sync.Mutex
-	idleRunners []*runner // see goroutines.go
+	idleRunners []*runner   // see goroutines.go
+	taskRunners taskRunners // see http2_runners.go
+
+	runners     atomic.Int64 // runner goroutines running, idle ones included (see goroutines.go)
+	parkNewAt   int64        // runners from which the accept loop parks new connections (maxIdleRunners; tests change it)
+	serving     atomic.Int64 // connections runners are serving now
+	burst       burstState
 	stopOnce    sync.Once
 	stats       counters
 	deferAccept deferState // see deferaccept.go
@@ -146,6 +152,8 @@ func (s *Server) init() {
 		s.slot = make(chan struct{}, 1)
 		s.quit = make(chan struct{})
 		s.sparseAfter.Store(int64(sparseAfter))
+		s.burst.at, s.burst.quiet, s.burst.gap = burstGoroutines, int64(burstQuiet), int64(burstReleaseGap)
+		s.parkNewAt = maxIdleRunners
 		go s.reapRunners()
 	})
 }
@@ -360,7 +368,7 @@ func (s *Server) ServeWith(ln net.Listener, o ListenerOptions) error {
 		}
 		s.stats.accepted.Add(1)
 		s.admit()
-		s.startConn(newConn(s, nc, &o))
+		s.startNew(newConn(s, nc, &o))
 	}
 }
 

@@ -150,6 +150,9 @@ func TestTLSGone(t *testing.T) {
 
 // Idle TLS keep-alive connections are closed by the idle timeout, and by
 // Shutdown at once; a request in flight finishes with Connection: close.
+// The idle timeout is a second, not less: on a loaded machine the slow
+// request's connection could otherwise wait that long between its
+// handshake and its request, and be closed as idle.
 func TestTLSIdleAndShutdown(t *testing.T) {
 	release := make(chan struct{})
 	s := sluicetest.NewTLSServer(t, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
@@ -157,7 +160,7 @@ func TestTLSIdleAndShutdown(t *testing.T) {
 			<-release
 		}
 		w.WriteString("ok\n")
-	}), withLimits(engine.Limits{IdleTimeout: 300 * time.Millisecond}))
+	}), withLimits(engine.Limits{IdleTimeout: time.Second}))
 	srv, addr := s.Engine, s.Addr
 
 	idle, err := s.Dial()

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-server/sluice/metrics"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/upstream"
 )
@@ -34,7 +35,8 @@ type Client struct {
 	grp  *upstream.Group[*conn]
 	bal  *upstream.Balancer
 	log  *slog.Logger
-	host string // os.Hostname, for SERVER_NAME without a Host field
+	host string            // os.Hostname, for SERVER_NAME without a Host field
+	upm  metrics.Upstreams // each host's counters, by name
 
 	root      *os.Root
 	rootPath  string // absolute
@@ -146,11 +148,11 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("fastcgi: root %q: %v", opts.Root, err)
 	}
 	if cl.root, err = os.OpenRoot(cl.rootPath); err != nil {
-		return nil, fmt.Errorf("fastcgi: root: %v", err)
+		return nil, fmt.Errorf("fastcgi: root: %w", err)
 	}
 	if cl.realRoot, err = filepath.EvalSymlinks(cl.rootPath); err != nil {
 		cl.root.Close()
-		return nil, fmt.Errorf("fastcgi: root: %v", err)
+		return nil, fmt.Errorf("fastcgi: root: %w", err)
 	}
 	if opts.Script != "" {
 		rel := filepath.Clean(opts.Script)
@@ -178,10 +180,15 @@ func New(opts Options) (*Client, error) {
 	}
 
 	set.Config.ParseAddr = ParseAddr
+	set.Config.Log = cl.log
 	if cl.grp, err = upstream.NewGroup(opts.Upstreams, cl.bal, set.Config, (*conn).put); err != nil {
 		cl.root.Close()
 		return nil, fmt.Errorf("fastcgi: %w", err)
 	}
+	if set.Name != "" {
+		cl.grp.Register(set.Name, "fastcgi", cl.log)
+	}
+	cl.grp.Start()
 	if set.Config.MaxConns == 0 {
 		cl.log.Warn("fastcgi: max_conns is not set: a FastCGI server such as PHP-FPM keeps a worker per open connection; set max_conns to its pm.max_children")
 	}
@@ -280,6 +287,15 @@ func (cl *Client) Run(c *pipe.Conn, s Script) bool {
 	x.cl, x.c, x.script = cl, c, s
 	c.SetContent(x.content)
 	return true
+}
+
+// UpstreamSet returns the name cl's upstreams are registered under as a
+// live set (Options.Name; see upstream.LookupSet), or "" if none.
+func (cl *Client) UpstreamSet() string {
+	if s := cl.grp.Live(); s != nil {
+		return s.Name()
+	}
+	return ""
 }
 
 // Close stops the health checks, closes the idle connections (those in

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/cgi"
+	"github.com/sluice-server/sluice/coarse"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/upstream"
 )
@@ -230,6 +231,44 @@ type exchange struct {
 	c       *pipe.Conn
 	script  Script
 	content pipe.Content // x.serve, bound once
+
+	// The watch of a slow head's client (see Client.receive): slow
+	// starts it goneAfter into the wait for the head, on coarse's
+	// goroutine, unless the head came first.
+	slow    coarse.Timer
+	slowFn  func() // x.watchSlow, bound once
+	uc      *conn  // the connection waited on
+	watchMu sync.Mutex
+	waiting bool                // for the head: slow may start the watch
+	watch   *upstream.GoneWatch // started by slow
+}
+
+// watchSlow starts the watch of the client of a head that is slow to
+// come, unless it came. A call the timer was already making when the
+// wait ended may come after x is reused: it then starts the next wait's
+// watch early, or finds no wait, and never starts a second watch.
+func (x *exchange) watchSlow() {
+	x.watchMu.Lock()
+	defer x.watchMu.Unlock()
+	if x.waiting && x.watch == nil {
+		x.watch = upstream.WatchGone(x.c.Gone(), x.uc.nc)
+	}
+}
+
+// endWatch ends the wait for the head: the timer is stopped, a watch
+// slow started is stopped, and it reports whether that watch saw the
+// client go (the connection then has a read deadline in the past and
+// must not be reused).
+func (x *exchange) endWatch() bool {
+	if !x.waiting {
+		return false
+	}
+	x.slow.Stop()
+	x.watchMu.Lock()
+	w := x.watch
+	x.waiting, x.watch, x.uc = false, nil, nil
+	x.watchMu.Unlock()
+	return w.Stop()
 }
 
 // serve is the request's content phase; x goes back to the pool after
@@ -253,6 +292,7 @@ func init() {
 	exchanges.New = func() any {
 		x := &exchange{out: make([]byte, 0, 4<<10), params: make([]byte, 0, 2<<10), rbuf: make([]byte, readBufSize)}
 		x.content = x.serve
+		x.slowFn = x.watchSlow
 		return x
 	}
 }

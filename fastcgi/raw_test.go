@@ -21,9 +21,10 @@ import (
 // next request on the connection (or, closing, closes it). It counts
 // the connections it accepted.
 type rawServer struct {
-	addr   string
-	conns  atomic.Int64
-	closed atomic.Int64 // connections the server closed
+	addr     string
+	conns    atomic.Int64
+	closed   atomic.Int64 // connections the server closed
+	requests atomic.Int64 // requests read
 }
 
 func newRawServer(t *testing.T, answer string, closing bool) *rawServer {
@@ -46,6 +47,7 @@ func newRawServer(t *testing.T, answer string, closing bool) *rawServer {
 				defer s.closed.Add(1)
 				defer c.Close()
 				for readRequest(c) {
+					s.requests.Add(1)
 					if _, err := io.WriteString(c, answer); err != nil || closing {
 						return
 					}
@@ -295,7 +297,7 @@ func TestHealthCheckHead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cl.check(cl.grp.Hosts[0]); got != tc.want {
+		if got := cl.check(cl.grp.Hosts()[0]); got != tc.want {
 			t.Errorf("%q: check %v, want %v", tc.head, got, tc.want)
 		}
 		cl.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-server/sluice/httpgrammar"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sock"
+	"github.com/sluice-server/sluice/tracing"
 	"github.com/sluice-server/sluice/upstream"
 )
 
@@ -51,6 +52,13 @@ func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	if spool != nil {
 		defer spool.Close()
 	}
+	// One span for the exchange, its attempts' upstreams and failures
+	// on it: the script's parameters, HTTP_TRACEPARENT among them, are
+	// built once for all attempts, and name it.
+	span := tracing.StartUpstream(c, "fastcgi", "")
+	if span != nil {
+		defer func() { span.End(c.Status(), nil) }()
+	}
 	cl.buildRequest(x, c, s, length, body == nil)
 
 	var client []byte
@@ -73,6 +81,7 @@ func (cl *Client) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 attempts:
 	for a.Next(r, client, c) {
 		up := a.Host()
+		um := cl.upm.Get(up.Name)
 		var uc *conn
 		var err error
 		if g, ok := a.Granted(); ok {
@@ -81,7 +90,12 @@ attempts:
 			a.Full()
 			continue
 		}
-		a.Start()
+		if !a.Start() { // up left the set meanwhile
+			if err == nil {
+				uc.discard()
+			}
+			continue
+		}
 		started := a.Now()
 		f := (*failure)(nil)
 		for {
@@ -90,8 +104,11 @@ attempts:
 				if fix := sock.DialFix(err, "the FastCGI server (php-fpm, say)", "fastcgi"); fix != "" {
 					attrs = append(attrs, "fix", fix)
 				}
+				attrs = append(attrs, c.RequestIDAttr())
 				cl.log.Warn("fastcgi: cannot connect to upstream", attrs...)
 				last = &failure{status: http.StatusBadGateway, msg: "upstream unreachable"}
+				span.Attempt(up.Name, err)
+				um.Failed()
 				a.Failed(true, true)
 				cl.logDown(&a)
 				continue attempts
@@ -109,7 +126,9 @@ attempts:
 			uc, err = dial(up, cl.set.ConnectTimeout)
 		}
 		if f == nil {
+			span.Attempt(up.Name, nil)
 			a.Done()
+			um.Response(c.Status(), upstream.Now().Sub(started))
 			upstream.LogAnswer(c, up, started)
 			if x.local != "" {
 				return cl.localRedirect(c, w, x.local)
@@ -118,23 +137,26 @@ attempts:
 		}
 		if f.err == errClientGone {
 			a.Failed(false, false)
-			cl.log.Info("fastcgi: client went away while the script was running", "upstream", up.Name, "script", escape([]byte(s.Name)))
+			cl.log.Info("fastcgi: client went away while the script was running", "upstream", up.Name, "script", escape([]byte(s.Name)), c.RequestIDAttr())
 			return f.err
 		}
 		if f.committed {
 			a.Failed(f.fault, false)
 			if f.fault {
-				cl.log.Warn("fastcgi: response cut short", "upstream", up.Name, "script", escape([]byte(s.Name)), "err", f.err)
+				um.Failed()
+				cl.log.Warn("fastcgi: response cut short", "upstream", up.Name, "script", escape([]byte(s.Name)), "err", f.err, c.RequestIDAttr())
 				cl.logDown(&a)
 			}
 			return f.err
 		}
 		if f.fault {
-			cl.log.Warn("fastcgi: "+f.msg, "upstream", up.Name, "script", escape([]byte(s.Name)), "status", f.status, "err", f.err)
+			um.Failed()
+			cl.log.Warn("fastcgi: "+f.msg, "upstream", up.Name, "script", escape([]byte(s.Name)), "status", f.status, "err", f.err, c.RequestIDAttr())
 		}
 		a.Failed(f.fault, false)
 		cl.logDown(&a)
 		last = f
+		span.Attempt(up.Name, errors.New(f.msg))
 	}
 	switch err := a.Err(); {
 	case err == upstream.ErrNoUpstream:
@@ -167,7 +189,7 @@ func (cl *Client) localRedirect(c *pipe.Conn, w pipe.Writer, loc string) error {
 	r := c.Request
 	hops, _ := strconv.Atoi(c.Value(redirectsKey))
 	if hops >= maxLocalRedirects {
-		cl.log.Error("fastcgi: too many local redirects", "path", escape(r.Path), "location", escape([]byte(loc)), "hops", hops)
+		cl.log.Error("fastcgi: too many local redirects", "path", escape(r.Path), "location", escape([]byte(loc)), "hops", hops, c.RequestIDAttr())
 		return cgi.Answer(c, w, http.StatusInternalServerError, "too many local redirects")
 	}
 	raw, query, _ := strings.Cut(loc, "?")
@@ -176,7 +198,7 @@ func (cl *Client) localRedirect(c *pipe.Conn, w pipe.Writer, loc string) error {
 		err = errors.New("control byte in the path")
 	}
 	if err != nil {
-		cl.log.Warn("fastcgi: invalid local redirect", "path", escape(r.Path), "location", escape([]byte(loc)), "err", err)
+		cl.log.Warn("fastcgi: invalid local redirect", "path", escape(r.Path), "location", escape([]byte(loc)), "err", err, c.RequestIDAttr())
 		return cgi.Answer(c, w, http.StatusBadGateway, "invalid local redirect")
 	}
 	c.SetValue(redirectsKey, strconv.Itoa(hops+1))
@@ -342,19 +364,24 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 		drained   bool     // the last read took less than x.rbuf: nothing more was there
 		got       bool     // any byte from the server
 		unsent    = noBody // x.out, for the first read to write
-		logs      stderrCount
+		logs      = stderrCount{c: c}
 	)
 	defer cl.stderrDropped(&logs, c.Request.Path)
-	// The head is waited for until due; past goneAfter, with a watch of
-	// the client, so that a slow script's connection (a place under
-	// max_conns, and a PHP-FPM worker) is given up when nobody waits for
-	// its answer any more. Quick answers never start the watch.
-	now := time.Now()
-	due := now.Add(cl.headerTO)
-	uc.armRead(now, min(cl.headerTO, goneAfter))
-	var watch *upstream.GoneWatch
+	// The head is waited for until the header timeout; past goneAfter,
+	// with a watch of the client, so that a slow script's connection (a
+	// place under max_conns, and a PHP-FPM worker) is given up when
+	// nobody waits for its answer any more. Quick answers never start
+	// the watch. The read deadline is the header timeout's from the
+	// start, and goneAfter a coarse timer's: a deadline set short and
+	// moved later when the head came would leave the runtime a wake-up
+	// at the short one's time (see package coarse).
+	uc.armRead(time.Now(), cl.headerTO)
+	if cl.headerTO > goneAfter {
+		x.uc, x.waiting = uc, true
+		x.slow.Start(goneAfter, x.slowFn)
+	}
 	defer func() {
-		if watch.Stop() && f != nil && !f.committed {
+		if x.endWatch() && f != nil && !f.committed {
 			f = &failure{committed: true, err: errClientGone}
 		}
 	}()
@@ -368,8 +395,8 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 			// tells it. Otherwise the try tells; the body's deadline
 			// is armed first: a try at reading fails once the deadline
 			// has passed, even with bytes waiting, and the one armed
-			// for the head may be far shorter (goneAfter) than a body
-			// streamed without a pause lasts.
+			// for the head (the header timeout) may be far shorter
+			// than a body streamed without a pause lasts.
 			uc.armRead(time.Now(), cl.readTO)
 			if !drained {
 				n, ok, err = uc.raw.tryRead(x.rbuf)
@@ -399,11 +426,6 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 			}
 			var ne net.Error
 			timeout := errors.As(err, &ne) && ne.Timeout()
-			if timeout && !headDone && watch == nil && time.Now().Before(due) {
-				uc.setRead(due)
-				watch = upstream.WatchGone(c.Gone(), uc.nc)
-				continue
-			}
 			switch {
 			case headDone:
 				return &failure{committed: true, fault: true, err: err}, false
@@ -438,7 +460,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 					if !headDone {
 						continue
 					}
-					if watch.Stop() {
+					if x.endWatch() {
 						return &failure{committed: true, err: errClientGone}, false
 					}
 					s := c.Status()

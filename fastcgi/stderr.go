@@ -2,9 +2,12 @@ package fastcgi
 
 import (
 	"bytes"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // Bounds of the logging of FCGI_STDERR: lines and bytes logged per
@@ -23,6 +26,15 @@ const (
 // stderrCount is one request's stderr logging so far.
 type stderrCount struct {
 	lines, bytes, dropped int
+	c                     *pipe.Conn // the request's, for its ID; nil in tests
+}
+
+// idAttr is the request's ID for a log line (pipe.Conn.RequestIDAttr).
+func (n *stderrCount) idAttr() slog.Attr {
+	if n.c == nil {
+		return slog.Attr{}
+	}
+	return n.c.RequestIDAttr()
 }
 
 // stderrRate counts the lines and bytes logged in the current second,
@@ -71,7 +83,7 @@ func (cl *Client) logStderr(n *stderrCount, path, data []byte) {
 		}
 		n.lines++
 		n.bytes += len(line)
-		cl.log.Warn("fastcgi: stderr", "path", escape(path), "line", escape(line), "truncated", truncated)
+		cl.log.Warn("fastcgi: stderr", "path", escape(path), "line", escape(line), "truncated", truncated, n.idAttr())
 	}
 }
 
@@ -88,7 +100,7 @@ func (cl *Client) stderrDropped(n *stderrCount, path []byte) {
 		return
 	}
 	if count := cl.rate.dropped.Swap(0); count > 0 {
-		cl.log.Warn("fastcgi: stderr lines not logged", "path", escape(path), "count", count)
+		cl.log.Warn("fastcgi: stderr lines not logged", "path", escape(path), "count", count, n.idAttr())
 	}
 }
 

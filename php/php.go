@@ -241,6 +241,10 @@ func (s *Site) Close() error {
 // Client returns the FastCGI client the Site runs its scripts with.
 func (s *Site) Client() *fastcgi.Client { return s.cl }
 
+// UpstreamSet returns the name of the live set its FastCGI upstreams
+// are registered under (see fastcgi.Client.UpstreamSet), or "" if none.
+func (s *Site) UpstreamSet() string { return s.cl.UpstreamSet() }
+
 // Handle answers c's request: it sets up a static file, a script's run,
 // a redirect or an error. It returns false when it answered with an
 // error that ends the pipeline.

@@ -45,6 +45,9 @@ type Conn struct {
 	message  string      // Conn.Error's, for an error page
 	params   []keyValue  // the matched route's captures, in pattern order
 	noGone   bool        // DetachGone was called
+	idLen    uint8       // the request ID's length in idBuf; 0: none
+	idBuf    [MaxRequestIDLen]byte
+	trace    Trace // see SetTrace
 }
 
 type keyValue struct{ key, value string }
@@ -72,7 +75,8 @@ func releaseConn(c *Conn) {
 	c.filters, c.wraps, c.wrapFns = c.filters[:0], c.wraps[:0], c.wrapFns[:0]
 	c.status, c.finished = 0, false
 	c.pages, c.message, c.noGone = nil, "", false
-	c.top.committed, c.wire.started = false, false
+	c.idLen, c.trace = 0, nil
+	c.top.committed, c.top.head, c.wire.started = false, nil, false
 	connPool.Put(c)
 }
 
@@ -283,8 +287,9 @@ func (c *Conn) capture(segs []segment) bool {
 }
 
 // Error sets up a short plain-text error response — status and "status
-// text: msg" as the body — and returns false, so a Pipe can end with
-// `return c.Error(403, "forbidden")`. Where error pages are set (see
+// text: msg" as the body, and for a 5xx status the request's ID (see
+// ErrorText) — and returns false,
+// so a Pipe can end with `return c.Error(403, "forbidden")`. Where error pages are set (see
 // ErrorPages), the page for the status replaces the text and sees msg.
 func (c *Conn) Error(status int, msg string) bool {
 	h := c.Header()
@@ -292,12 +297,28 @@ func (c *Conn) Error(status int, msg string) bool {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.SetContentLength(-1)
 	c.status, c.message = status, msg
-	text := http.StatusText(status)
+	body := c.ErrorText(status, msg)
 	c.content = func(w Writer) error {
-		_, err := w.Write([]byte(statusLine(status, text) + ": " + msg + "\n"))
+		_, err := w.Write([]byte(body))
 		return err
 	}
 	return false
+}
+
+// ErrorText returns the short plain-text body of an error response of
+// status with msg, as Error answers: "404 Not Found: msg\n", and for a
+// 5xx status a second line "request id: ID\n" when the request has an ID
+// (a server error names the request, so that whoever reports it can be
+// matched with the log lines about it; a client error's text stays the
+// same from request to request). For a source that answers an error in
+// its content phase (a proxy's 502), as Error does in the setup phase.
+// msg must hold nothing from the request unescaped.
+func (c *Conn) ErrorText(status int, msg string) string {
+	body := statusLine(status, http.StatusText(status)) + ": " + msg + "\n"
+	if id := c.RequestID(); id != nil && status >= 500 {
+		body += "request id: " + string(id) + "\n"
+	}
+	return body
 }
 
 func statusLine(code int, text string) string {

@@ -61,6 +61,7 @@ type ErrorPageData struct {
 	Path       string // the request path, canonical and percent-decoded
 	Host       string // the Host field as sent (with any port)
 	Message    string // the short message of Conn.Error, or ""
+	RequestID  string // the request's ID (Conn.RequestID), or ""
 }
 
 // SampleErrorPageData is the data CheckErrorPage renders a template
@@ -68,6 +69,7 @@ type ErrorPageData struct {
 var SampleErrorPageData = ErrorPageData{
 	Status: 404, StatusText: "Not Found", Method: "GET",
 	Path: "/sample", Host: "example.com", Message: "no such file",
+	RequestID: "5f0c6a3e9b1d4e2f8a7c6b5d4e3f2a1b",
 }
 
 // NewErrorPages returns the error pages for pages, which maps a status
@@ -182,10 +184,11 @@ func (ep *ErrorPages) apply(c *Conn) {
 		Path:       string(r.Path),
 		Host:       string(r.Host),
 		Message:    c.message,
+		RequestID:  string(c.RequestID()),
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
-		slog.Error("error page failed; answering with the short message", "status", c.status, "path", data.Path, "err", err)
+		slog.Error("error page failed; answering with the short message", "status", c.status, "path", data.Path, "err", err, c.RequestIDAttr())
 		return
 	}
 	body := buf.Bytes()

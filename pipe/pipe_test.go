@@ -487,6 +487,55 @@ func TestSendFileThroughObservingFilter(t *testing.T) {
 	}
 }
 
+// timed observes the response through a Through: its SendFile goes on by
+// reference.
+type timed struct {
+	Through
+	closed *atomic.Bool
+}
+
+func (tw *timed) Close() error { tw.closed.Store(true); return nil }
+
+// A filter built on Through, at the head of the stack, passes the bytes
+// on and a file by reference to the filter beneath it.
+func TestThrough(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	os.WriteFile(path, bytes.Repeat([]byte("z"), 100000), 0o644)
+	for _, bySendfile := range []bool{false, true} {
+		var counted atomic.Int64
+		var usedSendfile, closed atomic.Bool
+		src := Source(func(c *Conn) Content {
+			c.Header().SetContentLength(100000)
+			return func(w Writer) error {
+				if !bySendfile {
+					_, err := w.Write(bytes.Repeat([]byte("z"), 100000))
+					return err
+				}
+				f, err := os.Open(path)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				return SendFile(w, f, 0, 100000)
+			}
+		})
+		through := Filter(func(c *Conn) Wrap {
+			return func(next Writer) Writer { return &timed{Through{next}, &closed} }
+		})
+		observe := Filter(func(c *Conn) Wrap {
+			return func(next Writer) Writer { return countWriter{next, &counted, &usedSendfile} }
+		})
+		_, body := sluicetest.Get(t, sluicetest.NewServer(t, Handler(Chain{src, through, observe})).URL+"/")
+		// The writers are closed as the handler returns, which may be
+		// just after the client has read the whole body.
+		sluicetest.WaitFor(t, "the filter's writer to be closed", closed.Load)
+		if len(body) != 100000 || counted.Load() != 100000 || usedSendfile.Load() != bySendfile || !closed.Load() {
+			t.Errorf("sendfile %v: body %d bytes, counted %d, by reference %v, closed %v", bySendfile, len(body), counted.Load(), usedSendfile.Load(), closed.Load())
+		}
+	}
+}
+
 func TestValues(t *testing.T) {
 	url := sluicetest.NewServer(t, Handler(Chain{
 		Pipe(func(c *Conn) bool { c.SetValue("user", "ada"); c.SetValue("user", "grace"); return true }),

@@ -124,6 +124,29 @@ func SendFile(w Writer, f *os.File, offset, n int64) error {
 	return err
 }
 
+// Through is the part of a filter's Writer that lets the content through
+// unchanged to Next, the writer beneath it: Write, Flush, and SendFile,
+// by reference, so that sendfile survives the filter. A filter that only
+// observes the response (counting it, timing it) embeds Through, sets
+// Next in its Wrap, and adds its own Close. The zero value has no Next
+// and must not be written to; like every Writer, a Through is used by
+// one goroutine at a time.
+type Through struct {
+	Next Writer
+}
+
+// Write writes p to Next.
+func (t *Through) Write(p []byte) (int, error) { return t.Next.Write(p) }
+
+// Flush flushes Next.
+func (t *Through) Flush() error { return t.Next.Flush() }
+
+// SendFile implements FileWriter: the file goes on to Next by reference
+// when Next can take it so (see SendFile).
+func (t *Through) SendFile(f *os.File, offset, n int64) error {
+	return SendFile(t.Next, f, offset, n)
+}
+
 // SendFile implements FileWriter.
 func (w *wireWriter) SendFile(f *os.File, offset, n int64) error {
 	w.start()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/tracing"
 	"github.com/sluice-server/sluice/upstream"
 )
 
@@ -28,6 +29,7 @@ type attempt struct {
 	safe    bool             // an idempotent method and no body: the upstream cannot have acted on a resend
 	expect  bool             // it asks for 100-continue
 	upgrade []byte           // the protocols it asks to switch to (upgradeOf); nil for none
+	span    *tracing.Span    // the try's, when the request is traced; ended by roundTrip on failure, else by serve
 }
 
 // roundTrip sends a's request to a.up over a.uc, the connection got for
@@ -36,6 +38,28 @@ type attempt struct {
 // body reader ready in x.body; on failure the connection is closed and
 // the failure says why.
 func (p *Proxy) roundTrip(a *attempt) (*upConn, *failure) {
+	a.span = tracing.StartUpstream(a.c, "proxy", a.up.Name)
+	uc, f := p.roundTripOnce(a)
+	if f != nil {
+		a.span.End(0, f.traceErr())
+	}
+	return uc, f
+}
+
+// errLeftSet ends the span of an attempt whose upstream left the set
+// before it began.
+var errLeftSet = errors.New("upstream left the set")
+
+// traceErr is the failure as its span reports it.
+func (f *failure) traceErr() error {
+	if f.err != nil {
+		return f.err
+	}
+	return errors.New(f.msg)
+}
+
+// roundTripOnce is roundTrip without its span.
+func (p *Proxy) roundTripOnce(a *attempt) (*upConn, *failure) {
 	c, x, up, uc, r, now := a.c, a.x, a.up, a.uc, a.c.Request, a.now
 	hasBody, expect, upgrade, safe := a.hasBody, a.expect, a.upgrade, a.safe
 	if err := a.getErr; err != nil {

@@ -34,9 +34,10 @@
 // socket beneath the TLS connection; a handshake failure is a connection
 // failure (502, retried elsewhere) whose log says what to change
 // (TLSError). Transports h2c and h2 speak HTTP/2 (h2.go, h2serve.go):
-// the framing is net/http's ClientConn, one per connection; which
-// connection a request goes on, MaxStreams, dialling and TLS are this
-// package's, under package upstream's balancing, health and retries.
+// the client is this package's own (h2client.go, on x/net/http2's
+// Framer and hpack), as are which connection a request goes on,
+// MaxStreams, dialling and TLS, under package upstream's balancing,
+// health and retries.
 // Both bodies stream at once, trailers pass both ways, and a gRPC call
 // (Content-Type application/grpc) is bounded by its grpc-timeout and
 // ends with a grpc-status, never as a cut stream a client could take

@@ -157,7 +157,7 @@ func TestPoolBounds(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	u := p.grp.Hosts[0]
+	u := p.grp.Hosts()[0]
 	idle, total := len(u.Idle()), u.Open()
 	if idle > 2 || total > 2 || open.Load() != 8*20 {
 		t.Fatalf("after the load: %d idle, %d open, %d answered; want at most 2 idle and open, 160 answered", idle, total, open.Load())
@@ -184,7 +184,7 @@ func TestIdleTimeout(t *testing.T) {
 		for range 10 {
 			sluicetest.Get(t, srv.URL+"/")
 		}
-		open := p.grp.Hosts[0].Open()
+		open := p.grp.Hosts()[0].Open()
 		if n := conns.Load(); n != c.wantNew || open != 1 {
 			t.Errorf("idle_timeout %v: %d connections made, %d open; want %d, 1", c.idle, n, open, c.wantNew)
 		}

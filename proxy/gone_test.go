@@ -59,9 +59,9 @@ func TestClientGoneReleasesUpstream(t *testing.T) {
 		return closed0.Load()+closed1.Load() == clients
 	})
 	sluicetest.WaitFor(t, "the pool to count no connection open", func() bool {
-		return p.grp.Hosts[0].Open()+p.grp.Hosts[1].Open() == 0
+		return p.grp.Hosts()[0].Open()+p.grp.Hosts()[1].Open() == 0
 	})
-	for i, h := range p.grp.Hosts {
+	for i, h := range p.grp.Hosts() {
 		if !h.Up(upstream.Now()) {
 			t.Errorf("upstream %d marked down by requests whose clients went away", i)
 		}
@@ -103,7 +103,7 @@ func TestStreamResetReleasesUpstream(t *testing.T) {
 		}
 	}
 	sluicetest.WaitFor(t, "the proxy to close the upstream connections of the streams reset", func() bool {
-		return closed.Load() == streams && p.grp.Hosts[0].Open() == 0
+		return closed.Load() == streams && p.grp.Hosts()[0].Open() == 0
 	})
 }
 
@@ -122,7 +122,7 @@ func TestMalformedReflectionNotCounted(t *testing.T) {
 	urls := []string{rawServer(t, malformed), rawServer(t, malformed)}
 	srv, p := front(t, Options{Upstreams: urls, Retries: -1, Passive: PassiveHealth{Failures: 1, DownFor: time.Hour}})
 	down := func() (n int) {
-		for _, h := range p.grp.Hosts {
+		for _, h := range p.grp.Hosts() {
 			if !h.Up(upstream.Now()) {
 				n++
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -177,6 +178,62 @@ func TestH2GRPCTimeout(t *testing.T) {
 	}
 	if resp.StatusCode != 200 || resp.Header.Get("Grpc-Status") != "4" || !strings.Contains(resp.Header.Get("Grpc-Message"), "deadline") {
 		t.Fatalf("got %d %v, want grpc-status 4", resp.StatusCode, resp.Header)
+	}
+}
+
+// The upstream gets what is left of the call's grpc-timeout, not the
+// value the client sent: 10S arrives as the time left, below 10 s.
+func TestH2GRPCTimeoutPassedOnDiminished(t *testing.T) {
+	got := make(chan string, 1)
+	url, _ := h2cUpstream(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Grpc-Timeout")
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		w.WriteHeader(200)
+		w.Header().Set("Grpc-Status", "0")
+	}))
+	srv, client := h2Front(t, Options{Upstreams: []string{url}, Transport: TransportH2C})
+	req, _ := http.NewRequest("POST", srv.URL+"/test.Echo/Unary", strings.NewReader("\x00\x00\x00\x00\x00"))
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("TE", "trailers")
+	req.Header.Set("Grpc-Timeout", "10S")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	v := <-got
+	r := &engine.Request{Fields: []engine.Field{{Name: []byte("Grpc-Timeout"), Value: []byte(v)}}}
+	d, ok := grpcTimeout(r)
+	if !ok || d >= 10*time.Second || d < 5*time.Second {
+		t.Fatalf("the upstream got grpc-timeout %q (%v), want the rest of 10S", v, d)
+	}
+}
+
+// appendGRPCTimeout encodes in at most 8 digits, rounding up.
+func TestAppendGRPCTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0n"}, {-time.Second, "0n"}, {1, "1n"}, {99999999, "99999999n"},
+		{100000000, "100000u"}, {100000001, "100001u"}, {10 * time.Second, "10000000u"},
+		{9999*time.Second + 1, "9999001m"}, {1e8 * time.Millisecond, "100000S"},
+		{1e8 * time.Second, "1666667M"}, {1 << 62, "76861434M"}, {math.MaxInt64, "2562048H"},
+	} {
+		got := string(appendGRPCTimeout(nil, tc.d))
+		if got != tc.want {
+			t.Errorf("appendGRPCTimeout(%v) = %q, want %q", tc.d, got, tc.want)
+			continue
+		}
+		if tc.d > 1<<62 {
+			continue // past a Duration when read back: grpcTimeout drops it
+		}
+		r := &engine.Request{Fields: []engine.Field{{Name: []byte("Grpc-Timeout"), Value: []byte(got)}}}
+		if back, ok := grpcTimeout(r); !ok || back < tc.d {
+			t.Errorf("%q reads back as %v, %v: want at least %v", got, back, ok, tc.d)
+		}
 	}
 }
 

@@ -82,8 +82,8 @@ func TestActiveHealth(t *testing.T) {
 	logger, logged := sluicetest.Logger()
 	srv, p := front(t, Options{Upstreams: urls, Logger: logger, Passive: PassiveHealth{Failures: -1},
 		Health: Health{Path: "/healthz", Interval: 5 * time.Millisecond, Rise: 2, Fall: 2}})
-	isUp := func(i int) func() bool { return func() bool { return p.grp.Hosts[i].Up(upstream.Now()) } }
-	isDown := func(i int) func() bool { return func() bool { return !p.grp.Hosts[i].Up(upstream.Now()) } }
+	isUp := func(i int) func() bool { return func() bool { return p.grp.Hosts()[i].Up(upstream.Now()) } }
+	isDown := func(i int) func() bool { return func() bool { return !p.grp.Hosts()[i].Up(upstream.Now()) } }
 
 	sick.Store(true)
 	sluicetest.WaitFor(t, "upstream 0 marked down", isDown(0))
@@ -130,7 +130,7 @@ func TestAllUpstreamsMarkedDown(t *testing.T) {
 	bad, _ := closingUpstream(t)
 	srv, p := front(t, Options{Upstreams: []string{bad}, Retries: -1, Passive: PassiveHealth{Failures: -1},
 		Health: Health{Path: "/healthz", Interval: 5 * time.Millisecond, Rise: 2, Fall: 1}})
-	sluicetest.WaitFor(t, "the upstream marked down", func() bool { return !p.grp.Hosts[0].Up(upstream.Now()) })
+	sluicetest.WaitFor(t, "the upstream marked down", func() bool { return !p.grp.Hosts()[0].Up(upstream.Now()) })
 	resp, body := sluicetest.Get(t, srv.URL+"/")
 	if resp.StatusCode != http.StatusServiceUnavailable || body != "503 Service Unavailable: no upstream available\n" {
 		t.Fatalf("with its only upstream down: %d %q, want 503 no upstream available", resp.StatusCode, body)
@@ -175,7 +175,7 @@ func TestSingleUpstreamStays(t *testing.T) {
 			t.Fatalf("after failures on %s: %d %q, want 200 from the only upstream", tc.path, resp.StatusCode, body)
 		}
 	}
-	if !p.grp.Hosts[0].Up(upstream.Now()) {
+	if !p.grp.Hosts()[0].Up(upstream.Now()) {
 		t.Error("the only upstream is marked down")
 	}
 }
@@ -188,14 +188,14 @@ func TestHealthOutlivesReload(t *testing.T) {
 	bad, _ := closingUpstream(t)
 	opts := Options{Upstreams: []string{bad}, Passive: PassiveHealth{Failures: 1, DownFor: time.Hour}}
 	old := mustNew(t, opts)
-	old.grp.Hosts[0].Failed(time.Now(), &old.passive)
+	old.grp.Hosts()[0].Failed(time.Now(), &old.passive)
 	next := mustNew(t, opts)
 	old.Close()
-	if next.grp.Hosts[0].Up(upstream.Now()) {
+	if next.grp.Hosts()[0].Up(upstream.Now()) {
 		t.Fatal("the reloaded proxy forgot the upstream was down")
 	}
 	next.Close()
-	if fresh := mustNew(t, opts); !fresh.grp.Hosts[0].Up(upstream.Now()) {
+	if fresh := mustNew(t, opts); !fresh.grp.Hosts()[0].Up(upstream.Now()) {
 		t.Fatal("an upstream no proxy named any more kept its state")
 	} else {
 		fresh.Close()

@@ -87,24 +87,7 @@ func rawServer(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				serve(c, bufio.NewReader(c))
-			}()
-		}
-	}()
+	sluicetest.ServeConns(t, ln, func(c net.Conn) { serve(c, bufio.NewReader(c)) })
 	return "http://" + ln.Addr().String()
 }
 

@@ -94,7 +94,7 @@ func TestRepeatedUpstreamHead(t *testing.T) {
 	// hits returns how many heads the idle connection took from its last
 	// one, -1 if there is none idle (the bad response closed it).
 	hits := func() int {
-		idle := p.grp.Hosts[0].Idle()
+		idle := p.grp.Hosts()[0].Idle()
 		if len(idle) != 1 {
 			return -1
 		}

@@ -70,7 +70,7 @@ func TestHostVanishes(t *testing.T) {
 		Passive:        PassiveHealth{Failures: -1},
 		Health:         Health{Path: "/", Interval: 20 * time.Millisecond, Timeout: 200 * time.Millisecond, Rise: 2, Fall: 2},
 	})
-	isDown := func() bool { return !p.grp.Hosts[1].Up(upstream.Now()) }
+	isDown := func() bool { return !p.grp.Hosts()[1].Up(upstream.Now()) }
 
 	hosts[1].SetLink(t, false)
 	// The first rounds still choose host 1, until the check marks it

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -79,8 +80,25 @@ type Options struct {
 	// Upstreams are the servers to proxy to, at least one, at most 64:
 	// an http URL of a host and port (port 80 if absent), or an https
 	// one (port 443 if absent: TLS, see Transport), without path or
-	// query, or "unix:" and the path of a Unix socket.
+	// query, or "unix:" and the path of a Unix socket; or a name whose
+	// DNS records give them, looked up again as the records expire:
+	// dns+http://name:port (or dns+https://) for the addresses of its A
+	// and AAAA records, srv+http://_service._proto.name (or srv+https://)
+	// for the targets, ports and weights of its SRV records. A host may
+	// be followed by its weight and by drain, as nginx writes them:
+	// "http://10.0.0.1:8080 weight=3" (1 to 100, default 1) takes three
+	// times the requests of a host of weight 1; "… drain" is listed but
+	// takes no new request.
 	Upstreams []string `yaml:"upstreams"`
+
+	// Name names the upstreams as a live set, whose hosts can be added,
+	// removed, drained and weighted without a reload (upstream.LookupSet):
+	// in a config file a token such as api, unique in the file. Without
+	// one, a config file's entry is named after its route: the route's
+	// (or its site's first) host and its first match
+	// ("example.com/api/", "/api/"), then "#2", "#3"… for later routes
+	// with the same. Empty outside a config file: not registered.
+	Name string `yaml:"name"`
 
 	// Transport is how requests reach the upstreams: http (HTTP/1.1, the
 	// default for http:// and unix: upstreams), https (HTTP/1.1 over TLS,
@@ -240,6 +258,23 @@ type Options struct {
 	// the upstream down, rise (default 2) passes in a row up again.
 	Health Health `yaml:"health"`
 
+	// Resolver is the DNS server (host or host:port, port 53 if absent)
+	// that the upstreams from DNS (dns+http://name:port,
+	// srv+http://_service._proto.name, and their https forms) are
+	// looked up on; empty: the nameservers of /etc/resolv.conf.
+	Resolver string `yaml:"resolver"`
+
+	// DNSMinInterval is the least time between two lookups of an
+	// upstream from DNS (default 1s): it is looked up again when its
+	// records' TTL runs out, but not sooner; after a failed lookup,
+	// which keeps the hosts of the last good one, the wait doubles from
+	// it.
+	DNSMinInterval time.Duration `yaml:"dns_min_interval"`
+
+	// DNSMaxInterval is the most time between two lookups of an
+	// upstream from DNS (default 1m), however long its records' TTL.
+	DNSMaxInterval time.Duration `yaml:"dns_max_interval"`
+
 	// Logger receives upstream failures; nil is slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -249,6 +284,7 @@ type Options struct {
 func (opts *Options) upstreamOptions() upstream.Options {
 	return upstream.Options{
 		Upstreams:      opts.Upstreams,
+		Name:           opts.Name,
 		Policy:         opts.Policy,
 		HashKey:        opts.HashKey,
 		Retries:        opts.Retries,
@@ -260,6 +296,9 @@ func (opts *Options) upstreamOptions() upstream.Options {
 		IdleTimeout:    opts.IdleTimeout,
 		Passive:        opts.Passive,
 		Health:         opts.Health,
+		Resolver:       opts.Resolver,
+		DNSMinInterval: opts.DNSMinInterval,
+		DNSMaxInterval: opts.DNSMaxInterval,
 	}
 }
 
@@ -315,6 +354,7 @@ func New(opts Options) (*Proxy, error) {
 		}
 	}
 	p.failStatus = slices.Clone(opts.FailStatus)
+	set.Config.Log = p.log
 	p.grp, err = upstream.NewGroup(opts.Upstreams, p.bal, set.Config, (*upConn).put)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -324,6 +364,10 @@ func New(opts Options) (*Proxy, error) {
 		p.grp.Close()
 		return nil, err
 	}
+	if set.Name != "" {
+		p.grp.Register(set.Name, "proxy", p.log)
+	}
+	p.grp.Start()
 	if p.health.Path != "" {
 		p.grp.StartChecks(p.health.Interval, p.check, p.reportCheck)
 	}
@@ -334,11 +378,14 @@ func New(opts Options) (*Proxy, error) {
 const DefaultMaxStreams = 100
 
 // setTransport resolves opts.Transport against the upstreams' schemes,
-// and readies its TLS configurations and HTTP/2 client.
+// and readies its TLS configurations and HTTP/2 client, and the hooks by
+// which a host added to the set later (see upstream.LiveSet) is checked
+// and readied the same way.
 func (p *Proxy) setTransport(opts *Options, cfg upstream.Config) error {
+	// By the upstreams as written: those from DNS may give no host yet.
 	tlsHosts := 0
-	for _, h := range p.grp.Hosts {
-		if h.TLS {
+	for _, name := range opts.Upstreams {
+		if strings.HasPrefix(strings.TrimPrefix(strings.TrimPrefix(name, "dns+"), "srv+"), "https://") {
 			tlsHosts++
 		}
 	}
@@ -346,36 +393,25 @@ func (p *Proxy) setTransport(opts *Options, cfg upstream.Config) error {
 	switch {
 	case t == "" && tlsHosts == 0:
 		t = TransportHTTP
-	case t == "" && tlsHosts == len(p.grp.Hosts):
+	case t == "" && tlsHosts == len(opts.Upstreams):
 		t = TransportHTTPS
 	case t == "":
 		return errors.New("proxy: upstreams mix https:// and http:// (or unix:): write every one with the same scheme")
 	}
-	var wantTLS bool
 	switch t {
 	case TransportHTTP, TransportH2C:
 	case TransportHTTPS, TransportH2:
-		wantTLS = true
 	default:
 		return fmt.Errorf("proxy: transport %q: want http, https, h2c or h2", opts.Transport)
 	}
-	for _, h := range p.grp.Hosts {
-		switch {
-		case wantTLS && !h.TLS && h.Network == "unix":
-			return fmt.Errorf("proxy: transport %s: upstream %q: TLS over a Unix socket is not supported: use transport %s", t, h.Name, map[bool]string{true: TransportH2C, false: TransportHTTP}[t == TransportH2])
-		case wantTLS && !h.TLS:
-			return fmt.Errorf("proxy: transport %s: upstream %q: write https://%s (TLS)", t, h.Name, h.Authority)
-		case !wantTLS && h.TLS:
-			return fmt.Errorf("proxy: transport %s: upstream %q is https: write http://%s, or use transport %s for TLS", t, h.Name, h.Authority, map[bool]string{true: TransportH2, false: TransportHTTPS}[t == TransportH2C])
-		}
-	}
+	p.transport = t
+	wantTLS := p.wantTLS()
 	if !wantTLS && opts.TLS.set() {
 		return fmt.Errorf("proxy: tls options apply to TLS upstreams: write https:// upstreams (transport https or h2), or drop tls")
 	}
 	if opts.MaxStreams != 0 && t != TransportH2 && t != TransportH2C {
 		return fmt.Errorf("proxy: max_streams applies to HTTP/2 upstreams: set transport h2c or h2, or drop max_streams")
 	}
-	p.transport = t
 	if opts.TLS.InsecureSkipVerify {
 		p.log.Warn("proxy: tls insecure_skip_verify: the upstreams' certificates are not verified, so anyone on the way can read and change the traffic: name the CA that signed them in tls.ca instead")
 	}
@@ -388,15 +424,63 @@ func (p *Proxy) setTransport(opts *Options, cfg upstream.Config) error {
 		if err != nil {
 			return err
 		}
-		p.tlsConfigs = make([]*tls.Config, len(p.grp.Hosts))
-		for i, h := range p.grp.Hosts {
-			p.tlsConfigs[i] = opts.TLS.hostConfig(base, h.Addr)
-		}
+		p.tlsBase, p.tlsOpts = base, opts.TLS
 	}
 	if t == TransportH2 || t == TransportH2C {
 		p.h2 = newH2Transport(p, max(orDefault(opts.MaxStreams, DefaultMaxStreams), 1), cfg)
 	}
+	if err := p.grp.SetHooks(upstream.Hooks[*upConn]{Add: p.addHost, Remove: p.removeHost}); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
 	return nil
+}
+
+// wantTLS reports whether p's transport speaks TLS.
+func (p *Proxy) wantTLS() bool { return p.transport == TransportHTTPS || p.transport == TransportH2 }
+
+// hostExt is what the proxy keeps for each upstream (its Ext).
+type hostExt struct {
+	tls *tls.Config // for https and h2; nil for plain transports
+	h2  *h2Host     // for h2c and h2; nil for HTTP/1.1
+}
+
+// addHost checks that p's transport can serve h, and readies its TLS
+// configuration and HTTP/2 connections: the upstream.Hooks' Add, for
+// the upstreams configured and those added to the set later.
+func (p *Proxy) addHost(h *host) error {
+	t, wantTLS := p.transport, p.wantTLS()
+	switch {
+	case wantTLS && !h.TLS && h.Network == "unix":
+		return fmt.Errorf("transport %s: upstream %q: TLS over a Unix socket is not supported: use transport %s", t, h.Name, map[bool]string{true: TransportH2C, false: TransportHTTP}[t == TransportH2])
+	case wantTLS && !h.TLS:
+		return fmt.Errorf("transport %s: upstream %q: write https://%s (TLS)", t, h.Name, h.Authority)
+	case !wantTLS && h.TLS:
+		return fmt.Errorf("transport %s: upstream %q is https: write http://%s, or use transport %s for TLS", t, h.Name, h.Authority, map[bool]string{true: TransportH2, false: TransportHTTPS}[t == TransportH2C])
+	}
+	ext := &hostExt{}
+	if wantTLS {
+		// The server name is the host's as written, or as looked up in
+		// DNS (its Authority), not the address it resolved to.
+		name := h.Addr
+		if _, _, err := net.SplitHostPort(h.Authority); err == nil {
+			name = h.Authority
+		}
+		ext.tls = p.tlsOpts.hostConfig(p.tlsBase, name)
+	}
+	h.Ext = ext
+	if p.h2 != nil {
+		ext.h2 = p.h2.newHost(h)
+	}
+	return nil
+}
+
+// removeHost lets go of an upstream that left the set: its HTTP/2
+// connections close once their streams end (its HTTP/1.1 ones are the
+// pool's, which closes them).
+func (p *Proxy) removeHost(h *host) {
+	if ext, ok := h.Ext.(*hostExt); ok && ext.h2 != nil {
+		ext.h2.leave()
+	}
 }
 
 // orDefault returns v, or def when v is zero; a negative v is taken as

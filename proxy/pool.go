@@ -99,10 +99,7 @@ func (c *upConn) put() {
 // hostTLS returns the TLS configuration of the connections to u; nil
 // for plain ones.
 func (p *Proxy) hostTLS(u *host) *tls.Config {
-	if p.tlsConfigs == nil {
-		return nil
-	}
-	return p.tlsConfigs[u.Index()]
+	return u.Ext.(*hostExt).tls
 }
 
 // discard closes a connection that cannot serve another request.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/clientaddr"
+	"github.com/sluice-server/sluice/metrics"
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/upstream"
 )
@@ -35,8 +36,10 @@ type Proxy struct {
 	failStatus  []int
 	queue       *upstream.Queue[*upConn] // grp's: nil without MaxConns or with Queue -1
 	transport   string                   // Options.Transport, resolved
-	tlsConfigs  []*tls.Config            // by host index, for https and h2; nil for plain transports
-	h2          *h2Transport             // for h2c and h2; nil for HTTP/1.1
+	tlsBase     *tls.Config              // for https and h2: what each host's (hostExt.tls) is made from
+	tlsOpts     TLSOptions
+	h2          *h2Transport      // for h2c and h2; nil for HTTP/1.1
+	upm         metrics.Upstreams // each host's counters, by name
 
 	// tunnelReadOn, if set (by tests, before the first request), is
 	// called from a tunnel's relay each time its read from src outlives
@@ -45,6 +48,15 @@ type Proxy struct {
 }
 
 var _ pipe.Component = (*Proxy)(nil)
+
+// UpstreamSet returns the name p's upstreams are registered under as a
+// live set (Options.Name; see upstream.LookupSet), or "" if none.
+func (p *Proxy) UpstreamSet() string {
+	if s := p.grp.Live(); s != nil {
+		return s.Name()
+	}
+	return ""
+}
 
 // Close stops the active health checks and closes the idle upstream
 // connections. Requests in flight finish; their connections are closed

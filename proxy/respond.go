@@ -3,7 +3,6 @@ package proxy
 import (
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/sluice-server/sluice/engine"
 	"github.com/sluice-server/sluice/httpgrammar"
@@ -98,7 +97,7 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 			body = buf[:n]
 		}
 		if rerr != nil && rerr != io.EOF {
-			p.log.Warn("proxy: upstream response body failed", "upstream", uc.up.Name, "path", string(r.Path), "err", rerr)
+			p.log.Warn("proxy: upstream response body failed", "upstream", uc.up.Name, "path", string(r.Path), "err", rerr, c.RequestIDAttr())
 			if first {
 				uc.discard()
 				return writeError(c, w, http.StatusBadGateway, "upstream sent a malformed response")
@@ -144,7 +143,7 @@ func (p *Proxy) respond(c *pipe.Conn, w pipe.Writer, x *exchange, uc *upConn, r 
 		// More came than the response's framing holds: RFC 9112 §6.3
 		// lets a client drop it, never take it for a response. The
 		// connection goes; what it carries cannot be trusted.
-		p.log.Warn("proxy: upstream sent more than its response", "upstream", uc.up.Name, "bytes", extra)
+		p.log.Warn("proxy: upstream sent more than its response", "upstream", uc.up.Name, "bytes", extra, c.RequestIDAttr())
 		reusable = false
 	}
 	if reusable && x.body.mode != bodyClose && x.body.done {
@@ -192,6 +191,6 @@ func writeError(c *pipe.Conn, w pipe.Writer, status int, msg string) error {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.SetContentLength(-1)
-	_, err := io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+msg+"\n")
+	_, err := io.WriteString(w, c.ErrorText(status, msg))
 	return err
 }

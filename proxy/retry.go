@@ -82,6 +82,7 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 	a := p.grp.Begin(safe, p.retries)
 	for a.Next(r, client, c) {
 		up := a.Host()
+		um := p.upm.Get(up.Name)
 		var uc *upConn
 		var err error
 		if g, ok := a.Granted(); ok {
@@ -90,7 +91,12 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 			a.Full()
 			continue
 		}
-		a.Start()
+		if !a.Start() { // up left the set meanwhile
+			if err == nil {
+				uc.discard()
+			}
+			continue
+		}
 		try.up, try.uc, try.getErr, try.now = up, uc, err, a.Now()
 		uc, f := p.roundTrip(&try)
 		if f != nil && f.stale {
@@ -102,21 +108,26 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 		}
 		if f != nil {
 			last = f
+			if f.fault {
+				um.Failed()
+			}
 			if f.err == errClientGone {
 				// Not the upstream's failure: no warning for it.
-				p.log.Info("proxy: client went away while the upstream was answering", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path))
+				p.log.Info("proxy: client went away while the upstream was answering", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), c.RequestIDAttr())
 			} else {
 				p.log.Warn("proxy: upstream failed", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "err", f.err,
-					dialFixAttr(f.err, "proxy"))
+					dialFixAttr(f.err, "proxy"), c.RequestIDAttr())
 			}
 			a.Failed(f.fault, f.retry)
 			p.logDown(&a)
 			continue
 		}
 		status := x.head.status
+		um.Head(status, upstream.Now().Sub(try.now))
 		if status == http.StatusSwitchingProtocols {
 			err = p.tunnel(c, w, x, uc)
 			a.Done()
+			try.span.End(status, err)
 			upstream.LogAnswer(c, up, try.now)
 			return err
 		}
@@ -128,13 +139,16 @@ func (p *Proxy) serve(c *pipe.Conn, w pipe.Writer, x *exchange) error {
 				// the connection goes, with the body unread.
 				uc.discard()
 				a.Done()
-				p.log.Warn("proxy: upstream answered a fail_status", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "status", status)
+				try.span.End(status, nil)
+				p.log.Warn("proxy: upstream answered a fail_status", "upstream", up.Name, "method", string(r.Method), "path", string(r.Path), "status", status, c.RequestIDAttr())
 				last = &failure{status: status, msg: "upstream answered " + strconv.Itoa(status), retry: true}
 				continue
 			}
 		}
 		err = p.respond(c, w, x, uc, r)
 		a.Done()
+		try.span.End(status, err)
+		um.Done(upstream.Now().Sub(try.now))
 		upstream.LogAnswer(c, up, try.now)
 		return err
 	}

@@ -30,7 +30,7 @@ func TestUnsolicitedResponseOnIdleConnection(t *testing.T) {
 	<-sent
 	// The bytes are in the idle connection's receive queue before the
 	// next request is sent.
-	u := p.grp.Hosts[0]
+	u := p.grp.Hosts()[0]
 	sluicetest.WaitFor(t, "the unasked response at the idle connection", func() bool {
 		idle := u.Idle()
 		if len(idle) != 1 || idle[0].rc == nil {

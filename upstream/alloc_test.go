@@ -8,7 +8,7 @@ import "testing"
 // nothing: Begin, Next, the pool's Get and Keep, Start and Done.
 func TestAttemptsAllocateNothing(t *testing.T) {
 	g := newGroup(t, []string{"http://127.0.0.1:71", "http://127.0.0.1:72"}, Config{MaxConns: 4, MaxIdleConns: 4, Queue: 4})
-	for _, h := range g.Hosts {
+	for _, h := range g.Hosts() {
 		if _, _, err := h.Get(Now(), false); err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ var ErrNoUpstream = errors.New("upstream: no upstream available")
 //		h := a.Host()
 //		// c: a.Granted's connection, or the transport's from h.Get;
 //		// at max_conns (ErrFull): a.Full(); continue
-//		a.Start()
+//		if !a.Start() { /* h left the set: give c back */ continue }
 //		// the exchange; on failure: a.Failed(fault, retry); continue
 //		// on a response the transport counts as a failure: a.Rejected
 //		a.Done()
@@ -38,12 +38,13 @@ var ErrNoUpstream = errors.New("upstream: no upstream available")
 // goroutine; its zero value is not usable.
 type Attempts[C Conn] struct {
 	g        *Group[C]
+	set      *hostSet[C] // the Group's hosts as the request saw them last
 	safe     bool
 	retries  int
 	failures int    // failures tried again so far
 	tried    uint64 // hosts tried, or marked down when the request began
 	full     uint64 // hosts found at max_conns since the last wait
-	all      uint64 // every host's bit
+	out      uint64 // slots of set not pickable: free or draining
 	gen      uint64 // the queue's generation as this round of asking began
 	deadline time.Time
 	now      Instant
@@ -59,33 +60,53 @@ type Attempts[C Conn] struct {
 	err   error // the queue's, when its wait failed
 }
 
-// Begin starts a request's attempts on g's hosts, those marked down (Up)
-// counting as tried already; but when every one is marked down, those
-// only the passive checks marked are tried (see Failed). safe says the
-// request may be sent again after the host answered (an idempotent method
-// and no body): Rejected tries another host only then. retries bounds the
-// failures tried again.
+// Begin starts a request's attempts on the hosts of g's set now (those
+// draining left out), those marked down (Up) counting as tried already;
+// but when every one is marked down, those only the passive checks
+// marked are tried (see Failed). safe says the request may be sent again
+// after the host answered (an idempotent method and no body): Rejected
+// tries another host only then. retries bounds the failures tried again.
+//
+// The request keeps the set it began with, and takes the Group's newer
+// one, if the set changed, only when it picks again (Next): a host that
+// stays keeps its slot, so what the request tried stays tried.
 func (g *Group[C]) Begin(safe bool, retries int) Attempts[C] {
-	a := Attempts[C]{g: g, safe: safe, retries: retries, now: Now()}
-	for i, h := range g.Hosts {
-		if !h.Up(a.now) {
-			a.tried |= 1 << i
+	s := g.set.Load()
+	a := Attempts[C]{g: g, set: s, out: ^s.pickable, safe: safe, retries: retries, now: Now()}
+	for i := range s.n {
+		if s.pickable&bit(i) != 0 && !s.slots[i].Up(a.now) {
+			a.tried |= bit(i)
 		}
 	}
-	a.all = uint64(1)<<len(g.Hosts) - 1 // (wraps to every bit for 64)
-	if a.tried == a.all {
+	if a.tried|a.out == ^uint64(0) {
 		// Every host is out. Those only the passive checks took out are
 		// tried all the same: the last healthy host of a Group is never
 		// taken out by failed requests (nginx ignores max_fails for a
 		// group of one), and a host another Group marked down (health is
 		// shared by name) may be this one's last.
-		for i, h := range g.Hosts {
-			if !h.health.activelyOff.Load() {
-				a.tried &^= 1 << i
+		for i := range s.n {
+			if s.pickable&bit(i) != 0 && !s.slots[i].health.activelyOff.Load() {
+				a.tried &^= bit(i)
 			}
 		}
 	}
 	return a
+}
+
+// follow takes the Group's set s in place of the request's older one: a
+// slot whose host changed is untried (and tried at once if its new host
+// is marked down), and the slots not pickable are s's.
+func (a *Attempts[C]) follow(s *hostSet[C]) {
+	for i := range max(s.n, a.set.n) {
+		if s.slots[i] != a.set.slots[i] {
+			a.tried &^= bit(i)
+			a.full &^= bit(i)
+			if s.slots[i] != nil && !s.slots[i].Up(a.now) {
+				a.tried |= bit(i)
+			}
+		}
+	}
+	a.set, a.out = s, ^s.pickable
 }
 
 // Next picks the next host to try for r (Host), and reports whether there
@@ -104,11 +125,14 @@ func (a *Attempts[C]) Next(r *engine.Request, client []byte, gone engine.GoneNot
 	a.host, a.grant, a.granted = nil, none, false
 	q := a.g.queue
 	for !a.stop {
+		if s := a.g.set.Load(); s != a.set {
+			a.follow(s)
+		}
 		if a.full == 0 {
 			a.gen = q.Generation()
 		}
-		if i := a.g.Pick(a.tried|a.full, r, client); i >= 0 {
-			a.host = a.g.Hosts[i]
+		if i := pick(a.g.bal, a.set, a.tried|a.full|a.out, r, client); i >= 0 {
+			a.host = a.set.slots[i]
 			return true
 		}
 		if a.full == 0 || q == nil {
@@ -152,17 +176,28 @@ func (a *Attempts[C]) Granted() (c C, ok bool) { return a.grant, a.granted }
 // not tried, and the request waits for it (Next) when no other host is
 // left.
 func (a *Attempts[C]) Full() {
-	a.full |= 1 << a.host.index
+	a.full |= bit(a.host.index)
 	a.asked, a.busy = true, true
 }
 
 // Start records that the request goes to Host, on the connection the
 // transport got: Host is tried, and the request counted in flight to it
-// (Host.Begin) until Done or Failed.
-func (a *Attempts[C]) Start() {
-	a.tried |= 1 << a.host.index
-	a.asked, a.busy = true, false
+// (Host.Begin) until Done or Failed. It reports false when Host left
+// its Group's set, or began draining, meanwhile (see Group.Replace): the
+// request is then not counted, and the transport gives back what it got
+// (Host.Keep, which closes a connection of a host gone; Host.Release for
+// a place) and asks Next for another host. A host that left the set or
+// drains takes no request whose Start came after the change returned.
+func (a *Attempts[C]) Start() bool {
+	a.tried |= bit(a.host.index)
 	a.host.Begin()
+	if a.host.stopped.Load() {
+		a.host.End()
+		return false
+	}
+	a.asked, a.busy = true, false
+	a.host.requests.Add(1)
+	return true
 }
 
 // Done ends the request's attempt on Host, once the response has been
@@ -199,7 +234,7 @@ func (a *Attempts[C]) Failed(fault, retry bool) {
 // connection, when trying again).
 func (a *Attempts[C]) Rejected(committed bool) bool {
 	a.down = a.fail()
-	if !a.safe || committed || a.failures >= a.retries || (a.tried|a.full)&a.all == a.all {
+	if !a.safe || committed || a.failures >= a.retries || a.tried|a.full|a.out == ^uint64(0) {
 		return false
 	}
 	a.failures++
@@ -212,10 +247,12 @@ func (a *Attempts[C]) Rejected(committed bool) bool {
 // (a Group of one host keeps it, as nginx ignores max_fails for a group
 // of one server). Only the active checks take the last one out.
 func (a *Attempts[C]) fail() bool {
+	a.host.fails.Add(1)
 	now := time.Now()
 	at := InstantOf(now)
-	for _, h := range a.g.Hosts {
-		if h != a.host && h.Up(at) {
+	s := a.set
+	for i := range s.n {
+		if h := s.slots[i]; h != nil && h != a.host && s.pickable&bit(i) != 0 && h.Up(at) {
 			return a.host.Failed(now, &a.g.passive)
 		}
 	}

@@ -24,10 +24,17 @@ func next(a *Attempts[*fakeConn]) (*Host[*fakeConn], *fakeConn) {
 				continue
 			}
 		}
+		if !a.Start() { // h left the set: what was got goes back
+			if c != nil {
+				h.Keep(c, Now())
+			} else {
+				h.Release()
+			}
+			continue
+		}
 		if c == nil {
 			c = &fakeConn{id: h.Index()} // dialled on the place got
 		}
-		a.Start()
 		return h, c
 	}
 	return nil, nil
@@ -126,7 +133,7 @@ func TestAttemptsRejected(t *testing.T) {
 // the connection put back first.
 func TestAttemptsQueue(t *testing.T) {
 	g := newGroup(t, []string{"http://127.0.0.1:41"}, Config{MaxConns: 1, Queue: 1, QueueTimeout: time.Minute})
-	h := g.Hosts[0]
+	h := g.Hosts()[0]
 	held, _, err := h.Get(Now(), false)
 	if held != nil || err != nil {
 		t.Fatalf("Get = %v, %v; want a place", held, err)
@@ -167,7 +174,7 @@ func TestAttemptsBusy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGroup(t, []string{"http://127.0.0.1:51"}, tc.cfg)
-			if _, _, err := g.Hosts[0].Get(Now(), false); err != nil {
+			if _, _, err := g.Hosts()[0].Get(Now(), false); err != nil {
 				t.Fatal(err)
 			}
 			a := g.Begin(true, 1)
@@ -183,7 +190,7 @@ func TestAttemptsBusy(t *testing.T) {
 // is no upstream to try.
 func TestAttemptsPassiveDown(t *testing.T) {
 	g := newGroup(t, []string{"http://127.0.0.1:61", "http://127.0.0.1:62"}, Config{Passive: passive})
-	bad := g.Hosts[0]
+	bad := g.Hosts()[0]
 	for i := range passive.Failures {
 		a := g.Begin(true, 0)
 		for h, _ := next(&a); h != nil; h, _ = next(&a) {
@@ -203,7 +210,7 @@ func TestAttemptsPassiveDown(t *testing.T) {
 	}
 	for range 3 {
 		a := g.Begin(true, 0)
-		if h, _ := next(&a); h != g.Hosts[1] {
+		if h, _ := next(&a); h != g.Hosts()[1] {
 			t.Fatalf("request went to %v, want the host up", h)
 		}
 		a.Done()
@@ -214,7 +221,7 @@ func TestAttemptsPassiveDown(t *testing.T) {
 	for i := range 2 * passive.Failures {
 		a := g.Begin(true, 0)
 		h, _ := next(&a)
-		if h != g.Hosts[1] {
+		if h != g.Hosts()[1] {
 			t.Fatalf("request %d went to %v, want the last host up", i, h)
 		}
 		if a.Failed(true, false); a.Down() || !h.Up(Now()) {
@@ -225,14 +232,14 @@ func TestAttemptsPassiveDown(t *testing.T) {
 	// Marked down all the same (as another Group naming it may do: health
 	// is shared by name), it is still tried, as is the other: only the
 	// active checks leave a Group without a host.
-	g.Hosts[1].Failed(time.Now(), &passive)
-	g.Hosts[1].Failed(time.Now(), &passive)
+	g.Hosts()[1].Failed(time.Now(), &passive)
+	g.Hosts()[1].Failed(time.Now(), &passive)
 	a := g.Begin(true, 5)
 	if h, _ := next(&a); h == nil {
 		t.Fatalf("with every host marked down by passive checks: no host tried (Err %v), want one", a.Err())
 	}
 	a.Done()
-	for _, h := range g.Hosts {
+	for _, h := range g.Hosts() {
 		h.health.checked(false, &Health{Fall: 1})
 	}
 	a = g.Begin(true, 5)
@@ -268,7 +275,7 @@ func TestAttemptsLastHostStays(t *testing.T) {
 	}
 	// The larger Group marks the shared host down; the Group of one
 	// still sends to it.
-	shared := two.Hosts[0]
+	shared := two.Hosts()[0]
 	for range passive.Failures {
 		a := two.Begin(true, 0)
 		for h, _ := next(&a); h != nil; h, _ = next(&a) {
@@ -283,7 +290,7 @@ func TestAttemptsLastHostStays(t *testing.T) {
 		t.Fatal("the Group of two did not mark its failing host down")
 	}
 	a := one.Begin(true, 0)
-	if h, _ := next(&a); h != one.Hosts[0] {
+	if h, _ := next(&a); h != one.Hosts()[0] {
 		t.Fatalf("the Group of one, its host marked down by another Group: next = %v (Err %v), want its host", h, a.Err())
 	}
 	a.Done()

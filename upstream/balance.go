@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -62,29 +63,45 @@ func NewBalancer(policy, key string) (*Balancer, error) {
 // Hash.
 func (b *Balancer) Policy() string { return b.policy }
 
-// pick returns the index of the upstream for r among ups, skipping those
-// whose bit is set in tried, or -1 when every one was tried. client is
-// the client's address, for ip_hash.
-func pick[C Conn](b *Balancer, ups []*Host[C], tried uint64, r *engine.Request, client []byte) int {
-	n := len(ups)
-	avail := func(i int) bool { return tried&(1<<i) == 0 }
+// pick returns the slot of the host of s for r, skipping those whose
+// bit is set in tried, or -1 when every one is skipped; tried has the
+// bits of the slots not pickable set (draining or free). client is the
+// client's address, for ip_hash. Weights count as nginx counts them:
+// round_robin gives each host its weight's share of the turns, spread
+// out; least_conn and random_two compare requests in flight divided by
+// weight (random_two drawing its two by weight); the hashes weigh
+// rendezvous scores.
+func pick[C Conn](b *Balancer, s *hostSet[C], tried uint64, r *engine.Request, client []byte) int {
+	n := s.n
+	avail := func(i int) bool { return tried&bit(i) == 0 }
+	// lighter reports whether host i is less busy than host j, for its
+	// weight: active_i/w_i < active_j/w_j.
+	lighter := func(i, j int) bool {
+		return s.slots[i].active.Load()*int64(s.weights[j]) < s.slots[j].active.Load()*int64(s.weights[i])
+	}
 	switch b.policy {
 	case LeastConn:
+		if n == 0 {
+			return -1
+		}
 		best := -1
 		start := int(b.next.Add(1) % uint64(n))
 		for k := range n {
 			i := (start + k) % n
-			if avail(i) && (best < 0 || ups[i].active.Load() < ups[best].active.Load()) {
+			if avail(i) && (best < 0 || lighter(i, best)) {
 				best = i
 			}
 		}
 		return best
 	case RandomTwo:
-		var cand [64]int
+		var cand [MaxHosts]int
+		var cum [MaxHosts]int64 // the weights summed up to cand[k]
 		m := 0
+		var total int64
 		for i := range n {
 			if avail(i) {
-				cand[m] = i
+				total += int64(s.weights[i])
+				cand[m], cum[m] = i, total
 				m++
 			}
 		}
@@ -94,46 +111,83 @@ func pick[C Conn](b *Balancer, ups []*Host[C], tried uint64, r *engine.Request, 
 		case 1:
 			return cand[0]
 		}
-		x := rand.IntN(m)
-		y := rand.IntN(m - 1)
-		if y >= x {
-			y++
+		x := drawn(cum[:m], rand.Int64N(total))
+		// The second drawn among the others: by weight, as if x's weight
+		// were cut out of the line.
+		wx := cum[x]
+		if x > 0 {
+			wx -= cum[x-1]
 		}
+		v := rand.Int64N(total - wx)
+		if x > 0 && v >= cum[x-1] || x == 0 {
+			v += wx
+		}
+		y := drawn(cum[:m], v)
 		i, j := cand[x], cand[y]
-		if ups[j].active.Load() < ups[i].active.Load() {
+		if lighter(j, i) {
 			return j
 		}
 		return i
 	case IPHash:
-		return rendezvous(b, ups, tried, client)
+		return rendezvous(b, s, tried, client)
 	case Hash:
-		return rendezvous(b, ups, tried, b.key(r))
+		return rendezvous(b, s, tried, b.key(r))
+	}
+	rr := s.rr
+	if len(rr) == 0 {
+		return -1
 	}
 	start := b.next.Add(1) - 1
-	for k := range n {
-		if i := int((start + uint64(k)) % uint64(n)); avail(i) {
+	for k := range uint64(len(rr)) {
+		if i := int(rr[(start+k)%uint64(len(rr))]); avail(i) {
 			return i
 		}
 	}
+	// Every host in the turns tried: none left (the turns hold each
+	// pickable host).
 	return -1
 }
 
-// rendezvous picks by highest random weight: the upstream whose hash with
-// key is highest among those not tried. A key keeps its upstream while
-// that one is up, and only the keys of an upstream that goes away move.
-func rendezvous[C Conn](b *Balancer, ups []*Host[C], tried uint64, key []byte) int {
-	best, bestScore := -1, uint64(0)
+// drawn returns the k for which v falls in [cum[k-1], cum[k]).
+func drawn(cum []int64, v int64) int {
+	for k, c := range cum {
+		if v < c {
+			return k
+		}
+	}
+	return len(cum) - 1
+}
+
+// rendezvous picks by highest random weight: the host whose hash with
+// key scores highest among those not tried. A key keeps its host while
+// that one is up, and only the keys of a host that goes away move. With
+// weights, the score is w/-ln(u) for the hash u in (0,1): each host then
+// gets its weight's share of the keys, and still only the keys of a host
+// that goes (or whose weight changes) move.
+func rendezvous[C Conn](b *Balancer, s *hostSet[C], tried uint64, key []byte) int {
+	best := -1
+	var bestScore uint64
+	var bestW float64
 	var h maphash.Hash
 	h.SetSeed(b.seed)
-	for i, u := range ups {
-		if tried&(1<<i) != 0 {
+	for i := range s.n {
+		if tried&bit(i) != 0 {
 			continue
 		}
 		h.Reset()
 		h.Write(key)
-		h.WriteString(u.Name)
-		if s := h.Sum64(); best < 0 || s > bestScore {
-			best, bestScore = i, s
+		h.WriteString(s.slots[i].Name)
+		sum := h.Sum64()
+		if s.uniform {
+			if best < 0 || sum > bestScore {
+				best, bestScore = i, sum
+			}
+			continue
+		}
+		u := (float64(sum>>11) + 0.5) / (1 << 53)
+		w := float64(s.weights[i]) / -math.Log(u)
+		if best < 0 || w > bestW {
+			best, bestW = i, w
 		}
 	}
 	return best

@@ -12,10 +12,32 @@
 // # Groups and hosts
 //
 // A Group is the upstreams one configured component uses: its Hosts (at
-// most 64, so that a request's tried and busy hosts are bits of a
-// uint64), the Balancer that picks among them (Pick), and the Queue of
-// requests waiting for a connection. NewGroup parses the hosts
-// ("http://host:port" or "unix:/path").
+// most 64, each in a slot of its own, so that a request's tried and busy
+// hosts are bits of a uint64), the Balancer that picks among them (Pick),
+// and the Queue of requests waiting for a connection. NewGroup parses the
+// hosts ("http://host:port" or "unix:/path").
+//
+// # Live sets
+//
+// A Group's hosts may change while it serves, without a reload: Replace
+// (the whole set), Patch (hosts added, removed, re-weighted, drained).
+// Each change publishes a new immutable set behind an atomic pointer; a
+// request takes it once, in Begin, and its tried bits stay valid because
+// a host that stays keeps its slot, its *Host, its pool, its requests in
+// flight and its health. A host that leaves takes no request started
+// after the change returns (Attempts.Start reports false for one picked
+// before), finishes those in flight and closes its idle connections; a
+// draining host stays listed and takes no new request. Weights (1 to
+// 100) count in every policy: round_robin is nginx's smooth weighted
+// round robin, least_conn and random_two divide the requests in flight by
+// the weight, and the hashes weigh their rendezvous scores.
+//
+// A Group registered under a name (Register) is a LiveSet, which an admin
+// API or a metrics exposition finds by name (LookupSet, Sets) and reads
+// (State) or changes (LiveSet.Replace, LiveSet.Patch) without knowing
+// the transport's connection type; every change through it is logged
+// with who made it. A reload's new Group takes the name over, and the
+// old one's Close gives it back up.
 //
 // Group and Host are generic over C, the transport's connection, which
 // the pool stores and hands back as it is: getting an idle connection,

@@ -16,14 +16,14 @@ func (c *conn) Close() error { return nil }
 func Example() {
 	bal, _ := upstream.NewBalancer(upstream.RoundRobin, "")
 	var g *upstream.Group[*conn]
-	put := func(c *conn) { g.Hosts[0].Keep(c, upstream.Now()) }
+	put := func(c *conn) { g.Hosts()[0].Keep(c, upstream.Now()) }
 	g, err := upstream.NewGroup([]string{"http://127.0.0.1:9000"}, bal, upstream.Config{MaxConns: 8, MaxIdleConns: 4}, put)
 	if err != nil {
 		panic(err)
 	}
 	defer g.Close()
 
-	h := g.Hosts[g.Pick(0, nil, nil)]
+	h := g.Pick(0, nil, nil)
 	for range 2 {
 		c, _, err := h.Get(upstream.Now(), false)
 		if err != nil {
@@ -66,7 +66,9 @@ func ExampleAttempts() {
 				continue
 			}
 		}
-		a.Start()
+		if !a.Start() {
+			continue // h left the set meanwhile (Group.Replace)
+		}
 		if h.Index() == 0 {
 			fmt.Println(h.Name, "refused")
 			h.Release() // the dial failed: its place goes back

@@ -12,7 +12,7 @@ import (
 // 2).
 func TestActiveChecksCountInARow(t *testing.T) {
 	g := newGroup(t, []string{"http://127.0.0.1:1"}, Config{Health: Health{Path: "/healthz", Rise: 2, Fall: 3}})
-	h := g.Hosts[0]
+	h := g.Hosts()[0]
 	results := make(chan bool)    // the result of the next check
 	checking := make(chan int, 1) // a check has started: the one before it is recorded
 	changes := make(chan int, 10)

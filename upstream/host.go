@@ -33,10 +33,19 @@ type Host[C Conn] struct {
 	Authority string // the host[:port] a request naming the upstream carries ("localhost" for a Unix socket)
 	TLS       bool   // named by an https URL: the transport speaks TLS to it
 
-	active atomic.Int64 // requests in flight, for least_conn and random_two
-	health *health      // shared with other Groups naming it
-	index  int          // in its Group's Hosts
-	queue  *Queue[C]    // its Group's; nil without one
+	// Ext is the transport's own state for the host (its TLS
+	// configuration, its HTTP/2 connections), set by the Group's Hooks
+	// (Add) before the host takes a request, and only read after.
+	Ext any
+
+	active   atomic.Int64  // requests in flight, for least_conn and random_two
+	requests atomic.Uint64 // attempts started on it
+	fails    atomic.Uint64 // failures counted for passive health
+	retired  atomic.Bool   // out of its Group's set
+	stopped  atomic.Bool   // retired or draining: no new request, nothing handed to the queue
+	health   *health       // shared with other Groups naming it
+	index    int           // its slot in its Group: its bit in the masks of hosts
+	queue    *Queue[C]     // its Group's; nil without one
 
 	mu       sync.Mutex
 	idle     []idleConn[C] // most recently used last
@@ -110,8 +119,10 @@ func parseHost[C Conn](s string) (*Host[C], error) {
 // ErrFull reports that a host has max_conns connections open.
 var ErrFull = errors.New("upstream: at max_conns")
 
-// Index returns h's place in its Group's Hosts: its bit in the masks of
-// hosts tried (Group.Pick) and waited for (Queue.Wait).
+// Index returns h's slot in its Group, 0 to 63: its bit in the masks of
+// hosts tried (Group.Pick) and waited for (Queue.Wait). A host keeps its
+// slot while it stays in the Group's set (see LiveSet); a slot a host
+// left may be given to a host added later.
 func (h *Host[C]) Index() int { return h.index }
 
 // Begin counts a request in flight to h (for least_conn and
@@ -172,6 +183,9 @@ func (h *Host[C]) Dial(timeout time.Duration) (net.Conn, error) {
 // back with Keep. (Between the two, a transport releases what only a
 // connection in use needs, such as its read buffer.)
 func (h *Host[C]) HandOff(c C) bool {
+	if h.stopped.Load() {
+		return false // its Keep closes c, or pools it for when it takes requests again
+	}
 	return h.queue.handOff(h, c)
 }
 
@@ -209,7 +223,7 @@ func (h *Host[C]) Keep(c C, now Instant) {
 // for one, or to the pool.
 func (h *Host[C]) Release() {
 	var none C
-	if h.queue.handOff(h, none) {
+	if !h.stopped.Load() && h.queue.handOff(h, none) {
 		return
 	}
 	h.mu.Lock()
@@ -224,6 +238,24 @@ func (h *Host[C]) Open() int {
 	defer h.mu.Unlock()
 	return h.open
 }
+
+// IdleCount returns how many idle connections h's pool holds.
+func (h *Host[C]) IdleCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.idle)
+}
+
+// InFlight returns the requests in flight to h (Begin less End).
+func (h *Host[C]) InFlight() int64 { return h.active.Load() }
+
+// Requests returns the attempts started on h since it joined its Group
+// (Attempts.Start), and Fails those of them that failed for the
+// passive health checks (Attempts.Failed with a fault, Rejected).
+func (h *Host[C]) Requests() uint64 { return h.requests.Load() }
+
+// Fails returns the failures counted against h (see Requests).
+func (h *Host[C]) Fails() uint64 { return h.fails.Load() }
 
 // Idle returns a copy of the list of h's idle connections, most recently
 // used last: what a test or a status page looks at. The connections stay

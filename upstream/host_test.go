@@ -25,7 +25,7 @@ func newGroup(t *testing.T, names []string, cfg Config) *Group[*fakeConn] {
 		t.Fatal(err)
 	}
 	var g *Group[*fakeConn]
-	g, err = NewGroup(names, bal, cfg, func(c *fakeConn) { g.Hosts[0].Keep(c, Now()) })
+	g, err = NewGroup(names, bal, cfg, func(c *fakeConn) { g.Hosts()[0].Keep(c, Now()) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func newGroup(t *testing.T, names []string, cfg Config) *Group[*fakeConn] {
 // past the idle timeout as it comes across them.
 func TestHostPool(t *testing.T) {
 	g := newGroup(t, []string{"http://127.0.0.1:1"}, Config{MaxConns: 2, MaxIdleConns: 1, IdleTimeout: time.Minute})
-	h := g.Hosts[0]
+	h := g.Hosts()[0]
 	now := Now()
 	a, _, err := h.Get(now, false)
 	if a != nil || err != nil {
@@ -74,7 +74,7 @@ func TestHostPool(t *testing.T) {
 // the pool; a place given back likewise.
 func TestQueueHandOff(t *testing.T) {
 	g := newGroup(t, []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, Config{MaxConns: 1, Queue: 1, QueueTimeout: time.Minute})
-	h := g.Hosts[1]
+	h := g.Hosts()[1]
 	if _, _, err := h.Get(Now(), false); err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,13 @@ func TestPickRoundRobin(t *testing.T) {
 	g := newGroup(t, []string{"http://a", "http://b", "http://c"}, Config{})
 	var seq []int
 	for range 4 {
-		seq = append(seq, g.Pick(0b010, nil, nil))
+		seq = append(seq, g.Pick(0b010, nil, nil).Index())
 	}
 	if seq[0] == 1 || seq[1] == 1 || seq[2] == 1 || seq[3] == 1 || seq[0] == seq[1] {
 		t.Fatalf("picks %v skipping host 1, want 0 and 2 in turn", seq)
 	}
-	if i := g.Pick(0b111, nil, nil); i != -1 {
-		t.Fatalf("Pick with every host tried = %d, want -1", i)
+	if h := g.Pick(0b111, nil, nil); h != nil {
+		t.Fatalf("Pick with every host tried = %v, want nil", h.Name)
 	}
 }
 
@@ -147,7 +147,7 @@ func TestNewGroupHTTPS(t *testing.T) {
 		addr, authority string
 		tls             bool
 	}{{"a:443", "a", true}, {"b:8443", "b:8443", true}, {"c:80", "c", false}} {
-		h := g.Hosts[i]
+		h := g.Hosts()[i]
 		if h.Addr != want.addr || h.Authority != want.authority || h.TLS != want.tls {
 			t.Errorf("%s: addr %q authority %q tls %v, want %+v", h.Name, h.Addr, h.Authority, h.TLS, want)
 		}
@@ -176,7 +176,7 @@ func (g *stayingAsked) Gone() <-chan struct{} {
 // that waits longer does, and leaves the queue when its client has gone.
 func TestQueueWatchesClientLate(t *testing.T) {
 	g := newGroup(t, []string{"http://127.0.0.1:1"}, Config{MaxConns: 1, Queue: 2, QueueTimeout: time.Minute})
-	h := g.Hosts[0]
+	h := g.Hosts()[0]
 	if _, _, err := h.Get(Now(), false); err != nil {
 		t.Fatal(err)
 	}

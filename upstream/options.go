@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluice-server/sluice/httpgrammar"
@@ -31,8 +32,25 @@ const MaxHosts = 64
 type Options struct {
 	// Upstreams are the servers, at least one, at most 64, in the forms
 	// the transport accepts (the proxy's: http://host:port or
-	// unix:/path; FastCGI's: host:port, tcp://host:port or unix:/path).
+	// unix:/path; FastCGI's: host:port, tcp://host:port or unix:/path),
+	// or names whose DNS records give them, looked up again as the
+	// records expire: dns+SCHEME://name:port for the addresses of its A
+	// and AAAA records, srv+SCHEME://_service._proto.name for the
+	// targets and ports of its SRV records (SCHEME: http or https for
+	// the proxy, tcp for FastCGI). A host may be followed by its weight
+	// and by drain, as nginx writes them: "http://10.0.0.1:8080 weight=3"
+	// (1 to 100, default 1) takes three times the requests of a host of
+	// weight 1; "… drain" is listed but takes no new request.
 	Upstreams []string `yaml:"upstreams"`
+
+	// Name names the upstreams as a live set, whose hosts can be added,
+	// removed, drained and weighted without a reload (LookupSet): in a
+	// config file a token such as api, unique in the file. Without one,
+	// a config file's entry is named after its route: the route's (or
+	// its site's first) host and its first match ("example.com/api/",
+	// "/api/"), then "#2", "#3"… for later routes with the same. Empty
+	// outside a config file: not registered.
+	Name string `yaml:"name"`
 
 	// Policy chooses an upstream per request: round_robin (the default),
 	// least_conn, random_two, ip_hash or hash (HashKey).
@@ -79,11 +97,29 @@ type Options struct {
 	// Health configures active health checks (see Health), off without
 	// a path.
 	Health Health `yaml:"health"`
+
+	// Resolver is the DNS server (host or host:port, port 53 if absent)
+	// that the upstreams from DNS (dns+SCHEME://name:port,
+	// srv+SCHEME://_service._proto.name) are looked up on; empty: the
+	// nameservers of /etc/resolv.conf.
+	Resolver string `yaml:"resolver"`
+
+	// DNSMinInterval is the least time between two lookups of an
+	// upstream from DNS (default 1s): it is looked up again when its
+	// records' TTL runs out, but not sooner; after a failed lookup,
+	// which keeps the hosts of the last good one, the wait doubles from
+	// it.
+	DNSMinInterval time.Duration `yaml:"dns_min_interval"`
+
+	// DNSMaxInterval is the most time between two lookups of an
+	// upstream from DNS (default 1m), however long its records' TTL.
+	DNSMaxInterval time.Duration `yaml:"dns_max_interval"`
 }
 
 // Settings are Options checked, with the defaults filled in: what a
 // transport builds its Group from and reads per request.
 type Settings struct {
+	Name           string // Options.Name: the live set's, or none
 	Balancer       *Balancer
 	Config         Config // for NewGroup; the transport may set ParseAddr
 	Retries        int
@@ -104,6 +140,12 @@ func (o *Options) Settings(component string) (Settings, error) {
 	if len(o.Upstreams) > MaxHosts {
 		return s, fmt.Errorf("%s: more than %d upstreams", component, MaxHosts)
 	}
+	for _, r := range o.Name {
+		if r < ' ' || r == 0x7f {
+			return s, fmt.Errorf("%s: name %q has a control character: write a name such as api", component, o.Name)
+		}
+	}
+	s.Name = o.Name
 	var err error
 	if s.Balancer, err = NewBalancer(o.Policy, o.HashKey); err != nil {
 		return s, fmt.Errorf("%s: %w", component, err)
@@ -129,7 +171,23 @@ func (o *Options) Settings(component string) (Settings, error) {
 	if e := s.Health.Expect; e != 0 && (e < 100 || e > 999) {
 		return s, fmt.Errorf("%s: health expect %d: want a status code", component, e)
 	}
+	dns := slices.ContainsFunc(o.Upstreams, IsDNS)
+	switch {
+	case !dns && (o.Resolver != "" || o.DNSMinInterval != 0 || o.DNSMaxInterval != 0):
+		return s, fmt.Errorf("%s: resolver, dns_min_interval and dns_max_interval apply to upstreams from DNS, written dns+http://name:port or srv+http://_service._proto.name: drop them, or write such upstreams", component)
+	case o.DNSMinInterval < 0 || o.DNSMaxInterval < 0:
+		return s, fmt.Errorf("%s: dns_min_interval and dns_max_interval: want a duration such as 5s", component)
+	case o.DNSMinInterval > 0 && o.DNSMaxInterval > 0 && o.DNSMinInterval > o.DNSMaxInterval:
+		return s, fmt.Errorf("%s: dns_min_interval %v is more than dns_max_interval %v: want the minimum below the maximum", component, o.DNSMinInterval, o.DNSMaxInterval)
+	}
+	if o.Resolver != "" {
+		if _, err := resolverAddr(o.Resolver); err != nil {
+			return s, fmt.Errorf("%s: %w", component, err)
+		}
+	}
 	s.Config = Config{
+		DNS:          DNSConfig{Resolver: o.Resolver, MinInterval: o.DNSMinInterval, MaxInterval: o.DNSMaxInterval},
+		Name:         o.Name,
 		MaxConns:     o.MaxConns,
 		MaxIdleConns: OrDefault(o.MaxIdleConns, DefaultMaxIdleConns),
 		IdleTimeout:  OrDefault(o.IdleTimeout, DefaultIdleTimeout),

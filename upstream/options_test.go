@@ -27,6 +27,11 @@ func TestOptionsSettings(t *testing.T) {
 		{Options{Upstreams: []string{"a"}, Health: Health{Path: "healthz"}}, `x: health path "healthz"`},
 		{Options{Upstreams: []string{"a"}, Health: Health{Path: "/a b"}}, `x: health path "/a b"`},
 		{Options{Upstreams: []string{"a"}, Health: Health{Path: "/", Expect: 42}}, "x: health expect 42"},
+		{Options{Upstreams: []string{"a"}, Name: "a\nb"}, `x: name "a\nb" has a control character`},
+		{Options{Upstreams: []string{"http://a"}, Resolver: "10.0.0.2"}, "x: resolver, dns_min_interval and dns_max_interval apply to upstreams from DNS"},
+		{Options{Upstreams: []string{"dns+http://a:1"}, Resolver: "10.0.0.2:x"}, `x: resolver "10.0.0.2:x": want an address`},
+		{Options{Upstreams: []string{"dns+http://a:1"}, DNSMinInterval: time.Minute, DNSMaxInterval: time.Second}, "x: dns_min_interval 1m0s is more than dns_max_interval 1s"},
+		{Options{Upstreams: []string{"dns+http://a:1"}, DNSMinInterval: -1}, "x: dns_min_interval and dns_max_interval: want a duration"},
 	} {
 		if _, err := tc.o.Settings("x"); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: err %v, want %q…", tc.o, err, tc.want)

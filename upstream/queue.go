@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-server/sluice/coarse"
 	"github.com/sluice-server/sluice/engine"
 )
 
@@ -40,13 +41,26 @@ type Queue[C Conn] struct {
 type waiter[C Conn] struct {
 	want  uint64        // the hosts it waits for: a bit per index
 	grant chan Grant[C] // buffered: it is sent one grant, at most
+
+	// The wait's timer: a coarse one, so that a wait that ends before
+	// it leaves the runtime nothing to wake for (see package coarse).
+	timer coarse.Timer
+	rang  chan struct{} // buffered: ring sends on it
+}
+
+// ring tells the waiter its timer fired.
+func (w *waiter[C]) ring() {
+	select {
+	case w.rang <- struct{}{}:
+	default:
+	}
 }
 
 // Grant is what wakes a waiting request: a connection to Host (Conn), or
 // a place among Host's open connections to dial one on (Conn the zero C,
 // Place true), or neither, when a connection was put back to Host's pool
-// or closed while the request was on its way to the queue: it tries
-// again.
+// or closed while the request was on its way to the queue, or the
+// Group's set changed (Host nil): it tries again.
 type Grant[C Conn] struct {
 	Host  *Host[C]
 	Conn  C
@@ -116,6 +130,24 @@ func (q *Queue[C]) freed(u *Host[C]) {
 	q.mu.Unlock()
 }
 
+// wakeAll wakes every request waiting, with a grant of nothing: the
+// Group's set changed, and each looks again (a host it waited for may
+// have gone, or a new one come).
+func (q *Queue[C]) wakeAll() {
+	if q == nil {
+		return
+	}
+	q.gen.Add(1)
+	q.mu.Lock()
+	for _, w := range q.list {
+		w.grant <- Grant[C]{}
+	}
+	clear(q.list)
+	q.list = q.list[:0]
+	q.waiting.Store(0)
+	q.mu.Unlock()
+}
+
 // next removes from the queue, and returns, the first request waiting
 // for u; nil if none. q.mu is held.
 func (q *Queue[C]) next(u *Host[C]) *waiter[C] {
@@ -178,22 +210,24 @@ func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone engine.GoneNo
 	if !watching {
 		wait = watchAfter
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	w.rang = make(chan struct{}, 1)
+	ring := w.ring
+	w.timer.Start(wait, ring)
+	defer w.timer.Stop()
 	var goneCh <-chan struct{}
 	var err error
 	for err == nil {
 		select {
 		case g := <-w.grant:
 			return g, nil
-		case <-timer.C:
+		case <-w.rang:
 			if watching {
 				err = ErrQueueTimeout
 				break
 			}
 			watching = true
 			goneCh = gone.Gone()
-			timer.Reset(time.Until(deadline))
+			w.timer.Start(time.Until(deadline), ring)
 		case <-goneCh:
 			err = ErrClientGone
 		}
@@ -210,7 +244,7 @@ func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone engine.GoneNo
 			q.put(g.Conn)
 		case g.Place:
 			g.Host.Release()
-		default:
+		case g.Host != nil:
 			q.freed(g.Host)
 		}
 	}
@@ -218,5 +252,5 @@ func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone engine.GoneNo
 }
 
 // watchAfter is how long a request waits in the queue before its client
-// is watched for going away.
+// is watched for going away (within a coarse.Tick more).
 const watchAfter = 50 * time.Millisecond

@@ -445,3 +445,19 @@ func parseSchedstat(data []byte) (time.Duration, error) {
 	}
 	return time.Duration(ns), nil
 }
+
+// ProcTicks returns the CPU time of process pid in clock ticks, from
+// /proc/PID/stat: utime+stime, and with reaped set cutime+cstime too
+// (its children that exited and were waited for). For the load commands
+// of bench/cmd that read a server's CPU themselves.
+func ProcTicks(pid int, reaped bool) (uint64, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	n := st.utime + st.stime
+	if reaped {
+		n += st.cutime + st.cstime
+	}
+	return uint64(n), nil
+}

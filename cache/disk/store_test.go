@@ -416,6 +416,57 @@ func TestSetHead(t *testing.T) {
 	}
 }
 
+// A freshened head being copied when the object is purged, or replaced
+// by a new response, publishes nothing: a purge is never undone.
+func TestSetHeadAfterPurge(t *testing.T) {
+	for _, then := range []string{"purged", "replaced"} {
+		t.Run(then, func(t *testing.T) {
+			s := open(t, t.TempDir(), Options{})
+			put(t, s, "k", "old head", []byte("old body"))
+			// SetHead's steps, with the purge or the new response
+			// between the copy and the commit.
+			o, err := s.Get("k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := o.File().Stat()
+			o.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := s.Create("k", []byte("freshened head"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.replaces = fi
+			w.Write([]byte("old body"))
+			want := ""
+			if then == "purged" {
+				if ok, err := s.Purge("k"); !ok || err != nil {
+					t.Fatalf("Purge = %v, %v", ok, err)
+				}
+			} else {
+				put(t, s, "k", "new head", []byte("new body"))
+				want = "new head"
+			}
+			if err := w.Commit(); err != ErrNotFound {
+				t.Errorf("Commit = %v, want ErrNotFound", err)
+			}
+			head, _, ok := get(t, s, "k")
+			if ok != (want != "") || head != want {
+				t.Errorf("after the commit: stored %v, head %q; want %q", ok, head, want)
+			}
+			wantFiles := 0
+			if want != "" {
+				wantFiles = 1
+			}
+			if files, _ := objectFiles(t, s.Dir()); files != wantFiles {
+				t.Errorf("%d object files, want %d", files, wantFiles)
+			}
+		})
+	}
+}
+
 // The index costs under 100 bytes an object, whatever the keys.
 func TestIndexMemory(t *testing.T) {
 	s := open(t, t.TempDir(), Options{})

@@ -30,6 +30,10 @@ type Writer struct {
 	tmp     string
 	sf      *sharedFile
 	bodyOff int64
+	// replaces, when set, is the file the object must still replace:
+	// Commit publishes nothing (ErrNotFound) when the key's file has
+	// been purged or replaced since (SetHead's freshened copy).
+	replaces os.FileInfo
 
 	mu    sync.Mutex
 	n     int64 // body bytes on disk
@@ -136,8 +140,12 @@ func (w *Writer) Commit() error {
 	if err == nil {
 		err = s.locked(func(total *int64) error {
 			var old int64
-			if fi, err := os.Stat(path); err == nil {
+			fi, err := os.Stat(path)
+			if err == nil {
 				old = charge(fi.Size())
+			}
+			if w.replaces != nil && (err != nil || !os.SameFile(fi, w.replaces)) {
+				return ErrNotFound
 			}
 			if err := os.Rename(w.tmp, path); err != nil {
 				return err
@@ -220,17 +228,23 @@ func (w *Writer) next(off int64) (n int64, done bool, wait <-chan struct{}, err 
 // (the freshened header of a revalidated response, say): it writes a
 // new object and publishes it as Commit does, so readers see the old
 // object or the new one whole. It returns ErrNotFound when key has no
-// object.
+// object, or when the object is purged or replaced while the copy is
+// made (a purge is never undone by a late freshening).
 func (s *Store) SetHead(key string, head []byte) error {
 	o, err := s.Get(key)
 	if err != nil {
 		return err
 	}
 	defer o.Close()
+	fi, err := o.File().Stat()
+	if err != nil {
+		return err
+	}
 	w, err := s.Create(key, head)
 	if err != nil {
 		return err
 	}
+	w.replaces = fi
 	if _, err := io.Copy(w, io.NewSectionReader(o.File(), o.BodyOffset(), o.size)); err != nil {
 		w.Abort()
 		return err

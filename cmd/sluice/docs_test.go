@@ -325,6 +325,7 @@ var pathKeys = map[string]int{
 	"include": isFile,
 	// made by the server
 	"log": isMade, "output": isMade, "access_log": isMade, "pid_file": isMade, "dsn": isMade,
+	"socket": isMade, "state": isMade,
 }
 
 // stub makes in dir the files and directories that the config c names,

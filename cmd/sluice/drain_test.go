@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -332,5 +333,53 @@ routes:
 		if r := <-done; r.err != nil {
 			t.Errorf("%s across the reload: %v", r.what, r.err)
 		}
+	}
+}
+
+// drain_max_memory bounds what draining workers hold together: over it,
+// the master ends the oldest drain, and its tunnels are cut after the
+// grace period rather than at drain_timeout. With a bound of 1 MB, which
+// any worker is over, the first reload's drain ends at the next health
+// check.
+func TestDrainMaxMemoryEndsTheOldestDrain(t *testing.T) {
+	needWorkers(t)
+	up := echoUpstream(t)
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	conf := func(body string) string {
+		return fmt.Sprintf("listen: 127.0.0.1:0\nworkers: 2\nhealth: {interval: 100ms, timeout: 1s}\ndrain_timeout: 1h\ndrain_max_memory: 1MB\nroutes:\n  - match: /ws\n    pipeline:\n      - proxy: %s\n  - match: /status\n    pipeline:\n      - status: {}\n  - match: /\n    pipeline:\n      - text: %q\n", up.URL, body)
+	}
+	writeConfig(t, file, conf("one"))
+	s := start(t, "serve", "-c", file, "--shutdown-grace", "1s")
+	s.waitLog(t, "workers ready", 1)
+
+	ctx := context.Background()
+	var tunnels []*websocket.Conn
+	for range 4 {
+		ws, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.CloseNow()
+		tunnels = append(tunnels, ws)
+	}
+	writeConfig(t, file, conf("two"))
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	s.waitLog(t, `msg=reloaded`, 1)
+	s.waitLog(t, "ending the oldest drain", 1)
+	// Each tunnel ends: its read fails once the worker's grace is over.
+	for i, ws := range tunnels {
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		_, _, err := ws.Read(rctx)
+		cancel()
+		if err == nil || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("tunnel %d: read %v, want the connection closed by the ended drain", i, err)
+		}
+	}
+	sluicetest.WaitFor(t, "no worker left draining", func() bool {
+		st := workerStates(t, s.addr)
+		return st["draining"] == 0 && st["serving"] == 2
+	})
+	if code := s.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d\n%s", code, s.stderr())
 	}
 }

@@ -1,7 +1,7 @@
 // Command sluice is the Sluice web server.
 //
 //	sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--server-header VALUE] [--workers N|auto] [--print-config] [--shutdown-grace D]
-//	sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D]
+//	sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D] [--resume]
 //	sluice check -c FILE [--explain]
 //	sluice graph -c FILE [--svg OUT]
 //	sluice fmt -c FILE [-w]

@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 	// configs without user: serving them as root on purpose is what
 	// SLUICE_ALLOW_ROOT=1 says (root_test.go checks the refusal without it).
 	os.Setenv("SLUICE_ALLOW_ROOT", "1")
+	// What the servers keep (the QUIC secret, by default) goes under the
+	// test's directory, not the user's cache directory.
+	os.Setenv("STATE_DIRECTORY", filepath.Join(dir, "state"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

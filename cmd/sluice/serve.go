@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-server/sluice/admin"
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
@@ -23,7 +24,7 @@ const flagsSource = "(command line)"
 type serveFlags struct {
 	file, root, listen, serverHeader, workers, pidFile string
 	tlsCert, tlsKey, user                              string
-	browse, compress, printConfig                      bool
+	browse, compress, printConfig, resume              bool
 	demo                                               bool // sluice demo's: checkRoot's fix is the demo's
 	grace                                              time.Duration
 	set                                                map[string]bool // flags given
@@ -32,7 +33,7 @@ type serveFlags struct {
 var serveCommand = command{
 	name: "serve",
 	synopsis: `sluice serve [--root DIR] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--browse] [--compress] [--server-header VALUE] [--workers N|auto] [--user NAME] [--print-config] [--shutdown-grace D]
-       sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D]
+       sluice serve -c FILE [--listen ADDR] [--workers N|auto] [--pid-file FILE] [--shutdown-grace D] [--resume]
 
 Serves the files under DIR, or the routes of the config file FILE (see
 docs/config.md), over HTTP/1.1 until SIGINT or SIGTERM, which shut down
@@ -61,6 +62,11 @@ worker processes sharing the listening sockets, checks their health and
 replaces those that fail; SIGUSR2 then upgrades the binary without
 closing a socket (docs/workers.md; 'sluice help signals').
 
+With an admin section in FILE, the admin API (docs/admin.md) reads and
+replaces the running config and changes upstream sets without a reload;
+--resume starts from what it last applied, saved in its state file,
+rather than from FILE.
+
 Under systemd it serves the sockets passed by socket activation
 (LISTEN_FDS) for the addresses the config lists, and reports readiness,
 reloads and stopping to $NOTIFY_SOCKET (docs/service.md).`,
@@ -79,6 +85,7 @@ reloads and stopping to $NOTIFY_SOCKET (docs/service.md).`,
 		fs.StringVar(&f.pidFile, "pid-file", "", "write the process id to `FILE` (for sluice reload)")
 		fs.StringVar(&f.user, "user", "", "started as root, serve as the user `NAME` once the listener is open; root stays root (without -c)")
 		fs.BoolVar(&f.printConfig, "print-config", false, "print the config file the flags stand for, and exit")
+		fs.BoolVar(&f.resume, "resume", false, "with -c and an admin section: start from the config and upstream changes the admin API last applied (its state file), not the config file")
 		fs.DurationVar(&f.grace, "shutdown-grace", daemon.DefaultGrace, "how long requests in flight get to finish at shutdown (and on the old config after a reload) before they are cut; must be positive")
 		return func(stdout, stderr io.Writer) int {
 			f.set = map[string]bool{}
@@ -122,8 +129,21 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice serve:", err)
 		return exitError
 	}
+	if f.resume && f.file == "" {
+		fmt.Fprintln(stderr, "sluice serve: --resume needs -c FILE: the admin API's state is kept for a config file's admin section")
+		return exitUsage
+	}
+	var resumed *admin.State
+	// The new master of a binary upgrade carries on what the old one
+	// served: the admin API's state, when the config has one.
+	if f.resume || (supervisor.Upgrading() && f.file != "") {
+		if resumed, err = resumeState(f.file, log, f.resume); err != nil {
+			log.Error("cannot resume", "error", err)
+			return exitError
+		}
+	}
 	if f.workerCount() != 0 || supervisor.Upgrading() {
-		return f.runMaster(stdout, stderr, log, act)
+		return f.runMaster(stdout, stderr, log, act, resumed)
 	}
 	d := &daemon.Server{Grace: f.grace, Stdout: stdout, Stderr: stderr, Logger: log, SetSlogDefault: true}
 	if act != nil {
@@ -132,13 +152,10 @@ func (f *serveFlags) run(stdout, stderr io.Writer) int {
 	if f.file != "" {
 		d.Name = f.file
 		d.Attrs = []any{"config", f.file}
-		d.Load = func(ctx components.Context) (*config.Config, error) {
-			cfg, err := (&config.Loader{Context: ctx}).Load(f.file)
-			if err != nil {
-				return nil, err
-			}
-			return cfg, f.prepare(cfg, act, ctx.Logger)
-		}
+		d.QUICSecretFile, _ = daemon.QUICSecretFile(f.file) // none where no state or cache directory is known
+		a := &localAdmin{log: log, resumed: resumed}
+		a.wire(d, f, act)
+		defer a.close()
 	} else {
 		d.Name = flagsSource
 		d.Attrs = []any{"root", f.root}

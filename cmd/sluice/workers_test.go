@@ -477,6 +477,7 @@ func TestStatusShowsEveryWorker(t *testing.T) {
 			State             string
 			Started           time.Time
 			Requests          uint64
+			Memory            uint64 `json:"memory_bytes"`
 		}
 	}
 	// waitView polls the status page until ok accepts what it shows.
@@ -503,7 +504,10 @@ func TestStatusShowsEveryWorker(t *testing.T) {
 			v.Workers[0].State == "serving" && v.Workers[1].State == "serving"
 	})
 	for _, w := range v.Workers {
-		if w.PID != pids[w.ID] || w.Restarts != 0 || w.Started.IsZero() || time.Since(w.Started) > time.Hour {
+		// Memory is the process's RSS, which a Go server keeps well
+		// above a megabyte and under a gigabyte.
+		if w.PID != pids[w.ID] || w.Restarts != 0 || w.Started.IsZero() || time.Since(w.Started) > time.Hour ||
+			w.Memory < 1<<20 || w.Memory > 1<<30 {
 			t.Errorf("worker %d: %+v, want pid %d", w.ID, w, pids[w.ID])
 		}
 	}
@@ -525,6 +529,7 @@ func TestStatusShowsEveryWorker(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^sluice_worker_requests_total\{worker="2"\} \d+$`,
 		`(?m)^sluice_worker_requests_total\{worker="3"\} \d+$`,
+		`(?m)^sluice_worker_resident_memory_bytes\{worker="3"\} [1-9]\d{6,9}$`,
 		fmt.Sprintf(`(?m)^sluice_worker_info\{worker="3",pid="%d",state="serving"\} 1$`, pids[3]),
 		`(?m)^sluice_requests_total\{worker="[23]"\} \d+$`,
 	} {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-server/sluice/convert"
 	"github.com/sluice-server/sluice/pipe"
+	"github.com/sluice-server/sluice/upstream"
 )
 
 // Convert loads file (see Load) and translates it (see Translate).
@@ -1384,6 +1385,7 @@ func (t *translator) upstreamBlock(u *Directive, http bool) []string {
 				continue
 			}
 			down := false
+			weight := ""
 			for _, p := range e.Args[1:] {
 				switch {
 				case p == "down":
@@ -1392,8 +1394,14 @@ func (t *translator) upstreamBlock(u *Directive, http bool) []string {
 					t.note(e, "Sluice has no backup upstreams: this one is left out")
 					down = true
 				case strings.HasPrefix(p, "weight="):
-					if p != "weight=1" {
-						t.note(e, "Sluice's policies weigh every upstream the same: list a server twice to give it twice the share")
+					switch w, err := strconv.Atoi(strings.TrimPrefix(p, "weight=")); {
+					case err != nil || w < 1:
+						t.note(e, "parameter %q is not a weight", p)
+					case w > upstream.MaxWeight:
+						t.note(e, "weight %d is over Sluice's most, %d: given %d", w, upstream.MaxWeight, upstream.MaxWeight)
+						weight = " weight=" + strconv.Itoa(upstream.MaxWeight)
+					case w > 1:
+						weight = " weight=" + strconv.Itoa(w)
 					}
 				case strings.HasPrefix(p, "max_fails="), strings.HasPrefix(p, "fail_timeout="):
 				default:
@@ -1403,7 +1411,7 @@ func (t *translator) upstreamBlock(u *Directive, http bool) []string {
 			switch a := upstreamAddr(e.Args[0], http); {
 			case down:
 			case convert.ValidUpstream(a, http):
-				out = append(out, a)
+				out = append(out, a+weight)
 			default:
 				t.note(e, "%q is not an upstream address", e.Args[0])
 			}

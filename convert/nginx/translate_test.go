@@ -163,7 +163,7 @@ routes:
   - match: /api/
     pipeline:
       - proxy:
-          upstreams: ['http://127.0.0.1:9001', 'http://127.0.0.1:9002']
+          upstreams: ['http://127.0.0.1:9001', 'http://127.0.0.1:9002 weight=3']
           strip_prefix: /api
           connect_timeout: 3s
           policy: least_conn
@@ -173,7 +173,6 @@ routes:
       - proxy: {upstreams: ['http://127.0.0.1:9000'], host: upstream, forwarded: none}
 `,
 		notes: []string{
-			`4: directive "server": not translated: Sluice's policies weigh every upstream the same`,
 			`5: directive "server": not translated: Sluice has no backup upstreams`,
 		},
 	},

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-server/sluice/admin"
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 )
@@ -24,6 +25,9 @@ import (
 //	       closes it
 //	5 + i  the listening socket of setup.Addrs[i], shared with the master
 //	       and every other worker
+//	5 + len(Addrs) + j
+//	       the UDP socket of setup.H3Addrs[j], this worker's own in the
+//	       master's SO_REUSEPORT group for the address (quic.go)
 const (
 	fdControl   = 3
 	fdSetup     = 4
@@ -39,23 +43,40 @@ type setup struct {
 	Health config.Health    // with defaults
 	Grace  time.Duration    // for a shutdown the worker starts itself (SIGTERM)
 	N      int              // the generation's number of workers, which share the machine
+
+	Upstreams map[string][]admin.HostSpec // the upstream sets changed through the admin API, to apply at the start
+
+	H3Addrs    []config.Address // the addresses of the inherited UDP sockets, in fd order after Addrs' (none: bind them)
+	Tag        uint32           // the tag of the worker's QUIC connection IDs, when it has H3Addrs
+	QUICSecret []byte           // the QUIC secret every worker shares (stateless resets, tokens); never logged
 }
 
 // Message types.
 const (
 	// worker to master
-	msgReady = "ready" // the worker serves; PID set
-	msgBeat  = "beat"  // a heartbeat; Stats set
-	msgError = "error" // the worker cannot start; Error set, then it exits
+	msgReady  = "ready"  // the worker serves; PID set
+	msgBeat   = "beat"   // a heartbeat; Stats set
+	msgError  = "error"  // the worker cannot start; Error set, then it exits
+	msgClosed = "closed" // told to stop or drain, the worker accepts no new connection
 	// master to worker
 	msgProbe  = "probe"  // with a socket in SCM_RIGHTS: serve it as an HTTP connection
 	msgStop   = "stop"   // shut down (close idle connections) within Grace, then exit
 	msgDrain  = "drain"  // drain (keep idle connections until Grace, busy ones until Hard if set), then exit
 	msgReopen = "reopen" // reopen the log files
 	msgView   = "view"   // every worker's status, for the status page; Workers set
+	// old master to the new one of a binary upgrade (upgrade.go)
+	msgSecret = "secret" // the workers' QUIC secret: Secret
 	// both ways (see purge.go)
 	msgPurge  = "purge"  // worker to master: relay Purge to the other workers, ID set; master to worker: apply it, answer with its ID
 	msgPurged = "purged" // the answer to a msgPurge: Purged, Processes (from the master), Error when not all applied it
+	// master to worker, and the answers (see admin.go)
+	msgUpstream      = "upstream"       // apply Change to the upstream set Set; ID 0: no answer
+	msgUpstreamDone  = "upstream-done"  // State, or Error and ErrKind
+	msgUpstreams     = "upstreams"      // list the upstream sets
+	msgUpstreamsDone = "upstreams-done" // Sets
+	// both ways (see scrape.go)
+	msgScrape  = "scrape"  // worker to master: send me the other workers' metrics, ID set; master to worker: answer with yours
+	msgScraped = "scraped" // a worker's metrics (Metrics), or from the master, without Metrics: no more for that ID
 )
 
 // message is one control-channel packet.
@@ -73,6 +94,15 @@ type message struct {
 	Purge     *components.Purge `json:"purge,omitempty"`
 	Purged    int               `json:"purged,omitempty"`
 	Processes int               `json:"processes,omitempty"`
+
+	Set     string           `json:"set,omitempty"`
+	Change  *admin.Change    `json:"change,omitempty"`
+	State   *admin.SetState  `json:"state,omitempty"`
+	Sets    []admin.SetState `json:"sets,omitempty"`
+	ErrKind string           `json:"err_kind,omitempty"` // msgUpstreamDone: noset or change
+	Metrics json.RawMessage  `json:"metrics,omitempty"`  // msgScraped: a metrics.Snapshot
+
+	Secret []byte `json:"secret,omitempty"` // msgSecret; never logged
 }
 
 // Stats are a worker's counters, as its heartbeats report them

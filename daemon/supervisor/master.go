@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-server/sluice/admin"
 	"github.com/sluice-server/sluice/certs"
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
@@ -81,6 +83,15 @@ type Master struct {
 	// Env, and Stdin, Stdout and Stderr to this process's if nil.
 	UpgradeCommand func() *exec.Cmd
 
+	// QUICSecretFile, if set, is the file the workers' QUIC secret is
+	// kept in across restarts (see daemon.LoadQUICSecret): read, or
+	// made, when the master first needs the secret (workers to start
+	// for a config with http3, or a binary upgrade to hand it to).
+	// Where it cannot be, a warning is logged and the secret is random,
+	// as without it. A new master of a binary upgrade takes the old
+	// one's secret instead.
+	QUICSecretFile string
+
 	// NoUpgrade, if set, is why a binary upgrade cannot be had here
 	// (under an init that ends with this process, say): Upgrade then
 	// logs it as an error and does nothing else.
@@ -102,6 +113,16 @@ type Master struct {
 	// Nil means slog.Default().
 	Logger *slog.Logger
 
+	// Serving, if set, is called with the config's name and bytes each
+	// time a generation of workers takes over serving (the first, and
+	// each reload's), on Run's goroutine: it must not block.
+	Serving func(name string, data []byte)
+
+	// ResumeUpstreams, if set, are the hosts of upstream sets, by set,
+	// that the first workers apply as they start, as if changed through
+	// the admin API (sluice serve --resume).
+	ResumeUpstreams map[string][]admin.HostSpec
+
 	// Reload, ReopenLogs and Upgrade set their want and poke Run's loop, which
 	// does what is wanted, once however often it was asked meanwhile:
 	// a request is never dropped, and a burst of signals costs one
@@ -116,33 +137,50 @@ type Master struct {
 	logFile   *reopenFile
 	logConfig config.Log // what m.log was set up from
 
-	lns     map[config.Address]*os.File // the listening sockets, in the master
-	foreign map[config.Address]bool     // sockets Listen gave: their Unix socket files are not ours to remove
-	bound   map[string]config.Address   // "network addr" a socket is bound to → its key in lns (port 0 resolved)
-	pidFile string
-	acme    certs.Issuer // obtains the workers' ACME certificates
-	nextID  int
-	cur     *generation // serving
-	pending *generation // a reload's, until its workers are healthy
-	old     []*worker   // draining or stopping
-	again   bool        // a reload asked for while one was pending
-	stopErr error
+	lns        map[config.Address]*os.File  // the listening sockets, in the master
+	groups     map[config.Address]*udpGroup // the UDP sockets of the addresses with http3 (quic.go)
+	unsteered  map[config.Address]bool      // addresses whose group would not take the steering program
+	quicSecret []byte                       // the workers' QUIC secret (secret): made once, kept across reloads, handed on by an upgrade
+	noSteering bool                         // an upgrade from a master that did not steer: workers bind their own UDP sockets
+	foreign    map[config.Address]bool      // sockets Listen gave: their Unix socket files are not ours to remove
+	bound      map[string]config.Address    // "network addr" a socket is bound to → its key in lns (port 0 resolved)
+	pidFile    string
+	acme       certs.Issuer // obtains the workers' ACME certificates
+	nextID     int
+	cur        *generation // serving
+	pending    *generation // a reload's, until its workers are healthy
+	old        []*worker   // draining or stopping
+	again      bool        // a reload asked for while one was pending
+	stopErr    error
 
 	lastCheck time.Time // of checkBeats, which tells a stalled master by it
 
-	purges   purgeRelays                       // purges relayed between workers, under way
-	rotators map[string]*components.LogRotator // by path: rotate.go
+	purges    relays // purges relayed between workers, under way
+	upstreams relays // the admin API's upstream calls to workers, under way (admin.go)
+
+	calls            chan func()                       // the admin API's work for Run's goroutine (admin.go)
+	over             chan struct{}                     // closed when Run returns
+	ready            chan struct{}                     // closed when the first workers serve (Ready)
+	loadData         []byte                            // a config posted to the admin API, for the next load
+	loadWaiters      []chan error                      // the admin API's loads, until a reload takes them
+	closing          []*closingWait                    // loads served, waiting for the old workers to stop accepting (admin.go)
+	overrides        map[string][]admin.HostSpec       // the serving generation's upstream sets changed through the API
+	overridesVersion int                               // counts the changes to overrides
+	rotators         map[string]*components.LogRotator // by path: rotate.go
+	scrapes          relays                            // metrics relayed between workers, under way
 
 	strays  strays         // its own children, and the strays re-parented to it
 	sigchld chan os.Signal // SIGCHLD: a child changed state
 
-	binary     string     // the path this program was started from (startedFrom)
-	up         *upgrading // a binary upgrade under way
-	handedOver bool       // the upgrade's new master serves: this one leaves
+	binary     string        // the path this program was started from (startedFrom)
+	up         *upgrading    // a binary upgrade under way
+	handedOver bool          // the upgrade's new master serves: this one leaves
+	handedCtl  *net.UnixConn // the channel to that new master, closed when this one ends
 
 	// As the new master of an upgrade, until its first workers are healthy:
 	upCtl     *net.UnixConn           // the channel to the old master
 	handed    []handedListener        // sockets handed over, not yet used
+	handedUDP []handedGroup           // UDP groups handed over, not yet used (quic.go)
 	inherited map[config.Address]bool // sockets the old master still serves: never unlinked
 }
 
@@ -157,12 +195,15 @@ type generation struct {
 	restarts []int     // by slot
 	failures []int     // by slot: consecutive short-lived runs
 	opened   []config.Address
-	log      config.Log // the master's log, once the generation serves
+	h3       []config.Address // the addrs that serve HTTP/3, in order
+	log      config.Log       // the master's log, once the generation serves
 	pidFile  string
 	acme     []*config.ACME // the certificates its workers serve
+	waiters  []chan error   // the admin API's loads this generation answers
 	user     string         // and group: who the workers run as
 	group    string
 	drain    time.Duration                     // how long its workers, once replaced, keep their busy connections
+	drainMax uint64                            // the resident memory all draining workers may hold (drain_max_memory)
 	logs     map[string]components.LogRotation // the access log files the master rotates (rotate.go)
 }
 
@@ -178,6 +219,7 @@ type generation struct {
 // workers are healthy, or why it cannot start.
 func (m *Master) Run(ctx context.Context) (err error) {
 	m.init()
+	defer close(m.over)
 	m.sigchld = make(chan os.Signal, 1)
 	signal.Notify(m.sigchld, syscall.SIGCHLD)
 	defer signal.Stop(m.sigchld)
@@ -197,6 +239,9 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.lns = map[config.Address]*os.File{}
+	m.groups = map[config.Address]*udpGroup{}
+	m.unsteered = map[config.Address]bool{}
+	defer m.closeHandedUDP() // those of a binary upgrade the config does not use
 	m.bound = map[string]config.Address{}
 	m.foreign = map[config.Address]bool{}
 	err = m.openListeners(first)
@@ -218,7 +263,9 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		m.log.Warn("cannot adopt what the workers leave behind: a process a CGI program started may outlive its worker", "error", adoptErr)
 	}
 	m.pending = first
+	m.overrides = maps.Clone(m.ResumeUpstreams)
 	m.startGeneration(first)
+	m.closeHandedUDP()
 
 	interval := first.health.Interval
 	check := time.NewTicker(interval)
@@ -247,8 +294,11 @@ func (m *Master) Run(ctx context.Context) (err error) {
 			}
 		case e := <-m.events:
 			m.handle(e)
+		case f := <-m.calls:
+			f()
 		case <-check.C:
 			m.checkBeats()
+			m.boundDrains()
 			m.sendView()
 			m.rotateLogs()
 		case <-m.sigchld:
@@ -275,6 +325,9 @@ func (m *Master) init() {
 	m.initErr.Do(func() {
 		m.poke = make(chan struct{}, 1)
 		m.events = make(chan event, 64)
+		m.calls = make(chan func())
+		m.over = make(chan struct{})
+		m.ready = make(chan struct{})
 	})
 }
 
@@ -310,6 +363,10 @@ func (m *Master) grace() time.Duration {
 // load reads the config, validates it and returns its generation.
 func (m *Master) load() (*generation, error) {
 	name, data, err := m.Read()
+	if m.loadData != nil && m.cur != nil { // posted to the admin API
+		name, data, err = m.cur.name, m.loadData, nil
+		m.loadData = nil
+	}
 	if err != nil {
 		return nil, &daemon.LoadError{Err: err}
 	}
@@ -346,6 +403,12 @@ func (m *Master) load() (*generation, error) {
 			addrs[i] = k
 		}
 	}
+	var h3 []config.Address
+	for i, a := range cfg.Listen {
+		if servesHTTP3(cfg, a) {
+			h3 = append(h3, addrs[i])
+		}
+	}
 	n := cfg.Workers
 	if n == config.WorkersAuto {
 		n = runtime.NumCPU()
@@ -355,12 +418,13 @@ func (m *Master) load() (*generation, error) {
 		m.log.Warn("workers: 0 takes effect on a restart; keeping 1 worker")
 	}
 	return &generation{
-		name: name, data: data, addrs: addrs, n: n,
+		name: name, data: data, addrs: addrs, n: n, h3: h3,
 		log: cfg.Log, pidFile: cfg.PidFile,
 		acme: cfg.ACMESections(), user: cfg.User, group: cfg.Group,
 		logs:     cfg.LogRotations(),
 		health:   cfg.Health.WithDefaults(),
 		drain:    cmp.Or(cfg.DrainTimeout, config.DefaultDrainTimeout),
+		drainMax: drainMaxMemory(cfg.DrainMaxMemory),
 		workers:  make([]*worker, n),
 		restarts: make([]int, n),
 		failures: make([]int, n),
@@ -462,6 +526,9 @@ func (m *Master) startGeneration(g *generation) {
 func (m *Master) reload() {
 	if m.up != nil {
 		m.log.Error("reload refused: a binary upgrade is under way")
+		m.loadData = nil
+		answerLoads(m.loadWaiters, errors.New("reload refused: a binary upgrade is under way"))
+		m.loadWaiters = nil
 		return
 	}
 	if m.pending != nil {
@@ -480,13 +547,18 @@ func (m *Master) reload() {
 		}
 		m.log.Error("reload failed; the running workers keep serving", "error", err)
 		m.notify(daemon.NotifyReady)
+		answerLoads(m.loadWaiters, err)
+		m.loadWaiters = nil
 		return
 	}
 	if err := m.openListeners(g); err != nil {
 		m.log.Error("reload failed; the running workers keep serving", "error", err)
 		m.notify(daemon.NotifyReady)
+		answerLoads(m.loadWaiters, err)
+		m.loadWaiters = nil
 		return
 	}
+	g.waiters, m.loadWaiters = m.loadWaiters, nil
 	m.log.Info("reloading", "config", g.name, "workers", g.n)
 	m.pending = g
 	m.startGeneration(g)
@@ -503,8 +575,13 @@ func (m *Master) promote() {
 	}
 	old := m.cur
 	m.cur, m.pending = g, nil
+	m.steer() // new connections to the new workers; the old keep theirs
+	if m.Serving != nil {
+		m.Serving(g.name, g.data)
+	}
 	if old == nil {
 		m.log.Info("workers ready", "workers", g.n)
+		close(m.ready)
 		if m.upCtl == nil { // a new master of an upgrade is the old one's until it hands over
 			m.notify(daemon.NotifyReady)
 		}
@@ -516,6 +593,9 @@ func (m *Master) promote() {
 				m.retire(w, msgDrain, g.drain)
 			}
 		}
+		m.overrides = nil // the new config's sets are its own
+		m.overridesVersion++
+		m.awaitClosed(g.waiters, old.workers)
 		m.closeListeners(g.addrs)
 		m.acme.Retain(g.acme)
 		m.applyLog(g.log)
@@ -552,12 +632,14 @@ func (m *Master) abort(w *worker, why string) {
 			m.closeListener(a)
 		}
 	}
+	m.steer()
 	if m.cur == nil {
 		m.stopErr = fmt.Errorf("worker %d could not start: %s", w.id, why)
 		m.log.Error("workers cannot start", "worker", w.id, "error", why)
 		return
 	}
 	m.log.Error("reload failed; the running workers keep serving", "worker", w.id, "error", why)
+	answerLoads(g.waiters, fmt.Errorf("a new worker could not start: %s; the running workers keep serving", why))
 	m.acme.Retain(m.cur.acme)
 	m.notify(daemon.NotifyReady)
 	if m.again {
@@ -586,6 +668,15 @@ func (m *Master) retire(w *worker, how string, hard time.Duration) {
 		return
 	}
 	time.AfterFunc(max(m.grace(), msg.Hard)+killMargin, w.kill)
+}
+
+// endDrain tells w, a worker draining, to stop: what it still holds gets
+// the grace period, not the rest of drain_timeout; it is killed if it is
+// still there after that and a margin.
+func (m *Master) endDrain(w *worker) {
+	w.draining = false
+	send(w.ctl, message{Type: msgStop, Grace: m.grace()}, nil, time.Second)
+	time.AfterFunc(m.grace()+killMargin, w.kill)
 }
 
 // killMargin is how long past the grace period a stopping worker has to
@@ -632,9 +723,7 @@ func (m *Master) shutdown(failure error) error {
 		// hold gets the grace period, not the rest of drain_timeout.
 		for _, w := range m.old {
 			if w.draining {
-				w.draining = false
-				send(w.ctl, message{Type: msgStop, Grace: m.grace()}, nil, time.Second)
-				time.AfterFunc(m.grace()+killMargin, w.kill)
+				m.endDrain(w)
 			}
 		}
 	}
@@ -656,6 +745,10 @@ func (m *Master) shutdown(failure error) error {
 	m.strays.finish(m.log)
 	m.acme.Close()
 	m.closeListeners(nil)
+	m.closeGroups()
+	if m.handedCtl != nil {
+		m.handedCtl.Close()
+	}
 	if m.pidFile != "" {
 		daemon.RemovePidFile(m.pidFile)
 		daemon.RemovePidFile(m.pidFile + ".oldbin")

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,14 +37,12 @@ const maxPurgePart = maxMessage - 4096
 // purgeClient is a worker's relay of its purges through the master
 // (components.PurgeRelay). Safe for concurrent use.
 type purgeClient struct {
-	ctl     *net.UnixConn
-	mu      sync.Mutex
-	next    uint64
-	waiting map[uint64]chan message
+	ctl *net.UnixConn
+	waiters
 }
 
 func newPurgeClient(ctl *net.UnixConn) *purgeClient {
-	return &purgeClient{ctl: ctl, waiting: map[uint64]chan message{}}
+	return &purgeClient{ctl: ctl}
 }
 
 // relay is the worker's components.PurgeRelay.
@@ -65,16 +62,8 @@ func (c *purgeClient) relay(p components.Purge) (purged, processes int, err erro
 
 func (c *purgeClient) one(p components.Purge) (int, int, error) {
 	ch := make(chan message, 1)
-	c.mu.Lock()
-	c.next++
-	id := c.next
-	c.waiting[id] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.waiting, id)
-		c.mu.Unlock()
-	}()
+	id, remove := c.add(ch)
+	defer remove()
 	if err := send(c.ctl, message{Type: msgPurge, ID: id, Purge: &p}, nil, time.Second); err != nil {
 		return 0, 0, fmt.Errorf("sending the purge to the master: %w", err)
 	}
@@ -88,19 +77,6 @@ func (c *purgeClient) one(p components.Purge) (int, int, error) {
 		return m.Purged, m.Processes, nil
 	case <-timer.C:
 		return 0, 0, fmt.Errorf("the master did not answer the purge within %v", workerPurgeWait)
-	}
-}
-
-// answer hands the master's msgPurged to the relay waiting for it.
-func (c *purgeClient) answer(m message) {
-	c.mu.Lock()
-	ch := c.waiting[m.ID]
-	c.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- m:
-		default:
-		}
 	}
 }
 
@@ -147,20 +123,6 @@ func splitPurge(p components.Purge) []components.Purge {
 	return append(parts, cur)
 }
 
-// purgeRelays are the master's purges under way, by the id it gave
-// each. Safe for concurrent use.
-type purgeRelays struct {
-	mu      sync.Mutex
-	next    uint64
-	waiting map[uint64]chan purgeReply
-}
-
-type purgeReply struct {
-	w    *worker
-	m    message
-	gone bool // the worker exited: its caches with it
-}
-
 // relayPurge sends the purge w asked for (msg) to the other workers and
 // answers w when they have applied it. It runs on Run's goroutine; the
 // waiting does not.
@@ -168,101 +130,25 @@ func (m *Master) relayPurge(w *worker, msg message) {
 	if msg.Purge == nil {
 		return
 	}
-	var targets []*worker
-	add := func(t *worker) {
-		if t == nil || t == w || !t.ready || t.cmd == nil {
-			return
-		}
-		select {
-		case <-t.exited:
-			return
-		default:
-		}
-		targets = append(targets, t)
-	}
-	for _, g := range []*generation{m.cur, m.pending} {
-		if g != nil {
-			for _, t := range g.workers {
-				add(t)
-			}
-		}
-	}
-	for _, t := range m.old {
-		add(t)
-	}
-	ch := make(chan purgeReply, len(targets))
-	r := &m.purges
-	r.mu.Lock()
-	if r.waiting == nil {
-		r.waiting = map[uint64]chan purgeReply{}
-	}
-	r.next++
-	id := r.next
-	r.waiting[id] = ch
-	r.mu.Unlock()
+	targets := m.others(w)
 	go func() {
-		done := make(chan struct{})
-		defer close(done)
-		for _, t := range targets {
-			go func() {
-				if err := send(t.ctl, message{Type: msgPurge, ID: id, Purge: msg.Purge}, nil, time.Second); err != nil {
-					m.log.Warn("a purge did not reach a worker", "worker", t.id, "error", err)
-				}
-				select {
-				case <-t.exited:
-					ch <- purgeReply{w: t, gone: true}
-				case <-done:
-				}
-			}()
-		}
-		pending := map[*worker]bool{}
-		for _, t := range targets {
-			pending[t] = true
-		}
 		reply := message{Type: msgPurged, ID: msg.ID}
-		timer := time.NewTimer(relayTimeout)
-		defer timer.Stop()
-	wait:
-		for len(pending) > 0 {
-			select {
-			case a := <-ch:
-				if !pending[a.w] {
-					continue
-				}
-				delete(pending, a.w)
-				if !a.gone && a.m.Error == "" {
-					reply.Purged += a.m.Purged
-					reply.Processes++
-				}
-				if a.m.Error != "" {
-					m.log.Warn("a worker could not apply a purge", "worker", a.w.id, "error", a.m.Error)
-				}
-			case <-timer.C:
-				break wait
+		missing := m.purges.fanOut(targets, message{Type: msgPurge, Purge: msg.Purge}, relayTimeout, func(t *worker, err error) {
+			m.log.Warn("a purge did not reach a worker", "worker", t.id, "error", err)
+		}, func(a relayReply) {
+			if !a.gone && a.m.Error == "" {
+				reply.Purged += a.m.Purged
+				reply.Processes++
 			}
-		}
-		r.mu.Lock()
-		delete(r.waiting, id)
-		r.mu.Unlock()
-		if len(pending) > 0 {
-			reply.Error = fmt.Sprintf("%d of %d other workers did not confirm the purge within %v", len(pending), len(targets), relayTimeout)
+			if a.m.Error != "" {
+				m.log.Warn("a worker could not apply a purge", "worker", a.w.id, "error", a.m.Error)
+			}
+		})
+		if missing > 0 {
+			reply.Error = fmt.Sprintf("%d of %d other workers did not confirm the purge within %v", missing, len(targets), relayTimeout)
 		}
 		if err := send(w.ctl, reply, nil, time.Second); err != nil {
 			m.log.Warn("a purge's answer did not reach its worker", "worker", w.id, "error", err)
 		}
 	}()
-}
-
-// purged hands a worker's msgPurged to the relay waiting for it.
-func (m *Master) purged(w *worker, msg message) {
-	r := &m.purges
-	r.mu.Lock()
-	ch := r.waiting[msg.ID]
-	r.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- purgeReply{w: w, m: msg}:
-		default:
-		}
-	}
 }

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/admin"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/sluicetest"
@@ -46,6 +47,9 @@ func TestMasterWorkerHelper(t *testing.T) {
 	if os.Getenv(workerFailVar) == "1" {
 		fmt.Fprintln(os.Stderr, "this worker was told to fail")
 		os.Exit(1)
+	}
+	if os.Getenv(setsEnvVar) == "1" {
+		admin.SetLocalSets(newMemSets()) // admin_test.go
 	}
 	os.Exit(RunWorker(os.Stdout, os.Stderr))
 }

@@ -28,6 +28,9 @@ import (
 //	       master sends msgReady once its first workers are healthy, or
 //	       msgError before it exits for want of starting
 //	4 + i  the listening socket of inheritance.Listeners[i]
+//	4 + len(Listeners) + ...
+//	       the UDP sockets of inheritance.UDP's groups, group after
+//	       group, each's in its order in the group
 //
 // and the environment variable upgradeEnv, the JSON inheritance.
 const (
@@ -44,6 +47,17 @@ const upgradeEnv = "SLUICE_UPGRADE"
 type inheritance struct {
 	NextID    int                 `json:"next_id"` // the last worker id given: the new master's continue from it
 	Listeners []inheritedListener `json:"listeners"`
+	UDP       []inheritedGroup    `json:"udp,omitempty"`
+	Secret    bool                `json:"secret,omitempty"` // the QUIC secret follows on the upgrade channel (msgSecret)
+}
+
+// inheritedGroup is the UDP sockets of an address with http3 handed
+// over (quic.go): the new master's workers join the old one's steering.
+type inheritedGroup struct {
+	Address config.Address    `json:"address"`
+	Bound   string            `json:"bound"` // the TCP socket's, as bound
+	N       int               `json:"n"`     // sockets, by index in the group
+	Tags    map[uint32]uint32 `json:"tags"`  // the old master's workers' tags → their sockets' indices
 }
 
 // inheritedListener is one listening socket handed over.
@@ -138,6 +152,8 @@ func (m *Master) startUpgrade() {
 	for _, l := range inh.Listeners {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, m.lns[l.Address])
 	}
+	inh.UDP, cmd.ExtraFiles = m.handUDP(cmd.ExtraFiles)
+	inh.Secret = true
 	b, _ := json.Marshal(inh)
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
@@ -169,6 +185,11 @@ func (m *Master) startUpgrade() {
 	}
 	up := &upgrading{cmd: cmd, ctl: ctl, exited: make(chan struct{})}
 	m.up = up
+	// The secret on the channel, not in the environment, which others
+	// of the same user may read.
+	if err := send(ctl, message{Type: msgSecret, Secret: m.secret()}, nil, time.Second); err != nil {
+		m.log.Error("binary upgrade: cannot hand over the QUIC secret; the new workers' stateless resets will not match the old ones'", "error", err)
+	}
 	ctlDone := make(chan struct{})
 	go func() {
 		defer close(ctlDone)
@@ -229,7 +250,9 @@ func (m *Master) handOver() {
 	up := m.up
 	m.up = nil
 	up.timer.Stop()
-	up.ctl.Close()
+	// The channel stays open until this master ends: its end tells the
+	// new master that the old workers are gone (their tags may go).
+	m.handedCtl = up.ctl
 	m.handedOver = true
 	m.log.Info("binary upgrade: the new master's workers are healthy; the old workers drain", "new_master", up.cmd.Process.Pid)
 	m.notify(func() error { return daemon.NotifyMainPID(up.cmd.Process.Pid) })
@@ -243,6 +266,7 @@ func (m *Master) upgradeFailed(why string) {
 	up.timer.Stop()
 	up.ctl.Close()
 	m.restorePidFile()
+	m.steer() // the new master's program, if it attached one, goes
 	m.log.Error("binary upgrade failed; the old master keeps serving", "error", why)
 }
 
@@ -262,6 +286,7 @@ func (m *Master) abortUpgrade() {
 	}
 	up.ctl.Close()
 	m.restorePidFile()
+	m.steer()
 	m.log.Info("binary upgrade abandoned: the old master stops")
 }
 
@@ -307,6 +332,32 @@ func (m *Master) inherit() error {
 	for i, l := range inh.Listeners {
 		m.handed = append(m.handed, handedListener{l, os.NewFile(uintptr(fdInherited+i), "listener "+l.Bound)})
 	}
+	fd := fdInherited + len(inh.Listeners)
+	for _, g := range inh.UDP {
+		h := handedGroup{inheritedGroup: g}
+		for range g.N {
+			h.socks = append(h.socks, socketFile(fd, "udp "+g.Bound))
+			fd++
+		}
+		m.handedUDP = append(m.handedUDP, h)
+	}
+	// An old master that hands over no secret steers no datagrams: its
+	// workers bound their own UDP sockets, which a socket bound here
+	// would join after them, at indices this master cannot know. This
+	// one's workers do as they did, until a restart.
+	m.noSteering = !inh.Secret
+	if inh.Secret {
+		ctl.SetReadDeadline(time.Now().Add(10 * time.Second)) // sent as the old master started this one
+		msg, f, err := receive(ctl)
+		if f != nil {
+			f.Close()
+		}
+		ctl.SetReadDeadline(time.Time{})
+		if err != nil || msg.Type != msgSecret || len(msg.Secret) != daemon.QUICSecretSize {
+			return fmt.Errorf("the upgrade channel: no QUIC secret (%v)", err)
+		}
+		m.quicSecret = msg.Secret
+	}
 	return nil
 }
 
@@ -349,7 +400,13 @@ func (m *Master) tellOldMaster(err error) {
 	if err := send(m.upCtl, msg, nil, time.Second); err != nil && m.log != nil {
 		m.log.Error("cannot tell the old master", "error", err)
 	}
-	m.upCtl.Close()
+	if err == nil && m.hasForeignTags() {
+		// The old master's workers drain: their tags keep their sockets
+		// until it ends, which closes the channel.
+		go m.awaitOldMaster(m.upCtl)
+	} else {
+		m.upCtl.Close()
+	}
 	m.upCtl = nil
 	if err == nil {
 		m.inherited = nil // the sockets are this master's from now on

@@ -19,9 +19,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-server/sluice/admin"
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
+	"github.com/sluice-server/sluice/quicsteer"
 	"github.com/sluice-server/sluice/sock"
 	"golang.org/x/sys/unix"
 )
@@ -64,6 +66,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 	view := &workersView{self: su.ID}
 	var caches atomic.Pointer[components.Caches]
 	purges := newPurgeClient(ctl)
+	scrapes := newScrapeClient(ctl, su.ID)
 	srv := &daemon.Server{
 		Name:           su.Name,
 		Grace:          su.Grace,
@@ -72,8 +75,29 @@ func RunWorker(stdout, stderr io.Writer) int {
 		Logger:         logger,
 		SetSlogDefault: true,
 		ACMECacheOnly:  true, // the master obtains the certificates
+		HTTP3ReusePort: true, // where the master gives no UDP socket, each worker binds its own (docs/http3.md)
+		QUICSecret:     su.QUICSecret,
+		HTTP3Socket: func(a config.Address) (*net.UDPConn, error) {
+			i := slices.Index(su.H3Addrs, a)
+			if i < 0 {
+				return nil, nil
+			}
+			f := os.NewFile(uintptr(fdListeners+len(su.Addrs)+i), "udp "+a.String())
+			defer f.Close()
+			pc, err := net.FilePacketConn(f)
+			if err != nil {
+				return nil, err
+			}
+			uc, ok := pc.(*net.UDPConn)
+			if !ok {
+				pc.Close()
+				return nil, fmt.Errorf("the socket for %s is not a UDP one", a)
+			}
+			return uc, nil
+		},
 		Load: func(ctx components.Context) (*config.Config, error) {
 			ctx.Workers = view.get
+			ctx.Metrics = scrapes.collect
 			// Purges reach every worker's caches through the master.
 			ctx.Caches = new(components.Caches)
 			ctx.Caches.SetRelay(purges.relay)
@@ -87,6 +111,9 @@ func RunWorker(stdout, stderr io.Writer) int {
 			cfg.PidFile = ""          // the master's
 			cfg.Log.Output = "stderr" // relayed by the master, with worker=ID
 			cfg.Warnings = nil        // the master logged them
+			// Before the first request: the sets the config just
+			// registered take the changes made through the admin API.
+			applyOverrides(su.Upstreams, logger)
 			return cfg, nil
 		},
 		Listen: func(a config.Address) (net.Listener, error) {
@@ -98,6 +125,9 @@ func RunWorker(stdout, stderr io.Writer) int {
 			defer f.Close()
 			return sock.FileListener(f)
 		},
+	}
+	if len(su.H3Addrs) > 0 {
+		srv.QUICConnectionIDs = quicsteer.Generator{Tag: su.Tag} // the master steers by it
 	}
 	if err := srv.Start(); err != nil {
 		msg := err.Error()
@@ -119,6 +149,7 @@ func RunWorker(stdout, stderr io.Writer) int {
 		return 1
 	}
 	logger.Info("sized for the workers", "workers", su.N, "gomaxprocs", procs, "file_caches", fmt.Sprintf("1/%d of the defaults", max(1, su.N)))
+	toMaster := func(m message) { send(ctl, m, nil, time.Second) }
 	probes := newConnListener()
 	srv.ServeProbes(probes)
 	if err := send(ctl, message{Type: msgReady, PID: os.Getpid()}, nil, su.Health.Timeout); err != nil {
@@ -152,6 +183,16 @@ func RunWorker(stdout, stderr io.Writer) int {
 				}
 			case msgPurged:
 				purges.answer(m)
+			case msgUpstream:
+				if m.Change != nil {
+					go applyUpstream(toMaster, m)
+				}
+			case msgUpstreams:
+				go toMaster(message{Type: msgUpstreamsDone, ID: m.ID, Sets: admin.LocalSets().List()})
+			case msgScrape:
+				go answerScrape(ctl, su.ID, m.ID)
+			case msgScraped:
+				scrapes.answer(m)
 			case msgStop, msgDrain:
 				// Read on: a draining worker still takes purges, and a
 				// stop that ends its drain.
@@ -202,6 +243,11 @@ func RunWorker(stdout, stderr io.Writer) int {
 				endIn(m.Grace)
 				continue
 			}
+			// Accept nothing more, and say so: the master answers an
+			// admin API load once the old workers have, so that a
+			// client's next connection reaches the new config.
+			srv.StopAccepting()
+			toMaster(message{Type: msgClosed})
 			bound := m.Grace
 			if m.Type == msgDrain && m.Hard > 0 {
 				bound = max(m.Hard, m.Grace)

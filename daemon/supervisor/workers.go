@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-server/sluice/admin"
 	"github.com/sluice-server/sluice/components"
 	"github.com/sluice-server/sluice/config"
 )
@@ -23,6 +25,7 @@ import (
 // Run's, but for exited and the process, which its goroutines share.
 type worker struct {
 	id       int
+	tag      uint32 // of its QUIC connection IDs (quic.go)
 	gen      *generation
 	slot     int
 	cmd      *exec.Cmd
@@ -35,10 +38,13 @@ type worker struct {
 	ready    bool // said it serves
 	healthy  bool // answered a probe
 	retiring bool // told to stop or drain
+	closed   bool // said it accepts no new connection (msgClosed)
 	draining bool // told to drain: it keeps what it holds
-	lastBeat time.Time
-	stats    Stats
-	err      string // what it said when it could not start
+
+	overridesVersion int // the master's overridesVersion it has applied (admin.go)
+	lastBeat         time.Time
+	stats            Stats
+	err              string // what it said when it could not start
 }
 
 // event is what a worker's goroutines, or an upgrade's, report to Run.
@@ -76,9 +82,11 @@ func (w *worker) kill() {
 // startWorker starts a process for slot of g.
 func (m *Master) startWorker(g *generation, slot int) {
 	m.nextID++
-	w := &worker{id: m.nextID, gen: g, slot: slot, restarts: g.restarts[slot], exited: make(chan struct{})}
+	w := &worker{id: m.nextID, tag: m.newTag(), gen: g, slot: slot, restarts: g.restarts[slot], exited: make(chan struct{})}
 	g.workers[slot] = w
-	if err := m.spawn(w); err != nil {
+	err := m.spawn(w)
+	m.steer()
+	if err != nil {
 		m.log.Error("cannot start a worker", "worker", w.id, "error", err)
 		close(w.exited)
 		go func() { m.events <- event{w: w, kind: evExit, err: err} }()
@@ -113,9 +121,25 @@ func (m *Master) spawn(w *worker) error {
 		return err
 	}
 	defer logW.Close()
+	udp, err := m.udpSockets(w)
+	if err != nil {
+		ctl.Close()
+		setupW.Close()
+		logR.Close()
+		return fmt.Errorf("HTTP/3 (UDP): %w", err)
+	}
 	cmd.ExtraFiles = []*os.File{theirs, setupR}
 	for _, a := range g.addrs {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, m.lns[a])
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, udp...)
+	var h3 []config.Address
+	if udp != nil {
+		h3 = g.h3
+	}
+	var secret []byte
+	if len(g.h3) > 0 {
+		secret = m.secret()
 	}
 	cmd.Stdout = m.Stdout
 	if cmd.Stdout == nil {
@@ -136,13 +160,20 @@ func (m *Master) spawn(w *worker) error {
 		ctl.Close()
 		setupW.Close()
 		logR.Close()
+		m.releaseUDP(w)
 		return err
 	}
 	w.cmd, w.ctl, w.started = cmd, ctl, time.Now()
+	var overrides map[string][]admin.HostSpec
+	if g == m.cur || m.cur == nil { // the first generation starts with ResumeUpstreams
+		overrides = maps.Clone(m.overrides)
+	}
+	w.overridesVersion = m.overridesVersion
 	go func() {
 		setupW.Write(marshalSetup(setup{
 			ID: w.id, Name: g.name, Config: g.data, Addrs: g.addrs,
-			Health: g.health, Grace: m.grace(), N: g.n,
+			Health: g.health, Grace: m.grace(), N: g.n, Upstreams: overrides,
+			H3Addrs: h3, Tag: w.tag, QUICSecret: secret,
 		}))
 		setupW.Close()
 	}()
@@ -257,6 +288,7 @@ func (m *Master) handle(e event) {
 		case msgReady:
 			w.ready, w.lastBeat = true, time.Now()
 			go m.prober(w, w.gen.health.Interval, w.gen.health.Timeout)
+			m.sendOverrides(w)
 		case msgBeat:
 			w.lastBeat = time.Now()
 			if e.msg.Stats != nil {
@@ -264,10 +296,19 @@ func (m *Master) handle(e event) {
 			}
 		case msgError:
 			w.err = e.msg.Error
+		case msgClosed:
+			w.closed = true
+			m.checkClosed()
 		case msgPurge:
 			m.relayPurge(w, e.msg)
 		case msgPurged:
-			m.purged(w, e.msg)
+			m.purges.deliver(w, e.msg)
+		case msgUpstreamDone, msgUpstreamsDone:
+			m.upstreams.deliver(w, e.msg)
+		case msgScrape:
+			m.relayScrape(w, e.msg)
+		case msgScraped:
+			m.scrapes.deliver(w, e.msg)
 		}
 	case evHealthy:
 		w.healthy = true
@@ -282,7 +323,10 @@ func (m *Master) handle(e event) {
 		m.log.Error("worker failed its health check; killing it", "worker", w.id, "pid", w.cmd.Process.Pid, "error", e.err)
 		w.kill()
 	case evExit:
+		m.releaseUDP(w) // its socket goes to the next worker; its connections, to a stateless reset
 		m.exited(w, e.err)
+		m.steer()
+		m.checkClosed()
 	case evRestart:
 		g := w.gen
 		if (g == m.cur || g == m.pending) && g.workers[w.slot] == nil {
@@ -438,6 +482,7 @@ func (m *Master) sendView() {
 		view = append(view, components.WorkerStatus{
 			ID: w.id, PID: w.cmd.Process.Pid, Started: w.started, State: state,
 			Restarts: w.restarts, Connections: w.stats.Open, Requests: w.stats.Requests,
+			Memory: residentBytes(w.cmd.Process.Pid),
 		})
 	}
 	msg := message{Type: msgView, Workers: view}
