@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/textproto"
 	"net/url"
 	"os"
 	"runtime/debug"
@@ -353,11 +354,12 @@ func (t *bridgeTask) serve() {
 // Server (Bridge) it applies the server's limits, methods, Server field
 // and panic accounting too.
 func serveBridged(srv *Server, h Handler, w http.ResponseWriter, hr *http.Request) {
-	ew, finish := NewResponseWriter(w)
-	nw := ew.(*nativeWriter)
+	nw := getNativeWriter(w)
 	nw.gone = hr.Context().Done()
 	nw.http2 = hr.ProtoMajor >= 2
-	defer finish()
+	defer putNativeWriter(nw) // after finish: deferred calls run last first
+	defer nw.finish()
+	ew := ResponseWriter(nw)
 	if srv != nil {
 		if v := srv.set.Load().serverValue; v != "" {
 			nw.hdr.Set("Server", v)
@@ -507,7 +509,7 @@ func NewRequest(hr *http.Request) (*Request, error) {
 	}
 	// The fields sorted by name (a stable sort keeps each name's values
 	// in their order), then Host.
-	r.Fields = make([]Field, 0, nfields)
+	r.Fields = make([]Field, 0, nfields+addedFields)
 	for k, vs := range hr.Header {
 		for _, v := range vs {
 			r.Fields = append(r.Fields, Field{Name: put(k), Value: put(v)})
@@ -515,7 +517,7 @@ func NewRequest(hr *http.Request) (*Request, error) {
 	}
 	slices.SortStableFunc(r.Fields, func(a, b Field) int { return bytes.Compare(a.Name, b.Name) })
 	if hr.Host != "" {
-		r.Fields = append(r.Fields, Field{Name: []byte("Host"), Value: r.Host})
+		r.Fields = append(r.Fields, Field{Name: put("Host"), Value: r.Host})
 	}
 	if la, ok := hr.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 		r.LocalAddr = la // the server's side: HTTP/3's UDP address, or a TCP one
@@ -527,6 +529,11 @@ func NewRequest(hr *http.Request) (*Request, error) {
 	}
 	return r, nil
 }
+
+// addedFields is the room NewRequest leaves after a request's fields for
+// those a pipeline adds (a request ID, a forwarding field), so that
+// adding one does not copy them all into a larger slice.
+const addedFields = 2
 
 // trailerBody is the engine Request's Body over a net/http one that
 // announced a trailer: at its end it copies Request.Trailer's fields,
@@ -553,6 +560,38 @@ func (b *trailerBody) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// nativeWriters keeps the bridge's nativeWriters, with the room their
+// header has grown, for the requests that follow: a ResponseWriter is
+// used only until its handler returns (see ResponseWriter), so the
+// bridge takes one for each request and puts it back once the handler
+// has returned and the response is finished.
+var nativeWriters sync.Pool
+
+// nativeFields is the room a new pooled nativeWriter's header starts
+// with: enough for a typical response's fields (a file's has six), so
+// that Set and Add do not grow it field by field.
+const nativeFields = 8
+
+// getNativeWriter returns a nativeWriter over w, from nativeWriters
+// where one is there.
+func getNativeWriter(w http.ResponseWriter) *nativeWriter {
+	nw, _ := nativeWriters.Get().(*nativeWriter)
+	if nw == nil {
+		nw = &nativeWriter{hdr: Header{fields: make([]headerField, 0, nativeFields)}}
+	}
+	nw.w = w
+	nw.hdr.contentLength = -1
+	return nw
+}
+
+// putNativeWriter puts nw back into nativeWriters, keeping nothing of its
+// response but its header's room.
+func putNativeWriter(nw *nativeWriter) {
+	nw.hdr.reset()
+	*nw = nativeWriter{hdr: nw.hdr}
+	nativeWriters.Put(nw)
 }
 
 // nativeWriter is the engine ResponseWriter over an http.ResponseWriter.
@@ -591,18 +630,34 @@ func (nw *nativeWriter) WriteHeader(code int) {
 
 func (nw *nativeWriter) copyHeader() {
 	h := nw.w.Header()
-	nw.hdr.Values(func(name, value string) bool {
+	// The fields' values share one new slice (one allocation rather
+	// than one a field), each field's part capped at its one element,
+	// so that a second field of its name, appended, moves its own
+	// values elsewhere instead of writing over the next field's. It is
+	// not kept for the next request: the net/http side may read the map
+	// after the handler has returned (quic-go's HTTP/3 reads declared
+	// trailers there).
+	values := make([]string, 0, len(nw.hdr.fields)+1) // and Content-Length's
+	for _, f := range nw.hdr.fields {
 		// HTTP/2 has no connection-specific fields (RFC 9113 §8.2.2):
 		// a client treats a response with one as malformed. (Header keeps
 		// no Connection field, only whether it said close.)
-		if nw.http2 && httpgrammar.IsHopByHop(name) {
-			return true
+		if nw.http2 && httpgrammar.IsHopByHop(f.name) {
+			continue
 		}
-		h.Add(name, value)
-		return true
-	})
+		key := textproto.CanonicalMIMEHeaderKey(f.name)
+		if _, ok := h[key]; ok {
+			h[key] = append(h[key], f.value)
+			continue
+		}
+		i := len(values)
+		values = append(values, f.value)
+		h[key] = values[i : i+1 : i+1]
+	}
 	if nw.hdr.contentLength >= 0 {
-		h.Set("Content-Length", strconv.FormatInt(nw.hdr.contentLength, 10))
+		i := len(values)
+		values = append(values, strconv.FormatInt(nw.hdr.contentLength, 10))
+		h["Content-Length"] = values[i : i+1 : i+1]
 	}
 	if nw.hdr.close && !nw.http2 {
 		h.Set("Connection", "close")
