@@ -355,7 +355,7 @@ func (t *bridgeTask) serve() {
 // and panic accounting too.
 func serveBridged(srv *Server, h Handler, w http.ResponseWriter, hr *http.Request) {
 	nw := getNativeWriter(w)
-	nw.gone = hr.Context().Done()
+	nw.ctx = hr.Context()
 	nw.http2 = hr.ProtoMajor >= 2
 	defer putNativeWriter(nw) // after finish: deferred calls run last first
 	defer nw.finish()
@@ -598,7 +598,7 @@ func putNativeWriter(nw *nativeWriter) {
 type nativeWriter struct {
 	w         http.ResponseWriter
 	http2     bool            // the request is HTTP/2: no connection-specific fields
-	gone      <-chan struct{} // see ToHTTP; nil for none
+	ctx       context.Context // the request's, whose Done is Gone's (see ToHTTP); nil for none
 	hdr       Header
 	status    int
 	committed bool
@@ -611,8 +611,14 @@ var (
 )
 
 // Gone implements GoneNotifier: the net/http request's Done channel under
-// ToHTTP, nil (never ready) otherwise.
-func (nw *nativeWriter) Gone() <-chan struct{} { return nw.gone }
+// ToHTTP, nil (never ready) otherwise. It is asked for only when a
+// handler calls Gone: a context makes its channel on the first call.
+func (nw *nativeWriter) Gone() <-chan struct{} {
+	if nw.ctx == nil {
+		return nil
+	}
+	return nw.ctx.Done()
+}
 
 func (nw *nativeWriter) Header() *Header { return &nw.hdr }
 
