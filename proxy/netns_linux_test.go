@@ -68,7 +68,12 @@ func TestHostVanishes(t *testing.T) {
 		MaxIdleConns:   -1,
 		ConnectTimeout: 200 * time.Millisecond,
 		Passive:        PassiveHealth{Failures: -1},
-		Health:         Health{Path: "/", Interval: 20 * time.Millisecond, Timeout: 200 * time.Millisecond, Rise: 2, Fall: 2},
+		// The check's timeout is long enough for a healthy host to
+		// answer on a loaded machine (the race detector, other tests):
+		// at 200 ms, checks of hosts 0 and 2 timed out there and marked
+		// one of them down too. The vanished host still fails its checks
+		// (nothing answers it), a second each.
+		Health: Health{Path: "/", Interval: 20 * time.Millisecond, Timeout: time.Second, Rise: 2, Fall: 2},
 	})
 	isDown := func() bool { return !p.grp.Hosts()[1].Up(upstream.Now()) }
 
