@@ -60,15 +60,9 @@ func scriptedErr(t testing.TB, maxHead int, script func(sc *scriptConn)) (*h2Cli
 			return
 		}
 		defer nc.Close()
-		sc := &scriptConn{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
-		sc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		sc.enc = hpack.NewEncoder(&sc.buf)
-		preface := make([]byte, len(http2.ClientPreface))
-		if _, err := io.ReadFull(nc, preface); err != nil || string(preface) != http2.ClientPreface {
-			t.Errorf("preface %q, %v", preface, err)
-			return
+		if sc := newScriptConn(t, nc); sc != nil {
+			script(sc)
 		}
-		script(sc)
 	}()
 	t.Cleanup(func() { <-done })
 	nc, err := net.Dial("tcp", ln.Addr().String())
@@ -81,6 +75,39 @@ func scriptedErr(t testing.TB, maxHead int, script func(sc *scriptConn)) (*h2Cli
 	}
 	t.Cleanup(func() { cc.Close() })
 	return cc, nil
+}
+
+// newScriptConn reads the client's preface on nc, the upstream's end of
+// a new connection, and returns the script's view of it; nil (the test
+// failed) when the preface is wrong.
+func newScriptConn(t testing.TB, nc net.Conn) *scriptConn {
+	sc := &scriptConn{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	sc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	sc.enc = hpack.NewEncoder(&sc.buf)
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(nc, preface); err != nil || string(preface) != http2.ClientPreface {
+		t.Errorf("preface %q, %v", preface, err)
+		return nil
+	}
+	return sc
+}
+
+// scriptServer starts an upstream that runs script on every connection
+// it accepts (n counts them from 0), for a Proxy to dial, and returns
+// its URL.
+func scriptServer(t testing.TB, script func(n int, sc *scriptConn)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	sluicetest.ServeConns(t, ln, func(nc net.Conn) {
+		n := int(conns.Add(1)) - 1
+		if sc := newScriptConn(t, nc); sc != nil {
+			script(n, sc)
+		}
+	})
+	return "http://" + ln.Addr().String()
 }
 
 // settings sends the upstream's SETTINGS.
@@ -709,10 +736,11 @@ func TestH2ClientOneWrite(t *testing.T) {
 			return
 		}
 		defer nc.Close()
-		sc := &scriptConn{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
-		sc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		sc.enc = hpack.NewEncoder(&sc.buf)
-		io.ReadFull(nc, make([]byte, len(http2.ClientPreface)))
+		sc := newScriptConn(t, nc)
+		if sc == nil {
+			close(got)
+			return
+		}
 		sc.settings()
 		h := sc.headers()
 		if d, ok := sc.next().(*http2.DataFrame); ok {
