@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -617,6 +618,121 @@ func TestH2GoAwayMidLoadWithBodies(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// bodyArrived is a pipe that waits until the request's body has all
+// arrived (an HTTP/2 client's: its END_STREAM came), so that the proxy
+// after it finds the body whole and sends it with its head.
+func bodyArrived(t *testing.T) pipe.Pipe {
+	return func(c *pipe.Conn) bool {
+		rb, ok := c.Request.Body.(interface{ Buffered() (int, bool) })
+		if !ok {
+			t.Errorf("the request body %T does not say what has arrived", c.Request.Body)
+			return false
+		}
+		for deadline := time.Now().Add(sluicetest.WaitTimeout); ; time.Sleep(time.Millisecond) {
+			if _, whole := rb.Buffered(); whole {
+				return true
+			}
+			if time.Now().After(deadline) {
+				t.Error("timed out waiting for the request body")
+				return false
+			}
+		}
+	}
+}
+
+// A small request body that went in one write with its head (HEADERS,
+// then one DATA with END_STREAM) and that the upstream did not process
+// (REFUSED_STREAM, or a stream above GOAWAY's last stream id) is sent
+// again, whole, on another stream (of another connection after GOAWAY),
+// and the client gets the upstream's answer to it.
+func TestH2RefusedWholeBodySentAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		refuse   func(sc *scriptConn, id uint32)
+		sameConn bool // the second attempt goes on the first's connection
+	}{
+		{"REFUSED_STREAM", func(sc *scriptConn, id uint32) {
+			sc.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		}, true},
+		{"GOAWAY", func(sc *scriptConn, id uint32) {
+			sc.fr.WriteGoAway(max(id, 2)-2, http2.ErrCodeNo, nil) // the last stream before id
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type attempt struct {
+				conn   int
+				stream uint32
+				body   string
+				frames int // the DATA frames it came in
+			}
+			attempts := make(chan attempt, 8)
+			var refused atomic.Bool
+			url := scriptServer(t, func(n int, sc *scriptConn) {
+				sc.settings()
+				open := map[uint32]*attempt{}
+				for {
+					switch f := sc.next().(type) {
+					case nil:
+						return
+					case *http2.MetaHeadersFrame:
+						if f.StreamEnded() {
+							t.Errorf("stream %d: END_STREAM on the head of a POST", f.StreamID)
+						}
+						open[f.StreamID] = &attempt{conn: n, stream: f.StreamID}
+					case *http2.DataFrame:
+						a := open[f.StreamID]
+						if a == nil {
+							t.Errorf("DATA on stream %d, not open", f.StreamID)
+							continue
+						}
+						a.body += string(f.Data())
+						a.frames++
+						if !f.StreamEnded() {
+							continue
+						}
+						delete(open, f.StreamID)
+						attempts <- *a
+						if refused.CompareAndSwap(false, true) {
+							tc.refuse(sc, f.StreamID)
+							continue
+						}
+						sc.respond(f.StreamID, false, ":status", "200")
+						sc.fr.WriteData(f.StreamID, true, []byte("got "+a.body))
+					}
+				}
+			})
+			srv, client := h2Front(t, Options{Upstreams: []string{url}, Transport: TransportH2C}, bodyArrived(t))
+			const body = "a small body, whole"
+			resp, err := client.Post(srv.URL+"/", "text/plain", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || string(got) != "got "+body {
+				t.Fatalf("%s %q, %v; want 200 %q", resp.Status, got, err, "got "+body)
+			}
+			first, second := <-attempts, <-attempts
+			for i, a := range []attempt{first, second} {
+				if a.body != body || a.frames != 1 {
+					t.Errorf("attempt %d: the upstream got %q in %d DATA frames; want %q in one, with the head", i+1, a.body, a.frames, body)
+				}
+			}
+			if first.conn == second.conn && first.stream == second.stream {
+				t.Errorf("both attempts on stream %d of connection %d", first.stream, first.conn)
+			}
+			if (first.conn == second.conn) != tc.sameConn {
+				t.Errorf("attempts on connections %d and %d", first.conn, second.conn)
+			}
+			select {
+			case a := <-attempts:
+				t.Errorf("a third attempt: %+v", a)
+			default:
+			}
+		})
 	}
 }
 
