@@ -1013,3 +1013,144 @@ func TestH2BodyRewind(t *testing.T) {
 		})
 	}
 }
+
+// gatedBody is a request body each of whose Reads says so on entered,
+// then waits for its part on parts (closed: the end of the body).
+type gatedBody struct {
+	entered chan struct{}
+	parts   chan string
+}
+
+func (g *gatedBody) Read(p []byte) (int, error) {
+	g.entered <- struct{}{}
+	part, ok := <-g.parts
+	if !ok {
+		return 0, io.EOF
+	}
+	return copy(p, part), nil
+}
+
+// read waits for a Read to enter g, and gives it part; the end of the
+// body when end is true.
+func (g *gatedBody) read(t *testing.T, part string, end bool) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(sluicetest.WaitTimeout):
+		t.Fatalf("no read of the body came for %.20q", part)
+	}
+	if end {
+		close(g.parts)
+		return
+	}
+	g.parts <- part
+}
+
+// A read of an attempt the upstream refused that is still in the
+// client's body when the next attempt begins (the stale read): what it
+// reads goes to the next attempt, which sends the body exactly, and
+// nothing more goes on the refused stream. The body is gated part by
+// part, so that the read is stale every time: no timing decides it.
+func TestH2StaleBodyRead(t *testing.T) {
+	big := strings.Repeat("b", h2SmallBody-10)
+	for _, tc := range []struct {
+		name     string
+		proto    int
+		refuseAt string   // the first stream is refused once it sent this
+		parts    []string // the body; the stale read reads parts[len(refuseAt's parts)]
+		sent     int      // the parts sent before the refusal
+	}{
+		{"HTTP/2, stale read of the second part", 2, "hello ", []string{"hello ", "stale ", "world"}, 1},
+		{"HTTP/2, stale read of the first part", 2, "", []string{"stale ", "world"}, 0},
+		{"HTTP/2, stale read past h2SmallBody", 2, big, []string{big, strings.Repeat("s", 20), "end"}, 1},
+		{"HTTP/1.1, stale read of the first part", 1, "", []string{"stale ", "world"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := strings.Join(tc.parts, "")
+			got := make(chan string, 1)
+			cc := scripted(t, 1024, func(sc *scriptConn) {
+				sc.settings()
+				bodies := map[uint32]string{}
+				refused := uint32(0)
+				refuse := func(id uint32) {
+					refused = id
+					sc.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+				}
+				for {
+					switch f := sc.next().(type) {
+					case nil:
+						return
+					case *http2.MetaHeadersFrame:
+						if refused == 0 && tc.refuseAt == "" {
+							refuse(f.StreamID)
+						}
+					case *http2.DataFrame:
+						id := f.StreamID
+						if id == refused {
+							t.Errorf("%q on stream %d after it was refused", f.Data(), id)
+							continue
+						}
+						bodies[id] += string(f.Data())
+						if refused == 0 && bodies[id] == tc.refuseAt {
+							refuse(id)
+							continue
+						}
+						if f.StreamEnded() {
+							got <- bodies[id]
+							sc.respond(id, true, ":status", "200")
+						}
+					case *http2.RSTStreamFrame:
+						if f.StreamID == refused {
+							t.Errorf("RST_STREAM %v on the refused stream", f.ErrCode)
+						}
+					}
+				}
+			})
+			gb := &gatedBody{entered: make(chan struct{}), parts: make(chan string)}
+			b := newH2Body(&engine.Request{ProtoMajor: tc.proto, ContentLength: -1, Body: gb})
+			defer b.stop()
+			send := func(rd *h2BodyReader) (*http.Response, error) {
+				return cc.roundTrip(context.Background(), &h2Request{method: "POST", scheme: "http", authority: "up", path: "/", body: rd})
+			}
+			rd1, _ := b.rewind()
+			first := make(chan error, 1)
+			go func() {
+				_, err := send(rd1)
+				first <- err
+			}()
+			for _, part := range tc.parts[:tc.sent] {
+				gb.read(t, part, false)
+			}
+			<-gb.entered // the first attempt's read, in the client's body now
+			if err := <-first; !refusedStream(err) {
+				t.Fatalf("the first attempt got %v, want it refused", err)
+			}
+			rd2, ok := b.rewind()
+			if !ok {
+				t.Fatal("the body cannot be sent again")
+			}
+			type result struct {
+				resp *http.Response
+				err  error
+			}
+			second := make(chan result, 1)
+			go func() {
+				resp, err := send(rd2)
+				second <- result{resp, err}
+			}()
+			gb.parts <- tc.parts[tc.sent] // the stale read returns
+			for _, part := range tc.parts[tc.sent+1:] {
+				gb.read(t, part, false)
+			}
+			gb.read(t, "", true)
+			r := <-second
+			if r.err != nil {
+				t.Fatalf("the second attempt failed: %v", r.err)
+			}
+			r.resp.Body.Close()
+			if g := <-got; g != want {
+				t.Fatalf("the upstream got %d bytes %.40q…; want %d bytes %.40q…", len(g), g, len(want), want)
+			}
+		})
+	}
+}
