@@ -59,7 +59,16 @@ var (
 	errH2Ping    = errors.New("proxy: the upstream did not answer a PING in time")
 	errH2BadHead = errors.New("proxy: the upstream's response head is malformed")
 	errH2BigHead = errors.New("proxy: the upstream's response head is too large")
-	errH2ReqHead = errors.New("proxy: the request head is larger than the upstream accepts")
+	// errH2ManyFields and errH2ManyTrail are a response head and a
+	// trailer section of more fields than max_header_count: the
+	// HTTP/1.1 client's bound (parseResponseHead), which the byte bound
+	// alone does not give: a head of 32 KiB, as
+	// SETTINGS_MAX_HEADER_LIST_SIZE counts it (32 bytes a field besides
+	// its name and value), holds 992 fields of a one-byte name and an
+	// empty value.
+	errH2ManyFields = errors.New("proxy: too many fields in the upstream's response head")
+	errH2ManyTrail  = errors.New("proxy: too many fields in the upstream's trailer section")
+	errH2ReqHead    = errors.New("proxy: the request head is larger than the upstream accepts")
 )
 
 // h2StreamError is a stream the upstream reset (RST_STREAM) with Code,
@@ -84,6 +93,7 @@ type h2ClientConn struct {
 	nc      net.Conn
 	fr      *http2.Framer // read by the reader goroutine only
 	maxHead uint32        // our SETTINGS_MAX_HEADER_LIST_SIZE
+	maxFlds int           // the most fields a response head or trailer section may have
 	idleTO  time.Duration
 
 	wmu  sync.Mutex // guards the writing of frames, and what follows
@@ -142,15 +152,20 @@ type h2Stream struct {
 
 // newH2ClientConn starts HTTP/2 on nc (the preface and SETTINGS) and its
 // reader, and waits until deadline for the upstream's SETTINGS. The
-// response heads it accepts are bounded by maxHead bytes; it closes when
-// idle for idleTO (0: never).
-func newH2ClientConn(nc net.Conn, maxHead int, idleTO time.Duration, deadline time.Time) (*h2ClientConn, error) {
+// response heads and trailer sections it accepts are bounded by maxHead
+// bytes and maxFields fields each; it closes when idle for idleTO (0:
+// never).
+func newH2ClientConn(nc net.Conn, maxHead, maxFields int, idleTO time.Duration, deadline time.Time) (*h2ClientConn, error) {
 	if maxHead <= 0 {
 		maxHead = 64 << 10
+	}
+	if maxFields <= 0 {
+		maxFields = DefaultMaxHeaderCount
 	}
 	cc := &h2ClientConn{
 		nc:         nc,
 		maxHead:    uint32(maxHead),
+		maxFlds:    maxFields,
 		idleTO:     idleTO,
 		streams:    make(map[uint32]*h2Stream),
 		nextID:     1,
@@ -918,6 +933,11 @@ func (c *h2ClientConn) onHeaders(f *http2.MetaHeadersFrame) error {
 			c.streamFailed(f.StreamID, http2.ErrCodeProtocol, errH2BadHead)
 			return nil
 		}
+		if n := len(f.Fields); n > c.maxFlds {
+			c.mu.Unlock()
+			c.streamFailed(f.StreamID, http2.ErrCodeCancel, fmt.Errorf("%w: %d, over max_header_count %d", errH2ManyTrail, n, c.maxFlds))
+			return nil
+		}
 		tr := make(http.Header, len(f.Fields))
 		for _, hf := range f.RegularFields() {
 			k := http.CanonicalHeaderKey(hf.Name)
@@ -931,6 +951,10 @@ func (c *h2ClientConn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Unlock()
 	if f.Truncated || headSize(f.Fields) > c.maxHead {
 		c.streamFailed(f.StreamID, http2.ErrCodeCancel, errH2BigHead)
+		return nil
+	}
+	if n := len(f.RegularFields()); n > c.maxFlds {
+		c.streamFailed(f.StreamID, http2.ErrCodeCancel, fmt.Errorf("%w: %d, over max_header_count %d", errH2ManyFields, n, c.maxFlds))
 		return nil
 	}
 	st := f.PseudoValue("status")

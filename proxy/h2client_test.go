@@ -70,7 +70,7 @@ func scriptedErr(t testing.TB, maxHead int, script func(sc *scriptConn)) (*h2Cli
 	if err != nil {
 		return nil, err
 	}
-	cc, err := newH2ClientConn(nc, maxHead, 0, time.Now().Add(10*time.Second))
+	cc, err := newH2ClientConn(nc, maxHead, DefaultMaxHeaderCount, 0, time.Now().Add(10*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -871,7 +871,7 @@ func TestH2ClientOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &writeLog{Conn: nc}
-	cc, err := newH2ClientConn(log, 1024, 0, time.Now().Add(10*time.Second))
+	cc, err := newH2ClientConn(log, 1024, DefaultMaxHeaderCount, 0, time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1150,6 +1150,112 @@ func TestH2StaleBodyRead(t *testing.T) {
 			r.resp.Body.Close()
 			if g := <-got; g != want {
 				t.Fatalf("the upstream got %d bytes %.40q…; want %d bytes %.40q…", len(g), g, len(want), want)
+			}
+		})
+	}
+}
+
+// fieldPairs returns n fields (name, value pairs) x-f-0: v … for a
+// scripted head.
+func fieldPairs(n int, first ...string) []string {
+	for i := range n {
+		first = append(first, "x-f-"+strconv.Itoa(i), "v")
+	}
+	return first
+}
+
+// An HTTP/2 upstream's response head, or trailer section, of more
+// fields than max_header_count is refused as the HTTP/1.1 client refuses
+// one: a head is answered 502, a trailer section cuts the response; the
+// stream is reset (CANCEL), the reason logged, and the connection serves
+// the next request.
+func TestH2FieldCount(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limit   int  // max_header_count (0: the default)
+		fields  int  // the head's or the trailer section's
+		trailer bool // the fields are in the trailer section
+		ok      bool
+		log     string // what the log says when not ok
+	}{
+		{"head at the default", 0, DefaultMaxHeaderCount, false, true, ""},
+		{"head over the default", 0, DefaultMaxHeaderCount + 1, false, false, "too many fields in the upstream's response head: 257, over max_header_count 256"},
+		{"head at the limit", 8, 8, false, true, ""},
+		{"head over the limit", 8, 9, false, false, "too many fields in the upstream's response head: 9, over max_header_count 8"},
+		{"trailer at the limit", 8, 8, true, true, ""},
+		{"trailer over the limit", 8, 9, true, false, "too many fields in the upstream's trailer section: 9, over max_header_count 8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resets := make(chan http2.ErrCode, 4)
+			url := scriptServer(t, func(n int, sc *scriptConn) {
+				sc.settings()
+				for {
+					switch f := sc.next().(type) {
+					case nil:
+						return
+					case *http2.RSTStreamFrame:
+						resets <- f.ErrCode
+					case *http2.MetaHeadersFrame:
+						switch id := f.StreamID; {
+						case f.PseudoValue("path") == "/next":
+							sc.respond(id, false, ":status", "200")
+							sc.fr.WriteData(id, true, []byte("next on connection "+strconv.Itoa(n)))
+						case tc.trailer:
+							sc.respond(id, false, ":status", "200", "trailer", "x-f-0")
+							sc.fr.WriteData(id, false, []byte("body"))
+							sc.respond(id, true, fieldPairs(tc.fields)...)
+						default:
+							sc.respond(id, false, fieldPairs(tc.fields, ":status", "200")...)
+							sc.fr.WriteData(id, true, []byte("body"))
+						}
+					}
+				}
+			})
+			logger, log := sluicetest.Logger()
+			srv, client := h2Front(t, Options{Upstreams: []string{url}, Transport: TransportH2C, MaxHeaderCount: tc.limit, Logger: logger})
+			resp, err := client.Get(srv.URL + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case tc.ok:
+				n := len(resp.Header)
+				if tc.trailer {
+					n = len(resp.Trailer)
+				}
+				if err != nil || resp.StatusCode != 200 || string(body) != "body" || n < tc.fields {
+					t.Fatalf("%s %q, %v, %d fields; want 200 %q, %d fields", resp.Status, body, err, n, "body", tc.fields)
+				}
+				if strings.Contains(log.String(), "too many fields") {
+					t.Fatalf("logged %s", log)
+				}
+			case !tc.trailer:
+				if resp.StatusCode != 502 || resp.Header.Get("X-F-0") != "" {
+					t.Fatalf("%s %q, %v; want 502 without the upstream's fields", resp.Status, body, err)
+				}
+			default:
+				if err == nil {
+					t.Fatalf("%s %q, trailer %v: the response was not cut", resp.Status, body, resp.Trailer)
+				}
+			}
+			if !tc.ok {
+				if code := <-resets; code != http2.ErrCodeCancel {
+					t.Fatalf("the stream reset with %v, want CANCEL", code)
+				}
+				if !strings.Contains(log.String(), tc.log) {
+					t.Fatalf("the log says %s; want %q", log, tc.log)
+				}
+			}
+			resp, err = client.Get(srv.URL + "/next")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) != "next on connection 0" {
+				t.Fatalf("the next request got %s %q", resp.Status, body)
 			}
 		})
 	}
