@@ -34,18 +34,35 @@ import (
 
 // The client's own settings.
 const (
-	// Each stream's receive window, the bound on what it buffers, and
-	// the connection's, net/http's client's: an HTTP/1.x client's
-	// request body is sent whole before its response is read, so that
-	// an upstream answering as it reads has up to this much answered.
+	// h2StreamWindow is each stream's receive window (the
+	// SETTINGS_INITIAL_WINDOW_SIZE the client sends): the most response
+	// body the upstream may send on a stream ahead of what the proxy
+	// passed on, and so the bound on what a stream buffers. 4 MiB is
+	// net/http's HTTP/2 client's figure. It must be large for two
+	// reasons: a stream's throughput is at most a window per round
+	// trip, and 4 MiB a round trip is 1 Gbit/s at 32 ms (the window is
+	// credited back as each half of it is read, in Read); and an
+	// HTTP/1.x client's request body is sent whole before its response
+	// is read, so an upstream that answers as it reads (an echo, a
+	// transform) may answer this much before it must wait for the proxy
+	// to read. There is no config key: a smaller window costs
+	// throughput and stalls such exchanges sooner, a larger one lets a
+	// slow client pin more memory.
 	h2StreamWindow = 4 << 20
-	h2ConnWindow   = 1 << 30
-	h2MaxFrame     = 16384 // SETTINGS_MAX_FRAME_SIZE (the default)
-	h2SmallBody    = 16384 // a body known whole up to this size goes with its head
-	h2PingEvery    = 30 * time.Second
-	h2PingTimeout  = 15 * time.Second
-	h2DefaultConc  = 100 // streams assumed allowed until the upstream's SETTINGS say
-	h2MaxWindow    = 1<<31 - 1
+	// h2ConnWindow is the connection's receive window (its initial 65535
+	// raised at once by WINDOW_UPDATE), net/http's client's figure too.
+	// 1 GiB is 256 streams' windows, more than max_streams' default of
+	// 100 can fill, so the connection's window does not throttle
+	// streams within theirs; what a connection buffers is bounded by
+	// its streams' windows (max_streams × 4 MiB) and, past 256 streams,
+	// by this.
+	h2ConnWindow  = 1 << 30
+	h2MaxFrame    = 16384 // SETTINGS_MAX_FRAME_SIZE (the default)
+	h2SmallBody   = 16384 // a body known whole up to this size goes with its head
+	h2PingEvery   = 30 * time.Second
+	h2PingTimeout = 15 * time.Second
+	h2DefaultConc = 100 // streams assumed allowed until the upstream's SETTINGS say
+	h2MaxWindow   = 1<<31 - 1
 )
 
 // Errors of the client.
