@@ -103,7 +103,7 @@ func (t *h2Transport) connect(u *host, nc net.Conn, deadline time.Time) (*h2Clie
 		}
 		nc = tc
 	}
-	return newH2ClientConn(nc, t.p.maxHead, t.idleTO, deadline)
+	return newH2ClientConn(nc, t.p.maxHead, t.p.maxFields, t.idleTO, deadline)
 }
 
 // wake tells the requests waiting on h to look again; h.mu is held.

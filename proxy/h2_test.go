@@ -39,9 +39,9 @@ func h2cUpstream(t *testing.T, maxStreams uint32, h http.Handler) (url string, c
 	return s.URL, conns
 }
 
-// h2Front starts Sluice over TLS with HTTP/2 proxying by opts, and
-// returns it with an HTTP/2 client of it.
-func h2Front(t *testing.T, opts Options) (*sluicetest.Server, *http.Client) {
+// h2Front starts Sluice over TLS with HTTP/2 proxying by opts, after
+// the components before, and returns it with an HTTP/2 client of it.
+func h2Front(t *testing.T, opts Options, before ...pipe.Component) (*sluicetest.Server, *http.Client) {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger, _ = sluicetest.Logger()
@@ -51,7 +51,7 @@ func h2Front(t *testing.T, opts Options) (*sluicetest.Server, *http.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	srv := sluicetest.NewTLSServer(t, pipe.Handler(pipe.Chain{p}), sluicetest.HTTP2())
+	srv := sluicetest.NewTLSServer(t, pipe.Handler(append(pipe.Chain(before), p)), sluicetest.HTTP2())
 	return srv, srv.Client()
 }
 

@@ -34,18 +34,35 @@ import (
 
 // The client's own settings.
 const (
-	// Each stream's receive window, the bound on what it buffers, and
-	// the connection's, net/http's client's: an HTTP/1.x client's
-	// request body is sent whole before its response is read, so that
-	// an upstream answering as it reads has up to this much answered.
+	// h2StreamWindow is each stream's receive window (the
+	// SETTINGS_INITIAL_WINDOW_SIZE the client sends): the most response
+	// body the upstream may send on a stream ahead of what the proxy
+	// passed on, and so the bound on what a stream buffers. 4 MiB is
+	// net/http's HTTP/2 client's figure. It must be large for two
+	// reasons: a stream's throughput is at most a window per round
+	// trip, and 4 MiB a round trip is 1 Gbit/s at 32 ms (the window is
+	// credited back as each half of it is read, in Read); and an
+	// HTTP/1.x client's request body is sent whole before its response
+	// is read, so an upstream that answers as it reads (an echo, a
+	// transform) may answer this much before it must wait for the proxy
+	// to read. There is no config key: a smaller window costs
+	// throughput and stalls such exchanges sooner, a larger one lets a
+	// slow client pin more memory.
 	h2StreamWindow = 4 << 20
-	h2ConnWindow   = 1 << 30
-	h2MaxFrame     = 16384 // SETTINGS_MAX_FRAME_SIZE (the default)
-	h2SmallBody    = 16384 // a body known whole up to this size goes with its head
-	h2PingEvery    = 30 * time.Second
-	h2PingTimeout  = 15 * time.Second
-	h2DefaultConc  = 100 // streams assumed allowed until the upstream's SETTINGS say
-	h2MaxWindow    = 1<<31 - 1
+	// h2ConnWindow is the connection's receive window (its initial 65535
+	// raised at once by WINDOW_UPDATE), net/http's client's figure too.
+	// 1 GiB is 256 streams' windows, more than max_streams' default of
+	// 100 can fill, so the connection's window does not throttle
+	// streams within theirs; what a connection buffers is bounded by
+	// its streams' windows (max_streams × 4 MiB) and, past 256 streams,
+	// by this.
+	h2ConnWindow  = 1 << 30
+	h2MaxFrame    = 16384 // SETTINGS_MAX_FRAME_SIZE (the default)
+	h2SmallBody   = 16384 // a body known whole up to this size goes with its head
+	h2PingEvery   = 30 * time.Second
+	h2PingTimeout = 15 * time.Second
+	h2DefaultConc = 100 // streams assumed allowed until the upstream's SETTINGS say
+	h2MaxWindow   = 1<<31 - 1
 )
 
 // Errors of the client.
@@ -59,7 +76,16 @@ var (
 	errH2Ping    = errors.New("proxy: the upstream did not answer a PING in time")
 	errH2BadHead = errors.New("proxy: the upstream's response head is malformed")
 	errH2BigHead = errors.New("proxy: the upstream's response head is too large")
-	errH2ReqHead = errors.New("proxy: the request head is larger than the upstream accepts")
+	// errH2ManyFields and errH2ManyTrail are a response head and a
+	// trailer section of more fields than max_header_count: the
+	// HTTP/1.1 client's bound (parseResponseHead), which the byte bound
+	// alone does not give: a head of 32 KiB, as
+	// SETTINGS_MAX_HEADER_LIST_SIZE counts it (32 bytes a field besides
+	// its name and value), holds 992 fields of a one-byte name and an
+	// empty value.
+	errH2ManyFields = errors.New("proxy: too many fields in the upstream's response head")
+	errH2ManyTrail  = errors.New("proxy: too many fields in the upstream's trailer section")
+	errH2ReqHead    = errors.New("proxy: the request head is larger than the upstream accepts")
 )
 
 // h2StreamError is a stream the upstream reset (RST_STREAM) with Code,
@@ -84,6 +110,7 @@ type h2ClientConn struct {
 	nc      net.Conn
 	fr      *http2.Framer // read by the reader goroutine only
 	maxHead uint32        // our SETTINGS_MAX_HEADER_LIST_SIZE
+	maxFlds int           // the most fields a response head or trailer section may have
 	idleTO  time.Duration
 
 	wmu  sync.Mutex // guards the writing of frames, and what follows
@@ -142,15 +169,20 @@ type h2Stream struct {
 
 // newH2ClientConn starts HTTP/2 on nc (the preface and SETTINGS) and its
 // reader, and waits until deadline for the upstream's SETTINGS. The
-// response heads it accepts are bounded by maxHead bytes; it closes when
-// idle for idleTO (0: never).
-func newH2ClientConn(nc net.Conn, maxHead int, idleTO time.Duration, deadline time.Time) (*h2ClientConn, error) {
+// response heads and trailer sections it accepts are bounded by maxHead
+// bytes and maxFields fields each; it closes when idle for idleTO (0:
+// never).
+func newH2ClientConn(nc net.Conn, maxHead, maxFields int, idleTO time.Duration, deadline time.Time) (*h2ClientConn, error) {
 	if maxHead <= 0 {
 		maxHead = 64 << 10
+	}
+	if maxFields <= 0 {
+		maxFields = DefaultMaxHeaderCount
 	}
 	cc := &h2ClientConn{
 		nc:         nc,
 		maxHead:    uint32(maxHead),
+		maxFlds:    maxFields,
 		idleTO:     idleTO,
 		streams:    make(map[uint32]*h2Stream),
 		nextID:     1,
@@ -918,6 +950,11 @@ func (c *h2ClientConn) onHeaders(f *http2.MetaHeadersFrame) error {
 			c.streamFailed(f.StreamID, http2.ErrCodeProtocol, errH2BadHead)
 			return nil
 		}
+		if n := len(f.Fields); n > c.maxFlds {
+			c.mu.Unlock()
+			c.streamFailed(f.StreamID, http2.ErrCodeCancel, fmt.Errorf("%w: %d, over max_header_count %d", errH2ManyTrail, n, c.maxFlds))
+			return nil
+		}
 		tr := make(http.Header, len(f.Fields))
 		for _, hf := range f.RegularFields() {
 			k := http.CanonicalHeaderKey(hf.Name)
@@ -931,6 +968,10 @@ func (c *h2ClientConn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Unlock()
 	if f.Truncated || headSize(f.Fields) > c.maxHead {
 		c.streamFailed(f.StreamID, http2.ErrCodeCancel, errH2BigHead)
+		return nil
+	}
+	if n := len(f.RegularFields()); n > c.maxFlds {
+		c.streamFailed(f.StreamID, http2.ErrCodeCancel, fmt.Errorf("%w: %d, over max_header_count %d", errH2ManyFields, n, c.maxFlds))
 		return nil
 	}
 	st := f.PseudoValue("status")

@@ -59,7 +59,7 @@ func BenchmarkH2ClientUnary(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cc, err := newH2ClientConn(nc, 64<<10, 0, time.Now().Add(10*time.Second))
+		cc, err := newH2ClientConn(nc, 64<<10, DefaultMaxHeaderCount, 0, time.Now().Add(10*time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
 )
 
@@ -60,27 +61,54 @@ func scriptedErr(t testing.TB, maxHead int, script func(sc *scriptConn)) (*h2Cli
 			return
 		}
 		defer nc.Close()
-		sc := &scriptConn{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
-		sc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		sc.enc = hpack.NewEncoder(&sc.buf)
-		preface := make([]byte, len(http2.ClientPreface))
-		if _, err := io.ReadFull(nc, preface); err != nil || string(preface) != http2.ClientPreface {
-			t.Errorf("preface %q, %v", preface, err)
-			return
+		if sc := newScriptConn(t, nc); sc != nil {
+			script(sc)
 		}
-		script(sc)
 	}()
 	t.Cleanup(func() { <-done })
 	nc, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		return nil, err
 	}
-	cc, err := newH2ClientConn(nc, maxHead, 0, time.Now().Add(10*time.Second))
+	cc, err := newH2ClientConn(nc, maxHead, DefaultMaxHeaderCount, 0, time.Now().Add(10*time.Second))
 	if err != nil {
 		return nil, err
 	}
 	t.Cleanup(func() { cc.Close() })
 	return cc, nil
+}
+
+// newScriptConn reads the client's preface on nc, the upstream's end of
+// a new connection, and returns the script's view of it; nil (the test
+// failed) when the preface is wrong.
+func newScriptConn(t testing.TB, nc net.Conn) *scriptConn {
+	sc := &scriptConn{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	sc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	sc.enc = hpack.NewEncoder(&sc.buf)
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(nc, preface); err != nil || string(preface) != http2.ClientPreface {
+		t.Errorf("preface %q, %v", preface, err)
+		return nil
+	}
+	return sc
+}
+
+// scriptServer starts an upstream that runs script on every connection
+// it accepts (n counts them from 0), for a Proxy to dial, and returns
+// its URL.
+func scriptServer(t testing.TB, script func(n int, sc *scriptConn)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	sluicetest.ServeConns(t, ln, func(nc net.Conn) {
+		n := int(conns.Add(1)) - 1
+		if sc := newScriptConn(t, nc); sc != nil {
+			script(n, sc)
+		}
+	})
+	return "http://" + ln.Addr().String()
 }
 
 // settings sends the upstream's SETTINGS.
@@ -593,6 +621,121 @@ func TestH2GoAwayMidLoadWithBodies(t *testing.T) {
 	}
 }
 
+// bodyArrived is a pipe that waits until the request's body has all
+// arrived (an HTTP/2 client's: its END_STREAM came), so that the proxy
+// after it finds the body whole and sends it with its head.
+func bodyArrived(t *testing.T) pipe.Pipe {
+	return func(c *pipe.Conn) bool {
+		rb, ok := c.Request.Body.(interface{ Buffered() (int, bool) })
+		if !ok {
+			t.Errorf("the request body %T does not say what has arrived", c.Request.Body)
+			return false
+		}
+		for deadline := time.Now().Add(sluicetest.WaitTimeout); ; time.Sleep(time.Millisecond) {
+			if _, whole := rb.Buffered(); whole {
+				return true
+			}
+			if time.Now().After(deadline) {
+				t.Error("timed out waiting for the request body")
+				return false
+			}
+		}
+	}
+}
+
+// A small request body that went in one write with its head (HEADERS,
+// then one DATA with END_STREAM) and that the upstream did not process
+// (REFUSED_STREAM, or a stream above GOAWAY's last stream id) is sent
+// again, whole, on another stream (of another connection after GOAWAY),
+// and the client gets the upstream's answer to it.
+func TestH2RefusedWholeBodySentAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		refuse   func(sc *scriptConn, id uint32)
+		sameConn bool // the second attempt goes on the first's connection
+	}{
+		{"REFUSED_STREAM", func(sc *scriptConn, id uint32) {
+			sc.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		}, true},
+		{"GOAWAY", func(sc *scriptConn, id uint32) {
+			sc.fr.WriteGoAway(max(id, 2)-2, http2.ErrCodeNo, nil) // the last stream before id
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type attempt struct {
+				conn   int
+				stream uint32
+				body   string
+				frames int // the DATA frames it came in
+			}
+			attempts := make(chan attempt, 8)
+			var refused atomic.Bool
+			url := scriptServer(t, func(n int, sc *scriptConn) {
+				sc.settings()
+				open := map[uint32]*attempt{}
+				for {
+					switch f := sc.next().(type) {
+					case nil:
+						return
+					case *http2.MetaHeadersFrame:
+						if f.StreamEnded() {
+							t.Errorf("stream %d: END_STREAM on the head of a POST", f.StreamID)
+						}
+						open[f.StreamID] = &attempt{conn: n, stream: f.StreamID}
+					case *http2.DataFrame:
+						a := open[f.StreamID]
+						if a == nil {
+							t.Errorf("DATA on stream %d, not open", f.StreamID)
+							continue
+						}
+						a.body += string(f.Data())
+						a.frames++
+						if !f.StreamEnded() {
+							continue
+						}
+						delete(open, f.StreamID)
+						attempts <- *a
+						if refused.CompareAndSwap(false, true) {
+							tc.refuse(sc, f.StreamID)
+							continue
+						}
+						sc.respond(f.StreamID, false, ":status", "200")
+						sc.fr.WriteData(f.StreamID, true, []byte("got "+a.body))
+					}
+				}
+			})
+			srv, client := h2Front(t, Options{Upstreams: []string{url}, Transport: TransportH2C}, bodyArrived(t))
+			const body = "a small body, whole"
+			resp, err := client.Post(srv.URL+"/", "text/plain", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || string(got) != "got "+body {
+				t.Fatalf("%s %q, %v; want 200 %q", resp.Status, got, err, "got "+body)
+			}
+			first, second := <-attempts, <-attempts
+			for i, a := range []attempt{first, second} {
+				if a.body != body || a.frames != 1 {
+					t.Errorf("attempt %d: the upstream got %q in %d DATA frames; want %q in one, with the head", i+1, a.body, a.frames, body)
+				}
+			}
+			if first.conn == second.conn && first.stream == second.stream {
+				t.Errorf("both attempts on stream %d of connection %d", first.stream, first.conn)
+			}
+			if (first.conn == second.conn) != tc.sameConn {
+				t.Errorf("attempts on connections %d and %d", first.conn, second.conn)
+			}
+			select {
+			case a := <-attempts:
+				t.Errorf("a third attempt: %+v", a)
+			default:
+			}
+		})
+	}
+}
+
 // A connection on which nothing was read for a while is PINGed; one
 // whose PING is answered lives on, one whose PING is not fails, and so
 // do its streams. (checkAlive is called here as its timer would, with
@@ -709,10 +852,11 @@ func TestH2ClientOneWrite(t *testing.T) {
 			return
 		}
 		defer nc.Close()
-		sc := &scriptConn{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
-		sc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		sc.enc = hpack.NewEncoder(&sc.buf)
-		io.ReadFull(nc, make([]byte, len(http2.ClientPreface)))
+		sc := newScriptConn(t, nc)
+		if sc == nil {
+			close(got)
+			return
+		}
 		sc.settings()
 		h := sc.headers()
 		if d, ok := sc.next().(*http2.DataFrame); ok {
@@ -727,7 +871,7 @@ func TestH2ClientOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &writeLog{Conn: nc}
-	cc, err := newH2ClientConn(log, 1024, 0, time.Now().Add(10*time.Second))
+	cc, err := newH2ClientConn(log, 1024, DefaultMaxHeaderCount, 0, time.Now().Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -865,6 +1009,253 @@ func TestH2BodyRewind(t *testing.T) {
 			all, err := io.ReadAll(second)
 			if err != nil || string(all) != want {
 				t.Fatalf("second attempt read %q, %v; want %q", all, err, want)
+			}
+		})
+	}
+}
+
+// gatedBody is a request body each of whose Reads says so on entered,
+// then waits for its part on parts (closed: the end of the body).
+type gatedBody struct {
+	entered chan struct{}
+	parts   chan string
+}
+
+func (g *gatedBody) Read(p []byte) (int, error) {
+	g.entered <- struct{}{}
+	part, ok := <-g.parts
+	if !ok {
+		return 0, io.EOF
+	}
+	return copy(p, part), nil
+}
+
+// read waits for a Read to enter g, and gives it part; the end of the
+// body when end is true.
+func (g *gatedBody) read(t *testing.T, part string, end bool) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(sluicetest.WaitTimeout):
+		t.Fatalf("no read of the body came for %.20q", part)
+	}
+	if end {
+		close(g.parts)
+		return
+	}
+	g.parts <- part
+}
+
+// A read of an attempt the upstream refused that is still in the
+// client's body when the next attempt begins (the stale read): what it
+// reads goes to the next attempt, which sends the body exactly, and
+// nothing more goes on the refused stream. The body is gated part by
+// part, so that the read is stale every time: no timing decides it.
+func TestH2StaleBodyRead(t *testing.T) {
+	big := strings.Repeat("b", h2SmallBody-10)
+	for _, tc := range []struct {
+		name     string
+		proto    int
+		refuseAt string   // the first stream is refused once it sent this
+		parts    []string // the body; the stale read reads parts[len(refuseAt's parts)]
+		sent     int      // the parts sent before the refusal
+	}{
+		{"HTTP/2, stale read of the second part", 2, "hello ", []string{"hello ", "stale ", "world"}, 1},
+		{"HTTP/2, stale read of the first part", 2, "", []string{"stale ", "world"}, 0},
+		{"HTTP/2, stale read past h2SmallBody", 2, big, []string{big, strings.Repeat("s", 20), "end"}, 1},
+		{"HTTP/1.1, stale read of the first part", 1, "", []string{"stale ", "world"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := strings.Join(tc.parts, "")
+			got := make(chan string, 1)
+			cc := scripted(t, 1024, func(sc *scriptConn) {
+				sc.settings()
+				bodies := map[uint32]string{}
+				refused := uint32(0)
+				refuse := func(id uint32) {
+					refused = id
+					sc.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+				}
+				for {
+					switch f := sc.next().(type) {
+					case nil:
+						return
+					case *http2.MetaHeadersFrame:
+						if refused == 0 && tc.refuseAt == "" {
+							refuse(f.StreamID)
+						}
+					case *http2.DataFrame:
+						id := f.StreamID
+						if id == refused {
+							t.Errorf("%q on stream %d after it was refused", f.Data(), id)
+							continue
+						}
+						bodies[id] += string(f.Data())
+						if refused == 0 && bodies[id] == tc.refuseAt {
+							refuse(id)
+							continue
+						}
+						if f.StreamEnded() {
+							got <- bodies[id]
+							sc.respond(id, true, ":status", "200")
+						}
+					case *http2.RSTStreamFrame:
+						if f.StreamID == refused {
+							t.Errorf("RST_STREAM %v on the refused stream", f.ErrCode)
+						}
+					}
+				}
+			})
+			gb := &gatedBody{entered: make(chan struct{}), parts: make(chan string)}
+			b := newH2Body(&engine.Request{ProtoMajor: tc.proto, ContentLength: -1, Body: gb})
+			defer b.stop()
+			send := func(rd *h2BodyReader) (*http.Response, error) {
+				return cc.roundTrip(context.Background(), &h2Request{method: "POST", scheme: "http", authority: "up", path: "/", body: rd})
+			}
+			rd1, _ := b.rewind()
+			first := make(chan error, 1)
+			go func() {
+				_, err := send(rd1)
+				first <- err
+			}()
+			for _, part := range tc.parts[:tc.sent] {
+				gb.read(t, part, false)
+			}
+			<-gb.entered // the first attempt's read, in the client's body now
+			if err := <-first; !refusedStream(err) {
+				t.Fatalf("the first attempt got %v, want it refused", err)
+			}
+			rd2, ok := b.rewind()
+			if !ok {
+				t.Fatal("the body cannot be sent again")
+			}
+			type result struct {
+				resp *http.Response
+				err  error
+			}
+			second := make(chan result, 1)
+			go func() {
+				resp, err := send(rd2)
+				second <- result{resp, err}
+			}()
+			gb.parts <- tc.parts[tc.sent] // the stale read returns
+			for _, part := range tc.parts[tc.sent+1:] {
+				gb.read(t, part, false)
+			}
+			gb.read(t, "", true)
+			r := <-second
+			if r.err != nil {
+				t.Fatalf("the second attempt failed: %v", r.err)
+			}
+			r.resp.Body.Close()
+			if g := <-got; g != want {
+				t.Fatalf("the upstream got %d bytes %.40q…; want %d bytes %.40q…", len(g), g, len(want), want)
+			}
+		})
+	}
+}
+
+// fieldPairs returns n fields (name, value pairs) x-f-0: v … for a
+// scripted head.
+func fieldPairs(n int, first ...string) []string {
+	for i := range n {
+		first = append(first, "x-f-"+strconv.Itoa(i), "v")
+	}
+	return first
+}
+
+// An HTTP/2 upstream's response head, or trailer section, of more
+// fields than max_header_count is refused as the HTTP/1.1 client refuses
+// one: a head is answered 502, a trailer section cuts the response; the
+// stream is reset (CANCEL), the reason logged, and the connection serves
+// the next request.
+func TestH2FieldCount(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limit   int  // max_header_count (0: the default)
+		fields  int  // the head's or the trailer section's
+		trailer bool // the fields are in the trailer section
+		ok      bool
+		log     string // what the log says when not ok
+	}{
+		{"head at the default", 0, DefaultMaxHeaderCount, false, true, ""},
+		{"head over the default", 0, DefaultMaxHeaderCount + 1, false, false, "too many fields in the upstream's response head: 257, over max_header_count 256"},
+		{"head at the limit", 8, 8, false, true, ""},
+		{"head over the limit", 8, 9, false, false, "too many fields in the upstream's response head: 9, over max_header_count 8"},
+		{"trailer at the limit", 8, 8, true, true, ""},
+		{"trailer over the limit", 8, 9, true, false, "too many fields in the upstream's trailer section: 9, over max_header_count 8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resets := make(chan http2.ErrCode, 4)
+			url := scriptServer(t, func(n int, sc *scriptConn) {
+				sc.settings()
+				for {
+					switch f := sc.next().(type) {
+					case nil:
+						return
+					case *http2.RSTStreamFrame:
+						resets <- f.ErrCode
+					case *http2.MetaHeadersFrame:
+						switch id := f.StreamID; {
+						case f.PseudoValue("path") == "/next":
+							sc.respond(id, false, ":status", "200")
+							sc.fr.WriteData(id, true, []byte("next on connection "+strconv.Itoa(n)))
+						case tc.trailer:
+							sc.respond(id, false, ":status", "200", "trailer", "x-f-0")
+							sc.fr.WriteData(id, false, []byte("body"))
+							sc.respond(id, true, fieldPairs(tc.fields)...)
+						default:
+							sc.respond(id, false, fieldPairs(tc.fields, ":status", "200")...)
+							sc.fr.WriteData(id, true, []byte("body"))
+						}
+					}
+				}
+			})
+			logger, log := sluicetest.Logger()
+			srv, client := h2Front(t, Options{Upstreams: []string{url}, Transport: TransportH2C, MaxHeaderCount: tc.limit, Logger: logger})
+			resp, err := client.Get(srv.URL + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case tc.ok:
+				n := len(resp.Header)
+				if tc.trailer {
+					n = len(resp.Trailer)
+				}
+				if err != nil || resp.StatusCode != 200 || string(body) != "body" || n < tc.fields {
+					t.Fatalf("%s %q, %v, %d fields; want 200 %q, %d fields", resp.Status, body, err, n, "body", tc.fields)
+				}
+				if strings.Contains(log.String(), "too many fields") {
+					t.Fatalf("logged %s", log)
+				}
+			case !tc.trailer:
+				if resp.StatusCode != 502 || resp.Header.Get("X-F-0") != "" {
+					t.Fatalf("%s %q, %v; want 502 without the upstream's fields", resp.Status, body, err)
+				}
+			default:
+				if err == nil {
+					t.Fatalf("%s %q, trailer %v: the response was not cut", resp.Status, body, resp.Trailer)
+				}
+			}
+			if !tc.ok {
+				if code := <-resets; code != http2.ErrCodeCancel {
+					t.Fatalf("the stream reset with %v, want CANCEL", code)
+				}
+				if !strings.Contains(log.String(), tc.log) {
+					t.Fatalf("the log says %s; want %q", log, tc.log)
+				}
+			}
+			resp, err = client.Get(srv.URL + "/next")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) != "next on connection 0" {
+				t.Fatalf("the next request got %s %q", resp.Status, body)
 			}
 		})
 	}

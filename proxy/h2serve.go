@@ -457,7 +457,10 @@ func lowerName(buf []byte, name []byte) string {
 // HTTP/1.x client (whose body is sent whole before its response is
 // read), what was read is gone and the body cannot be sent again. An
 // attempt's reader fails once another attempt began, so that a stream
-// given up reads nothing more. At its end, its trailer fields are in
+// given up reads nothing more; a read it had in progress in the
+// client's body when the next began (a stale read) returns nothing to
+// it, and what it read is kept for the attempt that began, whatever the
+// protocol and the size. At its end, its trailer fields are in
 // trailer. stop, when the exchange ends, waits for a read in progress
 // and fails those after, so that nothing reads the engine's request
 // once its handler returns.
@@ -470,7 +473,7 @@ type h2Body struct {
 	eof     bool
 	stopped bool
 	keep    bool          // what is read may be kept (an HTTP/2 client's)
-	kept    []byte        // what was read, while keep and at most h2SmallBody
+	kept    []byte        // what was read, while keep and at most h2SmallBody, and what a stale read brought
 	total   int           // bytes read
 	lost    bool          // read and not kept: no rewind
 	epoch   int           // the attempt reading
@@ -617,8 +620,15 @@ func (rd *h2BodyReader) Read(p []byte) (int, error) {
 	}
 	b.mu.Lock()
 	b.reading = false
+	// A stale read (another attempt began while it was in the client's
+	// body) read bytes that attempt has not: they are kept for it
+	// whatever the client's protocol and whatever b's size, or they
+	// would be lost to the attempt that rewind let begin. (One read's
+	// worth: the attempt now reading reads them first, and its own next
+	// read drops what is kept if need be.)
+	stale := rd.epoch != b.epoch
 	if n > 0 {
-		if b.keep && !b.lost && b.total+n <= h2SmallBody {
+		if !b.lost && (stale || b.keep && b.total+n <= h2SmallBody) {
 			b.kept = append(b.kept, p[:n]...)
 		} else {
 			b.lost, b.kept = true, nil
@@ -629,7 +639,6 @@ func (rd *h2BodyReader) Read(p []byte) (int, error) {
 		b.eof, b.trailer = true, trailer
 	}
 	b.cond.Broadcast()
-	stale := rd.epoch != b.epoch
 	if !stale {
 		rd.pos = b.total
 	}
