@@ -307,7 +307,7 @@ func (p *Proxy) startBody(x *exchange, uc *upConn, r *engine.Request) *failure {
 	case h.contentLength >= 0:
 		mode = bodyLength
 	}
-	x.body.start(uc, mode, h.contentLength, p.maxHead)
+	x.body.start(uc, mode, h.contentLength, p.maxHead, p.maxFields)
 	// The body is read without a deadline (an event stream may be silent
 	// for long). One already in the buffer, whole, needs no read: the
 	// deadline stays, and the next exchange sets its own (getConn's peek

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"math"
 	"net"
 	"os"
 	"syscall"
@@ -195,11 +194,12 @@ type bodyReader struct {
 	done    bool
 	err     error
 	trailer []field // copied: they outlive the buffer
-	maxHead int
+
+	maxHead, maxFields int // the trailer section's bounds, the head's
 }
 
-func (b *bodyReader) start(c *upConn, mode int, length int64, maxHead int) {
-	*b = bodyReader{c: c, mode: mode, left: length, maxHead: maxHead, trailer: b.trailer[:0]}
+func (b *bodyReader) start(c *upConn, mode int, length int64, maxHead, maxFields int) {
+	*b = bodyReader{c: c, mode: mode, left: length, maxHead: maxHead, maxFields: maxFields, trailer: b.trailer[:0]}
 	if mode == bodyNone || mode == bodyLength && length == 0 {
 		b.done = true
 	}
@@ -381,12 +381,12 @@ func (b *bodyReader) readChunked(p []byte) (int, error) {
 }
 
 // trailerLine reads the trailer section's next line from the buffer
-// (httpgrammar.ChunkedDecoder.Trailer, within maxHead bytes and no bound
-// on the fields), and copies a field line into b.trailer: it outlives
+// (httpgrammar.ChunkedDecoder.Trailer, within the head's bounds: maxHead
+// bytes and maxFields fields), and copies a field line into b.trailer: it outlives
 // the buffer. It returns the bytes consumed.
 func (b *bodyReader) trailerLine() (int, error) {
 	c := b.c
-	name, value, n, err := b.chunk.Trailer(c.buf[c.r:c.w], b.maxHead, math.MaxInt)
+	name, value, n, err := b.chunk.Trailer(c.buf[c.r:c.w], b.maxHead, b.maxFields)
 	if name != nil {
 		kv := make([]byte, len(name)+len(value))
 		copy(kv, name)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -124,7 +125,7 @@ func readOurs(data []byte) (h *responseHead, body []byte, trailer []field, err e
 	case h.contentLength >= 0:
 		mode = bodyLength
 	}
-	b.start(uc, mode, h.contentLength, 4096)
+	b.start(uc, mode, h.contentLength, 4096, 64)
 	body, err = io.ReadAll(&b)
 	return h, body, b.trailer, err
 }
@@ -171,6 +172,28 @@ func differential(t *testing.T, data []byte) {
 type bytesConn struct {
 	io.Reader
 	nopConn
+}
+
+// A trailer section is bounded as the head is, by bytes and by fields:
+// 64 fields (readOurs' bound) pass, 65 are refused.
+func TestTrailerFieldCount(t *testing.T) {
+	for _, c := range []struct {
+		fields int
+		err    error
+	}{{64, nil}, {65, errHeadTooLarge}} {
+		var tr strings.Builder
+		for i := range c.fields {
+			fmt.Fprintf(&tr, "X-T%d: %d\r\n", i, i)
+		}
+		resp := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n" + tr.String() + "\r\n"
+		_, body, trailer, err := readOurs([]byte(resp))
+		if !errors.Is(err, c.err) {
+			t.Errorf("%d trailer fields: %v, want %v", c.fields, err, c.err)
+		}
+		if c.err == nil && (string(body) != "hello" || len(trailer) != c.fields) {
+			t.Errorf("%d trailer fields: body %q and %d fields, want hello and %d", c.fields, body, len(trailer), c.fields)
+		}
+	}
 }
 
 func TestParseResponseHeadBad(t *testing.T) {

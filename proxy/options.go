@@ -232,8 +232,8 @@ type Options struct {
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 
 	// MaxHeaderCount bounds the fields of an upstream response's head
-	// (default 256); more are answered 502. Over HTTP/2 (transports h2c
-	// and h2) it bounds the trailer section's fields too; more cut the
+	// (default 256); more are answered 502. It bounds the trailer
+	// section's fields too, over HTTP/1.1 and HTTP/2 alike; more cut the
 	// response, as a malformed body does.
 	MaxHeaderCount int `yaml:"max_header_count"`
 
