@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -725,4 +726,93 @@ routes:
 	if st := s.Stats(); st.Open != 1 || st.Accepted != 1 || st.Requests != 3 {
 		t.Errorf("Stats: %d open, %d accepted, %d requests; want 1, 1, 3", st.Open, st.Accepted, st.Requests)
 	}
+}
+
+// Floods a client may send on one connection are bounded by what the
+// server advertised, and cost the other requests nothing:
+//   - streams: at most max_streams (100) request streams are open at
+//     once, however many the client tries, each here holding a HEADERS
+//     frame it never finishes; another connection is served meanwhile,
+//     and once the client gives the streams up the server gives their
+//     credit back;
+//   - QPACK: the server keeps no dynamic table (capacity 0) and does not
+//     read a peer's QPACK encoder stream, so a flood of table
+//     instructions on it stops at the stream's flow-control window
+//     rather than filling the server's memory, and requests on the same
+//     connection are still answered.
+func TestHTTP3Floods(t *testing.T) {
+	site := newH3Site(t, "true")
+	t.Run("streams", func(t *testing.T) {
+		conn, _ := h3Dial(t, site.tcp.String(), site.ca.ClientConfig("a.example"))
+		// A HEADERS frame (type 1) announcing 100 bytes, with 3 of them.
+		partial := append(quicvarint.Append(quicvarint.Append(nil, 1), 100), 0, 0, 0)
+		var held []*quic.Stream
+		for range 1000 {
+			str, err := conn.OpenStream()
+			if err != nil {
+				break // the server's MAX_STREAMS: no more until some end
+			}
+			if _, err := str.Write(partial); err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, str)
+		}
+		if len(held) != 100 {
+			t.Fatalf("%d request streams open at once, want max_streams 100", len(held))
+		}
+		_, other := h3Dial(t, site.tcp.String(), site.ca.ClientConfig("a.example"))
+		if status, body := h3Get(t, other, site, "GET", "/big.txt"); status != 200 || len(body) != len(site.big) {
+			t.Fatalf("another connection during the flood: %d, %d bytes", status, len(body))
+		}
+		for _, str := range held {
+			str.CancelWrite(0x10c) // H3_REQUEST_CANCELLED
+			str.CancelRead(0x10c)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for i := range 100 {
+			str, err := conn.OpenStreamSync(ctx)
+			if err != nil {
+				t.Fatalf("stream %d after the flood's were cancelled: %v (their credit not given back)", i, err)
+			}
+			str.CancelWrite(0x10c)
+			str.CancelRead(0x10c)
+		}
+	})
+	t.Run("qpack", func(t *testing.T) {
+		conn, cc := h3Dial(t, site.tcp.String(), site.ca.ClientConfig("a.example"))
+		enc, err := conn.OpenUniStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Stream type 2 (QPACK encoder), then Insert With Literal Name
+		// instructions (RFC 9204 §4.3.3: 01NHxxxx), over and over.
+		insert := []byte{0x40 | 5, 'x', '-', 'a', 'b', 'c', 3, '1', '2', '3'}
+		chunk := bytes.Repeat(insert, 1<<10)
+		if _, err := enc.Write(quicvarint.Append(nil, 2)); err != nil {
+			t.Fatal(err)
+		}
+		var written atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			enc.SetWriteDeadline(time.Now().Add(time.Second))
+			for written.Load() < 16<<20 {
+				n, err := enc.Write(chunk)
+				written.Add(int64(n))
+				if err != nil {
+					return // the deadline: flow control holds the rest back
+				}
+			}
+		}()
+		if status, body := h3Get(t, cc, site, "GET", "/big.txt"); status != 200 || len(body) != len(site.big) {
+			t.Fatalf("a request on the flooding connection: %d, %d bytes", status, len(body))
+		}
+		<-done
+		n := written.Load()
+		if n > h3MaxStreamWindow {
+			t.Fatalf("the server took %d bytes of QPACK instructions, more than a stream's largest window %d", n, h3MaxStreamWindow)
+		}
+		t.Logf("the flood stopped at %d bytes of QPACK instructions (stream window %d)", n, h3StreamWindow)
+	})
 }
