@@ -6,8 +6,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -160,11 +158,7 @@ func TestBridgeAllocs(t *testing.T) {
 		hdr.SetContentLength(int64(len(page)))
 		w.Write(page)
 	}))
-	req := httptest.NewRequest("GET", "https://example.com/index.html", nil)
-	req.Header.Set("User-Agent", "bench")
-	req.Header.Set("Accept", "*/*")
-	req.Header.Set("Accept-Encoding", "gzip, br")
-	w := &discardWriter{h: http.Header{}}
+	req, w := bridgedGET()
 	allocs := testing.AllocsPerRun(1000, func() {
 		clear(w.h)
 		h.ServeHTTP(w, req)
