@@ -298,13 +298,15 @@ func purgeGet(url string, k int, r *rand.Rand) error {
 				return err
 			}
 		}
-	case resp.StatusCode == http.StatusInternalServerError && oversize && req.Header.Get("X-Slow") != "":
+	case resp.StatusCode == http.StatusInternalServerError && oversize:
 		// A collapsed reader of a body too long to store reads it from
 		// a window of the last MaxObjectSize bytes, and one that falls
-		// further behind is cut off (body.window): a slow client whose
-		// first bytes had not reached the wire then gets the engine's
-		// 500, as the design allows (bounded memory over slow readers).
-		// A loaded machine makes it happen.
+		// further behind is cut off (body.window): a client whose first
+		// bytes had not reached the wire then gets the engine's 500, as
+		// the design allows (bounded memory over slow readers). A slow
+		// writer (X-Slow) makes it happen, and so does a loaded machine
+		// to any reader: under the race detector with other tests
+		// beside it, 3 runs in 42 saw it for a client without X-Slow.
 		return nil
 	default:
 		return fmt.Errorf("key %d: status %d (%s)", k, resp.StatusCode, cs)
