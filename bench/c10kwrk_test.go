@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/report"
 )
 
@@ -23,7 +24,7 @@ import (
 // started after raiseNofile for its limit.
 func TestRaiseNofileReachesChildren(t *testing.T) {
 	if os.Getenv("SLUICEBENCH_NOFILE_CHILD") == "1" {
-		n := raiseNofile()
+		n := machine.RaiseNofile()
 		out, err := exec.Command("sh", "-c", "ulimit -Sn").Output()
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice-server/sluice/bench/load"
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/peers"
 	"github.com/sluice-server/sluice/bench/report"
 )
@@ -142,7 +143,7 @@ func (h *harness) cacheScenario() error {
 // startOrigin starts the cache scenario's origin on the client's CPU,
 // serving the docroot.
 func (h *harness) startOrigin() (*peers.Server, error) {
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/peers"
 	"github.com/sluice-server/sluice/bench/report"
 	"github.com/sluice-server/sluice/engine"
@@ -154,7 +155,7 @@ func TestOriginPeer(t *testing.T) {
 	if err := makeDocroot(root); err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,11 +230,11 @@ func TestCachePeers(t *testing.T) {
 	}
 	for _, p := range peers.Caches() {
 		t.Run(p.Name, func(t *testing.T) {
-			port, err := freePort()
+			port, err := machine.FreePort()
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := peers.Env{Dir: phpTestDir(t), Host: "127.0.0.1", Port: port, NoFile: raiseNofile(),
+			env := peers.Env{Dir: phpTestDir(t), Host: "127.0.0.1", Port: port, NoFile: machine.RaiseNofile(),
 				Upstream: origin.Addr, IdleConns: proxyIdleConns}
 			addr := env.Addr()
 			if p.Name == "sluice-cache" {

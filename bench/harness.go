@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,11 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/peers"
 	"github.com/sluice-server/sluice/bench/report"
 )
@@ -162,7 +159,7 @@ func newHarness(ctx context.Context, o options, stderr io.Writer) (*harness, err
 		h.rep.WorkersCPU = o.workersCPU
 	}
 	h.pin()
-	h.nofile = raiseNofile()
+	h.nofile = machine.RaiseNofile()
 	if h.o.maxConns+200 > h.nofile {
 		n := max(h.nofile-200, 1)
 		h.note("RLIMIT_NOFILE is %d here (hard limit), so the %d-connection points use %d connections.", h.nofile, h.o.maxConns, n)
@@ -209,35 +206,10 @@ func (h *harness) pin() {
 		h.note("Only one CPU: client and servers share it; the figures are not comparable to a two-core run.")
 		return
 	}
-	var set unix.CPUSet
-	n := 0
-	for _, c := range cpuList(h.o.clientCPU) {
-		set.Set(c)
-		n++
-	}
-	for range 2 { // again, for threads started during the first pass
-		tasks, _ := os.ReadDir("/proc/self/task")
-		for _, t := range tasks {
-			if tid, err := strconv.Atoi(t.Name()); err == nil {
-				unix.SchedSetaffinity(tid, &set)
-			}
-		}
-	}
-	runtime.GOMAXPROCS(max(n, 1))
+	cpus := cpuList(h.o.clientCPU)
+	machine.Pin(cpus...)
+	runtime.GOMAXPROCS(max(len(cpus), 1))
 	h.pinned = true
-}
-
-// raiseNofile raises the soft descriptor limit to the hard one (servers
-// started later inherit it) and returns it.
-func raiseNofile() int {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return 1024
-	}
-	rl.Cur = rl.Max
-	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
-	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
-	return int(min(rl.Cur, 1<<20))
 }
 
 // Documents served by every peer.
@@ -365,16 +337,6 @@ func (h *harness) build() error {
 	return nil
 }
 
-// freePort returns a loopback port nobody listens on now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // start starts peer p on the server CPU in a fresh scratch directory.
 func (h *harness) start(p peers.Peer, label string) (*peers.Server, error) {
 	return h.startOn(p, label, 0, h.o.serverCPU)
@@ -383,7 +345,7 @@ func (h *harness) start(p peers.Peer, label string) (*peers.Server, error) {
 // startOn starts peer p with workers worker processes (Env.Workers) on
 // the CPUs cpus, in a fresh scratch directory.
 func (h *harness) startOn(p peers.Peer, label string, workers int, cpus string) (*peers.Server, error) {
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/peers"
 	"github.com/sluice-server/sluice/bench/report"
 	"github.com/sluice-server/sluice/components"
@@ -132,11 +133,11 @@ func startTestFPM(t *testing.T, dir string) *fpmPool {
 // (skipped, or failed under CI=1, when not installed).
 func startPHPPeer(t *testing.T, p peers.Peer, root string, pool *fpmPool) string {
 	t.Helper()
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: raiseNofile(), FPM: pool.Sock, IdleConns: 2}
+	env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: machine.RaiseNofile(), FPM: pool.Sock, IdleConns: 2}
 	if p.Name == "sluice-php" {
 		if _, ok := components.Lookup("php"); !ok {
 			t.Skip("this tree has no php component")

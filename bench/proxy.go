@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/bench/load"
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/peers"
 	"github.com/sluice-server/sluice/bench/report"
 )
@@ -156,7 +157,7 @@ func (h *harness) startUpstream() (*peers.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		return nil, err
 	}

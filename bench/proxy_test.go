@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/bench/load"
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/peers"
 	"github.com/sluice-server/sluice/bench/report"
 	"github.com/sluice-server/sluice/config"
@@ -89,7 +90,7 @@ func allCPUs() string { return fmt.Sprintf("0-%d", runtime.NumCPU()-1) }
 func TestUpstreamPeer(t *testing.T) {
 	sluicetest.NeedTool(t, "nginx", "Debian package nginx")
 	page := testPage(t)
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +155,12 @@ func TestProxyPeers(t *testing.T) {
 	}
 	for _, p := range peers.Proxies() {
 		t.Run(p.Name, func(t *testing.T) {
-			port, err := freePort()
+			port, err := machine.FreePort()
 			if err != nil {
 				t.Fatal(err)
 			}
 			// NoFile as the harness gives it: the hard limit.
-			env := peers.Env{Dir: t.TempDir(), Host: "127.0.0.1", Port: port, NoFile: raiseNofile(),
+			env := peers.Env{Dir: t.TempDir(), Host: "127.0.0.1", Port: port, NoFile: machine.RaiseNofile(),
 				Upstream: upstream.Addr, IdleConns: proxyIdleConns}
 			addr := env.Addr()
 			if p.Name == "sluice-proxy" {

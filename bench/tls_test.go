@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/peers"
 	"github.com/sluice-server/sluice/bench/report"
 	"github.com/sluice-server/sluice/bench/tlscert"
@@ -155,11 +156,11 @@ func TestTLSPeers(t *testing.T) {
 	}
 	for _, p := range peers.TLS() {
 		t.Run(p.Name, func(t *testing.T) {
-			port, err := freePort()
+			port, err := machine.FreePort()
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: raiseNofile(), Cert: cert, Key: key}
+			env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: machine.RaiseNofile(), Cert: cert, Key: key}
 			if p.Name == "sluice-tls" {
 				env.Sluice = buildSluice(t)
 			} else {

@@ -52,15 +52,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/peers"
 )
 
@@ -100,11 +98,13 @@ func main() {
 }
 
 func run(o options) error {
-	nofile := raiseNofile()
+	nofile := machine.RaiseNofile()
 	if nofile < o.conns+100 {
 		return fmt.Errorf("%d connections need %d descriptors; the limit is %d", o.conns, o.conns+100, nofile)
 	}
-	pinClient()
+	if runtime.NumCPU() >= 2 {
+		machine.Pin(0) // the client on core 0, the servers having core 1
+	}
 	dir, err := os.MkdirTemp("", "burst")
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ type result struct {
 
 func measure(o options, name string, env peers.Env) (result, error) {
 	var r result
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		return r, err
 	}
@@ -488,42 +488,4 @@ func rss(srv *server) (int64, error) {
 		return 0, errors.New("no resident set read")
 	}
 	return u.RSS, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// raiseNofile raises the soft descriptor limit to the hard one and
-// returns it.
-func raiseNofile() int {
-	var rl syscall.Rlimit
-	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
-	rl.Cur = rl.Max
-	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
-	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
-	return int(min(rl.Cur, 1<<20))
-}
-
-// pinClient binds this process's threads to core 0, the servers having
-// core 1.
-func pinClient() {
-	if runtime.NumCPU() < 2 {
-		return
-	}
-	var set unix.CPUSet
-	set.Set(0)
-	for range 2 {
-		tasks, _ := os.ReadDir("/proc/self/task")
-		for _, t := range tasks {
-			if tid, err := strconv.Atoi(t.Name()); err == nil {
-				unix.SchedSetaffinity(tid, &set)
-			}
-		}
-	}
 }

@@ -59,6 +59,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/tlscert"
 )
 
@@ -389,7 +390,7 @@ func run(o options, command string) ([]summary, error) {
 
 // measure starts s afresh, checks one call, warms it up and measures it.
 func (e env) measure(s server, up string) (result, error) {
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		return result{}, err
 	}
@@ -764,14 +765,4 @@ func firstLine(prog string, args ...string) string {
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	return line
-}
-
-// freePort returns a loopback TCP port free at the time.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -45,11 +45,11 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/sluice-server/sluice/bench/machine"
 	"github.com/sluice-server/sluice/bench/tlscert"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
-	"golang.org/x/sys/unix"
 )
 
 // page is the document every server serves: 151 bytes, as in the engine
@@ -82,11 +82,13 @@ type options struct {
 }
 
 func run(o options) error {
-	nofile := raiseNofile()
+	nofile := machine.RaiseNofile()
 	if nofile < o.conns+100 {
 		return fmt.Errorf("%d connections need %d descriptors; the limit is %d", o.conns, o.conns+100, nofile)
 	}
-	pinClient()
+	if runtime.NumCPU() >= 2 {
+		machine.Pin(0) // the client on core 0, the servers having core 1
+	}
 	dir, err := os.MkdirTemp("", "tlsidle")
 	if err != nil {
 		return err
@@ -143,7 +145,7 @@ func sourceAddr() *net.TCPAddr {
 }
 
 func measure(o options, dir, name, proto string, pool *x509.CertPool, nofile int) (result, error) {
-	port, err := freePort()
+	port, err := machine.FreePort()
 	if err != nil {
 		return result{}, err
 	}
@@ -582,42 +584,4 @@ func tree(root int) []int {
 		}
 	}
 	return out
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// raiseNofile raises the soft descriptor limit to the hard one and
-// returns it.
-func raiseNofile() int {
-	var rl syscall.Rlimit
-	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
-	rl.Cur = rl.Max
-	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
-	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
-	return int(min(rl.Cur, 1<<20))
-}
-
-// pinClient binds this process's threads to core 0, the servers having
-// core 1.
-func pinClient() {
-	if runtime.NumCPU() < 2 {
-		return
-	}
-	var set unix.CPUSet
-	set.Set(0)
-	for range 2 {
-		tasks, _ := os.ReadDir("/proc/self/task")
-		for _, t := range tasks {
-			if tid, err := strconv.Atoi(t.Name()); err == nil {
-				unix.SchedSetaffinity(tid, &set)
-			}
-		}
-	}
 }
