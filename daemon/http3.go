@@ -12,15 +12,14 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
-	"golang.org/x/sys/unix"
 
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // HTTP/3. A TLS listener with http3 serves HTTP/3 (RFC 9114) over QUIC
@@ -127,20 +126,12 @@ func (s *Server) openHTTP3(l *listener, cfg *config.Config, reusePort bool) (*h3
 		}
 	}
 	if pc == nil {
-		lc := net.ListenConfig{}
+		addr := net.JoinHostPort(host, strconv.Itoa(ta.Port))
 		if reusePort {
-			lc.Control = func(_, _ string, c syscall.RawConn) error {
-				var serr error
-				err := c.Control(func(fd uintptr) {
-					serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-				})
-				if err != nil {
-					return err
-				}
-				return serr
-			}
+			pc, err = sock.ListenPacketShared("udp", addr)
+		} else {
+			pc, err = net.ListenPacket("udp", addr)
 		}
-		pc, err = lc.ListenPacket(context.Background(), "udp", net.JoinHostPort(host, strconv.Itoa(ta.Port)))
 		if err != nil {
 			return nil, err
 		}

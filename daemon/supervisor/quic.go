@@ -3,7 +3,6 @@
 package supervisor
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"maps"
@@ -11,13 +10,13 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice-server/sluice/config"
 	"github.com/sluice-server/sluice/daemon"
 	"github.com/sluice-server/sluice/quicsteer"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // HTTP/3 with workers (docs/http3.md, "Workers"). The master holds, for
@@ -192,16 +191,7 @@ func (m *Master) bindUDP(a config.Address) (*os.File, error) {
 	if port == "" {
 		_, port, _ = net.SplitHostPort(a.Addr)
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	pc, err := lc.ListenPacket(context.Background(), "udp", net.JoinHostPort(host, port))
+	pc, err := sock.ListenPacketShared("udp", net.JoinHostPort(host, port))
 	if err != nil {
 		return nil, err
 	}
