@@ -152,11 +152,9 @@ type Cache struct {
 	methodFilter pipe.Filter
 	bodyFilter   pipe.Filter
 
-	date       atomic.Pointer[dateString] // httpDate's
-	missStatus statusStrings              // the Cache-Status values of misses
-	stats      Stats
-	objects    atomic.Int64 // response entries in the store
-	tags       tagIndex
+	stats   Stats
+	objects atomic.Int64 // response entries in the store
+	tags    tagIndex
 }
 
 // Stats counts what a Cache did; read it with Cache.Stats (see stats.go

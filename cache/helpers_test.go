@@ -230,8 +230,12 @@ func (x *Cache) inflightHeld() int64 {
 	x.mu.Unlock()
 	var n int64
 	for _, e := range es {
-		if e.isReady.Load() && e.body != nil {
-			n += e.body.capacity()
+		select {
+		case <-e.ready:
+			if e.body != nil {
+				n += e.body.capacity()
+			}
+		default:
 		}
 	}
 	return n
