@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,6 +122,10 @@ func TestRevalidationCollapsed(t *testing.T) {
 	o.set(respond(&o, 200, "v", "Cache-Control: max-age=10", `ETag: "1"`))
 	h.get(t, "/rc")
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	// Released on every way out, a failed wait included: the origin's
+	// server, closed by the test's cleanup, waits for its handlers.
+	defer releaseOnce.Do(func() { close(release) })
 	inner := respond(&o, 200, "v", "Cache-Control: max-age=10", `ETag: "1"`)
 	o.set(func(w http.ResponseWriter, r *http.Request) {
 		<-release
@@ -139,7 +144,7 @@ func TestRevalidationCollapsed(t *testing.T) {
 		}()
 	}
 	sluicetest.WaitFor(t, "the revalidation at the origin", func() bool { return o.n.Load() == 2 })
-	close(release)
+	releaseOnce.Do(func() { close(release) })
 	for range 10 {
 		if got := <-done; !strings.HasPrefix(got, "v1 Sluice; fwd=stale; fwd-status=304") && !strings.HasPrefix(got, "v1 Sluice; hit") {
 			t.Errorf("answer %q", got)
