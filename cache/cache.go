@@ -152,9 +152,11 @@ type Cache struct {
 	methodFilter pipe.Filter
 	bodyFilter   pipe.Filter
 
-	stats   Stats
-	objects atomic.Int64 // response entries in the store
-	tags    tagIndex
+	date       atomic.Pointer[dateString] // httpDate's
+	missStatus statusStrings              // the Cache-Status values of misses
+	stats      Stats
+	objects    atomic.Int64 // response entries in the store
+	tags       tagIndex
 }
 
 // Stats counts what a Cache did; read it with Cache.Stats (see stats.go

@@ -132,7 +132,15 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 				x.markPass(t.pk)
 			}
 		}
-		h.Add("Cache-Status", x.name+"; fwd="+t.fwd+"; fwd-status="+strconv.Itoa(status)+"; detail="+why)
+		var buf [128]byte
+		b := append(buf[:0], x.name...)
+		b = append(b, "; fwd="...)
+		b = append(b, t.fwd...)
+		b = append(b, "; fwd-status="...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, "; detail="...)
+		b = append(b, why...)
+		h.Add("Cache-Status", x.missStatus.intern(b))
 		return nil
 	}
 	if m.vary != nil {
@@ -159,7 +167,7 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	b = append(b, storedParam(m)...)
 	b = append(b, "; ttl="...)
 	b = strconv.AppendInt(b, int64(m.lifetime/time.Second)-age, 10)
-	h.Add("Cache-Status", string(b))
+	h.Add("Cache-Status", x.missStatus.intern(b))
 	return t.wrapFn
 }
 
