@@ -245,12 +245,11 @@ func (t *tap) fail() {
 	}
 	t.ended = true
 	t.x.leave(t.e)
-	select {
-	case <-t.e.ready:
+	if t.e.isReady.Load() {
 		if t.e.body != nil {
 			t.e.body.finish(true)
 		}
-	default:
+	} else {
 		t.e.abandon()
 	}
 	t.release()

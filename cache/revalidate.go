@@ -297,7 +297,7 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 		timeout = timer.C
 	}
 	select {
-	case <-f.e.ready:
+	case <-f.e.readyChan():
 	case <-timeout:
 		x.count(c, outMiss)
 		return x.miss(c, rest, ri, pk, pk, nil, fwd, x.now())
