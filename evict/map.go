@@ -82,8 +82,8 @@ func (q *fifo[K, V]) unlink(e *entry[K, V]) {
 // queue. Only 64-bit hashes are kept, never keys, so the memory it
 // takes is a small multiple of 8 bytes per remembered key.
 type ghost struct {
-	seen map[uint64]uint32 // hash -> generation of its newest ring slot
-	ring []ghostSlot       // FIFO, oldest at ring[head]
+	seen hashGens    // hash -> generation of its newest ring slot
+	ring []ghostSlot // FIFO, oldest at ring[head]
 	head int
 	gen  uint32
 }
@@ -97,11 +97,8 @@ func (g *ghost) add(h uint64, limit int) {
 	if limit <= 0 {
 		return
 	}
-	if g.seen == nil {
-		g.seen = make(map[uint64]uint32)
-	}
 	g.gen++
-	g.seen[h] = g.gen
+	g.seen.put(h, g.gen)
 	g.ring = append(g.ring, ghostSlot{h, g.gen})
 	for len(g.ring)-g.head > limit {
 		g.drop()
@@ -117,18 +114,18 @@ func (g *ghost) add(h uint64, limit int) {
 func (g *ghost) drop() {
 	s := g.ring[g.head]
 	g.head++
-	if gen, ok := g.seen[s.h]; ok && gen == s.gen {
-		delete(g.seen, s.h)
+	if i, ok := g.seen.find(s.h); ok && g.seen.gen(i) == s.gen {
+		g.seen.remove(i)
 	}
 }
 
 // take reports whether h is remembered, and forgets it.
 func (g *ghost) take(h uint64) bool {
-	if _, ok := g.seen[h]; !ok {
-		return false
+	i, ok := g.seen.find(h)
+	if ok {
+		g.seen.remove(i)
 	}
-	delete(g.seen, h)
-	return true
+	return ok
 }
 
 // Map is a concurrent map whose entries' sizes add up to no more than a
