@@ -162,12 +162,14 @@ func reportCPU(b *testing.B, cpu time.Duration) {
 func BenchmarkHit4K(b *testing.B)   { benchHit(b, 4096) }
 func BenchmarkHit100K(b *testing.B) { benchHit(b, 100<<10) }
 
-// benchMiss measures misses at the steady state of a full store: every
-// request a new key, stored, and an older one evicted for it.
-func benchMiss(b *testing.B, n int) {
-	const size = 16 << 20
+// benchMiss measures misses at the steady state of a full 16 MB store:
+// every request a new key, stored, and an older one evicted for it.
+func benchMiss(b *testing.B, n int) { benchMissIn(b, n, 16<<20) }
+
+// benchMissIn is benchMiss with a store of size bytes.
+func benchMissIn(b *testing.B, n int, size int) {
 	arenaHeap, arenaSmallPages = *onHeap, *smallPages
-	x, err := New(Options{Size: size})
+	x, err := New(Options{Size: int64(size)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,6 +196,11 @@ func benchMiss(b *testing.B, n int) {
 
 func BenchmarkMiss4K(b *testing.B)   { benchMiss(b, 4096) }
 func BenchmarkMiss100K(b *testing.B) { benchMiss(b, 100<<10) }
+
+// 4 KB misses into a full 256 MB store (filling it takes 131,072
+// misses first), where the entries' bookkeeping is sixteen times
+// BenchmarkMiss4K's.
+func BenchmarkMiss4KBigStore(b *testing.B) { benchMissIn(b, 4096, 256<<20) }
 
 // missOverProxy returns the allocations per request, in the whole
 // process (client, Sluice, origin), of misses through [cache, proxy]
