@@ -104,16 +104,18 @@ func TestCacheAllocs(t *testing.T) {
 	hit, alone, miss := cacheAllocs(t)
 	t.Logf("hit %v, source alone %v, miss %v allocations per request", hit, alone, miss)
 	// A hit: the key's string, and the rest of the pipeline handed to
-	// the cache as a Component (pipe.Chain). A miss: the tap and its
-	// filter, content and writer, the entry (its body inside) and its
-	// ready channel, the meta (its fields inside), the store's node, the
-	// strings of the key, Date and Cache-Status, and the rest as a
-	// Component.
+	// the cache as a Component (pipe.Chain). A miss: the entry (its body
+	// inside), the meta (its fields inside), the store's node (none once
+	// the store is full and evicts: see package evict), the key's
+	// string, and the rest as a Component. The tap, with its filter,
+	// content and writer, is reused; the Date and Cache-Status strings
+	// are shared by the misses that say the same; the entry's ready
+	// channel is made only when a request waits for it.
 	if hit > alone+2 {
 		t.Errorf("a hit allocates %v, want at most %v", hit, alone+2)
 	}
-	if miss > 12 {
-		t.Errorf("a miss allocates %v, want at most 12", miss)
+	if miss > 5 {
+		t.Errorf("a miss allocates %v, want at most 5", miss)
 	}
 }
 
@@ -160,12 +162,14 @@ func reportCPU(b *testing.B, cpu time.Duration) {
 func BenchmarkHit4K(b *testing.B)   { benchHit(b, 4096) }
 func BenchmarkHit100K(b *testing.B) { benchHit(b, 100<<10) }
 
-// benchMiss measures misses at the steady state of a full store: every
-// request a new key, stored, and an older one evicted for it.
-func benchMiss(b *testing.B, n int) {
-	const size = 16 << 20
+// benchMiss measures misses at the steady state of a full 16 MB store:
+// every request a new key, stored, and an older one evicted for it.
+func benchMiss(b *testing.B, n int) { benchMissIn(b, n, 16<<20) }
+
+// benchMissIn is benchMiss with a store of size bytes.
+func benchMissIn(b *testing.B, n int, size int) {
 	arenaHeap, arenaSmallPages = *onHeap, *smallPages
-	x, err := New(Options{Size: size})
+	x, err := New(Options{Size: int64(size)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -192,6 +196,11 @@ func benchMiss(b *testing.B, n int) {
 
 func BenchmarkMiss4K(b *testing.B)   { benchMiss(b, 4096) }
 func BenchmarkMiss100K(b *testing.B) { benchMiss(b, 100<<10) }
+
+// 4 KB misses into a full 256 MB store (filling it takes 131,072
+// misses first), where the entries' bookkeeping is sixteen times
+// BenchmarkMiss4K's.
+func BenchmarkMiss4KBigStore(b *testing.B) { benchMissIn(b, 4096, 256<<20) }
 
 // missOverProxy returns the allocations per request, in the whole
 // process (client, Sluice, origin), of misses through [cache, proxy]
@@ -241,8 +250,8 @@ func TestMissAllocsOverProxy(t *testing.T) {
 		cached, alone := missOverProxy(t, size)
 		t.Logf("%d-byte misses: %v allocations per request through the cache and the proxy, %v through the proxy alone: %v more",
 			size, cached, alone, cached-alone)
-		if cached-alone > 16 {
-			t.Errorf("%d-byte misses: the cache adds %v allocations per request, want at most 16", size, cached-alone)
+		if cached-alone > 8 {
+			t.Errorf("%d-byte misses: the cache adds %v allocations per request, want at most 8", size, cached-alone)
 		}
 	}
 }

@@ -126,6 +126,7 @@ type Cache struct {
 	name              string
 	store             *evict.Map[string, *entry]
 	mu                sync.Mutex
+	memoMu            sync.Mutex // held while a disk object's entry is made (diskEntry)
 	inflight          map[string]*entry
 	maxObject         int64
 	maxHeader         int64
@@ -152,9 +153,11 @@ type Cache struct {
 	methodFilter pipe.Filter
 	bodyFilter   pipe.Filter
 
-	stats   Stats
-	objects atomic.Int64 // response entries in the store
-	tags    tagIndex
+	date       atomic.Pointer[dateString] // httpDate's
+	missStatus statusStrings              // the Cache-Status values of misses
+	stats      Stats
+	objects    atomic.Int64 // response entries in the store
+	tags       tagIndex
 }
 
 // Stats counts what a Cache did; read it with Cache.Stats (see stats.go
@@ -381,32 +384,48 @@ func (x *Cache) HandleRest(c *pipe.Conn, rest pipe.Component) bool {
 // revalidates it, and reports done; not done (a Range request for a
 // response that must be validated), the request goes on as a miss, fwd.
 func (x *Cache) answerStored(c *pipe.Conn, rest pipe.Component, found *entry, ri *reqInfo, pk string, now time.Time) (ok, done bool, fwd string) {
-	m := found.meta.Load()
+	for judged := 1; ; judged++ {
+		ok, done, fwd, again := x.answerMeta(c, rest, found, found.meta.Load(), ri, pk, now, judged < 3)
+		if !again {
+			return ok, done, fwd
+		}
+		// A revalidation finished between the judgement and the
+		// request's own: judge what it stored (at most twice more,
+		// then revalidate whatever is stored).
+		now = x.now()
+	}
+}
+
+// answerMeta is answerStored for the stored response found with meta m;
+// with recheck it reports again when found changed before a revalidation
+// started (see revalidation).
+func (x *Cache) answerMeta(c *pipe.Conn, rest pipe.Component, found *entry, m *meta, ri *reqInfo, pk string, now time.Time, recheck bool) (ok, done bool, fwd string, again bool) {
 	switch x.judge(m, ri, now) {
 	case useFresh:
 		x.count(c, outHit)
-		return x.serve(c, found, m, ri, now, found.strings(x, m, now).status), true, ""
+		return x.serve(c, found, m, ri, now, found.strings(x, m, now).status), true, "", false
 	case useStale:
 		x.count(c, outStale)
-		return x.serve(c, found, m, ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=max-stale"), true, ""
+		return x.serve(c, found, m, ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=max-stale"), true, "", false
 	case useStaleRevalidate:
 		x.count(c, outStale)
 		x.background(rest, c, found, m, pk, ri)
-		return x.serve(c, found, m, ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=stale-while-revalidate"), true, ""
+		return x.serve(c, found, m, ri, now, x.name+"; hit; ttl="+ttl(m, now)+"; detail=stale-while-revalidate"), true, "", false
 	}
 	fwd = "stale"
 	if ri.noCache || ri.cc.MaxAge >= 0 && m.currentAge(now) > time.Duration(ri.cc.MaxAge)*time.Second {
 		fwd = "request"
 	}
 	if ri.cc.Has(httpgrammar.CCOnlyIfCached) {
-		return x.onlyIfCached(c, fwd), true, ""
+		return x.onlyIfCached(c, fwd), true, "", false
 	}
 	if !ri.ranged {
 		// Revalidate with the stored validators, or fetch anew with
 		// the stale response at hand for stale-if-error.
-		return x.revalidate(c, rest, found, m, ri, pk, fwd), true, ""
+		ok, again = x.revalidate(c, rest, found, m, ri, pk, fwd, recheck)
+		return ok, !again, fwd, again
 	}
-	return false, false, fwd
+	return false, false, fwd, false
 }
 
 func (x *Cache) onlyIfCached(c *pipe.Conn, fwd string) bool {

@@ -68,7 +68,7 @@ func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo) bool {
 	timer := time.NewTimer(x.lockTimeout)
 	defer timer.Stop()
 	select {
-	case <-e.ready:
+	case <-e.readyChan():
 	case <-timer.C:
 		// The leader may never bring a header (its content failed before
 		// committing): let the next request lead instead.

@@ -89,6 +89,16 @@ func (x *Cache) diskEvicted(_ string, e *entry) {
 	}
 }
 
+// diskMemo returns the entry kept in memory for the disk object o under
+// mk, closing o, or nil when none is kept for o's head.
+func (x *Cache) diskMemo(mk string, o *disk.Object) *entry {
+	if e, ok := x.store.Get(mk); ok && e.body != nil && e.body.dsk != nil && e.body.dsk.knows(o.Head()) {
+		o.Close()
+		return e
+	}
+	return nil
+}
+
 func (d *diskBody) knows(head []byte) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -222,8 +232,14 @@ func (x *Cache) diskLookup(pk string, r *engine.Request) (*entry, string, string
 // is forgotten open the object again.
 func (x *Cache) diskEntry(o *disk.Object, m *meta, key, sk string) *entry {
 	mk := "d\x00" + key
-	if e, ok := x.store.Get(mk); ok && e.body != nil && e.body.dsk != nil && e.body.dsk.knows(o.Head()) {
-		o.Close()
+	if e := x.diskMemo(mk, o); e != nil {
+		return e
+	}
+	// Made under memoMu, so that requests looking the object up at once
+	// share one entry, and with it one revalidation (entry.pending).
+	x.memoMu.Lock()
+	defer x.memoMu.Unlock()
+	if e := x.diskMemo(mk, o); e != nil {
 		return e
 	}
 	n, _ := o.Size()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -328,6 +329,44 @@ func TestDiskHitSendsFile(t *testing.T) {
 	}
 	if rec.String() != "from the file" || len(rec.files) != 1 || !strings.HasPrefix(rec.files[0], dir) || rec.off[0] <= 5 {
 		t.Fatalf("sent %q with SendFile calls %q at %v", rec.String(), rec.files, rec.off)
+	}
+}
+
+// Requests that look one disk object up at once share one entry, and
+// with it one revalidation when it is stale: the entry kept in memory
+// for the object is made once.
+func TestDiskLookupsShareOneEntry(t *testing.T) {
+	h := diskHarness(t, Options{Path: t.TempDir()}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "shared")
+	})
+	h.get(t, "/one")
+	r := &engine.Request{Method: []byte("GET"), Path: []byte("/one"), Host: []byte(strings.TrimPrefix(h.url, "http://"))}
+	pk := h.x.primaryKey(r)
+	for round := range 300 {
+		// The object's entry, let go of, to be made again below.
+		if e, ok := h.x.store.Delete("d\x00" + pk); ok {
+			h.x.diskEvicted("", e)
+		}
+		const n = 8
+		got := make([]*entry, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got[i], _, _ = h.x.lookup(pk, r)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, e := range got {
+			if e == nil || e != got[0] {
+				t.Fatalf("round %d: lookup %d found %p, lookup 0 %p", round, i, e, got[0])
+			}
+		}
 	}
 }
 

@@ -230,12 +230,8 @@ func (x *Cache) inflightHeld() int64 {
 	x.mu.Unlock()
 	var n int64
 	for _, e := range es {
-		select {
-		case <-e.ready:
-			if e.body != nil {
-				n += e.body.capacity()
-			}
-		default:
+		if e.isReady.Load() && e.body != nil {
+			n += e.body.capacity()
 		}
 	}
 	return n

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,12 +31,42 @@ type tap struct {
 	ended    bool
 	released bool         // release ran
 	content  pipe.Content // the rest's, when run stands in for it
+
+	// The tap's methods as the pipeline takes them, made once per tap:
+	// taps are reused (tapPool), so a miss allocates none of them.
+	filterFn pipe.Filter
+	runFn    pipe.Content
+	wrapFn   pipe.Wrap
+}
+
+// tapPool holds taps whose miss is over: Close has run, after which the
+// pipeline calls none of their methods (the content phase calls Close
+// once, last, and a filter's Close never closes the writer beneath it:
+// see pipe.Wrap). A tap whose Close never runs (its response was not
+// storable, or the content panicked) is left to the collector.
+var tapPool = sync.Pool{New: func() any {
+	t := new(tap)
+	t.filterFn, t.runFn, t.wrapFn = t.filter, t.run, t.wrap
+	return t
+}}
+
+// newTap returns a tap from the pool, its fields those of a new one but
+// the skip slice's room and the methods.
+func newTap() *tap { return tapPool.Get().(*tap) }
+
+// free puts t back in the pool once Close is done with it.
+func (t *tap) free() {
+	clear(t.skip)
+	skip, filterFn, runFn, wrapFn := t.skip[:0], t.filterFn, t.runFn, t.wrapFn
+	*t = tap{skip: skip, filterFn: filterFn, runFn: runFn, wrapFn: wrapFn}
+	tapPool.Put(t)
 }
 
 // miss runs rest for the request and stores what it produces when it
 // may. leader is the collapse entry r leads, or nil.
 func (x *Cache) miss(c *pipe.Conn, rest pipe.Component, ri *reqInfo, pk, ck string, leader *entry, fwd string, now time.Time) (ok bool) {
-	t := &tap{x: x, ri: *ri, req: c.Request, pk: pk, ck: ck, e: leader, fwd: fwd, reqTime: now}
+	t := newTap()
+	t.x, t.ri, t.req, t.pk, t.ck, t.e, t.fwd, t.reqTime = x, *ri, c.Request, pk, ck, leader, fwd, now
 	c.Header().Values(func(name, value string) bool {
 		t.skip = append(t.skip, field{name, value})
 		return true
@@ -59,13 +90,13 @@ func (x *Cache) miss(c *pipe.Conn, rest pipe.Component, ri *reqInfo, pk, ck stri
 		t.fail()
 		return ok
 	}
-	c.NestFilters(mark, t.filter)
+	c.NestFilters(mark, t.filterFn)
 	if leader != nil {
 		// A content that panics must still release whoever joined the
 		// fetch, or the key would hang with its entry in flight.
 		t.content = c.Content()
 		if t.content != nil {
-			c.SetContent(t.run)
+			c.SetContent(t.runFn)
 		}
 	}
 	return ok
@@ -101,7 +132,15 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 				x.markPass(t.pk)
 			}
 		}
-		h.Add("Cache-Status", x.name+"; fwd="+t.fwd+"; fwd-status="+strconv.Itoa(status)+"; detail="+why)
+		var buf [128]byte
+		b := append(buf[:0], x.name...)
+		b = append(b, "; fwd="...)
+		b = append(b, t.fwd...)
+		b = append(b, "; fwd-status="...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, "; detail="...)
+		b = append(b, why...)
+		h.Add("Cache-Status", x.missStatus.intern(b))
 		return nil
 	}
 	if m.vary != nil {
@@ -128,8 +167,8 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	b = append(b, storedParam(m)...)
 	b = append(b, "; ttl="...)
 	b = strconv.AppendInt(b, int64(m.lifetime/time.Second)-age, 10)
-	h.Add("Cache-Status", string(b))
-	return t.wrap
+	h.Add("Cache-Status", x.missStatus.intern(b))
+	return t.wrapFn
 }
 
 func (t *tap) wrap(next pipe.Writer) pipe.Writer {
@@ -206,12 +245,11 @@ func (t *tap) fail() {
 	}
 	t.ended = true
 	t.x.leave(t.e)
-	select {
-	case <-t.e.ready:
+	if t.e.isReady.Load() {
 		if t.e.body != nil {
 			t.e.body.finish(true)
 		}
-	default:
+	} else {
 		t.e.abandon()
 	}
 	t.release()
@@ -232,12 +270,21 @@ func (t *tap) release() {
 	}
 }
 
-// Close completes the body and stores it.
+// Close completes the body and stores it. It is the last of the tap's
+// methods the pipeline calls: the tap goes back to the pool.
 func (t *tap) Close() error {
-	if t.ended {
-		return t.downErr
+	if !t.ended {
+		t.ended = true
+		t.store()
 	}
-	t.ended = true
+	err := t.downErr
+	t.free()
+	return err
+}
+
+// store completes the body, stores the response when it is whole, and
+// releases the fetch.
+func (t *tap) store() {
 	defer t.release()
 	x, e, m := t.x, t.e, t.m
 	n, _ := e.body.state()
@@ -245,11 +292,10 @@ func (t *tap) Close() error {
 		// Fewer bytes than Content-Length: not a whole response.
 		x.leave(e)
 		e.body.finish(true)
-		return t.downErr
+		return
 	}
 	e.body.finish(false)
 	if !t.over && x.insert(t.pk, t.req, e, m, t.sk) {
 		atomic.AddUint64(&x.stats.Stored, 1)
 	}
-	return t.downErr
 }

@@ -264,8 +264,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	}
 	if m.date.IsZero() {
 		m.date = respTime
-		d := respTime.UTC().Format(http.TimeFormat)
-		m.fields = append(m.fields, field{"Date", d})
+		m.fields = append(m.fields, field{"Date", x.httpDate(respTime)})
 	}
 	// Freshness lifetime, §4.2.1, shared cache.
 	heuristic := false
@@ -389,7 +388,7 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 	}
 	if n.date.IsZero() || h.Get("Date") == "" {
 		n.date = respTime
-		n.fields = replaceField(n.fields, "Date", respTime.UTC().Format(http.TimeFormat))
+		n.fields = replaceField(n.fields, "Date", x.httpDate(respTime))
 	}
 	if validCDN(cdns) {
 		ccs = cdns

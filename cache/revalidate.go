@@ -237,11 +237,20 @@ func (f *fetch) run(h engine.Handler) {
 // meta m) in flight, or sends a conditional request for it down rest on
 // a goroutine of its own: concurrent requests for a stale response share
 // one revalidation, as misses share one fetch. The request that starts
-// it (true) holds the new response's body, and must let go of it.
-func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk string, old *entry, m *meta) (*fetch, bool) {
+// it (true) holds the new response's body, and must let go of it. With
+// recheck, a stored response that changed since it was judged by m (a
+// revalidation that finished in between freshened it) is not
+// revalidated again: revalidation returns nil, false, and the caller
+// judges the new meta.
+func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk string, old *entry, m *meta, recheck bool) (*fetch, bool) {
 	if f := old.pending.Load(); f != nil {
 		f.joined.Add(1)
 		return f, false
+	}
+	if recheck && old.meta.Load() != m {
+		// A revalidation stores the freshened meta before it clears
+		// pending, so seeing pending clear means seeing its meta.
+		return nil, false
 	}
 	now := x.now()
 	f := &fetch{x: x, req: conditionalRequest(c.Request, m), reqID: c.RequestIDAttr(), reqTime: now, pk: pk, old: old, oldMeta: m, e: newEntry()}
@@ -282,9 +291,19 @@ func (x *Cache) revalidation(rest pipe.Component, c *pipe.Conn, ri *reqInfo, pk 
 // as it is: it asks the rest of the pipeline with the stored validators
 // and serves the stored response freshened by a 304, the stale one when
 // the rest fails and staleness is allowed on error, or the new response
-// as it streams in.
-func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string) bool {
-	f, started := x.revalidation(rest, c, ri, pk, e, m)
+// as it streams in. With recheck it reports again, having done nothing,
+// when the stored response changed since m judged it (see revalidation).
+func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string, recheck bool) (ok, again bool) {
+	f, started := x.revalidation(rest, c, ri, pk, e, m, recheck)
+	if f == nil {
+		return false, true
+	}
+	return x.awaitRevalidation(c, rest, e, m, ri, pk, fwd, f, started), false
+}
+
+// awaitRevalidation answers the request with the outcome of f, the
+// revalidation of e (judged by m) that it started or joined.
+func (x *Cache) awaitRevalidation(c *pipe.Conn, rest pipe.Component, e *entry, m *meta, ri *reqInfo, pk, fwd string, f *fetch, started bool) bool {
 	if started {
 		defer f.e.body.unref()
 	}
@@ -297,7 +316,7 @@ func (x *Cache) revalidate(c *pipe.Conn, rest pipe.Component, e *entry, m *meta,
 		timeout = timer.C
 	}
 	select {
-	case <-f.e.ready:
+	case <-f.e.readyChan():
 	case <-timeout:
 		x.count(c, outMiss)
 		return x.miss(c, rest, ri, pk, pk, nil, fwd, x.now())
@@ -372,7 +391,7 @@ func (f *fetch) shareable(r *engine.Request, nm *meta) bool {
 // background revalidates the stored response m behind a stale answer
 // (stale-while-revalidate), one revalidation per entry at a time.
 func (x *Cache) background(rest pipe.Component, c *pipe.Conn, e *entry, m *meta, pk string, ri *reqInfo) {
-	if f, started := x.revalidation(rest, c, ri, pk, e, m); started {
+	if f, started := x.revalidation(rest, c, ri, pk, e, m, true); started {
 		f.e.body.unref() // nobody reads the new response here
 	}
 }

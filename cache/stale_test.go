@@ -216,6 +216,56 @@ func TestStaleIfErrorKeepsStaleOver5xx(t *testing.T) {
 	}
 }
 
+// A request that judged a stored response stale just before another
+// request's revalidation freshened it with a 304, and reaches the
+// revalidation step just after, starts no second revalidation: the
+// freshened response answers it.
+func TestFreshenedEntryNotRevalidatedAgain(t *testing.T) {
+	var o *origin
+	h := newHarness(t, Options{}, nil)
+	o = h.o
+	o.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=10")
+		w.Header().Set("ETag", `"1"`)
+		if r.Header.Get("If-None-Match") == `"1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		io.WriteString(w, "v")
+	})
+	h.get(t, "/f")
+	h.clock.advance(20 * time.Second)
+	// The raced request's lookup and judgement: stale.
+	r := &engine.Request{Method: []byte("GET"), Path: []byte("/f"), Host: []byte(strings.TrimPrefix(h.url, "http://"))}
+	pk := h.x.primaryKey(r)
+	old, _, _ := h.x.lookup(pk, r)
+	if old == nil {
+		t.Fatal("the stale response is not stored")
+	}
+	judged := old.meta.Load()
+	// Another request revalidates it meanwhile.
+	if resp, body := h.get(t, "/f"); body != "v" || !strings.Contains(resp.Header.Get("Cache-Status"), "fwd-status=304") {
+		t.Fatalf("revalidation answered %q (%s), want v after a 304", body, resp.Header.Get("Cache-Status"))
+	}
+	h.x.fetches.Wait()
+	if old.meta.Load() == judged {
+		t.Fatal("the 304 did not freshen the entry the raced request holds")
+	}
+	if old.pending.Load() != nil {
+		t.Fatal("the finished revalidation is still pending")
+	}
+	if f, started := h.x.revalidation(nil, nil, nil, pk, old, judged, true); f != nil || started {
+		t.Fatalf("revalidation of the freshened response: %v, started %v; want none", f, started)
+	}
+	if got := o.n.Load(); got != 2 {
+		t.Errorf("origin saw %d requests, want 2", got)
+	}
+	// Judged again, the stored response is fresh.
+	if resp, body := h.get(t, "/f"); body != "v" || !strings.HasPrefix(resp.Header.Get("Cache-Status"), "Sluice; hit") {
+		t.Errorf("after: %q (%s), want a hit", body, resp.Header.Get("Cache-Status"))
+	}
+}
+
 // A request that looked up a stale response just before a revalidation
 // replaced it, and reaches the revalidation step just after, joins the
 // finished revalidation (and gets its new response) rather than

@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,6 +58,47 @@ func (e *entry) strings(x *Cache, m *meta, now time.Time) *hitStrings {
 		status: x.name + "; hit; ttl=" + strconv.FormatInt(int64(m.lifetime/time.Second)-sec, 10)}
 	e.hit.Store(p)
 	return p
+}
+
+// dateString is an HTTP-date and the Unix second it names.
+type dateString struct {
+	sec int64
+	s   string
+}
+
+// httpDate returns t as an HTTP-date (RFC 9110 §5.6.7), the Date a
+// response without one is stored with. It formats a second once: the
+// misses of that second share the string.
+func (x *Cache) httpDate(t time.Time) string {
+	sec := t.Unix()
+	if d := x.date.Load(); d != nil && d.sec == sec {
+		return d.s
+	}
+	d := &dateString{sec: sec, s: t.UTC().Format(http.TimeFormat)}
+	x.date.Store(d)
+	return d.s
+}
+
+// statusStrings keeps the Cache-Status values of recent misses, so that
+// misses that say the same (the same fwd, fwd-status and ttl: a site's
+// responses mostly come with a few max-ages) share one string rather
+// than each making its own. A slot is chosen by a hash of the value; a
+// value that is not in its slot replaces it.
+type statusStrings [16]atomic.Pointer[string]
+
+// intern returns b as a string, the one in its slot when that is equal.
+func (ss *statusStrings) intern(b []byte) string {
+	h := uint32(2166136261) // FNV-1a
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	slot := &ss[h%uint32(len(ss))]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
+	return s
 }
 
 // storedParam is Cache-Status's "; stored" for a response being stored,

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,11 +17,22 @@ const (
 )
 
 // entry is one store entry. A response entry is made when a fetch
-// starts; its meta is published (and ready closed) when the response
+// starts; its meta is published (and it is ready) when the response
 // header is known, or it is abandoned; its body grows until the fetch
 // ends, and it enters the store once the body is complete.
 type entry struct {
 	kind uint8
+
+	// isReady is set once the entry is published or abandoned; ready,
+	// made only for a request that waits for that before (a collapsed
+	// miss, a shared revalidation: most fetches have nobody waiting),
+	// is then closed. readyMu guards both. Kept beside kind, abandoned
+	// and purged, they take no room but the channel's pointer.
+	isReady   atomic.Bool
+	abandoned atomic.Bool // set before the entry is ready, without a meta
+	purged    atomic.Bool // a purge matched it while it was fetched: not stored
+	readyMu   sync.Mutex
+	ready     chan struct{}
 
 	// kindVary: the names, and the generation in the variants' keys, so
 	// that a new set of names or an invalidation orphans every old one.
@@ -31,22 +43,54 @@ type entry struct {
 	passUntil time.Time
 
 	// kindResponse.
-	meta      atomic.Pointer[meta]
-	body      *body
-	ready     chan struct{}
-	abandoned atomic.Bool           // set before ready is closed, without a meta
-	pending   atomic.Pointer[fetch] // the revalidation in flight, shared
-	purged    atomic.Bool           // a purge matched it while it was fetched: not stored
-	hit       atomic.Pointer[hitStrings]
-	mem       body   // the body, when in memory: made with the entry (newBodyIn)
-	readers   int    // collapsed readers, under Cache.mu
-	sk        string // the secondary key, set before ready is closed
-	flight    string // the key in Cache.inflight while fetched
-	key       string // the store key
-	charge    int64
+	meta    atomic.Pointer[meta]
+	body    *body
+	pending atomic.Pointer[fetch] // the revalidation in flight, shared
+	hit     atomic.Pointer[hitStrings]
+	mem     body   // the body, when in memory: made with the entry (newBodyIn)
+	readers int    // collapsed readers, under Cache.mu
+	sk      string // the secondary key, set before the entry is ready
+	flight  string // the key in Cache.inflight while fetched
+	key     string // the store key
+	charge  int64
 }
 
-func newEntry() *entry { return &entry{ready: make(chan struct{})} }
+func newEntry() *entry { return new(entry) }
+
+// closedReady is the ready channel of an entry that was ready before
+// anyone waited.
+var closedReady = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// readyChan returns a channel closed once e is published or abandoned.
+func (e *entry) readyChan() <-chan struct{} {
+	e.readyMu.Lock()
+	defer e.readyMu.Unlock()
+	if e.ready == nil {
+		if e.isReady.Load() {
+			return closedReady
+		}
+		e.ready = make(chan struct{})
+	}
+	return e.ready
+}
+
+// markReady makes e ready, once, and wakes who waits for it.
+func (e *entry) markReady() {
+	e.readyMu.Lock()
+	e.isReady.Store(true)
+	ch := e.ready
+	if ch == nil {
+		e.ready = closedReady
+	}
+	e.readyMu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
 
 // publish makes m the entry's response and wakes the waiters. A known
 // length up to sizeHint sizes the body's chunks (see newBody); a longer
@@ -68,13 +112,13 @@ func (e *entry) publish(m *meta, sizeHint int64, a *arena) {
 		e.body.setLength(length, m.status >= 400)
 	}
 	e.meta.Store(m)
-	close(e.ready)
+	e.markReady()
 }
 
 // abandon releases the waiters of an entry that will have no response.
 func (e *entry) abandon() {
 	e.abandoned.Store(true)
-	close(e.ready)
+	e.markReady()
 }
 
 // variantKey is the store key of the variant sk of a primary key under

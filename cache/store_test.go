@@ -117,3 +117,45 @@ func TestMaxKeys(t *testing.T) {
 		t.Errorf("%d entries, max_keys 10", n)
 	}
 }
+
+// An entry's ready channel, made only for whoever waits before it is
+// ready, is closed when it is published or abandoned, and one asked for
+// afterwards is closed already.
+func TestEntryReady(t *testing.T) {
+	for _, abandon := range []bool{false, true} {
+		e := newEntry()
+		early := e.readyChan()
+		select {
+		case <-early:
+			t.Fatal("ready before it was published")
+		default:
+		}
+		woke := make(chan struct{})
+		go func() {
+			<-e.readyChan()
+			close(woke)
+		}()
+		if abandon {
+			e.abandon()
+		} else {
+			e.publish(&meta{status: 200, length: 0}, 1<<20, nil)
+		}
+		<-early
+		<-woke
+		select {
+		case <-e.readyChan():
+		default:
+			t.Error("a channel asked for after it was ready is not closed")
+		}
+		if !e.isReady.Load() || e.abandoned.Load() != abandon {
+			t.Errorf("abandon %v: isReady %v, abandoned %v", abandon, e.isReady.Load(), e.abandoned.Load())
+		}
+		late := newEntry()
+		late.abandon()
+		select {
+		case <-late.readyChan():
+		default:
+			t.Error("the channel of an entry abandoned before anyone waited is not closed")
+		}
+	}
+}

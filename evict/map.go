@@ -26,12 +26,14 @@ const (
 	inMain
 )
 
-// entry is a stored value. key, size, queue, prev and next are guarded by
-// the Map's write lock; val too (read under the read lock); freq is
-// atomic because Get bumps it under the read lock.
+// entry is a stored value. key, hash, size, queue, prev and next are
+// guarded by the Map's write lock; val too (read under the read lock);
+// freq is atomic because Get bumps it under the read lock. hash is the
+// key's, for the ghost, computed once when the entry is set.
 type entry[K comparable, V any] struct {
 	key        K
 	val        V
+	hash       uint64
 	size       int64
 	freq       atomic.Int32
 	queue      uint8
@@ -80,8 +82,8 @@ func (q *fifo[K, V]) unlink(e *entry[K, V]) {
 // queue. Only 64-bit hashes are kept, never keys, so the memory it
 // takes is a small multiple of 8 bytes per remembered key.
 type ghost struct {
-	seen map[uint64]uint32 // hash -> generation of its newest ring slot
-	ring []ghostSlot       // FIFO, oldest at ring[head]
+	seen hashGens    // hash -> generation of its newest ring slot
+	ring []ghostSlot // FIFO, oldest at ring[head]
 	head int
 	gen  uint32
 }
@@ -95,11 +97,8 @@ func (g *ghost) add(h uint64, limit int) {
 	if limit <= 0 {
 		return
 	}
-	if g.seen == nil {
-		g.seen = make(map[uint64]uint32)
-	}
 	g.gen++
-	g.seen[h] = g.gen
+	g.seen.put(h, g.gen)
 	g.ring = append(g.ring, ghostSlot{h, g.gen})
 	for len(g.ring)-g.head > limit {
 		g.drop()
@@ -115,18 +114,18 @@ func (g *ghost) add(h uint64, limit int) {
 func (g *ghost) drop() {
 	s := g.ring[g.head]
 	g.head++
-	if gen, ok := g.seen[s.h]; ok && gen == s.gen {
-		delete(g.seen, s.h)
+	if i, ok := g.seen.find(s.h); ok && g.seen.gen(i) == s.gen {
+		g.seen.remove(i)
 	}
 }
 
 // take reports whether h is remembered, and forgets it.
 func (g *ghost) take(h uint64) bool {
-	if _, ok := g.seen[h]; !ok {
-		return false
+	i, ok := g.seen.find(h)
+	if ok {
+		g.seen.remove(i)
 	}
-	delete(g.seen, h)
-	return true
+	return ok
 }
 
 // Map is a concurrent map whose entries' sizes add up to no more than a
@@ -138,12 +137,22 @@ func (g *ghost) take(h uint64) bool {
 // parallel; Set and Delete take the write lock. The zero value is not
 // usable: make a Map with New. A Map must not be copied after first use.
 type Map[K comparable, V any] struct {
-	mu      sync.RWMutex
-	items   map[K]*entry[K, V]
-	small   fifo[K, V]
-	main    fifo[K, V]
-	ghost   ghost
-	seed    maphash.Seed
+	mu    sync.RWMutex
+	items map[K]*entry[K, V]
+	small fifo[K, V]
+	main  fifo[K, V]
+	ghost ghost
+	seed  maphash.Seed
+
+	// free holds entries let go of, linked by next, for the next Sets to
+	// reuse (at most maxFree), so that a Set that evicts allocates
+	// nothing at the steady state. ranging counts the Range calls under
+	// way: while there are any, no entry is kept for reuse, as Range
+	// holds entries it has not visited yet and must not find another
+	// key in one.
+	free    *entry[K, V]
+	nfree   int
+	ranging atomic.Int32
 	budget  int64
 	onEvict func(K, V)
 
@@ -203,7 +212,9 @@ type kv[K comparable, V any] struct {
 // entries while the sizes add up to more than the budget. It returns false,
 // storing nothing, when size alone is over the budget; any value stored
 // under k is then removed all the same (and handed to onEvict), so that
-// a Get after Set(k, v) returns v or nothing.
+// a Get after Set(k, v) returns v or nothing. The entries it lets go of
+// are reused by later Sets (a few at a time, and not while a Range is
+// under way), so a Set that evicts one allocates nothing.
 func (m *Map[K, V]) Set(k K, v V, size int64) bool {
 	size = max(size, 0)
 	var buf [4]kv[K, V]
@@ -218,6 +229,7 @@ func (m *Map[K, V]) Set(k K, v V, size int64) bool {
 		if exists {
 			gone = append(gone, kv[K, V]{k, e.val})
 			m.remove(e)
+			m.recycle(e)
 		}
 	case exists:
 		gone = append(gone, kv[K, V]{k, e.val})
@@ -227,10 +239,12 @@ func (m *Map[K, V]) Set(k K, v V, size int64) bool {
 		e.val, e.size = v, size
 		gone = m.evict(e, gone)
 	default:
-		e = &entry[K, V]{key: k, val: v, size: size}
+		e = m.newEntry()
+		e.key, e.val, e.size = k, v, size
+		e.hash = maphash.Comparable(m.seed, k)
 		m.items[k] = e
 		m.bytes += size
-		if m.ghost.take(maphash.Comparable(m.seed, k)) {
+		if m.ghost.take(e.hash) {
 			e.queue = inMain
 			m.main.push(e)
 		} else {
@@ -247,6 +261,36 @@ func (m *Map[K, V]) Set(k K, v V, size int64) bool {
 		}
 	}
 	return stored
+}
+
+// maxFree bounds the entries kept for reuse: a Set evicts few at a time.
+const maxFree = 16
+
+// newEntry returns an entry to set, reused or new. The write lock is
+// held.
+func (m *Map[K, V]) newEntry() *entry[K, V] {
+	e := m.free
+	if e == nil {
+		return new(entry[K, V])
+	}
+	m.free, e.next = e.next, nil
+	m.nfree--
+	return e
+}
+
+// recycle keeps e, unlinked and out of items, for reuse, when there is
+// room and no Range is under way. The write lock is held.
+func (m *Map[K, V]) recycle(e *entry[K, V]) {
+	if m.nfree >= maxFree || m.ranging.Load() != 0 {
+		return
+	}
+	var zk K
+	var zv V
+	e.key, e.val, e.hash, e.size, e.queue, e.prev = zk, zv, 0, 0, inSmall, nil
+	e.freq.Store(0)
+	e.next = m.free
+	m.free = e
+	m.nfree++
 }
 
 func (m *Map[K, V]) queue(e *entry[K, V]) *fifo[K, V] {
@@ -292,7 +336,7 @@ func (m *Map[K, V]) evict(keep *entry[K, V], gone []kv[K, V]) []kv[K, V] {
 				e.queue = inMain
 				m.main.push(e)
 			default:
-				m.ghost.add(maphash.Comparable(m.seed, e.key), len(m.items))
+				m.ghost.add(e.hash, len(m.items))
 				gone = m.drop(e, gone)
 			}
 			continue
@@ -318,6 +362,7 @@ func (m *Map[K, V]) drop(e *entry[K, V], gone []kv[K, V]) []kv[K, V] {
 	m.bytes -= e.size
 	m.evictions.Add(1)
 	gone = append(gone, kv[K, V]{e.key, e.val})
+	m.recycle(e)
 	return gone
 }
 
@@ -334,6 +379,7 @@ func (m *Map[K, V]) Delete(k K) (V, bool) {
 	m.remove(e)
 	m.publish()
 	v := e.val
+	m.recycle(e)
 	m.mu.Unlock()
 	return v, true
 }
@@ -347,6 +393,10 @@ func (m *Map[K, V]) Delete(k K) (V, bool) {
 // per entry.
 func (m *Map[K, V]) Range(fn func(K, V) bool) {
 	m.mu.RLock()
+	// Counted under the read lock: no entry the walk holds is let go of
+	// for reuse from now until it ends.
+	m.ranging.Add(1)
+	defer m.ranging.Add(-1)
 	all := make([]*entry[K, V], 0, len(m.items))
 	for _, e := range m.items {
 		all = append(all, e)
@@ -354,13 +404,14 @@ func (m *Map[K, V]) Range(fn func(K, V) bool) {
 	m.mu.RUnlock()
 	for _, e := range all {
 		m.mu.RLock()
-		cur, ok := m.items[e.key]
+		k := e.key
+		cur, ok := m.items[k]
 		var v V
 		if ok && cur == e {
 			v = e.val
 		}
 		m.mu.RUnlock()
-		if ok && cur == e && !fn(e.key, v) {
+		if ok && cur == e && !fn(k, v) {
 			return
 		}
 	}

@@ -420,3 +420,61 @@ func TestChurnMillionKeys(t *testing.T) {
 	}
 	runtime.KeepAlive(m)
 }
+
+// Entries let go of are reused by later Sets, but never while a Range
+// holds them: a walk under a churn of evictions visits each key at most
+// once, with its own value, and every entry present throughout.
+func TestRangeUnderChurn(t *testing.T) {
+	const n = 256
+	m := New[string, val](n, nil)
+	key := func(i int) string { return "/k/" + strconv.Itoa(i) }
+	for i := range n {
+		m.Set(key(i), val{key(i), i}, 1)
+	}
+	next := n
+	seen, deleted := make(map[string]bool), make(map[string]bool)
+	m.Range(func(k string, v val) bool {
+		if seen[k] {
+			t.Errorf("Range visited %s twice", k)
+		}
+		seen[k] = true
+		if v.key != k {
+			t.Errorf("Range visited %s with the value of %s", k, v.key)
+		}
+		if deleted[k] {
+			t.Errorf("Range visited %s, deleted before its turn", k)
+		}
+		if len(seen) <= 8 {
+			// k set anew after a key not visited yet is deleted: an entry
+			// reused now could be the deleted key's, which the walk holds.
+			m.Delete(k)
+			for i := range n {
+				if u := key(i); !seen[u] && !deleted[u] {
+					if _, ok := m.Delete(u); ok {
+						deleted[u] = true
+						break
+					}
+				}
+			}
+			m.Set(k, val{k, -1}, 1)
+		}
+		for range 4 { // new keys, each evicting one
+			m.Set(key(next), val{key(next), next}, 1)
+			next++
+		}
+		return true
+	})
+	if len(seen) == 0 || len(seen) > n {
+		t.Errorf("Range visited %d keys of %d", len(seen), n)
+	}
+	// Reuse resumes once the walk is over: Sets still store what they set.
+	for i := next; i < next+2*n; i++ {
+		m.Set(key(i), val{key(i), i}, 1)
+		if v, ok := m.Get(key(i)); !ok || v.id != i {
+			t.Fatalf("Get(%s) = %v, %v after its Set", key(i), v, ok)
+		}
+	}
+	if m.Len() != n || m.Size() != n {
+		t.Errorf("Len, Size = %d, %d; want %d, %d", m.Len(), m.Size(), n, n)
+	}
+}
