@@ -211,8 +211,10 @@ func (c *conn) park() bool {
 		return false
 	}
 	if sc := c.sockConn(); sc != nil && sc.Polled() {
-		// unpoll closes the descriptor the socket is in the set under.
+		// unpoll closes the descriptor the socket is in the set under,
+		// and in the gone set.
 		p.forget(c)
+		c.leaveGoneSet()
 		sc.Unpoll()
 	}
 	if !c.hasSlot {
