@@ -153,7 +153,7 @@ func (pw *peerWatch) start(c *conn, w *goneWatch) (gone bool) {
 	p.mu.Unlock()
 	ev := unix.EpollEvent{Events: goneEvents, Fd: int32(id)}
 	goneCtls.Add(1)
-	if unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
+	if sock.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
 		p.forget(id)
 		return false
 	}
@@ -169,7 +169,7 @@ func (pw *peerWatch) leave() {
 	}
 	p := gonePoll.p
 	goneCtls.Add(1)
-	unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, pw.fd, nil)
+	sock.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, pw.fd, nil)
 	p.forget(pw.id)
 	pw.id, pw.fd = 0, -1
 }
