@@ -285,6 +285,7 @@ func (c *conn) finish() {
 	}
 	c.th.Cancel()
 	c.nc.Close()
+	c.closeGone()
 	c.leavePark()
 	c.releaseSession()
 	c.srv.connClosed(c)

@@ -103,8 +103,9 @@ func (c *goneContext) end() {
 }
 
 // goneWatch is a connection's Gone state. A connection allocates one when
-// a handler first asks and keeps it for its later requests; the fields
-// describe the request in flight.
+// a handler first asks and keeps it for its later requests: ch and closed
+// describe the request in flight, peer the connection's socket, watched
+// from that first request until the connection closes (see gone_linux.go).
 type goneWatch struct {
 	mu     sync.Mutex
 	ch     chan struct{} // nil until Gone is called during the request
@@ -130,22 +131,19 @@ func (c *conn) goneChan() <-chan struct{} {
 		w.ch = make(chan struct{})
 		// Expire sets interrupted before it looks for a watch to close:
 		// either it finds this one or this sees the flag.
-		if c.interrupted.Load() {
+		if c.interrupted.Load() || w.peer.start(c, w) {
 			w.fire()
-		} else {
-			w.peer.start(c, w)
 		}
 	}
 	return w.ch
 }
 
-// fire closes the channel and ends the socket watch. Called with mu held.
+// fire closes the channel. Called with mu held.
 func (w *goneWatch) fire() {
 	if !w.closed {
 		w.closed = true
 		close(w.ch)
 	}
-	w.peer.stop()
 }
 
 // expireGone closes the Gone channel of the request in flight, if asked
@@ -160,15 +158,34 @@ func (c *conn) expireGone() {
 	}
 }
 
-// endGone ends the watch of the request whose handler returned. It is
-// called on the connection's goroutine before anything may close the
-// socket, so the socket watch is gone before its descriptor can be
-// reused.
+// endGone ends the watch of the request whose handler returned: its
+// channel, if not closed yet, never is. The socket stays watched for the
+// connection's next requests.
 func (c *conn) endGone() {
 	if w := c.gone.Load(); w != nil {
 		w.mu.Lock()
-		w.peer.stop()
 		w.ch, w.closed = nil, false
+		w.mu.Unlock()
+	}
+}
+
+// leaveGoneSet stops watching c's socket, before its descriptor changes
+// (see sock.Conn.Unpoll); the next watch adds it again. Called on the
+// connection's goroutine, between requests, while the socket is open.
+func (c *conn) leaveGoneSet() {
+	if w := c.gone.Load(); w != nil {
+		w.mu.Lock()
+		w.peer.leave()
+		w.mu.Unlock()
+	}
+}
+
+// closeGone forgets c's socket watch once the socket is closed. Called as
+// the connection ends.
+func (c *conn) closeGone() {
+	if w := c.gone.Load(); w != nil {
+		w.mu.Lock()
+		w.peer.closed()
 		w.mu.Unlock()
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/sluice-server/sluice/sock"
@@ -10,18 +11,32 @@ import (
 )
 
 // On Linux connections are watched for gone notices in one epoll set, the
-// process's, for all connections: sockets are added to it with EPOLLRDHUP only (EPOLLHUP and
-// EPOLLERR are implied), so it reports a peer's FIN or RST and never the
-// bytes that arrive. The set's descriptor is itself watched by the
-// runtime's poller, so waiting for it holds no thread, and nothing in it
-// touches the socket's own read lock: a handler may read the request body
-// meanwhile. The set and the goroutine reading it start with the first
-// Gone call in the process.
+// process's, for all connections: sockets are added to it with
+// EPOLLRDHUP|EPOLLET only (EPOLLHUP and EPOLLERR are implied), so it
+// reports a peer's FIN or RST and never the bytes that arrive. The set's
+// descriptor is itself watched by the runtime's poller, so waiting for it
+// holds no thread, and nothing in it touches the socket's own read lock: a
+// handler may read the request body meanwhile. The set and the goroutine
+// reading it start with the first Gone call in the process.
+//
+// A connection's socket joins the set with its first watch and stays in
+// it until the connection closes (closing the socket takes it out) or its
+// descriptor changes (see leaveGoneSet), so a connection whose every
+// request is watched costs one epoll_ctl in all, not two per request.
+// Edge-triggered, the set reports a FIN or RST once, whether a request is
+// watched then or not: the reader latches it (peerWatch.done), and a
+// watch that starts later sees it at once. Adding a socket whose peer is
+// gone already reports it at once.
 
-// peerWatch is one socket in the gone set; the zero value is none.
+// goneEvents is the set of events a watched socket waits for.
+const goneEvents = unix.EPOLLRDHUP | unix.EPOLLET
+
+// peerWatch is a connection's socket in the gone set; the zero value is
+// none. Its fields are guarded by the goneWatch's mu.
 type peerWatch struct {
-	id uint32 // key in gonePoller.watches, 0 for none
-	fd int
+	id   uint32 // key in gonePoller.watches, 0 while not in the set
+	fd   int    // the descriptor the socket is in the set under
+	done bool   // the set reported the peer's FIN or RST
 }
 
 // gonePoller is the process's gone set.
@@ -37,6 +52,9 @@ var gonePoll struct {
 	once sync.Once
 	p    *gonePoller // nil if the set could not be made
 }
+
+// goneCtls counts epoll_ctl calls on the gone set, for tests.
+var goneCtls atomic.Int64
 
 // goneSet returns the gone set, making it on first use, or nil.
 func goneSet() *gonePoller {
@@ -86,8 +104,9 @@ func (p *gonePoller) run(rc syscall.RawConn) {
 	})
 }
 
-// notify closes the Gone channel of the watch registered as id, if it
-// is still registered.
+// notify records that the peer of the socket registered as id has gone,
+// if it is still registered, and closes the Gone channel of the request
+// watched on it, if any.
 func (p *gonePoller) notify(id uint32) {
 	p.mu.Lock()
 	w := p.watches[id]
@@ -96,25 +115,33 @@ func (p *gonePoller) notify(id uint32) {
 		return
 	}
 	w.mu.Lock()
-	if w.peer.id == id { // not ended (and its socket not closed) meanwhile
-		w.fire()
+	if w.peer.id == id { // its socket not closed, nor its descriptor changed, meanwhile
+		w.peer.done = true
+		if w.ch != nil {
+			w.fire()
+		}
 	}
 	w.mu.Unlock()
 }
 
-// start adds c's socket to the gone set for w. Called with w.mu held.
-func (pw *peerWatch) start(c *conn, w *goneWatch) {
-	if c.peer == nil {
-		return
+// start watches c's socket for w's request, adding it to the gone set
+// unless it is in already. It reports whether the peer is known to have
+// gone. Called with w.mu held.
+func (pw *peerWatch) start(c *conn, w *goneWatch) (gone bool) {
+	if pw.done {
+		return true
+	}
+	if pw.id != 0 || c.peer == nil {
+		return false
 	}
 	p := goneSet()
 	if p == nil {
-		return
+		return false
 	}
 	fd := -1
 	c.peer.Control(func(f uintptr) { fd = int(f) })
 	if fd < 0 {
-		return
+		return false
 	}
 	p.mu.Lock()
 	id := p.next + 1
@@ -124,23 +151,36 @@ func (pw *peerWatch) start(c *conn, w *goneWatch) {
 	p.next = id
 	p.watches[id] = w
 	p.mu.Unlock()
-	ev := unix.EpollEvent{Events: unix.EPOLLRDHUP, Fd: int32(id)}
-	if unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
+	ev := unix.EpollEvent{Events: goneEvents, Fd: int32(id)}
+	goneCtls.Add(1)
+	if sock.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
 		p.forget(id)
-		return
+		return false
 	}
 	pw.id, pw.fd = id, fd
+	return false
 }
 
-// stop takes the socket out of the gone set. Called with the watch's mu
-// held, while the socket is still open.
-func (pw *peerWatch) stop() {
+// leave takes the socket out of the gone set while it is still open under
+// the descriptor it joined under. Called with the watch's mu held.
+func (pw *peerWatch) leave() {
 	if pw.id == 0 {
 		return
 	}
 	p := gonePoll.p
-	unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, pw.fd, nil)
+	goneCtls.Add(1)
+	sock.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, pw.fd, nil)
 	p.forget(pw.id)
+	pw.id, pw.fd = 0, -1
+}
+
+// closed forgets the socket, which closing took out of the set. Called
+// with the watch's mu held.
+func (pw *peerWatch) closed() {
+	if pw.id == 0 {
+		return
+	}
+	gonePoll.p.forget(pw.id)
 	pw.id, pw.fd = 0, -1
 }
 

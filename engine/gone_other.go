@@ -8,6 +8,8 @@ package engine
 // peerWatch is a no-op.
 type peerWatch struct{}
 
-func (*peerWatch) start(*conn, *goneWatch) {}
+func (*peerWatch) start(*conn, *goneWatch) bool { return false }
 
-func (*peerWatch) stop() {}
+func (*peerWatch) leave() {}
+
+func (*peerWatch) closed() {}

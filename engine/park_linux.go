@@ -211,8 +211,10 @@ func (c *conn) park() bool {
 		return false
 	}
 	if sc := c.sockConn(); sc != nil && sc.Polled() {
-		// unpoll closes the descriptor the socket is in the set under.
+		// unpoll closes the descriptor the socket is in the set under,
+		// and in the gone set.
 		p.forget(c)
+		c.leaveGoneSet()
 		sc.Unpoll()
 	}
 	if !c.hasSlot {
@@ -244,7 +246,7 @@ func (c *conn) park() bool {
 	c.wait.Store(waitParked)
 	ev := unix.EpollEvent{Events: parkEvents, Fd: int32(c.parkSlot), Pad: int32(c.parkGen)}
 	parkCtls.Add(1)
-	if unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
+	if sock.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
 		c.wait.Store(waitActive)
 		c.srv.stats.parked.Add(-1)
 		c.parkFd = -1
@@ -307,7 +309,7 @@ func (p *parkSet) forget(c *conn) {
 		return
 	}
 	parkCtls.Add(1)
-	unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(c.parkFd), nil)
+	sock.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(c.parkFd), nil)
 	c.parkFd = -1
 }
 

@@ -212,6 +212,20 @@ func resident(fd int, off, n int64) (in, known bool) {
 	return st.Cache >= uint64(pages), true
 }
 
+// EpollCtl adds, changes or deletes fd's entry in the epoll set epfd, as
+// epoll_ctl(2) with op does, with ev the entry (nil to delete); errors
+// are the system call's syscall.Errno. It never blocks, so it is a raw
+// system call (see sysCall), where unix.EpollCtl announces a call that
+// may block, whose entry wakes the runtime's monitor thread when it
+// sleeps (see EpollReady).
+func EpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
+	_, e := sysCall(true, unix.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 // EpollReady stores the events ready in the epoll set epfd now into
 // events and returns their count, as epoll_wait(2) with a timeout of 0
 // does; errors are the system call's syscall.Errno (syscall.EINTR: try
