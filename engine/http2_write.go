@@ -56,16 +56,17 @@ func (h *h2Conn) readerKick() {
 // set, and wakes those waiting for the write. It runs on a task runner.
 //
 // Yielding once is not enough to let the connection's other handlers
-// finish: the scheduler takes a goroutine that yielded back after at
-// most 61 others, while a hundred connections of ten streams each keep
-// a thousand runnable, so the responses a client asked for together
-// left in two or three writes, each a TLS record and a send(2) (the
-// largest cost of a small response). The writer yields again while a
-// handler of the connection was handed to a runner and has not begun
-// (it waits for nothing but the CPU), at most h2WriteYields times; a
-// handler that has begun and waits for I/O does not hold it back, and
-// handlers that keep the CPU busy hold it back for h2WriteYieldTime at
-// most, and a time slice.
+// finish: a goroutine that yields goes to the scheduler's global queue,
+// which it serves every 61st time it picks one, while a hundred
+// connections of ten streams each keep a thousand runnable, so the
+// responses a client asked for together left in two or three writes,
+// each a TLS record and a send(2) (the largest cost of a small
+// response). The writer yields again while a handler of the connection
+// was handed to a runner and has not begun (such a handler waits for
+// nothing but the CPU), at most h2WriteYields times; a handler that has
+// begun and waits for I/O does not hold it back, and handlers that keep
+// the CPU busy hold it back for h2WriteYieldTime at most, and a time
+// slice.
 func (h *h2Conn) writeClaimed(yield bool) {
 	if yield {
 		runtime.Gosched()
