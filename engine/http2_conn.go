@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
@@ -44,6 +45,10 @@ type h2Conn struct {
 	h    Handler
 	idle bool // the timeout manager counts the connection idle
 
+	// Handlers handed to a task runner that have not begun to run: they
+	// are runnable, so a write that waits for them waits for no I/O.
+	unstarted atomic.Int32
+
 	// Used by the reader goroutine alone.
 	rd          h2Reader
 	dec         *hpack.Decoder
@@ -63,6 +68,7 @@ type h2Conn struct {
 	enc       *h2Encoder
 	encBuf    h2BlockBuf
 	writeSoon func()     // writeClaimed(true), bound once: flushSoonLocked's task
+	writeNow  func()     // writeClaimed(false), bound once: kickLocked's task
 	sendWin   int64      // the connection's send window
 	peerWin   int64      // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	peerMax   int        // the client's SETTINGS_MAX_FRAME_SIZE
@@ -114,6 +120,7 @@ func newH2Conn(c *conn, nc net.Conn) *h2Conn {
 	h.dec.SetMaxStringLength(h.maxList)
 	h.enc = newH2Encoder(&h.encBuf)
 	h.writeSoon = func() { h.writeClaimed(true) }
+	h.writeNow = func() { h.writeClaimed(false) }
 	h.rd = h2Reader{src: nc, idle: h.readIdle}
 	return h
 }

@@ -254,13 +254,17 @@ func (b *h2Block) add(s string) [2]int {
 // skipped if it is connection-specific (RFC 9113 §8.2.2) or not a token;
 // CR, LF and NUL in its value replaced by spaces.
 func (h *h2Conn) writeField(name, value string) {
-	name = h2Lower(name)
-	switch name {
-	case "connection", "proxy-connection", "keep-alive", "te", "transfer-encoding", "upgrade":
-		return
-	}
-	if !h2ValidName(name) {
-		return
+	if known := h2KnownName(name); known != "" {
+		name = known // a token, and not connection-specific
+	} else {
+		name = h2Lower(name)
+		switch name {
+		case "connection", "proxy-connection", "keep-alive", "te", "transfer-encoding", "upgrade":
+			return
+		}
+		if !h2ValidName(name) {
+			return
+		}
 	}
 	value = httpgrammar.TrimOWS(value)
 	if lineBreakAt(value) >= 0 {
@@ -295,30 +299,88 @@ func init() {
 	for c := 100; c < 600; c++ {
 		h2StatusTexts[c] = strconv.Itoa(c)
 	}
-	for _, n := range []string{
-		"Accept-Ranges", "Access-Control-Allow-Origin", "Age", "Allow", "Alt-Svc",
-		"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language",
-		"Content-Location", "Content-Range", "Content-Security-Policy", "Content-Type",
-		"Cross-Origin-Opener-Policy", "Date", "ETag", "Expires", "Last-Modified", "Link",
-		"Location", "Referrer-Policy", "Retry-After", "Server", "Set-Cookie",
-		"Strict-Transport-Security", "Trailer", "Vary", "Via", "WWW-Authenticate",
-		"X-Content-Type-Options", "X-Frame-Options", "X-Request-Id", "X-Xss-Protection",
-	} {
-		h2LowerNames[n] = strings.ToLower(n)
-	}
 }
 
-// h2LowerNames maps common field names to their lowercase forms, so
-// lowercasing them does not allocate.
-var h2LowerNames = map[string]string{}
+// h2KnownName returns the lowercase form of a common response field
+// name, given in its canonical or lowercase form, or "" for another.
+// A switch, not a map: the compiler compares lengths, then bytes, where
+// a map hashes the name (3% of the CPU of a small file over HTTP/2).
+func h2KnownName(name string) string {
+	switch name {
+	case "Accept-Ranges", "accept-ranges":
+		return "accept-ranges"
+	case "Access-Control-Allow-Origin", "access-control-allow-origin":
+		return "access-control-allow-origin"
+	case "Age", "age":
+		return "age"
+	case "Allow", "allow":
+		return "allow"
+	case "Alt-Svc", "alt-svc":
+		return "alt-svc"
+	case "Cache-Control", "cache-control":
+		return "cache-control"
+	case "Content-Disposition", "content-disposition":
+		return "content-disposition"
+	case "Content-Encoding", "content-encoding":
+		return "content-encoding"
+	case "Content-Language", "content-language":
+		return "content-language"
+	case "Content-Location", "content-location":
+		return "content-location"
+	case "Content-Range", "content-range":
+		return "content-range"
+	case "Content-Security-Policy", "content-security-policy":
+		return "content-security-policy"
+	case "Content-Type", "content-type":
+		return "content-type"
+	case "Cross-Origin-Opener-Policy", "cross-origin-opener-policy":
+		return "cross-origin-opener-policy"
+	case "Date", "date":
+		return "date"
+	case "ETag", "etag":
+		return "etag"
+	case "Expires", "expires":
+		return "expires"
+	case "Last-Modified", "last-modified":
+		return "last-modified"
+	case "Link", "link":
+		return "link"
+	case "Location", "location":
+		return "location"
+	case "Referrer-Policy", "referrer-policy":
+		return "referrer-policy"
+	case "Retry-After", "retry-after":
+		return "retry-after"
+	case "Server", "server":
+		return "server"
+	case "Set-Cookie", "set-cookie":
+		return "set-cookie"
+	case "Strict-Transport-Security", "strict-transport-security":
+		return "strict-transport-security"
+	case "Trailer", "trailer":
+		return "trailer"
+	case "Vary", "vary":
+		return "vary"
+	case "Via", "via":
+		return "via"
+	case "WWW-Authenticate", "www-authenticate":
+		return "www-authenticate"
+	case "X-Content-Type-Options", "x-content-type-options":
+		return "x-content-type-options"
+	case "X-Frame-Options", "x-frame-options":
+		return "x-frame-options"
+	case "X-Request-Id", "x-request-id":
+		return "x-request-id"
+	case "X-Xss-Protection", "x-xss-protection":
+		return "x-xss-protection"
+	}
+	return ""
+}
 
 // h2Lower returns name in lowercase, as HTTP/2 sends field names.
 func h2Lower(name string) string {
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c >= 'A' && c <= 'Z' {
-			if l, ok := h2LowerNames[name]; ok {
-				return l
-			}
 			return strings.ToLower(name)
 		}
 	}

@@ -189,3 +189,58 @@ func BenchmarkH2Encoder(b *testing.B) {
 		}
 	})
 }
+
+// writeField sends every name lowercased, whether a common one the switch
+// knows (canonical or lowercase) or another; it drops connection-specific
+// fields and names that are not tokens; x/net's decoder reads the block.
+func TestH2WriteFieldNames(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Content-Type", "content-type"},
+		{"content-type", "content-type"},
+		{"Content-type", "content-type"},
+		{"ETag", "etag"},
+		{"WWW-Authenticate", "www-authenticate"},
+		{"X-Request-Id", "x-request-id"},
+		{"Set-Cookie", "set-cookie"},
+		{"X-Custom", "x-custom"},
+		{"x-custom", "x-custom"},
+		{"Connection", ""},
+		{"Transfer-Encoding", ""},
+		{"keep-alive", ""},
+		{"Bad Name", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		h := &h2Conn{}
+		h.enc = newH2Encoder(&h.encBuf)
+		h.writeField(tt.in, " v ")
+		var got []hpack.HeaderField
+		dec := hpack.NewDecoder(4096, func(f hpack.HeaderField) { got = append(got, f) })
+		if _, err := dec.Write(h.encBuf.b); err != nil {
+			t.Fatalf("%q: decoding: %v", tt.in, err)
+		}
+		switch {
+		case tt.want == "" && len(got) != 0:
+			t.Errorf("%q: sent %v, want nothing", tt.in, got)
+		case tt.want != "" && (len(got) != 1 || got[0].Name != tt.want || got[0].Value != "v"):
+			t.Errorf("%q: sent %v, want %s: v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkH2WriteField encodes the fields the files handler sets on a
+// small file's response, as commitLocked passes them.
+func BenchmarkH2WriteField(b *testing.B) {
+	fields := [][2]string{
+		{"Content-Type", "text/html; charset=utf-8"}, {"Last-Modified", "Sun, 06 Dec 2026 18:00:00 GMT"},
+		{"ETag", `"5f-151"`}, {"Accept-Ranges", "bytes"}, {"X-Request-Id", "0123456789abcdef"},
+	}
+	h := &h2Conn{}
+	h.enc = newH2Encoder(&h.encBuf)
+	for b.Loop() {
+		h.encBuf.b = h.encBuf.b[:0]
+		for _, f := range fields {
+			h.writeField(f[0], f[1])
+		}
+	}
+}

@@ -103,6 +103,7 @@ func releaseH2Stream(st *h2Stream) {
 // engine's refusal; then it finishes the response.
 func (st *h2Stream) run() {
 	h := st.h
+	h.unstarted.Add(-1)
 	defer func() {
 		if v := recover(); v != nil {
 			st.recovered(v)
@@ -357,6 +358,7 @@ func (h *h2Conn) open(id uint32) error {
 	h.setIdleLocked()
 	if h.running < h.lim.MaxStreams {
 		h.running++
+		h.unstarted.Add(1)
 		h.srv.runTask(st.runFn)
 		return nil
 	}
@@ -385,6 +387,7 @@ func (h *h2Conn) handlerDoneLocked() {
 			continue
 		}
 		h.running++
+		h.unstarted.Add(1)
 		h.srv.runTask(st.runFn)
 		break
 	}
