@@ -133,11 +133,7 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 			}
 		}
 		var buf [128]byte
-		b := append(buf[:0], x.name...)
-		b = append(b, "; fwd="...)
-		b = append(b, t.fwd...)
-		b = append(b, "; fwd-status="...)
-		b = strconv.AppendInt(b, int64(status), 10)
+		b := x.appendForwarded(buf[:0], t.fwd, status)
 		b = append(b, "; detail="...)
 		b = append(b, why...)
 		h.Add("Cache-Status", x.missStatus.intern(b))
@@ -159,11 +155,7 @@ func (t *tap) filter(c *pipe.Conn) pipe.Wrap {
 	age := max(0, int64(m.currentAge(now)/time.Second))
 	h.Set("Age", strconv.FormatInt(age, 10))
 	var buf [128]byte
-	b := append(buf[:0], x.name...)
-	b = append(b, "; fwd="...)
-	b = append(b, t.fwd...)
-	b = append(b, "; fwd-status="...)
-	b = strconv.AppendInt(b, int64(status), 10)
+	b := x.appendForwarded(buf[:0], t.fwd, status)
 	b = append(b, storedParam(m)...)
 	b = append(b, "; ttl="...)
 	b = strconv.AppendInt(b, int64(m.lifetime/time.Second)-age, 10)
@@ -298,4 +290,15 @@ func (t *tap) store() {
 	if !t.over && x.insert(t.pk, t.req, e, m, t.sk) {
 		atomic.AddUint64(&x.stats.Stored, 1)
 	}
+}
+
+// appendForwarded appends the start of a forwarded response's
+// Cache-Status (RFC 9211): the cache's name, why the request went on
+// (fwd) and the status the rest answered.
+func (x *Cache) appendForwarded(b []byte, fwd string, status int) []byte {
+	b = append(b, x.name...)
+	b = append(b, "; fwd="...)
+	b = append(b, fwd...)
+	b = append(b, "; fwd-status="...)
+	return strconv.AppendInt(b, int64(status), 10)
 }
