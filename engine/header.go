@@ -222,25 +222,27 @@ func appendSafe(b []byte, s string) []byte {
 }
 
 // lineBreakAt returns the index of the first CR, LF or NUL in s, or -1.
-// It tests eight bytes at a time: for each byte value v sought, a word x
-// has a byte equal to v iff x^(v*ones) has a zero byte, which
-// (y-ones) &^ y & highs detects (the classic "has a zero byte" test; it
-// can flag a byte above a true zero, never without one, so the first hit
-// is found byte by byte).
+// It tests eight bytes at a time for a control byte, all three being
+// below 0x20: a word x has a byte below 0x20 iff (x-0x20*ones) &^ x &
+// highs is not zero (the classic "has a byte less than n" test, exact
+// for n up to 0x80), and only a word that has one (a field value rarely
+// does: a tab at most) is looked at byte by byte.
 func lineBreakAt(s string) int {
 	const (
 		ones  = 0x0101010101010101
 		highs = 0x8080808080808080
-		crs   = '\r' * ones
-		lfs   = '\n' * ones
+		below = 0x20 * ones
 	)
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
 		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		y, z := x^crs, x^lfs
-		if ((x-ones)&^x|(y-ones)&^y|(z-ones)&^z)&highs != 0 {
-			break
+		if (x-below)&^x&highs != 0 {
+			for j := i; j < i+8; j++ {
+				if c := s[j]; c == '\r' || c == '\n' || c == 0 {
+					return j
+				}
+			}
 		}
 	}
 	for ; i < len(s); i++ {

@@ -109,3 +109,23 @@ func FuzzLineBreakAt(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkLineBreakAt scans the values of a static file's response
+// head, none with a line break.
+func BenchmarkLineBreakAt(b *testing.B) {
+	values := []string{"Date", "Mon, 07 Dec 2026 05:41:07 GMT", "Content-Type", "text/html; charset=utf-8",
+		"Last-Modified", "Sun, 06 Dec 2026 22:47:01 GMT", "ETag", `"6753a1b5-97"`, "Accept-Ranges", "bytes",
+		"Content-Length", "151", "Server", "sluice"}
+	n := 0
+	for _, v := range values {
+		n += len(v)
+	}
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, v := range values {
+			if lineBreakAt(v) >= 0 {
+				b.Fatal(v)
+			}
+		}
+	}
+}
