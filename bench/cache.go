@@ -209,6 +209,11 @@ func (h *harness) cacheRound(v cacheVariant, origin *peers.Server, round int) {
 			h.note("%s: the server exited", tag)
 			return
 		}
+		if v.caching {
+			if err := h.fillStore(srv, origin, obj.path, obj.size, fmt.Sprintf("%s-%d-fill", v.peer.Name, round)); err != nil {
+				h.note("%s: filling the store with %d KB misses: %v", tag, obj.size>>10, err)
+			}
+		}
 		h.step(tag, fmt.Sprintf("%d KB miss wrk c=%d", obj.size>>10, kaConns))
 		script := filepath.Join(h.tmp, "run", fmt.Sprintf("miss-%s-%d-%d.lua", v.peer.Name, round, obj.size))
 		if err := os.WriteFile(script, []byte(missScript(obj.path, fmt.Sprintf("%s-%d", v.peer.Name, round))), 0o644); err != nil {
@@ -216,6 +221,49 @@ func (h *harness) cacheRound(v cacheVariant, origin *peers.Server, round int) {
 			return
 		}
 		h.cacheMeasure(v, srv, origin, report.CacheMiss, round, obj.size, obj.path, []string{"-s", script})
+	}
+}
+
+// cacheStore is every cache's store budget in the scenario's
+// configurations (Sluice's size, nginx's max_size, Varnish's malloc
+// storage).
+const cacheStore = 256 << 20
+
+// fillTime bounds fillStore.
+const fillTime = 30 * time.Second
+
+// fillStore sends misses of size-byte objects (path with distinct query
+// strings, numbered after tag) through srv until the origin has answered
+// enough of them to fill a cacheStore-byte store and a tenth more, or
+// fillTime passes: misses are then measured with the store full, as a
+// cache that has run a while is, rather than while a fresh process
+// faults its store's memory in (the first use of each page, a cost of
+// the first 256 MB a process stores, not of each miss).
+func (h *harness) fillStore(srv, origin *peers.Server, path string, size int, tag string) error {
+	need := int64(cacheStore/size) * 11 / 10
+	start, err := originRequests(origin.Env.Addr())
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(fillTime)
+	for k := 0; ; k++ {
+		n, err := originRequests(origin.Env.Addr())
+		if err != nil {
+			return err
+		}
+		if n-start >= need {
+			return nil
+		}
+		if time.Now().After(deadline) || !srv.Alive() {
+			return fmt.Errorf("the origin answered %d of %d misses in %v", n-start, need, fillTime)
+		}
+		script := filepath.Join(h.tmp, "run", fmt.Sprintf("%s-%d-%d.lua", tag, size, k))
+		if err := os.WriteFile(script, []byte(missScript(path, fmt.Sprintf("%s-%d", tag, k))), 0o644); err != nil {
+			return err
+		}
+		if run, err := h.clientRun(time.Minute, "wrk", "-t1", fmt.Sprintf("-c%d", kaConns), "-d1s", "-s", script, "http://"+srv.Env.Addr()+path); err != nil {
+			return fmt.Errorf("wrk: %v: %s", err, strings.TrimSpace(run.out))
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -331,5 +332,50 @@ func TestCacheObjects(t *testing.T) {
 		if fi.Size() != int64(obj.size) {
 			t.Errorf("%s: %d bytes; want %d", obj.path, fi.Size(), obj.size)
 		}
+	}
+}
+
+// fillStore sends misses until the origin has answered enough to fill a
+// cacheStore-byte store and a tenth more, and says so when the server is
+// gone. Here the origin stands in for the cache: every miss reaches it.
+func TestFillStore(t *testing.T) {
+	sluicetest.NeedTool(t, "nginx", "Debian package nginx")
+	sluicetest.NeedTool(t, "wrk", "Debian package wrk")
+	root := phpTestDir(t)
+	if err := makeDocroot(root); err != nil {
+		t.Fatal(err)
+	}
+	port, err := machine.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: 1024}
+	o, err := peers.Start(peers.CacheOrigin(), env, allCPUs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Stop)
+	h := &harness{ctx: context.Background(), o: options{quick: true, clientCPU: allCPUs()}, tmp: t.TempDir()}
+	if err := os.Mkdir(filepath.Join(h.tmp, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	obj := cacheObjects[1]
+	r0, err := originRequests(env.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fillStore(o, o, obj.path, obj.size, "fill-test"); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := originRequests(env.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if need := int64(cacheStore/obj.size) * 11 / 10; r1-r0 < need {
+		t.Errorf("the origin answered %d requests while filling, want at least %d", r1-r0, need)
+	}
+	o.Stop()
+	if err := h.fillStore(o, o, obj.path, obj.size, "fill-gone"); err == nil {
+		t.Error("filling through a server that is gone: no error")
 	}
 }
