@@ -46,20 +46,25 @@ type Script struct {
 // may not run). Results are kept for a second (up to 4096 paths), so that
 // a busy script costs no stat per request: a script created or removed
 // is seen at most a second later (PHP-FPM answers 404 for one removed
-// meanwhile). Resolve is safe for concurrent use.
+// meanwhile). A script found is checked again after the second with one
+// stat of its file (see revalidate), and all over again once a minute;
+// other results are worked out again. Resolve is safe for concurrent use.
 func (cl *Client) Resolve(path string) (Script, error) {
 	if s, err, ok := cl.cached(path); ok {
 		return s, err
 	}
-	s, err := cl.resolve(path)
-	cl.remember(path, s, err)
+	s, id, err := cl.resolve(path)
+	cl.remember(path, s, err, id)
 	return s, err
 }
 
-// resolveTTL is how long a Resolve result is kept; maxResolved bounds
+// resolveTTL is how long a Resolve result is kept before it is checked
+// again; resolveFull, how long a script found is kept on revalidate's
+// word before every check of resolve is made again; maxResolved bounds
 // the paths kept (all are dropped when it is reached).
 const (
 	resolveTTL  = time.Second
+	resolveFull = time.Minute
 	maxResolved = 4096
 )
 
@@ -70,9 +75,11 @@ type resolveCache struct {
 }
 
 type resolved struct {
-	s   Script
-	err error
-	at  upstream.Instant
+	s    Script
+	err  error
+	at   upstream.Instant // when the result was last checked
+	full upstream.Instant // when resolve worked it out
+	id   fileID           // the script's file then; id.ok false: no revalidate
 }
 
 // cached returns the result kept for path, if fresh. path may be a
@@ -81,10 +88,10 @@ func (cl *Client) cached(path string) (Script, error, bool) {
 	cl.resolved.mu.RLock()
 	e, ok := cl.resolved.m[path]
 	cl.resolved.mu.RUnlock()
-	if !ok || upstream.Now().Sub(e.at) >= resolveTTL {
+	if !ok {
 		return Script{}, nil, false
 	}
-	return e.s, e.err, true
+	return cl.fresh(path, &e)
 }
 
 // cachedBytes is cached for the request's path, without converting it.
@@ -92,29 +99,59 @@ func (cl *Client) cachedBytes(path []byte) (Script, error, bool) {
 	cl.resolved.mu.RLock()
 	e, ok := cl.resolved.m[string(path)]
 	cl.resolved.mu.RUnlock()
-	if !ok || upstream.Now().Sub(e.at) >= resolveTTL {
+	if !ok {
 		return Script{}, nil, false
 	}
-	return e.s, e.err, true
+	return cl.fresh(string(path), &e)
 }
 
-func (cl *Client) remember(path string, s Script, err error) {
+// fresh returns e's result if it is fresh, or is a script whose file
+// revalidate finds unchanged (then e is kept for another resolveTTL).
+func (cl *Client) fresh(path string, e *resolved) (Script, error, bool) {
+	now := upstream.Now()
+	if now.Sub(e.at) < resolveTTL {
+		return e.s, e.err, true
+	}
+	if e.err != nil || !e.id.ok || now.Sub(e.full) >= resolveFull || !revalidate(e.id) {
+		return Script{}, nil, false
+	}
+	cl.resolved.mu.Lock()
+	if k, ok := cl.resolved.m[path]; ok && k.full == e.full {
+		k.at = now
+		cl.resolved.m[path] = k
+	}
+	cl.resolved.mu.Unlock()
+	return e.s, nil, true
+}
+
+func (cl *Client) remember(path string, s Script, err error, id fileID) {
+	now := upstream.Now()
 	cl.resolved.mu.Lock()
 	if cl.resolved.m == nil || len(cl.resolved.m) >= maxResolved {
 		cl.resolved.m = make(map[string]resolved)
 	}
-	cl.resolved.m[path] = resolved{s, err, upstream.Now()}
+	cl.resolved.m[path] = resolved{s, err, now, now, id}
 	cl.resolved.mu.Unlock()
 }
 
-// resolve is Resolve without the cache.
-func (cl *Client) resolve(path string) (Script, error) {
+// resolve is Resolve without the cache; it also returns what identifies
+// the script's file for revalidate.
+func (cl *Client) resolve(path string) (Script, fileID, error) {
+	s, fi, err := cl.resolveFile(path)
+	if err != nil {
+		return Script{}, fileID{}, err
+	}
+	return s, identify(s.Filename, fi), nil
+}
+
+// resolveFile is resolve, returning what os.Root's stat found.
+func (cl *Client) resolveFile(path string) (Script, fs.FileInfo, error) {
 	if path == "" || path[0] != '/' {
-		return Script{}, notFound("not an absolute path")
+		return Script{}, nil, notFound("not an absolute path")
 	}
 	for i := 0; i < len(path); i++ {
 		if c := path[i]; c < ' ' || c == 0x7f {
-			return Script{}, forbidden("control byte in the path")
+			return Script{}, nil, forbidden("control byte in the path")
 		}
 	}
 	end := cl.split(path)
@@ -123,46 +160,46 @@ func (cl *Client) resolve(path string) (Script, error) {
 		end = cl.split(path)
 	}
 	if end < 0 {
-		return Script{}, notFound("no script in the path")
+		return Script{}, nil, notFound("no script in the path")
 	}
 	name, info := path[:end], path[end:]
 	for seg := range strings.SplitSeq(name[1:], "/") {
 		if seg == "" || seg[0] == '.' {
-			return Script{}, forbidden("dot or empty segment")
+			return Script{}, nil, forbidden("dot or empty segment")
 		}
 	}
 	if cl.noExecName(name) {
-		return Script{}, forbidden("under a no_exec prefix")
+		return Script{}, nil, forbidden("under a no_exec prefix")
 	}
 	rel := name[1:]
 	fi, err := cl.root.Stat(rel)
 	switch {
 	case err != nil && errors.Is(err, fs.ErrNotExist):
-		return Script{}, notFound("no such file")
+		return Script{}, nil, notFound("no such file")
 	case err != nil && errors.Is(err, fs.ErrPermission):
-		return Script{}, forbidden("permission denied")
+		return Script{}, nil, forbidden("permission denied")
 	case err != nil:
 		// Out of the root (a symbolic link), or not a directory on the
 		// way: nothing Sluice would run.
-		return Script{}, notFound(err.Error())
+		return Script{}, nil, notFound(err.Error())
 	case !fi.Mode().IsRegular():
-		return Script{}, notFound("not a regular file")
+		return Script{}, nil, notFound("not a regular file")
 	}
 	// Where the file is: its name may reach it through a symbolic link
 	// (or a bind mount) inside the root, or spell a directory in another
 	// case on a case-insensitive file system.
 	real, err := cl.realPath(rel)
 	if err != nil {
-		return Script{}, notFound(err.Error())
+		return Script{}, nil, notFound(err.Error())
 	}
 	if cl.split("/"+real[strings.LastIndexByte(real, '/')+1:]) < 0 {
 		// x.php, a symbolic link to an upload's a.jpg.
-		return Script{}, forbidden("a symbolic link to a file not named as a script")
+		return Script{}, nil, forbidden("a symbolic link to a file not named as a script")
 	}
 	if cl.noExecDir(real) {
-		return Script{}, forbidden("in a no_exec directory")
+		return Script{}, nil, forbidden("in a no_exec directory")
 	}
-	return Script{Filename: filepath.Join(cl.rootPath, filepath.FromSlash(rel)), Name: name, PathInfo: info}, nil
+	return Script{Filename: filepath.Join(cl.rootPath, filepath.FromSlash(rel)), Name: name, PathInfo: info}, fi, nil
 }
 
 // realPath returns the path under the root of the file rel names, its

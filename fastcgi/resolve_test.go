@@ -37,7 +37,7 @@ func FuzzResolve(f *testing.F) {
 		f.Add(p)
 	}
 	f.Fuzz(func(t *testing.T, path string) {
-		s, err := cl.resolve(path)
+		s, _, err := cl.resolve(path)
 		if err != nil {
 			return
 		}
@@ -102,7 +102,7 @@ func TestNoExecResolved(t *testing.T) {
 			"/ok/run.php":       nil,
 			"/ok/link.php":      nil, // a link to a script outside no_exec
 		} {
-			_, err := cl.resolve(path)
+			_, _, err := cl.resolve(path)
 			if want == nil && err != nil || want != nil && !errors.Is(err, want) {
 				t.Errorf("no_exec %q: %s: got %v, want %v", prefix, path, err, want)
 			}

@@ -8,6 +8,17 @@
 // to one tick late. Choose a tick of a fraction (a quarter, say) of the
 // shortest timeout in use.
 //
+// The sweeper does not wake when nothing is due: after a sweep it sleeps
+// until the earliest deadline, idle timeout or notice of its handles (a
+// tick at least), and a handle armed for earlier wakes it, which then
+// sweeps at that time (or at its next tick, if later): a keep-alive
+// connection that goes idle makes it sweep when the idle notice is due,
+// whether the connection is still idle then or not. While it sleeps past its next tick, Now reads
+// the system's clock instead of the coarse one. A manager whose handles
+// are re-armed busily (more than busyChanges of them, or half of them
+// and at least 8, between two sweeps) keeps its tick, and its clock a
+// load: it would read the system's clock far more often than it wakes.
+//
 // A Handle is idle (waiting for a new request; it expires after the
 // manager's idle timeout, which the owner may tighten under load), armed
 // with a deadline, both (MarkIdle: it fires at whichever comes first), or
@@ -22,14 +33,27 @@
 package timeout
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
+// busyChanges is the count of handles re-armed between two sweeps above
+// which the sweeper keeps its tick (see the package's doc), and
+// busyShare the share of its handles (at least 8) likewise.
+const (
+	busyChanges = 64
+	busyShare   = 2 // a half
+)
+
 // Manager sweeps its handles once a tick. It is safe for concurrent use.
 type Manager struct {
 	now         atomic.Int64 // coarse clock, Unix nanoseconds
+	asleep      atomic.Bool  // the sweeper sleeps past its next tick: now is not kept
+	next        atomic.Int64 // when the sweeper sweeps next, at the latest (Unix ns); 0 while it sweeps
+	early       atomic.Int64 // the earliest due time told to the sweeper since it last woke; MaxInt64: none
+	wake        chan struct{}
 	idleTimeout atomic.Int64 // nanoseconds
 	idleNotice  atomic.Int64 // nanoseconds; 0 = no notices
 
@@ -52,6 +76,7 @@ type Handle struct {
 	deadline  atomic.Int64 // Unix ns; 0 = none
 	idleSince atomic.Int64 // Unix ns; 0 = not idle
 	noticed   atomic.Bool  // IdleNotice was called for the current idle period
+	seen      uint32       // stamp of deadline and idleSince at the last sweep (the sweeper's), in noticed's padding
 	owner     Owner
 }
 
@@ -80,8 +105,10 @@ func makeManager(tick, idleTimeout time.Duration) *Manager {
 	if tick <= 0 {
 		tick = time.Second
 	}
-	m := &Manager{tick: tick, done: make(chan struct{})}
+	m := &Manager{tick: tick, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	m.now.Store(time.Now().UnixNano())
+	m.next.Store(math.MaxInt64)
+	m.early.Store(math.MaxInt64)
 	m.idleTimeout.Store(int64(idleTimeout))
 	return m
 }
@@ -92,19 +119,55 @@ func (m *Manager) Stop() {
 	m.wg.Wait()
 }
 
-// Now returns the coarse clock in Unix nanoseconds.
-func (m *Manager) Now() int64 { return m.now.Load() }
+// Now returns the coarse clock in Unix nanoseconds (the system's clock
+// while the sweeper sleeps past its tick).
+func (m *Manager) Now() int64 {
+	if m.asleep.Load() {
+		return time.Now().UnixNano()
+	}
+	return m.now.Load()
+}
+
+// due tells the sweeper that something is due at t, Unix ns: if that is
+// before it means to sweep, it is woken to sweep then (or at its next
+// tick, if later).
+func (m *Manager) due(t int64) {
+	if n := m.next.Load(); n == 0 || t < n {
+		for e := m.early.Load(); t < e && !m.early.CompareAndSwap(e, t); e = m.early.Load() {
+		}
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // SetIdleTimeout changes how long an idle handle may stay idle; it applies
 // to handles already idle at the next sweep.
-func (m *Manager) SetIdleTimeout(d time.Duration) { m.idleTimeout.Store(int64(d)) }
+func (m *Manager) SetIdleTimeout(d time.Duration) {
+	m.idleTimeout.Store(int64(d))
+	m.due(0)
+}
 
 // IdleTimeout returns the current idle timeout.
 func (m *Manager) IdleTimeout() time.Duration { return time.Duration(m.idleTimeout.Load()) }
 
 // SetIdleNotice sets how long a handle stays idle before its owner's
 // IdleNotice is called; 0 turns notices off.
-func (m *Manager) SetIdleNotice(d time.Duration) { m.idleNotice.Store(int64(d)) }
+func (m *Manager) SetIdleNotice(d time.Duration) {
+	m.idleNotice.Store(int64(d))
+	m.due(0)
+}
+
+// idleDue returns when an idle period that began at since first needs a
+// sweep: its notice (see sweep) or its timeout.
+func (m *Manager) idleDue(since int64) int64 {
+	d := m.idleTimeout.Load()
+	if n := m.idleNotice.Load(); n > 0 {
+		d = min(d, n+int64(m.tick))
+	}
+	return since + d
+}
 
 // Register adds a handle for o, initially cleared.
 func (m *Manager) Register(o Owner) *Handle {
@@ -135,7 +198,9 @@ func (h *Handle) Cancel() {
 // SetDeadline arms the handle to fire d from now and ends idleness.
 func (h *Handle) SetDeadline(d time.Duration) {
 	h.idleSince.Store(0)
-	h.deadline.Store(h.m.Now() + int64(d))
+	t := h.m.Now() + int64(d)
+	h.deadline.Store(t)
+	h.m.due(t)
 }
 
 // SetDeadlineAt arms the handle to fire at t (Unix ns on the manager's
@@ -143,6 +208,7 @@ func (h *Handle) SetDeadline(d time.Duration) {
 func (h *Handle) SetDeadlineAt(t int64) {
 	h.idleSince.Store(0)
 	h.deadline.Store(t)
+	h.m.due(t)
 }
 
 // SetIdle marks the handle idle from now: it fires once it has been idle
@@ -150,7 +216,9 @@ func (h *Handle) SetDeadlineAt(t int64) {
 func (h *Handle) SetIdle() {
 	h.deadline.Store(0)
 	h.noticed.Store(false)
-	h.idleSince.Store(h.m.Now())
+	now := h.m.Now()
+	h.idleSince.Store(now)
+	h.m.due(h.m.idleDue(now))
 }
 
 // MarkIdle marks an armed handle idle from now as well, unless it is idle
@@ -161,7 +229,10 @@ func (h *Handle) SetIdle() {
 func (h *Handle) MarkIdle() {
 	if h.idleSince.Load() == 0 {
 		h.noticed.Store(false)
-		h.idleSince.CompareAndSwap(0, h.m.Now())
+		now := h.m.Now()
+		if h.idleSince.CompareAndSwap(0, now) {
+			h.m.due(h.m.idleDue(now))
+		}
 	}
 }
 
@@ -241,20 +312,65 @@ func (m *Manager) ExpireAll() {
 
 func (m *Manager) run() {
 	defer m.wg.Done()
-	t := time.NewTicker(m.tick)
+	t := time.NewTimer(m.tick)
 	defer t.Stop()
+	last := time.Now().UnixNano() // when the last sweep was
 	for {
 		select {
 		case <-m.done:
 			return
-		case now := <-t.C:
-			m.sweep(now.UnixNano())
+		case <-m.wake:
+			// Something is due before the sweep planned: sweep then, or
+			// at the next tick after the last sweep if that is later.
+			now := time.Now().UnixNano()
+			at := max(m.early.Swap(math.MaxInt64), last+int64(m.tick))
+			if m.next.Load() <= at {
+				continue // planned for then already
+			}
+			if at <= now+int64(m.tick) {
+				m.keepClock()
+			}
+			m.next.Store(at)
+			t.Reset(time.Duration(at - now))
+			continue
+		case <-t.C:
 		}
+		m.keepClock()
+		m.next.Store(0) // a handle armed from now on wakes the sweeper
+		m.early.Store(math.MaxInt64)
+		now := m.Now()
+		next, changes := m.sweep(now)
+		last = now
+		at := max(next, now+int64(m.tick))
+		if changes > busyChanges || changes >= 8 && changes*busyShare >= m.Len() {
+			at = now + int64(m.tick)
+		}
+		if at > now+int64(m.tick) {
+			m.asleep.Store(true)
+		}
+		m.next.Store(at)
+		t.Reset(time.Duration(at - time.Now().UnixNano()))
 	}
 }
 
-// sweep advances the clock to now and fires every expired handle.
-func (m *Manager) sweep(now int64) {
+// keepClock makes the coarse clock the system's time, and Now read it.
+func (m *Manager) keepClock() {
+	m.now.Store(time.Now().UnixNano())
+	m.asleep.Store(false)
+}
+
+// stamp folds a handle's deadline and idle period into 32 bits, for the
+// sweeper to count the handles re-armed between two sweeps.
+func stamp(d, s int64) uint32 {
+	x := uint64(d) ^ uint64(s)*0x9e3779b97f4a7c15
+	return uint32(x ^ x>>32)
+}
+
+// sweep advances the clock to now and fires every expired handle. It
+// returns when the earliest of what is left is due (math.MaxInt64:
+// nothing), and how many handles were re-armed since the last sweep.
+func (m *Manager) sweep(now int64) (next int64, changes int) {
+	next = math.MaxInt64
 	m.now.Store(now)
 	idle, notice := m.idleTimeout.Load(), m.idleNotice.Load()
 	if notice > 0 {
@@ -270,12 +386,19 @@ func (m *Manager) sweep(now int64) {
 		// Firing disarms both the deadline and the idle period (a handle
 		// marked idle while armed has both), so a handle fires once.
 		d, s := h.deadline.Load(), h.idleSince.Load()
+		if x := stamp(d, s); x != h.seen {
+			changes++
+			h.seen = x
+		}
 		if d != 0 && now >= d {
 			if h.deadline.CompareAndSwap(d, 0) {
 				h.idleSince.CompareAndSwap(s, 0)
 				m.fire = append(m.fire, h)
 			}
 			continue
+		}
+		if d != 0 {
+			next = min(next, d)
 		}
 		switch {
 		case s == 0:
@@ -287,6 +410,11 @@ func (m *Manager) sweep(now int64) {
 		case notice > 0 && now-s >= notice && !h.noticed.Load():
 			h.noticed.Store(true)
 			m.notify = append(m.notify, h)
+			next = min(next, s+idle)
+		case notice > 0 && !h.noticed.Load():
+			next = min(next, s+min(idle, notice))
+		default:
+			next = min(next, s+idle)
 		}
 	}
 	m.mu.Unlock()
@@ -300,4 +428,5 @@ func (m *Manager) sweep(now int64) {
 		m.notify[i] = nil
 	}
 	m.notify = m.notify[:0]
+	return next, changes
 }

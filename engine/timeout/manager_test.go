@@ -1,6 +1,7 @@
 package timeout
 
 import (
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -237,5 +238,82 @@ func TestIdleCount(t *testing.T) {
 	c.Cancel()
 	if n := m.Idle(); n != 0 {
 		t.Fatalf("after Cancel: Idle() = %d, want 0", n)
+	}
+}
+
+// A running manager with nothing due sleeps, its clock following the
+// system's; a deadline, an idle notice and an idle timeout armed then
+// each wake it in time (within two ticks), and once they are done it
+// sleeps again.
+func TestSweeperSleepsUntilDue(t *testing.T) {
+	const tick = 20 * time.Millisecond
+	const slack = 300 * time.Millisecond // for a loaded machine; asleep for good, the sweeper misses every bound
+	m := New(tick, 300*time.Millisecond)
+	defer m.Stop()
+	m.SetIdleNotice(100 * time.Millisecond)
+	waitAsleep := func() {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Second); !m.asleep.Load() || m.next.Load() != math.MaxInt64; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the sweeper did not go to sleep (next %d)", m.next.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	h := m.Register(&owner{})
+	waitAsleep()
+	before := time.Now().UnixNano()
+	time.Sleep(5 * time.Millisecond)
+	if now := m.Now(); now < before+int64(5*time.Millisecond) || now > time.Now().UnixNano() {
+		t.Fatalf("asleep, Now is %d, not the system's clock (after %d)", now, before)
+	}
+	// within reports whether f becomes true between lo and hi from now.
+	within := func(what string, start time.Time, lo, hi time.Duration, f func() bool) {
+		t.Helper()
+		for !f() {
+			if time.Since(start) > hi {
+				t.Fatalf("%s: not after %v", what, hi)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if e := time.Since(start); e < lo {
+			t.Fatalf("%s after %v, before %v", what, e, lo)
+		}
+	}
+	o := h.owner.(*owner)
+	h.SetDeadline(150 * time.Millisecond)
+	within("deadline", time.Now(), 150*time.Millisecond, 150*time.Millisecond+2*tick+slack, func() bool { return o.expired.Load() == 1 })
+	waitAsleep()
+	h.SetIdle()
+	idle := time.Now()
+	within("idle notice", idle, 100*time.Millisecond, 100*time.Millisecond+2*tick+slack, func() bool { return o.noticed.Load() == 1 })
+	within("idle timeout", idle, 300*time.Millisecond, 300*time.Millisecond+tick+slack, func() bool { return o.expired.Load() == 2 })
+	waitAsleep()
+	// A shorter idle timeout applies to a handle idle already.
+	h.SetIdle()
+	time.Sleep(2 * tick)
+	m.SetIdleTimeout(50 * time.Millisecond)
+	within("shortened idle timeout", time.Now(), 0, 50*time.Millisecond+2*tick+slack, func() bool { return o.expired.Load() == 3 })
+}
+
+// A manager whose handles are re-armed busily keeps its tick.
+func TestSweeperBusyKeepsTick(t *testing.T) {
+	m := makeManager(testTick, time.Hour)
+	hs := make([]*Handle, busyChanges+1)
+	for i := range hs {
+		hs[i] = m.Register(&owner{})
+	}
+	for i, h := range hs {
+		h.SetDeadline(time.Duration(i+1) * time.Hour)
+	}
+	if _, changes := m.sweep(m.Now()); changes <= busyChanges {
+		t.Fatalf("%d changes counted for %d handles re-armed", changes, len(hs))
+	}
+	if _, changes := m.sweep(m.Now()); changes != 0 {
+		t.Fatalf("%d changes counted with none", changes)
+	}
+	next, _ := m.sweep(m.Now())
+	if want := m.Now() + int64(time.Hour); next < want-int64(time.Second) || next > want+int64(time.Second) {
+		t.Fatalf("next due %d, want about %d", next, want)
 	}
 }
