@@ -25,15 +25,27 @@ func TestStreamRunnersReused(t *testing.T) {
 			t.Fatalf("answer %q", b)
 		}
 	}
+	// A stream takes a runner for its handler and, while the handler
+	// runs, may take another for the write it hands over (writeNow):
+	// one or two runners, all idle once the stream is answered.
+	settled := func(what string) {
+		t.Helper()
+		waitFor(t, what, func() bool {
+			s.taskRunners.mu.Lock()
+			defer s.taskRunners.mu.Unlock()
+			return s.taskRunners.busy == 0 && len(s.taskRunners.idle) >= 1
+		})
+	}
 	get()
-	waitFor(t, "the first stream's runner idle", func() bool { return s.taskRunners.count() == 1 })
+	settled("the first stream's runners idle")
 	before := taskRunnersStarted.Load()
 	for range 50 {
 		get()
-		waitFor(t, "the stream's runner idle again", func() bool { return s.taskRunners.count() == 1 })
+		settled("the stream's runners idle again")
 	}
-	if n := taskRunnersStarted.Load() - before; n != 0 {
-		t.Errorf("50 streams one after another started %d goroutines, want 0", n)
+	// At most the second runner, if the first stream needed one only.
+	if n := taskRunnersStarted.Load() - before; n > 1 {
+		t.Errorf("50 streams one after another started %d goroutines, want at most 1", n)
 	}
 	s.taskRunners.reap(0, true)
 	if n := s.taskRunners.count(); n != 0 {
@@ -73,7 +85,12 @@ func TestTaskRunnersFollowTheLoad(t *testing.T) {
 		s.taskRunners.reap(0, false)
 		before := taskRunnersStarted.Load()
 		wave()
-		waitFor(t, "the wave's runners idle", func() bool { return s.taskRunners.count() >= maxIdleRunners })
+		// Every task done and its runner back (or gone, past keep).
+		waitFor(t, "the wave's runners idle", func() bool {
+			s.taskRunners.mu.Lock()
+			defer s.taskRunners.mu.Unlock()
+			return s.taskRunners.busy == 0 && len(s.taskRunners.idle) >= maxIdleRunners
+		})
 		if s.taskRunners.count() == n {
 			if started := taskRunnersStarted.Load() - before; started > n-maxIdleRunners {
 				t.Fatalf("the wave started %d goroutines, want at most %d", started, n-maxIdleRunners)
