@@ -152,20 +152,8 @@ func TestParseStubRequests(t *testing.T) {
 // three and the second reading's own.
 func TestOriginPeer(t *testing.T) {
 	sluicetest.NeedTool(t, "nginx", "Debian package nginx")
-	root := phpTestDir(t) // nginx's worker (nobody, under root) reads it
-	if err := makeDocroot(root); err != nil {
-		t.Fatal(err)
-	}
-	port, err := machine.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: 1024}
-	o, err := peers.Start(peers.CacheOrigin(), env, allCPUs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(o.Stop)
+	o, root := startTestOrigin(t)
+	env := o.Env
 	r0, err := originRequests(env.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -341,20 +329,8 @@ func TestCacheObjects(t *testing.T) {
 func TestFillStore(t *testing.T) {
 	sluicetest.NeedTool(t, "nginx", "Debian package nginx")
 	sluicetest.NeedTool(t, "wrk", "Debian package wrk")
-	root := phpTestDir(t)
-	if err := makeDocroot(root); err != nil {
-		t.Fatal(err)
-	}
-	port, err := machine.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: 1024}
-	o, err := peers.Start(peers.CacheOrigin(), env, allCPUs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(o.Stop)
+	o, _ := startTestOrigin(t)
+	env := o.Env
 	h := &harness{ctx: context.Background(), o: options{quick: true, clientCPU: allCPUs()}, tmp: t.TempDir()}
 	if err := os.Mkdir(filepath.Join(h.tmp, "run"), 0o755); err != nil {
 		t.Fatal(err)
@@ -378,4 +354,25 @@ func TestFillStore(t *testing.T) {
 	if err := h.fillStore(o, o, obj.path, obj.size, "fill-gone"); err == nil {
 		t.Error("filling through a server that is gone: no error")
 	}
+}
+
+// startTestOrigin starts the cache scenario's origin on a docroot of its
+// own, stopped when the test ends, and returns it with the docroot.
+func startTestOrigin(t *testing.T) (*peers.Server, string) {
+	t.Helper()
+	root := phpTestDir(t) // nginx's worker (nobody, under root) reads it
+	if err := makeDocroot(root); err != nil {
+		t.Fatal(err)
+	}
+	port, err := machine.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: 1024}
+	o, err := peers.Start(peers.CacheOrigin(), env, allCPUs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Stop)
+	return o, root
 }
