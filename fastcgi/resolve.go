@@ -91,10 +91,15 @@ func (cl *Client) cached(path string) (Script, error, bool) {
 	if !ok {
 		return Script{}, nil, false
 	}
-	return cl.fresh(path, &e)
+	s, err, ok, renew := cl.fresh(&e)
+	if renew {
+		cl.renew(path, e.full)
+	}
+	return s, err, ok
 }
 
-// cachedBytes is cached for the request's path, without converting it.
+// cachedBytes is cached for the request's path, without converting it
+// (but once a second, to renew its entry).
 func (cl *Client) cachedBytes(path []byte) (Script, error, bool) {
 	cl.resolved.mu.RLock()
 	e, ok := cl.resolved.m[string(path)]
@@ -102,26 +107,37 @@ func (cl *Client) cachedBytes(path []byte) (Script, error, bool) {
 	if !ok {
 		return Script{}, nil, false
 	}
-	return cl.fresh(string(path), &e)
+	s, err, ok, renew := cl.fresh(&e)
+	if renew {
+		cl.renew(string(path), e.full)
+	}
+	return s, err, ok
 }
 
 // fresh returns e's result if it is fresh, or is a script whose file
-// revalidate finds unchanged (then e is kept for another resolveTTL).
-func (cl *Client) fresh(path string, e *resolved) (Script, error, bool) {
+// revalidate finds unchanged: then renew is set, and the caller keeps e
+// for another resolveTTL (renew).
+func (cl *Client) fresh(e *resolved) (s Script, err error, ok, renew bool) {
 	now := upstream.Now()
 	if now.Sub(e.at) < resolveTTL {
-		return e.s, e.err, true
+		return e.s, e.err, true, false
 	}
 	if e.err != nil || !e.id.ok || now.Sub(e.full) >= resolveFull || !revalidate(e.id) {
-		return Script{}, nil, false
+		return Script{}, nil, false, false
 	}
+	return e.s, nil, true, true
+}
+
+// renew keeps the entry of path, if it is still the one resolve worked
+// out at full, for another resolveTTL.
+func (cl *Client) renew(path string, full upstream.Instant) {
+	now := upstream.Now()
 	cl.resolved.mu.Lock()
-	if k, ok := cl.resolved.m[path]; ok && k.full == e.full {
+	if k, ok := cl.resolved.m[path]; ok && k.full == full {
 		k.at = now
 		cl.resolved.m[path] = k
 	}
 	cl.resolved.mu.Unlock()
-	return e.s, nil, true
 }
 
 func (cl *Client) remember(path string, s Script, err error, id fileID) {
