@@ -91,7 +91,7 @@ func (cl *Client) cached(path string) (Script, error, bool) {
 	if !ok {
 		return Script{}, nil, false
 	}
-	s, err, ok, renew := cl.fresh(&e)
+	renew, s, err, ok := cl.fresh(&e)
 	if renew {
 		cl.renew(path, e.full)
 	}
@@ -107,7 +107,7 @@ func (cl *Client) cachedBytes(path []byte) (Script, error, bool) {
 	if !ok {
 		return Script{}, nil, false
 	}
-	s, err, ok, renew := cl.fresh(&e)
+	renew, s, err, ok := cl.fresh(&e)
 	if renew {
 		cl.renew(string(path), e.full)
 	}
@@ -117,15 +117,15 @@ func (cl *Client) cachedBytes(path []byte) (Script, error, bool) {
 // fresh returns e's result if it is fresh, or is a script whose file
 // revalidate finds unchanged: then renew is set, and the caller keeps e
 // for another resolveTTL (renew).
-func (cl *Client) fresh(e *resolved) (s Script, err error, ok, renew bool) {
+func (cl *Client) fresh(e *resolved) (renew bool, s Script, err error, ok bool) {
 	now := upstream.Now()
 	if now.Sub(e.at) < resolveTTL {
-		return e.s, e.err, true, false
+		return false, e.s, e.err, true
 	}
 	if e.err != nil || !e.id.ok || now.Sub(e.full) >= resolveFull || !revalidate(e.id) {
-		return Script{}, nil, false, false
+		return false, Script{}, nil, false
 	}
-	return e.s, nil, true, true
+	return true, e.s, nil, true
 }
 
 // renew keeps the entry of path, if it is still the one resolve worked
