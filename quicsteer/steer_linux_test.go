@@ -7,33 +7,23 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/quic-go/quic-go"
-	"golang.org/x/sys/unix"
 
 	"github.com/sluice-server/sluice/sluicetest"
+	"github.com/sluice-server/sluice/sock"
 )
 
 // group binds n UDP sockets to one loopback port with SO_REUSEPORT, in
 // order: their indices in the group.
 func group(t *testing.T, n int) []*net.UDPConn {
 	t.Helper()
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
 	addr := "127.0.0.1:0"
 	var socks []*net.UDPConn
 	for range n {
-		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		pc, err := sock.ListenPacketShared("udp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
