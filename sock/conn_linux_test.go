@@ -1,10 +1,12 @@
 package sock
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -146,6 +148,65 @@ func TestSendPeekRecv(t *testing.T) {
 	}
 	if n, err := Recv(b, buf, false); n != 0 || err != nil {
 		t.Errorf("Recv after the FIN: %d, %v; want 0, nil", n, err)
+	}
+}
+
+// SendVec writes its head and buffers in order, skipping empty ones,
+// offers at most maxSendVec buffers a call, and leaves its arguments as
+// they were.
+func TestSendVec(t *testing.T) {
+	a, b := socketPair(t)
+	buf := make([]byte, 256)
+	cases := []struct {
+		head string
+		bufs []string
+		want string
+	}{
+		{"", nil, ""},
+		{"", []string{"", ""}, ""},
+		{"head", nil, "head"},
+		{"", []string{"one"}, "one"},
+		{"", []string{"", "one", ""}, "one"},
+		{"H:", []string{"a", "", "bc", "def"}, "H:abcdef"},
+		{"", strings.Split("abcdefghijklmnopqrstuvwxyz", ""), "abcdefghijklmnop"},
+		{"0", strings.Split("abcdefghijklmnopqrstuvwxyz", ""), "0abcdefghijklmno"},
+	}
+	for _, tc := range cases {
+		var bufs [][]byte
+		for _, s := range tc.bufs {
+			bufs = append(bufs, []byte(s))
+		}
+		n, err := SendVec(a, []byte(tc.head), bufs, 0, true)
+		if err != nil || n != len(tc.want) {
+			t.Errorf("SendVec(%q, %q): %d, %v; want %d", tc.head, tc.bufs, n, err, len(tc.want))
+			continue
+		}
+		for i, s := range tc.bufs {
+			if string(bufs[i]) != s {
+				t.Errorf("SendVec changed buffer %d to %q", i, bufs[i])
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		if m, err := Recv(b, buf, true); err != nil || string(buf[:m]) != tc.want {
+			t.Errorf("SendVec(%q, %q) sent %q, %v; want %q", tc.head, tc.bufs, buf[:m], err, tc.want)
+		}
+	}
+	// A full socket takes part of what is offered, then nothing.
+	big := bytes.Repeat([]byte("x"), 1<<20)
+	total := 0
+	for {
+		n, err := SendVec(a, nil, [][]byte{big, big}, 0, true)
+		if err == syscall.EAGAIN {
+			break
+		}
+		if err != nil || n <= 0 || n > 2<<20 {
+			t.Fatalf("SendVec into a filling socket: %d, %v", n, err)
+		}
+		if total += n; total > 64<<20 {
+			t.Fatal("the socket never filled")
+		}
 	}
 }
 

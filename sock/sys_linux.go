@@ -83,13 +83,52 @@ func Send(fd int, a, b []byte, flags int, nb bool) (int, error) {
 		iov[n].SetLen(len(b))
 		n++
 	}
-	if n == 0 {
+	return sendIovec(fd, iov[:n], flags, nb)
+}
+
+// maxSendVec bounds the buffers one SendVec call offers the kernel; the
+// iovec array is on the stack. More are sent by the calls that follow,
+// as with any short send.
+const maxSendVec = 16
+
+// SendVec writes a and then the buffers of bufs, in order, to the socket
+// fd in one sendmsg(2) with flags (MSG_NOSIGNAL is added), or one
+// sendto(2) when only one buffer is not empty, and returns how many
+// bytes it took, which may be fewer than offered: at most the first
+// maxSendVec non-empty buffers are offered at a time. Errors are as
+// Send's. nb says fd is non-blocking (see the package's doc); neither a
+// nor bufs is kept or changed.
+func SendVec(fd int, a []byte, bufs [][]byte, flags int, nb bool) (int, error) {
+	var iov [maxSendVec]unix.Iovec
+	n := 0
+	if len(a) > 0 {
+		iov[0].Base = &a[0]
+		iov[0].SetLen(len(a))
+		n++
+	}
+	for _, b := range bufs {
+		if n == maxSendVec {
+			break
+		}
+		if len(b) > 0 {
+			iov[n].Base = &b[0]
+			iov[n].SetLen(len(b))
+			n++
+		}
+	}
+	return sendIovec(fd, iov[:n], flags, nb)
+}
+
+// sendIovec sends the buffers iov describes to the socket fd: one
+// sendto(2) without an address for one buffer, which need not copy in
+// and check a message header and an iovec array, one sendmsg(2) for
+// more, none for none.
+func sendIovec(fd int, iov []unix.Iovec, flags int, nb bool) (int, error) {
+	if len(iov) == 0 {
 		return 0, nil
 	}
 	raceReleaseIO(fd)
-	if n == 1 {
-		// One buffer: sendto(2) without an address, which need not
-		// copy in and check a message header and an iovec array.
+	if len(iov) == 1 {
 		r, e := sysCall(nb, unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(iov[0].Base)), uintptr(iov[0].Len), uintptr(flags|unix.MSG_NOSIGNAL), 0, 0)
 		if e != 0 {
 			return 0, e
@@ -98,7 +137,7 @@ func Send(fd int, a, b []byte, flags int, nb bool) (int, error) {
 	}
 	var msg unix.Msghdr
 	msg.Iov = &iov[0]
-	msg.SetIovlen(n)
+	msg.SetIovlen(len(iov))
 	r, e := sysCall(nb, unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags|unix.MSG_NOSIGNAL), 0, 0, 0)
 	if e != 0 {
 		return 0, e
