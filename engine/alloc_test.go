@@ -104,23 +104,7 @@ func sendFileAllocatesNothing(t *testing.T, size int) {
 	addr := startServer(t, &Server{Handler: h})
 	c := dial(t, addr)
 	req := []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-	c.Write(req)
-	br := bufio.NewReader(c)
-	var head []byte
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		head = append(head, line...)
-		if string(line) == "\r\n" {
-			break
-		}
-	}
-	buf := make([]byte, len(head)+size) // every response has this length
-	if _, err := io.ReadFull(br, buf[len(head):]); err != nil {
-		t.Fatal(err)
-	}
+	buf := firstResponse(t, c, req, size)
 	allocs := testing.AllocsPerRun(200, func() {
 		c.Write(req)
 		if _, err := io.ReadFull(c, buf); err != nil {
@@ -171,4 +155,56 @@ func TestBridgeAllocs(t *testing.T) {
 	if got := w.h.Get("Etag"); got != `"5f-97"` {
 		t.Errorf("Etag %q, want \"5f-97\"", got)
 	}
+}
+
+// A body of several buffers sent with WriteBuffers (header and buffers in
+// one writev) allocates nothing per response.
+func TestWriteBuffersAllocatesNothing(t *testing.T) {
+	const size = 100 << 10
+	bufs := [][]byte{make([]byte, 32<<10), make([]byte, 32<<10), make([]byte, 32<<10), make([]byte, 4<<10)}
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.Header().SetContentLength(size)
+		w.(BuffersWriter).WriteBuffers(bufs)
+	})
+	addr := startServer(t, &Server{Handler: h})
+	c := dial(t, addr)
+	req := []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	buf := firstResponse(t, c, req, size)
+	allocs := testing.AllocsPerRun(200, func() {
+		c.Write(req)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per response, want 0", allocs)
+	}
+}
+
+// firstResponse sends req on c, reads its response, whose body has size
+// bytes, and returns a buffer of the response's length: every response
+// to req has it (the Date field's length does not change).
+func firstResponse(t *testing.T, c io.ReadWriter, req []byte, size int) []byte {
+	t.Helper()
+	c.Write(req)
+	br := bufio.NewReader(c)
+	var head []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		head = append(head, line...)
+		if string(line) == "\r\n" {
+			break
+		}
+	}
+	buf := make([]byte, len(head)+size)
+	if _, err := io.ReadFull(br, buf[len(head):]); err != nil {
+		t.Fatal(err)
+	}
+	if br.Buffered() > 0 {
+		t.Fatalf("%d bytes after the first response", br.Buffered())
+	}
+	return buf
 }

@@ -54,6 +54,19 @@ type ResponseWriter interface {
 	Flush() error
 }
 
+// BuffersWriter is implemented by ResponseWriters that can send several
+// buffers of body bytes in one system call: on Linux, the engine's
+// HTTP/1.1 ResponseWriter sends what it holds of the response (the
+// header, say) and a large body's buffers in one sendmsg(2), where a
+// Write of each would make a system call each. A store that keeps a body
+// in pieces (a cache's chunks) sends it whole this way.
+type BuffersWriter interface {
+	// WriteBuffers writes the bytes of p's buffers in order, as one Write
+	// of their concatenation would, and returns how many it wrote. Neither
+	// p nor its buffers are kept or changed.
+	WriteBuffers(p [][]byte) (int64, error)
+}
+
 // FileSender is implemented by ResponseWriters that can send file content
 // without copying it through user space (sendfile(2) on Linux). The
 // engine's ResponseWriter implements it.

@@ -8,7 +8,7 @@ import (
 
 // The output of a connection. All response bytes pass through the
 // session's out buffer except large body writes, which go out with it in
-// one writev, and file bodies, which go out by sendfile (see sendfile.go).
+// one writev (as do the buffers of WriteBuffers), and file bodies, which go out by sendfile (see sendfile.go).
 
 // appendOut appends a short string to the output, flushing first if it
 // does not fit.
@@ -87,11 +87,26 @@ func (c *conn) write(b []byte) error {
 // the platform allows.
 func (c *conn) writev(p []byte) error {
 	s := c.s
+	s.iov = append(s.iov[:0], s.out, p)
+	return c.sendIov()
+}
+
+// writeBuffers sends the pending output followed by the buffers of p in
+// one system call where the platform allows. p is not kept or changed.
+func (c *conn) writeBuffers(p [][]byte) error {
+	s := c.s
+	s.iov = append(append(s.iov[:0], s.out), p...)
+	return c.sendIov()
+}
+
+// sendIov sends s.iov, whose first buffer is the pending output, and
+// empties both.
+func (c *conn) sendIov() error {
+	s := c.s
 	var err error
 	if rawSend && c.rc != nil {
-		err = c.transmit(p, nil, 0, 0, 0)
+		err = c.transmit(s.iov[1:], nil, 0, 0, 0)
 	} else {
-		s.iov = append(s.iov[:0], s.out, p)
 		bufs := net.Buffers(s.iov)
 		c.th.SetDeadline(c.srv.limits().WriteTimeout)
 		var n int64
@@ -99,8 +114,9 @@ func (c *conn) writev(p []byte) error {
 		c.srv.stats.bytesWritten.Add(uint64(n))
 		c.th.Clear()
 		s.out = s.out[:0]
-		clear(s.iov[:2])
 	}
+	clear(s.iov)
+	s.iov = s.iov[:0]
 	if err != nil {
 		c.closeAfter, c.broken = true, true
 	}

@@ -33,6 +33,7 @@ type response struct {
 var (
 	_ ResponseWriter = (*response)(nil)
 	_ FileSender     = (*response)(nil)
+	_ BuffersWriter  = (*response)(nil)
 )
 
 func (w *response) start(c *conn, req *Request) {
@@ -121,6 +122,40 @@ func (w *response) Write(p []byte) (int, error) {
 		w.commit(false)
 	}
 	return w.writeBody(p)
+}
+
+// WriteBuffers implements BuffersWriter. Buffers worth sending without
+// copying (together at least half the output buffer) go out with what
+// the output holds in one writev, when the body's length is known (set,
+// or declared by the handler); otherwise each buffer is written as by
+// Write.
+func (w *response) WriteBuffers(p [][]byte) (int64, error) {
+	var n int64
+	for _, b := range p {
+		n += int64(len(b))
+	}
+	if w.err == nil && !w.noBody && n >= int64(cap(w.c.s.out)/2) && (w.committed || w.hdr.contentLength >= 0) {
+		if !w.committed {
+			w.commit(false)
+		}
+		if w.err == nil && !w.chunked && !w.noBody && (w.declared < 0 || w.written+n <= w.declared) {
+			w.written += n
+			if err := w.c.writeBuffers(p); err != nil {
+				w.err = err
+				return 0, err
+			}
+			return n, nil
+		}
+	}
+	var written int64
+	for _, b := range p {
+		m, err := w.Write(b)
+		written += int64(m)
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
 }
 
 // WriteString implements ResponseWriter.

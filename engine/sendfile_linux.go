@@ -40,15 +40,17 @@ func (c *conn) flushBeforeClose() error {
 	return err
 }
 
-// transmit writes the pending output and tail in one send (sendmsg(2),
-// or sendto(2) when one is empty) with flags, then n bytes of src (if not
+// transmit writes the pending output and the buffers of vec in one send
+// (sendmsg(2), or sendto(2) when only one is not empty; more calls when
+// the socket takes less) with flags, then n bytes of src (if not
 // nil) from offset with sendfile(2), under the write timeout, which each
 // system call that sends something renews: a client that keeps reading is
 // not cut off in the middle of a large file, one that stops is, as with
-// any write. It needs c.rc.
-func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) error {
+// any write. It needs c.rc. It changes vec's elements (not the bytes
+// they hold) as it sends them: vec must be the caller's own.
+func (c *conn) transmit(vec [][]byte, src *os.File, offset, n int64, flags int) error {
 	t := &c.s.transfer
-	*t = fileTransfer{out: c.s.out, tail: tail, flags: flags, offset: offset, n: n, nb: c.nb,
+	*t = fileTransfer{out: c.s.out, vec: vec, flags: flags, offset: offset, n: n, nb: c.nb,
 		th: c.th, timeout: c.srv.limits().WriteTimeout, corked: -1}
 	if src != nil {
 		t.file, t.src, t.clock = src, int(src.Fd()), c.srv.tm
@@ -65,7 +67,7 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 	if err == nil {
 		err = t.err
 	}
-	t.out, t.tail, t.file, t.clock, t.th = nil, nil, nil, nil, nil
+	t.out, t.vec, t.file, t.clock, t.th = nil, nil, nil, nil, nil
 	return err
 }
 
@@ -73,20 +75,21 @@ func (c *conn) transmit(tail []byte, src *os.File, offset, n int64, flags int) e
 // its step function is bound once per session, so a transfer allocates
 // nothing.
 type fileTransfer struct {
-	out, tail []byte           // bytes still to send before the file
-	flags     int              // of the send sending them
-	file      *os.File         // the file to send from, if any
-	src       int              // its descriptor
-	clock     *timeout.Manager // its coarse clock dates residency answers
-	th        *timeout.Handle  // the connection's, renewed on progress
-	timeout   time.Duration    // Limits.WriteTimeout
-	offset    int64
-	n         int64 // file bytes still to send
-	sent      int64
-	err       error
-	nb        bool // the socket is non-blocking (see sock.RawConn)
-	cork      bool // cork the socket while sending (see corkAbove)
-	corked    int  // the descriptor corked, or -1
+	out     []byte           // output still to send before vec
+	vec     [][]byte         // bytes still to send before the file
+	flags   int              // of the sends sending them
+	file    *os.File         // the file to send from, if any
+	src     int              // its descriptor
+	clock   *timeout.Manager // its coarse clock dates residency answers
+	th      *timeout.Handle  // the connection's, renewed on progress
+	timeout time.Duration    // Limits.WriteTimeout
+	offset  int64
+	n       int64 // file bytes still to send
+	sent    int64
+	err     error
+	nb      bool // the socket is non-blocking (see sock.RawConn)
+	cork    bool // cork the socket while sending (see corkAbove)
+	corked  int  // the descriptor corked, or -1
 }
 
 // corkAbove is the size above which a file is sent with the socket corked
@@ -119,8 +122,14 @@ func (t *fileTransfer) step(fd uintptr) bool {
 		sock.SetCork(int(fd), true, t.nb)
 		t.corked = int(fd)
 	}
-	for len(t.out)+len(t.tail) > 0 {
-		m, err := sock.Send(int(fd), t.out, t.tail, t.flags, t.nb)
+	for {
+		for len(t.vec) > 0 && len(t.vec[0]) == 0 {
+			t.vec = t.vec[1:]
+		}
+		if len(t.out) == 0 && len(t.vec) == 0 {
+			break
+		}
+		m, err := sock.SendVec(int(fd), t.out, t.vec, t.flags, t.nb)
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -132,7 +141,15 @@ func (t *fileTransfer) step(fd uintptr) bool {
 		}
 		t.sent += int64(m)
 		k := min(m, len(t.out))
-		t.out, t.tail = t.out[k:], t.tail[m-k:]
+		t.out = t.out[k:]
+		for m -= k; m > 0; {
+			k = min(m, len(t.vec[0]))
+			t.vec[0] = t.vec[0][k:]
+			if len(t.vec[0]) == 0 {
+				t.vec = t.vec[1:]
+			}
+			m -= k
+		}
 		t.th.SetDeadline(t.timeout)
 	}
 	for t.n > 0 {

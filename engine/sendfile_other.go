@@ -8,7 +8,7 @@ import (
 )
 
 // Outside Linux the engine writes through the net.Conn: the pending
-// output with Write, the output and a tail with net.Buffers (one writev(2)
+// output with Write, the output and large body writes with net.Buffers (one writev(2)
 // where the platform has it), and a file by reading it into the output
 // buffer, a buffer at a time (copyFile). Nothing is held back to share a
 // packet with what follows (Linux's MSG_MORE), and no file is sent with
@@ -26,7 +26,7 @@ type fileTransfer struct{}
 
 func (*fileTransfer) step(uintptr) bool { return true }
 
-func (c *conn) transmit([]byte, *os.File, int64, int64, int) error { return errNoRawSend }
+func (c *conn) transmit([][]byte, *os.File, int64, int64, int) error { return errNoRawSend }
 
 func (c *conn) sendFile(*os.File, int64, int64) error { return errNoRawSend }
 
