@@ -83,6 +83,17 @@ func (w *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteBuffers implements pipe.BuffersWriter: the buffers go on to the
+// writer beneath together, and are counted.
+func (w *countWriter) WriteBuffers(p [][]byte) (int64, error) {
+	n, err := pipe.WriteBuffers(w.next, p)
+	w.stats.bytes.Add(uint64(n))
+	if err != nil {
+		w.fail()
+	}
+	return n, err
+}
+
 // SendFile implements pipe.FileWriter: the file goes on to the writer
 // beneath by reference, so a file served under count still goes out with
 // sendfile(2), and is counted whole once sent.

@@ -735,6 +735,14 @@ func (rec *logRec) recycle() {
 	logRecPool.Put(rec)
 }
 
+// WriteBuffers implements pipe.BuffersWriter: the buffers go on to the
+// writers beneath together, and are counted.
+func (rec *logRec) WriteBuffers(p [][]byte) (int64, error) {
+	n, err := pipe.WriteBuffers(rec.next, p)
+	rec.n += n
+	return n, err
+}
+
 // SendFile implements pipe.FileWriter: it sends n bytes of f through the
 // writers beneath by reference and counts them, so files served under a
 // log keep going out with sendfile(2).

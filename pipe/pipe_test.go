@@ -461,6 +461,65 @@ func (cw countWriter) SendFile(f *os.File, off, n int64) error {
 	return SendFile(cw.next, f, off, n)
 }
 
+// buffersWriter observes bytes and forwards WriteBuffers, so the buffers
+// go on together.
+type buffersWriter struct {
+	Through
+	n        *atomic.Int64
+	together *atomic.Bool
+}
+
+func (bw *buffersWriter) Write(p []byte) (int, error) {
+	bw.n.Add(int64(len(p)))
+	return bw.Next.Write(p)
+}
+func (bw *buffersWriter) Close() error { return nil }
+func (bw *buffersWriter) WriteBuffers(p [][]byte) (int64, error) {
+	n, err := WriteBuffers(bw.Next, p)
+	bw.n.Add(n)
+	bw.together.Store(true)
+	return n, err
+}
+
+// WriteBuffers hands the buffers on together through filters that
+// observe them (Through and one of its own), and as Writes through one
+// that transforms the content.
+func TestWriteBuffersThroughFilters(t *testing.T) {
+	parts := [][]byte{bytes.Repeat([]byte("a"), 40000), nil, bytes.Repeat([]byte("b"), 50000), []byte("c")}
+	want := strings.Repeat("a", 40000) + strings.Repeat("b", 50000) + "c"
+	for _, transform := range []bool{false, true} {
+		var counted atomic.Int64
+		var together, closed atomic.Bool
+		src := Source(func(c *Conn) Content {
+			c.Header().SetContentLength(int64(len(want)))
+			return func(w Writer) error {
+				n, err := WriteBuffers(w, parts)
+				if err == nil && n != int64(len(want)) {
+					err = fmt.Errorf("WriteBuffers wrote %d bytes, want %d", n, len(want))
+				}
+				return err
+			}
+		})
+		through := Filter(func(c *Conn) Wrap {
+			return func(next Writer) Writer { return &timed{Through{next}, &closed} }
+		})
+		observe := Filter(func(c *Conn) Wrap {
+			return func(next Writer) Writer { return &buffersWriter{Through{next}, &counted, &together} }
+		})
+		chain := Chain{src, through, observe}
+		wantBody := want
+		if transform { // at the head of the stack, above the observers
+			chain = Chain{src, upper, through, observe}
+			wantBody = strings.ToUpper(want)
+		}
+		resp, body := sluicetest.Get(t, sluicetest.NewServer(t, Handler(chain)).URL+"/")
+		if resp.StatusCode != 200 || body != wantBody || counted.Load() != int64(len(want)) || together.Load() == transform {
+			t.Errorf("transformed %v: %d, body %d bytes (right: %v), counted %d, together %v",
+				transform, resp.StatusCode, len(body), body == wantBody, counted.Load(), together.Load())
+		}
+	}
+}
+
 func TestSendFileThroughObservingFilter(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")

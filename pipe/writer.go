@@ -124,9 +124,52 @@ func SendFile(w Writer, f *os.File, offset, n int64) error {
 	return err
 }
 
+// BuffersWriter is a Writer that can take several buffers of content at
+// once and send them in one system call. The bottom of every stack is one
+// (it hands them to the engine, which sends them with the header in one
+// writev where it can); a filter that only observes the bytes can be one
+// too by forwarding WriteBuffers to the writer beneath, as Through does.
+type BuffersWriter interface {
+	Writer
+	// WriteBuffers writes the bytes of p's buffers in order, as one
+	// Write of their concatenation would, and returns how many it wrote.
+	// Neither p nor its buffers are kept or changed.
+	WriteBuffers(p [][]byte) (int64, error)
+}
+
+// WriteBuffers writes the bytes of p's buffers in order as content: in
+// one call when the head of the stack is a BuffersWriter (no transforming
+// filter applies), with a Write of each otherwise. Neither p nor its
+// buffers are kept or changed.
+func WriteBuffers(w Writer, p [][]byte) (int64, error) {
+	if t, ok := w.(*topWriter); ok {
+		if !t.committed {
+			t.commit()
+		}
+		w = t.head
+	}
+	if bw, ok := w.(BuffersWriter); ok {
+		return bw.WriteBuffers(p)
+	}
+	return writeEach(w, p)
+}
+
+// writeEach writes the buffers of p to w one Write each.
+func writeEach(w io.Writer, p [][]byte) (int64, error) {
+	var n int64
+	for _, b := range p {
+		m, err := w.Write(b)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // Through is the part of a filter's Writer that lets the content through
-// unchanged to Next, the writer beneath it: Write, Flush, and SendFile,
-// by reference, so that sendfile survives the filter. A filter that only
+// unchanged to Next, the writer beneath it: Write, Flush, WriteBuffers,
+// and SendFile, by reference, so that sendfile survives the filter. A filter that only
 // observes the response (counting it, timing it) embeds Through, sets
 // Next in its Wrap, and adds its own Close. The zero value has no Next
 // and must not be written to; like every Writer, a Through is used by
@@ -140,6 +183,12 @@ func (t *Through) Write(p []byte) (int, error) { return t.Next.Write(p) }
 
 // Flush flushes Next.
 func (t *Through) Flush() error { return t.Next.Flush() }
+
+// WriteBuffers implements BuffersWriter: the buffers go on to Next
+// together when Next can take them so (see WriteBuffers).
+func (t *Through) WriteBuffers(p [][]byte) (int64, error) {
+	return WriteBuffers(t.Next, p)
+}
 
 // SendFile implements FileWriter: the file goes on to Next by reference
 // when Next can take it so (see SendFile).
@@ -155,4 +204,13 @@ func (w *wireWriter) SendFile(f *os.File, offset, n int64) error {
 	}
 	_, err := io.Copy(w.c.w, io.NewSectionReader(f, offset, n))
 	return err
+}
+
+// WriteBuffers implements BuffersWriter.
+func (w *wireWriter) WriteBuffers(p [][]byte) (int64, error) {
+	w.start()
+	if bw, ok := w.c.w.(engine.BuffersWriter); ok {
+		return bw.WriteBuffers(p)
+	}
+	return writeEach(w.c.w, p)
 }
