@@ -98,7 +98,7 @@ func (b *body) sendAll(served *uint64) pipe.Content {
 		if b.all == nil {
 			b.all = func(w pipe.Writer) error {
 				defer b.unref()
-				return b.writeTo(w, 0, -1, nil)
+				return b.writeAll(w)
 			}
 		}
 		return b.all
@@ -107,7 +107,7 @@ func (b *body) sendAll(served *uint64) pipe.Content {
 		n := uint64(b.n)
 		b.allCounted = func(w pipe.Writer) error {
 			defer b.unref()
-			err := b.writeTo(w, 0, -1, nil)
+			err := b.writeAll(w)
 			if err == nil {
 				atomic.AddUint64(served, n)
 			}
@@ -396,6 +396,32 @@ func (b *body) next(off int64) (p []byte, done bool, wait <-chan struct{}, err e
 		b.wait = make(chan struct{})
 	}
 	return nil, false, b.wait, nil
+}
+
+// writeAll writes the whole body, which is complete, to w: its chunks
+// together (pipe.WriteBuffers), so that a body of several chunks leaves
+// with its header in one system call where the writers beneath allow,
+// not in a call per chunk. A body on disk, or one that let its start go,
+// is written by writeTo. The caller holds the body (ref) until it
+// returns.
+func (b *body) writeAll(w pipe.Writer) error {
+	if b.dsk != nil {
+		return b.writeTo(w, 0, -1, nil)
+	}
+	b.mu.Lock()
+	// A complete body's chunks no longer change: appending is over, and
+	// only a stream or a window trims them.
+	chunks := b.chunks
+	whole := b.done && !b.stream && b.window <= 0 && b.base == 0
+	b.mu.Unlock()
+	if !whole || len(chunks) < 2 {
+		return b.writeTo(w, 0, -1, nil)
+	}
+	// b, and so its arena's mapping, is reachable until the chunks are
+	// written.
+	defer runtime.KeepAlive(b)
+	_, err := pipe.WriteBuffers(w, chunks)
+	return err
 }
 
 // writeTo writes the body's bytes [off, end) to w as they arrive (end -1:

@@ -1,10 +1,15 @@
 package cache
 
 import (
+	"crypto/rand"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/pipe"
 )
 
 // HEAD, preconditions and Range are answered from a stored GET, without
@@ -149,3 +154,47 @@ func TestMultipartRange(t *testing.T) {
 		t.Errorf("origin saw %d requests", o.n.Load())
 	}
 }
+
+// A stored body of any size, in one chunk or many (sent together on a
+// hit), is answered byte for byte, with and without a filter observing
+// the content, and with and without Content-Length from the origin.
+func TestHitBodySizes(t *testing.T) {
+	sizes := []int{1, 3 << 10, chunkSize - 1, chunkSize, chunkSize + 1, 3*chunkSize + 4<<10, 100<<10 + 7, 1<<20 + 3}
+	data := make([]byte, 1<<20+3)
+	rand.Read(data)
+	observed := pipe.Filter(func(c *pipe.Conn) pipe.Wrap {
+		return func(next pipe.Writer) pipe.Writer { return &observer{Through: pipe.Through{Next: next}} }
+	})
+	for _, observe := range []bool{false, true} {
+		var extra []pipe.Component
+		if observe {
+			extra = append(extra, observed)
+		}
+		h := newHarness(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
+			var n int
+			fmt.Sscanf(r.URL.Path, "/%d", &n)
+			w.Header().Set("Cache-Control", "max-age=600")
+			if r.URL.Query().Get("length") != "" {
+				w.Header().Set("Content-Length", strconv.Itoa(n))
+			}
+			w.Write(data[:n])
+		}, extra...)
+		for _, size := range sizes {
+			for _, query := range []string{"", "?length=1"} {
+				path := fmt.Sprintf("/%d%s", size, query)
+				for i, want := range []string{"miss", "hit"} {
+					resp, body := h.get(t, path)
+					if resp.StatusCode != 200 || body != string(data[:size]) || !strings.Contains(resp.Header.Get("Cache-Status"), want) {
+						t.Errorf("observed %v, GET %s (%d): %d, %d bytes (right: %v), Cache-Status %q; want 200, %d bytes, %s",
+							observe, path, i, resp.StatusCode, len(body), body == string(data[:size]), resp.Header.Get("Cache-Status"), size, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// observer is a filter's writer that lets the content through unchanged.
+type observer struct{ pipe.Through }
+
+func (*observer) Close() error { return nil }
