@@ -131,3 +131,41 @@ func ExampleErrorPages() {
 	// 403 text/html; charset=utf-8 <h1>403: not for you</h1>
 	// 404 text/html; charset=utf-8 <h1>404 Not Found</h1><p>Nothing at /&lt;b&gt;.</p>
 }
+
+// A source whose body is kept in pieces sends them with WriteBuffers: in
+// one writev with the header when no filter changes the content, and a
+// piece at a time through one that does (here shout).
+func ExampleWriteBuffers() {
+	pieces := [][]byte{[]byte("kept "), []byte("in "), []byte("pieces\n")}
+	stored := pipe.Source(func(c *pipe.Conn) pipe.Content {
+		c.Header().SetContentLength(int64(len("kept in pieces\n")))
+		return func(w pipe.Writer) error {
+			_, err := pipe.WriteBuffers(w, pieces)
+			return err
+		}
+	})
+	rt, err := pipe.NewRouter(
+		pipe.Route{Match: []string{"/plain"}, Pipeline: stored},
+		pipe.Route{Match: []string{"/loud"}, Pipeline: pipe.Chain{stored, pipe.Filter(shout)}},
+	)
+	if err != nil {
+		panic(err)
+	}
+	srv := &engine.Server{Handler: pipe.Handler(rt)}
+	ln, _ := engine.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	for _, path := range []string{"/plain", "/loud"} {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%s %d %s", path, resp.StatusCode, body)
+	}
+	// Output:
+	// /plain 200 kept in pieces
+	// /loud 200 KEPT IN PIECES
+}
