@@ -216,3 +216,54 @@ func TestQueueWatchesClientLate(t *testing.T) {
 		t.Fatalf("%d requests still queued, want 0", q.Len())
 	}
 }
+
+// While waits are long (the last one to end outlasted watchAfter), a
+// request watches its client from the start, and leaves at once when it
+// has gone; a quick grant makes the next request watch late again.
+func TestQueueWatchesAtOnceWhileWaitsAreLong(t *testing.T) {
+	g := newGroup(t, []string{"http://127.0.0.1:1"}, Config{MaxConns: 1, Queue: 2, QueueTimeout: time.Minute})
+	h := g.Hosts()[0]
+	if _, _, err := h.Get(Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	q := g.Queue()
+	// A long wait: the client is watched after watchAfter, and has gone.
+	if _, err := q.Wait(1, q.Generation(), time.Now().Add(time.Minute), new(goneAsked)); err != ErrClientGone {
+		t.Fatalf("a long wait: %v, want ErrClientGone", err)
+	}
+	// Waits are long now: the next request's client is asked at once.
+	gone := new(goneAsked)
+	start := time.Now()
+	if _, err := q.Wait(1, q.Generation(), time.Now().Add(time.Minute), gone); err != ErrClientGone || gone.asked.Load() != 1 {
+		t.Fatalf("a wait after a long one: %v, client asked %d times; want ErrClientGone, 1", err, gone.asked.Load())
+	}
+	if waited := time.Since(start); waited >= watchAfter {
+		t.Errorf("a wait after a long one left after %v; want at once (before %v)", waited, watchAfter)
+	}
+	// A quick grant, its client asked at once since waits were long...
+	grant := func(client *stayingAsked) time.Duration {
+		got := make(chan error, 1)
+		begun := time.Now()
+		go func() {
+			_, err := q.Wait(1, q.Generation(), time.Now().Add(time.Minute), client)
+			got <- err
+		}()
+		sluicetest.WaitFor(t, "the request to queue", func() bool { return q.Len() > 0 })
+		if !h.HandOff(&fakeConn{}) {
+			t.Fatal("HandOff found no request waiting")
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("a quick grant: %v", err)
+		}
+		return time.Since(begun)
+	}
+	first := new(stayingAsked)
+	if took := grant(first); took < watchAfter/2 && first.asked.Load() != 1 {
+		t.Fatalf("a grant after a long wait: client asked %d times, want 1", first.asked.Load())
+	}
+	// ...makes waits short again: the next quick one is not asked.
+	second := new(stayingAsked)
+	if took := grant(second); took < watchAfter/2 && second.asked.Load() != 0 {
+		t.Fatalf("a grant after a quick one (%v): client asked %d times, want 0", took, second.asked.Load())
+	}
+}

@@ -32,6 +32,7 @@ type Queue[C Conn] struct {
 
 	waiting atomic.Int32  // len(list), read without mu
 	gen     atomic.Uint64 // connections freed so far, for wait's last check
+	long    atomic.Bool   // the last wait to end took watchAfter or more
 
 	mu   sync.Mutex
 	list []*waiter[C]
@@ -186,7 +187,12 @@ func (q *Queue[C]) remove(w *waiter[C]) bool {
 //
 // The client is watched only once the request has waited watchAfter: a
 // queue that moves quickly (a pool at pm.max_children serving short
-// scripts) then costs no watch of the client's socket per request.
+// scripts) then costs no watch of the client's socket per request. While
+// waits are long (the last to end took watchAfter or more: PHP pages
+// that take tens of milliseconds, more requests than workers) the client
+// is watched from the start instead, since the request will most likely
+// wait that long too: a timer would only wake the process to start the
+// same watch a little later.
 func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone engine.GoneNotifier) (Grant[C], error) {
 	w := &waiter[C]{want: want, grant: make(chan Grant[C], 1)}
 	q.mu.Lock()
@@ -205,8 +211,13 @@ func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone engine.GoneNo
 	}
 	q.mu.Unlock()
 
-	wait := time.Until(deadline)
+	start := time.Now()
+	wait := deadline.Sub(start)
 	watching := gone == nil || wait <= watchAfter
+	var goneCh <-chan struct{}
+	if !watching && q.long.Load() {
+		goneCh, watching = gone.Gone(), true
+	}
 	if !watching {
 		wait = watchAfter
 	}
@@ -214,17 +225,18 @@ func (q *Queue[C]) Wait(want, gen uint64, deadline time.Time, gone engine.GoneNo
 	ring := w.ring
 	w.timer.Start(wait, ring)
 	defer w.timer.Stop()
-	var goneCh <-chan struct{}
 	var err error
 	for err == nil {
 		select {
 		case g := <-w.grant:
+			q.long.Store(time.Since(start) >= watchAfter)
 			return g, nil
 		case <-w.rang:
 			if watching {
 				err = ErrQueueTimeout
 				break
 			}
+			q.long.Store(true)
 			watching = true
 			goneCh = gone.Gone()
 			w.timer.Start(time.Until(deadline), ring)
