@@ -138,7 +138,7 @@ func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
 	if len(e.variants) > 0 {
 		rp.flags |= replyVary
 	}
-	val := conditional.Validators{ETag: v.etag, LastModified: v.lastMod, ModTime: v.modTime}
+	val := conditional.Validators{ETag: v.etag.String(), LastModified: v.lastMod.String(), ModTime: v.modTime}
 	if st := conditional.Precondition(r, &val); st == http.StatusNotModified {
 		rp.status, rp.length = st, -1
 		return
@@ -171,7 +171,7 @@ func (s *Server) decideRange(rp *Reply, rh []byte) bool {
 			rp.length, rp.crange = rp.n, conditional.ContentRange(ranges[0], v.size)
 		} else {
 			rp.kind = bodyMulti
-			rp.multi = conditional.NewMultipart(ranges, v.size, v.ctype)
+			rp.multi = conditional.NewMultipart(ranges, v.size, v.ctype.String())
 			rp.length = rp.multi.Length
 		}
 	default:
@@ -238,6 +238,16 @@ func (rp *Reply) release() {
 	}
 }
 
+// Field names and values SetHeader sets for most file replies, made safe
+// once (see engine.SafeString).
+var (
+	fieldETag         = engine.MakeSafe("ETag")
+	fieldLastModified = engine.MakeSafe("Last-Modified")
+	fieldContentType  = engine.MakeSafe("Content-Type")
+	fieldAcceptRanges = engine.MakeSafe("Accept-Ranges")
+	valueBytes        = engine.MakeSafe("bytes")
+)
+
 // SetHeader sets the reply's header fields on h: Content-Type,
 // Content-Length, the validators, Content-Range, Content-Encoding, Vary,
 // Cache-Control, Expires, Location or Allow as the reply calls for.
@@ -256,11 +266,11 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	represents := rp.status == http.StatusOK || rp.status == http.StatusPartialContent || rp.status == http.StatusNotModified
 	if represents {
 		if v != nil {
-			if v.etag != "" {
-				h.Set("ETag", v.etag)
+			if v.etag.String() != "" {
+				h.SetSafe(fieldETag, v.etag)
 			}
-			if v.lastMod != "" && (rp.status != http.StatusNotModified || v.etag == "") {
-				h.Set("Last-Modified", v.lastMod)
+			if v.lastMod.String() != "" && (rp.status != http.StatusNotModified || v.etag.String() == "") {
+				h.SetSafe(fieldLastModified, v.lastMod)
 			}
 		}
 		if s.cacheControl != "" {
@@ -288,7 +298,7 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 			// have them, tell a filter (compress) what it would have done,
 			// so the 304 gets the same Vary and ETag (RFC 9110 §15.4.5).
 			// The engine does not send them on a 304.
-			h.Set("Content-Type", v.ctype)
+			h.SetSafe(fieldContentType, v.ctype)
 			h.SetContentLength(v.size)
 		}
 		return
@@ -305,13 +315,13 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	case rp.ctype != "":
 		h.Set("Content-Type", rp.ctype)
 	case v != nil:
-		h.Set("Content-Type", v.ctype)
+		h.SetSafe(fieldContentType, v.ctype)
 	}
 	if rp.crange != "" {
 		h.Set("Content-Range", rp.crange)
 	}
 	if rp.ctype == "" && v != nil {
-		h.Set("Accept-Ranges", "bytes")
+		h.SetSafe(fieldAcceptRanges, valueBytes)
 	}
 	if s.opts.NoSniff || rp.ctype != "" {
 		h.Set("X-Content-Type-Options", "nosniff")
