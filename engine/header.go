@@ -182,6 +182,9 @@ func (h *Header) ContentLength() int64 { return h.contentLength }
 // special handles the fields the engine owns. It reports whether the field
 // was consumed rather than stored.
 func (h *Header) special(name, value string) bool {
+	if len(name) < 4 || len(name) > 17 || specialFirst[name[0]|0x20] == 0 {
+		return false // most fields: no EqualFold call
+	}
 	switch len(name) {
 	case 4:
 		if strings.EqualFold(name, "Date") {
@@ -216,6 +219,10 @@ func (h *Header) special(name, value string) bool {
 	}
 	return false
 }
+
+// specialFirst marks the first letters, lower case, of the fields special
+// handles: Date, Server, Connection, Content-Length, Transfer-Encoding.
+var specialFirst = [256]uint8{'d': 1, 's': 1, 'c': 1, 't': 1}
 
 func (h *Header) reset() {
 	clear(h.fields)
