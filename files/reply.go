@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-server/sluice/conditional"
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // Reply is the Server's answer to one request, decided but not yet sent:
@@ -133,18 +134,30 @@ func (s *Server) decide(rp *Reply, r *engine.Request, force bool) {
 
 // decideFile fills rp with the reply for the file entry e.
 func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
-	v := negotiate(r.HeaderList("Accept-Encoding"), e)
-	rp.v, rp.status, rp.length = v, http.StatusOK, v.size
+	v := e
 	if len(e.variants) > 0 {
+		v = negotiate(r.HeaderList("Accept-Encoding"), e)
 		rp.flags |= replyVary
 	}
+	rp.v, rp.status, rp.length = v, http.StatusOK, v.size
+	cond, ranged := conditionalFields(r)
+	if !cond && !ranged {
+		// Most requests: Precondition and the Range field would each
+		// look through the fields for nothing.
+		if rp.flags&replyHead == 0 {
+			rp.kind, rp.off, rp.n = bodyFile, 0, v.size
+		}
+		return
+	}
 	val := conditional.Validators{ETag: v.etag.String(), LastModified: v.lastMod.String(), ModTime: v.modTime}
-	if st := conditional.Precondition(r, &val); st == http.StatusNotModified {
-		rp.status, rp.length = st, -1
-		return
-	} else if st != 0 {
-		rp.setError(st)
-		return
+	if cond {
+		if st := conditional.Precondition(r, &val); st == http.StatusNotModified {
+			rp.status, rp.length = st, -1
+			return
+		} else if st != 0 {
+			rp.setError(st)
+			return
+		}
 	}
 	head := rp.flags&replyHead != 0
 	if rh := r.HeaderList("Range"); rh != nil && !head && conditional.RangeApplies(r, &val) && s.decideRange(rp, rh) {
@@ -153,6 +166,22 @@ func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
 	if !head {
 		rp.kind, rp.off, rp.n = bodyFile, 0, v.size
 	}
+}
+
+// conditionalFields reports, in one pass over r's fields, whether r has
+// a field whose name starts with "If-" (every precondition field of RFC
+// 9110 §13.1 does, and If-Range) and whether it has a Range field.
+func conditionalFields(r *engine.Request) (cond, ranged bool) {
+	for i := range r.Fields {
+		n := r.Fields[i].Name
+		switch {
+		case len(n) > 3 && n[0]|0x20 == 'i' && n[1]|0x20 == 'f' && n[2] == '-':
+			cond = true
+		case len(n) == 5 && httpgrammar.EqualFold(n, "Range"):
+			ranged = true
+		}
+	}
+	return cond, ranged
 }
 
 // decideRange fills rp for a Range field value rh of a GET and reports
