@@ -58,26 +58,30 @@ func (s SafeString) String() string { return s.s }
 // Set replaces every field named name (ASCII case-insensitive) with one
 // field name: value.
 func (h *Header) Set(name, value string) {
-	if h.special(name, value) {
+	if mayBeSpecial(name) && h.special(name, value) {
 		return
 	}
-	h.delStored(name)
+	if len(h.fields) > 0 {
+		h.delStored(name)
+	}
 	h.fields = append(h.fields, headerField{name: name, value: value})
 }
 
 // SetSafe is Set for a name and value made safe beforehand: the field is
 // written without being scanned again.
 func (h *Header) SetSafe(name, value SafeString) {
-	if h.special(name.s, value.s) {
+	if mayBeSpecial(name.s) && h.special(name.s, value.s) {
 		return
 	}
-	h.delStored(name.s)
+	if len(h.fields) > 0 {
+		h.delStored(name.s)
+	}
 	h.fields = append(h.fields, headerField{name: name.s, value: value.s, safe: true})
 }
 
 // Add appends a field, keeping any others of the same name.
 func (h *Header) Add(name, value string) {
-	if h.special(name, value) {
+	if mayBeSpecial(name) && h.special(name, value) {
 		return
 	}
 	h.fields = append(h.fields, headerField{name: name, value: value})
@@ -179,12 +183,16 @@ func (h *Header) SetContentLength(n int64) {
 // ContentLength returns the declared body length, or -1.
 func (h *Header) ContentLength() int64 { return h.contentLength }
 
+// mayBeSpecial reports whether name may be one of the fields special
+// handles, by its length and first letter: most fields are not, and are
+// told so without a call.
+func mayBeSpecial(name string) bool {
+	return len(name) >= 4 && len(name) <= 17 && specialFirst[name[0]|0x20] != 0
+}
+
 // special handles the fields the engine owns. It reports whether the field
 // was consumed rather than stored.
 func (h *Header) special(name, value string) bool {
-	if len(name) < 4 || len(name) > 17 || specialFirst[name[0]|0x20] == 0 {
-		return false // most fields: no EqualFold call
-	}
 	switch len(name) {
 	case 4:
 		if strings.EqualFold(name, "Date") {
