@@ -27,24 +27,64 @@ type Header struct {
 	hasServer     bool
 }
 
-type headerField struct{ name, value string }
+// headerField is a stored field; safe says name and value were made safe
+// (MakeSafe) and need no scan when written.
+type headerField struct {
+	name, value string
+	safe        bool
+}
+
+// A SafeString is a string that holds no CR, LF or NUL: MakeSafe made it
+// so. A field set with SetSafe is written as it is, where the name and
+// value of one set with Set or Add are scanned for those bytes each time
+// they are written; a name or value made once and sent in many
+// responses, such as a cached file's ETag or a constant field name, is
+// worth making safe once. The zero SafeString is "".
+type SafeString struct{ s string }
+
+// MakeSafe returns s as a SafeString, CR, LF and NUL replaced by spaces
+// (as a field set with Set has them when written). It allocates only
+// when s has such a byte.
+func MakeSafe(s string) SafeString {
+	if lineBreakAt(s) >= 0 {
+		s = string(appendReplaced(make([]byte, 0, len(s)), s))
+	}
+	return SafeString{s}
+}
+
+// String returns the string.
+func (s SafeString) String() string { return s.s }
 
 // Set replaces every field named name (ASCII case-insensitive) with one
 // field name: value.
 func (h *Header) Set(name, value string) {
-	if h.special(name, value) {
+	if mayBeSpecial(name) && h.special(name, value) {
 		return
 	}
-	h.Del(name)
-	h.fields = append(h.fields, headerField{name, value})
+	if len(h.fields) > 0 {
+		h.delStored(name)
+	}
+	h.fields = append(h.fields, headerField{name: name, value: value})
+}
+
+// SetSafe is Set for a name and value made safe beforehand: the field is
+// written without being scanned again.
+func (h *Header) SetSafe(name, value SafeString) {
+	if mayBeSpecial(name.s) && h.special(name.s, value.s) {
+		return
+	}
+	if len(h.fields) > 0 {
+		h.delStored(name.s)
+	}
+	h.fields = append(h.fields, headerField{name: name.s, value: value.s, safe: true})
 }
 
 // Add appends a field, keeping any others of the same name.
 func (h *Header) Add(name, value string) {
-	if h.special(name, value) {
+	if mayBeSpecial(name) && h.special(name, value) {
 		return
 	}
-	h.fields = append(h.fields, headerField{name, value})
+	h.fields = append(h.fields, headerField{name: name, value: value})
 }
 
 // Del removes every field named name.
@@ -68,6 +108,12 @@ func (h *Header) Del(name string) {
 			return
 		}
 	}
+	h.delStored(name)
+}
+
+// delStored removes every stored field named name, leaving the engine's
+// own (Date, Server, Connection, Content-Length) as they are.
+func (h *Header) delStored(name string) {
 	// Most Sets find no field to remove: look before moving any.
 	i := 0
 	for i < len(h.fields) && (len(h.fields[i].name) != len(name) || !strings.EqualFold(h.fields[i].name, name)) {
@@ -121,7 +167,7 @@ func (h *Header) Values(fn func(name, value string) bool) {
 // recipient may drop them anyway. Names and values are sent as given,
 // CR, LF and NUL replaced by spaces.
 func (h *Header) AddTrailer(name, value string) {
-	h.trailers = append(h.trailers, headerField{name, value})
+	h.trailers = append(h.trailers, headerField{name: name, value: value})
 }
 
 // SetContentLength declares the body length; -1 means unknown, in which
@@ -137,6 +183,13 @@ func (h *Header) SetContentLength(n int64) {
 // ContentLength returns the declared body length, or -1.
 func (h *Header) ContentLength() int64 { return h.contentLength }
 
+// mayBeSpecial reports whether name may be one of the fields special
+// handles, by its length and first letter: most fields are not, and are
+// told so without a call.
+func mayBeSpecial(name string) bool {
+	return len(name) >= 4 && len(name) <= 17 && specialFirst[name[0]|0x20] != 0
+}
+
 // special handles the fields the engine owns. It reports whether the field
 // was consumed rather than stored.
 func (h *Header) special(name, value string) bool {
@@ -148,7 +201,10 @@ func (h *Header) special(name, value string) bool {
 	case 6:
 		if strings.EqualFold(name, "Server") {
 			h.hasServer = true
-			return value == "" // an empty Server field means none at all
+			if value == "" { // an empty Server field means none at all
+				h.delStored(name)
+				return true
+			}
 		}
 	case 10:
 		if strings.EqualFold(name, "Connection") {
@@ -171,6 +227,10 @@ func (h *Header) special(name, value string) bool {
 	}
 	return false
 }
+
+// specialFirst marks the first letters, lower case, of the fields special
+// handles: Date, Server, Connection, Content-Length, Transfer-Encoding.
+var specialFirst = [256]uint8{'d': 1, 's': 1, 'c': 1, 't': 1}
 
 func (h *Header) reset() {
 	clear(h.fields)
@@ -202,12 +262,19 @@ func (h *Header) appendTrailer(b []byte) []byte {
 
 // appendFields appends every field as "name: value\r\n". Bytes that would
 // end a line or the header (CR, LF, NUL) in a name or value are replaced by
-// a space, so a handler cannot split the response.
+// a space, so a handler cannot split the response; a field set with
+// SetSafe had them replaced already.
 func (h *Header) appendFields(b []byte) []byte {
 	for _, f := range h.fields {
-		b = appendSafe(b, f.name)
-		b = append(b, ": "...)
-		b = appendSafe(b, f.value)
+		if f.safe {
+			b = append(b, f.name...)
+			b = append(b, ": "...)
+			b = append(b, f.value...)
+		} else {
+			b = appendSafe(b, f.name)
+			b = append(b, ": "...)
+			b = appendSafe(b, f.value)
+		}
 		b = append(b, "\r\n"...)
 	}
 	return b

@@ -129,3 +129,125 @@ func BenchmarkLineBreakAt(b *testing.B) {
 		}
 	}
 }
+
+// No CR, LF or NUL a handler puts in a response field, whether taken
+// from the request (a percent-decoded path) or its own, and whether set
+// with Set, Add or SetSafe, splits the response: the head holds exactly
+// the fields set, those bytes replaced by spaces.
+func TestResponseFieldsNeverSplit(t *testing.T) {
+	cases := []struct {
+		name   string
+		target string
+		set    func(h *Header, path string)
+		want   string // the field line, without CRLF
+	}{
+		{"Set value from the path", "/a%0d%0aSet-Cookie:%20x=1", func(h *Header, p string) { h.Set("Location", p) },
+			"Location: /a  Set-Cookie: x=1"},
+		{"Add value from the path", "/a%0aSet-Cookie:%20x=1", func(h *Header, p string) { h.Add("Location", p) },
+			"Location: /a Set-Cookie: x=1"},
+		{"SetSafe value from the path", "/a%0d%0a%0d%0a<html>", func(h *Header, p string) { h.SetSafe(MakeSafe("Location"), MakeSafe(p)) },
+			"Location: /a    <html>"},
+		{"Set name from the path", "/X-A:%201%0d%0aX-B", func(h *Header, p string) { h.Set(p[1:], "v") },
+			"X-A: 1  X-B: v"},
+		{"SetSafe name from the path", "/X-A:%201%0aX-B", func(h *Header, p string) { h.SetSafe(MakeSafe(p[1:]), MakeSafe("v")) },
+			"X-A: 1 X-B: v"},
+		{"a bare CR and a NUL", "/a%0db", func(h *Header, p string) { h.Set("X-P", p+"\x00c") },
+			"X-P: /a b c"},
+		{"Set over SetSafe", "/%0d%0aX-Evil:%201", func(h *Header, p string) {
+			h.SetSafe(MakeSafe("X-P"), MakeSafe("safe"))
+			h.Set("x-p", p)
+		}, "x-p: /  X-Evil: 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := HandlerFunc(func(w ResponseWriter, r *Request) {
+				c.set(w.Header(), string(r.Path))
+				w.WriteString("ok")
+			})
+			addr := startServer(t, &Server{Handler: h, ServerHeader: "s"})
+			out := exchange(t, addr, "GET "+c.target+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+			head, body, ok := strings.Cut(out, "\r\n\r\n")
+			if !ok || body != "ok" {
+				t.Fatalf("response split or cut:\n%q", out)
+			}
+			lines := strings.Split(head, "\r\n")
+			var fields []string
+			for _, l := range lines[1:] {
+				if strings.ContainsAny(l, "\r\n\x00") {
+					t.Errorf("line %q holds a line break or NUL", l)
+				}
+				if !strings.HasPrefix(l, "Date: ") {
+					fields = append(fields, l)
+				}
+			}
+			want := []string{"Server: s", c.want, "Content-Length: 2", "Connection: close"}
+			if strings.Join(fields, "|") != strings.Join(want, "|") {
+				t.Errorf("fields\n%q\nwant\n%q", fields, want)
+			}
+		})
+	}
+}
+
+// A handler's Date or Server field replaces the engine's: one of each is
+// sent, and Set("Server", "") removes a Server field set before.
+func TestSetDateServerReplacesEngines(t *testing.T) {
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		w.Header().Set("Date", "Mon, 07 Dec 2026 05:41:07 GMT")
+		w.Header().Set("server", "mine")
+		if string(r.Path) == "/none" {
+			w.Header().Set("Server", "")
+		}
+		w.WriteHeader(204)
+	})
+	addr := startServer(t, &Server{Handler: h, ServerHeader: "sluice"})
+	out := exchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	want := "HTTP/1.1 204 No Content\r\nDate: Mon, 07 Dec 2026 05:41:07 GMT\r\nserver: mine\r\nConnection: close\r\n\r\n"
+	if out != want {
+		t.Errorf("got\n%q\nwant\n%q", out, want)
+	}
+	out = exchange(t, addr, "GET /none HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	if strings.Contains(strings.ToLower(out), "server:") {
+		t.Errorf("a Server field was sent:\n%q", out)
+	}
+}
+
+func TestMakeSafe(t *testing.T) {
+	for in, want := range map[string]string{"": "", "text/html": "text/html", "a\r\nb": "a  b", "\x00": " ", "a\nb\rc": "a b c"} {
+		if got := MakeSafe(in).String(); got != want {
+			t.Errorf("MakeSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func BenchmarkHeaderSetSafe(b *testing.B) {
+	var h Header
+	names := []SafeString{MakeSafe("Content-Type"), MakeSafe("Last-Modified"), MakeSafe("ETag"), MakeSafe("Accept-Ranges")}
+	values := []SafeString{MakeSafe("text/html; charset=utf-8"), MakeSafe("Sun, 22 Nov 2026 05:00:00 GMT"), MakeSafe(`"97-abcdef"`), MakeSafe("bytes")}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		h.reset()
+		for i := range names {
+			h.SetSafe(names[i], values[i])
+		}
+		h.SetContentLength(151)
+		buf = h.appendFields(buf[:0])
+	}
+}
+
+// BenchmarkHeaderSetWrite sets and writes a static file's fields with Set.
+func BenchmarkHeaderSetWrite(b *testing.B) {
+	var h Header
+	names := []string{"Content-Type", "Last-Modified", "ETag", "Accept-Ranges"}
+	values := []string{"text/html; charset=utf-8", "Sun, 22 Nov 2026 05:00:00 GMT", `"97-abcdef"`, "bytes"}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		h.reset()
+		for i := range names {
+			h.Set(names[i], values[i])
+		}
+		h.SetContentLength(151)
+		buf = h.appendFields(buf[:0])
+	}
+}

@@ -291,9 +291,9 @@ func splitHostPort(v []byte) (host, port []byte, ok bool) {
 			host, port = v[:i], v[i+1:]
 		}
 		for i := 0; i < len(host); i++ {
-			switch c := host[i]; {
-			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-			case c == '.':
+			switch hostByte[host[i]] {
+			case hostPlain:
+			case hostDot:
 				// No empty label: not ".a", "a..b" or "." (a name's
 				// one trailing dot, "a.", is its absolute form). Some
 				// backend could trim dots that routing did not, and read
@@ -301,8 +301,7 @@ func splitHostPort(v []byte) (host, port []byte, ok bool) {
 				if i == 0 || host[i-1] == '.' {
 					return nil, nil, false
 				}
-			case strings.IndexByte("-_~!$&'()*+,;=", c) >= 0:
-			case c == '%':
+			case hostPct:
 				// pct-encoded, and only for the octets of a UTF-8
 				// character (RFC 3986 §3.2.2): never "%00" or "%2F".
 				if i+2 >= len(host) {
@@ -327,6 +326,30 @@ func splitHostPort(v []byte) (host, port []byte, ok bool) {
 	}
 	return host, port, true
 }
+
+// Classes of a byte of a host that is not an IP literal, in hostByte.
+const (
+	hostRefused = iota
+	hostPlain   // a letter, a digit, or one of "-_~!$&'()*+,;="
+	hostDot
+	hostPct
+)
+
+// hostByte is the class of each byte in a host (splitHostPort).
+var hostByte = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			strings.IndexByte("-_~!$&'()*+,;=", byte(c)) >= 0:
+			t[c] = hostPlain
+		case c == '.':
+			t[c] = hostDot
+		case c == '%':
+			t[c] = hostPct
+		}
+	}
+	return t
+}()
 
 // validIPLiteral reports whether a, the inside of "[...]", is an IPv6
 // address, optionally with an RFC 6874 zone ("%25" zone). IPvFuture is

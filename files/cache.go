@@ -3,7 +3,6 @@ package files
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // cache maps cleaned request paths to entries, like Warp's FileInfoCache:
@@ -11,10 +10,10 @@ import (
 // entries and the bytes of content held. A cache is safe for concurrent
 // use.
 type cache struct {
-	expiry     time.Duration
+	fresh      int64 // how long an entry is fresh on the clock now reads: Expiry, less a tick when coarse
+	coarse     bool  // now reads the coarse clock
 	maxEntries int
 	maxBytes   int64
-	epoch      time.Time
 
 	held atomic.Int64 // content bytes held by entries in m
 	fds  *fdCache     // the open files of entries in m
@@ -25,18 +24,33 @@ type cache struct {
 
 func newCache(o Options) *cache {
 	c := &cache{
-		expiry:     o.Expiry,
+		fresh:      int64(o.Expiry),
 		maxEntries: o.MaxEntries,
 		maxBytes:   o.MaxMemBytes,
-		epoch:      time.Now(),
 		m:          make(map[string]*entry),
+	}
+	if o.Expiry >= 10*clockTick || o.Expiry < 0 {
+		// Expiry is coarse enough for the coarse clock, which spares
+		// every request a read of the system's clock. An entry is fresh
+		// for a tick less, as the clock may be that far behind: a
+		// changed file is still served within Expiry.
+		c.coarse = true
+		if o.Expiry > 0 {
+			c.fresh -= int64(clockTick)
+		}
 	}
 	c.fds = newFDCache(o, c.now)
 	return c
 }
 
-// now reads the cache's monotonic clock.
-func (c *cache) now() int64 { return int64(time.Since(c.epoch)) }
+// now reads the cache's monotonic clock: the package's coarse clock, or
+// the system's for an Expiry too short for it.
+func (c *cache) now() int64 {
+	if c.coarse {
+		return clock.Now()
+	}
+	return preciseNow()
+}
 
 // get returns the entry for key, or nil. It does not allocate.
 func (c *cache) get(key []byte) *entry {
@@ -61,7 +75,7 @@ func (c *cache) fits(n int64) bool { return c.held.Load()+n <= c.maxBytes }
 // now holds an entry other than old (another request was faster): then e
 // is used by the request that made it but not cached.
 func (c *cache) put(old, e *entry) {
-	e.expires.Store(c.now() + int64(c.expiry))
+	e.expires.Store(c.now() + c.fresh)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.m[e.key]
@@ -103,7 +117,7 @@ func (c *cache) release(e *entry) {
 }
 
 // renew keeps e, unchanged on disk, fresh for another expiry.
-func (c *cache) renew(e *entry) { e.expires.Store(c.now() + int64(c.expiry)) }
+func (c *cache) renew(e *entry) { e.expires.Store(c.now() + c.fresh) }
 
 // evict makes room for an eighth of maxEntries: expired entries first,
 // then arbitrary ones (map order is random). Called with mu held.

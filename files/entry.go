@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sluice-server/sluice/engine"
 )
 
 // entry is what the Server knows about one cleaned request path, or
@@ -30,8 +32,9 @@ type entry struct {
 	body    []byte // the content, when held is true
 	held    bool
 
-	// Precomputed header values; lastMod and etag may be empty.
-	ctype, lastMod, etag string
+	// Precomputed header values, made safe once (engine.MakeSafe) as the
+	// response sets them for every request; lastMod and etag may be empty.
+	ctype, lastMod, etag engine.SafeString
 
 	encoding string   // for a precompressed variant: its content coding
 	variants []*entry // the file's precompressed variants, preferred first
@@ -141,7 +144,7 @@ func (s *Server) fileEntry(key, name string, fi fs.FileInfo) *entry {
 		if err != nil || !vfi.Mode().IsRegular() || vfi.ModTime().Before(fi.ModTime()) {
 			continue // missing, or older than the original: stale
 		}
-		v := newFileEntry(key, vname, vfi, e.ctype)
+		v := newFileEntry(key, vname, vfi, e.ctype.String())
 		v.encoding = coding
 		e.variants = append(e.variants, v)
 	}
@@ -166,7 +169,7 @@ func newFileEntry(key, name string, fi fs.FileInfo, ctype string) *entry {
 		size:    fi.Size(),
 		modTime: fi.ModTime(),
 		ino:     inode(fi),
-		ctype:   ctype,
+		ctype:   engine.MakeSafe(ctype),
 	}
 	if !e.modTime.IsZero() {
 		// A file dated in the future (a clock set wrong where it was
@@ -184,9 +187,9 @@ func newFileEntry(key, name string, fi fs.FileInfo, ctype string) *entry {
 		// it would keep the same Last-Modified, and If-Range with that
 		// date would splice the two versions (§8.8.2.2).
 		if e.modTime.Unix() < time.Now().Unix() {
-			e.lastMod = e.modTime.UTC().Format(http.TimeFormat)
+			e.lastMod = engine.MakeSafe(e.modTime.UTC().Format(http.TimeFormat))
 		}
-		e.etag = makeETag(e.ino, e.size, e.modTime)
+		e.etag = engine.MakeSafe(makeETag(e.ino, e.size, e.modTime))
 	}
 	return e
 }
@@ -215,8 +218,8 @@ func (e *entry) load(fsys fs.FS) error {
 		return err
 	}
 	e.body, e.held = body, true
-	if e.etag == "" {
-		e.etag = contentETag(body)
+	if e.etag.String() == "" {
+		e.etag = engine.MakeSafe(contentETag(body))
 	}
 	return nil
 }

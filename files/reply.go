@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-server/sluice/conditional"
 	"github.com/sluice-server/sluice/engine"
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // Reply is the Server's answer to one request, decided but not yet sent:
@@ -133,18 +134,30 @@ func (s *Server) decide(rp *Reply, r *engine.Request, force bool) {
 
 // decideFile fills rp with the reply for the file entry e.
 func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
-	v := negotiate(r.HeaderList("Accept-Encoding"), e)
-	rp.v, rp.status, rp.length = v, http.StatusOK, v.size
+	v := e
 	if len(e.variants) > 0 {
+		v = negotiate(r.HeaderList("Accept-Encoding"), e)
 		rp.flags |= replyVary
 	}
-	val := conditional.Validators{ETag: v.etag, LastModified: v.lastMod, ModTime: v.modTime}
-	if st := conditional.Precondition(r, &val); st == http.StatusNotModified {
-		rp.status, rp.length = st, -1
+	rp.v, rp.status, rp.length = v, http.StatusOK, v.size
+	cond, ranged := conditionalFields(r)
+	if !cond && !ranged {
+		// Most requests: Precondition and the Range field would each
+		// look through the fields for nothing.
+		if rp.flags&replyHead == 0 {
+			rp.kind, rp.off, rp.n = bodyFile, 0, v.size
+		}
 		return
-	} else if st != 0 {
-		rp.setError(st)
-		return
+	}
+	val := conditional.Validators{ETag: v.etag.String(), LastModified: v.lastMod.String(), ModTime: v.modTime}
+	if cond {
+		if st := conditional.Precondition(r, &val); st == http.StatusNotModified {
+			rp.status, rp.length = st, -1
+			return
+		} else if st != 0 {
+			rp.setError(st)
+			return
+		}
 	}
 	head := rp.flags&replyHead != 0
 	if rh := r.HeaderList("Range"); rh != nil && !head && conditional.RangeApplies(r, &val) && s.decideRange(rp, rh) {
@@ -153,6 +166,22 @@ func (s *Server) decideFile(rp *Reply, r *engine.Request, e *entry) {
 	if !head {
 		rp.kind, rp.off, rp.n = bodyFile, 0, v.size
 	}
+}
+
+// conditionalFields reports, in one pass over r's fields, whether r has
+// a field whose name starts with "If-" (every precondition field of RFC
+// 9110 §13.1 does, and If-Range) and whether it has a Range field.
+func conditionalFields(r *engine.Request) (cond, ranged bool) {
+	for i := range r.Fields {
+		n := r.Fields[i].Name
+		switch {
+		case len(n) > 3 && n[0]|0x20 == 'i' && n[1]|0x20 == 'f' && n[2] == '-':
+			cond = true
+		case len(n) == 5 && httpgrammar.EqualFold(n, "Range"):
+			ranged = true
+		}
+	}
+	return cond, ranged
 }
 
 // decideRange fills rp for a Range field value rh of a GET and reports
@@ -171,7 +200,7 @@ func (s *Server) decideRange(rp *Reply, rh []byte) bool {
 			rp.length, rp.crange = rp.n, conditional.ContentRange(ranges[0], v.size)
 		} else {
 			rp.kind = bodyMulti
-			rp.multi = conditional.NewMultipart(ranges, v.size, v.ctype)
+			rp.multi = conditional.NewMultipart(ranges, v.size, v.ctype.String())
 			rp.length = rp.multi.Length
 		}
 	default:
@@ -238,6 +267,16 @@ func (rp *Reply) release() {
 	}
 }
 
+// Field names and values SetHeader sets for most file replies, made safe
+// once (see engine.SafeString).
+var (
+	fieldETag         = engine.MakeSafe("ETag")
+	fieldLastModified = engine.MakeSafe("Last-Modified")
+	fieldContentType  = engine.MakeSafe("Content-Type")
+	fieldAcceptRanges = engine.MakeSafe("Accept-Ranges")
+	valueBytes        = engine.MakeSafe("bytes")
+)
+
 // SetHeader sets the reply's header fields on h: Content-Type,
 // Content-Length, the validators, Content-Range, Content-Encoding, Vary,
 // Cache-Control, Expires, Location or Allow as the reply calls for.
@@ -256,11 +295,11 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	represents := rp.status == http.StatusOK || rp.status == http.StatusPartialContent || rp.status == http.StatusNotModified
 	if represents {
 		if v != nil {
-			if v.etag != "" {
-				h.Set("ETag", v.etag)
+			if v.etag.String() != "" {
+				h.SetSafe(fieldETag, v.etag)
 			}
-			if v.lastMod != "" && (rp.status != http.StatusNotModified || v.etag == "") {
-				h.Set("Last-Modified", v.lastMod)
+			if v.lastMod.String() != "" && (rp.status != http.StatusNotModified || v.etag.String() == "") {
+				h.SetSafe(fieldLastModified, v.lastMod)
 			}
 		}
 		if s.cacheControl != "" {
@@ -288,7 +327,7 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 			// have them, tell a filter (compress) what it would have done,
 			// so the 304 gets the same Vary and ETag (RFC 9110 §15.4.5).
 			// The engine does not send them on a 304.
-			h.Set("Content-Type", v.ctype)
+			h.SetSafe(fieldContentType, v.ctype)
 			h.SetContentLength(v.size)
 		}
 		return
@@ -305,13 +344,13 @@ func (rp *Reply) SetHeader(h *engine.Header) {
 	case rp.ctype != "":
 		h.Set("Content-Type", rp.ctype)
 	case v != nil:
-		h.Set("Content-Type", v.ctype)
+		h.SetSafe(fieldContentType, v.ctype)
 	}
 	if rp.crange != "" {
 		h.Set("Content-Range", rp.crange)
 	}
 	if rp.ctype == "" && v != nil {
-		h.Set("Accept-Ranges", "bytes")
+		h.SetSafe(fieldAcceptRanges, valueBytes)
 	}
 	if s.opts.NoSniff || rp.ctype != "" {
 		h.Set("X-Content-Type-Options", "nosniff")

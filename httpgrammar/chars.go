@@ -51,7 +51,26 @@ func IsFieldValue[T ~string | ~[]byte](v T) bool {
 	if c := v[len(v)-1]; c == ' ' || c == '\t' {
 		return false
 	}
-	for i := range len(v) {
+	// Eight bytes at a time while a word has no control byte and no DEL
+	// (0x7f): x has a byte below 0x20 iff (x-0x20*ones) &^ x & highs is
+	// not zero (the "has a byte less than n" test, exact for n up to
+	// 0x80), and a 0x7f iff x^(0x7f*ones) has a zero byte. A word with
+	// either (an HTAB, the one control byte allowed, or a byte that is
+	// not) is looked at byte by byte from there.
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		x := uint64(v[i]) | uint64(v[i+1])<<8 | uint64(v[i+2])<<16 | uint64(v[i+3])<<24 |
+			uint64(v[i+4])<<32 | uint64(v[i+5])<<40 | uint64(v[i+6])<<48 | uint64(v[i+7])<<56
+		y := x ^ 0x7f*ones
+		if ((x-0x20*ones)&^x|(y-ones)&^y)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(v); i++ {
 		if !valueChars[v[i]] {
 			return false
 		}

@@ -10,7 +10,16 @@ package httpgrammar
 // a CR, ErrBareCR. name and value are views into line; it does not
 // allocate.
 func SplitFieldLine(line []byte) (name, value []byte, err error) {
-	colon := -1
+	// The name's tchars, then its colon: one pass over the name, where
+	// finding the colon and then checking the name took two.
+	colon := 0
+	for colon < len(line) && tokenChars[line[colon]] {
+		colon++
+	}
+	if colon > 0 && colon < len(line) && line[colon] == ':' {
+		return splitValue(line, colon)
+	}
+	colon = -1
 	for i, c := range line {
 		if c == ':' {
 			colon = i
@@ -32,6 +41,13 @@ func SplitFieldLine(line []byte) (name, value []byte, err error) {
 		}
 		return nil, nil, ErrFieldName
 	}
+	return splitValue(line, colon)
+}
+
+// splitValue is SplitFieldLine's end for a line whose name, before the
+// colon at colon, is a token.
+func splitValue(line []byte, colon int) (name, value []byte, err error) {
+	name = line[:colon]
 	value = TrimOWS(line[colon+1:])
 	if !IsFieldValue(value) {
 		for _, c := range value {

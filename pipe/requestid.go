@@ -1,6 +1,9 @@
 package pipe
 
-import "log/slog"
+import (
+	"encoding/binary"
+	"log/slog"
+)
 
 // MaxRequestIDLen is the longest request ID a Conn holds (see
 // SetRequestID).
@@ -14,15 +17,35 @@ const MaxRequestIDLen = 128
 // of a config file) has chosen between the client's value and a made one;
 // a component only reads it.
 func (c *Conn) SetRequestID(id []byte) bool {
-	if len(id) > MaxRequestIDLen {
+	if len(id) > MaxRequestIDLen || !visibleASCII(id) {
 		return false
 	}
-	for _, b := range id {
-		if b <= ' ' || b >= 0x7f {
+	c.idLen = uint8(copy(c.idBuf[:], id))
+	return true
+}
+
+// visibleASCII reports whether every byte of b is visible ASCII (0x21 to
+// 0x7e). It tests eight bytes at a time: a word x has a byte below 0x21
+// iff (x-0x21*ones) &^ x & highs is not zero (the "has a byte less than
+// n" test, exact for n up to 0x80), and, when it has no byte of 0x80 or
+// more (x & highs), a byte of 0x7f iff x+ones carries into a high bit.
+func visibleASCII(b []byte) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if ((x-0x21*ones)&^x|x|(x+ones))&highs != 0 {
 			return false
 		}
 	}
-	c.idLen = uint8(copy(c.idBuf[:], id))
+	for ; i < len(b); i++ {
+		if c := b[i]; c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
 	return true
 }
 

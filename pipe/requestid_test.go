@@ -81,3 +81,60 @@ func TestErrorShowsRequestID(t *testing.T) {
 		}
 	}
 }
+
+// visibleASCII agrees with a byte-by-byte test for every byte value at
+// every position of IDs of 0 to 24 bytes.
+func TestVisibleASCII(t *testing.T) {
+	want := func(b []byte) bool {
+		for _, c := range b {
+			if c <= ' ' || c >= 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 0; n <= 24; n++ {
+		for _, fill := range []byte{'!', '~', 'a', '0'} {
+			base := []byte(strings.Repeat(string(fill), n))
+			if !visibleASCII(base) {
+				t.Fatalf("visibleASCII(%q) = false", base)
+			}
+			for i := 0; i < n; i++ {
+				for c := 0; c < 256; c++ {
+					b := append([]byte(nil), base...)
+					b[i] = byte(c)
+					if got := visibleASCII(b); got != want(b) {
+						t.Fatalf("visibleASCII(%q) = %v", b, got)
+					}
+				}
+			}
+		}
+	}
+}
+
+func FuzzVisibleASCII(f *testing.F) {
+	f.Add([]byte("0123456789abcdef0123456789abcdef"))
+	f.Add([]byte("abc\x7fdefgh\x20"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ok := true
+		for _, c := range b {
+			if c <= ' ' || c >= 0x7f {
+				ok = false
+			}
+		}
+		if got := visibleASCII(b); got != ok {
+			t.Fatalf("visibleASCII(%q) = %v, want %v", b, got, ok)
+		}
+	})
+}
+
+// BenchmarkSetRequestID records a made ID (32 hexadecimal digits).
+func BenchmarkSetRequestID(b *testing.B) {
+	var c Conn
+	id := []byte("0123456789abcdef0123456789abcdef")
+	for b.Loop() {
+		if !c.SetRequestID(id) {
+			b.Fatal("refused")
+		}
+	}
+}

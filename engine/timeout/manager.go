@@ -242,9 +242,19 @@ func (h *Handle) MarkIdle() {
 func (h *Handle) Noticed() bool { return h.noticed.Load() }
 
 // Clear disarms the handle: it will not fire until armed again.
+//
+// Only the owner arms a handle; the sweeper only disarms it. A field
+// read as zero therefore stays zero, and is not stored again: a
+// connection serving pipelined requests clears a handle that is clear
+// already for all but the first, and an atomic store costs a locked
+// instruction where a load costs a plain one.
 func (h *Handle) Clear() {
-	h.deadline.Store(0)
-	h.idleSince.Store(0)
+	if h.deadline.Load() != 0 {
+		h.deadline.Store(0)
+	}
+	if h.idleSince.Load() != 0 {
+		h.idleSince.Store(0)
+	}
 }
 
 // Len returns the number of registered handles.
