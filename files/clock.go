@@ -17,18 +17,27 @@ var clockEpoch = time.Now()
 func preciseNow() int64 { return int64(time.Since(clockEpoch)) }
 
 // coarseClock is preciseNow read at most once a clockTick while requests
-// read it, and read by them directly when none did for a tick: a runtime
-// timer refreshes it every tick while it is read, and stops at the first
-// tick after none did, so an idle process is not woken for it (an
-// isolated read costs one wake-up, a tick later). A reading is at most
-// about a tick behind the system's clock.
+// read it often, and read by them directly otherwise. A runtime timer
+// refreshes it every tick while it is read at least busyReads times a
+// tick, and stops at the first tick after fewer: a process serving a few
+// requests a second (PHP pages that take tens of milliseconds) reads the
+// system's clock for each, which costs less than a timer waking it, and
+// an idle process is never woken for it. A reading is at most about a
+// tick behind the system's clock.
 type coarseClock struct {
 	now     atomic.Int64 // preciseNow as of the last tick
 	ticking atomic.Bool  // the timer runs: now is kept
-	read    atomic.Bool  // now was read since the last tick
+	reads   atomic.Int32 // reads counted in this tick (or window), up to busyReads
+	window  atomic.Int64 // the tick-long window the reads were counted in, while stopped
 	mu      sync.Mutex   // serializes start and tick
 	t       *time.Timer
 }
+
+// busyReads is how many reads in a tick keep the clock ticking, and
+// start it: a thousand and more a second (a timer firing costs a
+// process that would sleep more than as many reads of the system's
+// clock).
+const busyReads = 10
 
 // clock is the package's coarse clock, shared by every Server.
 var clock coarseClock
@@ -36,22 +45,32 @@ var clock coarseClock
 // Now returns the clock's reading, nanoseconds since clockEpoch.
 func (c *coarseClock) Now() int64 {
 	if c.ticking.Load() {
-		if !c.read.Load() {
-			c.read.Store(true)
+		// Counted up to busyReads only: a busy clock's readers then
+		// only load, and never contend for the count's cache line.
+		if c.reads.Load() < busyReads {
+			c.reads.Add(1)
 		}
 		return c.now.Load()
 	}
-	return c.start()
+	t := preciseNow()
+	if w := t / int64(clockTick); c.window.Load() != w {
+		// A new window: the count starts again (racing readers may
+		// lose a count or two, which only delays the start).
+		c.window.Store(w)
+		c.reads.Store(0)
+	}
+	if c.reads.Add(1) >= busyReads {
+		c.start(t)
+	}
+	return t
 }
 
-// start reads the system's clock and starts the timer if it is not
-// running.
-func (c *coarseClock) start() int64 {
-	t := preciseNow()
+// start makes the clock tick from t on, if it does not already.
+func (c *coarseClock) start(t int64) {
 	c.mu.Lock()
 	if !c.ticking.Load() {
 		c.now.Store(t)
-		c.read.Store(false)
+		c.reads.Store(0)
 		c.ticking.Store(true)
 		if c.t == nil {
 			c.t = time.AfterFunc(clockTick, c.tick)
@@ -60,15 +79,14 @@ func (c *coarseClock) start() int64 {
 		}
 	}
 	c.mu.Unlock()
-	return t
 }
 
-// tick refreshes the clock if it was read since the last tick, and
-// otherwise stops it.
+// tick refreshes the clock if it was read busyReads times since the last
+// tick, and otherwise stops it.
 func (c *coarseClock) tick() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.read.Swap(false) {
+	if c.reads.Swap(0) < busyReads {
 		c.ticking.Store(false)
 		return
 	}
