@@ -24,11 +24,8 @@ type meta struct {
 	fields   []field // as stored: no hop-by-hop field, no Age
 	length   int64   // the origin's Content-Length, -1 when unknown
 	cc       httpgrammar.CacheControl[string]
-	etag     string
-	lastMod  string
-	lastModT time.Time // zero when Last-Modified is absent or no date
-	encoding string    // Content-Encoding
-	vary     []string  // the Vary names, lower case, sorted; nil for none
+	encoding string   // Content-Encoding
+	vary     []string // the Vary names, lower case, sorted; nil for none
 
 	date         time.Time // the Date field, or the response time
 	requestTime  time.Time
@@ -36,8 +33,9 @@ type meta struct {
 	ageValue     time.Duration // the Age field
 	lifetime     time.Duration // freshness lifetime (§4.2.1)
 	headerSize   int64
-	val          conditional.Validators // etag, lastMod and lastModT, once hasVal
-	hasVal       bool
+	// val holds the validators: the first ETag and Last-Modified
+	// values, and the latter's time (zero when absent or no date).
+	val conditional.Validators
 }
 
 // get returns the first stored value of name.
@@ -72,16 +70,11 @@ func (m *meta) mustValidate() bool {
 
 // validators are m's, for package conditional.
 func (m *meta) validators() *conditional.Validators {
-	if !m.hasVal {
-		// A meta is complete before it is shared; only tests make one
-		// without newMeta or freshen.
-		return &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
-	}
 	return &m.val
 }
 
 // hasValidator reports whether a conditional request can revalidate m.
-func (m *meta) hasValidator() bool { return m.etag != "" || m.lastMod != "" }
+func (m *meta) hasValidator() bool { return m.val.ETag != "" || m.val.LastModified != "" }
 
 // heuristicStatus reports whether a status is heuristically cacheable
 // (RFC 9110 §15.1).
@@ -132,11 +125,57 @@ func readRequest(r *engine.Request) reqInfo {
 	return ri
 }
 
-// metaFields is a meta with room for a usual header's fields, made in
-// one allocation.
-type metaFields struct {
-	meta
-	fields [8]field
+// newMetaFor returns a meta with room for n fields, made in one
+// allocation where n is at most 17. The rooms fill the allocator's size
+// classes (an object over 512 bytes with pointers takes 8 more), so that
+// a stored response's meta takes no more memory than its fields need, nor
+// a second allocation to grow them.
+func newMetaFor(n int) *meta {
+	switch {
+	case n <= 4:
+		mf := new(struct {
+			meta
+			room [4]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 6:
+		mf := new(struct {
+			meta
+			room [6]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 9:
+		mf := new(struct {
+			meta
+			room [9]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 11:
+		mf := new(struct {
+			meta
+			room [11]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 13:
+		mf := new(struct {
+			meta
+			room [13]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 17:
+		mf := new(struct {
+			meta
+			room [17]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	}
+	return &meta{fields: make([]field, 0, n)}
 }
 
 // newMeta takes the response to store from status and h: the fields
@@ -145,8 +184,6 @@ type metaFields struct {
 // name; none of skip, the fields set before the cache ran), and the
 // times. It returns why the response must not be stored, or "".
 func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field, reqTime, respTime time.Time) (*meta, string) {
-	mf := &metaFields{meta: meta{status: status, length: h.ContentLength(), requestTime: reqTime, responseTime: respTime}}
-	m := &mf.meta
 	if ri.head {
 		return nil, whyMethod
 	}
@@ -156,7 +193,9 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if status == http.StatusPartialContent {
 		return nil, whyPartial
 	}
-	ccv, connection := controlFields(h)
+	ccv, connection, n := controlFields(h)
+	m := newMetaFor(n)
+	m.status, m.length, m.requestTime, m.responseTime = status, h.ContentLength(), reqTime, respTime
 	m.cc = httpgrammar.ParseCacheControl(ccv)
 	cc := &m.cc
 	if cc.Has(httpgrammar.CCMustUnderstand) {
@@ -188,7 +227,6 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	var expires string
 	hasExpires, ageSeen := false, false
 	ok := true
-	m.fields = mf.fields[:0] // a usual header needs no allocation of its own
 	h.Values(func(name, value string) bool {
 		switch {
 		case httpgrammar.IsHopByHop(name, connection):
@@ -219,13 +257,13 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 				expires, hasExpires = value, true
 			}
 		case strings.EqualFold(name, "ETag"):
-			if m.etag == "" {
-				m.etag = value
+			if m.val.ETag == "" {
+				m.val.ETag = value
 			}
 		case strings.EqualFold(name, "Last-Modified"):
-			if m.lastMod == "" {
-				m.lastMod = value
-				m.lastModT, _ = httpgrammar.ParseDate(value)
+			if m.val.LastModified == "" {
+				m.val.LastModified = value
+				m.val.ModTime, _ = httpgrammar.ParseDate(value)
 			}
 		case strings.EqualFold(name, "Content-Encoding"):
 			m.encoding = value
@@ -279,8 +317,8 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 		}
 	case heuristicStatus(status) || cc.Has(httpgrammar.CCPublic):
 		heuristic = true
-		if !m.lastModT.IsZero() && m.date.After(m.lastModT) {
-			m.lifetime = min(time.Duration(float64(m.date.Sub(m.lastModT))*x.heuristicFraction), x.heuristicMax)
+		if lm := m.val.ModTime; !lm.IsZero() && m.date.After(lm) {
+			m.lifetime = min(time.Duration(float64(m.date.Sub(lm))*x.heuristicFraction), x.heuristicMax)
 		}
 	}
 	explicitFresh := cc.SMaxage >= 0 || cc.MaxAge >= 0 || hasExpires
@@ -292,7 +330,6 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if m.lifetime <= m.currentAge(respTime) && !m.hasValidator() && cc.StaleWhileRevalidate <= 0 && cc.StaleIfError <= 0 && x.staleIfError <= 0 {
 		return nil, whyNoFreshness
 	}
-	m.val, m.hasVal = conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}, true
 	return m, ""
 }
 
@@ -345,7 +382,7 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		}
 	}
 	n.fields = append(n.fields, repl...)
-	n.etag, n.lastMod, n.date, n.ageValue = "", "", time.Time{}, 0
+	n.val, n.date, n.ageValue = conditional.Validators{}, time.Time{}, 0
 	n.requestTime, n.responseTime = reqTime, respTime
 	if v := h.Get("Age"); v != "" {
 		n.ageValue = parseAge(v)
@@ -376,13 +413,13 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 				expires, hasExpires = f.value, true
 			}
 		case strings.EqualFold(f.name, "ETag"):
-			if n.etag == "" {
-				n.etag = f.value
+			if n.val.ETag == "" {
+				n.val.ETag = f.value
 			}
 		case strings.EqualFold(f.name, "Last-Modified"):
-			if n.lastMod == "" {
-				n.lastMod = f.value
-				n.lastModT, _ = httpgrammar.ParseDate(f.value)
+			if n.val.LastModified == "" {
+				n.val.LastModified = f.value
+				n.val.ModTime, _ = httpgrammar.ParseDate(f.value)
 			}
 		}
 	}
@@ -394,7 +431,6 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		ccs = cdns
 	}
 	n.cc = httpgrammar.ParseCacheControl(ccs)
-	n.val, n.hasVal = conditional.Validators{ETag: n.etag, LastModified: n.lastMod, ModTime: n.lastModT}, true
 	switch {
 	case n.cc.SMaxage >= 0:
 		n.lifetime = time.Duration(n.cc.SMaxage) * time.Second
@@ -407,8 +443,8 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		}
 	default:
 		n.lifetime = 0
-		if !n.lastModT.IsZero() && n.date.After(n.lastModT) && (heuristicStatus(n.status) || n.cc.Has(httpgrammar.CCPublic)) {
-			n.lifetime = min(time.Duration(float64(n.date.Sub(n.lastModT))*x.heuristicFraction), x.heuristicMax)
+		if lm := n.val.ModTime; !lm.IsZero() && n.date.After(lm) && (heuristicStatus(n.status) || n.cc.Has(httpgrammar.CCPublic)) {
+			n.lifetime = min(time.Duration(float64(n.date.Sub(lm))*x.heuristicFraction), x.heuristicMax)
 		}
 	}
 	return &n
@@ -456,12 +492,17 @@ func parseAge(v string) time.Duration {
 // those of CDN-Cache-Control when the response has that field and it is
 // valid (RFC 9213: a cache that honours it ignores Cache-Control), else
 // Cache-Control's, the field lines joined.
-// It returns the Connection field's lines joined too, all in one pass
-// over h.
-func controlFields(h *engine.Header) (cc, connection string) {
+// It returns the Connection field's lines joined too, and the most
+// fields the response can be stored with (its fields, and a Date when it
+// has none), all in one pass over h.
+func controlFields(h *engine.Header) (cc, connection string, fields int) {
 	var cdn string
+	date := false
 	h.Values(func(name, value string) bool {
+		fields++
 		switch len(name) {
+		case len("Date"):
+			date = date || strings.EqualFold(name, "Date")
 		case len("Cache-Control"):
 			if strings.EqualFold(name, "Cache-Control") {
 				cc = joinValue(cc, value)
@@ -480,7 +521,10 @@ func controlFields(h *engine.Header) (cc, connection string) {
 	if cdn != "" && validCDN(cdn) {
 		cc = cdn
 	}
-	return cc, connection
+	if !date {
+		fields++
+	}
+	return cc, connection, fields
 }
 
 func joinValue(list, v string) string {
