@@ -196,7 +196,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	ccv, connection, n := controlFields(h)
 	m := newMetaFor(n)
 	m.status, m.length, m.requestTime, m.responseTime = status, h.ContentLength(), reqTime, respTime
-	m.cc = httpgrammar.ParseCacheControl(ccv)
+	m.cc = x.parseCacheControl(ccv)
 	cc := &m.cc
 	if cc.Has(httpgrammar.CCMustUnderstand) {
 		if !understoodStatus(status) {
@@ -228,16 +228,17 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	hasExpires, ageSeen := false, false
 	ok := true
 	h.Values(func(name, value string) bool {
-		switch {
-		case httpgrammar.IsHopByHop(name, connection):
+		if httpgrammar.IsHopByHop(name, connection) {
 			return true
-		case strings.EqualFold(name, "Age"):
+		}
+		switch fieldKind(name) {
+		case fieldAge:
 			if !ageSeen {
 				ageSeen = true
 				m.ageValue = parseAge(value)
 			}
 			return true
-		case strings.EqualFold(name, "Set-Cookie"):
+		case fieldSetCookie:
 			if listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name) {
 				// Stored without it (§5.2.2.4, §5.2.2.7).
 				return true
@@ -246,28 +247,30 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 				ok = false
 				return false
 			}
-		case strings.EqualFold(name, "Cache-Status"):
+		case fieldCacheStatus:
 			// An upstream cache's status is kept; this cache adds its own.
-		case strings.EqualFold(name, "Date"):
-			if t, good := httpgrammar.ParseDate(value); good && m.date.IsZero() {
-				m.date = t
+		case fieldDate:
+			if m.date.IsZero() {
+				if t, good := x.parseDate(value); good {
+					m.date = t
+				}
 			}
-		case strings.EqualFold(name, "Expires"):
+		case fieldExpires:
 			if !hasExpires {
 				expires, hasExpires = value, true
 			}
-		case strings.EqualFold(name, "ETag"):
+		case fieldETag:
 			if m.val.ETag == "" {
 				m.val.ETag = value
 			}
-		case strings.EqualFold(name, "Last-Modified"):
+		case fieldLastModified:
 			if m.val.LastModified == "" {
 				m.val.LastModified = value
 				m.val.ModTime, _ = httpgrammar.ParseDate(value)
 			}
-		case strings.EqualFold(name, "Content-Encoding"):
+		case fieldContentEncoding:
 			m.encoding = value
-		case strings.EqualFold(name, "Vary"):
+		case fieldVary:
 			names, star := varyNames(value)
 			if star {
 				ok = false
@@ -331,6 +334,61 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 		return nil, whyNoFreshness
 	}
 	return m, ""
+}
+
+// The response fields newMeta reads, by fieldKind.
+const (
+	fieldOther = iota
+	fieldAge
+	fieldSetCookie
+	fieldCacheStatus
+	fieldDate
+	fieldExpires
+	fieldETag
+	fieldLastModified
+	fieldContentEncoding
+	fieldVary
+)
+
+// fieldKind tells which of the fields newMeta reads name is, by its
+// length first: most names have none of their lengths.
+func fieldKind(name string) int {
+	switch len(name) {
+	case len("Age"):
+		if httpgrammar.EqualFold(name, "Age") {
+			return fieldAge
+		}
+	case len("Date"):
+		switch {
+		case httpgrammar.EqualFold(name, "Date"):
+			return fieldDate
+		case httpgrammar.EqualFold(name, "ETag"):
+			return fieldETag
+		case httpgrammar.EqualFold(name, "Vary"):
+			return fieldVary
+		}
+	case len("Expires"):
+		if httpgrammar.EqualFold(name, "Expires") {
+			return fieldExpires
+		}
+	case len("Set-Cookie"):
+		if httpgrammar.EqualFold(name, "Set-Cookie") {
+			return fieldSetCookie
+		}
+	case len("Cache-Status"):
+		if httpgrammar.EqualFold(name, "Cache-Status") {
+			return fieldCacheStatus
+		}
+	case len("Last-Modified"):
+		if httpgrammar.EqualFold(name, "Last-Modified") {
+			return fieldLastModified
+		}
+	case len("Content-Encoding"):
+		if httpgrammar.EqualFold(name, "Content-Encoding") {
+			return fieldContentEncoding
+		}
+	}
+	return fieldOther
 }
 
 // joinedValues returns every value of name in h joined by ", ".
