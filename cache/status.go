@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"hash/maphash"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -128,13 +129,12 @@ func (x *Cache) parseCacheControl(v string) httpgrammar.CacheControl[string] {
 // value that is not in its slot replaces it.
 type statusStrings [16]atomic.Pointer[string]
 
+// internSeed seeds the hash that picks a statusStrings slot.
+var internSeed = maphash.MakeSeed()
+
 // intern returns b as a string, the one in its slot when that is equal.
 func (ss *statusStrings) intern(b []byte) string {
-	h := uint32(2166136261) // FNV-1a
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	slot := &ss[h%uint32(len(ss))]
+	slot := &ss[maphash.Bytes(internSeed, b)%uint64(len(ss))]
 	if p := slot.Load(); p != nil && *p == string(b) {
 		return *p
 	}
