@@ -219,7 +219,6 @@ func (m *meta) derive() bool {
 		case strings.EqualFold(f.name, "Last-Modified"):
 			if m.val.LastModified == "" {
 				m.val.LastModified = f.value
-				m.val.ModTime, _ = httpgrammar.ParseDate(f.value)
 			}
 		case strings.EqualFold(f.name, "Content-Encoding"):
 			m.encoding = f.value

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-server/sluice/conditional"
@@ -34,8 +35,12 @@ type meta struct {
 	lifetime     time.Duration // freshness lifetime (§4.2.1)
 	headerSize   int64
 	// val holds the validators: the first ETag and Last-Modified
-	// values, and the latter's time (zero when absent or no date).
-	val conditional.Validators
+	// values, and the latter's time (zero when absent or no date),
+	// which is parsed only once something needs it (modTime,
+	// validators): a response that is stored and never asked for
+	// conditionally, or never asked for at all, costs no parse.
+	val     conditional.Validators
+	modOnce sync.Once
 }
 
 // get returns the first stored value of name.
@@ -70,7 +75,23 @@ func (m *meta) mustValidate() bool {
 
 // validators are m's, for package conditional.
 func (m *meta) validators() *conditional.Validators {
+	m.modOnce.Do(m.parseModTime)
 	return &m.val
+}
+
+// modTime returns the time of m's Last-Modified value: zero when it has
+// none, or none that is a date.
+func (m *meta) modTime() time.Time {
+	m.modOnce.Do(m.parseModTime)
+	return m.val.ModTime
+}
+
+// parseModTime sets val.ModTime, once (modOnce): after it, m's
+// validators are only read.
+func (m *meta) parseModTime() {
+	if m.val.LastModified != "" {
+		m.val.ModTime, _ = httpgrammar.ParseDate(m.val.LastModified)
+	}
 }
 
 // hasValidator reports whether a conditional request can revalidate m.
@@ -139,10 +160,17 @@ func newMetaFor(n int) *meta {
 		})
 		mf.fields = mf.room[:0]
 		return &mf.meta
-	case n <= 6:
+	case n <= 5:
 		mf := new(struct {
 			meta
-			room [6]field
+			room [5]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 7:
+		mf := new(struct {
+			meta
+			room [7]field
 		})
 		mf.fields = mf.room[:0]
 		return &mf.meta
@@ -226,6 +254,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	}
 	var expires string
 	hasExpires, ageSeen := false, false
+	lists := cc.NoCacheFields != "" || cc.PrivateFields != ""
 	ok := true
 	h.Values(func(name, value string) bool {
 		if httpgrammar.IsHopByHop(name, connection) {
@@ -266,7 +295,6 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 		case fieldLastModified:
 			if m.val.LastModified == "" {
 				m.val.LastModified = value
-				m.val.ModTime, _ = httpgrammar.ParseDate(value)
 			}
 		case fieldContentEncoding:
 			m.encoding = value
@@ -278,7 +306,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 			}
 			m.vary = append(m.vary, names...)
 		}
-		if listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name) {
+		if lists && (listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name)) {
 			return true
 		}
 		for _, s := range skip {
@@ -320,7 +348,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 		}
 	case heuristicStatus(status) || cc.Has(httpgrammar.CCPublic):
 		heuristic = true
-		if lm := m.val.ModTime; !lm.IsZero() && m.date.After(lm) {
+		if lm := m.modTime(); !lm.IsZero() && m.date.After(lm) {
 			m.lifetime = min(time.Duration(float64(m.date.Sub(lm))*x.heuristicFraction), x.heuristicMax)
 		}
 	}
@@ -420,8 +448,7 @@ func listed(list, name string) bool {
 // and those the stored body depends on (Content-Encoding,
 // Content-Range); the times are the new exchange's.
 func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) *meta {
-	n := *m
-	n.fields = nil
+	n := &meta{status: m.status, length: m.length, encoding: m.encoding, vary: m.vary}
 	var repl []field
 	connection := joinedValues(h, "Connection")
 	h.Values(func(name, value string) bool {
@@ -477,7 +504,6 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		case strings.EqualFold(f.name, "Last-Modified"):
 			if n.val.LastModified == "" {
 				n.val.LastModified = f.value
-				n.val.ModTime, _ = httpgrammar.ParseDate(f.value)
 			}
 		}
 	}
@@ -501,11 +527,11 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		}
 	default:
 		n.lifetime = 0
-		if lm := n.val.ModTime; !lm.IsZero() && n.date.After(lm) && (heuristicStatus(n.status) || n.cc.Has(httpgrammar.CCPublic)) {
+		if lm := n.modTime(); !lm.IsZero() && n.date.After(lm) && (heuristicStatus(n.status) || n.cc.Has(httpgrammar.CCPublic)) {
 			n.lifetime = min(time.Duration(float64(n.date.Sub(lm))*x.heuristicFraction), x.heuristicMax)
 		}
 	}
-	return &n
+	return n
 }
 
 func hasField(fs []field, name string) bool {
