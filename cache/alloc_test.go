@@ -134,7 +134,8 @@ func sizedSource(n int) pipe.Component {
 
 // originSource is sizedSource with the fields an nginx origin sends for
 // a static file with an expiry, and the Via a proxy adds: nine stored
-// fields.
+// fields. The body is written in pieces of 32 KiB, as the proxy reads
+// it.
 func originSource(n int) pipe.Component {
 	payload := make([]byte, n)
 	return pipe.Source(func(c *pipe.Conn) pipe.Content {
@@ -150,7 +151,16 @@ func originSource(n int) pipe.Component {
 		h.Set("Cache-Control", "max-age=3600")
 		h.Set("Accept-Ranges", "bytes")
 		h.Set("Via", "1.1 sluice")
-		return func(w pipe.Writer) error { _, err := w.Write(payload); return err }
+		return func(w pipe.Writer) error {
+			for p := payload; len(p) > 0; {
+				k := min(len(p), 32<<10)
+				if _, err := w.Write(p[:k]); err != nil {
+					return err
+				}
+				p = p[k:]
+			}
+			return nil
+		}
 	})
 }
 
@@ -224,6 +234,10 @@ func BenchmarkMiss100K(b *testing.B) { benchMiss(b, 100<<10) }
 
 // 4 KB misses whose responses have an nginx origin's fields.
 func BenchmarkMiss4KOrigin(b *testing.B) { benchMissFrom(b, 4096, 16<<20, originSource(4096)) }
+
+// 100 KB misses whose responses have an nginx origin's fields, their
+// bodies written in 32 KiB pieces.
+func BenchmarkMiss100KOrigin(b *testing.B) { benchMissFrom(b, 100<<10, 16<<20, originSource(100<<10)) }
 
 // 4 KB misses into a full 256 MB store (filling it takes 131,072
 // misses first), where the entries' bookkeeping is sixteen times
