@@ -132,6 +132,38 @@ func sizedSource(n int) pipe.Component {
 	})
 }
 
+// originSource is sizedSource with the fields an nginx origin sends for
+// a static file with an expiry, and the Via a proxy adds: nine stored
+// fields. The body is written in pieces of 32 KiB, as the proxy reads
+// it.
+func originSource(n int) pipe.Component {
+	payload := make([]byte, n)
+	return pipe.Source(func(c *pipe.Conn) pipe.Content {
+		h := c.Header()
+		h.Set("Server", "nginx")
+		h.Set("Date", "Mon, 07 Dec 2026 07:48:20 GMT")
+		h.Set("Content-Type", "text/html")
+		h.SetContentLength(int64(n))
+		h.Set("Last-Modified", "Mon, 07 Dec 2026 07:41:55 GMT")
+		h.Set("Connection", "keep-alive")
+		h.Set("ETag", `"6b166343-1000"`)
+		h.Set("Expires", "Mon, 07 Dec 2026 08:48:20 GMT")
+		h.Set("Cache-Control", "max-age=3600")
+		h.Set("Accept-Ranges", "bytes")
+		h.Set("Via", "1.1 sluice")
+		return func(w pipe.Writer) error {
+			for p := payload; len(p) > 0; {
+				k := min(len(p), 32<<10)
+				if _, err := w.Write(p[:k]); err != nil {
+					return err
+				}
+				p = p[k:]
+			}
+			return nil
+		}
+	})
+}
+
 func benchHit(b *testing.B, n int) {
 	arenaHeap, arenaSmallPages = *onHeap, *smallPages
 	x, err := New(Options{})
@@ -167,13 +199,16 @@ func BenchmarkHit100K(b *testing.B) { benchHit(b, 100<<10) }
 func benchMiss(b *testing.B, n int) { benchMissIn(b, n, 16<<20) }
 
 // benchMissIn is benchMiss with a store of size bytes.
-func benchMissIn(b *testing.B, n int, size int) {
+func benchMissIn(b *testing.B, n int, size int) { benchMissFrom(b, n, size, sizedSource(n)) }
+
+// benchMissFrom is benchMissIn with the responses of src.
+func benchMissFrom(b *testing.B, n int, size int, src pipe.Component) {
 	arenaHeap, arenaSmallPages = *onHeap, *smallPages
 	x, err := New(Options{Size: int64(size)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := pipe.Handler(pipe.Chain{x, sizedSource(n)})
+	h := pipe.Handler(pipe.Chain{x, src})
 	w := &discard{}
 	var q []byte
 	i := 0
@@ -196,6 +231,13 @@ func benchMissIn(b *testing.B, n int, size int) {
 
 func BenchmarkMiss4K(b *testing.B)   { benchMiss(b, 4096) }
 func BenchmarkMiss100K(b *testing.B) { benchMiss(b, 100<<10) }
+
+// 4 KB misses whose responses have an nginx origin's fields.
+func BenchmarkMiss4KOrigin(b *testing.B) { benchMissFrom(b, 4096, 16<<20, originSource(4096)) }
+
+// 100 KB misses whose responses have an nginx origin's fields, their
+// bodies written in 32 KiB pieces.
+func BenchmarkMiss100KOrigin(b *testing.B) { benchMissFrom(b, 100<<10, 16<<20, originSource(100<<10)) }
 
 // 4 KB misses into a full 256 MB store (filling it takes 131,072
 // misses first), where the entries' bookkeeping is sixteen times

@@ -154,6 +154,8 @@ type Cache struct {
 	bodyFilter   pipe.Filter
 
 	date       atomic.Pointer[dateString] // httpDate's
+	lastDate   atomic.Pointer[parsedDate] // parseDate's
+	lastCC     atomic.Pointer[parsedCC]   // parseCacheControl's
 	missStatus statusStrings              // the Cache-Status values of misses
 	stats      Stats
 	objects    atomic.Int64 // response entries in the store

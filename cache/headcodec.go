@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-server/sluice/conditional"
 	"github.com/sluice-server/sluice/httpgrammar"
 )
 
@@ -214,13 +213,12 @@ func (m *meta) derive() bool {
 		case strings.EqualFold(f.name, "CDN-Cache-Control"):
 			cdns = joinList(cdns, f.value)
 		case strings.EqualFold(f.name, "ETag"):
-			if m.etag == "" {
-				m.etag = f.value
+			if m.val.ETag == "" {
+				m.val.ETag = f.value
 			}
 		case strings.EqualFold(f.name, "Last-Modified"):
-			if m.lastMod == "" {
-				m.lastMod = f.value
-				m.lastModT, _ = httpgrammar.ParseDate(f.value)
+			if m.val.LastModified == "" {
+				m.val.LastModified = f.value
 			}
 		case strings.EqualFold(f.name, "Content-Encoding"):
 			m.encoding = f.value
@@ -240,7 +238,6 @@ func (m *meta) derive() bool {
 		ccs = cdns
 	}
 	m.cc = httpgrammar.ParseCacheControl(ccs)
-	m.val, m.hasVal = conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}, true
 	return true
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-server/sluice/conditional"
@@ -24,11 +25,8 @@ type meta struct {
 	fields   []field // as stored: no hop-by-hop field, no Age
 	length   int64   // the origin's Content-Length, -1 when unknown
 	cc       httpgrammar.CacheControl[string]
-	etag     string
-	lastMod  string
-	lastModT time.Time // zero when Last-Modified is absent or no date
-	encoding string    // Content-Encoding
-	vary     []string  // the Vary names, lower case, sorted; nil for none
+	encoding string   // Content-Encoding
+	vary     []string // the Vary names, lower case, sorted; nil for none
 
 	date         time.Time // the Date field, or the response time
 	requestTime  time.Time
@@ -36,8 +34,13 @@ type meta struct {
 	ageValue     time.Duration // the Age field
 	lifetime     time.Duration // freshness lifetime (§4.2.1)
 	headerSize   int64
-	val          conditional.Validators // etag, lastMod and lastModT, once hasVal
-	hasVal       bool
+	// val holds the validators: the first ETag and Last-Modified
+	// values, and the latter's time (zero when absent or no date),
+	// which is parsed only once something needs it (modTime,
+	// validators): a response that is stored and never asked for
+	// conditionally, or never asked for at all, costs no parse.
+	val     conditional.Validators
+	modOnce sync.Once
 }
 
 // get returns the first stored value of name.
@@ -72,16 +75,27 @@ func (m *meta) mustValidate() bool {
 
 // validators are m's, for package conditional.
 func (m *meta) validators() *conditional.Validators {
-	if !m.hasVal {
-		// A meta is complete before it is shared; only tests make one
-		// without newMeta or freshen.
-		return &conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}
-	}
+	m.modOnce.Do(m.parseModTime)
 	return &m.val
 }
 
+// modTime returns the time of m's Last-Modified value: zero when it has
+// none, or none that is a date.
+func (m *meta) modTime() time.Time {
+	m.modOnce.Do(m.parseModTime)
+	return m.val.ModTime
+}
+
+// parseModTime sets val.ModTime, once (modOnce): after it, m's
+// validators are only read.
+func (m *meta) parseModTime() {
+	if m.val.LastModified != "" {
+		m.val.ModTime, _ = httpgrammar.ParseDate(m.val.LastModified)
+	}
+}
+
 // hasValidator reports whether a conditional request can revalidate m.
-func (m *meta) hasValidator() bool { return m.etag != "" || m.lastMod != "" }
+func (m *meta) hasValidator() bool { return m.val.ETag != "" || m.val.LastModified != "" }
 
 // heuristicStatus reports whether a status is heuristically cacheable
 // (RFC 9110 §15.1).
@@ -132,11 +146,64 @@ func readRequest(r *engine.Request) reqInfo {
 	return ri
 }
 
-// metaFields is a meta with room for a usual header's fields, made in
-// one allocation.
-type metaFields struct {
-	meta
-	fields [8]field
+// newMetaFor returns a meta with room for n fields, made in one
+// allocation where n is at most 17. The rooms fill the allocator's size
+// classes (an object over 512 bytes with pointers takes 8 more), so that
+// a stored response's meta takes no more memory than its fields need, nor
+// a second allocation to grow them.
+func newMetaFor(n int) *meta {
+	switch {
+	case n <= 4:
+		mf := new(struct {
+			meta
+			room [4]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 5:
+		mf := new(struct {
+			meta
+			room [5]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 7:
+		mf := new(struct {
+			meta
+			room [7]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 9:
+		mf := new(struct {
+			meta
+			room [9]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 11:
+		mf := new(struct {
+			meta
+			room [11]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 13:
+		mf := new(struct {
+			meta
+			room [13]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	case n <= 17:
+		mf := new(struct {
+			meta
+			room [17]field
+		})
+		mf.fields = mf.room[:0]
+		return &mf.meta
+	}
+	return &meta{fields: make([]field, 0, n)}
 }
 
 // newMeta takes the response to store from status and h: the fields
@@ -145,8 +212,6 @@ type metaFields struct {
 // name; none of skip, the fields set before the cache ran), and the
 // times. It returns why the response must not be stored, or "".
 func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field, reqTime, respTime time.Time) (*meta, string) {
-	mf := &metaFields{meta: meta{status: status, length: h.ContentLength(), requestTime: reqTime, responseTime: respTime}}
-	m := &mf.meta
 	if ri.head {
 		return nil, whyMethod
 	}
@@ -156,8 +221,10 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if status == http.StatusPartialContent {
 		return nil, whyPartial
 	}
-	ccv, connection := controlFields(h)
-	m.cc = httpgrammar.ParseCacheControl(ccv)
+	ccv, connection, n := controlFields(h)
+	m := newMetaFor(n)
+	m.status, m.length, m.requestTime, m.responseTime = status, h.ContentLength(), reqTime, respTime
+	m.cc = x.parseCacheControl(ccv)
 	cc := &m.cc
 	if cc.Has(httpgrammar.CCMustUnderstand) {
 		if !understoodStatus(status) {
@@ -187,19 +254,20 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	}
 	var expires string
 	hasExpires, ageSeen := false, false
+	lists := cc.NoCacheFields != "" || cc.PrivateFields != ""
 	ok := true
-	m.fields = mf.fields[:0] // a usual header needs no allocation of its own
 	h.Values(func(name, value string) bool {
-		switch {
-		case httpgrammar.IsHopByHop(name, connection):
+		if httpgrammar.IsHopByHop(name, connection) {
 			return true
-		case strings.EqualFold(name, "Age"):
+		}
+		switch fieldKind(name) {
+		case fieldAge:
 			if !ageSeen {
 				ageSeen = true
 				m.ageValue = parseAge(value)
 			}
 			return true
-		case strings.EqualFold(name, "Set-Cookie"):
+		case fieldSetCookie:
 			if listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name) {
 				// Stored without it (§5.2.2.4, §5.2.2.7).
 				return true
@@ -208,28 +276,29 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 				ok = false
 				return false
 			}
-		case strings.EqualFold(name, "Cache-Status"):
+		case fieldCacheStatus:
 			// An upstream cache's status is kept; this cache adds its own.
-		case strings.EqualFold(name, "Date"):
-			if t, good := httpgrammar.ParseDate(value); good && m.date.IsZero() {
-				m.date = t
+		case fieldDate:
+			if m.date.IsZero() {
+				if t, good := x.parseDate(value); good {
+					m.date = t
+				}
 			}
-		case strings.EqualFold(name, "Expires"):
+		case fieldExpires:
 			if !hasExpires {
 				expires, hasExpires = value, true
 			}
-		case strings.EqualFold(name, "ETag"):
-			if m.etag == "" {
-				m.etag = value
+		case fieldETag:
+			if m.val.ETag == "" {
+				m.val.ETag = value
 			}
-		case strings.EqualFold(name, "Last-Modified"):
-			if m.lastMod == "" {
-				m.lastMod = value
-				m.lastModT, _ = httpgrammar.ParseDate(value)
+		case fieldLastModified:
+			if m.val.LastModified == "" {
+				m.val.LastModified = value
 			}
-		case strings.EqualFold(name, "Content-Encoding"):
+		case fieldContentEncoding:
 			m.encoding = value
-		case strings.EqualFold(name, "Vary"):
+		case fieldVary:
 			names, star := varyNames(value)
 			if star {
 				ok = false
@@ -237,7 +306,7 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 			}
 			m.vary = append(m.vary, names...)
 		}
-		if listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name) {
+		if lists && (listed(cc.NoCacheFields, name) || listed(cc.PrivateFields, name)) {
 			return true
 		}
 		for _, s := range skip {
@@ -279,8 +348,8 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 		}
 	case heuristicStatus(status) || cc.Has(httpgrammar.CCPublic):
 		heuristic = true
-		if !m.lastModT.IsZero() && m.date.After(m.lastModT) {
-			m.lifetime = min(time.Duration(float64(m.date.Sub(m.lastModT))*x.heuristicFraction), x.heuristicMax)
+		if lm := m.modTime(); !lm.IsZero() && m.date.After(lm) {
+			m.lifetime = min(time.Duration(float64(m.date.Sub(lm))*x.heuristicFraction), x.heuristicMax)
 		}
 	}
 	explicitFresh := cc.SMaxage >= 0 || cc.MaxAge >= 0 || hasExpires
@@ -292,8 +361,62 @@ func (x *Cache) newMeta(status int, h *engine.Header, ri *reqInfo, skip []field,
 	if m.lifetime <= m.currentAge(respTime) && !m.hasValidator() && cc.StaleWhileRevalidate <= 0 && cc.StaleIfError <= 0 && x.staleIfError <= 0 {
 		return nil, whyNoFreshness
 	}
-	m.val, m.hasVal = conditional.Validators{ETag: m.etag, LastModified: m.lastMod, ModTime: m.lastModT}, true
 	return m, ""
+}
+
+// The response fields newMeta reads, by fieldKind.
+const (
+	fieldOther = iota
+	fieldAge
+	fieldSetCookie
+	fieldCacheStatus
+	fieldDate
+	fieldExpires
+	fieldETag
+	fieldLastModified
+	fieldContentEncoding
+	fieldVary
+)
+
+// fieldKind tells which of the fields newMeta reads name is, by its
+// length first: most names have none of their lengths.
+func fieldKind(name string) int {
+	switch len(name) {
+	case len("Age"):
+		if httpgrammar.EqualFold(name, "Age") {
+			return fieldAge
+		}
+	case len("Date"):
+		switch {
+		case httpgrammar.EqualFold(name, "Date"):
+			return fieldDate
+		case httpgrammar.EqualFold(name, "ETag"):
+			return fieldETag
+		case httpgrammar.EqualFold(name, "Vary"):
+			return fieldVary
+		}
+	case len("Expires"):
+		if httpgrammar.EqualFold(name, "Expires") {
+			return fieldExpires
+		}
+	case len("Set-Cookie"):
+		if httpgrammar.EqualFold(name, "Set-Cookie") {
+			return fieldSetCookie
+		}
+	case len("Cache-Status"):
+		if httpgrammar.EqualFold(name, "Cache-Status") {
+			return fieldCacheStatus
+		}
+	case len("Last-Modified"):
+		if httpgrammar.EqualFold(name, "Last-Modified") {
+			return fieldLastModified
+		}
+	case len("Content-Encoding"):
+		if httpgrammar.EqualFold(name, "Content-Encoding") {
+			return fieldContentEncoding
+		}
+	}
+	return fieldOther
 }
 
 // joinedValues returns every value of name in h joined by ", ".
@@ -325,8 +448,7 @@ func listed(list, name string) bool {
 // and those the stored body depends on (Content-Encoding,
 // Content-Range); the times are the new exchange's.
 func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) *meta {
-	n := *m
-	n.fields = nil
+	n := &meta{status: m.status, length: m.length, encoding: m.encoding, vary: m.vary}
 	var repl []field
 	connection := joinedValues(h, "Connection")
 	h.Values(func(name, value string) bool {
@@ -345,7 +467,7 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		}
 	}
 	n.fields = append(n.fields, repl...)
-	n.etag, n.lastMod, n.date, n.ageValue = "", "", time.Time{}, 0
+	n.val, n.date, n.ageValue = conditional.Validators{}, time.Time{}, 0
 	n.requestTime, n.responseTime = reqTime, respTime
 	if v := h.Get("Age"); v != "" {
 		n.ageValue = parseAge(v)
@@ -376,13 +498,12 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 				expires, hasExpires = f.value, true
 			}
 		case strings.EqualFold(f.name, "ETag"):
-			if n.etag == "" {
-				n.etag = f.value
+			if n.val.ETag == "" {
+				n.val.ETag = f.value
 			}
 		case strings.EqualFold(f.name, "Last-Modified"):
-			if n.lastMod == "" {
-				n.lastMod = f.value
-				n.lastModT, _ = httpgrammar.ParseDate(f.value)
+			if n.val.LastModified == "" {
+				n.val.LastModified = f.value
 			}
 		}
 	}
@@ -394,7 +515,6 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		ccs = cdns
 	}
 	n.cc = httpgrammar.ParseCacheControl(ccs)
-	n.val, n.hasVal = conditional.Validators{ETag: n.etag, LastModified: n.lastMod, ModTime: n.lastModT}, true
 	switch {
 	case n.cc.SMaxage >= 0:
 		n.lifetime = time.Duration(n.cc.SMaxage) * time.Second
@@ -407,11 +527,11 @@ func (x *Cache) freshen(m *meta, h *engine.Header, reqTime, respTime time.Time) 
 		}
 	default:
 		n.lifetime = 0
-		if !n.lastModT.IsZero() && n.date.After(n.lastModT) && (heuristicStatus(n.status) || n.cc.Has(httpgrammar.CCPublic)) {
-			n.lifetime = min(time.Duration(float64(n.date.Sub(n.lastModT))*x.heuristicFraction), x.heuristicMax)
+		if lm := n.modTime(); !lm.IsZero() && n.date.After(lm) && (heuristicStatus(n.status) || n.cc.Has(httpgrammar.CCPublic)) {
+			n.lifetime = min(time.Duration(float64(n.date.Sub(lm))*x.heuristicFraction), x.heuristicMax)
 		}
 	}
-	return &n
+	return n
 }
 
 func hasField(fs []field, name string) bool {
@@ -456,12 +576,17 @@ func parseAge(v string) time.Duration {
 // those of CDN-Cache-Control when the response has that field and it is
 // valid (RFC 9213: a cache that honours it ignores Cache-Control), else
 // Cache-Control's, the field lines joined.
-// It returns the Connection field's lines joined too, all in one pass
-// over h.
-func controlFields(h *engine.Header) (cc, connection string) {
+// It returns the Connection field's lines joined too, and the most
+// fields the response can be stored with (its fields, and a Date when it
+// has none), all in one pass over h.
+func controlFields(h *engine.Header) (cc, connection string, fields int) {
 	var cdn string
+	date := false
 	h.Values(func(name, value string) bool {
+		fields++
 		switch len(name) {
+		case len("Date"):
+			date = date || strings.EqualFold(name, "Date")
 		case len("Cache-Control"):
 			if strings.EqualFold(name, "Cache-Control") {
 				cc = joinValue(cc, value)
@@ -480,7 +605,10 @@ func controlFields(h *engine.Header) (cc, connection string) {
 	if cdn != "" && validCDN(cdn) {
 		cc = cdn
 	}
-	return cc, connection
+	if !date {
+		fields++
+	}
+	return cc, connection, fields
 }
 
 func joinValue(list, v string) string {

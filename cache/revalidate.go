@@ -94,7 +94,7 @@ func (f *fetch) start() {
 	x := f.x
 	now := x.now()
 	switch {
-	case f.status == http.StatusNotModified && f.oldMeta != nil && !sameStrongETag(f.h.Get("ETag"), f.oldMeta.etag):
+	case f.status == http.StatusNotModified && f.oldMeta != nil && !sameStrongETag(f.h.Get("ETag"), f.oldMeta.val.ETag):
 		// It selects no stored response for update (§4.3.4): the stored
 		// one is out of date, and the request goes on without it.
 		f.result = resMismatch
@@ -415,11 +415,11 @@ func conditionalRequest(r *engine.Request, m *meta) *engine.Request {
 		}
 		n.Fields = append(n.Fields, engine.Field{Name: bytes.Clone(f.Name), Value: bytes.Clone(f.Value)})
 	}
-	if m != nil && m.etag != "" {
-		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-None-Match"), Value: []byte(m.etag)})
+	if m != nil && m.val.ETag != "" {
+		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-None-Match"), Value: []byte(m.val.ETag)})
 	}
-	if m != nil && m.lastMod != "" {
-		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-Modified-Since"), Value: []byte(m.lastMod)})
+	if m != nil && m.val.LastModified != "" {
+		n.Fields = append(n.Fields, engine.Field{Name: []byte("If-Modified-Since"), Value: []byte(m.val.LastModified)})
 	}
 	return n
 }

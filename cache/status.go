@@ -1,10 +1,13 @@
 package cache
 
 import (
+	"hash/maphash"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-server/sluice/httpgrammar"
 )
 
 // The Cache-Status field (RFC 9211) the cache adds to every answer names
@@ -79,6 +82,46 @@ func (x *Cache) httpDate(t time.Time) string {
 	return d.s
 }
 
+// parsedDate is a Date value and what httpgrammar.ParseDate makes of it.
+type parsedDate struct {
+	s  string
+	t  time.Time
+	ok bool
+}
+
+// parseDate is httpgrammar.ParseDate for a response's Date value. The
+// responses of a second mostly carry the same one: it is parsed once,
+// and those after it that repeat it take its time.
+func (x *Cache) parseDate(v string) (time.Time, bool) {
+	if p := x.lastDate.Load(); p != nil && p.s == v {
+		return p.t, p.ok
+	}
+	t, ok := httpgrammar.ParseDate(v)
+	x.lastDate.Store(&parsedDate{v, t, ok})
+	return t, ok
+}
+
+// parsedCC is a response's Cache-Control value and its directives.
+type parsedCC struct {
+	s  string
+	cc httpgrammar.CacheControl[string]
+}
+
+// parseCacheControl is httpgrammar.ParseCacheControl for the directives
+// of a response to store. A site's responses mostly come with a few
+// values, one after another the same: the last one parsed is kept, and a
+// response that repeats it takes its directives. The directives' lists
+// (no-cache="…", private="…") are substrings of the value, as a parse of
+// it would make them.
+func (x *Cache) parseCacheControl(v string) httpgrammar.CacheControl[string] {
+	if p := x.lastCC.Load(); p != nil && p.s == v {
+		return p.cc
+	}
+	p := &parsedCC{s: v, cc: httpgrammar.ParseCacheControl(v)}
+	x.lastCC.Store(p)
+	return p.cc
+}
+
 // statusStrings keeps the Cache-Status values of recent misses, so that
 // misses that say the same (the same fwd, fwd-status and ttl: a site's
 // responses mostly come with a few max-ages) share one string rather
@@ -86,13 +129,12 @@ func (x *Cache) httpDate(t time.Time) string {
 // value that is not in its slot replaces it.
 type statusStrings [16]atomic.Pointer[string]
 
+// internSeed seeds the hash that picks a statusStrings slot.
+var internSeed = maphash.MakeSeed()
+
 // intern returns b as a string, the one in its slot when that is equal.
 func (ss *statusStrings) intern(b []byte) string {
-	h := uint32(2166136261) // FNV-1a
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	slot := &ss[h%uint32(len(ss))]
+	slot := &ss[maphash.Bytes(internSeed, b)%uint64(len(ss))]
 	if p := slot.Load(); p != nil && *p == string(b) {
 		return *p
 	}

@@ -22,9 +22,10 @@
 //     another turn, one read less.
 //
 // So one-time keys (a crawler, a scan) pass through the small queue and
-// never push out what is read again, and a read costs a map lookup under
-// a read lock and an atomic increment: reads do not move entries between
-// lists, as they would in an LRU, and run in parallel.
+// never push out what is read again, and a read costs a lookup in the
+// Map's index (a hash table of its own, by the hash the ghost keeps too)
+// under a read lock and an atomic increment: reads do not move entries
+// between lists, as they would in an LRU, and run in parallel.
 //
 // The policy was chosen by measurement against a byte-budgeted LRU,
 // W-TinyLFU (github.com/maypok86/otter/v2) and ristretto's TinyLFU;
@@ -33,7 +34,7 @@
 // # Limits
 //
 // The budget counts only the sizes given to Set, not the Map's own
-// memory: about 300 bytes per entry with 32-byte string keys, key and
+// memory: about 230 bytes per entry with 32-byte string keys, key and
 // ghost hash included (TestChurnMillionKeys logs the figure). A caller
 // that stores many small entries bounds that, for example by counting a
 // minimum size per entry. An entry larger than the budget is not stored.

@@ -138,7 +138,7 @@ func (g *ghost) take(h uint64) bool {
 // usable: make a Map with New. A Map must not be copied after first use.
 type Map[K comparable, V any] struct {
 	mu    sync.RWMutex
-	items map[K]*entry[K, V]
+	items table[K, V]
 	small fifo[K, V]
 	main  fifo[K, V]
 	ghost ghost
@@ -174,7 +174,6 @@ type Map[K comparable, V any] struct {
 // methods, and it must not keep that goroutine long.
 func New[K comparable, V any](budget int64, onEvict func(K, V)) *Map[K, V] {
 	return &Map[K, V]{
-		items:   make(map[K]*entry[K, V]),
 		seed:    maphash.MakeSeed(),
 		budget:  max(budget, 0),
 		onEvict: onEvict,
@@ -185,9 +184,10 @@ func New[K comparable, V any](budget int64, onEvict func(K, V)) *Map[K, V] {
 // marks it used: an entry read since the eviction hand last passed it
 // is kept over one that was not.
 func (m *Map[K, V]) Get(k K) (V, bool) {
+	h := maphash.Comparable(m.seed, k)
 	m.mu.RLock()
-	e, ok := m.items[k]
-	if !ok {
+	e := m.items.find(k, h)
+	if e == nil {
 		m.mu.RUnlock()
 		var zero V
 		return zero, false
@@ -221,8 +221,10 @@ func (m *Map[K, V]) Set(k K, v V, size int64) bool {
 	gone := buf[:0]
 	stored := true
 
+	h := maphash.Comparable(m.seed, k)
 	m.mu.Lock()
-	e, exists := m.items[k]
+	e := m.items.find(k, h)
+	exists := e != nil
 	switch {
 	case size > m.budget:
 		stored = false
@@ -240,9 +242,8 @@ func (m *Map[K, V]) Set(k K, v V, size int64) bool {
 		gone = m.evict(e, gone)
 	default:
 		e = m.newEntry()
-		e.key, e.val, e.size = k, v, size
-		e.hash = maphash.Comparable(m.seed, k)
-		m.items[k] = e
+		e.key, e.val, e.size, e.hash = k, v, size, h
+		m.items.insert(e)
 		m.bytes += size
 		if m.ghost.take(e.hash) {
 			e.queue = inMain
@@ -303,14 +304,14 @@ func (m *Map[K, V]) queue(e *entry[K, V]) *fifo[K, V] {
 // remove unlinks e and forgets its key. The write lock is held.
 func (m *Map[K, V]) remove(e *entry[K, V]) {
 	m.queue(e).unlink(e)
-	delete(m.items, e.key)
+	m.items.remove(e)
 	m.bytes -= e.size
 }
 
 // publish makes Size and Len show the state the write lock guards.
 func (m *Map[K, V]) publish() {
 	m.size.Store(m.bytes)
-	m.len.Store(int64(len(m.items)))
+	m.len.Store(int64(m.items.n))
 }
 
 // evict lets entries go until the sizes add up to the budget or less,
@@ -336,7 +337,7 @@ func (m *Map[K, V]) evict(keep *entry[K, V], gone []kv[K, V]) []kv[K, V] {
 				e.queue = inMain
 				m.main.push(e)
 			default:
-				m.ghost.add(e.hash, len(m.items))
+				m.ghost.add(e.hash, m.items.n)
 				gone = m.drop(e, gone)
 			}
 			continue
@@ -358,7 +359,7 @@ func (m *Map[K, V]) evict(keep *entry[K, V], gone []kv[K, V]) []kv[K, V] {
 
 // drop forgets e, already unlinked, as evicted.
 func (m *Map[K, V]) drop(e *entry[K, V], gone []kv[K, V]) []kv[K, V] {
-	delete(m.items, e.key)
+	m.items.remove(e)
 	m.bytes -= e.size
 	m.evictions.Add(1)
 	gone = append(gone, kv[K, V]{e.key, e.val})
@@ -369,9 +370,10 @@ func (m *Map[K, V]) drop(e *entry[K, V], gone []kv[K, V]) []kv[K, V] {
 // Delete removes the value stored under k and returns it, and whether
 // there was one. onEvict is not called for it.
 func (m *Map[K, V]) Delete(k K) (V, bool) {
+	h := maphash.Comparable(m.seed, k)
 	m.mu.Lock()
-	e, ok := m.items[k]
-	if !ok {
+	e := m.items.find(k, h)
+	if e == nil {
 		m.mu.Unlock()
 		var zero V
 		return zero, false
@@ -397,15 +399,18 @@ func (m *Map[K, V]) Range(fn func(K, V) bool) {
 	// for reuse from now until it ends.
 	m.ranging.Add(1)
 	defer m.ranging.Add(-1)
-	all := make([]*entry[K, V], 0, len(m.items))
-	for _, e := range m.items {
-		all = append(all, e)
+	all := make([]*entry[K, V], 0, m.items.n)
+	for _, s := range m.items.slots {
+		if s.e != nil {
+			all = append(all, s.e)
+		}
 	}
 	m.mu.RUnlock()
 	for _, e := range all {
 		m.mu.RLock()
 		k := e.key
-		cur, ok := m.items[k]
+		cur := m.items.find(k, e.hash)
+		ok := cur != nil
 		var v V
 		if ok && cur == e {
 			v = e.val

@@ -2,6 +2,7 @@ package evict
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -350,14 +351,14 @@ func TestGhostAdmitsToMain(t *testing.T) {
 	}
 	m.Set(0, 0, 1)
 	m.mu.RLock()
-	q := m.items[0].queue
+	q := m.items.find(0, maphash.Comparable(m.seed, 0)).queue
 	m.mu.RUnlock()
 	if q != inMain {
 		t.Errorf("key 0 set again went to queue %d, want the main queue", q)
 	}
 	m.Set(1000, 1000, 1)
 	m.mu.RLock()
-	q = m.items[1000].queue
+	q = m.items.find(1000, maphash.Comparable(m.seed, 1000)).queue
 	m.mu.RUnlock()
 	if q != inSmall {
 		t.Errorf("a new key went to queue %d, want the small queue", q)
