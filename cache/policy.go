@@ -154,56 +154,32 @@ func readRequest(r *engine.Request) reqInfo {
 func newMetaFor(n int) *meta {
 	switch {
 	case n <= 4:
-		mf := new(struct {
-			meta
-			room [4]field
-		})
-		mf.fields = mf.room[:0]
-		return &mf.meta
+		return metaWithRoom(func(r *[4]field) []field { return r[:0] })
 	case n <= 5:
-		mf := new(struct {
-			meta
-			room [5]field
-		})
-		mf.fields = mf.room[:0]
-		return &mf.meta
+		return metaWithRoom(func(r *[5]field) []field { return r[:0] })
 	case n <= 7:
-		mf := new(struct {
-			meta
-			room [7]field
-		})
-		mf.fields = mf.room[:0]
-		return &mf.meta
+		return metaWithRoom(func(r *[7]field) []field { return r[:0] })
 	case n <= 9:
-		mf := new(struct {
-			meta
-			room [9]field
-		})
-		mf.fields = mf.room[:0]
-		return &mf.meta
+		return metaWithRoom(func(r *[9]field) []field { return r[:0] })
 	case n <= 11:
-		mf := new(struct {
-			meta
-			room [11]field
-		})
-		mf.fields = mf.room[:0]
-		return &mf.meta
+		return metaWithRoom(func(r *[11]field) []field { return r[:0] })
 	case n <= 13:
-		mf := new(struct {
-			meta
-			room [13]field
-		})
-		mf.fields = mf.room[:0]
-		return &mf.meta
+		return metaWithRoom(func(r *[13]field) []field { return r[:0] })
 	case n <= 17:
-		mf := new(struct {
-			meta
-			room [17]field
-		})
-		mf.fields = mf.room[:0]
-		return &mf.meta
+		return metaWithRoom(func(r *[17]field) []field { return r[:0] })
 	}
 	return &meta{fields: make([]field, 0, n)}
+}
+
+// metaWithRoom returns a meta allocated together with a room R for its
+// fields, which fields slices (empty, the room's capacity).
+func metaWithRoom[R any](fields func(*R) []field) *meta {
+	mf := new(struct {
+		meta
+		room R
+	})
+	mf.fields = fields(&mf.room)
+	return &mf.meta
 }
 
 // newMeta takes the response to store from status and h: the fields
