@@ -57,26 +57,21 @@ func (s SafeString) String() string { return s.s }
 
 // Set replaces every field named name (ASCII case-insensitive) with one
 // field name: value.
-func (h *Header) Set(name, value string) {
+func (h *Header) Set(name, value string) { h.set(name, value, false) }
+
+// SetSafe is Set for a name and value made safe beforehand: the field is
+// written without being scanned again.
+func (h *Header) SetSafe(name, value SafeString) { h.set(name.s, value.s, true) }
+
+// set is Set; safe marks a field made safe beforehand.
+func (h *Header) set(name, value string, safe bool) {
 	if mayBeSpecial(name) && h.special(name, value) {
 		return
 	}
 	if len(h.fields) > 0 {
 		h.delStored(name)
 	}
-	h.fields = append(h.fields, headerField{name: name, value: value})
-}
-
-// SetSafe is Set for a name and value made safe beforehand: the field is
-// written without being scanned again.
-func (h *Header) SetSafe(name, value SafeString) {
-	if mayBeSpecial(name.s) && h.special(name.s, value.s) {
-		return
-	}
-	if len(h.fields) > 0 {
-		h.delStored(name.s)
-	}
-	h.fields = append(h.fields, headerField{name: name.s, value: value.s, safe: true})
+	h.fields = append(h.fields, headerField{name: name, value: value, safe: safe})
 }
 
 // Add appends a field, keeping any others of the same name.
