@@ -104,13 +104,7 @@ func sendFileAllocatesNothing(t *testing.T, size int) {
 	addr := startServer(t, &Server{Handler: h})
 	c := dial(t, addr)
 	req := []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-	buf := firstResponse(t, c, req, size)
-	allocs := testing.AllocsPerRun(200, func() {
-		c.Write(req)
-		if _, err := io.ReadFull(c, buf); err != nil {
-			t.Fatal(err)
-		}
-	})
+	allocs := responseAllocs(t, c, req, size)
 	if allocs != 0 {
 		t.Errorf("a sendfile response allocates %v times per request, want 0", allocs)
 	}
@@ -169,16 +163,23 @@ func TestWriteBuffersAllocatesNothing(t *testing.T) {
 	addr := startServer(t, &Server{Handler: h})
 	c := dial(t, addr)
 	req := []byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	allocs := responseAllocs(t, c, req, size)
+	if allocs != 0 {
+		t.Errorf("%v allocations per response, want 0", allocs)
+	}
+}
+
+// responseAllocs returns the allocations per response to req on c, a
+// keep-alive connection, whose responses have bodies of size bytes.
+func responseAllocs(t *testing.T, c io.ReadWriter, req []byte, size int) float64 {
+	t.Helper()
 	buf := firstResponse(t, c, req, size)
-	allocs := testing.AllocsPerRun(200, func() {
+	return testing.AllocsPerRun(200, func() {
 		c.Write(req)
 		if _, err := io.ReadFull(c, buf); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per response, want 0", allocs)
-	}
 }
 
 // firstResponse sends req on c, reads its response, whose body has size
