@@ -113,14 +113,28 @@ func (p *Pebble) Orders() int {
 }
 
 // FreePort returns a loopback TCP port free at the time of asking.
+// Two calls may return the same port; a test that needs several
+// distinct ports asks FreePorts.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return FreePorts(t, 1)[0]
+}
+
+// FreePorts returns n distinct loopback TCP ports, each free at the
+// time of asking: every port is held until all n are chosen, so the
+// kernel cannot hand one out twice.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // fakeDNS answers every A query with 127.0.0.1 and every other query

@@ -135,7 +135,8 @@ func TestWorkersACME(t *testing.T) {
 }
 
 func testWorkersACME(t *testing.T, dir, user string) {
-	httpPort, tlsPort := sluicetest.FreePort(t), sluicetest.FreePort(t)
+	ports := sluicetest.FreePorts(t, 2)
+	httpPort, tlsPort := ports[0], ports[1]
 	pebble := sluicetest.StartPebble(t, httpPort, tlsPort, 24*time.Second)
 	file := filepath.Join(dir, "w.yaml")
 	userLine := ""
@@ -244,7 +245,8 @@ func writeAccountKey(t *testing.T, data string) {
 }
 
 func testACMEUser(t *testing.T, dir string, u *user.User) {
-	httpPort, tlsPort := sluicetest.FreePort(t), sluicetest.FreePort(t)
+	ports := sluicetest.FreePorts(t, 2)
+	httpPort, tlsPort := ports[0], ports[1]
 	pebble := sluicetest.StartPebble(t, httpPort, tlsPort, 12*time.Second)
 	file := filepath.Join(dir, "acme.yaml")
 	writeConfig(t, file, fmt.Sprintf(`user: nobody

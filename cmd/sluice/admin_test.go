@@ -211,7 +211,7 @@ func TestResumeNeedsAdmin(t *testing.T) {
 func TestAdminTokens(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "site.yaml")
-	port := freePort(t)
+	port := sluicetest.FreePort(t)
 	writeConfig(t, file, fmt.Sprintf(`listen: 127.0.0.1:0
 admin: {listen: 127.0.0.1:%d, tokens: {ci: 0123456789abcdef0123}, state: %s}
 routes:
@@ -231,17 +231,6 @@ routes:
 		}
 	}
 	s.stop(t, syscall.SIGTERM)
-}
-
-// freePort returns a TCP port free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // With workers the API runs in the master: a posted config reaches
@@ -361,7 +350,7 @@ func TestAdminUnderLoad(t *testing.T) {
 			file, sock, state := filepath.Join(dir, "site.yaml"), filepath.Join(dir, "admin.sock"), filepath.Join(dir, "state.json")
 			// A port of its own from the start: a reload from port 0 to
 			// the port it got would move the listener (in one process).
-			writeConfig(t, file, adminSite(fmt.Sprintf("127.0.0.1:%d", freePort(t)), sock, state, workers, proxied))
+			writeConfig(t, file, adminSite(fmt.Sprintf("127.0.0.1:%d", sluicetest.FreePort(t)), sock, state, workers, proxied))
 			s := start(t, "serve", "-c", file)
 			s.waitLog(t, "admin API listening", 1)
 			a := unixAdmin(sock)
@@ -582,7 +571,7 @@ func TestAdminSectionChangeWarns(t *testing.T) {
 			}
 			dir := t.TempDir()
 			file, sock, state := filepath.Join(dir, "site.yaml"), filepath.Join(dir, "admin.sock"), filepath.Join(dir, "state.json")
-			listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			listen := fmt.Sprintf("127.0.0.1:%d", sluicetest.FreePort(t))
 			writeConfig(t, file, adminSite(listen, sock, state, workers, ""))
 			s := start(t, "serve", "-c", file)
 			s.waitLog(t, "admin API listening", 1)

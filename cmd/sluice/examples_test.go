@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -145,18 +146,12 @@ func TestExampleTLSSite(t *testing.T) {
 }
 
 // freePorts returns n distinct loopback ports that were free a moment
-// ago.
+// ago, spelled for a config file.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
 	var ports []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		ports = append(ports, port)
+	for _, p := range sluicetest.FreePorts(t, n) {
+		ports = append(ports, strconv.Itoa(p))
 	}
 	return ports
 }
