@@ -41,10 +41,13 @@ test:
 
 ## test-alloc: the allocation tests (names containing Alloc), without the
 ## race detector, whose own allocations they would count (they are built
-## with !race, so the -race run above leaves them out)
+## with !race, so the -race run above leaves them out); and the cache's
+## tests of what it stores, whose copy is assembly only without the race
+## detector (cache/storecopy.go)
 test-alloc:
 	$(GO) test -shuffle=on -run 'Alloc' ./...
 	$(GO) -C bench test -shuffle=on -run 'Alloc' ./...
+	$(GO) test -shuffle=on -run 'StoreCopy|BodySizes|MissBody|Recycle' ./cache
 
 ## test-c50k: C50K idle keep-alive connections (default 50,000) on one
 ## server, engine.TestC50KIdle, without the race detector: bounded memory,

@@ -308,7 +308,9 @@ func (b *body) append(p []byte) {
 			b.chunks = append(b.chunks, last)
 		}
 		n := min(cap(last)-len(last), len(p))
-		last = append(last, p[:n]...)
+		k := len(last)
+		last = last[:k+n]
+		storeCopy(last[k:], p[:n])
 		b.chunks[len(b.chunks)-1] = last
 		b.n += int64(n)
 		p = p[n:]
