@@ -4,9 +4,11 @@
 
 // func copyNonTemporal(dst, src *byte, n int)
 //
-// Copies n bytes, a multiple of 64, from src to dst, which is 16-byte
-// aligned, with non-temporal stores (MOVNTDQ, SSE2: every amd64 has it),
-// and fences them (SFENCE) before it returns.
+// Copies n bytes, a multiple of 64, from src to dst, with non-temporal
+// stores (MOVNTDQ, SSE2: every amd64 has it), and fences them (SFENCE)
+// before it returns. MOVNTDQ needs dst 16-byte aligned; storeCopy
+// passes it aligned to a 64-byte line, so that each iteration writes
+// one whole line. src may have any alignment (MOVOU).
 TEXT ·copyNonTemporal(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
