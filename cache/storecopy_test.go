@@ -36,4 +36,17 @@ func TestStoreCopy(t *testing.T) {
 			}
 		}
 	}
+	// A destination too short is refused before anything is written.
+	dst := bytes.Repeat([]byte{0xAA}, 2*minNonTemporal)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("storeCopy into a destination too short did not panic")
+			}
+		}()
+		storeCopy(dst[:minNonTemporal], src[:minNonTemporal+64])
+	}()
+	if bytes.Count(dst, []byte{0xAA}) != len(dst) {
+		t.Error("storeCopy into a destination too short wrote to it")
+	}
 }
