@@ -145,7 +145,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 		fmt.Fprintf(stderr, "\nServers: %s\nScenarios: %s\n", strings.Join(serverNames(), ", "), strings.Join(allScenarios, ", "))
 	}
 	out := fs.String("out", "", "directory for the report (README.md, PNG plots, results.json); default: the scratch directory "+defaultOut())
-	servers := fs.String("servers", strings.Join(serverNames(), ","), "comma-separated servers to measure (haproxy: in the proxy scenario only; varnish: in the cache scenario only)")
+	servers := fs.String("servers", strings.Join(defaultServers(), ","), "comma-separated servers to measure (haproxy: in the proxy scenario only; varnish: in the cache scenario only; sluice-again: in the php scenario only, the same Sluice measured again in each round, an A/A control of the run's noise)")
 	scenarios := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run (workers, mix, mix-slowdb, proxy, tls, php and cache are not run unless named)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; the report gives the median")
 	duration := fs.Duration("duration", 5*time.Second, "length of a measured run")

@@ -36,8 +36,17 @@ func TestParsePHP(t *testing.T) {
 			t.Errorf("PHP peer %s: its base %q is not a --servers name", p.Name, peers.PHPBase(p.Name))
 		}
 	}
-	if !slices.Equal(bases, []string{"sluice", "nginx", "caddy"}) {
-		t.Errorf("PHP peers stand for %v, want sluice, nginx, caddy", bases)
+	if !slices.Equal(bases, []string{"sluice", "nginx", "caddy", "sluice-again"}) {
+		t.Errorf("PHP peers stand for %v, want sluice, nginx, caddy, sluice-again", bases)
+	}
+	// The A/A control runs only when named.
+	o, code = parse(nil, io.Discard)
+	if code != -1 || slices.Contains(o.servers, "sluice-again") || !slices.Contains(o.servers, "sluice") {
+		t.Errorf("default servers %v (exit %d): want sluice and not sluice-again", o.servers, code)
+	}
+	o, code = parse([]string{"--scenarios", "php", "--servers", "sluice,nginx,sluice-again"}, io.Discard)
+	if code != -1 || !slices.Equal(o.servers, []string{"sluice", "nginx", "sluice-again"}) {
+		t.Errorf("--servers sluice,nginx,sluice-again: %v (exit %d)", o.servers, code)
 	}
 }
 
@@ -48,9 +57,10 @@ func TestParsePHP(t *testing.T) {
 func TestPHPConfigs(t *testing.T) {
 	env := peers.Env{Dir: "/run/x", Root: "/srv/site", Host: "127.0.0.1", Port: 8080, NoFile: 4096, FPM: "/run/php/fpm.sock", IdleConns: 7}
 	want := map[string][]string{
-		"sluice-php": {"php:", `root: "/srv/site"`, `"unix:/run/php/fpm.sock"`, "max_conns: 7"},
-		"nginx-php":  {"server unix:/run/php/fpm.sock;", "keepalive 7;", "fastcgi_keep_conn on;", "fastcgi_pass php;", "try_files $uri $uri/ /index.php?$args;", "root /srv/site;"},
-		"caddy-php":  {"php_fastcgi unix//run/php/fpm.sock", "root * /srv/site", "file_server"},
+		"sluice-php":       {"php:", `root: "/srv/site"`, `"unix:/run/php/fpm.sock"`, "max_conns: 7"},
+		"sluice-again-php": {"php:", `root: "/srv/site"`, `"unix:/run/php/fpm.sock"`, "max_conns: 7"},
+		"nginx-php":        {"server unix:/run/php/fpm.sock;", "keepalive 7;", "fastcgi_keep_conn on;", "fastcgi_pass php;", "try_files $uri $uri/ /index.php?$args;", "root /srv/site;"},
+		"caddy-php":        {"php_fastcgi unix//run/php/fpm.sock", "root * /srv/site", "file_server"},
 	}
 	for _, p := range peers.PHP() {
 		text, err := p.Config(env)
@@ -138,7 +148,7 @@ func startPHPPeer(t *testing.T, p peers.Peer, root string, pool *fpmPool) string
 		t.Fatal(err)
 	}
 	env := peers.Env{Dir: t.TempDir(), Root: root, Host: "127.0.0.1", Port: port, NoFile: machine.RaiseNofile(), FPM: pool.Sock, IdleConns: 2}
-	if p.Name == "sluice-php" {
+	if p.Name == "sluice-php" || p.Name == "sluice-again-php" {
 		if _, ok := components.Lookup("php"); !ok {
 			t.Skip("this tree has no php component")
 		}

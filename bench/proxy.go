@@ -45,8 +45,8 @@ type proxyVariant struct {
 func proxyBase(name string) string { return strings.TrimSuffix(name, "-proxy") }
 
 // serverNames are the names --servers takes: every peer of peers.All,
-// and the proxies and caches that are no other scenario's peer (haproxy,
-// varnish).
+// the proxies and caches that are no other scenario's peer (haproxy,
+// varnish), and the PHP scenario's A/A control (sluice-again).
 func serverNames() []string {
 	names := peers.Names()
 	for _, p := range peers.Proxies() {
@@ -59,7 +59,22 @@ func serverNames() []string {
 			names = append(names, b)
 		}
 	}
+	for _, p := range peers.PHP() {
+		if b := peers.PHPBase(p.Name); !slices.Contains(names, b) {
+			names = append(names, b)
+		}
+	}
 	return names
+}
+
+// againControl is the --servers name of the PHP scenario's A/A control,
+// which only a --servers list that names it selects.
+const againControl = "sluice-again"
+
+// defaultServers are the servers measured when --servers is not given:
+// every name but the A/A control.
+func defaultServers() []string {
+	return slices.DeleteFunc(serverNames(), func(s string) bool { return s == againControl })
 }
 
 // proxyVariants returns the proxies whose base server is selected, and

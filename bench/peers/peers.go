@@ -467,20 +467,26 @@ const PHPProbe = "/hello.php"
 // /index.php, with the query kept), one worker or thread, keep-alive
 // client connections kept for the whole run, no access log. sluice-php,
 // nginx-php and caddy-php are the peers sluice, nginx and caddy with
-// their usual PHP configuration; they are not in All.
+// their usual PHP configuration; they are not in All. sluice-again-php
+// is sluice-php once more, last in each round: the same binary measured
+// twice shows how far apart a run's noise puts two equal servers.
 func PHP() []Peer {
-	return []Peer{
-		{
-			Name: "sluice-php", About: "`sluice serve -c sluice-php.yaml`: one route, the `php` source (the front controller over `files` and `fastcgi`) to the pool's socket (GOMAXPROCS 1 from the affinity mask)",
-			conf: "sluice-php.yaml", probe: PHPProbe,
-			version: func(env Env) (string, error) {
-				if env.Sluice == "" {
-					return "", errors.New("no sluice binary")
-				}
-				return FirstLine(env.Sluice, "version")
-			},
-			argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
+	sluice := Peer{
+		Name: "sluice-php", About: "`sluice serve -c sluice-php.yaml`: one route, the `php` source (the front controller over `files` and `fastcgi`) to the pool's socket (GOMAXPROCS 1 from the affinity mask)",
+		conf: "sluice-php.yaml", probe: PHPProbe,
+		version: func(env Env) (string, error) {
+			if env.Sluice == "" {
+				return "", errors.New("no sluice binary")
+			}
+			return FirstLine(env.Sluice, "version")
 		},
+		argv: func(env Env, conf string) []string { return []string{env.Sluice, "serve", "-c", conf} },
+	}
+	again := sluice
+	again.Name = "sluice-again-php"
+	again.About = "the same Sluice binary and configuration as `sluice-php`, measured again in each round after the others: an A/A control, whose difference from `sluice-php` is the run's noise (selected by `--servers sluice-again`, never by default)"
+	return []Peer{
+		sluice,
 		{
 			Name: "nginx-php", About: "Debian nginx, one worker, `fastcgi_pass` to an `upstream` block with `keepalive`, `fastcgi_keep_conn on`, WordPress's `try_files $uri $uri/ /index.php?$args`, no access log",
 			conf: "nginx-php.conf", probe: PHPProbe,
@@ -500,6 +506,7 @@ func PHP() []Peer {
 				return []string{"HOME=" + env.Dir, "XDG_DATA_HOME=" + env.Dir, "XDG_CONFIG_HOME=" + env.Dir}
 			},
 		},
+		again,
 	}
 }
 

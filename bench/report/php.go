@@ -132,6 +132,11 @@ func (w *writer) phpChecks(pages []phpPage, x float64) {
 		rows = append(rows, fmt.Sprintf("| %s | sluice-php's CPU-µs per request ≤ nginx-php's | %s vs %s | %s |", pg.label, us(s), us(n), verdict(s <= n)))
 		s, n = sp.Of(get("rps")).Med, np.Of(get("rps")).Med
 		rows = append(rows, fmt.Sprintf("| %s | sluice-php's requests/s ≥ nginx-php's | %s vs %s | %s |", pg.label, rps(s), rps(n), verdict(s >= n)))
+		if ap, ok := w.point(pg.sc, "sluice-again-php", x); ok {
+			// The A/A control: the same server twice, so the gap is noise.
+			s, a := sp.Of(get("cpu")).Med, ap.Of(get("cpu")).Med
+			rows = append(rows, fmt.Sprintf("| %s | A/A control, not a target: sluice-again-php's CPU-µs per request against sluice-php's (the same binary) | %s vs %s (%.2f×) | – |", pg.label, us(a), us(s), a/s))
+		}
 	}
 	if len(rows) == 0 {
 		return

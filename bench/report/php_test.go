@@ -12,8 +12,9 @@ import (
 
 // TestWritePHP renders the php scenario from made-up samples and checks
 // what it derives: medians over rounds of the server's and php-fpm's CPU
-// per request, the WordPress run's length, an error listed, and the
-// targets judged against nginx's CPU and requests/s on each page.
+// per request, the WordPress run's length, an error listed, the
+// targets judged against nginx's CPU and requests/s on each page, and
+// the A/A control's row beside them.
 func TestWritePHP(t *testing.T) {
 	rep := &report.Report{
 		Command: "sluicebench --scenarios php", Reproduce: "go -C bench run ./cmd/sluicebench",
@@ -22,6 +23,7 @@ func TestWritePHP(t *testing.T) {
 		Peers: []report.PeerInfo{
 			{Name: "sluice-php", Base: "sluice"}, {Name: "nginx-php", Base: "nginx"},
 			{Name: "caddy-php", Base: "caddy", Skipped: "caddy is not installed"},
+			{Name: "sluice-again-php", Base: "sluice-again"},
 			{Name: "php-fpm", About: "Debian php-fpm"},
 		},
 	}
@@ -40,6 +42,8 @@ func TestWritePHP(t *testing.T) {
 		}
 		add(s)
 		add(report.Sample{Scenario: report.PHPWordPress, Server: "nginx-php", Round: r, RPS: 100, CPUus: 80, FPMCPUus: 20100, P50ms: 400, P99ms: 700})
+		// The A/A control, on the front page only: Sluice again.
+		add(report.Sample{Scenario: report.PHPWordPress, Server: "sluice-again-php", Round: r, RPS: 100, CPUus: 99, FPMCPUus: 20000, P50ms: 400, P99ms: 600})
 	}
 	dir := t.TempDir()
 	path, err := report.Write(dir, rep)
@@ -64,6 +68,8 @@ func TestWritePHP(t *testing.T) {
 		"| WordPress front page | errors through sluice-php | 2 of 1,502 | **not met** |",
 		"| WordPress front page | sluice-php's CPU-µs per request ≤ nginx-php's | 90.0 vs 80.0 | **not met** |",
 		"| caddy-php | skipped: caddy is not installed |",
+		"| WordPress front page | A/A control, not a target: sluice-again-php's CPU-µs per request against sluice-php's (the same binary) | 99.0 vs 90.0 (1.10×) | – |",
+		"| sluice-again-php | 100 | 99.0 | 1 % | 400.00 / 600.00 | 20000.0 | 20.0 MiB | 0 |",
 		"Reproduce: `go -C bench run ./cmd/sluicebench --scenarios=php`",
 	} {
 		if !strings.Contains(md, want) {
