@@ -124,16 +124,15 @@ func (w *writer) phpChecks(pages []phpPage, x float64) {
 		}
 		errs, total := sp.Errors()
 		rows = append(rows, fmt.Sprintf("| %s | errors through sluice-php | %s of %s | %s |", pg.label, thousands(float64(errs)), thousands(float64(total)), verdict(errs == 0)))
-		np, okN := w.point(pg.sc, "nginx-php", x)
-		if !okN {
-			continue
+		if np, ok := w.point(pg.sc, "nginx-php", x); ok {
+			s, n := sp.Of(get("cpu")).Med, np.Of(get("cpu")).Med
+			rows = append(rows, fmt.Sprintf("| %s | sluice-php's CPU-µs per request ≤ nginx-php's | %s vs %s | %s |", pg.label, us(s), us(n), verdict(s <= n)))
+			s, n = sp.Of(get("rps")).Med, np.Of(get("rps")).Med
+			rows = append(rows, fmt.Sprintf("| %s | sluice-php's requests/s ≥ nginx-php's | %s vs %s | %s |", pg.label, rps(s), rps(n), verdict(s >= n)))
 		}
-		s, n := sp.Of(get("cpu")).Med, np.Of(get("cpu")).Med
-		rows = append(rows, fmt.Sprintf("| %s | sluice-php's CPU-µs per request ≤ nginx-php's | %s vs %s | %s |", pg.label, us(s), us(n), verdict(s <= n)))
-		s, n = sp.Of(get("rps")).Med, np.Of(get("rps")).Med
-		rows = append(rows, fmt.Sprintf("| %s | sluice-php's requests/s ≥ nginx-php's | %s vs %s | %s |", pg.label, rps(s), rps(n), verdict(s >= n)))
 		if ap, ok := w.point(pg.sc, "sluice-again-php", x); ok {
-			// The A/A control: the same server twice, so the gap is noise.
+			// The A/A control: the same server twice, so the gap is
+			// noise; shown whether or not nginx ran.
 			s, a := sp.Of(get("cpu")).Med, ap.Of(get("cpu")).Med
 			rows = append(rows, fmt.Sprintf("| %s | A/A control, not a target: sluice-again-php's CPU-µs per request against sluice-php's (the same binary) | %s vs %s (%.2f×) | – |", pg.label, us(a), us(s), a/s))
 		}
