@@ -242,8 +242,9 @@ func (b *body) bound(window int64) {
 }
 
 // pinStart keeps the body's start for a reader that will read it from
-// offset 0, until unpin: false when it is gone already (a windowed body
-// that slid), and the reader must not read it. A disk body needs no pin.
+// offset 0, until unpin or until the body holds twice its window (see
+// trim): false when it is gone already (a windowed body that slid), and
+// the reader must not read it. A disk body needs no pin.
 func (b *body) pinStart() bool {
 	if b.dsk != nil {
 		return true
@@ -255,6 +256,14 @@ func (b *body) pinStart() bool {
 	}
 	b.pins++
 	return true
+}
+
+// settled reports whether the body is complete and keeps its start: no
+// window can slide over a reader of it any more.
+func (b *body) settled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.done && b.window <= 0
 }
 
 // unpin ends a pinStart's hold; the window may slide again once none is
@@ -271,9 +280,13 @@ func (b *body) unpin() {
 	b.mu.Unlock()
 }
 
-// trim lets go of the oldest chunks past the window, under b.mu.
+// trim lets go of the oldest chunks past the window, under b.mu. A pin
+// (pinStart) holds the start only while the body holds less than twice
+// the window: a pinned reader whose first write does not return (its
+// client reads nothing) must not make the body grow without bound. It
+// is then cut off like any reader behind the window.
 func (b *body) trim() {
-	if b.window <= 0 || b.pins > 0 {
+	if b.window <= 0 || b.pins > 0 && b.n-b.base < 2*b.window {
 		return
 	}
 	for len(b.chunks) > 1 && b.n-b.base-int64(len(b.chunks[0])) >= b.window {
