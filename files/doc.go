@@ -108,8 +108,9 @@
 // values and variants) is cached under the cleaned path for Options.Expiry
 // (1s by default), like Warp's FileInfoCache, so a hot file costs no
 // system call but the response's write. Files up to Options.MaxMemFile
-// (64 KiB) are held in memory (within Options.MaxMemBytes) and leave in
-// one write together with the response header. After the expiry the file
+// (96 KiB) are held in memory (within Options.MaxMemBytes) and leave in
+// one write together with the response header: up to about that size one
+// write costs less than sendfile's two system calls and page references. After the expiry the file
 // is stat'ed again by one request (others meanwhile use what is cached); a
 // file whose size, modification time or inode changed is read again. A
 // file replaced on disk is therefore served within one expiry of the

@@ -157,7 +157,7 @@ const (
 	DefaultExpiry       = time.Second
 	DefaultOpenExpiry   = 10 * time.Second
 	DefaultMaxOpenFiles = 1000
-	DefaultMaxMemFile   = 64 << 10
+	DefaultMaxMemFile   = 96 << 10
 	DefaultMaxMemBytes  = 32 << 20
 	DefaultMaxEntries   = 10000
 	DefaultMaxRanges    = 16
