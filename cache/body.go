@@ -258,14 +258,6 @@ func (b *body) pinStart() bool {
 	return true
 }
 
-// settled reports whether the body is complete and keeps its start: no
-// window can slide over a reader of it any more.
-func (b *body) settled() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.done && b.window <= 0
-}
-
 // unpin ends a pinStart's hold; the window may slide again once none is
 // left.
 func (b *body) unpin() {

@@ -131,13 +131,8 @@ func (x *Cache) waitCollapsed(c *pipe.Conn, e *entry, ri *reqInfo) bool {
 }
 
 // pinnedWriter lets go of a collapsed reader's pin on the body's start
-// (body.pinStart) once the first bytes of the body are on the wire, or
-// when the content ends without any. Until then a reader that falls
-// behind the window would have nothing sent, and get an error page for
-// a response that is there; once its first bytes are out, falling
-// behind ends its response short, as it would for any slow reader.
-// Flushing the header alone (the body's start had not come) keeps the
-// pin: nothing of the body is held for it while none has come.
+// (body.pinStart) at its first write, or when the content ends without
+// one.
 type pinnedWriter struct {
 	pipe.Writer
 	b    *body
@@ -153,21 +148,15 @@ func (w *pinnedWriter) release() {
 
 func (w *pinnedWriter) Write(p []byte) (int, error) {
 	n, err := w.Writer.Write(p)
-	if !w.done && n > 0 && err == nil && !w.b.settled() {
-		err = w.Writer.Flush()
-	}
-	if !w.done && (n > 0 || err != nil) {
-		w.release()
-		if testHookUnpinned != nil {
-			testHookUnpinned()
-		}
-	}
+	w.release()
 	return n, err
 }
 
-// testHookUnpinned, when set (by tests only), runs after a collapsed
-// reader's first write has let go of its pin.
-var testHookUnpinned func()
+func (w *pinnedWriter) Flush() error {
+	err := w.Writer.Flush()
+	w.release()
+	return err
+}
 
 // unread counts off a reader of e that is done with it (or never read),
 // and lets go of its hold on the body.

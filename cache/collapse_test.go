@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -219,73 +218,4 @@ func TestWindowPinBounded(t *testing.T) {
 		t.Fatalf("the start was kept past twice the window: next(0) error %v", err)
 	}
 	b.unpin()
-}
-
-// A collapsed reader of a body too long to store that falls behind the
-// window after its first write had its first bytes on the wire: its
-// response ends short with the origin's status, rather than the header
-// never having left and an error page answering for a response that
-// was there.
-func TestWindowReaderCutAfterFirstBytes(t *testing.T) {
-	if *everyOnDisk {
-		t.Skip("a disk body keeps its start")
-	}
-	const window = 256 << 10
-	release := make(chan struct{})
-	h := newHarness(t, Options{Size: 4 << 20, MaxObjectSize: window}, func(w http.ResponseWriter, r *http.Request) {
-		<-release
-		w.Header().Set("Cache-Control", "max-age=60")
-		io.WriteString(w, "first bytes")
-		w.(http.Flusher).Flush()
-		time.Sleep(50 * time.Millisecond) // the reader writes them alone
-		b := bytes.Repeat([]byte("x"), 64<<10)
-		for range 4 * window / len(b) {
-			if _, err := w.Write(b); err != nil {
-				return
-			}
-		}
-	})
-	leaderDone := make(chan struct{})
-	unpinned := make(chan struct{}, 1)
-	testHookUnpinned = func() {
-		// The reader stops after its first write until the leader has
-		// read the whole body, far past the window.
-		unpinned <- struct{}{}
-		<-leaderDone
-	}
-	defer func() { testHookUnpinned = nil }()
-	go func() {
-		defer close(leaderDone)
-		resp, err := sluicetest.Client.Get(h.url + "/big")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer resp.Body.Close()
-		if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != int64(len("first bytes"))+4*window {
-			t.Errorf("the leader read %d bytes, %v", n, err)
-		}
-	}()
-	sluicetest.WaitFor(t, "the leader at the origin", func() bool { return h.o.n.Load() == 1 })
-	conn := sluicetest.Dial(t, strings.TrimPrefix(h.url, "http://"))
-	if _, err := conn.Write([]byte("GET /big HTTP/1.1\r\nHost: " + strings.TrimPrefix(h.url, "http://") + "\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	sluicetest.WaitFor(t, "the reader to join the leader", func() bool { return h.x.joined() == 1 })
-	close(release)
-	<-unpinned
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no response head for the reader: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("the reader cut off behind the window got status %d, want the origin's 200", resp.StatusCode)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	if !bytes.HasPrefix(got, []byte("first bytes")) || len(got) >= len("first bytes")+4*window {
-		t.Errorf("the reader behind the window read %d bytes starting %q: want its first bytes and then the end", len(got), got[:min(len(got), 16)])
-	}
-	<-leaderDone
 }

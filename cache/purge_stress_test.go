@@ -301,13 +301,14 @@ func purgeGet(url string, k int, r *rand.Rand) error {
 	case resp.StatusCode == http.StatusInternalServerError && oversize:
 		// A collapsed reader of a body too long to store reads it from
 		// a window of the last MaxObjectSize bytes, and one that falls
-		// further behind is cut off (body.window). Its start is kept
-		// for it until its first bytes are on the wire, but only while
-		// the body holds less than twice the window (body.trim): a
-		// reader whose goroutine has not written by then gets the
-		// engine's 500, as the design allows (bounded memory over slow
-		// readers). A slow writer (X-Slow), or a loaded machine, makes
-		// it happen.
+		// further behind is cut off (body.window): a client whose first
+		// bytes had not reached the wire then gets the engine's 500, as
+		// the design allows (bounded memory over slow readers; its start
+		// is kept for it only until its first write, and only while the
+		// body holds less than twice the window, body.trim). A slow
+		// writer (X-Slow) makes it happen, and so does a loaded machine
+		// to any reader: under the race detector with other tests
+		// beside it, 3 runs in 42 saw it for a client without X-Slow.
 		return nil
 	default:
 		return fmt.Errorf("key %d: status %d (%s)", k, resp.StatusCode, cs)
