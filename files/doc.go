@@ -110,11 +110,11 @@
 // system call but the response's write. Files up to Options.MaxMemFile
 // (96 KiB) are held in memory (within Options.MaxMemBytes) and leave in
 // one write together with the response header: up to about that size one
-// write costs less than sendfile's two system calls and page references. After the expiry the file
-// is stat'ed again by one request (others meanwhile use what is cached); a
-// file whose size, modification time or inode changed is read again. A
-// file replaced on disk is therefore served within one expiry of the
-// change.
+// write costs less than sendfile's two system calls and page references.
+// After the expiry the file is stat'ed again by one request (others
+// meanwhile use what is cached); a file whose size, modification time or
+// inode changed is read again. A file replaced on disk is therefore
+// served within one expiry of the change.
 //
 // Larger files are sent with sendfile(2), the header leaving with the
 // first bytes (MSG_MORE), from an open-file cache like Warp's FdCache but
