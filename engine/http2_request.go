@@ -160,12 +160,10 @@ func joinCookies(b *h2Block, arena []byte) []byte {
 // sub returns the bytes of arena at offsets r.
 func sub(arena []byte, r [2]int) []byte { return arena[r[0]:r[1]:r[1]] }
 
-// trailer takes a header block on an open stream: the request's trailer
-// section, which must end the stream (RFC 9113 §8.1).
-func (h *h2Conn) trailer(st *h2Stream) error {
+// trailerLocked takes a header block on an open stream, under h.mu: the
+// request's trailer section, which must end the stream (RFC 9113 §8.1).
+func (h *h2Conn) trailerLocked(st *h2Stream) error {
 	b := &h.blk
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	switch {
 	case st.remoteDone && st.localDone:
 		// Closed, its handler not yet gone (§5.1: closed).

@@ -224,7 +224,8 @@ func (st *h2Stream) abortLocked(err error) {
 	st.h.cond.Broadcast()
 }
 
-// wasReset reports whether the server reset stream id recently.
+// wasReset reports whether the server reset stream id recently, under
+// h.mu.
 func (h *h2Conn) wasReset(id uint32) bool {
 	for _, r := range h.reset {
 		if r == id {
@@ -292,17 +293,22 @@ func (h *h2Conn) endBlock() error {
 	b := &h.blk
 	id := b.id
 	h.mu.Lock()
-	st := h.streams[id]
-	newID := st == nil && id > h.maxID
+	if st := h.streams[id]; st != nil {
+		// Taken under the same hold of mu as the lookup: once mu is
+		// let go, the stream's handler may finish, close the stream and
+		// give it back to the pool.
+		defer h.mu.Unlock()
+		return h.trailerLocked(st)
+	}
+	newID := id > h.maxID
 	if newID {
 		h.maxID = id // under mu: GOAWAY, sent from any goroutine, names it
 	}
+	wasReset := !newID && h.wasReset(id) // reset is written under mu
 	goingAway := h.goAway
 	h.mu.Unlock()
 	switch {
-	case st != nil:
-		return h.trailer(st)
-	case !newID && h.wasReset(id):
+	case wasReset:
 		return nil // the trailer of a stream the server reset: in flight
 	case !newID:
 		// §5.1.1: a stream id not above every one opened before.

@@ -318,3 +318,78 @@ func TestHTTP2SetCookieNeverIndexed(t *testing.T) {
 		return true
 	})
 }
+
+// A trailer that comes as the stream's handler ends is taken, or the
+// stream found closed, under one hold of the connection's lock: the
+// stream the reader looked up is never one its handler has just given
+// back to the pool. Each stream's handler answers at once, without
+// reading the body, while the client sends the trailer right behind the
+// request; the connection then still serves a request. Under the race
+// detector, a trailer read from a stream given back was reported (and
+// could dereference a nil connection).
+func TestHTTP2TrailerAsHandlerEnds(t *testing.T) {
+	ca := sluicetest.NewCA(t)
+	_, addr := h2Server(t, ca, engine.HandlerFunc(func(w engine.ResponseWriter, r *engine.Request) {
+		w.WriteString("done")
+	}), engine.Limits{})
+	c := dialH2(t, ca, addr)
+	post := func(id uint32) {
+		var buf bytes.Buffer
+		enc := hpack.NewEncoder(&buf)
+		for _, f := range []hpack.HeaderField{
+			{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
+			{Name: ":authority", Value: "x"}, {Name: ":path", Value: "/t"},
+		} {
+			enc.WriteField(f)
+		}
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		buf.Reset()
+		enc.WriteField(hpack.HeaderField{Name: "x-sum", Value: "1"})
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server's SETTINGS, acknowledged here: from then on only this
+	// goroutine writes. The client reads as it writes, so that neither
+	// side's buffers fill: a reader goroutine counts the streams answered.
+	c.readUntil("the server's SETTINGS", func(fr http2.Frame) bool {
+		s, ok := fr.(*http2.SettingsFrame)
+		return ok && !s.IsAck()
+	})
+	answered := make(chan uint32, 1024)
+	go func() {
+		for {
+			c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			fr, err := c.fr.ReadFrame()
+			if err != nil {
+				close(answered)
+				return
+			}
+			switch f := fr.(type) {
+			case *http2.GoAwayFrame:
+				t.Errorf("GOAWAY %v", f.ErrCode)
+			case *http2.DataFrame:
+				if f.StreamEnded() {
+					answered <- f.StreamID
+				}
+			}
+		}
+	}()
+	const streams = 500
+	for i := range streams {
+		post(uint32(2*i + 1))
+		if i >= 50 {
+			// Keep under MaxStreams open at once.
+			if _, ok := <-answered; !ok {
+				t.Fatalf("the connection ended after %d streams", i)
+			}
+		}
+	}
+	for i := streams - 50; i < streams; i++ {
+		if _, ok := <-answered; !ok {
+			t.Fatalf("the connection ended with %d streams unanswered", streams-i)
+		}
+	}
+}
