@@ -274,15 +274,7 @@ func TestHTTP2BodyTimeout(t *testing.T) {
 		readErr <- err
 	}), engine.Limits{BodyTimeout: 300 * time.Millisecond, MinBodyRate: -1})
 	h := dialH2(t, ca, addr)
-	var buf bytes.Buffer
-	enc := hpack.NewEncoder(&buf)
-	for _, f := range []hpack.HeaderField{
-		{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
-		{Name: ":authority", Value: "x"}, {Name: ":path", Value: "/"},
-	} {
-		enc.WriteField(f)
-	}
-	h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: buf.Bytes(), EndHeaders: true})
+	h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: requestBlock("POST", "/"), EndHeaders: true})
 	h.fr.WriteData(1, false, []byte("a"))
 	h.readUntil("the answer", func(f http2.Frame) bool {
 		m, ok := f.(*http2.MetaHeadersFrame)
@@ -333,21 +325,24 @@ func TestHTTP2TrailerAsHandlerEnds(t *testing.T) {
 		w.WriteString("done")
 	}), engine.Limits{})
 	c := dialH2(t, ca, addr)
-	post := func(id uint32) {
-		var buf bytes.Buffer
-		enc := hpack.NewEncoder(&buf)
-		for _, f := range []hpack.HeaderField{
-			{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "https"},
-			{Name: ":authority", Value: "x"}, {Name: ":path", Value: "/t"},
-		} {
+	// The encoder's dynamic table is the connection's: one for all.
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	block := func(fields ...hpack.HeaderField) []byte {
+		buf.Reset()
+		for _, f := range fields {
 			enc.WriteField(f)
 		}
-		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndHeaders: true}); err != nil {
+		return buf.Bytes()
+	}
+	post := func(id uint32) {
+		req := block(hpack.HeaderField{Name: ":method", Value: "POST"}, hpack.HeaderField{Name: ":scheme", Value: "https"},
+			hpack.HeaderField{Name: ":authority", Value: "x"}, hpack.HeaderField{Name: ":path", Value: "/t"})
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: req, EndHeaders: true}); err != nil {
 			t.Fatal(err)
 		}
-		buf.Reset()
-		enc.WriteField(hpack.HeaderField{Name: "x-sum", Value: "1"})
-		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		trailer := block(hpack.HeaderField{Name: "x-sum", Value: "1"})
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: trailer, EndStream: true, EndHeaders: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -169,10 +169,15 @@ func dialH2(t *testing.T, ca *sluicetest.CA, addr string) *h2Conn {
 
 // headerBlock encodes a GET of path.
 func headerBlock(path string, extra ...hpack.HeaderField) []byte {
+	return requestBlock("GET", path, extra...)
+}
+
+// requestBlock encodes a request of method for path.
+func requestBlock(method, path string, extra ...hpack.HeaderField) []byte {
 	var buf bytes.Buffer
 	enc := hpack.NewEncoder(&buf)
 	for _, f := range append([]hpack.HeaderField{
-		{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "https"},
+		{Name: ":method", Value: method}, {Name: ":scheme", Value: "https"},
 		{Name: ":authority", Value: "x"}, {Name: ":path", Value: path},
 	}, extra...) {
 		enc.WriteField(f)
