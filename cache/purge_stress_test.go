@@ -201,6 +201,16 @@ func purgeStress(t *testing.T) {
 	pwg.Wait()
 	x.BanPrefix(host, "/")
 	x.fetches.Wait()
+	defer func() {
+		if t.Failed() {
+			// What a rare failure here left: how much is out, and
+			// whether the server still works on anything.
+			_, free, reused, out := x.arena.stats()
+			st := x.Stats()
+			t.Logf("arena: %d bytes out, %d free, %d chunks reused; cache: %d objects, %d collapsed, %d purged; %d goroutines",
+				out, free, reused, st.Objects, st.Collapsed, st.Purged, runtime.NumGoroutine())
+		}
+	}()
 	sluicetest.WaitFor(t, "every chunk back in the arena", func() bool {
 		_, _, _, out := x.arena.stats()
 		return out == 0
