@@ -203,8 +203,8 @@ func purgeStress(t *testing.T) {
 	x.fetches.Wait()
 	defer func() {
 		if t.Failed() {
-			// What a rare failure here left: how much is out, and
-			// whether the server still works on anything.
+			// What a rare failure here left: how much the arena has
+			// out, what the cache holds, and how many goroutines run.
 			_, free, reused, out := x.arena.stats()
 			st := x.Stats()
 			t.Logf("arena: %d bytes out, %d free, %d chunks reused; cache: %d objects, %d collapsed, %d purged; %d goroutines",

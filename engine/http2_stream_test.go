@@ -325,6 +325,7 @@ func TestHTTP2TrailerAsHandlerEnds(t *testing.T) {
 		w.WriteString("done")
 	}), engine.Limits{})
 	c := dialH2(t, ca, addr)
+	const streams = 500
 	// The encoder's dynamic table is the connection's: one for all.
 	var buf bytes.Buffer
 	enc := hpack.NewEncoder(&buf)
@@ -353,18 +354,22 @@ func TestHTTP2TrailerAsHandlerEnds(t *testing.T) {
 		s, ok := fr.(*http2.SettingsFrame)
 		return ok && !s.IsAck()
 	})
-	answered := make(chan uint32, 1024)
+	// The reader ends at the connection's end or a GOAWAY, which it
+	// keeps for this goroutine to report: it may outlive a failed test.
+	answered := make(chan uint32, streams)
+	var goAway *http2.GoAwayFrame
 	go func() {
+		defer close(answered)
 		for {
 			c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
 			fr, err := c.fr.ReadFrame()
 			if err != nil {
-				close(answered)
 				return
 			}
 			switch f := fr.(type) {
 			case *http2.GoAwayFrame:
-				t.Errorf("GOAWAY %v", f.ErrCode)
+				goAway = &http2.GoAwayFrame{ErrCode: f.ErrCode}
+				return
 			case *http2.DataFrame:
 				if f.StreamEnded() {
 					answered <- f.StreamID
@@ -372,19 +377,27 @@ func TestHTTP2TrailerAsHandlerEnds(t *testing.T) {
 			}
 		}
 	}()
-	const streams = 500
+	ended := func(what string) {
+		t.Helper()
+		for range answered { // the reader has returned once it is closed
+		}
+		if goAway != nil {
+			t.Fatalf("%s: GOAWAY %v", what, goAway.ErrCode)
+		}
+		t.Fatalf("%s: the connection ended", what)
+	}
 	for i := range streams {
 		post(uint32(2*i + 1))
 		if i >= 50 {
 			// Keep under MaxStreams open at once.
 			if _, ok := <-answered; !ok {
-				t.Fatalf("the connection ended after %d streams", i)
+				ended(fmt.Sprintf("after %d streams", i))
 			}
 		}
 	}
 	for i := streams - 50; i < streams; i++ {
 		if _, ok := <-answered; !ok {
-			t.Fatalf("the connection ended with %d streams unanswered", streams-i)
+			ended(fmt.Sprintf("with %d streams unanswered", streams-i))
 		}
 	}
 }
