@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/sluice-server/sluice/sluicetest/freeport"
 )
 
 // A Pebble is Let's Encrypt's test ACME server, pebble, started by a
@@ -112,27 +114,22 @@ func (p *Pebble) Orders() int {
 	return strings.Count(p.log.String(), "Added order")
 }
 
-// FreePort returns a loopback TCP port free at the time of asking.
-// Two calls may return the same port; a test that needs several
-// distinct ports asks FreePorts.
+// FreePort returns a TCP port free at the time of asking, on every
+// local address, chosen as freeport.Ports chooses (outside the range
+// outgoing connections take ports from). Two calls may return the same
+// port; a test that needs several distinct ports asks FreePorts.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	return FreePorts(t, 1)[0]
 }
 
-// FreePorts returns n distinct loopback TCP ports, each free at the
-// time of asking: every port is held until all n are chosen, so the
-// kernel cannot hand one out twice.
+// FreePorts returns n distinct TCP ports, each free at the time of
+// asking (see FreePort).
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

@@ -5,22 +5,20 @@
 package machine
 
 import (
-	"net"
 	"os"
 	"strconv"
 	"syscall"
 
+	"github.com/sluice-server/sluice/sluicetest/freeport"
 	"golang.org/x/sys/unix"
 )
 
-// FreePort returns a loopback TCP port nobody listens on now.
+// FreePort returns a TCP port nobody listens on or connects from now,
+// on any local address, chosen below the kernel's ephemeral range so
+// that no outgoing connection takes it before the server it is for
+// binds it (see package freeport).
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return freeport.Port()
 }
 
 // RaiseNofile raises the soft descriptor limit to the hard one (programs

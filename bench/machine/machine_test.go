@@ -19,6 +19,12 @@ func TestFreePort(t *testing.T) {
 		t.Fatalf("port %d is not free: %v", port, err)
 	}
 	ln.Close()
+	// A wildcard bind, as servers such as Caddy make, must succeed too.
+	ln, err = net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("port %d is not free on every address: %v", port, err)
+	}
+	ln.Close()
 }
 
 func TestRaiseNofile(t *testing.T) {
