@@ -35,6 +35,40 @@ type FilesOptions struct {
 	FS fs.FS `yaml:"-"`
 
 	files.Options `yaml:",inline"`
+
+	// MemFileMax is the config file's spelling of Options.MaxMemFile:
+	// the size up to which a file's content is held in memory (within
+	// max_mem_bytes) and leaves with its response's header in one write,
+	// larger files being sent with sendfile(2). Default 96KiB
+	// (docs/files.md has the measurements behind it); 0 holds no file.
+	// Go code may set either; this one, when set, wins.
+	MemFileMax *int64 `yaml:"max_mem_file"`
+
+	// MemBytesMax is the config file's spelling of Options.MaxMemBytes:
+	// the bytes of file content each process holds in memory. Default
+	// 32MiB, divided among a master's workers; a value set here is each
+	// worker's; 0 holds no file. Go code may set either; this one, when
+	// set, wins.
+	MemBytesMax *int64 `yaml:"max_mem_bytes"`
+}
+
+// serverOptions returns the options of package files that o asks for.
+func (o FilesOptions) serverOptions() files.Options {
+	fo := o.Options
+	if o.MemFileMax != nil {
+		fo.MaxMemFile = *o.MemFileMax
+		if fo.MaxMemFile == 0 {
+			fo.MaxMemFile = -1
+		}
+	}
+	if o.MemBytesMax != nil {
+		if *o.MemBytesMax == 0 {
+			fo.MaxMemFile = -1
+		} else {
+			fo.MaxMemBytes = *o.MemBytesMax
+		}
+	}
+	return fo
 }
 
 // Files is the files source: it answers GET and HEAD with the file the
@@ -59,7 +93,13 @@ var _ pipe.Component = (*Files)(nil)
 // missing or unreadable Root and for invalid options, with errors such as
 // `files: dotfiles "show": want hide, deny or allow`.
 func NewFiles(opts FilesOptions) (pipe.Component, error) {
-	fo := opts.Options
+	switch {
+	case opts.MemFileMax != nil && *opts.MemFileMax < 0:
+		return nil, errors.New("files: max_mem_file must not be negative (0 holds no file in memory)")
+	case opts.MemBytesMax != nil && *opts.MemBytesMax < 0:
+		return nil, errors.New("files: max_mem_bytes must not be negative (0 holds no file in memory)")
+	}
+	fo := opts.serverOptions()
 	if err := fo.Validate(); err != nil {
 		return nil, err
 	}

@@ -256,10 +256,38 @@ func TestFilesOptionErrors(t *testing.T) {
 		{FilesOptions{Root: dir, Options: files.Options{NoCache: true, MaxAge: time.Minute}}, "files: no_cache and max_age exclude each other"},
 		{FilesOptions{Root: dir, Options: files.Options{Types: map[string]string{".x": "nonsense"}}}, `files: type "nonsense"`},
 		{FilesOptions{Root: dir, Options: files.Options{MaxListing: -5}}, "files: max_listing must not be negative"},
+		{FilesOptions{Root: dir, MemFileMax: new(int64(-1))}, "files: max_mem_file must not be negative"},
+		{FilesOptions{Root: dir, MemBytesMax: new(int64(-1))}, "files: max_mem_bytes must not be negative"},
 	} {
 		_, err := NewFiles(tt.opts)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("NewFiles(%+v) = %v, want %q", tt.opts, err, tt.want)
+		}
+	}
+}
+
+// TestFilesMemoryOptions: max_mem_file and max_mem_bytes set the files
+// server's MaxMemFile and MaxMemBytes, over what Go code set in
+// files.Options; 0 holds no file in memory; left out, Go's (or the
+// default, zero) stands.
+func TestFilesMemoryOptions(t *testing.T) {
+	for _, tt := range []struct {
+		file, mem      *int64
+		goFile, goMem  int64 // set in files.Options by Go code
+		maxFile, bytes int64 // what the files server gets
+	}{
+		{},
+		{goFile: 4096, goMem: 1 << 20, maxFile: 4096, bytes: 1 << 20},
+		{file: new(int64(128 << 10)), maxFile: 128 << 10},
+		{file: new(int64(8000)), mem: new(int64(1 << 30)), goFile: 4096, goMem: 1 << 20, maxFile: 8000, bytes: 1 << 30},
+		{file: new(int64(0)), goFile: 4096, maxFile: -1},
+		{mem: new(int64(0)), goMem: 1 << 20, maxFile: -1, bytes: 1 << 20},
+	} {
+		o := FilesOptions{MemFileMax: tt.file, MemBytesMax: tt.mem}
+		o.MaxMemFile, o.MaxMemBytes = tt.goFile, tt.goMem
+		fo := o.serverOptions()
+		if fo.MaxMemFile != tt.maxFile || fo.MaxMemBytes != tt.bytes {
+			t.Errorf("%+v: MaxMemFile %d, MaxMemBytes %d; want %d, %d", tt, fo.MaxMemFile, fo.MaxMemBytes, tt.maxFile, tt.bytes)
 		}
 	}
 }

@@ -295,7 +295,7 @@ func TestOptionFields(t *testing.T) {
 	for _, f := range OptionFields(reflect.TypeFor[FilesOptions]()) {
 		files = append(files, f.Key)
 	}
-	want = "root index browse max_listing dotfiles follow_symlinks types nosniff precompressed max_age immutable no_cache strip_prefix try max_ranges expiry"
+	want = "root index browse max_listing dotfiles follow_symlinks types nosniff precompressed max_age immutable no_cache strip_prefix try max_ranges expiry max_mem_file max_mem_bytes"
 	if got := strings.Join(files, " "); got != want {
 		t.Errorf("OptionFields(FilesOptions) = %s,\nwant %s", got, want)
 	}
