@@ -25,6 +25,11 @@ func TestCollapsing(t *testing.T) {
 	var o *origin
 	release := make(chan struct{})
 	h := newHarness(t, Options{}, nil)
+	// Released at the latest as the test ends (before the origin's
+	// cleanup, which waits for its handlers), even when it fails first.
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
 	o = h.o
 	body := strings.Repeat("collapsed body ", 5000) // 75 KB: several writes
 	o.set(func(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +55,10 @@ func TestCollapsing(t *testing.T) {
 				return
 			}
 			defer nc.Close()
+			// A bound on a hang: a request unanswered by then fails the
+			// test with the goroutines' stacks (below), not after the
+			// server's idle timeout.
+			nc.SetDeadline(time.Now().Add(30 * time.Second))
 			br := bufio.NewReader(nc)
 			for i := range perConn {
 				if _, err := fmt.Fprintf(nc, "GET /hot HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
@@ -79,11 +88,17 @@ func TestCollapsing(t *testing.T) {
 	// Every connection's first request is sent; let the ones the cache has
 	// not yet taken in arrive before the origin answers.
 	sluicetest.WaitFor(t, "the collapsed requests to wait", func() bool { return h.x.waiting("G\x00http://"+addr+"/hot") >= conns-1 })
-	close(release)
+	letGo()
 	wg.Wait()
 	close(errs)
+	failed := false
 	for err := range errs {
 		t.Error(err)
+		failed = true
+	}
+	if failed {
+		st := h.x.Stats()
+		t.Logf("cache: %d hits, %d collapsed, %d misses; goroutines:\n%s", st.Hits, st.Collapsed, st.Misses, sluicetest.Goroutines())
 	}
 	if got := o.n.Load(); got != 1 {
 		t.Errorf("origin saw %d requests for one key, want 1", got)

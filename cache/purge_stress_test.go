@@ -204,11 +204,11 @@ func purgeStress(t *testing.T) {
 	defer func() {
 		if t.Failed() {
 			// What a rare failure here left: how much the arena has
-			// out, what the cache holds, and how many goroutines run.
+			// out, what the cache holds, and where its goroutines wait.
 			_, free, reused, out := x.arena.stats()
 			st := x.Stats()
-			t.Logf("arena: %d bytes out, %d free, %d chunks reused; cache: %d objects, %d collapsed, %d purged; %d goroutines",
-				out, free, reused, st.Objects, st.Collapsed, st.Purged, runtime.NumGoroutine())
+			t.Logf("arena: %d bytes out, %d free, %d chunks reused; cache: %d objects, %d collapsed, %d purged; goroutines:\n%s",
+				out, free, reused, st.Objects, st.Collapsed, st.Purged, sluicetest.Goroutines())
 		}
 	}()
 	sluicetest.WaitFor(t, "every chunk back in the arena", func() bool {
