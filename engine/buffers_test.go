@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,41 @@ func TestWriteBuffersStalled(t *testing.T) {
 	}
 	if resp, body := readResponse(t, br, "GET"); resp.StatusCode != http.StatusOK || body != "next" {
 		t.Fatalf("GET /next: %d %q", resp.StatusCode, body)
+	}
+}
+
+// On a response committed chunked, or one of unknown length that the
+// buffers make too long to measure, WriteBuffers of enough bytes sends
+// its buffers as one chunk (in one writev with what is pending), not a
+// chunk per buffer; a few bytes go as Writes would.
+func TestWriteBuffersChunked(t *testing.T) {
+	data := make([]byte, 30000)
+	rand.Read(data)
+	h := HandlerFunc(func(w ResponseWriter, r *Request) {
+		if strings.Contains(string(r.Path), "fresh") {
+			// Too long for a Write to measure: chunked at once.
+			w.(BuffersWriter).WriteBuffers(pieces(data, 5))
+			return
+		}
+		io.WriteString(w, "hello")
+		w.Flush() // committed, chunked
+		if strings.Contains(string(r.Path), "small") {
+			w.(BuffersWriter).WriteBuffers([][]byte{[]byte("ab"), nil, []byte("cd")})
+			return
+		}
+		w.(BuffersWriter).WriteBuffers(pieces(data, 5))
+	})
+	addr := startServer(t, &Server{Handler: h})
+	for _, tc := range []struct{ path, body string }{
+		{"/large", "5\r\nhello\r\n" + strconv.FormatInt(int64(len(data)), 16) + "\r\n" + string(data) + "\r\n0\r\n\r\n"},
+		{"/small", "5\r\nhello\r\n2\r\nab\r\n2\r\ncd\r\n0\r\n\r\n"},
+		{"/fresh", strconv.FormatInt(int64(len(data)), 16) + "\r\n" + string(data) + "\r\n0\r\n\r\n"},
+	} {
+		out := exchange(t, addr, "GET "+tc.path+" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+		_, body, ok := strings.Cut(out, "\r\n\r\n")
+		if !ok || !strings.Contains(out, "Transfer-Encoding: chunked\r\n") || body != tc.body {
+			t.Errorf("GET %s: %d bytes of body, want %d, chunked %v; starts %q", tc.path, len(body), len(tc.body),
+				strings.Contains(out, "Transfer-Encoding: chunked\r\n"), body[:min(len(body), 40)])
+		}
 	}
 }

@@ -99,6 +99,26 @@ func (c *conn) writeBuffers(p [][]byte) error {
 	return c.sendIov()
 }
 
+// writeChunkBuffers sends the pending output followed by the buffers of
+// p, n bytes in all, as one chunk of a chunked body, in one system call
+// where the platform allows. p is not kept or changed.
+func (c *conn) writeChunkBuffers(p [][]byte, n int64) error {
+	s := c.s
+	if len(s.out)+20 > cap(s.out) {
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	s.out = strconv.AppendInt(s.out, n, 16)
+	s.out = append(s.out, '\r', '\n')
+	s.iov = append(append(s.iov[:0], s.out), p...)
+	s.iov = append(s.iov, crlf)
+	return c.sendIov()
+}
+
+// crlf ends a chunk's data; never written to.
+var crlf = []byte("\r\n")
+
 // sendIov sends s.iov, whose first buffer is the pending output, and
 // empties both.
 func (c *conn) sendIov() error {

@@ -127,23 +127,32 @@ func (w *response) Write(p []byte) (int, error) {
 // WriteBuffers implements BuffersWriter. Buffers worth sending without
 // copying (together at least half the output buffer) go out with what
 // the output holds in one writev, when the body's length is known (set,
-// or declared by the handler); otherwise each buffer is written as by
-// Write.
+// or declared by the handler) or it will not be (the response is chunked,
+// or close-delimited: the buffers are then one chunk, or as they are);
+// otherwise, when a Write could still find the body's length, each
+// buffer is written as by Write.
 func (w *response) WriteBuffers(p [][]byte) (int64, error) {
 	var n int64
 	for _, b := range p {
 		n += int64(len(b))
 	}
-	if w.err == nil && !w.noBody && n >= int64(cap(w.c.s.out)/2) && (w.committed || w.hdr.contentLength >= 0) {
+	s := w.c.s
+	if w.err == nil && !w.noBody && n >= int64(cap(s.out)/2) && (w.committed || w.hdr.contentLength >= 0 || int64(len(s.bodyBuf))+n > int64(cap(s.bodyBuf))) {
 		if !w.committed {
 			w.commit(false)
 		}
-		if w.err == nil && !w.chunked && !w.noBody && (w.declared < 0 || w.written+n <= w.declared) {
-			w.written += n
-			if err := w.c.writeBuffers(p); err != nil {
+		if w.err == nil && !w.noBody && (w.declared < 0 || w.written+n <= w.declared) {
+			var err error
+			if w.chunked {
+				err = w.c.writeChunkBuffers(p, n)
+			} else {
+				err = w.c.writeBuffers(p)
+			}
+			if err != nil {
 				w.err = err
 				return 0, err
 			}
+			w.written += n
 			return n, nil
 		}
 	}
