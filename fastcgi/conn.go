@@ -219,11 +219,12 @@ func (c *conn) Close() error { return c.nc.Close() }
 // exchange is a request's working memory, pooled: the request's records
 // and the read buffer.
 type exchange struct {
-	out     []byte // BEGIN_REQUEST, PARAMS, STDIN records
-	params  []byte // the PARAMS stream before framing
-	scratch []byte // cgi.Vars's
-	rbuf    []byte // the response, as read
-	head    []byte // the response head, gathered across records
+	out     []byte   // BEGIN_REQUEST, PARAMS, STDIN records
+	params  []byte   // the PARAMS stream before framing
+	scratch []byte   // cgi.Vars's
+	rbuf    []byte   // the response, as read
+	head    []byte   // the response head, gathered across records
+	body    [][]byte // the body's pieces in one read of rbuf, written together
 	rr      recordReader
 	local   string // the Location of a local redirect the response was
 

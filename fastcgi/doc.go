@@ -21,6 +21,7 @@
 // with SCRIPT_FILENAME, DOCUMENT_ROOT and Options.Env; the request body is
 // sent as FCGI_STDIN records (a chunked one spooled first, as CGI needs
 // CONTENT_LENGTH). FCGI_STDOUT is read as a CGI response (cgi.ParseHead),
-// its body streamed to the client and flushed whenever the server
-// pauses; FCGI_STDERR goes to the log, rate-limited.
+// its body streamed to the client (the records of one read in one
+// write) and flushed whenever the server pauses; FCGI_STDERR goes to the
+// log, rate-limited.
 package fastcgi

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,5 +302,67 @@ func TestHealthCheckHead(t *testing.T) {
 			t.Errorf("%q: check %v, want %v", tc.head, got, tc.want)
 		}
 		cl.Close()
+	}
+}
+
+// The body's bytes of the STDOUT records that come in one read go to the
+// client in one write: a script that prints faster than it is read is
+// sent on in a chunk per read, not a chunk (and a system call) per
+// record.
+func TestRecordsWrittenTogether(t *testing.T) {
+	const records, size = 6, 4000
+	answer := rec(6, 1, "Content-Type: text/plain\r\n\r\n", 0)
+	var want strings.Builder
+	for i := range records {
+		piece := strings.Repeat(string(rune('a'+i)), size)
+		answer += rec(6, 1, piece, 0)
+		want.WriteString(piece)
+	}
+	answer += end(0, 0)
+	srv := newRawServer(t, answer, false)
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.php"))
+	cl, err := New(Options{Options: upstream.Options{Upstreams: []string{srv.addr}, MaxConns: 1}, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	front := sluicetest.NewServer(t, pipe.Handler(cl))
+	c, err := net.Dial("tcp", strings.TrimPrefix(front.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /a.php HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	out, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, body, _ := strings.Cut(string(out), "\r\n\r\n")
+	if !strings.Contains(head, "Transfer-Encoding: chunked") {
+		t.Fatalf("not chunked: %q", head)
+	}
+	var got strings.Builder
+	chunks := 0
+	for {
+		line, rest, ok := strings.Cut(body, "\r\n")
+		n, err := strconv.ParseInt(line, 16, 64)
+		if !ok || err != nil || int64(len(rest)) < n+2 {
+			t.Fatalf("bad chunk at %q", body[:min(len(body), 20)])
+		}
+		if n == 0 {
+			break
+		}
+		chunks++
+		got.WriteString(rest[:n])
+		body = rest[n+2:]
+	}
+	if got.String() != want.String() {
+		t.Fatalf("body of %d bytes, want %d", got.Len(), want.Len())
+	}
+	// One read takes the six records, unless the server's write reached
+	// the socket in parts: a chunk per part then, never one per record.
+	if chunks > 2 {
+		t.Errorf("%d records sent on in %d chunks, want 1 (2 at most)", records, chunks)
 	}
 }

@@ -440,6 +440,11 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 			return &failure{status: http.StatusBadGateway, msg: "upstream closed the connection", err: err, fault: true}, false
 		}
 		got, drained = true, n < len(x.rbuf)
+		// The body's bytes of every STDOUT record in this read go to w
+		// together, in one write: a script that prints faster than it
+		// is read sends many records at a time, and a write each would
+		// be a system call each.
+		body := x.body[:0]
 		for p := x.rbuf[:n]; len(p) > 0; {
 			k, ev, data, err := x.rr.next(p)
 			if err != nil {
@@ -477,10 +482,7 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 					data = rest
 				}
 				if len(data) > 0 && !bodyless {
-					if _, err := w.Write(data); err != nil {
-						return &failure{committed: true, err: err}, false
-					}
-					unflushed = true
+					body = append(body, data)
 				}
 			case evStderr:
 				cl.logStderr(&logs, c.Request.Path, data)
@@ -493,6 +495,21 @@ func (cl *Client) receive(c *pipe.Conn, w pipe.Writer, x *exchange, uc *conn, no
 					keep = true
 				}
 			}
+		}
+		// Written before the next read reuses x.rbuf, which they are in.
+		x.body = body
+		if len(body) > 0 {
+			var err error
+			if len(body) == 1 {
+				_, err = w.Write(body[0])
+			} else {
+				_, err = pipe.WriteBuffers(w, body)
+			}
+			clear(body)
+			if err != nil {
+				return &failure{committed: true, err: err}, false
+			}
+			unflushed = true
 		}
 	}
 	if ps := x.rr.protocolStatus; ps != statusRequestComplete {
