@@ -31,7 +31,8 @@
 # be held by another server's; all on core 0 with wrk, so that core
 # 1 is the server's alone, as in the harness's php scenario) and each BIN
 # started with a config whose one route is `php:` to it (max_conns 4),
-# loaded on hello.php; the CPU counted is the server's own. nginx is then
+# loaded on hello.php (with --size, on a page of that many bytes that
+# PHP prints a line at a time); the CPU counted is the server's own. nginx is then
 # `fastcgi_pass` to an upstream with `keepalive 4` and `fastcgi_keep_conn
 # on`. KEEP=1 in the environment keeps the work folder (configs, nginx's
 # error log).
@@ -50,6 +51,7 @@ CONNS=100
 RUNS=9
 SECS=2
 SIZE=4096
+SIZE_SET=""
 BINS=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
@@ -59,8 +61,8 @@ while [[ $# -gt 0 ]]; do
 	--conns) CONNS="$2"; shift 2 ;;
 	--runs) RUNS="$2"; shift 2 ;;
 	--secs) SECS="$2"; shift 2 ;;
-	--size) SIZE="$2"; shift 2 ;;
-	-h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--size) SIZE="$2"; SIZE_SET=1; shift 2 ;;
+	-h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "builds.sh: unknown option $1" >&2; exit 2 ;;
 	*) BINS+=("$1"); shift ;;
 	esac
@@ -114,6 +116,15 @@ CONF
 		[[ -S $dir/php-fpm.sock ]] || { echo "builds.sh: php-fpm did not start: $(tail -n3 "$dir/php-fpm.log" 2>/dev/null)" >&2; exit 1; }
 	}
 	URLPATH=/hello.php
+	if [[ -n $SIZE_SET ]]; then
+		# A page of SIZE bytes that PHP prints a line at a time, as a
+		# template does: its output buffer (output_buffering, 4 KiB in
+		# Debian's php.ini) goes to php-fpm, and on as a record, each
+		# time it fills.
+		printf '<?php\nfor ($i = 0; $i < intdiv(%d, 35); $i++) { echo "<p>Lorem ipsum dolor sit amet.</p>\\n"; }\necho str_repeat("x", %d %% 35);\n' "$SIZE" "$SIZE" >"$WORK/root/print.php"
+		chmod 644 "$WORK/root/print.php"
+		URLPATH=/print.php
+	fi
 fi
 
 port=$((21000 + RANDOM % 9000))
