@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-server/sluice/sluicetest"
+	"github.com/sluice-server/sluice/sluicetest/stacks"
 )
 
 // 1,000 concurrent clients for one cold key make exactly one request to
@@ -98,7 +99,7 @@ func TestCollapsing(t *testing.T) {
 	}
 	if failed {
 		st := h.x.Stats()
-		t.Logf("cache: %d hits, %d collapsed, %d misses; goroutines:\n%s", st.Hits, st.Collapsed, st.Misses, sluicetest.Goroutines())
+		t.Logf("cache: %d hits, %d collapsed, %d misses; goroutines:\n%s", st.Hits, st.Collapsed, st.Misses, stacks.Summary())
 	}
 	if got := o.n.Load(); got != 1 {
 		t.Errorf("origin saw %d requests for one key, want 1", got)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-server/sluice/pipe"
 	"github.com/sluice-server/sluice/sluicetest"
+	"github.com/sluice-server/sluice/sluicetest/stacks"
 )
 
 // purgeFailing makes purgeSource fail some revalidations.
@@ -208,7 +209,7 @@ func purgeStress(t *testing.T) {
 			_, free, reused, out := x.arena.stats()
 			st := x.Stats()
 			t.Logf("arena: %d bytes out, %d free, %d chunks reused; cache: %d objects, %d collapsed, %d purged; goroutines:\n%s",
-				out, free, reused, st.Objects, st.Collapsed, st.Purged, sluicetest.Goroutines())
+				out, free, reused, st.Objects, st.Collapsed, st.Purged, stacks.Summary())
 		}
 	}()
 	sluicetest.WaitFor(t, "every chunk back in the arena", func() bool {

@@ -3,10 +3,11 @@ package engine
 import (
 	"context"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-server/sluice/sluicetest/stacks"
 )
 
 // Connections that follow one another are served by the same goroutine:
@@ -104,17 +105,8 @@ func TestIdleRunnersExit(t *testing.T) {
 // servingRunners counts the goroutines of the process that are runners
 // serving a connection (not idle in the pool), from their stacks.
 func servingRunners() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range strings.Split(stacks.All(), "\n\n") {
 		if strings.Contains(g, "engine.(*Server).runConns(") && strings.Contains(g, "engine.(*conn).serve(") {
 			count++
 		}

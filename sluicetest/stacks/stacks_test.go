@@ -1,27 +1,27 @@
-package sluicetest
+package stacks
 
 import (
 	"strings"
 	"testing"
 )
 
-// Goroutines puts goroutines stopped at one place in one group, and
+// Summary puts goroutines stopped at one place in one group, and
 // keeps the names of the functions and methods they are stopped in.
-func TestGoroutines(t *testing.T) {
+func TestSummary(t *testing.T) {
 	const n = 25
 	stop := make(chan struct{})
 	started := make(chan struct{}, n)
 	for range n {
-		go parkedForGoroutinesTest(started, stop)
+		go parkedForSummaryTest(started, stop)
 	}
 	for range n {
 		<-started
 	}
 	defer close(stop)
-	sum := Goroutines()
+	sum := Summary()
 	var found bool
 	for _, group := range strings.Split(sum, "\n\n") {
-		if strings.Contains(group, "parkedForGoroutinesTest") {
+		if strings.Contains(group, "parkedForSummaryTest") {
 			if !strings.HasPrefix(group, "25 goroutine(s) [chan receive]") {
 				t.Errorf("group of the test's goroutines: %q\nin:\n%s", group, sum)
 			}
@@ -36,7 +36,7 @@ func TestGoroutines(t *testing.T) {
 	}
 }
 
-func parkedForGoroutinesTest(started chan<- struct{}, stop <-chan struct{}) {
+func parkedForSummaryTest(started chan<- struct{}, stop <-chan struct{}) {
 	started <- struct{}{}
 	<-stop
 }
