@@ -33,6 +33,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -267,12 +268,31 @@ func run(o options) (int, error) {
 	}
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago
+// and that no earlier call returned: the kernel may hand a port it just
+// handed out again once it is closed, and two components told one port
+// (the controller manager and the scheduler did) leave one unable to
+// listen.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	givenPorts.Lock()
+	defer givenPorts.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !givenPorts.m[port] {
+			givenPorts.m[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no port found that was not handed out before")
 }
+
+// givenPorts are the ports freePort returned.
+var givenPorts = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
