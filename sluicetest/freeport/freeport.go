@@ -20,15 +20,17 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // first is the lowest port Ports chooses: well clear of the registered
 // services most machines run below it.
 const first = 20000
 
-// Ports returns n distinct TCP ports nobody listens on or connects from
-// now, on any local address (each is bound on the wildcard address
-// while the others are chosen). It is safe for concurrent use. Where
+// Ports returns n TCP ports nobody listens on or connects from now, on
+// any local address (each is bound on the wildcard address while the
+// others are chosen), none of them returned before in this process. It
+// is safe for concurrent use. Where
 // the ephemeral range cannot be read (no /proc) or leaves too little
 // below it, the ports are ones the kernel picks on 127.0.0.1.
 func Ports(n int) ([]int, error) {
@@ -52,6 +54,8 @@ func Ports(n int) ([]int, error) {
 		return ports, nil
 	}
 	span := low - first
+	given.Lock()
+	defer given.Unlock()
 	for range n {
 		start := rand.IntN(span)
 		found := false
@@ -59,12 +63,16 @@ func Ports(n int) ([]int, error) {
 		// distinct ports.
 		for i := range 500 {
 			port := first + (start+i*65521)%span
+			if given.m[port] {
+				continue // handed out before, perhaps not bound yet
+			}
 			ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
 			if err != nil {
 				continue
 			}
 			held = append(held, ln)
 			ports = append(ports, port)
+			given.m[port] = true
 			found = true
 			break
 		}
@@ -83,6 +91,13 @@ func Port() (int, error) {
 	}
 	return p[0], nil
 }
+
+// given are the ports Ports returned in this process: none is returned
+// twice, though the server it was for may not have bound it yet.
+var given = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
 
 // ephemeralLow returns the first port of the kernel's ephemeral range,
 // or 0 if it cannot be read.

@@ -33,3 +33,19 @@ func TestPorts(t *testing.T) {
 		}
 	}
 }
+
+// Ports never returns a port twice in one process, though its server may
+// not have bound it yet.
+func TestPortsNeverRepeat(t *testing.T) {
+	seen := map[int]bool{}
+	for range 300 {
+		p, err := Port()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d returned twice", p)
+		}
+		seen[p] = true
+	}
+}
