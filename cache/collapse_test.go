@@ -43,6 +43,12 @@ func TestCollapsing(t *testing.T) {
 		}
 	})
 	addr := strings.TrimPrefix(h.url, "http://")
+	// Where the process's goroutines wait when a client first finds its
+	// answer missing or short, taken then (the client's going may undo
+	// it) and logged below.
+	var snapOnce sync.Once
+	var snap string
+	stuck := func() { snapOnce.Do(func() { snap = stacks.Summary() }) }
 	var wg sync.WaitGroup
 	errs := make(chan error, conns*perConn)
 	started := make(chan struct{}, conns)
@@ -57,7 +63,7 @@ func TestCollapsing(t *testing.T) {
 			}
 			defer nc.Close()
 			// A bound on a hang: a request unanswered by then fails the
-			// test with the goroutines' stacks (below), not after the
+			// test with the goroutines' stacks (stuck), not after the
 			// server's idle timeout.
 			nc.SetDeadline(time.Now().Add(30 * time.Second))
 			br := bufio.NewReader(nc)
@@ -71,12 +77,14 @@ func TestCollapsing(t *testing.T) {
 				}
 				resp, err := http.ReadResponse(br, nil)
 				if err != nil {
-					errs <- err
+					stuck()
+					errs <- fmt.Errorf("request %d: %v", i, err)
 					return
 				}
 				got, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if err != nil || string(got) != body {
+					stuck()
 					errs <- fmt.Errorf("request %d: %d bytes, %v", i, len(got), err)
 					return
 				}
@@ -99,7 +107,7 @@ func TestCollapsing(t *testing.T) {
 	}
 	if failed {
 		st := h.x.Stats()
-		t.Logf("cache: %d hits, %d collapsed, %d misses; goroutines:\n%s", st.Hits, st.Collapsed, st.Misses, stacks.Summary())
+		t.Logf("cache: %d hits, %d collapsed, %d misses; goroutines when the first client failed:\n%s", st.Hits, st.Collapsed, st.Misses, snap)
 	}
 	if got := o.n.Load(); got != 1 {
 		t.Errorf("origin saw %d requests for one key, want 1", got)
