@@ -116,15 +116,15 @@ func (p *Pebble) Orders() int {
 
 // FreePort returns a TCP port free at the time of asking, on every
 // local address, chosen as freeport.Ports chooses (outside the range
-// outgoing connections take ports from). Two calls may return the same
-// port; a test that needs several distinct ports asks FreePorts.
+// outgoing connections take ports from, and never the same twice in
+// one process).
 func FreePort(t testing.TB) int {
 	t.Helper()
 	return FreePorts(t, 1)[0]
 }
 
-// FreePorts returns n distinct TCP ports, each free at the time of
-// asking (see FreePort).
+// FreePorts returns n TCP ports, each free at the time of asking (see
+// FreePort).
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
 	ports, err := freeport.Ports(n)

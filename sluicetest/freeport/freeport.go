@@ -28,59 +28,63 @@ import (
 const first = 20000
 
 // Ports returns n TCP ports nobody listens on or connects from now, on
-// any local address (each is bound on the wildcard address while the
-// others are chosen), none of them returned before in this process. It
-// is safe for concurrent use. Where
-// the ephemeral range cannot be read (no /proc) or leaves too little
-// below it, the ports are ones the kernel picks on 127.0.0.1.
+// any local address, none of them returned before in this process
+// (though the server one was for may not have bound it yet). It is safe
+// for concurrent use. Where the ephemeral range cannot be read (no
+// /proc) or leaves too little below it, the ports are ones the kernel
+// picks on 127.0.0.1.
 func Ports(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var held []net.Listener
-	defer func() {
-		for _, ln := range held {
-			ln.Close()
-		}
-	}()
 	low := ephemeralLow()
-	if low-first < 1000 {
-		for range n {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return nil, err
-			}
-			held = append(held, ln)
-			ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-		}
-		return ports, nil
-	}
-	span := low - first
 	given.Lock()
 	defer given.Unlock()
+	ports := make([]int, 0, n)
 	for range n {
-		start := rand.IntN(span)
-		found := false
-		// Step by a prime larger than any span, so the tries visit
-		// distinct ports.
-		for i := range 500 {
-			port := first + (start+i*65521)%span
-			if given.m[port] {
-				continue // handed out before, perhaps not bound yet
-			}
-			ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-			if err != nil {
-				continue
-			}
-			held = append(held, ln)
-			ports = append(ports, port)
-			given.m[port] = true
-			found = true
-			break
+		port, err := pick(low)
+		if err != nil {
+			return nil, err
 		}
-		if !found {
-			return nil, fmt.Errorf("freeport: no free port among 500 tried in %d-%d", first, low-1)
-		}
+		given.m[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// pick returns a port free now and not given before: one below low, the
+// ephemeral range's start, tried at random and bound on every address;
+// the kernel's choice on 127.0.0.1 where there is too little room below
+// low. Called with given held.
+func pick(low int) (int, error) {
+	span := low - first
+	below := span >= 1000
+	start := 0
+	if below {
+		start = rand.IntN(span)
+	}
+	for i := range 500 {
+		addr := "127.0.0.1:0"
+		if below {
+			// A step by a prime larger than any span visits distinct
+			// ports.
+			port := first + (start+i*65521)%span
+			if given.m[port] {
+				continue
+			}
+			addr = ":" + strconv.Itoa(port)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			if !below {
+				return 0, err
+			}
+			continue
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !given.m[port] {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("freeport: no free port among 500 tried (below %d)", low)
 }
 
 // Port returns one port as Ports does.
