@@ -71,7 +71,22 @@ func (h *Header) set(name, value string, safe bool) {
 	if len(h.fields) > 0 {
 		h.delStored(name)
 	}
-	h.fields = append(h.fields, headerField{name: name, value: value, safe: safe})
+	h.push(name, value, safe)
+}
+
+// push appends a field. It fills the new element in place: appending a
+// headerField value built on the stack makes the compiler copy it with
+// wider loads than the stores that built it, which stall (store-to-load
+// forwarding fails) on every field a response sets.
+func (h *Header) push(name, value string, safe bool) {
+	n := len(h.fields)
+	if n < cap(h.fields) {
+		h.fields = h.fields[:n+1]
+	} else {
+		h.fields = append(h.fields, headerField{})
+	}
+	f := &h.fields[n]
+	f.name, f.value, f.safe = name, value, safe
 }
 
 // Add appends a field, keeping any others of the same name.
@@ -79,7 +94,7 @@ func (h *Header) Add(name, value string) {
 	if mayBeSpecial(name) && h.special(name, value) {
 		return
 	}
-	h.fields = append(h.fields, headerField{name: name, value: value})
+	h.push(name, value, false)
 }
 
 // Del removes every field named name.
@@ -230,7 +245,12 @@ var specialFirst = [256]uint8{'d': 1, 's': 1, 'c': 1, 't': 1}
 func (h *Header) reset() {
 	clear(h.fields)
 	clear(h.trailers)
-	*h = Header{fields: h.fields[:0], trailers: h.trailers[:0], contentLength: -1}
+	// Zeroed, then filled: a Header literal assigned whole is built on
+	// the stack and copied with wider loads than the stores that built
+	// it, which stall (see push).
+	fields, trailers := h.fields[:0], h.trailers[:0]
+	*h = Header{}
+	h.fields, h.trailers, h.contentLength = fields, trailers, -1
 }
 
 // announcesTrailers reports whether the header has a Trailer field.
@@ -260,7 +280,8 @@ func (h *Header) appendTrailer(b []byte) []byte {
 // a space, so a handler cannot split the response; a field set with
 // SetSafe had them replaced already.
 func (h *Header) appendFields(b []byte) []byte {
-	for _, f := range h.fields {
+	for i := range h.fields {
+		f := &h.fields[i] // not a copy: see push
 		if f.safe {
 			b = append(b, f.name...)
 			b = append(b, ": "...)

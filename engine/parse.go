@@ -55,7 +55,7 @@ func parseHead(buf []byte, req *Request, lim *Limits, pathBuf *[]byte) (int, err
 		if len(req.Fields) >= lim.MaxHeaderCount {
 			return 0, errTooManyFields
 		}
-		req.Fields = append(req.Fields, Field{Name: name, Value: value})
+		req.AddField(name, value)
 		// The fields that frame the request or steer the connection; the
 		// switch on the name's length keeps the others cheap.
 		err = nil

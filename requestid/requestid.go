@@ -118,7 +118,7 @@ func (s *Stage) Handle(c *pipe.Conn) bool {
 		if n > 0 {
 			r.Fields = dropField(r.Fields, s.nameStr)
 		}
-		r.Fields = append(r.Fields, engine.Field{Name: s.name, Value: c.RequestID()})
+		r.AddField(s.name, c.RequestID())
 	}
 	if s.response {
 		c.Header().Set(s.nameStr, string(c.RequestID()))
