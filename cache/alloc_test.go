@@ -234,6 +234,13 @@ func BenchmarkMiss100KOrigin(b *testing.B) { benchMissFrom(b, 100<<10, 16<<20, o
 // BenchmarkMiss4K's.
 func BenchmarkMiss4KBigStore(b *testing.B) { benchMissIn(b, 4096, 256<<20) }
 
+// 4 KB misses with an nginx origin's fields into a full 256 MB store:
+// the bench harness's cache scenario, where the collector marks 65,536
+// stored metas each cycle.
+func BenchmarkMiss4KOriginBigStore(b *testing.B) {
+	benchMissFrom(b, 4096, 256<<20, originSource(4096))
+}
+
 // missOverProxy returns the allocations per request, in the whole
 // process (client, Sluice, origin), of misses through [cache, proxy]
 // and of the same requests through the proxy alone, over real sockets.
