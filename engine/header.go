@@ -74,19 +74,26 @@ func (h *Header) set(name, value string, safe bool) {
 	h.push(name, value, safe)
 }
 
-// push appends a field. It fills the new element in place: appending a
-// headerField value built on the stack makes the compiler copy it with
-// wider loads than the stores that built it, which stall (store-to-load
-// forwarding fails) on every field a response sets.
+// push appends a field, filled in place (see grow).
 func (h *Header) push(name, value string, safe bool) {
-	n := len(h.fields)
-	if n < cap(h.fields) {
-		h.fields = h.fields[:n+1]
-	} else {
-		h.fields = append(h.fields, headerField{})
-	}
-	f := &h.fields[n]
+	f := grow(&h.fields)
 	f.name, f.value, f.safe = name, value, safe
+}
+
+// grow extends *s by one element and returns it, to be filled in place;
+// it may hold what it held before the slice was cut back, so the caller
+// sets every field of it. append(s, T{...}) would build the value on the
+// stack and copy it with wider loads than the stores that built it,
+// which stall (store-to-load forwarding fails), on paths that run for
+// every field of every request.
+func grow[T any](s *[]T) *T {
+	n := len(*s)
+	if n < cap(*s) {
+		*s = (*s)[:n+1]
+	} else {
+		*s = append(*s, *new(T))
+	}
+	return &(*s)[n]
 }
 
 // Add appends a field, keeping any others of the same name.
@@ -281,7 +288,7 @@ func (h *Header) appendTrailer(b []byte) []byte {
 // SetSafe had them replaced already.
 func (h *Header) appendFields(b []byte) []byte {
 	for i := range h.fields {
-		f := &h.fields[i] // not a copy: see push
+		f := &h.fields[i] // not a copy: see grow
 		if f.safe {
 			b = append(b, f.name...)
 			b = append(b, ": "...)

@@ -185,15 +185,9 @@ func (r *Request) WantsClose() bool { return r.close }
 // AddField appends the field name: value to r.Fields; the slices are
 // kept, not copied. It is append(r.Fields, Field{name, value}) without
 // the copy through the stack the compiler makes of such a literal (see
-// Header.push), for the fields added to every request.
+// grow), for the fields added to every request.
 func (r *Request) AddField(name, value []byte) {
-	n := len(r.Fields)
-	if n < cap(r.Fields) {
-		r.Fields = r.Fields[:n+1]
-	} else {
-		r.Fields = append(r.Fields, Field{})
-	}
-	f := &r.Fields[n]
+	f := grow(&r.Fields)
 	f.Name, f.Value = name, value
 }
 
