@@ -10,7 +10,8 @@
 // client) to core 0 and every server to core 1 with taskset, so a server
 // has one core and the client never competes with it. Servers are
 // measured one after another in interleaved rounds (server A, B, C, then
-// again), and the report gives the median over rounds with the minimum
+// B, C, A: each round starts one server further along, so that none is
+// always first), and the report gives the median over rounds with the minimum
 // and maximum. Server CPU time per request comes from utime+stime of the
 // server's process tree in /proc/PID/stat, memory from VmRSS in
 // /proc/PID/status. Errors are counted, never hidden.

@@ -126,7 +126,7 @@ func (h *harness) mixScenarios() error {
 		}
 		db := mixDB{"sqlite", filepath.Join(site, mixsite.DBFile)}
 		for round := 1; round <= h.o.rounds; round++ {
-			for _, v := range vs {
+			for _, v := range inTurn(vs, round) {
 				if h.ctx.Err() != nil {
 					return h.ctx.Err()
 				}
@@ -154,7 +154,7 @@ func (h *harness) mixScenarios() error {
 		h.rep.SlowQuery = slowQuery
 		db := mixDB{"postgres", pg.dsn}
 		for round := 1; round <= h.o.rounds; round++ {
-			for _, v := range vs {
+			for _, v := range inTurn(vs, round) {
 				if h.ctx.Err() != nil {
 					return h.ctx.Err()
 				}

@@ -119,7 +119,7 @@ func (h *harness) phpScenario() error {
 		return nil
 	}
 	for round := 1; round <= h.o.rounds; round++ {
-		for _, p := range ps {
+		for _, p := range inTurn(ps, round) {
 			if h.ctx.Err() != nil {
 				return h.ctx.Err()
 			}

@@ -126,7 +126,7 @@ func (h *harness) proxyScenario() error {
 	}
 	defer up.Stop()
 	for round := 1; round <= h.o.rounds; round++ {
-		for _, v := range vs {
+		for _, v := range inTurn(vs, round) {
 			if h.ctx.Err() != nil {
 				return h.ctx.Err()
 			}

@@ -114,7 +114,7 @@ func (h *harness) run() (string, error) {
 	done := make(chan struct{})
 	go func() { h.watchLoad(watch); close(done) }()
 	for round := 1; round <= h.o.rounds; round++ {
-		for _, p := range h.peers {
+		for _, p := range inTurn(h.peers, round) {
 			if err := h.serverRound(p, round); err != nil {
 				return "", err
 			}

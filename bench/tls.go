@@ -88,7 +88,7 @@ func (h *harness) tlsScenario() error {
 	}
 	h.rep.Machine = append(h.rep.Machine, "tls scenario: one self-signed ECDSA P-256 certificate generated for the run (bench/tlscert)")
 	for round := 1; round <= h.o.rounds; round++ {
-		for _, p := range ps {
+		for _, p := range inTurn(ps, round) {
 			if h.ctx.Err() != nil {
 				return h.ctx.Err()
 			}

@@ -484,7 +484,7 @@ func PHP() []Peer {
 	}
 	again := sluice
 	again.Name = "sluice-again-php"
-	again.About = "the same Sluice binary and configuration as `sluice-php`, measured again in each round after the others: an A/A control, whose difference from `sluice-php` is the run's noise (selected by `--servers sluice-again`, never by default)"
+	again.About = "the same Sluice binary and configuration as `sluice-php`, measured again in each round, in turn with the others: an A/A control, whose difference from `sluice-php` is the run's noise (selected by `--servers sluice-again`, never by default)"
 	return []Peer{
 		sluice,
 		{
