@@ -218,3 +218,13 @@ var (
 	sluiceBin  string
 	sluiceErr  error
 )
+
+// TestMain removes the binary buildSluice built, with its directory,
+// once the tests are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sluiceBin != "" {
+		os.RemoveAll(filepath.Dir(sluiceBin))
+	}
+	os.Exit(code)
+}

@@ -56,6 +56,10 @@ func newBrowser(t *testing.T) context.Context {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(profile),
+		// Chromium leaves its singleton's socket in a directory of
+		// TMPDIR's (org.chromium.Chromium.*) when it is killed: the
+		// test's own, removed with it.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 		chromedp.WindowSize(viewportWidth, viewportHeight),
 		// Scrollbars would change the screenshots with the page's height.
 		chromedp.Flag("hide-scrollbars", true),
