@@ -512,12 +512,12 @@ func NewRequest(hr *http.Request) (*Request, error) {
 	r.Fields = make([]Field, 0, nfields+addedFields)
 	for k, vs := range hr.Header {
 		for _, v := range vs {
-			r.Fields = append(r.Fields, Field{Name: put(k), Value: put(v)})
+			r.AddField(put(k), put(v))
 		}
 	}
 	slices.SortStableFunc(r.Fields, func(a, b Field) int { return bytes.Compare(a.Name, b.Name) })
 	if hr.Host != "" {
-		r.Fields = append(r.Fields, Field{Name: put("Host"), Value: r.Host})
+		r.AddField(put("Host"), r.Host)
 	}
 	if la, ok := hr.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 		r.LocalAddr = la // the server's side: HTTP/3's UDP address, or a TCP one

@@ -254,7 +254,7 @@ func (h *Header) reset() {
 	clear(h.trailers)
 	// Zeroed, then filled: a Header literal assigned whole is built on
 	// the stack and copied with wider loads than the stores that built
-	// it, which stall (see push).
+	// it, which stall (see grow).
 	fields, trailers := h.fields[:0], h.trailers[:0]
 	*h = Header{}
 	h.fields, h.trailers, h.contentLength = fields, trailers, -1

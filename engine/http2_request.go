@@ -70,12 +70,12 @@ func (st *h2Stream) request(b *h2Block) (*ProtocolError, error) {
 		if f.name[0] < 0 {
 			continue
 		}
-		r.Fields = append(r.Fields, Field{Name: sub(a, f.name), Value: sub(a, f.value)})
+		r.AddField(sub(a, f.name), sub(a, f.value))
 	}
 	if b.host < 0 && b.pseudo&h2Authority != 0 {
 		// As HTTP/1.1's Host field, for code that reads the fields (CGI's
 		// HTTP_HOST, a proxy).
-		r.Fields = append(r.Fields, Field{Name: h2HostName, Value: authority})
+		r.AddField(h2HostName, authority)
 	}
 	switch {
 	case b.endStream && b.clSeen && b.cl != 0:
