@@ -254,6 +254,7 @@ http {
 	auto_https off
 }
 http://%[1]s {
+	bind 127.0.0.1
 	reverse_proxy /ws %[2]s
 	reverse_proxy /events %[2]s {
 		flush_interval -1
@@ -350,6 +351,50 @@ func adminPort(addr string) int {
 	return n + 1
 }
 
+// startOn starts s on a free loopback port and waits for its first
+// answer. A port found free can be taken by another program before the
+// server binds it (tests of other packages run beside this one), so a
+// server that fails to bind is started again on another port, up to
+// three times. The caller kills the returned command's process group.
+func startOn(s server, dir string) (*exec.Cmd, string, error) {
+	var err error
+	for range 3 {
+		var addr string
+		if addr, err = freeAddr(); err != nil {
+			return nil, "", err
+		}
+		var cmd *exec.Cmd
+		if cmd, err = s.start(dir, addr, 1); err != nil {
+			return nil, "", err
+		}
+		// The server's output is kept in dir, so that a server that
+		// does not start says why.
+		var out *os.File
+		if out, err = os.Create(filepath.Join(dir, "output.log")); err != nil {
+			return nil, "", err
+		}
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err = cmd.Start()
+		out.Close()
+		if err != nil {
+			return nil, "", err
+		}
+		// A loaded machine (CI's) may take long to start a server.
+		if err = waitBody(addr, "generation 1", 60*time.Second); err == nil {
+			return cmd, addr, nil
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		b, _ := os.ReadFile(out.Name())
+		err = fmt.Errorf("did not start: %v; its output ends: %s", err, lastBytes(string(b), 600))
+		if !strings.Contains(strings.ToLower(string(b)), "address already in use") {
+			return nil, "", err
+		}
+	}
+	return nil, "", err
+}
+
 // measure starts s, opens the tunnels, reloads it and counts those that
 // still echo.
 func measure(s server, tunnels, reloads int, download int64) (r result) {
@@ -366,27 +411,8 @@ func measure(s server, tunnels, reloads int, download int64) (r result) {
 		return r
 	}
 	defer os.RemoveAll(dir)
-	addr, err := freeAddr()
+	cmd, addr, err := startOn(s, dir)
 	if err != nil {
-		r.skipped = err.Error()
-		return r
-	}
-	cmd, err := s.start(dir, addr, 1)
-	if err != nil {
-		r.skipped = err.Error()
-		return r
-	}
-	// The server's output is kept in dir, so that a server that does
-	// not start says why.
-	out, err := os.Create(filepath.Join(dir, "output.log"))
-	if err != nil {
-		r.skipped = err.Error()
-		return r
-	}
-	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
 		r.skipped = err.Error()
 		return r
 	}
@@ -394,12 +420,6 @@ func measure(s server, tunnels, reloads int, download int64) (r result) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	}()
-	// A loaded machine (CI's) may take long to start a server.
-	if err := waitBody(addr, "generation 1", 60*time.Second); err != nil {
-		b, _ := os.ReadFile(out.Name())
-		r.skipped = "did not start: " + err.Error() + "; its output ends: " + lastBytes(string(b), 600)
-		return r
-	}
 	r.rss[0] = groupRSS(cmd.Process.Pid)
 	ctx := context.Background()
 	var conns []*websocket.Conn
