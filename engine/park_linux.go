@@ -34,7 +34,12 @@ import (
 //     it looks at the connection's state again, and the connection parks
 //     before it looks at the note, so one of the two hands it on. A note
 //     of bytes the connection read anyway costs one wake that reads
-//     nothing and parks again.
+//     nothing and parks again. Only an owner clears the note: the
+//     connection before a read, the reader once it claimed the
+//     connection, the parking goroutine once it took it back. Once
+//     parked, the connection may be claimed, served and active again
+//     before the goroutine that parked it looks at the note, which is then
+//     the new owner's: clearing it there lost a request's wake for good.
 //   - A FIN or RST that came with the bytes that woke it is reported in
 //     the same event, and would not be again: the reader records it
 //     (parkPeerDone), and the connection does not park again but reads on
@@ -61,8 +66,9 @@ type parkSet struct {
 }
 
 // parkSlot is one parked connection's entry; gen tells its successive
-// occupants apart, so that an event read just before a slot changed hands
-// is recognised as stale.
+// occupants, and an occupant's successive additions to the set, apart, so
+// that an event read just before a slot changed hands, or its socket left
+// the set, is recognised as stale.
 type parkSlot struct {
 	c   *conn
 	gen uint32
@@ -228,9 +234,17 @@ func (c *conn) park() bool {
 		// store, and a look at what the reader saw while c was active.
 		c.srv.stats.parked.Add(1)
 		c.wait.Store(waitParked)
-		if c.parkFlags.And(^uint32(parkPending))&parkPending != 0 && c.wait.CompareAndSwap(waitParked, waitActive) {
+		if h := c.srv.parkedHook; h != nil {
+			h(c)
+		}
+		// From the store on, the reader may claim c and hand it to a
+		// runner, which serves it and may be active again, with a note
+		// of its own, by the time this goroutine looks: the note is
+		// only looked at here, and cleared only by whoever takes c back.
+		if c.parkFlags.Load()&parkPending != 0 && c.wait.CompareAndSwap(waitParked, waitActive) {
 			// Bytes came after the read that found the socket drained:
 			// go on as the reader would have, on a runner.
+			c.parkFlags.And(^uint32(parkPending))
 			c.resumeOnRunner()
 		}
 		return true
@@ -243,10 +257,16 @@ func (c *conn) park() bool {
 	c.srv.stats.parked.Add(1)
 	c.parkFd = int32(fd)
 	c.parkFlags.And(^uint32(parkPending)) // adding the socket reports what is there
+	// A new generation: an event of the socket's last time in the set,
+	// which the reader may hold still, is stale, so that only this
+	// addition's events can claim c.
+	c.parkGen = p.renew(c.parkSlot)
 	c.wait.Store(waitParked)
 	ev := unix.EpollEvent{Events: parkEvents, Fd: int32(c.parkSlot), Pad: int32(c.parkGen)}
 	parkCtls.Add(1)
 	if sock.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
+		// No event names this generation, and Expire waits for
+		// moveMu: c is still this goroutine's.
 		c.wait.Store(waitActive)
 		c.srv.stats.parked.Add(-1)
 		c.parkFd = -1
@@ -339,6 +359,15 @@ func (p *parkSet) take(c *conn) (slot, gen uint32) {
 	s.c = c
 	s.gen++
 	return slot, s.gen
+}
+
+// renew gives slot a new generation and returns it.
+func (p *parkSet) renew(slot uint32) uint32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := &p.slots[slot]
+	s.gen++
+	return s.gen
 }
 
 // give frees slot.

@@ -383,6 +383,54 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 	}
 }
 
+// The goroutine that parks a connection in the set may be slow to look
+// at the note of bytes that came meanwhile (descheduled on a loaded
+// machine, as the hook stands for here): by then the reader may have
+// claimed the connection, a runner served it, and the client spoken
+// again, noted while the runner was active. That note is the runner's:
+// the late goroutine must leave it, or the request waits forever.
+func TestLateParkerLeavesTheNextNote(t *testing.T) {
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0)
+	s.sparseAfter.Store(0) // every wake is late: each answer parks again
+	late := make(chan *conn, 1)
+	release := make(chan struct{})
+	s.parkedHook = func(c *conn) {
+		if c.served == 2 {
+			late <- c
+			<-release
+		}
+	}
+	addr := serveOn(t, s, al)
+	ic := openIdle(t, addr, 1)[0]
+	waitForParked(t, s, 1)
+	if _, err := io.WriteString(ic.c, "GET /second HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	c := recvWithin(t, "the connection to park again after its second request", late)
+	ic.expect(t, "/second")
+	// The reader claims it for this request, a runner answers it and,
+	// as it parks, waits for moveMu, which the late goroutine holds.
+	ic.get(t, "/third")
+	ic.c.SetDeadline(time.Now().Add(10 * time.Second))
+	defer ic.c.SetDeadline(time.Time{})
+	if _, err := io.WriteString(ic.c, "GET /fourth HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reader to note the fourth request", func() bool { return c.parkFlags.Load()&parkPending != 0 })
+	close(release)
+	resp, body := readResponse(t, ic.br, "GET")
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "GET /fourth ") {
+		t.Fatalf("GET /fourth: %d %q", resp.StatusCode, body)
+	}
+}
+
 // Whether a woken connection is sparse depends on how long it was parked,
 // not on the idle notice: at 10,000 busy connections each one waits in the
 // park set for its turn, well past sparseAfter, and parks again after every

@@ -86,6 +86,7 @@ type Server struct {
 	deferAccept deferState // see deferaccept.go
 
 	parkHook    func(*conn)   // if set, called as a connection is about to park (for tests)
+	parkedHook  func(*conn)   // if set, called as a connection in the park set has parked again (for tests)
 	sparseAfter atomic.Int64  // nanoseconds; see park.go (tests change it)
 	wakes       atomic.Uint32 // waits of its raw connections that ended with bytes (see crowd.go)
 }
