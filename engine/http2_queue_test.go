@@ -24,6 +24,7 @@ import (
 func h2cServer(t *testing.T, h Handler, lim Limits) (*Server, string) {
 	t.Helper()
 	s := &Server{Handler: h, Limits: lim, Logger: discardLogger()}
+	s.init() // before the test looks at its connections (theH2Conn)
 	ln, err := Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
