@@ -78,6 +78,24 @@ func parkingServer(t *testing.T, n int, hook func(*conn)) (*Server, []idleClient
 	return s, cs, server
 }
 
+// parkTestServer returns a Server serving echo whose connections get no
+// idle notice and whose wakes are late (sparse) after sparse (0: every
+// wake, so that each answer parks again), and a listener that hands on
+// what it accepts; the caller sets any hooks and serves it (serveOn).
+func parkTestServer(t *testing.T, sparse time.Duration) (*Server, *acceptedListener) {
+	t.Helper()
+	ln, err := Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
+	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
+	s.init()
+	s.tm.SetIdleNotice(0)
+	s.sparseAfter.Store(int64(sparse))
+	return s, al
+}
+
 // get sends a GET for path and checks that echo answered it.
 func (ic idleClient) get(t *testing.T, path string) {
 	t.Helper()
@@ -390,15 +408,7 @@ func TestSparseConnectionParksAgainAtOnce(t *testing.T) {
 // again, noted while the runner was active. That note is the runner's:
 // the late goroutine must leave it, or the request waits forever.
 func TestLateParkerLeavesTheNextNote(t *testing.T) {
-	ln, err := Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
-	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
-	s.init()
-	s.tm.SetIdleNotice(0)
-	s.sparseAfter.Store(0) // every wake is late: each answer parks again
+	s, al := parkTestServer(t, 0)
 	late := make(chan *conn, 1)
 	release := make(chan struct{})
 	s.parkedHook = func(c *conn) {
@@ -437,15 +447,7 @@ func TestLateParkerLeavesTheNextNote(t *testing.T) {
 // answer, with no notice and no trip through the runtime's poller. Here
 // every wake is late (sparseAfter 0) and notices are off.
 func TestConnectionWokenLateParksAgain(t *testing.T) {
-	ln, err := Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
-	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
-	s.init()
-	s.tm.SetIdleNotice(0)
-	s.sparseAfter.Store(0)
+	s, al := parkTestServer(t, 0)
 	addr := serveOn(t, s, al)
 	ic := openIdle(t, addr, 1)[0]
 	waitForParked(t, s, 1)

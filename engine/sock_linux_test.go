@@ -233,15 +233,9 @@ func TestDeferAcceptFollowsTraffic(t *testing.T) {
 // descriptor beside unpoll's replacing it, and getpeername a descriptor
 // that is no longer this connection's.
 func TestControlBesideParking(t *testing.T) {
-	ln, err := Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al := &acceptedListener{Listener: ln, conns: make(chan net.Conn, 1)}
-	s := &Server{Handler: echo, Limits: Limits{IdleTimeout: time.Hour}}
-	s.init()
-	s.tm.SetIdleNotice(0)                 // none until the test asks
-	s.sparseAfter.Store(int64(time.Hour)) // a wake is soon: it waits in the runtime's poller after
+	// No idle notice until the test asks; a wake is soon: it waits in
+	// the runtime's poller after each answer.
+	s, al := parkTestServer(t, time.Hour)
 	addr := serveOn(t, s, al)
 	ic := openIdle(t, addr, 1)[0]
 	waitForParked(t, s, 1)
