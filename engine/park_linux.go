@@ -224,7 +224,7 @@ func (c *conn) park() bool {
 		sc.Unpoll()
 	}
 	if !c.hasSlot {
-		c.parkSlot, c.parkGen = p.take(c)
+		c.parkSlot = p.take(c)
 		c.hasSlot = true
 	}
 	c.parkedAt = monoNow()
@@ -344,8 +344,10 @@ func (c *conn) leavePark() {
 	parking.p.Load().give(c.parkSlot)
 }
 
-// take returns a free slot for c, and its generation.
-func (p *parkSet) take(c *conn) (slot, gen uint32) {
+// take returns a free slot for c, in a new generation, so that an event
+// of its last occupant is stale; c takes the generation its socket joins
+// the set under when it joins (renew).
+func (p *parkSet) take(c *conn) (slot uint32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if n := len(p.free); n > 0 {
@@ -358,7 +360,7 @@ func (p *parkSet) take(c *conn) (slot, gen uint32) {
 	s := &p.slots[slot]
 	s.c = c
 	s.gen++
-	return slot, s.gen
+	return slot
 }
 
 // renew gives slot a new generation and returns it.
